@@ -1,0 +1,69 @@
+"""Collective communication time: ring/tree algorithms over the scale-up or scale-out fabric.
+
+Bandwidth a group sees (per GPU, per direction):
+- the whole group sits inside one scale-up domain (NVLink, Infinity Fabric):
+  the scale-up link bandwidth times its achievable fraction;
+- otherwise k members share each domain, and the traffic that leaves a domain
+  runs over those k GPUs' NICs (rail-optimised fabric, every GPU has its own
+  NIC share), so the bus bandwidth is min(scale-up, k x NIC per GPU).
+
+Group placement follows Megatron-LM's rank order: TP innermost (stride 1), then
+CP, then DP (and EP inside DP), PP outermost. A group of `size` ranks with rank
+`stride` spans size x stride consecutive GPUs.
+
+Times (Thakur et al. 2005; NCCL's bus-bandwidth definitions), for a payload of
+`nbytes` (the full, unsharded buffer) over n ranks:
+- all-reduce: 2 (n-1)/n x nbytes / bw   (reduce-scatter then all-gather)
+- all-gather, reduce-scatter: (n-1)/n x nbytes / bw
+- all-to-all: (n-1)/n x nbytes / bw
+- point-to-point: nbytes / bw
+plus a latency per algorithm step: ring steps inside a domain, a tree's
+2 log2(n) steps across domains (NCCL switches to trees at scale).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rightsize.perf.hardware import Hardware
+
+
+def group_link(size: np.ndarray, stride: np.ndarray, hw: Hardware) -> tuple[np.ndarray, np.ndarray]:
+    """(bus bandwidth bytes/s, per-step latency s) for groups of `size` ranks at `stride`."""
+    size = np.asarray(size, dtype=np.float64)
+    stride = np.asarray(stride, dtype=np.float64)
+    inside = size * stride <= hw.domain_gpus
+    up_bw = hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction
+    members_per_domain = np.clip(np.floor(hw.domain_gpus / stride), 1.0, size)
+    out_bw = np.minimum(
+        up_bw, members_per_domain * hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction
+    )
+    bw = np.where(inside, up_bw, out_bw)
+    latency = np.where(inside, hw.scaleup_latency_s, hw.scaleout_latency_s)
+    return bw, latency
+
+
+def _steps(n: np.ndarray) -> np.ndarray:
+    """Latency-bound algorithm steps: ring (n-1) for small groups, tree 2 log2 n for large."""
+    return np.minimum(n - 1.0, 2.0 * np.log2(n + 1e-9))
+
+
+def all_reduce_s(nbytes: np.ndarray, n: np.ndarray, bw: np.ndarray, latency: np.ndarray) -> np.ndarray:
+    n = np.asarray(n, dtype=np.float64)
+    t = 2.0 * (n - 1.0) / n * nbytes / bw + 2.0 * _steps(n) * latency
+    return np.where(n > 1, t, 0.0)
+
+
+def all_gather_s(nbytes: np.ndarray, n: np.ndarray, bw: np.ndarray, latency: np.ndarray) -> np.ndarray:
+    """Also the time of a reduce-scatter of the same buffer."""
+    n = np.asarray(n, dtype=np.float64)
+    t = (n - 1.0) / n * nbytes / bw + _steps(n) * latency
+    return np.where(n > 1, t, 0.0)
+
+
+reduce_scatter_s = all_gather_s
+all_to_all_s = all_gather_s
+
+
+def p2p_s(nbytes: np.ndarray, bw: np.ndarray, latency: np.ndarray) -> np.ndarray:
+    return nbytes / bw + latency

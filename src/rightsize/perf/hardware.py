@@ -1,0 +1,75 @@
+"""The hardware figures one evaluation needs, flattened from the catalog.
+
+The performance model works on plain floats so it can be vectorised and so a
+calibration can override any efficiency without touching catalog data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rightsize.catalog import Accelerator, NodeType
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One accelerator type in one node type, for one compute dtype."""
+
+    accelerator_id: str
+    dtype: str
+    peak_flops_per_s: float  # dense peak for `dtype`
+    gemm_fraction: float  # achieved / peak for large, well-shaped GEMMs
+    attention_fraction: float  # flash-attention throughput / dense 16-bit peak
+    sm_count: int
+    tile_m: int
+    tile_n: int
+    hbm_bytes: float
+    hbm_bytes_per_s: float
+    memory_bw_fraction: float
+    scaleup_bytes_per_s: float  # per GPU, per direction
+    scaleup_bw_fraction: float
+    scaleup_latency_s: float
+    domain_gpus: int  # GPUs in one scale-up (NVLink / Infinity Fabric) domain
+    scaleout_bytes_per_s_per_gpu: float  # NIC line rate per GPU
+    scaleout_bw_fraction: float
+    scaleout_latency_s: float
+    gpus_per_node: int
+    kernel_overhead_s: float
+    tdp_w: float = 0.0
+    peak_16bit_flops_per_s: float = 0.0  # for attention kernels, which run in 16 bit
+
+    @classmethod
+    def from_catalog(cls, acc: Accelerator, node: NodeType, dtype: str) -> Hardware:
+        eff = acc.efficiency
+        peak = acc.peak_flops_per_s(dtype)
+        peak16 = acc.peak_flops_per_s("bf16") if acc.supports("bf16") else acc.peak_flops_per_s("fp16")
+        return cls(
+            accelerator_id=acc.id,
+            dtype=dtype,
+            peak_flops_per_s=peak,
+            gemm_fraction=eff.gemm_fraction(dtype),
+            attention_fraction=eff.attention_fraction,
+            sm_count=acc.sm_count,
+            tile_m=eff.gemm_tile_m,
+            tile_n=eff.gemm_tile_n,
+            hbm_bytes=acc.hbm_bytes,
+            hbm_bytes_per_s=acc.hbm_bytes_per_s,
+            memory_bw_fraction=eff.memory_bw_fraction,
+            scaleup_bytes_per_s=acc.scaleup_bytes_per_s,
+            scaleup_bw_fraction=eff.scaleup_bw_fraction,
+            scaleup_latency_s=eff.scaleup_latency_s,
+            domain_gpus=acc.scaleup_domain_gpus,
+            scaleout_bytes_per_s_per_gpu=node.scaleout_bytes_per_s_per_gpu,
+            scaleout_bw_fraction=eff.scaleout_bw_fraction,
+            scaleout_latency_s=eff.scaleout_latency_s,
+            gpus_per_node=node.gpus_per_node,
+            kernel_overhead_s=eff.kernel_overhead_s,
+            tdp_w=acc.tdp_w,
+            peak_16bit_flops_per_s=peak16,
+        )
+
+    def with_overrides(self, **fields: float) -> Hardware:
+        """A copy with some figures replaced (calibration, sensitivity, property tests)."""
+        return replace(self, **fields)  # type: ignore[arg-type]

@@ -1,0 +1,232 @@
+"""Time of one transformer layer for one micro-batch on one GPU, vectorised.
+
+Shapes per GPU: a micro-batch of b sequences of s tokens, split s/cp over context
+parallelism, so the GEMMs see T = b s / cp token rows. Tensor parallelism (t)
+splits heads and the MLP's inner dimension (Megatron-LM column/row parallel
+linears, Shoeybi et al. 2019), so the GEMM shapes per GPU are:
+
+  QKV      [T, h] x [h, (a + 2g) d / t]           (grouped-query: g key/value heads)
+  out-proj [T, a d / t] x [a d / t, h]
+  MLP up   [T, h] x [h, m_up f / t]               (m_up = 2 for SwiGLU: gate and up)
+  MLP down [T, f / t] x [f / t, h]
+  MoE      the same MLP per expert, T k cp_factor / E rows per local expert
+  attention scores and values: 2 x 2 b (s/cp) s d (a/t) FLOPs, causal-masked
+           kernels (flash attention) skip the upper triangle: half of it.
+
+Backward is two GEMMs per linear (input and weight gradients), so about twice the
+forward. Memory-bound kernels (norms, residual adds, activations, unfused
+softmax) cost bytes moved / achievable HBM bandwidth. Tensor-parallel layers
+communicate activations twice per layer in forward and twice in backward:
+all-reduce, or all-gather + reduce-scatter under sequence parallelism
+(Korthikanti et al. 2022, section 4.2.2) — the same bytes on the wire.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rightsize.perf import collectives as coll
+from rightsize.perf.gemm import gemm_efficiency, gemm_time_s, train_gemm_time_s
+from rightsize.perf.hardware import Hardware
+from rightsize.perf.params import mlp_matrices
+from rightsize.perf.workload import ParallelConfigs, TrainWorkload
+
+ACT_BYTES = 2.0  # activations travel and are stored in 16 bit
+
+# FlashAttention-2's backward does 5 matrix multiplies to the forward's 2, and
+# recomputes the scores: Dao 2023, section 3.1.2. Its time is ~2.5x the forward.
+FLASH_BACKWARD_OVER_FORWARD = 2.5
+
+# Bytes moved per attention-score element by an unfused softmax path (Megatron's
+# fused scale-mask-softmax, then dropout): the scores GEMM writes 2, the softmax
+# reads 2 and writes 2, dropout reads 2, writes 2 and a 1-byte mask, the values
+# GEMM reads 2. Backward moves about twice that.
+UNFUSED_SOFTMAX_BYTES_PER_SCORE = 13.0
+
+# Memory-bound kernels per layer in forward (2 norms, 2 residual adds, the
+# activation, rotary or bias adds, and dropout where present); backward doubles.
+ELEMENTWISE_KERNELS_PER_LAYER_FWD = 7.0
+
+
+@dataclass
+class LayerTimes:
+    """Seconds per layer per micro-batch, each an array over configurations."""
+
+    gemm_fwd: np.ndarray
+    gemm_bwd: np.ndarray
+    attn_fwd: np.ndarray
+    attn_bwd: np.ndarray
+    elementwise_fwd: np.ndarray
+    elementwise_bwd: np.ndarray
+    tp_comm_fwd: np.ndarray  # exposed (not overlapped)
+    tp_comm_bwd: np.ndarray
+    cp_comm_exposed_fwd: np.ndarray
+    cp_comm_exposed_bwd: np.ndarray
+    ep_comm_fwd: np.ndarray
+    ep_comm_bwd: np.ndarray
+    recompute: np.ndarray  # extra forward work under selective or full recomputation
+
+    @property
+    def compute_fwd(self) -> np.ndarray:
+        return self.gemm_fwd + self.attn_fwd + self.elementwise_fwd
+
+    @property
+    def compute_bwd(self) -> np.ndarray:
+        return self.gemm_bwd + self.attn_bwd + self.elementwise_bwd
+
+    @property
+    def comm_fwd(self) -> np.ndarray:
+        return self.tp_comm_fwd + self.cp_comm_exposed_fwd + self.ep_comm_fwd
+
+    @property
+    def comm_bwd(self) -> np.ndarray:
+        return self.tp_comm_bwd + self.cp_comm_exposed_bwd + self.ep_comm_bwd
+
+
+def _mlp_times(
+    rows: np.ndarray, h: float, f: float, t: np.ndarray, mats: int, hw: Hardware, eb: float
+) -> tuple[np.ndarray, np.ndarray]:
+    up_f, up_b = train_gemm_time_s(rows, (mats - 1) * f / t, h, hw, eb)
+    dn_f, dn_b = train_gemm_time_s(rows, h, f / t, hw, eb)
+    return up_f + dn_f, up_b + dn_b
+
+
+def attention_core_times(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(forward s, backward s, full-rate FLOPs) of scores + softmax + values for one layer."""
+    arch = w.arch
+    s = float(w.seq_len)
+    b = cfg.micro_batch.astype(np.float64)
+    q_rows = s / cfg.cp
+    heads = arch.heads / cfg.tp
+    d = float(arch.head_dim)
+    flops = 4.0 * b * q_rows * s * d * heads  # QK^T and PV, the whole square
+    if w.flash_attention:
+        peak = hw.peak_16bit_flops_per_s * hw.attention_fraction
+        fwd = 0.5 * flops / peak + hw.kernel_overhead_s
+        return fwd, FLASH_BACKWARD_OVER_FORWARD * fwd, flops
+    # Unfused: two batched GEMMs with K = head_dim, and a memory-bound softmax.
+    eff = gemm_efficiency(q_rows, s * b * heads, d, hw)
+    gemm = flops / (hw.peak_16bit_flops_per_s * eff)
+    scores = b * heads * q_rows * s
+    softmax = UNFUSED_SOFTMAX_BYTES_PER_SCORE * scores / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
+    fwd = gemm + softmax + 4 * hw.kernel_overhead_s
+    return fwd, 2.0 * fwd, flops
+
+
+def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Forward bytes moved by memory-bound kernels per token of one layer on one GPU."""
+    arch = w.arch
+    h = float(arch.hidden)
+    f = float(arch.expert_ffn_hidden or arch.ffn_hidden) if arch.is_moe else float(arch.ffn_hidden)
+    # Norms (read + write h, twice), residual adds (read 2h, write h, twice), and a
+    # dropout mask per residual where dropout is used. Replicated on every TP rank
+    # unless sequence parallelism splits the tokens.
+    hidden_bytes = ACT_BYTES * (2 * 2 * h + 2 * 3 * h) + (2 * h if w.dropout else 0.0)
+    hidden_bytes = np.where(cfg.sequence_parallel, hidden_bytes / cfg.tp, hidden_bytes)
+    # Activation: GELU reads and writes f; SwiGLU reads gate and up, writes f.
+    act_elems = 3.0 * f if arch.mlp == "swiglu" else 2.0 * f
+    if arch.is_moe:
+        act_elems *= arch.experts_per_token + arch.shared_experts
+    act_bytes = ACT_BYTES * act_elems / cfg.tp
+    cast_bytes = 0.0
+    if w.precision == "fp8":
+        # Transformer Engine casts each GEMM input to fp8: read 2, write 1 byte per element.
+        cast_bytes = 3.0 * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)
+    return hidden_bytes + act_bytes + cast_bytes
+
+
+def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
+    """Times of one dense (moe=False) or mixture-of-experts layer."""
+    arch = w.arch
+    eb = w.gemm_elem_bytes
+    t = cfg.tp.astype(np.float64)
+    b = cfg.micro_batch.astype(np.float64)
+    rows = b * w.seq_len / cfg.cp
+    h, d = float(arch.hidden), float(arch.head_dim)
+    a, g = float(arch.heads), float(arch.kv_heads)
+    mats = mlp_matrices(arch)
+
+    qkv_f, qkv_b = train_gemm_time_s(rows, (a + 2 * g) * d / t, h, hw, eb)
+    out_f, out_b = train_gemm_time_s(rows, h, a * d / t, hw, eb)
+    if moe:
+        f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
+        k = float(arch.experts_per_token)
+        local_experts = arch.experts / cfg.ep
+        # Each GPU receives, on average, its share of the EP group's routed tokens.
+        rows_per_expert = rows * k * cfg.ep / arch.experts
+        e_f, e_b = _mlp_times(rows_per_expert, h, f_e, t, mats, hw, eb)
+        mlp_f, mlp_b = e_f * local_experts, e_b * local_experts
+        if arch.shared_experts:
+            s_f, s_b = _mlp_times(rows, h, f_e * arch.shared_experts, t, mats, hw, eb)
+            mlp_f, mlp_b = mlp_f + s_f, mlp_b + s_b
+        r_f, r_b = train_gemm_time_s(rows, float(arch.experts), h, hw, eb)
+        mlp_f, mlp_b = mlp_f + r_f, mlp_b + r_b
+    else:
+        mlp_f, mlp_b = _mlp_times(rows, h, float(arch.ffn_hidden), t, mats, hw, eb)
+
+    attn_f, attn_b, _ = attention_core_times(w, cfg, hw)
+    mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    ew_f = rows * elementwise_bytes_per_token(w, cfg) / mem_bw
+    ew_f = ew_f + ELEMENTWISE_KERNELS_PER_LAYER_FWD * hw.kernel_overhead_s
+    ew_b = 2.0 * ew_f
+
+    # Tensor parallel: 2 all-reduces (or AG + RS pairs) of the [T, h] activations per direction.
+    tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
+    act = rows * h * ACT_BYTES
+    tp_f = 2.0 * coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat)
+    tp_b = tp_f
+
+    # Context parallel: ring attention passes K and V around the cp ranks, overlapped
+    # with the attention blocks (Liu et al. 2023); only the excess is exposed.
+    cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
+    kv_bytes = rows * 2 * g * d / t * ACT_BYTES
+    cp_steps = cfg.cp - 1.0
+    cp_f = cp_steps * coll.p2p_s(kv_bytes, cp_bw, cp_lat)
+    cp_b = 2.0 * cp_f  # K, V forward and dK, dV back
+    cp_f_exp = np.where(cfg.cp > 1, np.maximum(0.0, cp_f - attn_f), 0.0)
+    cp_b_exp = np.where(cfg.cp > 1, np.maximum(0.0, cp_b - attn_b), 0.0)
+
+    # Expert parallel: dispatch and combine all-to-alls of the routed tokens.
+    if moe:
+        ep_bw, ep_lat = coll.group_link(cfg.ep, cfg.tp * cfg.cp, hw)
+        routed_bytes = rows * arch.experts_per_token * h * ACT_BYTES
+        routed_bytes = np.where(cfg.sequence_parallel, routed_bytes / cfg.tp, routed_bytes)
+        ep_f = 2.0 * coll.all_to_all_s(routed_bytes * cfg.ep, cfg.ep, ep_bw, ep_lat)
+    else:
+        ep_f = np.zeros_like(tp_f)
+    ep_b = ep_f
+
+    gemm_f = qkv_f + out_f + mlp_f
+    gemm_b = qkv_b + out_b + mlp_b
+    full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
+    recompute = np.select([cfg.recompute == 2, cfg.recompute == 1], [full, attn_f], 0.0)
+    return LayerTimes(
+        gemm_fwd=gemm_f,
+        gemm_bwd=gemm_b,
+        attn_fwd=attn_f,
+        attn_bwd=attn_b,
+        elementwise_fwd=ew_f,
+        elementwise_bwd=ew_b,
+        tp_comm_fwd=tp_f,
+        tp_comm_bwd=tp_b,
+        cp_comm_exposed_fwd=cp_f_exp,
+        cp_comm_exposed_bwd=cp_b_exp,
+        ep_comm_fwd=ep_f,
+        ep_comm_bwd=ep_b,
+        recompute=recompute,
+    )
+
+
+def logits_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) seconds of the output projection and the vocab-parallel
+    cross-entropy (Megatron computes it in fp32: read logits 2 bytes, write fp32
+    4, softmax read/write 8) on the last pipeline stage."""
+    rows = cfg.micro_batch * w.seq_len / cfg.cp
+    v_local = w.arch.vocab / cfg.tp
+    f, b = train_gemm_time_s(rows, v_local, float(w.arch.hidden), hw, w.gemm_elem_bytes)
+    ce = rows * v_local * 14.0 / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
+    return f + ce, b + ce

@@ -1,0 +1,194 @@
+"""Memory per GPU for training, broken down, vectorised over configurations.
+
+Model state (Rajbhandari et al. 2020, ZeRO): 16-bit weights, gradients (fp32 or
+16-bit buffers), and optimizer state (fp32 master weights + moments), each
+sharded over data-parallel ranks from ZeRO stage 3, 2 and 1 respectively, and
+over tensor, pipeline and expert parallel ranks by construction.
+
+Activations generalise Korthikanti et al. 2022 (eq. 1-5). Per layer and token,
+in bytes, a GPT layer keeps 34 h + 5 a s: the QKV and MLP inputs, the norm
+inputs and dropout masks (10 h, replicated over TP unless sequence parallelism
+splits them), and Q, K, V, the attention output and the MLP's inner tensors
+(24 h, split over TP), plus the s x s softmax terms (5 a s). Here each term
+comes from the real shapes: grouped-query K and V are 2 g d each, a SwiGLU MLP
+keeps gate and up (4 f) and its product (2 f), flash attention keeps only a
+per-row log-sum-exp instead of the s x s terms. Selective recomputation drops
+the s x s terms, full recomputation keeps only each layer's input (2 h, split
+over TP under sequence parallelism). The first pipeline stage holds
+min(pp, micro-batches) micro-batches in flight under 1F1B, times
+1 + (pp - 1) / (pp vpp) for the interleaved schedule (Korthikanti section 4.2.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rightsize.constants import GiB
+from rightsize.perf.hardware import Hardware
+from rightsize.perf.params import count_params
+from rightsize.perf.workload import OPTIMIZER_STATE_BYTES_PER_PARAM, ParallelConfigs, TrainWorkload
+
+# CUDA context, cuBLAS/cuDNN workspaces and NCCL channel buffers: PyTorch reports
+# 0.5-1 GiB of context and NCCL allocates up to ~1 GiB of buffers per communicator
+# on 8-GPU nodes (NCCL_BUFFSIZE 4 MiB x channels x peers). Taken as 2.5 GiB.
+FRAMEWORK_BYTES = 2.5 * GiB
+
+# Fraction of HBM the caching allocator can actually fill before fragmentation
+# causes out-of-memory errors (PyTorch memory snapshots typically show 5-10%
+# reserved-but-unallocated at peak). Planning keeps 8% aside.
+ALLOCATOR_USABLE_FRACTION = 0.92
+
+
+@dataclass
+class TrainMemory:
+    """Bytes per GPU on the most loaded pipeline stage."""
+
+    weights: np.ndarray
+    gradients: np.ndarray
+    optimizer: np.ndarray
+    activations: np.ndarray
+    logits: np.ndarray  # output-layer and loss buffers on the last stage
+    framework: np.ndarray
+    capacity: float
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.framework
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.total <= self.capacity * ALLOCATOR_USABLE_FRACTION
+
+    def as_dict(self, i: int) -> dict[str, float]:
+        return {
+            "weights_bytes": float(self.weights[i]),
+            "gradients_bytes": float(self.gradients[i]),
+            "optimizer_bytes": float(self.optimizer[i]),
+            "activations_bytes": float(self.activations[i]),
+            "logits_bytes": float(self.logits[i]),
+            "framework_bytes": float(self.framework[i]),
+            "total_bytes": float(self.total[i]),
+            "capacity_bytes": float(self.capacity),
+        }
+
+
+def stage_params(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, expert) parameters held by one GPU of the heaviest pipeline stage.
+
+    Layers are split evenly over pp stages; the first stage also holds the input
+    embedding and the last the output projection (one stage holds both when pp = 1,
+    or only one copy when the embeddings are tied).
+    """
+    c = count_params(w.arch)
+    layers_per_stage = np.ceil(c.layers / cfg.pp)
+    moe_fraction = c.moe_layers / c.layers
+    dense_per_layer = c.attention_per_layer + c.norms_per_layer + c.router_per_layer * (c.moe_layers > 0)
+    dense_layer_mlp = c.dense_mlp_per_layer * (1 - moe_fraction)
+    shared = c.shared_experts_per_layer * moe_fraction
+    dense = layers_per_stage * (dense_per_layer + dense_layer_mlp + shared) / cfg.tp
+    expert = layers_per_stage * moe_fraction * c.routed_experts_per_layer / (cfg.tp * cfg.ep)
+    emb = c.embedding / cfg.tp
+    out = c.output / cfg.tp
+    edge = np.where(cfg.pp == 1, emb + out, np.maximum(emb, out if c.output else emb))
+    return dense + edge, expert
+
+
+def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Bytes one layer keeps for backward per token of a micro-batch, on one GPU."""
+    arch = w.arch
+    h, d = float(arch.hidden), float(arch.head_dim)
+    a, g = float(arch.heads), float(arch.kv_heads)
+    f = float(arch.ffn_hidden)
+    t = cfg.tp.astype(np.float64)
+    sp = cfg.sequence_parallel
+    # Replicated over TP unless sequence-parallel: QKV input, MLP input, two norm
+    # inputs, and two 1-byte dropout masks where dropout is used.
+    replicated = 2 * h + 2 * h + 2 * 2 * h + (2 * h if w.dropout else 0.0)
+    replicated = np.where(sp, replicated / t, replicated)
+    # Split over TP: Q, K, V and the attention output; the MLP's inner tensors.
+    attn = 2 * (a * d + 2 * g * d) + 2 * a * d
+    if arch.mlp == "swiglu":
+        mlp_inner = 2 * (2 * f) + 2 * f  # gate and up outputs, their product
+    else:
+        mlp_inner = 2 * f + 2 * f  # up output, GELU output
+    if arch.is_moe:
+        f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
+        per = (4 * f_e + 2 * f_e) if arch.mlp == "swiglu" else 4 * f_e
+        mlp_inner = per * (arch.experts_per_token + arch.shared_experts) + 2 * h * arch.experts_per_token
+    split = (attn + mlp_inner) / t
+    # The s x s terms: softmax output (2), dropout mask (1) and output (2) per score;
+    # flash attention keeps a 4-byte log-sum-exp per query row and head instead.
+    s_local = w.seq_len  # keys seen by each query (ring attention streams the rest)
+    if w.flash_attention:
+        scores = 4.0 * a / t + 0 * s_local
+    else:
+        score_bytes = 5.0 if w.dropout else 4.0
+        scores = score_bytes * a * s_local / t
+    full_layer = replicated + split + scores
+    no_scores = replicated + split + (4.0 * a / t if w.flash_attention else 0.0)
+    layer_input = np.where(sp, 2 * h / t, 2 * h)
+    return np.select([cfg.recompute == 2, cfg.recompute == 1], [layer_input, no_scores], full_layer)
+
+
+def activation_per_token_layer_pair(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
+    """(kept for backward, rebuilt during a fully recomputed layer's backward) bytes per token."""
+    return activation_bytes_per_token_layer(w, cfg), _full_layer_bytes(w, cfg)
+
+
+def train_memory(
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    hw: Hardware,
+    params: tuple[np.ndarray, np.ndarray] | None = None,
+    act_per_token: tuple[np.ndarray, np.ndarray] | None = None,
+) -> TrainMemory:
+    """Memory per GPU. `params` and `act_per_token` may be passed in when the caller
+    already computed them (the search evaluates them once per distinct layer shape)."""
+    dense, expert = params if params is not None else stage_params(w, cfg)
+    kept, rebuilt_per_token = act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
+    dp = cfg.dp.astype(np.float64)
+    expert_dp = np.maximum(dp / cfg.ep, 1.0)
+    z = cfg.zero_stage
+    weights = 2.0 * (dense / np.where(z >= 3, dp, 1.0) + expert / np.where(z >= 3, expert_dp, 1.0))
+    gradients = w.grad_bytes * (dense / np.where(z >= 2, dp, 1.0) + expert / np.where(z >= 2, expert_dp, 1.0))
+    opt = OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer]
+    optimizer = opt * (dense / np.where(z >= 1, dp, 1.0) + expert / np.where(z >= 1, expert_dp, 1.0))
+
+    tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
+    layers_per_stage = np.ceil(w.arch.layers / cfg.pp)
+    num_micro = w.global_batch / (cfg.dp * cfg.micro_batch)
+    in_flight = np.minimum(cfg.pp, num_micro)
+    interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
+    activations = kept * tokens_mb * layers_per_stage * in_flight * interleave
+    # Full recomputation rebuilds one layer's whole activations during its backward.
+    activations = activations + np.where(cfg.recompute == 2, rebuilt_per_token * tokens_mb, 0.0)
+    # Logits [T, V/t] in 16 bit plus fp32 copies for the loss and its gradient.
+    logits = tokens_mb * w.arch.vocab / cfg.tp * (2.0 + 4.0 + 4.0)
+    n = len(cfg)
+    return TrainMemory(
+        weights=weights,
+        gradients=gradients,
+        optimizer=optimizer,
+        activations=activations,
+        logits=logits,
+        framework=np.full(n, FRAMEWORK_BYTES),
+        capacity=hw.hbm_bytes,
+    )
+
+
+def _full_layer_bytes(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    none = ParallelConfigs(
+        tp=cfg.tp,
+        pp=cfg.pp,
+        dp=cfg.dp,
+        cp=cfg.cp,
+        ep=cfg.ep,
+        vpp=cfg.vpp,
+        micro_batch=cfg.micro_batch,
+        recompute=np.zeros_like(cfg.recompute),
+        sequence_parallel=cfg.sequence_parallel,
+        zero_stage=cfg.zero_stage,
+    )
+    return activation_bytes_per_token_layer(w, none)

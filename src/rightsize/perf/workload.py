@@ -1,0 +1,123 @@
+"""What one training evaluation is about: the model, the batch, the precision, and
+the parallel configurations to evaluate, as a struct of numpy arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from rightsize.spec.model import ModelArch
+
+RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
+RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
+
+# Bytes per parameter of each optimizer's state, kept in fp32 (mixed-precision
+# training keeps an fp32 master copy: Micikevicius et al. 2018; Rajbhandari et al.
+# 2020, ZeRO, section 3.1: "K = 12" for Adam = master weights + momentum + variance).
+OPTIMIZER_STATE_BYTES_PER_PARAM = {"adamw": 12.0, "adam": 12.0, "sgd": 8.0}
+
+# Bytes the optimizer update reads and writes per parameter it owns: Adam reads the
+# fp32 master, m, v and the gradient (16), writes master, m, v (12) and the 16-bit
+# working copy (2). SGD with momentum: reads master, momentum, grad (12), writes 10.
+OPTIMIZER_UPDATE_BYTES_PER_PARAM = {"adamw": 30.0, "adam": 30.0, "sgd": 22.0}
+
+
+@dataclass(frozen=True)
+class TrainWorkload:
+    """The scalar side of a training evaluation."""
+
+    arch: ModelArch
+    seq_len: int
+    global_batch: int  # sequences per optimizer step
+    precision: str  # compute dtype of the matrix multiplies: fp16 | bf16 | fp8
+    optimizer: str = "adamw"
+    flash_attention: bool = True
+    dropout: bool = False
+
+    @property
+    def gemm_elem_bytes(self) -> float:
+        return 1.0 if self.precision == "fp8" else 2.0
+
+    @property
+    def grad_bytes(self) -> float:
+        """Gradient buffer element size. Megatron-LM keeps fp32 main gradients for bf16
+        and fp8 (accumulate_allreduce_grads_in_fp32) and fp16 gradients for fp16."""
+        return 2.0 if self.precision == "fp16" else 4.0
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+
+@dataclass
+class ParallelConfigs:
+    """N parallel configurations, one per array element (struct of arrays)."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    vpp: np.ndarray
+    micro_batch: np.ndarray
+    recompute: np.ndarray  # RECOMPUTE_CODES
+    sequence_parallel: np.ndarray  # bool
+    zero_stage: np.ndarray
+
+    def __post_init__(self) -> None:
+        n = max(np.size(getattr(self, f.name)) for f in fields(self))
+        for f in fields(self):
+            # float64 throughout: the model's arithmetic is floating point, and converting
+            # integer arrays in every expression costs more than the arithmetic itself.
+            dtype = bool if f.name == "sequence_parallel" else np.float64
+            arr = np.broadcast_to(np.asarray(getattr(self, f.name), dtype=dtype), (n,))
+            setattr(self, f.name, np.ascontiguousarray(arr))
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])
+
+    @property
+    def gpus(self) -> np.ndarray:
+        return self.tp * self.pp * self.dp * self.cp
+
+    def take(self, index: np.ndarray | int) -> ParallelConfigs:
+        idx = np.atleast_1d(np.asarray(index))
+        return ParallelConfigs(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+    def row(self, i: int) -> dict[str, int | bool | str]:
+        """One configuration as plain Python values (for reports)."""
+        out: dict[str, int | bool | str] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)[i]
+            out[f.name] = bool(v) if f.name == "sequence_parallel" else int(v)
+        out["recompute"] = RECOMPUTE_NAMES[int(self.recompute[i])]
+        return out
+
+    @classmethod
+    def single(
+        cls,
+        *,
+        tp: int = 1,
+        pp: int = 1,
+        dp: int = 1,
+        cp: int = 1,
+        ep: int = 1,
+        vpp: int = 1,
+        micro_batch: int = 1,
+        recompute: str = "none",
+        sequence_parallel: bool = False,
+        zero_stage: int = 0,
+    ) -> ParallelConfigs:
+        return cls(
+            tp=np.array([tp]),
+            pp=np.array([pp]),
+            dp=np.array([dp]),
+            cp=np.array([cp]),
+            ep=np.array([ep]),
+            vpp=np.array([vpp]),
+            micro_batch=np.array([micro_batch]),
+            recompute=np.array([RECOMPUTE_CODES[recompute]]),
+            sequence_parallel=np.array([sequence_parallel]),
+            zero_stage=np.array([zero_stage]),
+        )
