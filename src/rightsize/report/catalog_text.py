@@ -1,0 +1,71 @@
+"""Listing the hardware catalog and the model presets."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from rightsize.catalog import accelerators, nodes
+from rightsize.constants import GB, TERA
+from rightsize.perf.params import active_params, count_params
+from rightsize.spec import preset_aliases, presets
+
+
+def catalog_dict() -> dict[str, Any]:
+    accs = {}
+    for a in accelerators().values():
+        d = asdict(a)
+        d["efficiency"] = asdict(a.efficiency)
+        accs[a.id] = d
+    return {"accelerators": accs, "nodes": {n.id: asdict(n) for n in nodes().values()}}
+
+
+def render_catalog() -> str:
+    head = (
+        f"{'id':<15} {'bf16 TFLOP/s':>12} {'fp8 TFLOP/s':>11} {'HBM GB':>7} {'HBM TB/s':>8} "
+        f"{'scale-up GB/s':>13} {'domain':>6} {'TDP W':>6}  default node"
+    )
+    lines = ["Accelerators (dense peak; scale-up per direction):", head]
+    for a in accelerators().values():
+        fp8 = f"{a.peak_dense_flops_per_s['fp8'] / TERA:,.0f}" if a.supports("fp8") else "-"
+        bf16 = a.peak_dense_flops_per_s.get("bf16", a.peak_dense_flops_per_s.get("fp16", 0.0))
+        lines.append(
+            f"{a.id:<15} {bf16 / TERA:>12,.0f} {fp8:>11} {a.hbm_bytes / GB:>7,.0f} "
+            f"{a.hbm_bytes_per_s / 1e12:>8.2f} {a.scaleup_bytes_per_s / GB:>13,.0f} "
+            f"{a.scaleup_domain_gpus:>6} {a.tdp_w:>6,.0f}  {a.default_node}"
+        )
+    lines += ["", "Node types:", f"{'id':<22} {'accelerator':<15} {'GPUs':>4} {'NICs':>9} {'max kW':>7}"]
+    for n in nodes().values():
+        nics = f"{n.nics_per_node}x{n.nic_bits_per_s / 1e9:.0f}G"
+        lines.append(
+            f"{n.id:<22} {n.accelerator:<15} {n.gpus_per_node:>4} {nics:>9} {n.max_power_w / 1e3:>7.1f}"
+        )
+    lines += ["", "Every figure carries a source and a date: `rightsize catalog --format json`."]
+    return "\n".join(lines)
+
+
+def models_dict() -> dict[str, Any]:
+    out = {}
+    for name, m in presets().items():
+        out[name] = {
+            **m.model_dump(),
+            "aliases": preset_aliases(name),
+            "params": count_params(m).total,
+            "active_params": active_params(m),
+        }
+    return out
+
+
+def render_models() -> str:
+    lines = [
+        f"{'preset':<16} {'params':>8} {'active':>8} {'layers':>6} {'hidden':>6} {'heads':>5} {'kv':>4} "
+        f"{'ffn':>6} {'vocab':>7} {'mlp':<6} experts"
+    ]
+    for name, m in presets().items():
+        total, active = count_params(m).total, active_params(m)
+        experts = f"{m.experts_per_token}/{m.experts}" if m.is_moe else "-"
+        lines.append(
+            f"{name:<16} {total / 1e9:>7.1f}B {active / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
+            f"{m.kv_heads:>4} {m.ffn_hidden:>6} {m.vocab:>7} {m.mlp:<6} {experts}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""Candidates: a chosen configuration with everything a report needs, as plain values."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Candidate:
+    """One evaluated configuration: hardware, layout, step breakdown, memory, run totals."""
+
+    accelerator: str
+    node: str
+    gpus: int
+    parallel: dict[str, Any]
+    step: dict[str, float]  # step_time_s and its breakdown
+    memory: dict[str, float]  # bytes per GPU, broken down
+    mfu: float
+    hfu: float
+    tokens_per_s_per_gpu: float
+    time_to_train_s: float | None = None
+    gpu_hours: float | None = None
+    cost_usd: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def step_time_s(self) -> float:
+        return self.step["step_time_s"]
+
+    def objective(self, name: str) -> float:
+        """Smaller is better. Without a run length, throughput per GPU stands in."""
+        if name == "time" and self.time_to_train_s is not None:
+            return self.time_to_train_s
+        if name == "cost" and self.cost_usd is not None:
+            return self.cost_usd
+        if self.gpu_hours is not None and name != "time":
+            return self.gpu_hours
+        if name == "time":
+            return self.step_time_s
+        return 1.0 / self.tokens_per_s_per_gpu
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def explain_difference(loser: Candidate, winner: Candidate, objective: str) -> str:
+    """Why `loser` ranks below `winner`, from the numbers: the objective gap and the
+    step-time component (per token, per GPU) that differs most."""
+    ratio = loser.objective(objective) / winner.objective(objective) - 1.0
+    label = {"time": "longer to train", "gpu_hours": "more GPU-hours", "cost": "more cost"}[objective]
+    parts = [f"{ratio:+.0%} {label}" if ratio >= 0.005 else "ties on the objective"]
+
+    def per_token(c: Candidate, key: str) -> float:
+        tokens_per_step = c.tokens_per_s_per_gpu * c.gpus * c.step_time_s
+        return c.step.get(key, 0.0) * c.gpus / tokens_per_step
+
+    keys = [k for k in winner.step if k != "step_time_s"]
+    deltas = {k: per_token(loser, k) - per_token(winner, k) for k in keys}
+    worst = max(deltas, key=lambda k: deltas[k])
+    if deltas[worst] > 0:
+        share = deltas[worst] / max(per_token(loser, "step_time_s"), 1e-30)
+        name = worst.removesuffix("_s").replace("_", " ")
+        parts.append(f"more {name} per token ({share:.0%} of its GPU time)")
+    if loser.accelerator != winner.accelerator:
+        parts.append(f"MFU {loser.mfu:.0%} vs {winner.mfu:.0%}")
+    return "; ".join(parts)

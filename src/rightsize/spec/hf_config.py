@@ -1,0 +1,228 @@
+"""Read a model's shape from a Hugging Face `config.json`, offline (no transformers, no network).
+
+Supported families: Llama, Mistral, Qwen2/Qwen3 (dense, gated SiLU MLP, RMSNorm), Mixtral (every
+layer MoE), DeepSeek-V2/V3 (routed + shared experts, leading dense layers), GPT-2 and BLOOM (GeLU MLP,
+LayerNorm, tied embeddings). DeepSeek's multi-head latent attention is approximated as ordinary
+attention with head_dim = v_head_dim; its low-rank projections are not represented.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from rightsize.errors import BadInput
+from rightsize.spec.model import ModelArch
+
+_LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3")
+_ARCHITECTURE_TO_TYPE = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "MixtralForCausalLM": "mixtral",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "GPT2LMHeadModel": "gpt2",
+    "BloomForCausalLM": "bloom",
+    "BloomModel": "bloom",
+}
+_MISSING = object()
+
+
+class _Config:
+    """A parsed config.json with lookups that fail with the file and key named."""
+
+    def __init__(self, data: dict[str, Any], path: Path, model_type: str) -> None:
+        self.data, self.path, self.model_type = data, path, model_type
+
+    def integer(self, *keys: str, default: Any = _MISSING) -> Any:
+        """The first of `keys` present (and not null), as an int; `default` when none is (else BadInput)."""
+        for key in keys:
+            value = self.data.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(f"Key '{key}' is {value!r}, not an integer.")
+            return value
+        if default is _MISSING:
+            raise self.error(f"Key '{keys[0]}' is missing (a {self.model_type} config needs it).")
+        return default
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(f"Key '{key}' is {value!r}, not true or false.")
+        return value
+
+    def error(self, why: str) -> BadInput:
+        return BadInput(
+            f"Cannot read the model shape from {self.path}.",
+            why,
+            "Check that the file is the model's original config.json, or describe the model inline in the spec.",
+        )
+
+
+def _gated_mlp(cfg: _Config) -> str:
+    act = cfg.data.get("hidden_act", "silu")
+    if act not in ("silu", "swish"):
+        raise cfg.error(
+            f"hidden_act {act!r} is not supported for {cfg.model_type}; expected 'silu' (SwiGLU)."
+        )
+    return "swiglu"
+
+
+def _llama(cfg: _Config) -> dict[str, Any]:
+    return {
+        "layers": cfg.integer("num_hidden_layers"),
+        "hidden": cfg.integer("hidden_size"),
+        "heads": cfg.integer("num_attention_heads"),
+        "kv_heads": cfg.integer("num_key_value_heads", default=None),
+        "head_dim": cfg.integer("head_dim", default=None),
+        "ffn_hidden": cfg.integer("intermediate_size"),
+        "vocab": cfg.integer("vocab_size"),
+        "mlp": _gated_mlp(cfg),
+        "norm": "rmsnorm",
+        "tied_embeddings": cfg.flag("tie_word_embeddings", False),
+        "max_seq_len": cfg.integer("max_position_embeddings", default=None),
+    }
+
+
+def _mixtral(cfg: _Config) -> dict[str, Any]:
+    fields = _llama(cfg)
+    fields.update(
+        experts=cfg.integer("num_local_experts"), experts_per_token=cfg.integer("num_experts_per_tok")
+    )
+    fields["expert_ffn_hidden"] = fields["ffn_hidden"]
+    return fields
+
+
+def _deepseek(cfg: _Config) -> dict[str, Any]:
+    fields = _llama(cfg)
+    fields["head_dim"] = cfg.integer("head_dim", "v_head_dim", default=None)
+    experts = cfg.integer("n_routed_experts", default=0)
+    if experts:  # a config with n_routed_experts null describes a dense model
+        fields.update(
+            experts=experts,
+            experts_per_token=cfg.integer("num_experts_per_tok"),
+            expert_ffn_hidden=cfg.integer("moe_intermediate_size"),
+            shared_experts=cfg.integer("n_shared_experts", default=0),
+            dense_layers=cfg.integer("first_k_dense_replace", default=0),
+        )
+    return fields
+
+
+def _gpt2(cfg: _Config) -> dict[str, Any]:
+    hidden = cfg.integer("n_embd", "hidden_size")
+    return {
+        "layers": cfg.integer("n_layer", "num_hidden_layers"),
+        "hidden": hidden,
+        "heads": cfg.integer("n_head", "num_attention_heads"),
+        "ffn_hidden": cfg.integer("n_inner", default=4 * hidden),
+        "vocab": cfg.integer("vocab_size"),
+        "mlp": "gelu",
+        "norm": "layernorm",
+        "tied_embeddings": cfg.flag("tie_word_embeddings", True),
+        "max_seq_len": cfg.integer("n_positions", "n_ctx", default=None),
+    }
+
+
+def _bloom(cfg: _Config) -> dict[str, Any]:
+    hidden = cfg.integer("hidden_size", "n_embed")
+    return {
+        "layers": cfg.integer("n_layer", "num_hidden_layers"),
+        "hidden": hidden,
+        "heads": cfg.integer("n_head", "num_attention_heads"),
+        "ffn_hidden": 4 * hidden,
+        "vocab": cfg.integer("vocab_size"),
+        "mlp": "gelu",
+        "norm": "layernorm",
+        "tied_embeddings": cfg.flag("tie_word_embeddings", True),
+        "max_seq_len": cfg.integer("seq_length", default=None),
+    }
+
+
+_READERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
+    **dict.fromkeys(_LLAMA_LIKE, _llama),
+    "mixtral": _mixtral,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "gpt2": _gpt2,
+    "bloom": _bloom,
+}
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    fix = "Point the spec at a Hugging Face model folder or its config.json."
+    if not path.is_file():
+        raise BadInput(f"Cannot find the model config {path}.", "No such file.", fix)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInput(f"Cannot read the model config {path}.", str(err), fix) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BadInput(
+            f"Cannot read the model config {path}.",
+            f"It is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}.",
+            fix,
+        ) from None
+    if not isinstance(data, dict):
+        raise BadInput(f"Cannot read the model config {path}.", "The top level is not a JSON object.", fix)
+    return data
+
+
+def _model_type(data: dict[str, Any], path: Path) -> str:
+    model_type = data.get("model_type")
+    if model_type is None:
+        architectures = data.get("architectures") or []
+        model_type = next(
+            (_ARCHITECTURE_TO_TYPE[a] for a in architectures if a in _ARCHITECTURE_TO_TYPE), None
+        )
+    if model_type not in _READERS:
+        raise BadInput(
+            f"Cannot read the model shape from {path}.",
+            f"Key 'model_type' is {model_type!r}; supported: {', '.join(sorted(_READERS))}.",
+            "Describe the model inline in the spec (layers, hidden, heads, ffn_hidden, vocab, mlp).",
+        )
+    return str(model_type)
+
+
+def read_hf_config_fields(path: str | Path) -> dict[str, Any]:
+    """The ModelArch fields a config.json states (kv_heads/head_dim only where the file gives them).
+
+    `path` is a config.json or a folder holding one. The name is `_name_or_path` when the file has
+    one, else the folder's name.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        path = path / "config.json"
+    data = _load_json(path)
+    model_type = _model_type(data, path)
+    fields = _READERS[model_type](_Config(data, path, model_type))
+    name = data.get("_name_or_path")
+    fields["name"] = name if isinstance(name, str) and name else (path.resolve().parent.name or str(path))
+    fields["source"] = str(path)
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def read_hf_config(path: str | Path) -> ModelArch:
+    """The architecture described by a Hugging Face config.json (or a folder holding one)."""
+    fields = read_hf_config_fields(path)
+    try:
+        return ModelArch.model_validate(fields)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'model'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in err.errors()
+        )
+        raise BadInput(
+            f"The model shape in {fields['source']} is inconsistent.",
+            problems,
+            "Check the config.json, or describe the model inline in the spec.",
+        ) from None

@@ -1,0 +1,180 @@
+"""Read a spec file (YAML) into a typed spec, turning every problem into one actionable `BadInput`.
+
+Specs are dispatched on their `kind` key (default "training") through `SPEC_KINDS`, so inference
+and fine-tuning specs can be added as new entries without touching the error handling.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from rightsize.errors import BadInput, did_you_mean
+from rightsize.spec.training import TrainingSpec
+
+# kind -> spec model. Add InferenceSpec / FinetuneSpec here when they exist.
+SPEC_KINDS: dict[str, type[TrainingSpec]] = {"training": TrainingSpec}
+_SCHEMA_FIX = (
+    "Run `rightsize schema` to see every field with its description, or start from a file in examples/."
+)
+
+
+def load_spec(path: str | Path) -> TrainingSpec:
+    """Read and validate a YAML spec; relative model paths resolve against the spec's folder."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        why = "It is a folder, not a file." if path.is_dir() else "No such file."
+        raise BadInput(f"Cannot open the spec {path}.", why, "Check the path; examples/ holds sample specs.")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInput(
+            f"Cannot read the spec {path}.", str(err), "Check the file's permissions and encoding."
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise _yaml_error(path, err) from None
+    return parse_spec(data, path.parent, source=str(path))
+
+
+def _yaml_error(path: Path, err: yaml.YAMLError) -> BadInput:
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or str(err)
+    context = getattr(err, "context", None)
+    why = f"{problem} ({context})" if context else str(problem)
+    return BadInput(
+        f"Cannot parse the spec {path}: malformed YAML{where}.",
+        why[0].upper() + why[1:],
+        "Check the indentation, colons and quoting on that line and the one before it.",
+    )
+
+
+def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)") -> TrainingSpec:
+    """Validate an already-parsed spec mapping (the Python API and tests use this)."""
+    if data is None:
+        raise BadInput(f"The spec {source} is empty.", "There is nothing to plan.", _SCHEMA_FIX)
+    if not isinstance(data, Mapping):
+        raise BadInput(
+            f"The spec {source} is not a mapping of keys to values.",
+            f"Its top level is a {type(data).__name__}.",
+            "Start the file with keys such as `model:` and `training:`. " + _SCHEMA_FIX,
+        )
+    kind = data.get("kind", "training")
+    spec_cls = SPEC_KINDS.get(kind) if isinstance(kind, str) else None
+    if spec_cls is None:
+        hint = did_you_mean(str(kind), SPEC_KINDS)
+        raise BadInput(
+            f"Unknown spec kind {kind!r} in {source}.",
+            f"Known kinds: {', '.join(SPEC_KINDS)}.",
+            (hint[0].upper() + hint[1:] + " " if hint else "") + "Set `kind:` to one of them.",
+        )
+    context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
+    try:
+        return spec_cls.model_validate(dict(data), context=context)
+    except ValidationError as err:
+        raise validation_error(err, spec_cls, source) from None
+
+
+def validation_error(err: ValidationError, model: type[BaseModel], source: str) -> BadInput:
+    """One BadInput listing each problem as `field.path: message (got VALUE)`."""
+    lines = [line for error in err.errors() for line in _describe(error, model).split("\n")]
+    count = f"{len(lines)} problem" + ("s" if len(lines) != 1 else "")
+    return BadInput(f"The spec {source} is invalid.", f"{count}:\n" + "\n".join(lines), _SCHEMA_FIX)
+
+
+def _describe(error: Mapping[str, Any], model: type[BaseModel]) -> str:
+    loc: Sequence[Any] = error["loc"]
+    where = ".".join(str(part) for part in loc)
+    prefix = f"    - {where}: " if where else "    - "
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        hint = did_you_mean(str(loc[-1]), _allowed_keys(model, loc[:-1]))
+        return f"{prefix}unknown key" + (f"; {hint}" if hint else "")
+    if kind == "missing":
+        return f"{prefix}required, but missing"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    value = error.get("input")
+    # Show the offending value, unless it is a whole section (the message names the values then).
+    got = f" (got {_short(value)})" if "input" in error and not isinstance(value, Mapping | list) else ""
+    return "\n".join(prefix + line for line in (message + got).split("\n"))
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _allowed_keys(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    """The keys accepted at `loc` (field names and their aliases), found by walking the models."""
+    current: type[BaseModel] | None = model
+    for part in loc:
+        field = current.model_fields.get(str(part)) if current is not None else None
+        current = _model_in(field.annotation) if field is not None else None
+    if current is None:
+        return []
+    keys: list[str] = []
+    for name, field in current.model_fields.items():
+        keys.append(name)
+        choices = getattr(field.validation_alias, "choices", None)
+        keys.extend(str(choice) for choice in choices or ())
+    return keys
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation such as `Targets` or `Targets | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a training spec (for editors and `rightsize schema`).
+
+    The `model` field takes more than the ModelArch object pydantic would describe: a preset name or
+    config path (string), or a preset / config base with overrides. The schema says so.
+    """
+    schema = TrainingSpec.model_json_schema()
+    arch = schema["$defs"]["ModelArch"]
+    model_property = schema["properties"]["model"]
+    overrides = {
+        key: {**value, "description": value["description"] + " (overrides the base)"}
+        for key, value in arch["properties"].items()
+    }
+    base_description = {
+        "preset": "Name of the preset the model starts from (`rightsize models`).",
+        "config": "Path to a Hugging Face config.json the model starts from (relative to the spec file).",
+    }
+    schema["properties"]["model"] = {
+        "description": model_property["description"],
+        "anyOf": [
+            {
+                "type": "string",
+                "description": "A preset name (e.g. 'llama3-70b') or a path to a config.json.",
+            },
+            {"$ref": "#/$defs/ModelArch"},
+            *(
+                {
+                    "type": "object",
+                    "description": f"A model built from a {base} with some fields overridden.",
+                    "properties": {base: {"type": "string", "description": text}, **overrides},
+                    "required": [base],
+                    "additionalProperties": False,
+                }
+                for base, text in base_description.items()
+            ),
+        ],
+    }
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

@@ -1,0 +1,143 @@
+"""`ModelArch`: the shape of a transformer, as published (paper, model card or config.json).
+
+It is pure description: the perf package derives parameters, FLOPs and bytes from it. Derived
+shape fields (`kv_heads`, `head_dim`, `expert_ffn_hidden`) are filled in at validation, so code
+downstream can rely on `kv_heads` and `head_dim` being ints.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+
+# Default of fields that `_fill_derived` always sets; typed Any so the fields can be declared `int`.
+_FILLED_BY_VALIDATOR: Any = None
+_OPTIONAL_POSITIVE_INT = WithJsonSchema(
+    {"anyOf": [{"type": "integer", "exclusiveMinimum": 0}, {"type": "null"}]}
+)
+
+
+def _as_int(value: object) -> int | None:
+    """An int for an int-like input (int, or a string of digits), else None; bools are not ints."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+class ModelArch(BaseModel):
+    """A transformer's shape: layers, widths, attention grouping, MLP kind and mixture-of-experts layout."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="Model name, e.g. 'llama3-70b'; used in reports.")
+    layers: int = Field(gt=0, description="Number of transformer blocks.")
+    hidden: int = Field(gt=0, description="Model (residual stream) width d_model.")
+    heads: int = Field(gt=0, description="Attention (query) heads per layer.")
+    kv_heads: Annotated[int, _OPTIONAL_POSITIVE_INT] = Field(
+        default=_FILLED_BY_VALIDATOR,
+        gt=0,
+        description="Key/value heads (grouped-query attention); defaults to heads (multi-head attention).",
+    )
+    head_dim: Annotated[int, _OPTIONAL_POSITIVE_INT] = Field(
+        default=_FILLED_BY_VALIDATOR,
+        gt=0,
+        description="Width of one attention head; defaults to hidden / heads (which must then divide).",
+    )
+    ffn_hidden: int = Field(
+        gt=0, description="Inner width of the (dense) MLP, e.g. 4 * hidden for GPT, 28672 for Llama 3 70B."
+    )
+    vocab: int = Field(gt=0, description="Vocabulary size (rows of the embedding table).")
+    mlp: Literal["gelu", "swiglu"] = Field(
+        description="MLP kind: 'gelu' has two matrices (up, down); 'swiglu' is gated with three (gate, up, down)."
+    )
+    tied_embeddings: bool = Field(
+        default=False, description="Whether the output projection shares the input embedding's weights."
+    )
+    norm: Literal["layernorm", "rmsnorm"] = Field(
+        default="layernorm",
+        description="Normalisation layer kind: 'layernorm' (scale and bias) or 'rmsnorm'.",
+    )
+    experts: int = Field(default=0, ge=0, description="Routed experts per MoE layer; 0 for a dense model.")
+    experts_per_token: int = Field(
+        default=0, ge=0, description="Routed experts each token is sent to (top-k)."
+    )
+    expert_ffn_hidden: int | None = Field(
+        default=None,
+        gt=0,
+        description="Inner MLP width of one expert; defaults to ffn_hidden in an MoE model, unset for dense.",
+    )
+    shared_experts: int = Field(
+        default=0, ge=0, description="Always-active shared experts per MoE layer (DeepSeek style)."
+    )
+    dense_layers: int = Field(
+        default=0,
+        ge=0,
+        description="Leading layers of an MoE model that use a dense MLP of ffn_hidden (DeepSeek first_k_dense).",
+    )
+    max_seq_len: int | None = Field(
+        default=None, gt=0, description="Longest context the model was trained for (position embeddings)."
+    )
+    source: str | None = Field(
+        default=None, description="Where the shape was published: a paper, model card or config.json path."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_derived(cls, data: Any) -> Any:
+        """Fill kv_heads, head_dim and expert_ffn_hidden from the other fields (the model is frozen)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        heads, hidden = _as_int(data.get("heads")), _as_int(data.get("hidden"))
+        if data.get("kv_heads") is None and heads is not None:
+            data["kv_heads"] = heads
+        if data.get("head_dim") is None and heads and hidden:
+            if hidden % heads:
+                raise ValueError(
+                    f"hidden ({hidden}) is not a multiple of heads ({heads}), so head_dim cannot be derived; "
+                    "give head_dim explicitly or fix hidden/heads"
+                )
+            data["head_dim"] = hidden // heads
+        experts, ffn = _as_int(data.get("experts", 0)), data.get("ffn_hidden")
+        if data.get("expert_ffn_hidden") is None and experts and ffn is not None:
+            data["expert_ffn_hidden"] = ffn
+        return data
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> ModelArch:
+        if self.kv_heads is None or self.head_dim is None:  # only when heads/hidden were not int-like
+            raise ValueError("kv_heads and head_dim could not be derived; give heads and hidden as integers")
+        if self.heads % self.kv_heads:
+            raise ValueError(
+                f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads}): each key/value head "
+                "serves a whole group of query heads; use a kv_heads that divides heads"
+            )
+        if self.dense_layers >= self.layers:
+            raise ValueError(f"dense_layers ({self.dense_layers}) must be less than layers ({self.layers})")
+        if self.experts == 0:
+            moe_only = {
+                "experts_per_token": self.experts_per_token,
+                "shared_experts": self.shared_experts,
+                "dense_layers": self.dense_layers,
+            }
+            set_fields = [f"{k}={v}" for k, v in moe_only.items() if v]
+            if set_fields or self.expert_ffn_hidden is not None:
+                set_fields += ["expert_ffn_hidden"] if self.expert_ffn_hidden is not None else []
+                raise ValueError(
+                    f"{', '.join(set_fields)} only apply to mixture-of-experts models; set experts > 0 or remove them"
+                )
+        elif not 1 <= self.experts_per_token <= self.experts:
+            raise ValueError(
+                f"experts_per_token ({self.experts_per_token}) must be between 1 and experts ({self.experts})"
+            )
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        """True for a mixture-of-experts model (experts > 0)."""
+        return self.experts > 0

@@ -1,0 +1,303 @@
+"""The training spec: which model, what workload, what the user wants, and what they fixed.
+
+`TrainingSpec` is what `rightsize plan` reads from YAML. Every field carries a description (it
+becomes CLI help and the JSON Schema editors use). Building a spec computes nothing; the checks
+here are only those that make a spec self-contradictory (tp must divide heads, the parallel
+degrees must multiply to the GPU count, ...), each naming the values that clash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from rightsize.errors import BadInput
+from rightsize.spec.hf_config import read_hf_config_fields
+from rightsize.spec.model import ModelArch
+from rightsize.spec.presets import get_preset, preset_fields
+from rightsize.spec.units import Count, CountInt, DurationS
+
+_Number = TypeVar("_Number", int, float)
+
+
+def _positive(value: _Number) -> _Number:
+    """Zero tokens, batches or seconds make no plan. (An after-validator keeps the JSON Schema clean.)"""
+    if value <= 0:
+        raise ValueError(f"must be greater than zero (got {value:g})")
+    return value
+
+
+_POSITIVE = AfterValidator(_positive)
+
+
+class ParallelSettings(BaseModel):
+    """Parallelism the user fixes; every field left out (null) is chosen by the search."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tp: int | None = Field(
+        default=None, ge=1, description="Tensor-parallel degree (Megatron column/row split)."
+    )
+    pp: int | None = Field(default=None, ge=1, description="Pipeline-parallel degree (stages).")
+    dp: int | None = Field(default=None, ge=1, description="Data-parallel degree (model replicas).")
+    cp: int | None = Field(
+        default=None, ge=1, description="Context-parallel degree (the sequence split across GPUs)."
+    )
+    ep: int | None = Field(
+        default=None,
+        ge=1,
+        description="Expert-parallel degree for MoE models; it lives inside the data-parallel group.",
+    )
+    vpp: int | None = Field(
+        default=None, ge=1, description="Virtual pipeline stages per GPU (interleaved 1F1B schedule)."
+    )
+    micro_batch: int | None = Field(default=None, ge=1, description="Sequences per micro-batch on each GPU.")
+    recompute: Literal["none", "selective", "full"] | None = Field(
+        default=None,
+        description="Activation recomputation: 'none', 'selective' (attention only) or 'full' (whole layers).",
+    )
+    sequence_parallel: bool | None = Field(
+        default=None,
+        description="Megatron sequence parallelism (shards LayerNorm/dropout activations over tp).",
+    )
+    zero_stage: Literal[0, 1, 2, 3] | None = Field(
+        default=None,
+        description="ZeRO / distributed-optimizer stage: 1 shards optimizer states, 2 also gradients, 3 also weights.",
+    )
+
+
+class TrainingWorkload(BaseModel):
+    """What one training run does: sequence length, batch, length of the run, numerics."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seq_len: Annotated[CountInt, _POSITIVE] = Field(
+        description="Tokens per sequence (context length during training)."
+    )
+    global_batch: Annotated[CountInt, _POSITIVE] | None = Field(
+        default=None, description="Sequences per optimizer step; give this or global_batch_tokens."
+    )
+    global_batch_tokens: Annotated[CountInt, _POSITIVE] | None = Field(
+        default=None,
+        description="Tokens per optimizer step (e.g. '16Mi' = 2048 x 8192); give this or global_batch.",
+    )
+    train_tokens: Annotated[Count, _POSITIVE] | None = Field(
+        default=None, description="Tokens of the whole run (e.g. '15T'); needed when a deadline is set."
+    )
+    precision: Literal["fp16", "bf16", "fp8"] = Field(
+        default="bf16", description="Compute precision of the matrix multiplies (mixed precision)."
+    )
+    optimizer: Literal["adamw", "adam", "sgd"] = Field(
+        default="adamw", description="Optimizer; sets the optimizer-state bytes per parameter."
+    )
+    flash_attention: bool = Field(
+        default=True, description="Fused attention that never stores the seq x seq score matrix."
+    )
+
+    @model_validator(mode="after")
+    def _check_batch(self) -> TrainingWorkload:
+        if (self.global_batch is None) == (self.global_batch_tokens is None):
+            raise ValueError("give exactly one of global_batch (sequences) and global_batch_tokens (tokens)")
+        if self.global_batch_tokens is not None and self.global_batch_tokens % self.seq_len:
+            seqs = self.global_batch_tokens // self.seq_len
+            raise ValueError(
+                f"global_batch_tokens ({self.global_batch_tokens}) is not a multiple of seq_len ({self.seq_len}); "
+                f"use global_batch: {seqs} ({seqs * self.seq_len} tokens) or {seqs + 1}, "
+                "or a power-of-two token count such as '16Mi'"
+            )
+        return self
+
+    @property
+    def global_batch_seqs(self) -> int:
+        """Sequences per optimizer step, whichever way the batch was given."""
+        if self.global_batch is not None:
+            return self.global_batch
+        assert self.global_batch_tokens is not None  # guaranteed by _check_batch
+        return self.global_batch_tokens // self.seq_len
+
+
+class Targets(BaseModel):
+    """What the plan must achieve and which hardware it may use."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    deadline_s: Annotated[DurationS, _POSITIVE] | None = Field(
+        default=None,
+        validation_alias=AliasChoices("deadline", "deadline_s"),
+        description="Wall-clock time the run must finish within (e.g. '60d'); needs training.train_tokens.",
+    )
+    gpus: Annotated[CountInt, _POSITIVE] | None = Field(
+        default=None, description="A fixed accelerator count; null lets the search choose."
+    )
+    accelerators: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        json_schema_extra={
+            "anyOf": [
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                {"const": "all"},
+                {"type": "null"},
+            ],
+            "examples": [["h100-sxm", "b200"], "all"],
+        },
+        description="Catalog ids of the accelerators allowed (see `rightsize catalog`); 'all' or null for every one.",
+    )
+    node: str | None = Field(
+        default=None, min_length=1, description="Catalog id of a node type to use instead of the default."
+    )
+    objective: Literal["time", "gpu_hours", "cost"] = Field(
+        default="gpu_hours", description="What the search minimises among plans that meet the targets."
+    )
+
+    @field_validator("accelerators", mode="before")
+    @classmethod
+    def _all_means_every(cls, value: Any) -> Any:
+        """'all' (alone or as the only list item) means no restriction; a single id becomes a list."""
+        if isinstance(value, str):
+            return None if value.strip().lower() == "all" else [value]
+        if isinstance(value, list) and len(value) == 1 and str(value[0]).strip().lower() == "all":
+            return None
+        return value
+
+
+def _looks_like_path(text: str, base_dir: Path) -> bool:
+    """A model string is a config.json path if it says so, else a preset name (HF ids contain '/' too)."""
+    return (
+        text.endswith(".json") or text.startswith((".", "/", "~")) or (base_dir / text).expanduser().exists()
+    )
+
+
+def _config_path(text: str, base_dir: Path) -> Path:
+    path = Path(text).expanduser()
+    return path if path.is_absolute() else base_dir / path
+
+
+def _resolve_model(value: Any, base_dir: Path) -> Any:
+    """Turn the `model:` input (preset name, config path, inline dict, preset + overrides) into fields."""
+    if isinstance(value, str):
+        if _looks_like_path(value, base_dir):
+            return read_hf_config_fields(_config_path(value, base_dir))
+        return get_preset(value)
+    if isinstance(value, Mapping):
+        bases = [key for key in ("preset", "config") if key in value]
+        if len(bases) > 1:
+            raise ValueError("give either preset or config as the base of the model, not both")
+        if not bases:
+            return value
+        ref = value[bases[0]]
+        if not isinstance(ref, str):
+            raise ValueError(f"{bases[0]} must be a string (got {ref!r})")
+        base = (
+            preset_fields(ref) if bases[0] == "preset" else read_hf_config_fields(_config_path(ref, base_dir))
+        )
+        overrides = {key: item for key, item in value.items() if key != bases[0]}
+        return {**base, **overrides}
+    return value
+
+
+class TrainingSpec(BaseModel):
+    """A training job to size: the model, the workload, the targets and any fixed parallelism."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["training"] = Field(
+        default="training", description="Spec kind; 'training' for pre-training runs."
+    )
+    name: str | None = Field(default=None, description="A name for this plan, shown in reports.")
+    model: ModelArch = Field(
+        description=(
+            "The model: a preset name (`rightsize models`), a path to a Hugging Face config.json "
+            "(relative to the spec file), a full inline architecture, or {preset: NAME, ...overrides}."
+        )
+    )
+    training: TrainingWorkload = Field(
+        description="The training workload: sequence length, batch, run length."
+    )
+    targets: Targets = Field(
+        default_factory=Targets, description="Deadline, accelerator choices and objective."
+    )
+    parallel: ParallelSettings = Field(
+        default_factory=ParallelSettings, description="Parallelism fixed by the user; the rest is searched."
+    )
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _resolve(cls, value: Any, info: ValidationInfo) -> Any:
+        context = info.context if isinstance(info.context, Mapping) else {}
+        base_dir = Path(context.get("base_dir") or Path.cwd())
+        try:
+            return _resolve_model(value, base_dir)
+        except BadInput as err:
+            raise ValueError(" ".join(part for part in (err.what, err.why, err.fix) if part)) from None
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> TrainingSpec:
+        problems = _parallel_problems(self.model, self.training, self.targets, self.parallel)
+        if self.targets.deadline_s is not None and self.training.train_tokens is None:
+            problems.append("targets.deadline needs training.train_tokens (the tokens the run must process)")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+
+def _parallel_problems(
+    model: ModelArch, workload: TrainingWorkload, targets: Targets, par: ParallelSettings
+) -> list[str]:
+    """Every way the fixed parallel settings contradict the model, the workload or the GPU count."""
+    problems: list[str] = []
+    if par.tp is not None and model.heads % par.tp:
+        problems.append(f"parallel.tp ({par.tp}) must divide the model's attention heads ({model.heads})")
+    if par.pp is not None and par.pp > model.layers:
+        problems.append(f"parallel.pp ({par.pp}) cannot exceed the model's layers ({model.layers})")
+    degrees = {"tp": par.tp, "pp": par.pp, "dp": par.dp, "cp": par.cp}
+    fixed = {key: degree for key, degree in degrees.items() if degree is not None}
+    product = 1
+    for degree in fixed.values():
+        product *= degree
+    shown = " * ".join(f"{key} {degree}" for key, degree in fixed.items())
+    if targets.gpus is not None and fixed:
+        if len(fixed) == len(degrees) and product != targets.gpus:
+            problems.append(f"{shown} = {product} GPUs, but targets.gpus is {targets.gpus}")
+        elif targets.gpus % product:
+            problems.append(f"{shown} = {product} does not divide targets.gpus ({targets.gpus})")
+    if par.ep is not None and par.ep > 1:
+        if not model.is_moe:
+            problems.append(f"parallel.ep ({par.ep}) needs a mixture-of-experts model; {model.name} is dense")
+        elif model.experts % par.ep:
+            problems.append(f"parallel.ep ({par.ep}) must divide the model's experts ({model.experts})")
+        if par.dp is not None and (par.dp * (par.cp or 1)) % par.ep:
+            problems.append(f"parallel.ep ({par.ep}) must divide dp * cp ({par.dp * (par.cp or 1)})")
+    if par.cp is not None and workload.seq_len % par.cp:
+        problems.append(f"parallel.cp ({par.cp}) must divide training.seq_len ({workload.seq_len})")
+    batch = workload.global_batch_seqs
+    if par.micro_batch is not None and batch % par.micro_batch:
+        problems.append(
+            f"parallel.micro_batch ({par.micro_batch}) must divide the global batch ({batch} sequences)"
+        )
+    if par.dp is not None and batch % (par.dp * (par.micro_batch or 1)):
+        problems.append(
+            f"the global batch ({batch} sequences) must split evenly over dp ({par.dp}) "
+            f"micro-batches of {par.micro_batch or 1}"
+        )
+    if par.vpp is not None and par.vpp > 1 and par.pp is not None:
+        if par.pp == 1:
+            problems.append(f"parallel.vpp ({par.vpp}) needs pipeline parallelism (pp > 1)")
+        elif model.layers % (par.pp * par.vpp):
+            problems.append(
+                f"layers ({model.layers}) must split evenly into pp * vpp = {par.pp * par.vpp} chunks"
+            )
+    if par.sequence_parallel and par.tp == 1:
+        problems.append("parallel.sequence_parallel needs tensor parallelism (tp > 1)")
+    return problems

@@ -1,0 +1,284 @@
+"""Human units ("30d", "16M", "80 GiB", "400 Gb/s", "989 TFLOP/s", "10.2 kW"), parsed once at the edge.
+
+Everything past this module is SI floats: seconds, plain counts, bytes, bytes per second, FLOP/s,
+watts. Each parser accepts a number (returned as a float, which must be finite and not negative) or
+a string with a unit, and raises `BadInput` naming the string, the format it expected and an example.
+
+Conventions (DESIGN.md, "Units"): GB/TB are decimal (10^9, 10^12), GiB/TiB binary (2^30, 2^40);
+an upper-case B is a byte and a lower-case b a bit, so "400 Gb/s" is 50e9 bytes per second.
+
+The `Annotated` types at the bottom (`DurationS`, `Count`, `CountInt`, `Bytes`, `BytesPerS`,
+`PowerW`) plug these parsers into pydantic fields, with a JSON Schema that accepts a number or a
+string and shows examples.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, WithJsonSchema
+
+from rightsize.constants import (
+    BITS_PER_BYTE,
+    DAY_S,
+    GIGA,
+    HOUR_S,
+    KILO,
+    MEGA,
+    MINUTE_S,
+    PETA,
+    TERA,
+    WEEK_S,
+    YEAR_S,
+    GiB,
+    KiB,
+    MiB,
+    TiB,
+)
+from rightsize.errors import BadInput
+
+# A number: optional sign, digits (with "_" or "," grouping), optional fraction and exponent.
+_NUMBER_RE = re.compile(r"^\s*([+-]?(?:\d[\d_,]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
+_COMMA_GROUPED_RE = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][+-]?\d+)?$")
+
+_DECIMAL_PREFIX = {"": 1.0, "k": KILO, "K": KILO, "M": MEGA, "G": GIGA, "T": TERA, "P": PETA}
+_BINARY_PREFIX = {"K": float(KiB), "k": float(KiB), "M": float(MiB), "G": float(GiB), "T": float(TiB)}
+
+_DURATION_UNITS: dict[str, float] = {
+    "": 1.0,
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), MINUTE_S),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), HOUR_S),
+    **dict.fromkeys(("d", "day", "days"), DAY_S),
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), WEEK_S),
+    **dict.fromkeys(("y", "yr", "yrs", "year", "years"), YEAR_S),
+}
+_COUNT_UNITS: dict[str, float] = {
+    "": 1.0,
+    "k": KILO,
+    "m": MEGA,
+    "b": GIGA,
+    "g": GIGA,
+    "t": TERA,
+    "p": PETA,
+    "ki": float(KiB),
+    "mi": float(MiB),
+    "gi": float(GiB),
+    "ti": float(TiB),
+}
+_POWER_UNITS: dict[str, float] = {"": 1.0, "w": 1.0, "kw": KILO, "mw": MEGA, "gw": GIGA}
+_FLOPS_PREFIX = {"": 1.0, "k": KILO, "m": MEGA, "g": GIGA, "t": TERA, "p": PETA, "e": 1e18}
+
+_BYTE_UNIT = r"(?:(?P<prefix>[kKMGTP])(?P<binary>i)?)?(?P<unit>B|b|bytes?|bits?)"
+_BYTES_RE = re.compile(rf"^{_BYTE_UNIT}$")
+_RATE_RE = re.compile(rf"^{_BYTE_UNIT}(?:/s|ps)$")
+_FLOPS_RE = re.compile(r"^(?P<prefix>[kmgtpe]?)(?:flop/s|flops|flops/s|flop/sec)$")
+
+
+def _fail(kind: str, value: object, expected: str, example: str, why: str = "") -> BadInput:
+    return BadInput(
+        f"Cannot read {kind} {value!r}.",
+        why or f"Expected {expected}.",
+        f"Write it like {example}.",
+    )
+
+
+def _split(value: object, kind: str, expected: str, example: str) -> tuple[float, str]:
+    """Split a number or a '<number><unit>' string into (number, unit text); checks sign and finiteness."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _fail(
+            kind, value, expected, example, f"It is a {type(value).__name__}, not a number or a string."
+        )
+    if isinstance(value, str):
+        match = _NUMBER_RE.match(value)
+        if not value.strip() or match is None:
+            raise _fail(kind, value, expected, example)
+        number_text, unit = match.groups()
+        if "," in number_text and not _COMMA_GROUPED_RE.match(number_text):
+            raise _fail(kind, value, expected, example, "Commas may only group digits in threes (1,000,000).")
+        try:
+            number = float(number_text.replace(",", ""))
+        except ValueError:
+            raise _fail(kind, value, expected, example) from None
+    else:
+        number, unit = float(value), ""
+    if not math.isfinite(number):
+        raise _fail(kind, value, expected, example, f"{kind.capitalize()} must be a finite number.")
+    if number < 0:
+        raise _fail(kind, value, expected, example, f"{kind.capitalize()}s must be positive or zero.")
+    return number, unit
+
+
+def _unknown_unit(kind: str, value: object, unit: str, expected: str, example: str) -> BadInput:
+    return _fail(kind, value, expected, example, f"Unknown unit {unit!r}; expected {expected}.")
+
+
+def parse_duration_s(value: object) -> float:
+    """Seconds from a number of seconds or a string like "30d", "12h", "90m", "45s", "2w", "1y" (y = 365 d)."""
+    expected = "a number of seconds or a number with s, m, h, d, w or y"
+    number, unit = _split(value, "duration", expected, "'30d', '12h' or '90m'")
+    if unit == "M":
+        raise _fail(
+            "duration",
+            value,
+            expected,
+            "'30d' or '90m'",
+            "'M' is ambiguous (minutes or months?); use m or d.",
+        )
+    factor = _DURATION_UNITS.get(unit.lower())
+    if factor is None:
+        raise _unknown_unit("duration", value, unit, expected, "'30d', '12h' or '90m'")
+    return number * factor
+
+
+def parse_count(value: object) -> float:
+    """A plain count from "16M", "15T", "1.5B", "15e12", "2k", "1_000", "1,000" or a number.
+
+    k = 10^3, M = 10^6, B or G = 10^9, T = 10^12, P = 10^15 (any case); Ki, Mi, Gi, Ti are powers of two
+    ("16Mi" = 16 * 2^20, handy for token batches such as 2048 x 8192).
+    """
+    expected = "a number, optionally with k, M, B (or G), T, P, or Ki, Mi, Gi, Ti"
+    number, unit = _split(value, "count", expected, "'16M', '1.5B' or '15T'")
+    factor = _COUNT_UNITS.get(unit.lower())
+    if factor is None:
+        raise _unknown_unit("count", value, unit, expected, "'16M', '1.5B' or '15T'")
+    return number * factor
+
+
+def parse_count_int(value: object) -> int:
+    """`parse_count`, then insist on a whole number ("1.5k" is 1500; "1.5" is an error)."""
+    count = parse_count(value)
+    if not count.is_integer():
+        raise _fail(
+            "count", value, "a whole number", "'2048' or '16Mi'", f"It is {count:g}, not a whole number."
+        )
+    return int(count)
+
+
+def _bytes_factor(match: re.Match[str]) -> tuple[float, bool]:
+    """(bytes or bits per unit, is_bits) from a matched byte/bit unit."""
+    prefix, binary, unit = match["prefix"] or "", match["binary"], match["unit"]
+    scale = _BINARY_PREFIX[prefix] if binary else _DECIMAL_PREFIX[prefix]
+    return scale, unit == "b" or unit.startswith("bit")
+
+
+def parse_bytes(value: object) -> float:
+    """Bytes from "80GB" (10^9), "80 GiB" (2^30), "2.3 TB", "512MiB" or a number of bytes."""
+    expected = (
+        "a number of bytes, or a number with B, kB, MB, GB, TB, PB (decimal) or KiB, MiB, GiB, TiB (binary)"
+    )
+    example = "'80GB' or '80 GiB'"
+    number, unit = _split(value, "size", expected, example)
+    if unit == "":
+        return number
+    match = _BYTES_RE.match(unit)
+    if match is None:
+        raise _unknown_unit("size", value, unit, expected, example)
+    scale, is_bits = _bytes_factor(match)
+    if is_bits:
+        raise _fail(
+            "size", value, expected, example, f"{unit!r} is in bits (lower-case b); sizes are in bytes (B)."
+        )
+    return number * scale
+
+
+def parse_bytes_per_s(value: object) -> float:
+    """Bytes per second from "2.5 TB/s", "900 GB/s", "400 Gb/s" or "400Gbps" (bits, / 8) or a number."""
+    expected = (
+        "a number of bytes per second, or a number with B/s, GB/s, TB/s, GiB/s (bytes) or Gb/s, Gbps (bits)"
+    )
+    example = "'900 GB/s' or '400 Gb/s'"
+    number, unit = _split(value, "bandwidth", expected, example)
+    if unit == "":
+        return number
+    match = _RATE_RE.match(unit)
+    if match is None:
+        raise _unknown_unit("bandwidth", value, unit, expected, example)
+    scale, is_bits = _bytes_factor(match)
+    return number * scale / (BITS_PER_BYTE if is_bits else 1)
+
+
+def parse_flops_per_s(value: object) -> float:
+    """FLOP/s from "989 TFLOP/s", "989 TFLOPS", "2.5 PFLOP/s" or a number ("15e12")."""
+    expected = "a number of FLOP/s, or a number with FLOP/s or FLOPS and a prefix (G, T, P)"
+    example = "'989 TFLOP/s' or '989 TFLOPS'"
+    number, unit = _split(value, "compute rate", expected, example)
+    if unit == "":
+        return number
+    match = _FLOPS_RE.match(unit.lower())
+    if match is None:
+        raise _unknown_unit("compute rate", value, unit, expected, example)
+    return number * _FLOPS_PREFIX[match["prefix"]]
+
+
+def parse_power_w(value: object) -> float:
+    """Watts from "700 W", "10.2 kW", "1.5 MW" or a number of watts ("700")."""
+    expected = "a number of watts, or a number with W, kW or MW"
+    number, unit = _split(value, "power", expected, "'700 W' or '10.2 kW'")
+    if unit == "mW":
+        raise _unknown_unit("power", value, unit, expected, "'700 W' or '10.2 kW'")
+    factor = _POWER_UNITS.get(unit.lower())
+    if factor is None:
+        raise _unknown_unit("power", value, unit, expected, "'700 W' or '10.2 kW'")
+    return number * factor
+
+
+# ----------------------------------------------------------------------------- pydantic field types
+
+
+def _field_validator(parse: Callable[[object], Any]) -> BeforeValidator:
+    """Wrap a parser for pydantic: it only turns ValueError into a field error, so re-raise as that."""
+
+    def validate(value: object) -> Any:
+        try:
+            return parse(value)
+        except BadInput as err:
+            raise ValueError(" ".join(part for part in (err.what, err.why, err.fix) if part)) from None
+
+    return BeforeValidator(validate)
+
+
+def _number_or_string(unit_help: str, examples: list[Any], integer: bool = False) -> WithJsonSchema:
+    """JSON Schema for a unit field: a plain number (SI) or a human string, with examples."""
+    number: Mapping[str, Any] = {"type": "integer" if integer else "number", "minimum": 0}
+    return WithJsonSchema(
+        {
+            "anyOf": [dict(number), {"type": "string", "description": unit_help}],
+            "examples": examples,
+        }
+    )
+
+
+DurationS = Annotated[
+    float,
+    _field_validator(parse_duration_s),
+    _number_or_string("seconds, or a number with s, m, h, d, w, y", ["30d", "12h", 3600]),
+]
+Count = Annotated[
+    float,
+    _field_validator(parse_count),
+    _number_or_string("a count with k, M, B, T, P (or Ki, Mi, Gi)", ["15T", "300B", 1.5e12]),
+]
+CountInt = Annotated[
+    int,
+    _field_validator(parse_count_int),
+    _number_or_string("a whole count with k, M, B, T (or Ki, Mi, Gi)", [8192, "16Mi", "2k"], integer=True),
+]
+Bytes = Annotated[
+    float,
+    _field_validator(parse_bytes),
+    _number_or_string("bytes with B, GB, TB (decimal) or GiB, TiB (binary)", ["80GB", "80 GiB", 8e10]),
+]
+BytesPerS = Annotated[
+    float,
+    _field_validator(parse_bytes_per_s),
+    _number_or_string("bytes/s (GB/s, TB/s) or bits/s (Gb/s, Gbps)", ["900 GB/s", "400 Gb/s", 3.35e12]),
+]
+PowerW = Annotated[
+    float,
+    _field_validator(parse_power_w),
+    _number_or_string("watts, or a number with W, kW, MW", ["700 W", "10.2 kW", 700]),
+]

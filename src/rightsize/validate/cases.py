@@ -1,0 +1,121 @@
+"""Reading validation cases (published runs) from CSV into specs the planner understands."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rightsize.errors import BadInput
+
+TRAINING_METRICS = ("step_time_s", "tokens_per_s_per_gpu", "gpu_hours")
+INFERENCE_METRICS = ("output_tokens_per_s",)
+MODEL_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
+PARALLEL_INT_COLUMNS = ("tp", "pp", "dp", "cp", "vpp", "micro_batch", "zero_stage")
+REQUIRED_COLUMNS = ("id", "metric", "value", "accelerator", *MODEL_COLUMNS, "mlp")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published measurement."""
+
+    id: str
+    metric: str
+    published: float
+    row: dict[str, str]
+    source: str
+
+    @property
+    def is_training(self) -> bool:
+        return self.metric in TRAINING_METRICS
+
+
+def bundled_paths(holdout: bool = False) -> list[Path]:
+    base = resources.files("rightsize.validate") / "data"
+    names = ["holdout_training.csv", "holdout_inference.csv"] if holdout else ["training.csv", "inference.csv"]
+    return [Path(str(base / n)) for n in names]
+
+
+def read_cases(path: Path) -> list[Case]:
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except FileNotFoundError:
+        raise BadInput(
+            f"Validation file '{path}' does not exist.",
+            fix="Give the path of a CSV with the columns of the bundled training.csv.",
+        ) from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise BadInput(f"Cannot read validation file '{path}'.", str(exc), "Give a UTF-8 CSV file.") from None
+    if not rows:
+        raise BadInput(f"Validation file '{path}' has no rows.", fix="Add at least one case below the header.")
+    missing = [c for c in REQUIRED_COLUMNS if c not in rows[0]]
+    if missing:
+        raise BadInput(
+            f"Validation file '{path}' lacks columns: {', '.join(missing)}.",
+            "Cases need the model shape, the accelerator, the metric and the published value.",
+            "Use the header of `rightsize validate`'s bundled training.csv (see its README).",
+        )
+    cases = []
+    for n, r in enumerate(rows, start=2):
+        try:
+            value = float(r["value"])
+        except (TypeError, ValueError):
+            raise BadInput(
+                f"{path}:{n}: value '{r.get('value')}' of case '{r.get('id')}' is not a number.",
+                fix="Write the published figure as a plain number.",
+            ) from None
+        cases.append(Case(id=r["id"], metric=r["metric"], published=value, row=r, source=r.get("source", "")))
+    return cases
+
+
+def _blank(v: str | None) -> bool:
+    return v is None or v.strip() == ""
+
+
+def _bool(v: str) -> bool:
+    return v.strip().lower() in ("true", "1", "yes")
+
+
+def model_fields(row: dict[str, str]) -> dict[str, Any]:
+    return {
+        "name": row.get("model") or row["id"],
+        **{c: int(float(row[c])) for c in MODEL_COLUMNS},
+        "mlp": row["mlp"],
+    }
+
+
+def training_spec_data(case: Case) -> dict[str, Any]:
+    """The spec a planner would be given for this run: what the source published is
+    fixed, blanks are left for the search."""
+    r = case.row
+    training: dict[str, Any] = {
+        "seq_len": int(float(r["seq_len"])),
+        "global_batch": int(float(r["global_batch"])),
+        "precision": r.get("precision") or "bf16",
+        "flash_attention": True if _blank(r.get("flash_attention")) else _bool(r["flash_attention"]),
+    }
+    if not _blank(r.get("train_tokens")):
+        training["train_tokens"] = float(r["train_tokens"])
+    parallel: dict[str, Any] = {}
+    for c in PARALLEL_INT_COLUMNS:
+        if not _blank(r.get(c)):
+            parallel[c] = int(float(r[c]))
+    if not _blank(r.get("sequence_parallel")):
+        parallel["sequence_parallel"] = _bool(r["sequence_parallel"])
+    if not _blank(r.get("recompute")):
+        parallel["recompute"] = r["recompute"].strip()
+    targets: dict[str, Any] = {"accelerators": [r["accelerator"]]}
+    if not _blank(r.get("gpus")):
+        targets["gpus"] = int(float(r["gpus"]))
+    targets["objective"] = "gpu_hours" if case.metric == "gpu_hours" else "time"
+    return {
+        "kind": "training",
+        "name": case.id,
+        "model": model_fields(r),
+        "training": training,
+        "targets": targets,
+        "parallel": parallel,
+    }

@@ -1,0 +1,74 @@
+"""Predicting each published case and summarising the errors.
+
+error = (predicted - published) / published. A case the model cannot handle is
+kept with predicted = None and the reason, never dropped.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rightsize.errors import RightsizeError
+from rightsize.search.train import plan_training
+from rightsize.spec.load import parse_spec
+from rightsize.validate.cases import Case, read_cases, training_spec_data
+
+
+
+
+def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
+    if not case.is_training:
+        return None, f"metric '{case.metric}' (inference) is not modelled yet", {}
+    try:
+        spec = parse_spec(training_spec_data(case), Path("."))
+        plan = plan_training(spec)
+    except RightsizeError as exc:
+        return None, exc.message().replace("\n", " "), {}
+    best = plan.best
+    value = {
+        "step_time_s": best.step_time_s,
+        "tokens_per_s_per_gpu": best.tokens_per_s_per_gpu,
+        "gpu_hours": best.gpu_hours,
+    }[case.metric]
+    detail = {"gpus": best.gpus, "parallel": best.parallel, "mfu": round(best.mfu, 4)}
+    return value, None, detail
+
+
+def validate_paths(paths: list[Path], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        for case in read_cases(path):
+            if progress:
+                progress(case.id)
+            predicted, reason, detail = _predict(case)
+            row: dict[str, Any] = {
+                "id": case.id,
+                "metric": case.metric,
+                "published": case.published,
+                "predicted": predicted,
+                "error": (predicted - case.published) / case.published if predicted is not None else None,
+                "file": path.name,
+            }
+            if reason:
+                row["reason"] = reason
+            if detail:
+                row["chosen"] = detail
+            rows.append(row)
+    return {"rows": rows, "summary": summarise(rows)}
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for metric in dict.fromkeys(r["metric"] for r in rows):
+        errs = [abs(r["error"]) for r in rows if r["metric"] == metric and r["error"] is not None]
+        skipped = sum(1 for r in rows if r["metric"] == metric and r["error"] is None)
+        out[metric] = {
+            "n": len(errs),
+            "median_abs_error": statistics.median(errs) if errs else None,
+            "max_abs_error": max(errs) if errs else None,
+            "not_predicted": skipped,
+        }
+    return out
