@@ -16,7 +16,8 @@ per-row log-sum-exp instead of the s x s terms. Selective recomputation drops
 the s x s terms, full recomputation keeps only each layer's input (2 h, split
 over TP under sequence parallelism). The first pipeline stage holds
 min(pp, micro-batches) micro-batches in flight under 1F1B, times
-1 + (pp - 1) / (pp vpp) for the interleaved schedule (Korthikanti section 4.2.3).
+1 + (pp - 1) / (pp vpp) for the interleaved schedule (Korthikanti section 4.2.3);
+the last stage holds one, plus the logits; the heavier of the two is reported.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def stage_params(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np
     or only one copy when the embeddings are tied).
     """
     c = count_params(w.arch)
-    layers_per_stage = np.ceil(c.layers / cfg.pp)
+    layers_per_stage = np.ceil(c.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     moe_fraction = c.moe_layers / c.layers
     dense_per_layer = c.attention_per_layer + c.norms_per_layer + c.router_per_layer * (c.moe_layers > 0)
     dense_layer_mlp = c.dense_mlp_per_layer * (1 - moe_fraction)
@@ -157,15 +158,21 @@ def train_memory(
     optimizer = opt * (dense / np.where(z >= 1, dp, 1.0) + expert / np.where(z >= 1, expert_dp, 1.0))
 
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
-    layers_per_stage = np.ceil(w.arch.layers / cfg.pp)
+    layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     num_micro = w.global_batch / (cfg.dp * cfg.micro_batch)
     in_flight = np.minimum(cfg.pp, num_micro)
     interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
-    activations = kept * tokens_mb * layers_per_stage * in_flight * interleave
+    one_mb = kept * tokens_mb * layers_per_stage
     # Full recomputation rebuilds one layer's whole activations during its backward.
-    activations = activations + np.where(cfg.recompute == 2, rebuilt_per_token * tokens_mb, 0.0)
-    # Logits [T, V/t] in 16 bit plus fp32 copies for the loss and its gradient.
-    logits = tokens_mb * w.arch.vocab / cfg.tp * (2.0 + 4.0 + 4.0)
+    rebuilt = np.where(cfg.recompute == 2, rebuilt_per_token * tokens_mb, 0.0)
+    first_stage = one_mb * in_flight * interleave + rebuilt
+    # The last stage keeps one micro-batch in flight under 1F1B, plus the logits
+    # [T, V/t] in 16 bit and fp32 copies for the loss and its gradient.
+    last_stage = one_mb * interleave + rebuilt
+    logits_last = tokens_mb * w.arch.vocab / cfg.tp * (2.0 + 4.0 + 4.0)
+    first_heavier = first_stage >= last_stage + logits_last
+    activations = np.where(first_heavier, first_stage, last_stage)
+    logits = np.where(first_heavier, 0.0, logits_last)
     n = len(cfg)
     return TrainMemory(
         weights=weights,

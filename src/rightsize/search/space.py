@@ -35,19 +35,17 @@ def pp_options(layers: int) -> np.ndarray:
 
 
 def gpu_count_candidates(gpus_per_node: int, max_gpus: int) -> np.ndarray:
-    """Counts a buyer would consider: 1-8 GPUs in powers of two below a node, then
-    whole nodes in a 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 ... ladder."""
+    """Counts a buyer would consider: powers of two below a node, then whole nodes in
+    powers of two and 1.5x powers of two (8, 12, 16, 24, 32, 48 ... nodes). Batches are
+    usually powers of two, so counts with other prime factors rarely divide them."""
     counts = {g for g in (1, 2, 4) if g < gpus_per_node}
-    ladder = (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
-    scale = 1
-    while scale * gpus_per_node <= max_gpus:
-        for step in ladder:
-            nodes = int(round(step * scale))
-            if nodes * gpus_per_node <= max_gpus:
-                counts.add(nodes * gpus_per_node)
-        scale *= 10
-    counts.add(gpus_per_node)
-    return np.array(sorted(c for c in counts if c <= max_gpus), dtype=np.float64)
+    nodes = 1
+    while nodes * gpus_per_node <= max_gpus:
+        counts.add(nodes * gpus_per_node)
+        if nodes >= 2 and nodes * 3 // 2 * gpus_per_node <= max_gpus:
+            counts.add(nodes * 3 // 2 * gpus_per_node)
+        nodes *= 2
+    return np.array(sorted(counts), dtype=np.float64)
 
 
 def _cross(cols: Columns, name: str, options: np.ndarray) -> Columns:
@@ -95,9 +93,15 @@ def enumerate_configs(
     cols = _keep(cols, per_replica % cols["micro_batch"] == 0)
     cols = _cross(cols, "vpp", _fixed_or(fixed.vpp, VPP_OPTIONS))
     micro_batches = global_batch / (cols["dp"] * cols["micro_batch"])
-    interleaved_ok = (cols["pp"] > 1) & (arch.layers % (cols["pp"] * cols["vpp"]) == 0) & (
-        micro_batches % cols["pp"] == 0
+    # Interleaving needs a layer per chunk and at least pp micro-batches in flight;
+    # uneven chunks are allowed (the heaviest stage is charged its ceil share).
+    interleaved_ok = (
+        (cols["pp"] > 1) & (cols["pp"] * cols["vpp"] <= arch.layers) & (micro_batches >= cols["pp"])
     )
+    if fixed.vpp is None:  # a planner proposes even chunks; a user may fix uneven ones
+        interleaved_ok &= (arch.layers % (cols["pp"] * cols["vpp"]) == 0) | (
+            cols["vpp"] * np.ceil(arch.layers / (cols["pp"] * cols["vpp"])) <= np.ceil(arch.layers / cols["pp"]) + 1
+        )
     cols = _keep(cols, (cols["vpp"] == 1) | interleaved_ok)
 
     rc = [RECOMPUTE_CODES[fixed.recompute]] if fixed.recompute is not None else list(RECOMPUTE_CODES.values())

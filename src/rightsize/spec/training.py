@@ -294,9 +294,11 @@ def _parallel_problems(
     if par.vpp is not None and par.vpp > 1 and par.pp is not None:
         if par.pp == 1:
             problems.append(f"parallel.vpp ({par.vpp}) needs pipeline parallelism (pp > 1)")
-        elif model.layers % (par.pp * par.vpp):
+        elif model.layers < par.pp * par.vpp:
+            # Uneven chunks are allowed (Megatron's first/last-stage layer counts, Llama 3's
+            # adjusted schedule); each chunk needs at least one layer.
             problems.append(
-                f"layers ({model.layers}) must split evenly into pp * vpp = {par.pp * par.vpp} chunks"
+                f"layers ({model.layers}) must fill pp * vpp = {par.pp * par.vpp} chunks with one layer each"
             )
     if par.sequence_parallel and par.tp == 1:
         problems.append("parallel.sequence_parallel needs tensor parallelism (tp > 1)")

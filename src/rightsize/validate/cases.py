@@ -14,6 +14,7 @@ TRAINING_METRICS = ("step_time_s", "tokens_per_s_per_gpu", "gpu_hours")
 INFERENCE_METRICS = ("output_tokens_per_s",)
 MODEL_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
 PARALLEL_INT_COLUMNS = ("tp", "pp", "dp", "cp", "vpp", "micro_batch", "zero_stage")
+DEFAULT_BATCH_TOKENS = 4 * 2**20
 REQUIRED_COLUMNS = ("id", "metric", "value", "accelerator", *MODEL_COLUMNS, "mlp")
 
 
@@ -91,9 +92,16 @@ def training_spec_data(case: Case) -> dict[str, Any]:
     """The spec a planner would be given for this run: what the source published is
     fixed, blanks are left for the search."""
     r = case.row
+    seq_len = int(float(r["seq_len"]))
+    if _blank(r.get("global_batch")):
+        # Not published: a batch of about 4Mi tokens, what dense LLM pre-training runs
+        # of this era used (Llama 2: 4M; Llama 3: 4M rising to 16M).
+        global_batch = max(1, DEFAULT_BATCH_TOKENS // seq_len)
+    else:
+        global_batch = int(float(r["global_batch"]))
     training: dict[str, Any] = {
-        "seq_len": int(float(r["seq_len"])),
-        "global_batch": int(float(r["global_batch"])),
+        "seq_len": seq_len,
+        "global_batch": global_batch,
         "precision": r.get("precision") or "bf16",
         "flash_attention": True if _blank(r.get("flash_attention")) else _bool(r["flash_attention"]),
     }

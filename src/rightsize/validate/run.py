@@ -23,8 +23,11 @@ def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
     if not case.is_training:
         return None, f"metric '{case.metric}' (inference) is not modelled yet", {}
     try:
-        spec = parse_spec(training_spec_data(case), Path("."))
-        plan = plan_training(spec)
+        data = training_spec_data(case)
+    except (KeyError, ValueError) as exc:
+        return None, f"the case's columns cannot be read: {exc}", {}
+    try:
+        plan = plan_training(parse_spec(data, Path(".")))
     except RightsizeError as exc:
         return None, exc.message().replace("\n", " "), {}
     best = plan.best

@@ -1,0 +1,53 @@
+"""Search speed: configurations evaluated per second on one core, and the wall time of
+`rightsize plan` for Llama 3.1 405B over every catalog accelerator.
+
+Run: `python benchmarks/bench_search.py` (prints JSON). numpy's element-wise kernels
+run on one thread, so this measures one core.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from rightsize.catalog import get_accelerator, node_for  # noqa: E402
+from rightsize.perf.hardware import Hardware  # noqa: E402
+from rightsize.perf.step import train_step  # noqa: E402
+from rightsize.search.space import enumerate_configs, gpu_count_candidates  # noqa: E402
+from rightsize.search.train import MAX_GPUS, plan_training, workload_from_spec  # noqa: E402
+from rightsize.spec import load_spec  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def configs_per_second(repeats: int = 3) -> dict[str, float]:
+    """Full evaluations (step time breakdown + memory + MFU) of an enumerated space."""
+    spec = load_spec(EXAMPLES / "llama3-70b-pretrain.yaml")
+    w = workload_from_spec(spec)
+    acc = get_accelerator("h100-sxm")
+    node = node_for(acc.id)
+    hw = Hardware.from_catalog(acc, node, w.precision)
+    counts = gpu_count_candidates(node.gpus_per_node, MAX_GPUS)
+    cfg, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        st = train_step(w, cfg, hw)
+        _ = st.step_time, st.memory.fits, st.mfu
+        best = min(best, time.perf_counter() - t0)
+    return {"configs": float(len(cfg)), "seconds": best, "configs_per_s": len(cfg) / best}
+
+
+def plan_405b_seconds() -> dict[str, float]:
+    spec = load_spec(EXAMPLES / "llama3.1-405b-pretrain.yaml")
+    t0 = time.perf_counter()
+    plan = plan_training(spec)
+    return {"seconds": time.perf_counter() - t0, "configs_evaluated": float(plan.configs_evaluated)}
+
+
+if __name__ == "__main__":
+    print(json.dumps({"evaluation": configs_per_second(), "plan_llama3.1_405b": plan_405b_seconds()}, indent=2))

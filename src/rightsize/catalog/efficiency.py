@@ -1,0 +1,215 @@
+"""Mechanism efficiencies per accelerator (``data/efficiency.yaml``): how close real kernels get to peak.
+
+The performance model multiplies peak rates by these fractions: GEMMs by
+`gemm_fraction(dtype)`, memory-bound kernels by `memory_bw_fraction`, collectives by
+the scale-up / scale-out fractions. Each figure keeps its `Sourced` provenance in
+`Efficiency.sources` (published measurement, estimate by analogy, or placeholder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rightsize.catalog.dtypes import DTYPES, normalize_dtype
+from rightsize.catalog.loader import (
+    CatalogDataError,
+    Sourced,
+    check_keys,
+    check_schema,
+    require_mapping,
+    sourced,
+)
+
+# FP8 GEMMs reach a lower fraction of their (2x) peak than BF16 ones: measured MAMF on
+# H100 SXM is 0.709 (FP8) vs 0.803 (BF16), ratio 0.88 (Stas Bekman, ML Engineering).
+# Used only when an accelerator has no FP8 fraction of its own; 0.85 is a rounded-down estimate.
+FP8_FROM_BF16 = 0.85
+
+SCALAR_FIELDS = (
+    "gemm_tile_m",
+    "gemm_tile_n",
+    "attention_fraction",
+    "memory_bw_fraction",
+    "scaleup_bw_fraction",
+    "scaleout_bw_fraction",
+    "scaleup_latency_s",
+    "scaleout_latency_s",
+    "kernel_overhead_s",
+)
+INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
+_ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
+
+# Sanity bounds per field: (minimum, maximum). Fractions of a peak cannot exceed 1; bus
+# bandwidth fractions may (NVLink SHARP reduces in the switch); times are seconds, so a
+# value above a millisecond means someone wrote microseconds.
+_BOUNDS: dict[str, tuple[float, float]] = {
+    "gemm_peak_fraction": (0.01, 1.0),
+    "gemm_tile_m": (16, 1024),
+    "gemm_tile_n": (16, 1024),
+    "attention_fraction": (0.01, 1.0),
+    "memory_bw_fraction": (0.01, 1.0),
+    "scaleup_bw_fraction": (0.01, 2.0),
+    "scaleout_bw_fraction": (0.01, 2.0),
+    "scaleup_latency_s": (1e-8, 1e-3),
+    "scaleout_latency_s": (1e-8, 1e-3),
+    "kernel_overhead_s": (1e-8, 1e-3),
+}
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of peak and fixed costs, per mechanism, for one accelerator."""
+
+    gemm_peak_fraction: dict[str, float]
+    gemm_tile_m: int
+    gemm_tile_n: int
+    attention_fraction: float
+    memory_bw_fraction: float
+    scaleup_bw_fraction: float
+    scaleout_bw_fraction: float
+    scaleup_latency_s: float
+    scaleout_latency_s: float
+    kernel_overhead_s: float
+    sources: dict[str, Sourced]  # "gemm_peak_fraction.bf16", "memory_bw_fraction", ... -> figure
+
+    def gemm_fraction(self, dtype: str) -> float:
+        """Achieved / dense peak for large, well-shaped GEMMs in ``dtype``.
+
+        Fallbacks when the accelerator has no figure for ``dtype``:
+        bf16 <-> fp16 (same tensor-core rate); fp8 = bf16's fraction x 0.85 (estimate,
+        see `FP8_FROM_BF16`); fp6/fp4 use fp8's (own or derived); anything else
+        (tf32, int8, fp32) uses bf16's.
+        """
+        name = normalize_dtype(dtype)
+        table = self.gemm_peak_fraction
+        if name in table:
+            return table[name]
+        sixteen = table.get("bf16", table.get("fp16"))
+        if sixteen is None:  # pragma: no cover - validation requires bf16 or fp16
+            raise ValueError("efficiency has no bf16/fp16 GEMM fraction")
+        if name in ("fp8", "fp6", "fp4"):
+            if "fp8" in table:
+                return table["fp8"]
+            return sixteen * FP8_FROM_BF16
+        return sixteen
+
+    def __hash__(self) -> int:
+        return hash(
+            (tuple(sorted(self.gemm_peak_fraction.items())), *(getattr(self, f) for f in SCALAR_FIELDS))
+        )
+
+
+def parse_efficiency(raw: Any, file: str, key: str, default: Efficiency | None = None) -> Efficiency:
+    """One efficiency block. Fields it leaves out come from ``default`` (with the default's sources)."""
+    if not isinstance(raw, Mapping):
+        raise CatalogDataError(file, key, f"expected a mapping, got {type(raw).__name__}")
+    check_keys(raw, _ALLOWED_KEYS, file, key)
+    sources: dict[str, Sourced] = {}
+
+    if "gemm_peak_fraction" in raw:
+        table = require_mapping(raw, "gemm_peak_fraction", file, key)
+        if not table:
+            raise CatalogDataError(file, f"{key}.gemm_peak_fraction", "must list at least bf16 or fp16")
+        gemm: dict[str, float] = {}
+        lo, hi = _BOUNDS["gemm_peak_fraction"]
+        for dtype, fig in table.items():
+            name = normalize_dtype(str(dtype))
+            if name != dtype or name not in DTYPES:
+                raise CatalogDataError(
+                    file,
+                    f"{key}.gemm_peak_fraction.{dtype}",
+                    f"unknown dtype; use one of {', '.join(DTYPES)}",
+                )
+            s = sourced(fig, file, f"{key}.gemm_peak_fraction.{dtype}", minimum=lo, maximum=hi)
+            gemm[name] = s.value
+            sources[f"gemm_peak_fraction.{name}"] = s
+        if "bf16" not in gemm and "fp16" not in gemm:
+            raise CatalogDataError(file, f"{key}.gemm_peak_fraction", "must include bf16 or fp16")
+    elif default is not None:
+        gemm = dict(default.gemm_peak_fraction)
+        sources.update({k: v for k, v in default.sources.items() if k.startswith("gemm_peak_fraction.")})
+    else:
+        raise CatalogDataError(file, key, "missing 'gemm_peak_fraction'")
+
+    values: dict[str, float] = {}
+    for field in SCALAR_FIELDS:
+        if field in raw:
+            lo, hi = _BOUNDS[field]
+            s = sourced(
+                raw[field], file, f"{key}.{field}", integer=field in INTEGER_FIELDS, minimum=lo, maximum=hi
+            )
+            values[field] = s.value
+            sources[field] = s
+        elif default is not None:
+            values[field] = getattr(default, field)
+            sources[field] = default.sources[field]
+        else:
+            raise CatalogDataError(file, key, f"missing '{field}'")
+
+    return _make(gemm, values, sources)
+
+
+def parse_efficiencies(raw: Mapping[str, Any], file: str) -> tuple[Efficiency, dict[str, Efficiency]]:
+    """The ``default`` block and the per-accelerator blocks of an efficiency document."""
+    check_schema(raw, file)
+    check_keys(raw, frozenset({"schema_version", "refs", "default", "accelerators"}), file, "<document>")
+    default = parse_efficiency(raw.get("default"), file, "default")
+    per_acc: dict[str, Efficiency] = {}
+    blocks = raw.get("accelerators") or {}
+    if not isinstance(blocks, Mapping):
+        raise CatalogDataError(file, "accelerators", "expected a mapping of accelerator id -> efficiencies")
+    for acc_id, block in blocks.items():
+        per_acc[str(acc_id)] = parse_efficiency(block, file, f"accelerators.{acc_id}", default)
+    return default, per_acc
+
+
+def replace_efficiency(
+    eff: Efficiency, overrides: Mapping[str, float], source: str, as_of: str
+) -> Efficiency:
+    """A copy of ``eff`` with some figures replaced; keys are field names or ``gemm_peak_fraction_<dtype>``.
+
+    Raises ``KeyError`` naming the key for an unknown field and ``ValueError`` for a bad value;
+    `rightsize.catalog.accelerators.with_efficiency` turns these into user-facing errors.
+    """
+    gemm = dict(eff.gemm_peak_fraction)
+    sources = dict(eff.sources)
+    values: dict[str, float] = {f: getattr(eff, f) for f in SCALAR_FIELDS}
+    for name, value in overrides.items():
+        number = float(value)
+        if name.startswith("gemm_peak_fraction_"):
+            dtype = normalize_dtype(name.removeprefix("gemm_peak_fraction_"))
+            lo, hi = _BOUNDS["gemm_peak_fraction"]
+            field_key = f"gemm_peak_fraction.{dtype}"
+        elif name in SCALAR_FIELDS:
+            lo, hi = _BOUNDS[name]
+            field_key = name
+        else:
+            raise KeyError(name)
+        if not lo <= number <= hi:
+            raise ValueError(f"{name}={number!r} is outside [{lo}, {hi}]")
+        if name in INTEGER_FIELDS and not number.is_integer():
+            raise ValueError(f"{name}={number!r} must be a whole number")
+        if field_key.startswith("gemm_peak_fraction."):
+            gemm[field_key.split(".", 1)[1]] = number
+        else:
+            values[name] = number
+        sources[field_key] = Sourced(value=number, source=source, as_of=as_of)
+    return _make(gemm, values, sources)
+
+
+def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str, Sourced]) -> Efficiency:
+    return Efficiency(
+        gemm_peak_fraction=gemm,
+        gemm_tile_m=int(values["gemm_tile_m"]),
+        gemm_tile_n=int(values["gemm_tile_n"]),
+        attention_fraction=values["attention_fraction"],
+        memory_bw_fraction=values["memory_bw_fraction"],
+        scaleup_bw_fraction=values["scaleup_bw_fraction"],
+        scaleout_bw_fraction=values["scaleout_bw_fraction"],
+        scaleup_latency_s=values["scaleup_latency_s"],
+        scaleout_latency_s=values["scaleout_latency_s"],
+        kernel_overhead_s=values["kernel_overhead_s"],
+        sources=sources,
+    )
