@@ -50,4 +50,6 @@ def plan_405b_seconds() -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    print(json.dumps({"evaluation": configs_per_second(), "plan_llama3.1_405b": plan_405b_seconds()}, indent=2))
+    print(
+        json.dumps({"evaluation": configs_per_second(), "plan_llama3.1_405b": plan_405b_seconds()}, indent=2)
+    )

@@ -18,7 +18,9 @@ from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs, TrainWorkl
 from rightsize.spec import get_preset
 from rightsize.spec.model import ModelArch
 
-GPT_22B = ModelArch(name="gpt-22b", layers=48, hidden=6144, heads=64, ffn_hidden=24576, vocab=51200, mlp="gelu")
+GPT_22B = ModelArch(
+    name="gpt-22b", layers=48, hidden=6144, heads=64, ffn_hidden=24576, vocab=51200, mlp="gelu"
+)
 
 
 def _w(arch: ModelArch, seq: int = 2048, batch: int = 64, **kw: object) -> TrainWorkload:
@@ -92,7 +94,9 @@ def test_moe_active_flops_count_only_routed_experts() -> None:
         (8, True, "full", lambda h, a, s, t: 2 * h / t),
     ],
 )
-def test_activation_memory_reproduces_korthikanti(tp: int, sp: bool, recompute: str, expected_per_token) -> None:  # type: ignore[no-untyped-def]
+def test_activation_memory_reproduces_korthikanti(
+    tp: int, sp: bool, recompute: str, expected_per_token
+) -> None:  # type: ignore[no-untyped-def]
     w = _w(GPT_22B, flash_attention=False, dropout=True)
     cfg = ParallelConfigs.single(tp=tp, sequence_parallel=sp, recompute=recompute)
     got = activation_bytes_per_token_layer(w, cfg)[0]
@@ -201,9 +205,11 @@ def test_more_model_parallelism_never_raises_weight_memory(a100_like: Hardware, 
 def test_more_bandwidth_never_slows_a_step(a100_like: Hardware, c: dict, link: str) -> None:  # type: ignore[type-arg]
     w = _w(get_preset("llama3-8b"), 8192, 64)
     cfg = ParallelConfigs.single(**c)
-    field = {"scaleup": "scaleup_bytes_per_s", "scaleout": "scaleout_bytes_per_s_per_gpu", "hbm": "hbm_bytes_per_s"}[
-        link
-    ]
+    field = {
+        "scaleup": "scaleup_bytes_per_s",
+        "scaleout": "scaleout_bytes_per_s_per_gpu",
+        "hbm": "hbm_bytes_per_s",
+    }[link]
     faster = a100_like.with_overrides(**{field: getattr(a100_like, field) * 2})
     assert train_step(w, cfg, faster).step_time[0] <= train_step(w, cfg, a100_like).step_time[0] * (1 + 1e-12)
 

@@ -109,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("csv", nargs="*", help="CSV files of cases (default: the bundled published runs)")
     sp.add_argument("--holdout", action="store_true", help="also check the held-out published runs")
     sp.set_defaults(func=cmd_validate)
-    add("catalog", "list accelerators and node types with their sourced figures").set_defaults(func=cmd_catalog)
+    add("catalog", "list accelerators and node types with their sourced figures").set_defaults(
+        func=cmd_catalog
+    )
     add("models", "list model presets").set_defaults(func=cmd_models)
     add("schema", "print the JSON Schema of the workload spec", fmt=("json",)).set_defaults(func=cmd_schema)
     return p

@@ -35,9 +35,7 @@ def group_link(size: np.ndarray, stride: np.ndarray, hw: Hardware) -> tuple[np.n
     inside = size * stride <= hw.domain_gpus
     up_bw = hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction
     members_per_domain = np.clip(np.floor(hw.domain_gpus / stride), 1.0, size)
-    out_bw = np.minimum(
-        up_bw, members_per_domain * hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction
-    )
+    out_bw = np.minimum(up_bw, members_per_domain * hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction)
     bw = np.where(inside, up_bw, out_bw)
     latency = np.where(inside, hw.scaleup_latency_s, hw.scaleout_latency_s)
     return bw, latency

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rightsize.perf import collectives as coll
-from rightsize.perf.gemm import gemm_efficiency, gemm_time_s, train_gemm_time_s
+from rightsize.perf.gemm import gemm_efficiency, train_gemm_time_s
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.params import mlp_matrices
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
@@ -109,7 +109,7 @@ def attention_core_times(
         fwd = 0.5 * flops / peak + hw.kernel_overhead_s
         return fwd, FLASH_BACKWARD_OVER_FORWARD * fwd, flops
     # Unfused: two batched GEMMs with K = head_dim, and a memory-bound softmax.
-    eff = gemm_efficiency(q_rows, s * b * heads, d, hw)
+    eff = gemm_efficiency(q_rows, s * b * heads, np.asarray(d), hw)
     gemm = flops / (hw.peak_16bit_flops_per_s * eff)
     scores = b * heads * q_rows * s
     softmax = UNFUSED_SOFTMAX_BYTES_PER_SCORE * scores / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
@@ -125,14 +125,14 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     # Norms (read + write h, twice), residual adds (read 2h, write h, twice), and a
     # dropout mask per residual where dropout is used. Replicated on every TP rank
     # unless sequence parallelism splits the tokens.
-    hidden_bytes = ACT_BYTES * (2 * 2 * h + 2 * 3 * h) + (2 * h if w.dropout else 0.0)
-    hidden_bytes = np.where(cfg.sequence_parallel, hidden_bytes / cfg.tp, hidden_bytes)
+    per_token = ACT_BYTES * (2 * 2 * h + 2 * 3 * h) + (2 * h if w.dropout else 0.0)
+    hidden_bytes = np.where(cfg.sequence_parallel, per_token / cfg.tp, per_token)
     # Activation: GELU reads and writes f; SwiGLU reads gate and up, writes f.
     act_elems = 3.0 * f if arch.mlp == "swiglu" else 2.0 * f
     if arch.is_moe:
         act_elems *= arch.experts_per_token + arch.shared_experts
     act_bytes = ACT_BYTES * act_elems / cfg.tp
-    cast_bytes = 0.0
+    cast_bytes: float | np.ndarray = 0.0
     if w.precision == "fp8":
         # Transformer Engine casts each GEMM input to fp8: read 2, write 1 byte per element.
         cast_bytes = 3.0 * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)

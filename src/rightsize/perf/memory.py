@@ -56,7 +56,9 @@ class TrainMemory:
 
     @property
     def total(self) -> np.ndarray:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.framework
+        return (
+            self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.framework
+        )
 
     @property
     def fits(self) -> np.ndarray:
@@ -106,14 +108,12 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     sp = cfg.sequence_parallel
     # Replicated over TP unless sequence-parallel: QKV input, MLP input, two norm
     # inputs, and two 1-byte dropout masks where dropout is used.
-    replicated = 2 * h + 2 * h + 2 * 2 * h + (2 * h if w.dropout else 0.0)
-    replicated = np.where(sp, replicated / t, replicated)
+    replicated_per_token = 2 * h + 2 * h + 2 * 2 * h + (2 * h if w.dropout else 0.0)
+    replicated = np.where(sp, replicated_per_token / t, replicated_per_token)
     # Split over TP: Q, K, V and the attention output; the MLP's inner tensors.
     attn = 2 * (a * d + 2 * g * d) + 2 * a * d
-    if arch.mlp == "swiglu":
-        mlp_inner = 2 * (2 * f) + 2 * f  # gate and up outputs, their product
-    else:
-        mlp_inner = 2 * f + 2 * f  # up output, GELU output
+    # SwiGLU keeps gate and up outputs and their product; GELU its input and output.
+    mlp_inner = 2 * (2 * f) + 2 * f if arch.mlp == "swiglu" else 2 * f + 2 * f
     if arch.is_moe:
         f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
         per = (4 * f_e + 2 * f_e) if arch.mlp == "swiglu" else 4 * f_e
@@ -148,7 +148,9 @@ def train_memory(
     """Memory per GPU. `params` and `act_per_token` may be passed in when the caller
     already computed them (the search evaluates them once per distinct layer shape)."""
     dense, expert = params if params is not None else stage_params(w, cfg)
-    kept, rebuilt_per_token = act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
+    kept, rebuilt_per_token = (
+        act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
+    )
     dp = cfg.dp.astype(np.float64)
     expert_dp = np.maximum(dp / cfg.ep, 1.0)
     z = cfg.zero_stage

@@ -198,7 +198,7 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     # TP rank sends 1/tp of the activation across the fabric, then the receiving
     # stage all-gathers it over the scale-up links.
     act = cfg.micro_batch * w.seq_len / cfg.cp * w.arch.hidden * ACT_BYTES
-    tp_bw, tp_lat = coll.group_link(cfg.tp, 1, hw)
+    tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
     hop = coll.p2p_s(act / cfg.tp, pp_bw, pp_lat) + coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat)
     hops = np.where(cfg.pp > 1, m * cfg.vpp + cfg.pp - 1.0, 0.0)
     pp_comm = 2.0 * hops * hop
@@ -230,8 +230,8 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
 
     # Optimizer update: memory-bound over the parameters this GPU owns.
     owned = (dense + expert) / np.where(cfg.zero_stage >= 1, cfg.dp, 1)
-    optimizer = owned * OPTIMIZER_UPDATE_BYTES_PER_PARAM[w.optimizer] / (
-        hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    optimizer = (
+        owned * OPTIMIZER_UPDATE_BYTES_PER_PARAM[w.optimizer] / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     )
 
     mem = train_memory(w, cfg, hw, params=(dense, expert), act_per_token=(lc.act_kept, lc.act_rebuilt))

@@ -22,7 +22,7 @@ class Candidate:
     time_to_train_s: float | None = None
     gpu_hours: float | None = None
     cost_usd: float | None = None
-    notes: list[str] = field(default_factory=list)
+    reliability: dict[str, float] = field(default_factory=dict)  # goodput and its inputs
 
     @property
     def step_time_s(self) -> float:
@@ -45,23 +45,27 @@ class Candidate:
 
 
 def explain_difference(loser: Candidate, winner: Candidate, objective: str) -> str:
-    """Why `loser` ranks below `winner`, from the numbers: the objective gap and the
-    step-time component (per token, per GPU) that differs most."""
+    """Why `loser` ranks below `winner`, from the numbers: the objective gap, then
+    either the throughput gap (other hardware) or the step-time component that
+    differs most per token (same hardware, other layout)."""
     ratio = loser.objective(objective) / winner.objective(objective) - 1.0
-    label = {"time": "longer to train", "gpu_hours": "more GPU-hours", "cost": "more cost"}[objective]
-    parts = [f"{ratio:+.0%} {label}" if ratio >= 0.005 else "ties on the objective"]
+    label = {"time": "time to train", "gpu_hours": "GPU-hours", "cost": "cost"}[objective]
+    parts = [f"{ratio:+.0%} {label}" if abs(ratio) >= 0.005 else f"same {label}"]
+    if loser.accelerator != winner.accelerator:
+        parts.append(
+            f"{loser.tokens_per_s_per_gpu:,.0f} vs {winner.tokens_per_s_per_gpu:,.0f} tokens/s per GPU "
+            f"(MFU {loser.mfu:.0%} vs {winner.mfu:.0%})"
+        )
+        return "; ".join(parts)
 
     def per_token(c: Candidate, key: str) -> float:
-        tokens_per_step = c.tokens_per_s_per_gpu * c.gpus * c.step_time_s
-        return c.step.get(key, 0.0) * c.gpus / tokens_per_step
+        return c.step.get(key, 0.0) / (c.tokens_per_s_per_gpu * c.step_time_s)
 
     keys = [k for k in winner.step if k != "step_time_s"]
     deltas = {k: per_token(loser, k) - per_token(winner, k) for k in keys}
     worst = max(deltas, key=lambda k: deltas[k])
     if deltas[worst] > 0:
-        share = deltas[worst] / max(per_token(loser, "step_time_s"), 1e-30)
+        more = deltas[worst] / per_token(winner, "step_time_s")
         name = worst.removesuffix("_s").replace("_", " ")
-        parts.append(f"more {name} per token ({share:.0%} of its GPU time)")
-    if loser.accelerator != winner.accelerator:
-        parts.append(f"MFU {loser.mfu:.0%} vs {winner.mfu:.0%}")
+        parts.append(f"{name} costs {more:.1%} more GPU time per token")
     return "; ".join(parts)

@@ -8,6 +8,8 @@ materialises combinations that a rule already excludes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
@@ -59,7 +61,7 @@ def _keep(cols: Columns, mask: np.ndarray) -> Columns:
     return {k: v[mask] for k, v in cols.items()}
 
 
-def _fixed_or(fixed: int | None, options: tuple[int, ...] | np.ndarray) -> np.ndarray:
+def _fixed_or(fixed: int | None, options: Sequence[int] | np.ndarray) -> np.ndarray:
     return np.array([fixed], dtype=np.float64) if fixed is not None else np.asarray(options, dtype=np.float64)
 
 
@@ -100,7 +102,8 @@ def enumerate_configs(
     )
     if fixed.vpp is None:  # a planner proposes even chunks; a user may fix uneven ones
         interleaved_ok &= (arch.layers % (cols["pp"] * cols["vpp"]) == 0) | (
-            cols["vpp"] * np.ceil(arch.layers / (cols["pp"] * cols["vpp"])) <= np.ceil(arch.layers / cols["pp"]) + 1
+            cols["vpp"] * np.ceil(arch.layers / (cols["pp"] * cols["vpp"]))
+            <= np.ceil(arch.layers / cols["pp"]) + 1
         )
     cols = _keep(cols, (cols["vpp"] == 1) | interleaved_ok)
 

@@ -14,22 +14,26 @@ from typing import Any
 import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
-from rightsize.constants import DAY_S, GiB, HOUR_S
+from rightsize.catalog.reliability import reliability
+from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION
+from rightsize.perf.params import count_params
 from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.pareto import pareto_front
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
+from rightsize.sizing.reliability import checkpoint_bytes, goodput
 from rightsize.spec.training import TrainingSpec
 
 # Largest cluster the search considers unless the user fixes a count.
 MAX_GPUS = 32768
-# When a run length is given but neither a deadline nor a GPU count, plan for a
-# run of at most this long (a quarter: what large pre-training runs are budgeted at).
-DEFAULT_DEADLINE_S = 90 * DAY_S
+# When a run length is given but neither a deadline nor a GPU count, scale out as
+# far as each GPU keeps at least this share of the best per-GPU throughput (the knee
+# of the scaling curve): the policy's default utilisation target, 80%.
+UTILISATION_TARGET = 0.8
 
 
 @dataclass
@@ -81,7 +85,14 @@ def _candidate(
     gpus = int(cfg.gpus[i])
     step_s = float(st.step_time[i])
     tps_gpu = w.tokens_per_step / step_s / gpus
-    ttt = train_tokens / (tps_gpu * gpus) if train_tokens else None
+    ttt = None
+    notes: dict[str, float] = {}
+    if train_tokens:
+        nodes = math.ceil(gpus / node.gpus_per_node)
+        ckpt = checkpoint_bytes(count_params(w.arch).total, w.optimizer)
+        gp = goodput(gpus, nodes, ckpt, reliability())
+        notes = gp.as_dict()
+        ttt = train_tokens / (tps_gpu * gpus) / gp.goodput
     return Candidate(
         accelerator=acc.id,
         node=node.id,
@@ -94,6 +105,7 @@ def _candidate(
         tokens_per_s_per_gpu=tps_gpu,
         time_to_train_s=ttt,
         gpu_hours=gpus * ttt / HOUR_S if ttt is not None else None,
+        reliability=notes,
     )
 
 
@@ -147,7 +159,9 @@ def _smallest_memory_hint(evaluated: list[_Evaluated]) -> str:
     )
 
 
-def plan_training(spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] | None = None) -> TrainingPlan:
+def plan_training(
+    spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] | None = None
+) -> TrainingPlan:
     """Search accelerators x GPU counts x parallel layouts for the spec's objective."""
     started = time.perf_counter()
     w = workload_from_spec(spec)
@@ -161,9 +175,12 @@ def plan_training(spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] 
             "Without targets.gpus the planner needs training.train_tokens to compare cluster sizes.",
             "Add `training.train_tokens: 1T` (and a `targets.deadline`), or fix `targets.gpus: 64`.",
         )
-    if deadline is None and tgt.gpus is None:
-        deadline = DEFAULT_DEADLINE_S
-        assumptions.append(f"No deadline or GPU count given: planned for a run of at most {deadline / DAY_S:.0f} days.")
+    knee = deadline is None and tgt.gpus is None
+    if knee:
+        assumptions.append(
+            "No deadline or GPU count given: each accelerator scales out as far as every GPU keeps "
+            f"{UTILISATION_TARGET:.0%} of its best per-GPU throughput (the knee of the scaling curve)."
+        )
     if not spec.training.flash_attention:
         assumptions.append("Attention without flash attention: s x s scores are materialised.")
 
@@ -213,6 +230,8 @@ def plan_training(spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] 
             "Allow an accelerator with more memory, allow more GPUs (larger tp/pp shard the model further), "
             "or shorten training.seq_len / the micro-batch.",
         )
+    if knee:
+        options = _knee(options)
     in_time = [o for o in options if deadline is None or (o[0].time_to_train_s or 0.0) <= deadline]
     if not in_time:
         fastest = min(options, key=lambda o: o[0].time_to_train_s or math.inf)[0]
@@ -242,8 +261,14 @@ def plan_training(spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] 
             alternatives.append((c, explain_difference(c, best, objective)))
     for ev in evaluated:
         if ev.acc.id not in seen and ev.best_idx.size:
-            rejected.append(Rejection(ev.acc.id, f"no layout meets the {deadline / DAY_S:.0f}-day deadline"
-                                      if deadline else "no feasible layout"))
+            rejected.append(
+                Rejection(
+                    ev.acc.id,
+                    f"no layout meets the {deadline / DAY_S:.0f}-day deadline"
+                    if deadline
+                    else "no feasible layout",
+                )
+            )
     runner = _runner_up_layout(best_ev, best_i, w, train_tokens, best, objective)
     front = pareto_front([o[0] for o in options])
     return TrainingPlan(
@@ -260,6 +285,18 @@ def plan_training(spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] 
         configs_evaluated=n_configs,
         search_seconds=time.perf_counter() - started,
     )
+
+
+def _knee(options: list[tuple[Candidate, _Evaluated, int]]) -> list[tuple[Candidate, _Evaluated, int]]:
+    """Per accelerator, the fastest count whose per-GPU throughput stays within the
+    utilisation target of that accelerator's best."""
+    picked = []
+    for acc in dict.fromkeys(o[0].accelerator for o in options):
+        mine = [o for o in options if o[0].accelerator == acc]
+        best_tps = max(o[0].tokens_per_s_per_gpu for o in mine)
+        efficient = [o for o in mine if o[0].tokens_per_s_per_gpu >= UTILISATION_TARGET * best_tps]
+        picked.append(min(efficient, key=lambda o: o[0].time_to_train_s or o[0].step_time_s))
+    return picked
 
 
 def _runner_up_layout(

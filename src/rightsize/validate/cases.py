@@ -35,7 +35,9 @@ class Case:
 
 def bundled_paths(holdout: bool = False) -> list[Path]:
     base = resources.files("rightsize.validate") / "data"
-    names = ["holdout_training.csv", "holdout_inference.csv"] if holdout else ["training.csv", "inference.csv"]
+    names = (
+        ["holdout_training.csv", "holdout_inference.csv"] if holdout else ["training.csv", "inference.csv"]
+    )
     return [Path(str(base / n)) for n in names]
 
 
@@ -51,7 +53,9 @@ def read_cases(path: Path) -> list[Case]:
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise BadInput(f"Cannot read validation file '{path}'.", str(exc), "Give a UTF-8 CSV file.") from None
     if not rows:
-        raise BadInput(f"Validation file '{path}' has no rows.", fix="Add at least one case below the header.")
+        raise BadInput(
+            f"Validation file '{path}' has no rows.", fix="Add at least one case below the header."
+        )
     missing = [c for c in REQUIRED_COLUMNS if c not in rows[0]]
     if missing:
         raise BadInput(

@@ -17,8 +17,6 @@ from rightsize.spec.load import parse_spec
 from rightsize.validate.cases import Case, read_cases, training_spec_data
 
 
-
-
 def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
     if not case.is_training:
         return None, f"metric '{case.metric}' (inference) is not modelled yet", {}
