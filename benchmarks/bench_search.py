@@ -42,6 +42,37 @@ def configs_per_second(repeats: int = 3) -> dict[str, float]:
     return {"configs": float(len(cfg)), "seconds": best, "configs_per_s": len(cfg) / best}
 
 
+def random_space_configs_per_second(n: int = 1_000_000) -> dict[str, float]:
+    """Worst case for the evaluator: a million random layouts, so thousands of distinct
+    layer shapes (a real search space has a few hundred)."""
+    import numpy as np
+
+    from rightsize.perf.workload import ParallelConfigs
+
+    spec = load_spec(EXAMPLES / "llama3-70b-pretrain.yaml")
+    w = workload_from_spec(spec)
+    acc = get_accelerator("h100-sxm")
+    hw = Hardware.from_catalog(acc, node_for(acc.id), w.precision)
+    rng = np.random.default_rng(0)
+    cfg = ParallelConfigs(
+        tp=rng.choice([1, 2, 4, 8], n),
+        pp=rng.choice([1, 2, 4, 5, 8, 10, 16, 20], n),
+        dp=rng.choice([1, 2, 4, 8, 16, 32, 64], n),
+        cp=rng.choice([1, 2, 4], n),
+        ep=1,
+        vpp=rng.choice([1, 2], n),
+        micro_batch=rng.choice([1, 2, 4], n),
+        recompute=rng.choice([0, 1, 2], n),
+        sequence_parallel=rng.choice([False, True], n),
+        zero_stage=rng.choice([0, 1, 2, 3], n),
+    )
+    t0 = time.perf_counter()
+    st = train_step(w, cfg, hw)
+    _ = st.step_time, st.memory.fits, st.mfu
+    dt = time.perf_counter() - t0
+    return {"configs": float(n), "seconds": dt, "configs_per_s": n / dt}
+
+
 def plan_405b_seconds() -> dict[str, float]:
     spec = load_spec(EXAMPLES / "llama3.1-405b-pretrain.yaml")
     t0 = time.perf_counter()
@@ -50,6 +81,9 @@ def plan_405b_seconds() -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    print(
-        json.dumps({"evaluation": configs_per_second(), "plan_llama3.1_405b": plan_405b_seconds()}, indent=2)
-    )
+    result = {
+        "enumerated_space": configs_per_second(),
+        "random_space": random_space_configs_per_second(),
+        "plan_llama3.1_405b": plan_405b_seconds(),
+    }
+    print(json.dumps(result, indent=2))

@@ -23,6 +23,7 @@ the last stage holds one, plus the logits; the heavier of the two is reported.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class TrainMemory:
     framework: np.ndarray
     capacity: float
 
-    @property
+    @cached_property
     def total(self) -> np.ndarray:
         return (
             self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.framework
@@ -151,13 +152,20 @@ def train_memory(
     kept, rebuilt_per_token = (
         act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
     )
-    dp = cfg.dp.astype(np.float64)
-    expert_dp = np.maximum(dp / cfg.ep, 1.0)
-    z = cfg.zero_stage
-    weights = 2.0 * (dense / np.where(z >= 3, dp, 1.0) + expert / np.where(z >= 3, expert_dp, 1.0))
-    gradients = w.grad_bytes * (dense / np.where(z >= 2, dp, 1.0) + expert / np.where(z >= 2, expert_dp, 1.0))
-    opt = OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer]
-    optimizer = opt * (dense / np.where(z >= 1, dp, 1.0) + expert / np.where(z >= 1, expert_dp, 1.0))
+    dp, z = cfg.dp, cfg.zero_stage
+    # Parameters of each kind this GPU keeps, after ZeRO sharding over data parallel
+    # ranks (experts shard over the dp / ep replicas of each expert).
+    w_params = dense / np.where(z >= 3, dp, 1.0)
+    g_params = dense / np.where(z >= 2, dp, 1.0)
+    o_params = dense / np.where(z >= 1, dp, 1.0)
+    if w.arch.is_moe:
+        expert_dp = np.maximum(dp / cfg.ep, 1.0)
+        w_params = w_params + expert / np.where(z >= 3, expert_dp, 1.0)
+        g_params = g_params + expert / np.where(z >= 2, expert_dp, 1.0)
+        o_params = o_params + expert / np.where(z >= 1, expert_dp, 1.0)
+    weights = 2.0 * w_params
+    gradients = w.grad_bytes * g_params
+    optimizer = OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer] * o_params
 
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
     layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp

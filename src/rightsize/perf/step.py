@@ -20,6 +20,7 @@ prefetching overlaps with that micro-batch's compute.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class StepBreakdown:
     gpus: np.ndarray
     peak_flops_per_s: float
 
-    @property
+    @cached_property
     def step_time(self) -> np.ndarray:
         return (
             self.compute
