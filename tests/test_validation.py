@@ -34,6 +34,14 @@ def test_gpu_hours_bar(bundled: dict) -> None:  # type: ignore[type-arg]
     assert s["max_abs_error"] <= 0.30
 
 
+def test_inference_bar(bundled: dict) -> None:  # type: ignore[type-arg]
+    # issue #3: output_tokens_per_s median |error| <= 10%, max <= 25%
+    s = bundled["summary"]["output_tokens_per_s"]
+    assert s["n"] == 6 and s["not_predicted"] == 0
+    assert s["median_abs_error"] <= 0.10
+    assert s["max_abs_error"] <= 0.25
+
+
 def test_json_shape_and_error_definition(bundled: dict) -> None:  # type: ignore[type-arg]
     for row in bundled["rows"]:
         assert {"id", "metric", "published", "predicted", "error"} <= set(row)

@@ -14,12 +14,21 @@ from typing import Any
 from rightsize.errors import RightsizeError
 from rightsize.search.train import plan_training
 from rightsize.spec.load import parse_spec
-from rightsize.validate.cases import Case, read_cases, training_spec_data
+from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, training_spec_data
+from rightsize.validate.inference_cases import predict_inference
 
 
 def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
+    if case.metric in INFERENCE_METRICS:
+        try:
+            value, chosen = predict_inference(case)
+        except (KeyError, ValueError) as exc:
+            return None, f"the case's columns cannot be read: {exc}", {}
+        except RightsizeError as exc:
+            return None, exc.message().replace("\n", " "), {}
+        return value, None, dict(chosen)
     if not case.is_training:
-        return None, f"metric '{case.metric}' (inference) is not modelled yet", {}
+        return None, f"metric '{case.metric}' is not one rightsize predicts", {}
     try:
         data = training_spec_data(case)
     except (KeyError, ValueError) as exc:
@@ -29,13 +38,13 @@ def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
     except RightsizeError as exc:
         return None, exc.message().replace("\n", " "), {}
     best = plan.best
-    value = {
+    training_value: float | None = {
         "step_time_s": best.step_time_s,
         "tokens_per_s_per_gpu": best.tokens_per_s_per_gpu,
         "gpu_hours": best.gpu_hours,
     }[case.metric]
     detail = {"gpus": best.gpus, "parallel": best.parallel, "mfu": round(best.mfu, 4)}
-    return value, None, detail
+    return training_value, None, detail
 
 
 def validate_paths(paths: list[Path], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
