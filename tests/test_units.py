@@ -45,6 +45,15 @@ Parser = Callable[[object], float]
         ("2w", 14 * DAY_S),
         ("1y", 365 * DAY_S),  # y = 365 days
         ("0d", 0.0),
+        # latencies (SLOs): ms and us; "m" alone stays minutes
+        ("500ms", 0.5),
+        ("500 ms", 0.5),
+        ("2.5ms", 2.5e-3),
+        ("1 millisecond", 1e-3),
+        ("200us", 200e-6),
+        ("200\u00b5s", 200e-6),  # micro sign
+        ("200\u03bcs", 200e-6),  # Greek mu
+        ("50 usec", 50e-6),
     ],
 )
 def test_parse_duration(text: object, seconds: float) -> None:
@@ -155,6 +164,7 @@ def test_parse_power(text: object, watts: float) -> None:
         (parse_duration_s, -5, "positive"),
         (parse_duration_s, "5M", "ambiguous"),  # months or minutes?
         (parse_duration_s, "5 fortnights", "Unknown unit 'fortnights'"),
+        (parse_duration_s, "5 ns", "Unknown unit 'ns'"),
         (parse_duration_s, "", "Expected"),
         (parse_duration_s, "   ", "Expected"),
         (parse_duration_s, "d", "Expected"),

@@ -9,6 +9,15 @@ from rightsize.catalog.dtypes import DTYPES, normalize_dtype
 from rightsize.catalog.efficiency import Efficiency
 from rightsize.catalog.loader import CatalogDataError, Sourced
 from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.prices import (
+    CloudPrice,
+    NodeCapex,
+    OnPremDefaults,
+    cloud_price,
+    cloud_prices,
+    node_capex,
+    onprem_defaults,
+)
 from rightsize.catalog.registry import (
     Catalog,
     accelerators,
@@ -35,4 +44,11 @@ __all__ = [
     "nodes",
     "normalize_dtype",
     "with_efficiency",
+    "CloudPrice",
+    "NodeCapex",
+    "OnPremDefaults",
+    "cloud_price",
+    "cloud_prices",
+    "node_capex",
+    "onprem_defaults",
 ]

@@ -30,8 +30,17 @@ def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     from rightsize.api import plan as run_plan
     from rightsize.report.plan_json import plan_dict
     from rightsize.report.text import render_plan
+    from rightsize.search.train import TrainingPlan
 
     result = run_estimate(args.spec) if estimate else run_plan(args.spec)
+    if not isinstance(result, TrainingPlan):
+        from rightsize.report.serving_text import render_serving, serving_dict
+
+        if args.format == "json":
+            _emit(_json(serving_dict(result)), args.output)
+        else:
+            _emit(render_serving(result, "Serving estimate" if estimate else "Serving plan"), args.output)
+        return 0
     if args.format == "json":
         _emit(_json(plan_dict(result)), args.output)
     else:

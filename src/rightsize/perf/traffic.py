@@ -45,7 +45,9 @@ def arrival_times(
         raise BadInput(f"Asked for {n} arrivals.", "A request count cannot be negative.", "Pass n >= 0.")
     if not (rate_per_s > 0 and math.isfinite(rate_per_s)):
         raise BadInput(
-            f"Arrival rate {rate_per_s} requests/s.", "The rate must be positive and finite.", "Pass rate_per_s > 0."
+            f"Arrival rate {rate_per_s} requests/s.",
+            "The rate must be positive and finite.",
+            "Pass rate_per_s > 0.",
         )
     gaps = _gaps(n, 1.0 / rate_per_s, rng, arrival, burst_cv)
     return np.cumsum(gaps)
@@ -63,7 +65,9 @@ def _gaps(n: int, mean_gap_s: float, rng: np.random.Generator, arrival: str, bur
         )
     if not (burst_cv >= 0 and math.isfinite(burst_cv)):
         raise BadInput(
-            f"burst_cv = {burst_cv}.", "A coefficient of variation is finite and >= 0.", "Pass e.g. burst_cv=3."
+            f"burst_cv = {burst_cv}.",
+            "A coefficient of variation is finite and >= 0.",
+            "Pass e.g. burst_cv=3.",
         )
     if burst_cv == 0:
         return np.full(n, mean_gap_s)
@@ -98,10 +102,14 @@ def sample_lengths(
     return np.clip(np.rint(raw), min_, hi).astype(np.int64)
 
 
-def _parametric(n: int, rng: np.random.Generator, kind: str, mean: float | None, std: float | None) -> np.ndarray:
+def _parametric(
+    n: int, rng: np.random.Generator, kind: str, mean: float | None, std: float | None
+) -> np.ndarray:
     """Fixed, normal or lognormal draws with the given mean (and std)."""
     if mean is None or not mean > 0:
-        raise BadInput(f"{kind} lengths with mean={mean}.", "The mean must be a positive number.", "Pass mean=...")
+        raise BadInput(
+            f"{kind} lengths with mean={mean}.", "The mean must be a positive number.", "Pass mean=..."
+        )
     if kind == "fixed":
         return np.full(n, float(mean))
     if std is None or not std >= 0:

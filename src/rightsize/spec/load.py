@@ -1,32 +1,39 @@
 """Read a spec file (YAML) into a typed spec, turning every problem into one actionable `BadInput`.
 
-Specs are dispatched on their `kind` key (default "training") through `SPEC_KINDS`, so inference
-and fine-tuning specs can be added as new entries without touching the error handling.
+Specs are dispatched on their `kind` key (default "training") through `SPEC_KINDS`: 'training' gives a
+`TrainingSpec`, 'inference' an `InferenceSpec`. A new kind is a new entry there (and in `Spec`); the
+error handling and the JSON Schema follow.
 """
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from rightsize.errors import BadInput, did_you_mean
+from rightsize.spec.inference import InferenceSpec
 from rightsize.spec.training import TrainingSpec
 
-# kind -> spec model. Add InferenceSpec / FinetuneSpec here when they exist.
-SPEC_KINDS: dict[str, type[TrainingSpec]] = {"training": TrainingSpec}
+Spec: TypeAlias = TrainingSpec | InferenceSpec
+"""Any spec `load_spec` returns; tell them apart with isinstance or `spec.kind`."""
+
+# kind -> spec model; the first is the default when a spec has no `kind:`.
+SPEC_KINDS: dict[str, type[Spec]] = {"training": TrainingSpec, "inference": InferenceSpec}
 _SCHEMA_FIX = (
     "Run `rightsize schema` to see every field with its description, or start from a file in examples/."
 )
 
 
-def load_spec(path: str | Path) -> TrainingSpec:
-    """Read and validate a YAML spec; relative model paths resolve against the spec's folder."""
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a YAML spec; relative paths in it (model config, length files) resolve
+    against the spec's folder."""
     path = Path(path).expanduser()
     if not path.is_file():
         why = "It is a folder, not a file." if path.is_dir() else "No such file."
@@ -57,7 +64,7 @@ def _yaml_error(path: Path, err: yaml.YAMLError) -> BadInput:
     )
 
 
-def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)") -> TrainingSpec:
+def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)") -> Spec:
     """Validate an already-parsed spec mapping (the Python API and tests use this)."""
     if data is None:
         raise BadInput(f"The spec {source} is empty.", "There is nothing to plan.", _SCHEMA_FIX)
@@ -65,7 +72,8 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
         raise BadInput(
             f"The spec {source} is not a mapping of keys to values.",
             f"Its top level is a {type(data).__name__}.",
-            "Start the file with keys such as `model:` and `training:`. " + _SCHEMA_FIX,
+            "Start the file with keys such as `model:` and `training:` (or `kind: inference`, `model:` "
+            "and `traffic:`). " + _SCHEMA_FIX,
         )
     kind = data.get("kind", "training")
     spec_cls = SPEC_KINDS.get(kind) if isinstance(kind, str) else None
@@ -96,6 +104,9 @@ def _describe(error: Mapping[str, Any], model: type[BaseModel]) -> str:
     prefix = f"    - {where}: " if where else "    - "
     kind = error["type"]
     if kind == "extra_forbidden":
+        owner = _other_kind_with_key(model, loc)
+        if owner is not None:
+            return f"{prefix}unknown key for kind {_kind_of(model)}; it belongs to kind {owner} (set `kind: {owner}`)"
         hint = did_you_mean(str(loc[-1]), _allowed_keys(model, loc[:-1]))
         return f"{prefix}unknown key" + (f"; {hint}" if hint else "")
     if kind == "missing":
@@ -103,8 +114,24 @@ def _describe(error: Mapping[str, Any], model: type[BaseModel]) -> str:
     message = str(error["msg"]).removeprefix("Value error, ")
     value = error.get("input")
     # Show the offending value, unless it is a whole section (the message names the values then).
-    got = f" (got {_short(value)})" if "input" in error and not isinstance(value, Mapping | list) else ""
+    # None is what a missing optional key reads as: not worth showing.
+    shown = "input" in error and value is not None and not isinstance(value, Mapping | list)
+    got = f" (got {_short(value)})" if shown else ""
     return "\n".join(prefix + line for line in (message + got).split("\n"))
+
+
+def _kind_of(model: type[BaseModel]) -> str:
+    return next((kind for kind, spec_cls in SPEC_KINDS.items() if spec_cls is model), model.__name__)
+
+
+def _other_kind_with_key(model: type[BaseModel], loc: Sequence[Any]) -> str | None:
+    """The kind a misplaced top-level key belongs to (`traffic:` in a spec that forgot `kind: inference`)."""
+    if len(loc) != 1:
+        return None
+    for kind, spec_cls in SPEC_KINDS.items():
+        if spec_cls is not model and str(loc[0]) in _allowed_keys(spec_cls, ()):
+            return kind
+    return None
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -140,15 +167,42 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def spec_json_schema() -> dict[str, Any]:
-    """The JSON Schema of a training spec (for editors and `rightsize schema`).
+_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-    The `model` field takes more than the ModelArch object pydantic would describe: a preset name or
-    config path (string), or a preset / config base with overrides. The schema says so.
+
+def spec_json_schema(kind: str | None = None) -> dict[str, Any]:
+    """The JSON Schema of a spec (for editors and `rightsize schema`).
+
+    With `kind` ('training', 'inference'), the schema of that kind alone. Without, a schema for any
+    kind: `oneOf` the kinds (told apart by their `kind` constant; no `kind:` means training), with
+    the union of their top-level keys described at the top so an editor completes every key.
     """
-    schema = TrainingSpec.model_json_schema()
-    arch = schema["$defs"]["ModelArch"]
+    if kind is None:
+        return _any_kind_schema()
+    spec_cls = SPEC_KINDS.get(kind)
+    if spec_cls is None:
+        hint = did_you_mean(kind, SPEC_KINDS)
+        raise BadInput(
+            f"Unknown spec kind {kind!r}.",
+            f"Known kinds: {', '.join(SPEC_KINDS)}.",
+            (hint[0].upper() + hint[1:] + " " if hint else "") + "Ask for one of them, or for all at once.",
+        )
+    return {"$schema": _SCHEMA_DIALECT, **_kind_schema(spec_cls)}
+
+
+def _kind_schema(spec_cls: type[BaseModel]) -> dict[str, Any]:
+    """One kind's schema, with `model` widened to every form the loader accepts."""
+    schema = spec_cls.model_json_schema()
     model_property = schema["properties"]["model"]
+    schema["properties"]["model"] = _model_input_schema(
+        schema["$defs"]["ModelArch"], model_property["description"]
+    )
+    return schema
+
+
+def _model_input_schema(arch: Mapping[str, Any], description: str) -> dict[str, Any]:
+    """The `model` field takes more than the ModelArch object pydantic would describe: a preset name or
+    config path (string), or a preset / config base with overrides. The schema says so."""
     overrides = {
         key: {**value, "description": value["description"] + " (overrides the base)"}
         for key, value in arch["properties"].items()
@@ -157,8 +211,8 @@ def spec_json_schema() -> dict[str, Any]:
         "preset": "Name of the preset the model starts from (`rightsize models`).",
         "config": "Path to a Hugging Face config.json the model starts from (relative to the spec file).",
     }
-    schema["properties"]["model"] = {
-        "description": model_property["description"],
+    return {
+        "description": description,
         "anyOf": [
             {
                 "type": "string",
@@ -177,4 +231,57 @@ def spec_json_schema() -> dict[str, Any]:
             ),
         ],
     }
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def _any_kind_schema() -> dict[str, Any]:
+    """Every kind in one schema: `oneOf` the kinds' schemas, kept in `$defs` under their class names."""
+    defs: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    variants: dict[str, dict[str, dict[str, Any]]] = {}  # key -> kind -> its property schema
+    for kind, spec_cls in SPEC_KINDS.items():
+        schema = _kind_schema(spec_cls)
+        for name, definition in schema.pop("$defs").items():
+            # Shared models (ModelArch) must be described identically by every kind.
+            if defs.setdefault(name, definition) != definition:
+                raise RuntimeError(f"two spec kinds define different JSON Schemas named {name!r}")
+        defs[spec_cls.__name__] = schema
+        for key, prop in schema["properties"].items():
+            variants.setdefault(key, {})[kind] = prop
+    for key, by_kind in variants.items():
+        distinct = {_json_key(prop): prop for prop in by_kind.values()}
+        if len(distinct) == 1:
+            properties[key] = next(iter(distinct.values()))
+        elif key != "kind":
+            properties[key] = {
+                "description": "; ".join(
+                    f"{kind}: {str(prop.get('description', '')).rstrip('.')}"
+                    for kind, prop in by_kind.items()
+                )
+                + ".",
+                "anyOf": [
+                    {name: value for name, value in prop.items() if name not in ("description", "title")}
+                    for prop in distinct.values()
+                ],
+            }
+    properties["kind"] = {
+        "enum": list(SPEC_KINDS),
+        "default": next(iter(SPEC_KINDS)),
+        "description": (
+            "Spec kind: 'training' (pre-training runs; the default when left out) or 'inference' "
+            "(serving a model). It decides which other keys the spec takes."
+        ),
+    }
+    return {
+        "$schema": _SCHEMA_DIALECT,
+        "title": "rightsize spec",
+        "description": "A workload to size; `kind` picks the kind and with it the keys below that apply.",
+        "type": "object",
+        "properties": {"kind": properties.pop("kind"), **properties},
+        "oneOf": [{"$ref": f"#/$defs/{spec_cls.__name__}"} for spec_cls in SPEC_KINDS.values()],
+        "$defs": defs,
+    }
+
+
+def _json_key(value: Any) -> str:
+    """A canonical text of a JSON value, to compare schemas."""
+    return json.dumps(value, sort_keys=True)

@@ -8,12 +8,9 @@ degrees must multiply to the GPU count, ...), each naming the values that clash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -23,23 +20,10 @@ from pydantic import (
     model_validator,
 )
 
-from rightsize.errors import BadInput
-from rightsize.spec.hf_config import read_hf_config_fields
 from rightsize.spec.model import ModelArch
-from rightsize.spec.presets import get_preset, preset_fields
+from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, all_means_every, resolve_model_field
+from rightsize.spec.shared import POSITIVE as _POSITIVE
 from rightsize.spec.units import Count, CountInt, DurationS
-
-_Number = TypeVar("_Number", int, float)
-
-
-def _positive(value: _Number) -> _Number:
-    """Zero tokens, batches or seconds make no plan. (An after-validator keeps the JSON Schema clean.)"""
-    if value <= 0:
-        raise ValueError(f"must be greater than zero (got {value:g})")
-    return value
-
-
-_POSITIVE = AfterValidator(_positive)
 
 
 class ParallelSettings(BaseModel):
@@ -144,14 +128,7 @@ class Targets(BaseModel):
     accelerators: list[str] | None = Field(
         default=None,
         min_length=1,
-        json_schema_extra={
-            "anyOf": [
-                {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                {"const": "all"},
-                {"type": "null"},
-            ],
-            "examples": [["h100-sxm", "b200"], "all"],
-        },
+        json_schema_extra=ACCELERATORS_SCHEMA_EXTRA,
         description="Catalog ids of the accelerators allowed (see `rightsize catalog`); 'all' or null for every one.",
     )
     node: str | None = Field(
@@ -165,46 +142,7 @@ class Targets(BaseModel):
     @classmethod
     def _all_means_every(cls, value: Any) -> Any:
         """'all' (alone or as the only list item) means no restriction; a single id becomes a list."""
-        if isinstance(value, str):
-            return None if value.strip().lower() == "all" else [value]
-        if isinstance(value, list) and len(value) == 1 and str(value[0]).strip().lower() == "all":
-            return None
-        return value
-
-
-def _looks_like_path(text: str, base_dir: Path) -> bool:
-    """A model string is a config.json path if it says so, else a preset name (HF ids contain '/' too)."""
-    return (
-        text.endswith(".json") or text.startswith((".", "/", "~")) or (base_dir / text).expanduser().exists()
-    )
-
-
-def _config_path(text: str, base_dir: Path) -> Path:
-    path = Path(text).expanduser()
-    return path if path.is_absolute() else base_dir / path
-
-
-def _resolve_model(value: Any, base_dir: Path) -> Any:
-    """Turn the `model:` input (preset name, config path, inline dict, preset + overrides) into fields."""
-    if isinstance(value, str):
-        if _looks_like_path(value, base_dir):
-            return read_hf_config_fields(_config_path(value, base_dir))
-        return get_preset(value)
-    if isinstance(value, Mapping):
-        bases = [key for key in ("preset", "config") if key in value]
-        if len(bases) > 1:
-            raise ValueError("give either preset or config as the base of the model, not both")
-        if not bases:
-            return value
-        ref = value[bases[0]]
-        if not isinstance(ref, str):
-            raise ValueError(f"{bases[0]} must be a string (got {ref!r})")
-        base = (
-            preset_fields(ref) if bases[0] == "preset" else read_hf_config_fields(_config_path(ref, base_dir))
-        )
-        overrides = {key: item for key, item in value.items() if key != bases[0]}
-        return {**base, **overrides}
-    return value
+        return all_means_every(value)
 
 
 class TrainingSpec(BaseModel):
@@ -235,12 +173,7 @@ class TrainingSpec(BaseModel):
     @field_validator("model", mode="before")
     @classmethod
     def _resolve(cls, value: Any, info: ValidationInfo) -> Any:
-        context = info.context if isinstance(info.context, Mapping) else {}
-        base_dir = Path(context.get("base_dir") or Path.cwd())
-        try:
-            return _resolve_model(value, base_dir)
-        except BadInput as err:
-            raise ValueError(" ".join(part for part in (err.what, err.why, err.fix) if part)) from None
+        return resolve_model_field(value, info)
 
     @model_validator(mode="after")
     def _check_consistency(self) -> TrainingSpec:

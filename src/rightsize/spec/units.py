@@ -49,6 +49,8 @@ _BINARY_PREFIX = {"K": float(KiB), "k": float(KiB), "M": float(MiB), "G": float(
 
 _DURATION_UNITS: dict[str, float] = {
     "": 1.0,
+    **dict.fromkeys(("us", "\u00b5s", "\u03bcs", "usec", "usecs", "microsecond", "microseconds"), 1e-6),
+    **dict.fromkeys(("ms", "msec", "msecs", "millisecond", "milliseconds"), 1e-3),
     **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
     **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), MINUTE_S),
     **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), HOUR_S),
@@ -117,8 +119,11 @@ def _unknown_unit(kind: str, value: object, unit: str, expected: str, example: s
 
 
 def parse_duration_s(value: object) -> float:
-    """Seconds from a number of seconds or a string like "30d", "12h", "90m", "45s", "2w", "1y" (y = 365 d)."""
-    expected = "a number of seconds or a number with s, m, h, d, w or y"
+    """Seconds from a number of seconds or a string like "30d", "12h", "90m", "45s", "2w", "1y" (y = 365 d).
+
+    Latencies take "500ms" (milliseconds) and "200us" or "200µs" (microseconds); "m" alone is minutes.
+    """
+    expected = "a number of seconds or a number with us, ms, s, m, h, d, w or y"
     number, unit = _split(value, "duration", expected, "'30d', '12h' or '90m'")
     if unit == "M":
         raise _fail(
@@ -255,7 +260,7 @@ def _number_or_string(unit_help: str, examples: list[Any], integer: bool = False
 DurationS = Annotated[
     float,
     _field_validator(parse_duration_s),
-    _number_or_string("seconds, or a number with s, m, h, d, w, y", ["30d", "12h", 3600]),
+    _number_or_string("seconds, or a number with us, ms, s, m, h, d, w, y", ["30d", "12h", "500ms", 3600]),
 ]
 Count = Annotated[
     float,

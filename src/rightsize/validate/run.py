@@ -14,6 +14,7 @@ from typing import Any
 from rightsize.errors import RightsizeError
 from rightsize.search.train import plan_training
 from rightsize.spec.load import parse_spec
+from rightsize.spec.training import TrainingSpec
 from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, training_spec_data
 from rightsize.validate.inference_cases import predict_inference
 
@@ -34,7 +35,9 @@ def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
     except (KeyError, ValueError) as exc:
         return None, f"the case's columns cannot be read: {exc}", {}
     try:
-        plan = plan_training(parse_spec(data, Path(".")))
+        spec = parse_spec(data, Path("."))
+        assert isinstance(spec, TrainingSpec)  # training_spec_data builds training specs only
+        plan = plan_training(spec)
     except RightsizeError as exc:
         return None, exc.message().replace("\n", " "), {}
     best = plan.best

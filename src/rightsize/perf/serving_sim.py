@@ -1,0 +1,481 @@
+"""Discrete-event simulation of one serving replica with continuous batching.
+
+The engine is modelled at iteration level, as vLLM, SGLang and TensorRT-LLM schedule:
+every iteration runs one decode step for each running sequence plus some prefill work,
+and its duration comes from the analytic `EngineModel` (coefficients owned by the
+inference performance model). The simulator adds what the analytic model cannot see:
+queueing, batch formation, KV-cache admission and the interference of prefill with
+decode.
+
+Scheduling (FCFS, first-come first-served, no preemption)
+-------------------------------------------------------
+At the start of every iteration the scheduler admits waiting requests in arrival
+order while the batch holds fewer than `max_batch` sequences and the request's KV
+blocks fit in free capacity. A request reserves its whole lifetime's KV at admission,
+ceil((prompt + output) / block) blocks. Real engines allocate blocks as tokens are
+generated and preempt (recompute or swap) sequences when memory runs out; reserving up
+front is the conservative limit of that policy and keeps the model free of preemption
+cascades (vLLM's own admission watermark serves the same purpose). The head of the
+queue blocks those behind it (no skipping ahead), as in vLLM's FCFS policy.
+
+Each iteration:
+- decodes every sequence that has emitted its first token and has output left;
+- prefills admitted prompts in admission order: with chunked prefill, at most
+  `chunk_tokens` prompt tokens per iteration (a prompt may span several iterations);
+  without it, every newly admitted prompt whole. Prefill and decode share the iteration
+  (Sarathi-Serve / vLLM v1 style mixed batches);
+- lasts base + per_seq x decode batch + per_ctx x sum(decode contexts)
+  + prefill x prefill tokens + attn2 x sum(attention pairs of the prefill chunks).
+
+A chunk covering prompt positions [a, a + c) is causal attention over a context that
+grows with each token, so its attention pairs are sum_{j=a+1}^{a+c} j = c (2a + c + 1) / 2.
+The total over a prompt is P (P + 1) / 2 however it is chunked. A request's first
+token appears at the end of the iteration that completes its prefill; cached prompt
+tokens (prefix cache) skip prefill (always recomputing at least the last prompt token,
+as vLLM does) but their KV is still reserved.
+
+A decode step that produces tokens for a sequence with prompt P, at its j-th decode
+step (j = 1, 2, ...), reads a context of P + 1 + (j - 1) s tokens, where s =
+`spec_tokens_per_step` (1 without speculative decoding). A request with O output tokens
+needs ceil((O - 1) / s) decode steps after the first token (s is a mean: this is the
+fluid limit of speculative decoding, deterministic by design).
+
+Why it is fast
+--------------
+Between events (an admission, a prefill iteration, a completion) the decode batch is
+fixed and every iteration's duration grows by the same amount (each of the n sequences'
+contexts grows by s tokens), so iteration j after time t lasts A + j B with
+B = per_ctx x s x n. k iterations take k A + B k (k - 1) / 2; the simulator jumps
+straight to the next completion (the smallest finishing step in a heap) or to the first
+iteration boundary after the next arrival (a quadratic in k). Iterations with prefill
+are taken one at a time. Work is O(requests x log) plus one step per prefill
+iteration, independent of output lengths.
+
+Metrics (as vLLM's `benchmark_serving` defines them)
+---------------------------------------------------
+- TTFT: arrival to first token (includes queueing).
+- TPOT: (e2e - TTFT) / (output - 1), time per output token after the first. NaN for
+  one-token outputs, which percentiles skip; `goodput` treats them as meeting any TPOT
+  SLO (vLLM counts their TPOT as 0 for goodput).
+- e2e: arrival to last token.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from rightsize.errors import BadInput
+
+_NO_CHUNK_LIMIT = 1 << 62  # "prefill everything admitted" as a token budget
+
+
+@dataclass(frozen=True)
+class EngineModel:
+    """Per-replica iteration-time model, seconds. One iteration runs one decode step for every
+    running sequence plus (chunked) prefill of scheduled prompt tokens."""
+
+    iteration_base_s: float  # fixed per iteration: weight read time + launch/scheduler overhead
+    decode_per_seq_s: float  # per sequence in the decode batch (its compute, sampling)
+    decode_per_ctx_token_s: float  # per token of KV cache read by the decode batch (sum of contexts)
+    prefill_per_token_s: float  # per prompt token prefilled (GEMM compute)
+    prefill_attn_per_token2_s: (
+        float  # per (prompt token x context token) attention work in prefill (quadratic term)
+    )
+    max_batch: int  # max concurrent sequences
+    kv_capacity_tokens: int  # KV cache capacity in tokens
+    block_tokens: int = 16  # paged KV blocks: a sequence holds ceil(tokens / block) blocks
+    chunk_tokens: int | None = (
+        2048  # chunked prefill budget per iteration; None = prefill whole prompts in the iteration they are admitted
+    )
+    spec_tokens_per_step: float = 1.0  # mean tokens produced per decode step per sequence (speculative decoding: 1 + accepted drafts); per-step cost is the caller's business
+
+    def __post_init__(self) -> None:
+        if not self.iteration_base_s > 0:
+            raise BadInput(
+                f"EngineModel.iteration_base_s = {self.iteration_base_s}.",
+                "Every iteration costs time (at least the weight read); zero would let time stand still.",
+                "Pass a positive base time.",
+            )
+        for name in (
+            "decode_per_seq_s",
+            "decode_per_ctx_token_s",
+            "prefill_per_token_s",
+            "prefill_attn_per_token2_s",
+        ):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise BadInput(
+                    f"EngineModel.{name} = {value}.", "Costs are finite and >= 0.", "Fix the coefficient."
+                )
+        for name in ("max_batch", "kv_capacity_tokens", "block_tokens"):
+            if getattr(self, name) < 1:
+                raise BadInput(
+                    f"EngineModel.{name} = {getattr(self, name)}.", "It must be >= 1.", "Fix the value."
+                )
+        if self.chunk_tokens is not None and self.chunk_tokens < 1:
+            raise BadInput(
+                f"EngineModel.chunk_tokens = {self.chunk_tokens}.",
+                "A prefill chunk holds at least one token.",
+                "Pass chunk_tokens >= 1, or None to prefill whole prompts.",
+            )
+        if not self.spec_tokens_per_step >= 1:
+            raise BadInput(
+                f"EngineModel.spec_tokens_per_step = {self.spec_tokens_per_step}.",
+                "A decode step produces at least one token (1 + accepted draft tokens).",
+                "Pass a value >= 1.",
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """Per-request times (arrays in the caller's request order) and replica aggregates.
+
+    `mean_batch` is the time-weighted mean number of admitted sequences (prefilling or
+    decoding) over [first arrival, last completion]; `mean_decode_batch` is the mean
+    decode batch per iteration; `max_queue` the most requests the scheduler found
+    waiting (arrived, not admitted) at the start of an iteration.
+    """
+
+    arrival_s: np.ndarray
+    start_s: np.ndarray  # admission time (absolute, seconds)
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray  # NaN where output == 1
+    e2e_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    duration_s: float  # last completion - first arrival
+    output_tokens_per_s: float
+    input_tokens_per_s: float
+    mean_batch: float
+    mean_decode_batch: float
+    max_queue: int
+    iterations: int
+
+    @property
+    def queue_s(self) -> np.ndarray:
+        """Time each request waited before admission."""
+        return self.start_s - self.arrival_s
+
+    def percentile(self, metric: str, p: float) -> float:
+        """The p-th percentile (0-100) of `ttft_s`, `tpot_s`, `e2e_s` or `queue_s`, NaNs skipped."""
+        if metric not in ("ttft_s", "tpot_s", "e2e_s", "queue_s"):
+            raise BadInput(
+                f"Unknown metric {metric!r}.",
+                "Percentiles exist for per-request times.",
+                "Use ttft_s, tpot_s, e2e_s or queue_s.",
+            )
+        values = getattr(self, metric)
+        if np.all(np.isnan(values)):
+            return math.nan
+        return float(np.nanpercentile(values, p))
+
+    def goodput(
+        self, ttft_s: float | None = None, tpot_s: float | None = None, e2e_s: float | None = None
+    ) -> float:
+        """Fraction of requests that meet every given SLO (vLLM's goodput, as a fraction;
+        multiply by len(requests) / duration_s for requests per second). A one-token
+        output's TPOT counts as 0."""
+        ok = np.ones(self.ttft_s.shape, dtype=bool)
+        if ttft_s is not None:
+            ok &= self.ttft_s <= ttft_s
+        if tpot_s is not None:
+            ok &= np.nan_to_num(self.tpot_s, nan=0.0) <= tpot_s
+        if e2e_s is not None:
+            ok &= self.e2e_s <= e2e_s
+        return float(ok.mean()) if ok.size else math.nan
+
+
+def simulate(
+    arrivals_s: np.ndarray,
+    prompt_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    model: EngineModel,
+    cached_prompt_fraction: float = 0.0,
+) -> SimResult:
+    """Serve the requests on one replica; see the module docstring for the rules.
+
+    Deterministic: the same inputs give bit-identical outputs. Arrivals need not be
+    sorted (ties keep their input order).
+    """
+    arrivals, prompt, output = _check_requests(
+        arrivals_s, prompt_tokens, output_tokens, model, cached_prompt_fraction
+    )
+    order = np.argsort(arrivals, kind="stable")
+    arr, pr, out = arrivals[order], prompt[order], output[order]
+    kv_need = -(-(pr + out) // model.block_tokens) * model.block_tokens
+    cached = np.minimum(np.floor(cached_prompt_fraction * pr).astype(np.int64), pr - 1)
+    steps = np.maximum(np.ceil((out - 1) / model.spec_tokens_per_step - 1e-9), 0).astype(np.int64)
+    run = _run_engine(arr.tolist(), pr.tolist(), cached.tolist(), steps.tolist(), kv_need.tolist(), model)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return _result(arrivals, prompt, output, run, inverse)
+
+
+def _check_requests(
+    arrivals_s: np.ndarray,
+    prompt_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    model: EngineModel,
+    cached_prompt_fraction: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated float64 arrivals and int64 lengths; every request must fit alone in KV."""
+    arrivals = np.asarray(arrivals_s, dtype=np.float64).ravel()
+    prompt = np.asarray(prompt_tokens).astype(np.int64).ravel()
+    output = np.asarray(output_tokens).astype(np.int64).ravel()
+    if not (len(arrivals) == len(prompt) == len(output)) or len(arrivals) == 0:
+        raise BadInput(
+            f"{len(arrivals)} arrivals, {len(prompt)} prompt lengths, {len(output)} output lengths.",
+            "Each request needs one of each, and there must be at least one request.",
+            "Pass arrays of the same non-zero length.",
+        )
+    if not np.all(np.isfinite(arrivals)):
+        raise BadInput("Arrival times contain NaN or infinity.", "Times must be finite.", "Clean the trace.")
+    if prompt.min() < 1 or output.min() < 1:
+        raise BadInput(
+            "A request has fewer than one prompt or output token.",
+            "Every request reads at least one token and produces at least one.",
+            "Clip lengths to >= 1 (sample_lengths does).",
+        )
+    if not 0.0 <= cached_prompt_fraction <= 1.0:
+        raise BadInput(
+            f"cached_prompt_fraction = {cached_prompt_fraction}.",
+            "It is a fraction.",
+            "Pass a value in [0, 1].",
+        )
+    biggest = int(
+        ((prompt + output + model.block_tokens - 1) // model.block_tokens).max() * model.block_tokens
+    )
+    if biggest > model.kv_capacity_tokens:
+        raise BadInput(
+            f"A request needs {biggest} KV tokens but the replica holds {model.kv_capacity_tokens}.",
+            "A request that cannot fit alone would block the FCFS queue forever.",
+            "Cap prompt + output lengths (max_ in sample_lengths) or give the replica more KV memory.",
+        )
+    return arrivals, prompt, output
+
+
+@dataclass
+class _Run:
+    """Raw output of the engine loop, in arrival order."""
+
+    start_s: list[float]
+    first_token_s: list[float]
+    done_s: list[float]
+    busy_seq_s: float  # integral of admitted sequences over time
+    decode_seq_iterations: int  # sum over iterations of the decode batch
+    max_queue: int
+    iterations: int
+
+
+def _run_engine(
+    arr: list[float],
+    prompt: list[int],
+    cached: list[int],
+    steps: list[int],
+    kv_need: list[int],
+    m: EngineModel,
+) -> _Run:
+    """The event loop. One function on plain Python scalars and lists on purpose: this is
+    the hot path (a few events per request), and attribute lookups, numpy scalars and
+    calls would cost more than the work itself.
+
+    Decode bookkeeping: `it` counts iterations; a sequence that enters decode after
+    iteration e (its `entry`) with S steps finishes after iteration e + S, and in
+    iteration `it` reads a context of P + 1 + (it - e) s. So the batch's total context
+    is base_sum + n_dec x it x s with base_sum = sum(P + 1 - e s), updated only when a
+    sequence enters or leaves decode. Heap keys are finish x n + request.
+    """
+    n = len(arr)
+    base, per_seq, per_ctx = m.iteration_base_s, m.decode_per_seq_s, m.decode_per_ctx_token_s
+    per_tok, attn2, s = m.prefill_per_token_s, m.prefill_attn_per_token2_s, m.spec_tokens_per_step
+    max_batch = m.max_batch
+    chunk = _NO_CHUNK_LIMIT if m.chunk_tokens is None else m.chunk_tokens
+    kv_free = m.kv_capacity_tokens
+
+    start = [0.0] * n
+    first = [0.0] * n
+    done = [0.0] * n
+    pos = list(cached)  # next prompt position to prefill
+    entry = [0] * n
+    heap: list[int] = []
+    prefilling: deque[int] = deque()
+    heappush, heappop = heapq.heappush, heapq.heappop
+
+    t = arr[0]
+    it = 0
+    arrived = admitted = finished = 0
+    running = n_dec = 0
+    base_sum = 0.0
+    busy = 0.0
+    dec_iters = 0
+    max_queue = 0
+
+    while finished < n:
+        # 1. Schedule: count arrivals up to now, admit FCFS while batch slots and KV allow.
+        while arrived < n and arr[arrived] <= t:
+            arrived += 1
+        if arrived - admitted > max_queue:
+            max_queue = arrived - admitted
+        while admitted < arrived and running < max_batch and kv_need[admitted] <= kv_free:
+            kv_free -= kv_need[admitted]
+            start[admitted] = t
+            prefilling.append(admitted)
+            running += 1
+            admitted += 1
+        if running == 0:  # idle: the queue is empty (every request fits alone); wait for the next
+            t = arr[arrived]
+            continue
+
+        if prefilling:
+            # 2a. One iteration with prefill: spend the chunk budget in admission order.
+            budget = chunk
+            pre_tokens = 0
+            pairs = 0
+            completed: list[int] = []
+            while prefilling and budget:
+                i = prefilling[0]
+                a = pos[i]
+                c = prompt[i] - a
+                if c > budget:
+                    c = budget
+                    pos[i] = a + c
+                else:
+                    prefilling.popleft()
+                    completed.append(i)
+                budget -= c
+                pre_tokens += c
+                pairs += c * (2 * a + c + 1) // 2
+            dt = (
+                base
+                + per_seq * n_dec
+                + per_ctx * (base_sum + n_dec * it * s)
+                + per_tok * pre_tokens
+                + attn2 * pairs
+            )
+            k = 1
+        else:
+            # 2b. Decode only: jump k iterations to the next completion or the first
+            # boundary at or after the next arrival that could be admitted.
+            completed = []
+            a_s = base + per_seq * n_dec + per_ctx * (base_sum + n_dec * it * s)
+            b_s = per_ctx * s * n_dec
+            k = heap[0] // n - it
+            dt = k * a_s + 0.5 * b_s * k * (k - 1)
+            if arrived < n and admitted == arrived and running < max_batch and arr[arrived] - t < dt:
+                k = iterations_to_reach(arr[arrived] - t, a_s, b_s)
+                dt = k * a_s + 0.5 * b_s * k * (k - 1)
+
+        t += dt
+        busy += running * dt
+        dec_iters += n_dec * k
+        it += k
+
+        # 3. Sequences whose last decode step was this iteration leave and free their KV.
+        limit = (it + 1) * n
+        while heap and heap[0] < limit:
+            i = heappop(heap) % n
+            done[i] = t
+            kv_free += kv_need[i]
+            running -= 1
+            n_dec -= 1
+            base_sum -= prompt[i] + 1 - entry[i] * s
+            finished += 1
+        # 4. Prompts finished this iteration emit their first token and join decode.
+        for i in completed:
+            first[i] = t
+            if steps[i] == 0:
+                done[i] = t
+                kv_free += kv_need[i]
+                running -= 1
+                finished += 1
+            else:
+                entry[i] = it
+                heappush(heap, (it + steps[i]) * n + i)
+                base_sum += prompt[i] + 1 - it * s
+                n_dec += 1
+        if n_dec == 0:
+            base_sum = 0.0  # drop rounding drift (only non-integer s has any)
+
+    return _Run(start, first, done, busy, dec_iters, max_queue, it)
+
+
+def iterations_to_reach(delta_s: float, first_s: float, growth_s: float) -> int:
+    """Smallest k >= 1 with k A + B k (k - 1) / 2 >= delta: the number of iterations, the
+    first lasting A and each later one B longer, until the elapsed time reaches delta.
+
+    Solves B/2 k^2 + (A - B/2) k - delta = 0 in the cancellation-free form
+    k = 2 delta / ((A - B/2) + sqrt((A - B/2)^2 + 2 B delta)), then corrects the rounding
+    by checking the neighbours exactly.
+    """
+    if delta_s <= 0:
+        return 1
+    lin = first_s - 0.5 * growth_s
+    root = math.sqrt(lin * lin + 2.0 * growth_s * delta_s)
+    denom = lin + root
+    k = max(1, math.ceil(2.0 * delta_s / denom)) if denom > 0 else 1
+    while k * first_s + 0.5 * growth_s * k * (k - 1) < delta_s:
+        k += 1
+    while k > 1 and (k - 1) * first_s + 0.5 * growth_s * (k - 1) * (k - 2) >= delta_s:
+        k -= 1
+    return k
+
+
+def _result(
+    arrivals: np.ndarray, prompt: np.ndarray, output: np.ndarray, run: _Run, inverse: np.ndarray
+) -> SimResult:
+    """Per-request metrics in the caller's order, and the aggregates."""
+    start = np.asarray(run.start_s)[inverse]
+    first = np.asarray(run.first_token_s)[inverse]
+    done = np.asarray(run.done_s)[inverse]
+    ttft = first - arrivals
+    e2e = done - arrivals
+    multi = output > 1
+    tpot = np.full(len(arrivals), np.nan)
+    tpot[multi] = (e2e[multi] - ttft[multi]) / (output[multi] - 1)
+    duration = float(done.max() - arrivals.min())
+    return SimResult(
+        arrival_s=arrivals,
+        start_s=start,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_s=e2e,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        duration_s=duration,
+        output_tokens_per_s=float(output.sum()) / duration,
+        input_tokens_per_s=float(prompt.sum()) / duration,
+        mean_batch=run.busy_seq_s / duration,
+        mean_decode_batch=run.decode_seq_iterations / max(run.iterations, 1),
+        max_queue=run.max_queue,
+        iterations=run.iterations,
+    )
+
+
+def closed_loop_fixed_batch(
+    batch: int, prompt: int, output: int, model: EngineModel
+) -> tuple[float, float, float]:
+    """(mean TTFT s, mean TPOT s, output tokens/s) for `batch` identical requests that all
+    arrive at t = 0 and run to completion: one wave of fixed concurrent streams, the
+    setting of latency-vs-batch tables (vLLM `benchmark_latency`, TensorRT-LLM's
+    throughput tables). With chunked prefill the prompts trickle in over several
+    iterations, so TTFT is a mean; a batch beyond max_batch or KV capacity queues. TPOT is
+    NaN for one-token outputs.
+    """
+    if batch < 1:
+        raise BadInput(f"batch = {batch}.", "At least one stream is needed.", "Pass batch >= 1.")
+    res = simulate(np.zeros(batch), np.full(batch, prompt), np.full(batch, output), model)
+    tpot = float(np.mean(res.tpot_s)) if output > 1 else math.nan
+    return float(np.mean(res.ttft_s)), tpot, res.output_tokens_per_s
+
+
+def offline_max_throughput(n: int, prompt: int, output: int, model: EngineModel) -> float:
+    """Output tokens/s when `n` identical requests all arrive at t = 0 and the engine fills
+    its batch and KV memory (offline batch inference; vLLM `benchmark_throughput`)."""
+    if n < 1:
+        raise BadInput(f"n = {n}.", "At least one request is needed.", "Pass n >= 1.")
+    return simulate(np.zeros(n), np.full(n, prompt), np.full(n, output), model).output_tokens_per_s

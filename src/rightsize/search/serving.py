@@ -1,0 +1,494 @@
+"""The serving planner: for each allowed accelerator and tensor-parallel degree, find the
+highest request rate one replica sustains within every SLO (simulating continuous
+batching), then the replicas the peak load needs with the policy's headroom and
+utilisation target, and rank the options by cost (or GPUs, or latency).
+
+The capacity of a replica is found by bisection on the simulated rate; the analytic
+roofline bounds the bracket (a replica can never exceed its offline throughput), and
+options whose lower-bound cost already exceeds the best found are not simulated.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
+from rightsize.errors import BadInput, Infeasible
+from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throughput
+from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
+from rightsize.perf.traffic import arrival_times, sample_lengths
+from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.spec.inference import InferenceSpec, LengthDist
+
+TP_OPTIONS = (1, 2, 4, 8, 16, 32, 64)
+CAPACITY_REQUESTS = 3000  # simulated requests per bisection step
+REPORT_REQUESTS = 20000  # simulated requests for the reported percentiles
+BISECTION_STEPS = 9
+# Draft-model cost per speculative step, relative to a target-model decode step
+# (a draft ~1/10 the size of the target, run draft_tokens times, mostly memory-bound).
+DRAFT_COST_PER_TOKEN = 0.05
+
+
+@dataclass
+class ServingCandidate:
+    accelerator: str
+    node: str
+    tp: int
+    replicas: int
+    weight_precision: str
+    kv_precision: str
+    replica_capacity_rps: float  # highest rate one replica sustains within every SLO
+    design_rate_rps: float  # peak x (1 + headroom)
+    latency_s: dict[str, float] = field(default_factory=dict)  # ttft/tpot/e2e at p50/p90/p95/p99
+    slo_headroom: dict[str, float] = field(default_factory=dict)  # limit / achieved at the SLO percentile
+    goodput: float | None = None
+    cost_usd_per_hour: float | None = None
+    cost_usd_per_m_input_tokens: float | None = None
+    cost_usd_per_m_output_tokens: float | None = None
+    output_tokens_per_joule: float | None = None
+    output_tokens_per_s: float = 0.0
+    memory: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.replicas
+
+
+@dataclass
+class ServingPlan:
+    name: str
+    model: str
+    scenario: str
+    objective: str
+    best: ServingCandidate
+    alternatives: list[tuple[ServingCandidate, str]]
+    pareto: list[ServingCandidate]
+    rejected: list[tuple[str, str]]
+    assumptions: list[str]
+    seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _lengths(d: LengthDist, n: int, rng: np.random.Generator) -> np.ndarray:
+    return sample_lengths(n, rng, d.kind, mean=d.mean, std=d.std, min_=d.min, max_=d.max, values=d.values)
+
+
+def _tokens_per_step(spec: InferenceSpec) -> tuple[float, float]:
+    """(mean tokens per decode step, relative cost of a step) under speculative decoding."""
+    sp = spec.engine.speculative
+    if sp is None:
+        return 1.0, 1.0
+    k, a = sp.draft_tokens, sp.acceptance_rate
+    expected = (1.0 - a ** (k + 1)) / (1.0 - a) if a < 1.0 else k + 1.0
+    return expected, 1.0 + DRAFT_COST_PER_TOKEN * k
+
+
+def engine_model(rep: Replica, spec: InferenceSpec, batch: float, mean_ctx: float) -> EngineModel:
+    tokens_per_step, step_cost = _tokens_per_step(spec)
+    lin = rep.linear_step_coefficients(batch, mean_ctx)
+    chunk = float(spec.engine.chunk_tokens)
+    prefill_chunk = float(rep.prefill_s(chunk))
+    a = rep.arch
+    attn2 = (
+        a.layers
+        * 4.0
+        * a.head_dim
+        * a.heads
+        / rep.tp
+        / (rep.hw.peak_16bit_flops_per_s * rep.hw.attention_fraction)
+    )
+    kv_cap = int(rep.kv_capacity_tokens)
+    max_batch = spec.engine.max_batch or max(1, kv_cap // spec.engine.block_tokens)
+    return EngineModel(
+        iteration_base_s=lin["iteration_base_s"] * step_cost,
+        decode_per_seq_s=lin["decode_per_seq_s"] * step_cost,
+        decode_per_ctx_token_s=lin["decode_per_ctx_token_s"],
+        prefill_per_token_s=prefill_chunk / chunk,
+        prefill_attn_per_token2_s=attn2,
+        max_batch=int(max_batch),
+        kv_capacity_tokens=kv_cap,
+        block_tokens=int(spec.engine.block_tokens),
+        chunk_tokens=int(chunk) if spec.engine.chunked_prefill else None,
+        spec_tokens_per_step=tokens_per_step,
+    )
+
+
+@dataclass
+class _Workload:
+    prompts: np.ndarray
+    outputs: np.ndarray
+    unit_arrivals: np.ndarray  # arrivals at rate 1/s; scale by 1/rate
+    mean_prompt: float
+    mean_output: float
+
+
+def _workload(spec: InferenceSpec, n: int) -> _Workload:
+    rng = np.random.default_rng(spec.seed)
+    tr = spec.traffic
+    prompts = _lengths(tr.prompt_tokens, n, rng)
+    outputs = _lengths(tr.output_tokens, n, rng)
+    unit = arrival_times(n, 1.0, rng, tr.arrival, tr.burst_cv)
+    return _Workload(prompts, outputs, unit, float(prompts.mean()), float(outputs.mean()))
+
+
+def _run(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> SimResult:
+    # operating point for the linearised step: Little's law with an analytic step time
+    batch = 1.0
+    for _ in range(4):
+        step = float(rep.decode_step_s(batch, batch * (wl.mean_prompt + wl.mean_output / 2)))
+        batch = max(
+            1.0, min(rate * wl.mean_output * step, rep.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
+        )
+    model = engine_model(rep, spec, batch, wl.mean_prompt + wl.mean_output / 2)
+    return simulate(
+        wl.unit_arrivals / rate, wl.prompts, wl.outputs, model, spec.traffic.prefix_cache_hit_rate
+    )
+
+
+def _meets(spec: InferenceSpec, res: SimResult) -> bool:
+    slo, p = spec.slo, spec.slo.percentile
+    checks = [
+        (slo.ttft_s, "ttft_s"),
+        (slo.tpot_s, "tpot_s"),
+        (slo.e2e_s, "e2e_s"),
+    ]
+    for limit, metric in checks:
+        if limit is not None and res.percentile(metric, p) > limit:
+            return False
+    if slo.goodput is not None:
+        return res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s) >= slo.goodput
+    return True
+
+
+def replica_capacity(rep: Replica, spec: InferenceSpec, wl: _Workload) -> float:
+    """Highest request rate one replica serves within every SLO (0 if even a trickle fails)."""
+    upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
+    if upper <= 0:
+        return 0.0
+    lo, hi = upper * 1e-3, upper * 1.05
+    if not _meets(spec, _run(rep, spec, wl, lo)):
+        return 0.0
+    for _ in range(BISECTION_STEPS):
+        mid = math.sqrt(lo * hi)
+        if _meets(spec, _run(rep, spec, wl, mid)):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _latencies(res: SimResult) -> dict[str, float]:
+    out = {}
+    for metric in ("ttft_s", "tpot_s", "e2e_s"):
+        for p in (50, 90, 95, 99):
+            out[f"{metric.removesuffix('_s')}_p{p}_s"] = float(res.percentile(metric, p))
+    return out
+
+
+def _check_tpot_possible(spec: InferenceSpec, ids: list[str]) -> None:
+    limit = spec.slo.tpot_s
+    if limit is None:
+        return
+    best = math.inf
+    where = ""
+    for acc_id in ids:
+        acc = get_accelerator(acc_id)
+        node = node_for(acc.id)
+        for tp in TP_OPTIONS:
+            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+                continue
+            rep = Replica.build(
+                spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
+            )
+            if not rep.fits:
+                continue
+            t = float(rep.decode_step_s(1.0, 1.0))
+            if t < best:
+                best, where = t, f"{tp} x {acc.id}"
+    if best > limit:
+        raise Infeasible(
+            f"No allowed accelerator can meet a TPOT of {limit * 1e3:.1f} ms for {spec.model.name}.",
+            f"Reading the weights once per token takes at least {best * 1e3:.1f} ms even at batch 1 "
+            f"(best: {where}, {spec.serving.weight_precision} weights).",
+            f"Relax slo.tpot to at least {math.ceil(best * 1e4) / 10:.1f}ms, quantise the weights further, "
+            "or allow a faster accelerator.",
+        )
+
+
+def plan_serving(spec: InferenceSpec) -> ServingPlan:
+    started = time.perf_counter()
+    tgt, pol = spec.targets, spec.policy
+    ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
+    assumptions: list[str] = []
+    rejected: list[tuple[str, str]] = []
+    if spec.serving.scenario != "serving":
+        return _plan_batch_scenario(spec, ids, started)
+    peak = spec.traffic.peak_rate_per_s or spec.traffic.rate_per_s
+    if peak is None:
+        raise BadInput(
+            "traffic.rate or traffic.peak_rate is required for serving.",
+            fix="Add `traffic: {peak_rate: 50}`.",
+        )
+    design = peak * (1.0 + pol.headroom)
+    assumptions.append(
+        f"Sized for the peak {peak:g} req/s plus {pol.headroom:.0%} headroom = {design:g} req/s, "
+        f"each replica at most {pol.utilisation_target:.0%} of its SLO capacity."
+    )
+    assumptions.append(
+        "Requests are spread evenly over replicas; each replica sees its share of the arrival process."
+    )
+    _check_tpot_possible(spec, ids)
+    wl = _workload(spec, CAPACITY_REQUESTS)
+    options: list[tuple[float, Replica, str, int]] = []  # (lower-bound cost, replica, node id, tp)
+    for acc_id in ids:
+        acc = get_accelerator(acc_id)
+        node = get_node(tgt.node) if tgt.node else node_for(acc.id)
+        tps = (
+            [tgt.tp]
+            if tgt.tp
+            else [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
+        )
+        fitted = False
+        for tp in tps:
+            rep = Replica.build(
+                spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
+            )
+            if not rep.fits:
+                continue
+            fitted = True
+            upper = (
+                offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"]
+                / wl.mean_output
+            )
+            min_replicas = max(1, math.ceil(design / max(upper * pol.utilisation_target, 1e-12)))
+            cost = replica_cost_usd_per_hour(acc.id, tp)
+            bound = (cost if cost is not None else tp) * min_replicas
+            options.append((bound, rep, node.id, tp))
+        if not fitted:
+            rejected.append(
+                (acc.id, f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp")
+            )
+    if not options:
+        raise Infeasible(
+            f"{spec.model.name} does not fit on any allowed accelerator at any tensor-parallel degree.",
+            f"Its {spec.serving.weight_precision} weights exceed what the largest scale-up domain holds.",
+            "Quantise the weights (serving.weight_precision: fp8 or int4) or allow accelerators with more memory.",
+        )
+    options.sort(key=lambda o: o[0])
+    evaluated: list[ServingCandidate] = []
+    best_of: dict[str, float] = {}  # best score found per accelerator
+    for bound, rep, node_id, tp in options:
+        acc_id = rep.hw.accelerator_id
+        # Branch and bound: an option whose roofline lower bound cannot beat its own
+        # accelerator's best is skipped; each accelerator keeps its best for the report.
+        if spec.targets.objective == "cost" and bound > best_of.get(acc_id, math.inf):
+            continue
+        cap = replica_capacity(rep, spec, wl)
+        if cap <= 0:
+            rejected.append((rep.hw.accelerator_id, f"tp{tp}: even a trickle of requests misses the SLOs"))
+            continue
+        replicas = tgt.replicas or max(1, math.ceil(design / (cap * pol.utilisation_target)))
+        cand = _candidate(rep, spec, node_id, tp, replicas, cap, design)
+        evaluated.append(cand)
+        score = _score(cand, spec.targets.objective)
+        best_of[acc_id] = min(best_of.get(acc_id, math.inf), score)
+    if not evaluated:
+        raise Infeasible(
+            "No configuration meets the SLOs at any load.",
+            "Every allowed accelerator and tensor-parallel degree misses an SLO even with one request at a time.",
+            "Relax slo.ttft / slo.tpot / slo.e2e, shorten prompts, or allow faster accelerators.",
+        )
+    evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
+    best = evaluated[0]
+    _report(best, spec, REPORT_REQUESTS)
+    alternatives: list[tuple[ServingCandidate, str]] = []
+    for c in evaluated[1:]:
+        if c.accelerator not in {a.accelerator for a, _ in alternatives} | {best.accelerator}:
+            alternatives.append((c, _why(c, best, spec.targets.objective)))
+    return ServingPlan(
+        name=spec.name or spec.model.name,
+        model=spec.model.name,
+        scenario="serving",
+        objective=spec.targets.objective,
+        best=best,
+        alternatives=alternatives,
+        pareto=_pareto(evaluated),
+        rejected=rejected,
+        assumptions=assumptions,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _score(c: ServingCandidate, objective: str) -> float:
+    if objective == "gpus":
+        return float(c.gpus)
+    if objective == "latency":
+        return c.latency_s.get("ttft_p95_s", 0.0) + c.latency_s.get("e2e_p95_s", 0.0)
+    return c.cost_usd_per_hour if c.cost_usd_per_hour is not None else float(c.gpus)
+
+
+def _why(loser: ServingCandidate, winner: ServingCandidate, objective: str) -> str:
+    parts = [f"{loser.replicas} x tp{loser.tp} = {loser.gpus} GPUs vs {winner.gpus}"]
+    if loser.cost_usd_per_hour is not None and winner.cost_usd_per_hour:
+        parts.append(f"{loser.cost_usd_per_hour / winner.cost_usd_per_hour - 1:+.0%} cost per hour")
+    parts.append(f"{loser.replica_capacity_rps:.2f} req/s per replica within SLO")
+    return "; ".join(parts)
+
+
+def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:
+    pts = sorted(cands, key=lambda c: (c.latency_s.get("e2e_p95_s", math.inf), _score(c, "cost")))
+    front, best = [], math.inf
+    for c in pts:
+        s = _score(c, "cost")
+        if s < best:
+            front.append(c)
+            best = s
+    return front
+
+
+def _candidate(
+    rep: Replica, spec: InferenceSpec, node_id: str, tp: int, replicas: int, cap: float, design: float
+) -> ServingCandidate:
+    wl = _workload(spec, CAPACITY_REQUESTS)
+    res = _run(rep, spec, wl, design / replicas)
+    c = ServingCandidate(
+        accelerator=rep.hw.accelerator_id,
+        node=node_id,
+        tp=tp,
+        replicas=replicas,
+        weight_precision=rep.weight_precision,
+        kv_precision=rep.kv_precision,
+        replica_capacity_rps=cap,
+        design_rate_rps=design,
+        latency_s=_latencies(res),
+        memory={
+            "weights_bytes_per_gpu": rep.weight_bytes_per_gpu,
+            "kv_bytes_per_token": rep.kv_bytes_per_token,
+            "kv_capacity_tokens": rep.kv_capacity_tokens,
+        },
+    )
+    _costs(c, rep, spec, res, design)
+    return c
+
+
+def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResult, design: float) -> None:
+    c.output_tokens_per_s = res.output_tokens_per_s * c.replicas
+    hourly = replica_cost_usd_per_hour(rep.hw.accelerator_id, rep.tp)
+    if hourly is not None:
+        c.cost_usd_per_hour = hourly * c.replicas
+        in_tps = res.input_tokens_per_s * c.replicas
+        # split the hour between input and output by where the GPU time goes:
+        # prefill work is ~ prefill time per input token; the rest is decode
+        prefill_share = min(0.9, float(rep.prefill_s(1024.0)) / 1024.0 * in_tps / max(c.replicas, 1))
+        c.cost_usd_per_m_input_tokens = (
+            c.cost_usd_per_hour * prefill_share / (in_tps * 3600) * 1e6 if in_tps else None
+        )
+        c.cost_usd_per_m_output_tokens = (
+            c.cost_usd_per_hour * (1 - prefill_share) / (c.output_tokens_per_s * 3600) * 1e6
+        )
+    power_w = rep.tp * rep.hw.tdp_w * c.replicas
+    c.output_tokens_per_joule = c.output_tokens_per_s / power_w if power_w else None
+    slo, p = spec.slo, spec.slo.percentile
+    for limit, metric in ((slo.ttft_s, "ttft_s"), (slo.tpot_s, "tpot_s"), (slo.e2e_s, "e2e_s")):
+        if limit is not None:
+            c.slo_headroom[metric] = limit / max(res.percentile(metric, p), 1e-12)
+    if any(v is not None for v in (slo.ttft_s, slo.tpot_s, slo.e2e_s)):
+        c.goodput = res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s)
+
+
+def _report(c: ServingCandidate, spec: InferenceSpec, n: int) -> None:
+    """Re-simulate the chosen option with more requests for the reported percentiles."""
+    acc = get_accelerator(c.accelerator)
+    rep = Replica.build(spec.model, acc, get_node(c.node), c.tp, c.weight_precision, c.kv_precision)
+    wl = _workload(spec, n)
+    res = _run(rep, spec, wl, c.design_rate_rps / c.replicas)
+    c.latency_s = _latencies(res)
+    _costs(c, rep, spec, res, c.design_rate_rps)
+
+
+def _plan_batch_scenario(spec: InferenceSpec, ids: list[str], started: float) -> ServingPlan:
+    """fixed_batch and offline: the engine's latency and throughput for each option."""
+    tr = spec.traffic
+    prompt = max(1, round(tr.prompt_tokens.mean_tokens))
+    output = max(1, round(tr.output_tokens.mean_tokens))
+    cands: list[ServingCandidate] = []
+    rejected: list[tuple[str, str]] = []
+    for acc_id in ids:
+        acc = get_accelerator(acc_id)
+        node = get_node(spec.targets.node) if spec.targets.node else node_for(acc.id)
+        tps = (
+            [spec.targets.tp]
+            if spec.targets.tp
+            else [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
+        )
+        for tp in tps:
+            rep = Replica.build(
+                spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
+            )
+            if not rep.fits:
+                rejected.append((acc.id, f"tp{tp}: weights do not fit"))
+                continue
+            if spec.serving.scenario == "fixed_batch":
+                m = fixed_batch_metrics(rep, int(spec.serving.batch or 1), prompt, output)
+                lat = {
+                    "ttft_p50_s": m["ttft_s"],
+                    "tpot_p50_s": m["tpot_s"],
+                    "e2e_p50_s": m["ttft_s"] + m["tpot_s"] * (output - 1),
+                }
+                tps_out = m["output_tokens_per_s"]
+            else:
+                m = offline_throughput(rep, prompt, output, spec.engine.block_tokens, spec.engine.max_batch)
+                lat = {}
+                tps_out = m["output_tokens_per_s"]
+            replicas = spec.targets.replicas or 1
+            c = ServingCandidate(
+                accelerator=acc.id,
+                node=node.id,
+                tp=tp,
+                replicas=replicas,
+                weight_precision=rep.weight_precision,
+                kv_precision=rep.kv_precision,
+                replica_capacity_rps=tps_out / output,
+                design_rate_rps=0.0,
+                latency_s=lat,
+                output_tokens_per_s=tps_out * replicas,
+                memory={
+                    "weights_bytes_per_gpu": rep.weight_bytes_per_gpu,
+                    "kv_capacity_tokens": rep.kv_capacity_tokens,
+                },
+            )
+            hourly = replica_cost_usd_per_hour(acc.id, tp)
+            if hourly is not None:
+                c.cost_usd_per_hour = hourly * replicas
+                c.cost_usd_per_m_output_tokens = c.cost_usd_per_hour / (c.output_tokens_per_s * 3600) * 1e6
+            c.output_tokens_per_joule = c.output_tokens_per_s / (tp * rep.hw.tdp_w * replicas)
+            cands.append(c)
+    if not cands:
+        raise Infeasible(
+            f"{spec.model.name} does not fit on the allowed accelerators.",
+            "; ".join(f"{a}: {r}" for a, r in rejected),
+            "Quantise the weights or allow a larger tp / accelerators with more memory.",
+        )
+    key = (
+        (lambda c: -c.output_tokens_per_s / c.gpus)
+        if spec.targets.objective != "latency"
+        else (lambda c: c.latency_s.get("tpot_p50_s", 0.0))
+    )
+    cands.sort(key=key)
+    return ServingPlan(
+        name=spec.name or spec.model.name,
+        model=spec.model.name,
+        scenario=spec.serving.scenario,
+        objective=spec.targets.objective,
+        best=cands[0],
+        alternatives=[(c, "") for c in cands[1:6]],
+        pareto=[],
+        rejected=rejected,
+        assumptions=[],
+        seconds=time.perf_counter() - started,
+    )

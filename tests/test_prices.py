@@ -1,0 +1,289 @@
+"""The price table: provenance, internal order, known magnitudes, and errors a person can act on."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import rightsize.catalog as catalog
+from rightsize.catalog import accelerators, nodes
+from rightsize.catalog.loader import CatalogDataError, iter_numbers, read_data_file
+from rightsize.catalog.prices import (
+    ON_DEMAND,
+    PREEMPTIONS,
+    PRICES_FILE,
+    RESERVED_1Y,
+    RESERVED_3Y,
+    SPOT,
+    CloudPrice,
+    cloud_price,
+    cloud_prices,
+    node_capex,
+    node_capexes,
+    onprem_defaults,
+    parse_prices,
+)
+from rightsize.errors import BadInput
+
+PRICED_ACCELERATORS = [
+    "a100-sxm-40gb",
+    "a100-sxm-80gb",
+    "h100-sxm",
+    "h100-pcie",
+    "h200-sxm",
+    "b200",
+    "gb200",
+    "mi300x",
+    "mi325x",
+    "l40s",
+    "l4",
+]
+PRICED_NODES = [
+    "dgx-a100-80gb",
+    "dgx-a100-40gb",
+    "hgx-h100",
+    "hgx-h200",
+    "hgx-b200",
+    "gb200-nvl72-tray",
+    "h100-pcie-server",
+    "mi300x-platform",
+    "mi325x-platform",
+    "l40s-server",
+    "l4-server",
+]
+ALL_FIGURES = (ON_DEMAND, RESERVED_1Y, RESERVED_3Y, SPOT, PREEMPTIONS)
+
+
+# --- presence and provenance ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("acc_id", PRICED_ACCELERATORS)
+def test_accelerator_has_a_cloud_price(acc_id: str) -> None:
+    assert cloud_price(acc_id).accelerator == acc_id
+
+
+@pytest.mark.parametrize("node_id", PRICED_NODES)
+def test_node_has_a_capex(node_id: str) -> None:
+    assert node_capex(node_id).node == node_id
+
+
+def test_every_number_in_raw_yaml_is_sourced() -> None:
+    numbers = list(iter_numbers(read_data_file(PRICES_FILE)))
+    assert len(numbers) > 50
+    for path, _value, holder in numbers:
+        assert holder is not None, f"{path} is a bare number; write {{value, source, as_of}}"
+        assert isinstance(holder.get("source"), str) and holder["source"].strip(), path
+        assert isinstance(holder.get("as_of"), str) and holder["as_of"].strip(), path
+
+
+def test_every_parsed_price_has_source_and_as_of() -> None:
+    for acc_id, price in cloud_prices().items():
+        assert set(price.sources) == set(ALL_FIGURES), acc_id
+        for field, s in price.sources.items():
+            assert s.source and s.as_of, (acc_id, field)
+        assert price.on_demand == price.sources[ON_DEMAND].value
+        assert price.spot_preemptions_per_hour == price.sources[PREEMPTIONS].value
+    for node_id, capex in node_capexes().items():
+        assert capex.source.source and capex.source.as_of, node_id
+        assert capex.capex_usd == capex.source.value
+    defaults = onprem_defaults()
+    assert len(defaults.sources) == 7
+    for field, s in defaults.sources.items():
+        assert s.source and s.as_of, field
+        assert getattr(defaults, field) == s.value
+
+
+def test_ratio_derived_figures_are_labelled_estimates() -> None:
+    # A figure computed as on-demand x a typical discount is not a quoted price: say so.
+    for acc_id, price in cloud_prices().items():
+        for field, s in price.sources.items():
+            if any(ratio in s.source for ratio in ("x 0.60", "x 0.45", "x 0.27")):
+                assert s.source.startswith("estimate:"), (acc_id, field)
+
+
+def test_priced_ids_are_catalog_ids() -> None:
+    assert set(cloud_prices()) <= set(accelerators())
+    assert set(node_capexes()) <= set(nodes())
+
+
+# --- internal order: commitments and spot never cost more than on-demand ----------------
+
+
+@pytest.mark.parametrize("acc_id", PRICED_ACCELERATORS)
+def test_price_order(acc_id: str) -> None:
+    p = cloud_price(acc_id)
+    assert 0 < p.reserved_3y <= p.reserved_1y <= p.on_demand
+    assert 0 < p.spot <= p.on_demand
+    assert 0 < p.spot_preemptions_per_hour < 1
+
+
+# --- known magnitudes -------------------------------------------------------------------
+
+# (description, check): each a fact about the market the table must keep.
+MAGNITUDES: list[tuple[str, Callable[[], bool]]] = [
+    ("H100 on-demand is $2-15 per GPU-hour", lambda: 2 <= cloud_price("h100-sxm").on_demand <= 15),
+    (
+        "A100 80GB rents for less than H100",
+        lambda: cloud_price("a100-sxm-80gb").on_demand < cloud_price("h100-sxm").on_demand,
+    ),
+    (
+        "B200 rents for more than H100",
+        lambda: cloud_price("b200").on_demand > cloud_price("h100-sxm").on_demand,
+    ),
+    (
+        "A100 40GB rents for no more than A100 80GB",
+        lambda: cloud_price("a100-sxm-40gb").on_demand <= cloud_price("a100-sxm-80gb").on_demand,
+    ),
+    ("L4 rents for less than L40S", lambda: cloud_price("l4").on_demand < cloud_price("l40s").on_demand),
+    (
+        "L40S rents for less than H100",
+        lambda: cloud_price("l40s").on_demand < cloud_price("h100-sxm").on_demand,
+    ),
+    ("every GPU-hour is $0.30-$20", lambda: all(0.3 <= p.on_demand <= 20 for p in cloud_prices().values())),
+    (
+        "spot is at least 40% off on-demand",
+        lambda: all(p.spot <= 0.6 * p.on_demand for p in cloud_prices().values()),
+    ),
+    (
+        "an HGX B200 costs more than an HGX H100",
+        lambda: node_capex("hgx-b200").capex_usd > node_capex("hgx-h100").capex_usd,
+    ),
+    (
+        "an HGX H100 node costs $150k-$600k",
+        lambda: 150_000 <= node_capex("hgx-h100").capex_usd <= 600_000,
+    ),
+    (
+        "an L4 server costs less than an L40S server",
+        lambda: node_capex("l4-server").capex_usd < node_capex("l40s-server").capex_usd,
+    ),
+    ("amortisation is 4 years", lambda: onprem_defaults().amortisation_years == 4),
+    ("PUE is 1.0-2.0", lambda: 1.0 <= onprem_defaults().pue <= 2.0),
+    ("power is $0.03-$0.30 per kWh", lambda: 0.03 <= onprem_defaults().power_usd_per_kwh <= 0.30),
+    (
+        "colocation is $50-$500 per kW-month",
+        lambda: 50 <= onprem_defaults().facility_usd_per_kw_per_month <= 500,
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "check"), MAGNITUDES, ids=[m[0] for m in MAGNITUDES])
+def test_known_magnitudes(what: str, check: Callable[[], bool]) -> None:
+    assert check(), what
+
+
+# --- lookups and errors -----------------------------------------------------------------
+
+
+def test_lookup_is_case_and_underscore_insensitive() -> None:
+    assert cloud_price(" H100_SXM ") is cloud_price("h100-sxm")
+    assert node_capex("HGX_H100") is node_capex("hgx-h100")
+
+
+def test_listing_returns_a_fresh_dict() -> None:
+    prices = cloud_prices()
+    prices.pop("h100-sxm")
+    assert "h100-sxm" in cloud_prices()
+
+
+def test_unpriced_catalog_accelerator_says_how_to_fix() -> None:
+    # h800-sxm is in the hardware catalog but has no public rental price.
+    with pytest.raises(BadInput) as exc:
+        cloud_price("h800-sxm")
+    msg = str(exc.value)
+    assert exc.value.exit_code == 2
+    assert "No price for accelerator 'h800-sxm' in the price table; add one or choose" in msg
+    assert "in the hardware catalog" in msg
+    assert "prices.yaml" in msg and "To fix:" in msg
+    assert "h100-sxm" in msg  # the priced choices are listed
+    assert "Did you mean" not in msg  # the name is right; the price is missing
+
+
+def test_misspelt_accelerator_gets_did_you_mean() -> None:
+    with pytest.raises(BadInput, match="Did you mean h100-sxm"):
+        cloud_price("h100-sx")
+
+
+def test_unpriced_node_says_how_to_fix() -> None:
+    with pytest.raises(BadInput) as exc:
+        node_capex("hgx-h800")
+    msg = str(exc.value)
+    assert "No price for node type 'hgx-h800'" in msg
+    assert "`onprem:`" in msg and "hgx-h100" in msg
+
+
+def test_public_names_are_exported() -> None:
+    for name in ("CloudPrice", "NodeCapex", "OnPremDefaults", "cloud_price", "cloud_prices", "node_capex"):
+        assert name in catalog.__all__
+    assert catalog.onprem_defaults is onprem_defaults
+    assert catalog.CloudPrice is CloudPrice
+
+
+# --- synthetic documents: broken data fails loudly, naming file and key -----------------
+
+
+def _doc() -> dict[str, Any]:
+    return copy.deepcopy(read_data_file(PRICES_FILE))
+
+
+def _parse(doc: dict[str, Any]) -> Any:
+    return parse_prices(doc, PRICES_FILE, accelerators(), nodes())
+
+
+def _h100(d: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = d["cloud"]["h100-sxm"]
+    return entry
+
+
+BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    # (case, mutation, text the error must contain)
+    ("1y above on-demand", lambda d: _h100(d)[RESERVED_1Y].update(value=20.0), f"h100-sxm.{RESERVED_1Y}"),
+    ("3y above 1y", lambda d: _h100(d)[RESERVED_3Y].update(value=7.5), f"h100-sxm.{RESERVED_3Y}"),
+    ("spot above on-demand", lambda d: _h100(d)[SPOT].update(value=13.0), f"h100-sxm.{SPOT}"),
+    ("whole-instance price", lambda d: _h100(d)[ON_DEMAND].update(value=98.32), "check the unit"),
+    ("missing source", lambda d: _h100(d)[ON_DEMAND].pop("source"), "missing 'source'"),
+    ("missing as_of", lambda d: _h100(d)[SPOT].pop("as_of"), "missing 'as_of'"),
+    ("missing spot price", lambda d: _h100(d).pop(SPOT), f"missing '{SPOT}'"),
+    ("typo in a field", lambda d: _h100(d).update(on_demand_usd=_h100(d)[ON_DEMAND]), "on_demand_usd"),
+    ("unknown accelerator", lambda d: d["cloud"].update({"h100-sxm5": _h100(d)}), "cloud.h100-sxm5"),
+    (
+        "unknown node",
+        lambda d: d["onprem"].update({"hgx-h1000": d["onprem"]["hgx-h100"]}),
+        "onprem.hgx-h1000",
+    ),
+    (
+        "capex in thousands",
+        lambda d: d["onprem"]["hgx-h100"]["capex_usd"].update(value=290),
+        "check the unit",
+    ),
+    ("missing default", lambda d: d["onprem_defaults"].pop("pue"), "missing 'pue'"),
+    ("PUE below 1", lambda d: d["onprem_defaults"]["pue"].update(value=0.9), "onprem_defaults.pue"),
+    ("missing spot default", lambda d: d["spot"].pop("default_preemptions_per_hour"), "default_preemptions"),
+    ("wrong schema", lambda d: d.update(schema_version=2), "schema_version"),
+]
+
+
+@pytest.mark.parametrize(("case", "mutate", "expected"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_broken_document_raises(case: str, mutate: Callable[[dict[str, Any]], None], expected: str) -> None:
+    doc = _doc()
+    mutate(doc)
+    with pytest.raises(CatalogDataError) as exc:
+        _parse(doc)
+    assert expected in str(exc.value), case
+    assert exc.value.file == PRICES_FILE
+
+
+def test_shipped_document_parses_as_synthetic() -> None:
+    table = _parse(_doc())
+    assert table.cloud["h100-sxm"] == cloud_price("h100-sxm")
+
+
+def test_per_accelerator_preemption_rate_overrides_the_default() -> None:
+    doc = _doc()
+    _h100(doc)[PREEMPTIONS] = {"value": 0.2, "source": "test", "as_of": "2026-11"}
+    table = _parse(doc)
+    assert table.cloud["h100-sxm"].spot_preemptions_per_hour == 0.2
+    default = doc["spot"]["default_preemptions_per_hour"]["value"]
+    assert table.cloud["a100-sxm-80gb"].spot_preemptions_per_hour == default
