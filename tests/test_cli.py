@@ -132,3 +132,36 @@ def test_console_script_runs() -> None:
         [sys.executable, "-m", "rightsize.cli.main", "models"], capture_output=True, text=True, check=False
     )
     assert r.returncode == 0 and "llama3-70b" in r.stdout
+
+
+def test_serving_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plan", str(EX / "llama3-70b-chat-serving.yaml"), "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["kind"] == "serving_plan" and d["best"]["replicas"] >= 1
+    assert d["best"]["latency_s"]["ttft_p95_s"] <= 0.5
+
+
+def test_serving_estimate_needs_one_accelerator(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "estimate", str(EX / "llama3-70b-chat-serving.yaml"))
+    assert code == 2 and "exactly one accelerator" in err
+
+
+def test_serving_impossible_tpot_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "serve.yaml"
+    p.write_text(
+        "kind: inference\nmodel: llama3-70b\ntraffic: {rate: 5, prompt_tokens: 128, output_tokens: 64}\n"
+        "slo: {tpot: 0.5ms}\ntargets: {accelerators: [h100-sxm]}\n"
+    )
+    code, _, err = run(capsys, "plan", str(p))
+    assert code == 1 and "Relax slo.tpot" in err
+
+
+def test_malformed_traffic_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "serve.yaml"
+    p.write_text(
+        "kind: inference\nmodel: llama3-8b\n"
+        "traffic: {rate: 5, prompt_tokens: {kind: lognormal, mean: 512}, output_tokens: 64}\n"
+    )
+    code, _, err = run(capsys, "plan", str(p))
+    assert code == 2 and "traffic.prompt_tokens" in err and "Traceback" not in err

@@ -88,6 +88,13 @@ def render_serving(plan: ServingPlan, title: str = "Serving plan") -> str:
                 f"  {c.replicas:>4} x tp{c.tp:<2} {c.accelerator:<14} {c.gpus:>5} GPUs {cost:>12}  "
                 f"{c.output_tokens_per_s:>10,.0f} tok/s  {why}"
             )
+    if len(plan.pareto) > 1:
+        out += ["", "Pareto front (p95 end-to-end latency vs cost per hour):"]
+        for c in plan.pareto:
+            cost = f"${c.cost_usd_per_hour:,.2f}/h" if c.cost_usd_per_hour is not None else f"{c.gpus} GPUs"
+            out.append(
+                f"  {c.replicas:>4} x tp{c.tp:<2} {c.accelerator:<14} e2e p95 {_ms(c.latency_s.get('e2e_p95_s')):>12}  {cost}"
+            )
     if plan.rejected:
         out += ["", "Rejected:"] + [f"  {a}: {r}" for a, r in plan.rejected]
     if plan.assumptions:

@@ -210,7 +210,7 @@ def _check_tpot_possible(spec: InferenceSpec, ids: list[str]) -> None:
             t = float(rep.decode_step_s(1.0, 1.0))
             if t < best:
                 best, where = t, f"{tp} x {acc.id}"
-    if best > limit:
+    if math.isfinite(best) and best > limit:  # (nothing fitting is reported by the fit check)
         raise Infeasible(
             f"No allowed accelerator can meet a TPOT of {limit * 1e3:.1f} ms for {spec.model.name}.",
             f"Reading the weights once per token takes at least {best * 1e3:.1f} ms even at batch 1 "
@@ -218,6 +218,37 @@ def _check_tpot_possible(spec: InferenceSpec, ids: list[str]) -> None:
             f"Relax slo.tpot to at least {math.ceil(best * 1e4) / 10:.1f}ms, quantise the weights further, "
             "or allow a faster accelerator.",
         )
+
+
+def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
+    """The smallest change that makes the model fit: a lower weight precision on an allowed
+    accelerator, or an accelerator with more memory from the catalog."""
+    ladder = ["bf16", "fp8", "int8", "int4"]
+    start = ladder.index(spec.serving.weight_precision) + 1 if spec.serving.weight_precision in ladder else 1
+    for prec in ladder[start:]:
+        for acc_id in ids:
+            acc = get_accelerator(acc_id)
+            for tp in TP_OPTIONS:
+                if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+                    continue
+                rep = Replica.build(spec.model, acc, node_for(acc.id), tp, prec, spec.serving.kv_precision)
+                if rep.fits:
+                    return f"Set serving.weight_precision: {prec} (fits on {tp} x {acc.id})."
+    for acc in accelerators().values():
+        for tp in TP_OPTIONS:
+            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+                continue
+            rep = Replica.build(
+                spec.model,
+                acc,
+                node_for(acc.id),
+                tp,
+                spec.serving.weight_precision,
+                spec.serving.kv_precision,
+            )
+            if rep.fits:
+                return f"Allow {acc.id} (fits on {tp} GPUs) in targets.accelerators."
+    return "Quantise the weights further or use a smaller model."
 
 
 def plan_serving(spec: InferenceSpec) -> ServingPlan:
@@ -276,8 +307,9 @@ def plan_serving(spec: InferenceSpec) -> ServingPlan:
     if not options:
         raise Infeasible(
             f"{spec.model.name} does not fit on any allowed accelerator at any tensor-parallel degree.",
-            f"Its {spec.serving.weight_precision} weights exceed what the largest scale-up domain holds.",
-            "Quantise the weights (serving.weight_precision: fp8 or int4) or allow accelerators with more memory.",
+            f"Its {spec.serving.weight_precision} weights and a minimal KV cache exceed what one scale-up "
+            "domain of the allowed accelerators holds.",
+            _smallest_fit_hint(spec, ids),
         )
     options.sort(key=lambda o: o[0])
     evaluated: list[ServingCandidate] = []
