@@ -143,3 +143,13 @@ def test_model_that_fits_nowhere_names_the_smallest_change() -> None:
         plan_serving(spec)
     # 405B in bf16 is 810 GB: more than 8 x 80 GB; in fp8 (405 GB) it fits on 8 GPUs
     assert "weight_precision: fp8" in exc.value.message() and "8 x a100-sxm-80gb" in exc.value.message()
+
+
+def test_quantisation_is_searched_when_allowed() -> None:
+    only_bf16 = plan_serving(_spec(traffic={"rate": 150}, targets={"tp": None})).best
+    searched = plan_serving(
+        _spec(traffic={"rate": 150}, targets={"tp": None, "weight_precisions": ["bf16", "fp8"]})
+    ).best
+    assert searched.weight_precision == "fp8"  # H100 runs fp8 natively: cheaper per request
+    assert searched.cost_usd_per_hour is not None and only_bf16.cost_usd_per_hour is not None
+    assert searched.cost_usd_per_hour <= only_bf16.cost_usd_per_hour

@@ -285,10 +285,9 @@ def plan_serving(spec: InferenceSpec) -> ServingPlan:
             else [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
         )
         fitted = False
-        for tp in tps:
-            rep = Replica.build(
-                spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
-            )
+        precisions = list(dict.fromkeys(tgt.weight_precisions or [spec.serving.weight_precision]))
+        for tp, prec in ((t, p) for t in tps for p in precisions):
+            rep = Replica.build(spec.model, acc, node, tp, prec, spec.serving.kv_precision)
             if not rep.fits:
                 continue
             fitted = True
@@ -365,7 +364,9 @@ def _score(c: ServingCandidate, objective: str) -> float:
 
 
 def _why(loser: ServingCandidate, winner: ServingCandidate, objective: str) -> str:
-    parts = [f"{loser.replicas} x tp{loser.tp} = {loser.gpus} GPUs vs {winner.gpus}"]
+    parts = [
+        f"{loser.replicas} x tp{loser.tp} ({loser.weight_precision}) = {loser.gpus} GPUs vs {winner.gpus}"
+    ]
     if loser.cost_usd_per_hour is not None and winner.cost_usd_per_hour:
         parts.append(f"{loser.cost_usd_per_hour / winner.cost_usd_per_hour - 1:+.0%} cost per hour")
     parts.append(f"{loser.replica_capacity_rps:.2f} req/s per replica within SLO")

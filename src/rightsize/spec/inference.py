@@ -314,6 +314,13 @@ class InferenceTargets(BaseModel):
     replicas: Annotated[CountInt, POSITIVE] | None = Field(
         default=None, description="A fixed number of model replicas; null lets the search choose."
     )
+    weight_precisions: list[Precision] | None = Field(
+        default=None,
+        description=(
+            "Weight precisions (quantisations) the search may choose from, e.g. [bf16, fp8, int4]; "
+            "accuracy is the user's call, so the default is only serving.weight_precision."
+        ),
+    )
     objective: Literal["cost", "gpus", "latency"] = Field(
         default="cost",
         description="What the search minimises among deployments that meet the SLOs: cost, GPU count or latency.",
