@@ -124,3 +124,10 @@ def test_405b_over_every_accelerator_plans() -> None:
     plan = plan_training(load_spec(EXAMPLES / "llama3.1-405b-pretrain.yaml"))
     assert plan.best.time_to_train_s is not None and plan.best.time_to_train_s <= 90 * 86400
     assert plan.configs_evaluated > 100_000
+
+
+def test_cost_objective_uses_the_price_table() -> None:
+    plan = plan_training(_spec(targets={"accelerators": ["h100-sxm", "a100-sxm-80gb"], "objective": "cost"}))
+    assert plan.objective == "cost" and plan.best.cost_usd is not None
+    for c, _ in plan.alternatives:
+        assert c.cost_usd is not None and c.cost_usd >= plan.best.cost_usd

@@ -54,7 +54,14 @@ def candidate_lines(c: Candidate) -> list[str]:
         f"{c.tokens_per_s_per_gpu:,.0f} tokens/s per GPU",
     ]
     if c.time_to_train_s is not None:
-        lines.append(f"  time to train {_fmt_days(c.time_to_train_s)}   {c.gpu_hours:,.0f} GPU-hours")
+        cost = f"   ${c.cost_usd:,.0f} on demand" if c.cost_usd is not None else ""
+        lines.append(f"  time to train {_fmt_days(c.time_to_train_s)}   {c.gpu_hours:,.0f} GPU-hours{cost}")
+        if c.reliability:
+            r = c.reliability
+            lines.append(
+                f"  goodput {r['goodput']:.1%} (an interruption every {r['mtbf_s'] / 3600:,.1f} h, "
+                f"checkpoint every {r['checkpoint_interval_s'] / 60:,.0f} min)"
+            )
     lines.append("  step breakdown:")
     total = c.step_time_s
     for key, label in _STEP_LABELS.items():

@@ -24,6 +24,7 @@ from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.pareto import pareto_front
+from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
 from rightsize.sizing.reliability import checkpoint_bytes, goodput
 from rightsize.spec.training import TrainingSpec
@@ -106,7 +107,14 @@ def _candidate(
         time_to_train_s=ttt,
         gpu_hours=gpus * ttt / HOUR_S if ttt is not None else None,
         reliability=notes,
+        cost_usd=_cloud_cost(acc.id, gpus, ttt),
     )
+
+
+def _cloud_cost(acc_id: str, gpus: int, seconds: float | None) -> float | None:
+    """On-demand cloud cost of the run from the dated price table, when it has the accelerator."""
+    hourly = replica_cost_usd_per_hour(acc_id, gpus)
+    return hourly * seconds / HOUR_S if hourly is not None and seconds is not None else None
 
 
 def _best_per_count(gpus: np.ndarray, step_time: np.ndarray, fits: np.ndarray) -> np.ndarray:
@@ -245,8 +253,13 @@ def plan_training(
         )
     objective = tgt.objective
     if objective == "cost":
-        assumptions.append("No price table yet: the cost objective ranks by GPU-hours.")
-        objective = "gpu_hours"
+        priced = [o for o in in_time if o[0].cost_usd is not None]
+        if priced:
+            assumptions.append("Cost is the on-demand cloud price per GPU-hour from the dated price table.")
+            in_time = priced
+        else:
+            assumptions.append("No allowed accelerator has a price: the cost objective ranks by GPU-hours.")
+            objective = "gpu_hours"
 
     def key(o: tuple[Candidate, _Evaluated, int]) -> tuple[float, float]:
         return (o[0].objective(objective), o[0].step_time_s)
