@@ -324,7 +324,7 @@ def plan_serving(spec: InferenceSpec) -> ServingPlan:
             rejected.append((rep.hw.accelerator_id, f"tp{tp}: even a trickle of requests misses the SLOs"))
             continue
         replicas = tgt.replicas or max(1, math.ceil(design / (cap * pol.utilisation_target)))
-        cand = _candidate(rep, spec, node_id, tp, replicas, cap, design)
+        cand = _candidate(rep, spec, wl, node_id, tp, replicas, cap, design)
         evaluated.append(cand)
         score = _score(cand, spec.targets.objective)
         best_of[acc_id] = min(best_of.get(acc_id, math.inf), score)
@@ -385,9 +385,15 @@ def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:
 
 
 def _candidate(
-    rep: Replica, spec: InferenceSpec, node_id: str, tp: int, replicas: int, cap: float, design: float
+    rep: Replica,
+    spec: InferenceSpec,
+    wl: _Workload,
+    node_id: str,
+    tp: int,
+    replicas: int,
+    cap: float,
+    design: float,
 ) -> ServingCandidate:
-    wl = _workload(spec, CAPACITY_REQUESTS)
     res = _run(rep, spec, wl, design / replicas)
     c = ServingCandidate(
         accelerator=rep.hw.accelerator_id,
