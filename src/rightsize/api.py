@@ -1,11 +1,14 @@
 """The Python API, mirroring the command line: `plan(spec)` and `estimate(spec)`.
 
-A spec is a path to a YAML file, a dict of the same shape, or a parsed spec
-(`TrainingSpec` or `InferenceSpec`); the spec's `kind` picks the planner.
+A spec is a path to a YAML file, a dict of the same shape, or a parsed spec; the spec's
+type picks the planner in `PLANNERS`. Every planner returns a plan whose `demand` says what
+the chosen configuration asks of the infrastructure; `plan` then sizes that (nodes, fabric,
+storage, power, reliability, cost, margins, growth) into `plan.sizing`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,26 +17,61 @@ from rightsize.search.serving import ServingPlan, plan_serving
 from rightsize.search.train import TrainingPlan, plan_training
 from rightsize.spec import InferenceSpec, TrainingSpec, load_spec, parse_spec
 
-AnySpec = TrainingSpec | InferenceSpec
+AnySpec = Any  # TrainingSpec | InferenceSpec | any spec kind registered in PLANNERS
+Calibration = dict[str, dict[str, float]]  # accelerator id -> Hardware field overrides
+
+
+def _plan_training(spec: TrainingSpec, calibration: Calibration | None) -> TrainingPlan:
+    return plan_training(spec, calibration)
+
+
+def _plan_serving(spec: InferenceSpec, calibration: Calibration | None) -> ServingPlan:
+    return plan_serving(spec)
+
+
+# spec class -> planner(spec, calibration). A new workload kind adds its entry here.
+PLANNERS: dict[type, Callable[[Any, Calibration | None], Any]] = {
+    TrainingSpec: _plan_training,
+    InferenceSpec: _plan_serving,
+}
 
 
 def _as_spec(spec: str | Path | dict[str, Any] | AnySpec) -> AnySpec:
-    if isinstance(spec, TrainingSpec | InferenceSpec):
+    if isinstance(spec, tuple(PLANNERS)):
         return spec
     if isinstance(spec, dict):
         return parse_spec(spec, Path.cwd())
     return load_spec(spec)
 
 
-def plan(spec: str | Path | dict[str, Any] | AnySpec) -> TrainingPlan | ServingPlan:
-    """Search hardware and layouts for the spec; the best plan with alternatives."""
-    s = _as_spec(spec)
-    if isinstance(s, InferenceSpec):
-        return plan_serving(s)
-    return plan_training(s)
+def _calibration(calibration: str | Path | Calibration | None) -> Calibration | None:
+    if calibration is None or isinstance(calibration, dict):
+        return calibration
+    from rightsize.profile.calibration_file import load_calibration
+
+    return load_calibration(Path(calibration))
 
 
-def estimate(spec: str | Path | dict[str, Any] | AnySpec) -> TrainingPlan | ServingPlan:
+def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
+    result = PLANNERS[type(spec)](spec, _calibration(calibration))
+    demand = getattr(result, "demand", None)
+    if demand is not None:
+        from rightsize.sizing.plan import size
+
+        result.sizing = size(demand, spec.infrastructure, getattr(spec, "policy", None))
+    return result
+
+
+def plan(
+    spec: str | Path | dict[str, Any] | AnySpec, calibration: str | Path | Calibration | None = None
+) -> Any:
+    """Search hardware and layouts for the spec; the best plan with alternatives and its sizing."""
+    return _run(_as_spec(spec), calibration)
+
+
+def estimate(
+    spec: str | Path | dict[str, Any] | AnySpec, calibration: str | Path | Calibration | None = None
+) -> Any:
     """Evaluate one configuration: the spec must fix the accelerator (and, for training,
     the GPU count). Settings it leaves blank are chosen by search on that hardware."""
     s = _as_spec(spec)
@@ -45,12 +83,11 @@ def estimate(spec: str | Path | dict[str, Any] | AnySpec) -> TrainingPlan | Serv
                 f"It needs exactly one accelerator (got {accs or 'all'}).",
                 "Set `targets.accelerators: [h100-sxm]` (and `targets.tp`), or use `rightsize plan` to search.",
             )
-        return plan_serving(s)
-    if s.targets.gpus is None or len(accs) != 1:
+    elif isinstance(s, TrainingSpec) and (s.targets.gpus is None or len(accs) != 1):
         raise BadInput(
             "`estimate` evaluates one configuration, but the spec leaves the hardware open.",
             f"It needs exactly one accelerator and a GPU count (got accelerators={accs or 'all'}, "
             f"gpus={s.targets.gpus}).",
             "Set `targets.accelerators: [h100-sxm]` and `targets.gpus: 1024`, or use `rightsize plan` to search.",
         )
-    return plan_training(s)
+    return _run(s, calibration)

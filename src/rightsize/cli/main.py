@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from rightsize import __version__
+from rightsize.cli.profile_cmds import register as register_profile_commands
 from rightsize.errors import BadInput, RightsizeError
+from rightsize.report.render import FORMATS
 
 
 def _emit(text: str, output: str | None) -> None:
@@ -28,28 +30,16 @@ def _json(obj: Any) -> str:
 def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     from rightsize.api import estimate as run_estimate
     from rightsize.api import plan as run_plan
-    from rightsize.report.plan_json import plan_dict
-    from rightsize.report.text import render_plan
-    from rightsize.search.train import TrainingPlan
+    from rightsize.report.render import render
 
-    result = run_estimate(args.spec) if estimate else run_plan(args.spec)
-    if not isinstance(result, TrainingPlan):
-        from rightsize.report.serving_text import render_serving, serving_dict
-
-        if args.format == "json":
-            _emit(_json(serving_dict(result)), args.output)
-        else:
-            _emit(render_serving(result, "Serving estimate" if estimate else "Serving plan"), args.output)
-        return 0
-    if args.format == "json":
-        _emit(_json(plan_dict(result)), args.output)
-    else:
-        _emit(render_plan(result, "Estimate" if estimate else "Plan"), args.output)
+    run = run_estimate if estimate else run_plan
+    result = run(args.spec, calibration=args.calibration)
+    _emit(render(result, args.format, "Estimate" if estimate else "Plan"), args.output)
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from rightsize.report.validation_text import render_validation
+    from rightsize.report.render import render
     from rightsize.validate.cases import bundled_paths
     from rightsize.validate.run import validate_paths
 
@@ -66,10 +56,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     result = validate_paths(paths, progress)
     if progress:
         sys.stderr.write("\r" + " " * 62 + "\r")
-    if args.format == "json":
-        _emit(_json(result), args.output)
-    else:
-        _emit(render_validation(result), args.output)
+    _emit(render(result, args.format, "Validation"), args.output)
     return 0
 
 
@@ -103,18 +90,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_: str, fmt: tuple[str, ...] = ("table", "json")) -> argparse.ArgumentParser:
+        """A subcommand with --format (choices `fmt`, the first is the default) and -o."""
         sp = sub.add_parser(name, help=help_, description=help_)
         sp.add_argument("--format", choices=fmt, default=fmt[0], help="output format (default: %(default)s)")
         sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
         return sp
 
-    sp = add("plan", "search accelerators, counts and parallel layouts for a workload spec")
+    sp = add("plan", "search accelerators, counts and parallel layouts for a workload spec", FORMATS)
     sp.add_argument("spec", help="workload spec (YAML); see `rightsize schema` and examples/")
+    sp.add_argument("--calibration", metavar="FILE", help="calibration file from `rightsize calibrate`")
     sp.set_defaults(func=cmd_plan)
-    sp = add("estimate", "evaluate one configuration (fixed accelerator and GPU count)")
+    sp = add("estimate", "evaluate one configuration (fixed accelerator and GPU count)", FORMATS)
     sp.add_argument("spec", help="workload spec (YAML) with targets.gpus and one accelerator")
+    sp.add_argument("--calibration", metavar="FILE", help="calibration file from `rightsize calibrate`")
     sp.set_defaults(func=lambda a: cmd_plan(a, estimate=True))
-    sp = add("validate", "prediction error against published runs")
+    sp = add("validate", "prediction error against published runs", FORMATS)
     sp.add_argument("csv", nargs="*", help="CSV files of cases (default: the bundled published runs)")
     sp.add_argument("--holdout", action="store_true", help="also check the held-out published runs")
     sp.set_defaults(func=cmd_validate)
@@ -123,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("models", "list model presets").set_defaults(func=cmd_models)
     add("schema", "print the JSON Schema of the workload spec", fmt=("json",)).set_defaults(func=cmd_schema)
+    register_profile_commands(sub, add)
     return p
 
 

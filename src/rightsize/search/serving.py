@@ -22,6 +22,7 @@ from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throughput
 from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.traffic import arrival_times, sample_lengths
+from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.spec.inference import InferenceSpec, LengthDist
 
@@ -72,6 +73,10 @@ class ServingPlan:
     assumptions: list[str]
     seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
+    # Filled after the search: what the chosen configuration asks of the infrastructure,
+    # and the bill of materials the sizing package derives from it (see api.plan).
+    demand: Demand | None = None
+    sizing: Any = None
 
 
 def _lengths(d: LengthDist, n: int, rng: np.random.Generator) -> np.ndarray:

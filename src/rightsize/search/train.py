@@ -23,6 +23,7 @@ from rightsize.perf.params import count_params
 from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.candidates import Candidate, explain_difference
+from rightsize.search.demand import Demand
 from rightsize.search.pareto import pareto_front
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
@@ -60,6 +61,10 @@ class TrainingPlan:
     configs_evaluated: int
     search_seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
+    # Filled after the search: what the chosen configuration asks of the infrastructure,
+    # and the bill of materials the sizing package derives from it (see api.plan).
+    demand: Demand | None = None
+    sizing: Any = None
 
 
 def workload_from_spec(spec: TrainingSpec) -> TrainWorkload:

@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
 from rightsize.spec.model import ModelArch
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, POSITIVE, all_means_every, resolve_model_field
@@ -387,6 +388,10 @@ class InferenceSpec(BaseModel):
         description="Accelerator choices, fixed tensor parallelism or replica count, and the objective.",
     )
     policy: Policy = Field(default_factory=Policy, description="Headroom and utilisation margins.")
+    infrastructure: Infrastructure = Field(
+        default_factory=Infrastructure,
+        description="Facility, fabric, storage, cost, growth around the replicas (margins come from `policy`).",
+    )
     seed: int = Field(default=0, description="Seed of the request simulation, for reproducible results.")
 
     @field_validator("model", mode="before")

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.model import ModelArch
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, all_means_every, resolve_model_field
 from rightsize.spec.shared import POSITIVE as _POSITIVE
@@ -168,6 +169,10 @@ class TrainingSpec(BaseModel):
     )
     parallel: ParallelSettings = Field(
         default_factory=ParallelSettings, description="Parallelism fixed by the user; the rest is searched."
+    )
+    infrastructure: Infrastructure = Field(
+        default_factory=Infrastructure,
+        description="Facility, fabric, storage, cost, margins, growth and schedule around the accelerators.",
     )
 
     @field_validator("model", mode="before")
