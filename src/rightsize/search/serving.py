@@ -24,6 +24,7 @@ from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.traffic import arrival_times, sample_lengths
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_demand import serving_demand
 from rightsize.spec.inference import InferenceSpec, LengthDist
 
 TP_OPTIONS = (1, 2, 4, 8, 16, 32, 64)
@@ -357,6 +358,7 @@ def plan_serving(spec: InferenceSpec) -> ServingPlan:
         rejected=rejected,
         assumptions=assumptions,
         seconds=time.perf_counter() - started,
+        demand=serving_demand(spec, best),
     )
 
 
@@ -530,6 +532,7 @@ def _plan_batch_scenario(spec: InferenceSpec, ids: list[str], started: float) ->
         scenario=spec.serving.scenario,
         objective=spec.targets.objective,
         best=cands[0],
+        demand=serving_demand(spec, cands[0]),
         alternatives=[(c, "") for c in cands[1:6]],
         pareto=[],
         rejected=rejected,

@@ -27,6 +27,7 @@ from rightsize.search.demand import Demand
 from rightsize.search.pareto import pareto_front
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
+from rightsize.search.train_demand import training_demand
 from rightsize.sizing.reliability import checkpoint_bytes, goodput
 from rightsize.spec.training import TrainingSpec
 
@@ -289,6 +290,7 @@ def plan_training(
             )
     runner = _runner_up_layout(best_ev, best_i, w, train_tokens, best, objective)
     front = pareto_front([o[0] for o in options])
+    demand = training_demand(spec, w, best_ev.cfg, best_i, best_ev.hw, best)
     return TrainingPlan(
         name=spec.name or spec.model.name,
         model=spec.model.name,
@@ -302,6 +304,7 @@ def plan_training(
         assumptions=assumptions,
         configs_evaluated=n_configs,
         search_seconds=time.perf_counter() - started,
+        demand=demand,
     )
 
 
