@@ -182,7 +182,18 @@ def plan_training(
     tgt = spec.targets
     assumptions: list[str] = []
     train_tokens = spec.training.train_tokens
-    deadline = tgt.deadline_s
+    schedule = spec.infrastructure.schedule
+    bare_deadline = tgt.deadline_s or (schedule.turnaround if schedule else None)
+    margin = spec.infrastructure.margins.safety_margin
+    # The safety margin applies to the time budget: plan to finish by deadline / (1 + m).
+    deadline = bare_deadline / (1.0 + margin) if bare_deadline else None
+    if bare_deadline and not tgt.deadline_s:
+        assumptions.append(f"The recurring job's turnaround ({bare_deadline / 3600:g} h) is the deadline.")
+    if deadline:
+        assumptions.append(
+            f"Safety margin {margin:.0%} on the time budget: the plan aims to finish within "
+            f"{deadline / DAY_S:.1f} of the {bare_deadline / DAY_S:.1f} days."
+        )
     if tgt.gpus is None and train_tokens is None:
         raise BadInput(
             "Nothing to size against: neither a GPU count nor a run length was given.",
@@ -250,12 +261,15 @@ def plan_training(
     if not in_time:
         fastest = min(options, key=lambda o: o[0].time_to_train_s or math.inf)[0]
         assert fastest.time_to_train_s is not None and deadline is not None
+        assert bare_deadline is not None
+        need_days = math.ceil(fastest.time_to_train_s * (1.0 + margin) / DAY_S)
         raise Infeasible(
-            f"The deadline of {deadline / DAY_S:.1f} days cannot be met with {', '.join(ids)}.",
+            f"The deadline of {bare_deadline / DAY_S:.1f} days (planned to {deadline / DAY_S:.1f} days with the "
+            f"{margin:.0%} safety margin) cannot be met with {', '.join(ids)}.",
             f"The fastest plan found takes {fastest.time_to_train_s / DAY_S:.1f} days "
             f"({fastest.gpus} x {fastest.accelerator}, MFU {fastest.mfu:.0%}).",
-            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s / DAY_S)}d, "
-            "reduce training.train_tokens, or allow a faster accelerator.",
+            f"Extend targets.deadline to at least {need_days}d (or lower "
+            "infrastructure.margins.safety_margin), reduce training.train_tokens, or allow a faster accelerator.",
         )
     objective = tgt.objective
     if objective == "cost":
@@ -291,6 +305,18 @@ def plan_training(
     runner = _runner_up_layout(best_ev, best_i, w, train_tokens, best, objective)
     front = pareto_front([o[0] for o in options])
     demand = training_demand(spec, w, best_ev.cfg, best_i, best_ev.hw, best)
+    base = [
+        o[0]
+        for o in options
+        if o[0].accelerator == best.accelerator
+        and bare_deadline is not None
+        and (o[0].time_to_train_s or math.inf) <= bare_deadline
+    ]
+    extra = {
+        "bare_deadline_s": bare_deadline,
+        "safety_margin": margin,
+        "base_gpus": min((c.gpus for c in base), default=None),
+    }
     return TrainingPlan(
         name=spec.name or spec.model.name,
         model=spec.model.name,
@@ -305,6 +331,7 @@ def plan_training(
         configs_evaluated=n_configs,
         search_seconds=time.perf_counter() - started,
         demand=demand,
+        extra=extra,
     )
 
 

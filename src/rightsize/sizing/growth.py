@@ -1,0 +1,136 @@
+"""Growth: a staged expansion plan in scalable units over the planning horizon.
+
+The need grows each year by a factor F: for training (a fixed time budget per run) the
+compute per run scales with model size x data, F = (1 + g_model)(1 + g_data); for serving
+the compute scales with traffic x model size, F = (1 + g_traffic)(1 + g_model) (decode reads
+every weight per step, so cost per token tracks parameter count); for recurring jobs with
+the job count x model size. GPUs are assumed to scale linearly with the need (the knee
+policy keeps the cluster in its near-linear range).
+
+Capacity is bought in scalable units (SU) of nodes with their share of fabric and
+storage (NVIDIA's DGX SuperPOD reference architecture builds in SUs of 32 nodes; smaller
+clusters use their own size). Stage k is needed when the need first exceeds the capacity
+installed before it: at t = ln(installed_nodes / nodes_today) / ln(F) years. Each stage
+is checked against the fabric's largest size without a new switch tier and against the
+facility's power cap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rightsize.search.demand import Demand
+from rightsize.spec.infrastructure import Growth
+
+# NVIDIA DGX SuperPOD (H100/H200/B200) reference architecture: one scalable unit = 32 nodes.
+SUPERPOD_SU_NODES = 32
+
+
+def yearly_factor(demand: Demand, growth: Growth) -> float:
+    if demand.continuous:
+        return (1 + growth.traffic_growth_per_year) * (1 + growth.model_growth_per_year)
+    if demand.runs_per_month is not None:  # recurring jobs: more jobs, bigger models
+        return (1 + growth.traffic_growth_per_year) * (1 + growth.model_growth_per_year)
+    return (1 + growth.model_growth_per_year) * (1 + growth.data_growth_per_year)
+
+
+def scalable_unit_nodes(nodes_today: int, growth: Growth) -> int:
+    if growth.scalable_unit_nodes:
+        return growth.scalable_unit_nodes
+    return min(SUPERPOD_SU_NODES, max(1, nodes_today))
+
+
+@dataclass(frozen=True)
+class Stage:
+    stage: int
+    needed_at_years: float
+    nodes: int  # installed after this stage
+    gpus: int
+    scalable_units: int
+    added_nodes: int
+    added_capex_usd: float | None
+    facility_power_w: float
+    fabric_ok: bool
+    power_ok: bool
+
+
+@dataclass(frozen=True)
+class GrowthPlan:
+    horizon_years: float
+    yearly_need_factor: float
+    scalable_unit_nodes: int
+    stages: list[Stage]
+    checks: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "horizon_years": self.horizon_years,
+            "yearly_need_factor": self.yearly_need_factor,
+            "scalable_unit_nodes": self.scalable_unit_nodes,
+            "stages": [asdict(s) for s in self.stages],
+            "checks": self.checks,
+        }
+
+
+def growth_plan(
+    demand: Demand,
+    growth: Growth,
+    nodes_today: int,
+    gpus_per_node: int,
+    capex_usd_per_node: float | None,
+    facility_power_w_today: float,
+    fabric_max_nodes: int,
+    power_cap_w: float | None,
+) -> GrowthPlan:
+    factor = yearly_factor(demand, growth)
+    su = scalable_unit_nodes(nodes_today, growth)
+    w_per_node = facility_power_w_today / max(nodes_today, 1)
+
+    def stage(k: int, at: float, installed: int, added: int) -> Stage:
+        power = w_per_node * installed
+        return Stage(
+            stage=k,
+            needed_at_years=at,
+            nodes=installed,
+            gpus=installed * gpus_per_node,
+            scalable_units=math.ceil(installed / su),
+            added_nodes=added,
+            added_capex_usd=capex_usd_per_node * added if capex_usd_per_node is not None else None,
+            facility_power_w=power,
+            fabric_ok=installed <= fabric_max_nodes,
+            power_ok=power_cap_w is None or power <= power_cap_w,
+        )
+
+    installed = math.ceil(nodes_today / su) * su
+    stages = [stage(0, 0.0, installed, installed)]
+    checks: list[str] = []
+    if factor > 1.0:
+        final_need = math.ceil(nodes_today * factor**growth.horizon_years - 1e-9)
+        while installed < final_need:
+            at = math.log(installed / nodes_today) / math.log(factor)
+            new = installed + su
+            stages.append(stage(len(stages), at, new, su))
+            installed = new
+            if len(stages) > 200:  # a runaway growth rate: stop listing, say so
+                checks.append("More than 200 expansion stages: raise scalable_unit_nodes or check the rates.")
+                break
+    else:
+        checks.append("No growth rates given: today's build is the whole plan.")
+    last = stages[-1]
+    if not last.fabric_ok:
+        first_bad = next(s for s in stages if not s.fabric_ok)
+        checks.append(
+            f"Stage {first_bad.stage} ({first_bad.nodes} nodes, year {first_bad.needed_at_years:.1f}) outgrows the "
+            f"fabric's {fabric_max_nodes}-node limit: plan the extra switch tier (or larger-radix switches) now."
+        )
+    if not last.power_ok:
+        first_bad = next(s for s in stages if not s.power_ok)
+        checks.append(
+            f"Stage {first_bad.stage} needs {first_bad.facility_power_w / 1e6:.2f} MW of facility power, over the "
+            f"{(power_cap_w or 0) / 1e6:.2f} MW cap, in year {first_bad.needed_at_years:.1f}."
+        )
+    if last.fabric_ok and last.power_ok and factor > 1.0:
+        checks.append("Today's fabric design and facility power take every stage of the horizon.")
+    return GrowthPlan(growth.horizon_years, factor, su, stages, checks)

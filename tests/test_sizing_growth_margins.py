@@ -1,0 +1,136 @@
+"""Margins, growth stages, the recurring-job pool and sensitivity swings, by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rightsize.perf.step import model_flops_per_token
+from rightsize.perf.workload import TrainWorkload
+from rightsize.search.demand import Demand
+from rightsize.sizing.growth import growth_plan, yearly_factor
+from rightsize.sizing.margins import policy_warnings, serving_margins, training_margins
+from rightsize.sizing.pool import size_pool
+from rightsize.sizing.sensitivity import ranked, swing, time_at_efficiency
+from rightsize.spec import get_preset
+from rightsize.spec.infrastructure import Growth, Schedule
+
+
+def _demand(**kw: object) -> Demand:
+    base: dict[str, object] = dict(
+        workload="pretraining",
+        name="t",
+        accelerator="h100-sxm",
+        node="hgx-h100",
+        gpus=1024,
+        compute_utilisation=0.4,
+        duty_cycle=1.0,
+        run_s=30 * 86400.0,
+        runs_per_month=None,
+        work_unit="token",
+        work_units_per_s=1e6,
+        work_units_total=1e12,
+        dataset_bytes=4e12,
+        data_read_bytes_per_s=4e6,
+        bytes_per_work_unit=4.0,
+        params=7e10,
+        weights_bytes=1.4e11,
+        checkpoint_bytes=9.8e11,
+    )
+    base.update(kw)
+    return Demand(**base)  # type: ignore[arg-type]
+
+
+def test_gpt3_training_flops_match_the_paper() -> None:
+    """GPT-3 175B on 300B tokens: 3.14e23 FLOPs (Brown et al. 2020, table D.1); 6 N T
+    with N = 174.6B non-embedding-dominated parameters gives the same to within 2%."""
+    w = TrainWorkload(
+        arch=get_preset("gpt3-175b"),
+        seq_len=2048,
+        global_batch=1536,
+        precision="bf16",
+        optimizer="adamw",
+        flash_attention=True,
+    )
+    total = model_flops_per_token(w) * 300e9
+    assert total == pytest.approx(3.14e23, rel=0.03)
+
+
+def test_training_margin_on_the_deadline_and_slack() -> None:
+    lines = training_margins(60 * 86400.0, 45 * 86400.0, 1536, 2048, 0.2)
+    budget = lines[0]
+    assert budget.base == pytest.approx(60.0)
+    assert budget.planned == pytest.approx(50.0)
+    gpus = lines[1]
+    assert (gpus.base, gpus.planned) == (1536, 2048)
+    assert gpus.margin_fraction == pytest.approx(2048 / 1536 - 1)
+
+
+def test_serving_margins_separate_utilisation_and_headroom() -> None:
+    d = _demand(workload="serving", run_s=None, replicas=6, base_rate_rps=50.0, design_rate_rps=60.0)
+    bare, util, head = serving_margins(
+        d, replica_capacity_rps=12.0, safety_margin=0.2, utilisation_target=0.8
+    )
+    assert bare.planned == pytest.approx(60.0)
+    # 50 / 12 -> 5 replicas bare; 50 / (12 x 0.8) = 5.2 -> 6 at the target
+    assert (util.base, util.planned) == (5, 6)
+    assert head.base == 6 and head.planned == 6
+
+
+def test_margins_outside_typical_ranges_are_called_out() -> None:
+    assert policy_warnings(0.2, 0.8) == []
+    msgs = policy_warnings(0.05, 0.95)
+    assert len(msgs) == 2 and "5%" in msgs[0] and "95%" in msgs[1]
+
+
+def test_growth_stages_follow_the_compounded_need() -> None:
+    """Model x2 and data x1.5 a year: need x3 a year. 64 nodes today in SUs of 32:
+    after 2 years 576 nodes, i.e. 16 more SUs; stage k comes at ln(installed/64)/ln 3."""
+    d = _demand()
+    g = Growth(horizon_years=2, model_growth_per_year=1.0, data_growth_per_year=0.5)
+    assert yearly_factor(d, g) == pytest.approx(3.0)
+    plan = growth_plan(d, g, 64, 8, 400_000.0, 1e6, fabric_max_nodes=256, power_cap_w=None)
+    assert plan.stages[0].nodes == 64
+    assert plan.stages[-1].nodes == 576
+    assert len(plan.stages) == 1 + (576 - 64) // 32
+    assert plan.stages[1].needed_at_years == pytest.approx(0.0)  # 64 nodes are full on day one
+    assert plan.stages[2].needed_at_years == pytest.approx(math.log(96 / 64) / math.log(3))
+    assert plan.stages[1].added_capex_usd == pytest.approx(32 * 400_000.0)
+    first_over = next(s for s in plan.stages if not s.fabric_ok)
+    assert first_over.nodes == 288
+    assert any("256-node limit" in c for c in plan.checks)
+
+
+def test_no_growth_is_a_single_stage() -> None:
+    plan = growth_plan(_demand(), Growth(), 10, 8, None, 1e5, fabric_max_nodes=1000, power_cap_w=2e5)
+    assert [s.nodes for s in plan.stages] == [10]
+    assert plan.stages[0].power_ok
+
+
+def test_weekly_pool_is_elastic_when_mostly_idle() -> None:
+    """One 10-hour job a week on 8 GPUs: 10/168 = 6% busy -> rent per job."""
+    pool = size_pool(Schedule(jobs_per_week=1, turnaround=86400.0), 10 * 3600.0, 8, 0.8)
+    assert pool.concurrent_jobs_mean == pytest.approx(10 / 168)
+    assert pool.pool_job_slots == 1
+    assert pool.busy_gpu_hours_per_week == pytest.approx(80.0)
+    assert pool.meets_turnaround
+    assert pool.recommendation.startswith("Elastic")
+
+
+def test_busy_pool_gets_enough_slots_for_the_target() -> None:
+    """100 jobs a week of 4 h: 400/168 = 2.38 concurrent; at 80% -> 3 slots (79% busy)."""
+    pool = size_pool(Schedule(jobs_per_week=100), 4 * 3600.0, 8, 0.8)
+    assert pool.pool_job_slots == 3
+    assert pool.pool_gpus == 24
+    assert pool.pool_utilisation_fraction == pytest.approx(400 / 168 / 3)
+    assert pool.recommendation.startswith("Dedicated")
+
+
+def test_efficiency_swing_scales_only_the_compute_share() -> None:
+    assert time_at_efficiency(100.0, 0.8, 0.5) == pytest.approx(100 * (0.8 / 0.5 + 0.2))
+    assert time_at_efficiency(100.0, 0.0, 0.5) == pytest.approx(100.0)
+    a = swing("a", ("lo", "hi"), (10.0, 100.0), (11.0, 110.0), (9.0, 90.0))
+    b = swing("b", ("lo", "hi"), (10.0, 100.0), (10.0, 70.0), (10.0, 130.0))
+    assert a.time_change_fraction_low == pytest.approx(0.1)
+    assert [s.assumption for s in ranked([a, b])] == ["b", "a"]
