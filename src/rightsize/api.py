@@ -58,7 +58,11 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
     if demand is not None:
         from rightsize.sizing.plan import size
 
-        result.sizing = size(demand, spec.infrastructure, getattr(spec, "policy", None))
+        extra = dict(getattr(result, "extra", None) or {})
+        best = getattr(result, "best", None)
+        if best is not None and hasattr(best, "replica_capacity_rps"):
+            extra["replica_capacity_rps"] = best.replica_capacity_rps
+        result.sizing = size(demand, spec.infrastructure, getattr(spec, "policy", None), extra)
     return result
 
 

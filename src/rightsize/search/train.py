@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
+from rightsize.catalog.prices import onprem_defaults
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
@@ -189,7 +190,7 @@ def plan_training(
     deadline = bare_deadline / (1.0 + margin) if bare_deadline else None
     if bare_deadline and not tgt.deadline_s:
         assumptions.append(f"The recurring job's turnaround ({bare_deadline / 3600:g} h) is the deadline.")
-    if deadline:
+    if deadline and bare_deadline:
         assumptions.append(
             f"Safety margin {margin:.0%} on the time budget: the plan aims to finish within "
             f"{deadline / DAY_S:.1f} of the {bare_deadline / DAY_S:.1f} days."
@@ -255,6 +256,9 @@ def plan_training(
             "Allow an accelerator with more memory, allow more GPUs (larger tp/pp shard the model further), "
             "or shorten training.seq_len / the micro-batch.",
         )
+    cap = spec.infrastructure.facility.power_cap_w
+    if cap is not None:
+        options = _under_power_cap(options, cap, spec, assumptions)
     if knee:
         options = _knee(options)
     in_time = [o for o in options if deadline is None or (o[0].time_to_train_s or 0.0) <= deadline]
@@ -269,7 +273,10 @@ def plan_training(
             f"The fastest plan found takes {fastest.time_to_train_s / DAY_S:.1f} days "
             f"({fastest.gpus} x {fastest.accelerator}, MFU {fastest.mfu:.0%}).",
             f"Extend targets.deadline to at least {need_days}d (or lower "
-            "infrastructure.margins.safety_margin), reduce training.train_tokens, or allow a faster accelerator.",
+            "infrastructure.margins.safety_margin), reduce training.train_tokens, or allow a faster accelerator"
+            + (
+                " or a higher infrastructure.facility.power_cap (it limits the cluster size)." if cap else "."
+            ),
         )
     objective = tgt.objective
     if objective == "cost":
@@ -332,6 +339,40 @@ def plan_training(
         search_seconds=time.perf_counter() - started,
         demand=demand,
         extra=extra,
+    )
+
+
+# Fabric switches and storage add to the nodes' own maximum power; a few percent at scale
+# (a 64-port 400G switch draws ~1.7 kW against ~80 kW for the 8 nodes on its ports).
+FACILITY_OVERHEAD_FRACTION = 0.05
+
+
+def facility_power_w(gpus: int, node: NodeType, pue: float) -> float:
+    """Facility power of a cluster at the nodes' maximum draw, with fabric and storage, x PUE."""
+    return math.ceil(gpus / node.gpus_per_node) * node.max_power_w * (1 + FACILITY_OVERHEAD_FRACTION) * pue
+
+
+def _under_power_cap(
+    options: list[tuple[Candidate, _Evaluated, int]], cap_w: float, spec: TrainingSpec, assumptions: list[str]
+) -> list[tuple[Candidate, _Evaluated, int]]:
+    """Drop clusters whose facility power exceeds the cap; none left is infeasible, with the
+    cap the smallest cluster would need."""
+    pue = spec.infrastructure.facility.pue or onprem_defaults().pue
+    fits = [o for o in options if facility_power_w(o[0].gpus, o[1].node, pue) <= cap_w]
+    if fits:
+        assumptions.append(
+            f"Facility power cap {cap_w / 1e6:.2f} MW (PUE {pue:g}, nodes at maximum draw): "
+            f"{len(options) - len(fits)} of {len(options)} cluster sizes exceed it."
+        )
+        return fits
+    smallest = min(options, key=lambda o: facility_power_w(o[0].gpus, o[1].node, pue))
+    need = facility_power_w(smallest[0].gpus, smallest[1].node, pue)
+    raise Infeasible(
+        f"No cluster fits under the facility power cap of {cap_w / 1e6:.3g} MW.",
+        f"The smallest feasible cluster ({smallest[0].gpus} x {smallest[0].accelerator}) needs {need / 1e6:.3g} MW "
+        f"at the nodes' maximum draw with PUE {pue:g}.",
+        f"Raise infrastructure.facility.power_cap to at least {math.ceil(need / 1e3)} kW, lower the PUE, "
+        "or allow a smaller model or more memory per GPU.",
     )
 
 

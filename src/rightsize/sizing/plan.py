@@ -8,5 +8,7 @@ from rightsize.search.demand import Demand
 from rightsize.spec.infrastructure import Infrastructure
 
 
-def size(demand: Demand, infra: Infrastructure, policy: Any = None) -> dict[str, Any] | None:
+def size(
+    demand: Demand, infra: Infrastructure, policy: Any = None, extra: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     return None
