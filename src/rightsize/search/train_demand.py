@@ -11,7 +11,7 @@ from rightsize.perf.params import count_params
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.candidates import Candidate
-from rightsize.search.demand import Demand
+from rightsize.search.demand import Demand, WorkloadKind
 from rightsize.sizing.reliability import checkpoint_bytes
 from rightsize.spec.training import TrainingSpec
 
@@ -57,13 +57,13 @@ def training_demand(
     train_tokens = spec.training.train_tokens
     params = count_params(w.arch).total
     method = getattr(spec.training, "method", "full")
-    recurring = spec.infrastructure.schedule is not None
-    workload = "fine_tuning" if method != "full" or recurring else "pretraining"
+    schedule = spec.infrastructure.schedule
+    workload: WorkloadKind = "fine_tuning" if method != "full" or schedule is not None else "pretraining"
     step = best.step
     compute_share = (step["compute_s"] + step["optimizer_s"]) / step["step_time_s"]
     ckpt = float(best.reliability.get("checkpoint_bytes", checkpoint_bytes(params, w.optimizer)))
     tb = token_bytes(w.arch.vocab)
-    runs_per_month = spec.infrastructure.schedule.jobs_per_week * 52.0 / 12.0 if recurring else None
+    runs_per_month = schedule.jobs_per_week * 52.0 / 12.0 if schedule is not None else None
     return Demand(
         workload=workload,
         name=spec.name or spec.model.name,

@@ -1,14 +1,343 @@
-"""Sizing a chosen configuration into a full bill of materials (assembled in later commits)."""
+"""Sizing a chosen configuration into a complete bill of materials.
+
+`size(demand, infrastructure, policy)` runs the sizing modules in dependency order:
+nodes and racks -> fabric -> reliability (cluster MTBF) -> storage (checkpoint write
+bandwidth from the MTBF) -> goodput with the storage as provisioned -> power and
+cooling (throttling) -> cost (cloud options, on-premises TCO, break-even) -> recurring
+pool -> margins -> growth stages -> sensitivity. Each module sees only the `Demand` and
+the spec's `infrastructure` section, never the performance model.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
+from rightsize.catalog import get_node
+from rightsize.catalog.prices import node_capex, onprem_defaults
+from rightsize.catalog.reliability import Reliability, reliability
+from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
+from rightsize.sizing.cost import CostPlan, size_cost
+from rightsize.sizing.fabric import FabricPlan, size_fabric
+from rightsize.sizing.growth import GrowthPlan, growth_plan
+from rightsize.sizing.margins import (
+    MarginLine,
+    policy_warnings,
+    serving_margins,
+    storage_margin,
+    training_margins,
+)
+from rightsize.sizing.nodes_racks import NodesRacks, size_nodes_racks
+from rightsize.sizing.pool import PoolPlan, size_pool
+from rightsize.sizing.power import PowerPlan, size_power
+from rightsize.sizing.reliability import HOURS_PER_MONTH, job_reliability, service_reliability
+from rightsize.sizing.sensitivity import (
+    CLOUD_PRICE_RANGE,
+    EFFICIENCY_RANGE,
+    ENERGY_PRICE_RANGE,
+    FAILURE_RATE_FACTORS,
+    GROWTH_FACTORS,
+    Swing,
+    ranked,
+    swing,
+    time_at_efficiency,
+)
+from rightsize.sizing.storage import StoragePlan, size_storage
 from rightsize.spec.infrastructure import Infrastructure
 
 
+@dataclass
+class Sizing:
+    demand: Demand
+    nodes: NodesRacks
+    fabric: FabricPlan
+    storage: StoragePlan
+    reliability: dict[str, Any]
+    power: PowerPlan
+    cost: CostPlan
+    run: dict[str, Any]
+    margins: list[MarginLine]
+    growth: GrowthPlan
+    sensitivity: list[Swing]
+    pool: PoolPlan | None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.demand.workload,
+            "run": self.run,
+            "nodes": self.nodes.as_dict(),
+            "fabric": self.fabric.as_dict(),
+            "storage": self.storage.as_dict(),
+            "reliability": self.reliability,
+            "power": self.power.as_dict(),
+            "cost": self.cost.as_dict(),
+            "pool": self.pool.as_dict() if self.pool else None,
+            "margins": [m.as_dict() for m in self.margins],
+            "growth": self.growth.as_dict(),
+            "sensitivity": [s.as_dict() for s in self.sensitivity],
+            "warnings": self.warnings,
+        }
+
+
+def headline_cost(cost: CostPlan, demand: Demand) -> tuple[float | None, bool]:
+    """The cost the sensitivity moves: cloud on-demand per run (per month for a service or
+    recurring jobs), else the on-premises figure; and whether it is the cloud's."""
+    monthly = demand.continuous or demand.runs_per_month is not None
+    if cost.cloud and "on_demand" in cost.cloud:
+        od = cost.cloud["on_demand"]
+        return (od.usd_per_month if monthly else od.usd_per_run), True
+    if cost.onprem is not None:
+        return (cost.onprem.usd_per_month if monthly else cost.onprem.usd_per_run), False
+    return None, False
+
+
 def size(
-    demand: Demand, infra: Infrastructure, policy: Any = None, extra: dict[str, Any] | None = None
-) -> dict[str, Any] | None:
-    return None
+    demand: Demand,
+    infra: Infrastructure,
+    policy: Any = None,
+    extra: dict[str, Any] | None = None,
+    rel: Reliability | None = None,
+) -> Sizing:
+    extra = extra or {}
+    rel = rel or reliability()
+    margin = float(getattr(policy, "headroom", infra.margins.safety_margin))
+    util = float(getattr(policy, "utilisation_target", infra.margins.utilisation_target))
+    warnings = policy_warnings(margin, util)
+    node = get_node(demand.node)
+    nr = size_nodes_racks(demand, node, infra.facility)
+    n = nr.nodes
+    fab = size_fabric(demand, node, n, infra.fabric, nodes_per_rack=nr.nodes_per_rack)
+
+    # Reliability first with the catalog's write rate (for the MTBF), then storage sized to
+    # it, then goodput again with the checkpoint written at the rate the storage provides.
+    job = not demand.continuous and demand.checkpoint_bytes > 0
+    mtbf_s = 3600.0 / (demand.gpus * rel.failure_rate_per_gpu_hour)
+    st = size_storage(demand, infra.storage, node, n, mtbf_s if job else None, margin)
+    run: dict[str, Any] = {}
+    interval_s = restart_s = None
+    if job:
+        # The checkpoint goes out at what the file system provides, limited by the nodes'
+        # client bandwidth (the catalog's per-node write rate).
+        provided = float(st.parallel_file_system.get("write_bytes_per_s") or 0.0)
+        client = rel.checkpoint_write_bytes_per_s_per_node * n
+        write = min(provided, client) if provided else client
+        gp, rel_dict = job_reliability(demand.gpus, n, demand.checkpoint_bytes, rel, write)
+        interval_s, restart_s = gp.checkpoint_interval_s, gp.restart_s
+        run_ideal = demand.run_s or 0.0
+        run_failures = run_ideal / gp.goodput
+    else:
+        rel_dict = service_reliability(demand.gpus, demand.gpus_per_replica or 1, demand.replicas or 1, rel)
+        run_ideal = run_failures = demand.run_s or 0.0
+    pw = size_power(
+        demand,
+        node,
+        n,
+        nr.racks,
+        fab.power_w,
+        st.power_w,
+        infra.facility,
+        run_failures or None,
+        cooling=nr.cooling,
+    )
+    run_s = run_failures * (1.0 + pw.throttle_slowdown) if run_failures else None
+    if demand.run_s:
+        run = {
+            "run_s_ideal": run_ideal,
+            "run_s_with_failures": run_failures,
+            "run_s": run_s,
+            "run_days": (run_s or 0.0) / 86400.0,
+            "gpu_hours": demand.gpus * (run_s or 0.0) / 3600.0,
+            "thermal_slowdown_fraction": pw.throttle_slowdown,
+        }
+    else:
+        run = {"hours_per_month": HOURS_PER_MONTH, "gpu_hours_per_month": demand.gpus * HOURS_PER_MONTH}
+    cost = size_cost(
+        demand,
+        node,
+        n,
+        run_s,
+        fab.capex_usd,
+        st.capex_usd,
+        st.cloud_usd_per_month,
+        pw.facility_power_typical_w,  # energy is paid at the typical draw
+        pw.it_power_typical_w,
+        interval_s,
+        restart_s,
+        infra.cost,
+        infra.facility.deployment,
+    )
+    pool = None
+    if infra.schedule is not None and run_s:
+        pool = size_pool(infra.schedule, run_s, demand.gpus, util)
+        if not pool.meets_turnaround:
+            warnings.append(
+                f"A job takes {pool.job_hours:.1f} h, over the {pool.turnaround_hours:.1f} h turnaround target."
+            )
+
+    margins: list[MarginLine] = []
+    if demand.continuous:
+        cap = (demand.design_rate_rps or 0.0) and extra.get("replica_capacity_rps", 0.0)
+        margins += serving_margins(demand, float(cap or 0.0), margin, util)
+    else:
+        margins += training_margins(
+            extra.get("bare_deadline_s"), run_s, extra.get("base_gpus"), demand.gpus, margin
+        )
+    margins.append(storage_margin(st.file_system_bytes + st.object_store_bytes, margin))
+
+    per_node_capex = _capex_per_node(node.id, fab.capex_usd, st.capex_usd, n)
+    gr = growth_plan(
+        demand,
+        infra.growth,
+        n,
+        node.gpus_per_node,
+        per_node_capex,
+        pw.facility_power_w,
+        fab.max_nodes,
+        infra.facility.power_cap_w,
+    )
+    swings = _sensitivity(demand, infra, rel, n, node.gpus_per_node, run_s, cost, pw, gr, per_node_capex, fab)
+    warnings += list(getattr(nr, "warnings", []) or [])
+    warnings += list(getattr(pw, "warnings", []) or [])
+    warnings += [c for c in gr.checks if "outgrows" in c or "over the" in c]
+    return Sizing(demand, nr, fab, st, rel_dict, pw, cost, run, margins, gr, swings, pool, warnings)
+
+
+def _capex_per_node(node_id: str, fabric_usd: float, storage_usd: float, nodes: int) -> float | None:
+    """Node price plus its share of fabric and storage: the cost of growing by one node."""
+    try:
+        return node_capex(node_id).capex_usd + (fabric_usd + storage_usd) / max(nodes, 1)
+    except BadInput:
+        return None
+
+
+def _sensitivity(
+    demand: Demand,
+    infra: Infrastructure,
+    rel: Reliability,
+    nodes: int,
+    gpus_per_node: int,
+    run_s: float | None,
+    cost: CostPlan,
+    pw: PowerPlan,
+    gr: GrowthPlan,
+    per_node_capex: float | None,
+    fab: FabricPlan,
+) -> list[Swing]:
+    base_cost, cloud_headline = headline_cost(cost, demand)
+    if base_cost is None:
+        return []
+    hours = (run_s or 0.0) / 3600.0 if run_s else HOURS_PER_MONTH
+    base_time = run_s or 1.0  # a service: 'time' stands for the capacity it needs
+    out: list[Swing] = []
+
+    def at_time(t: float) -> tuple[float, float]:
+        return t, base_cost * t / base_time
+
+    share = demand.compute_share_of_step
+    lo, hi = 1.0 - EFFICIENCY_RANGE, 1.0 + EFFICIENCY_RANGE
+    out.append(
+        swing(
+            "compute efficiency",
+            (f"-{EFFICIENCY_RANGE:.0%}", f"+{EFFICIENCY_RANGE:.0%}"),
+            (base_time, base_cost),
+            at_time(time_at_efficiency(base_time, share, lo)),
+            at_time(time_at_efficiency(base_time, share, hi)),
+        )
+    )
+    if run_s and demand.checkpoint_bytes > 0 and demand.run_s:
+        ends = []
+        for f in FAILURE_RATE_FACTORS:
+            r = Reliability(
+                rel.failure_rate_per_gpu_hour * f,
+                rel.restart_s,
+                rel.checkpoint_write_bytes_per_s_per_node,
+                rel.sources,
+            )
+            gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, r)
+            ends.append(at_time(demand.run_s / gp.goodput * (1.0 + pw.throttle_slowdown)))
+        base_gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel)
+        base_t = demand.run_s / base_gp.goodput * (1.0 + pw.throttle_slowdown)
+        out.append(
+            swing(
+                "failure rate",
+                (f"x{FAILURE_RATE_FACTORS[0]:g}", f"x{FAILURE_RATE_FACTORS[1]:g}"),
+                at_time(base_t),
+                ends[0],
+                ends[1],
+            )
+        )
+    if demand.step_s_by_nic_gbps and demand.step_s:
+        rates = sorted(demand.step_s_by_nic_gbps)
+        own = min(rates, key=lambda g: abs(demand.step_s_by_nic_gbps[g] - demand.step_s))  # type: ignore[operator]
+        i = rates.index(own)
+        if 0 < i < len(rates) - 1:
+            ratio_lo = demand.step_s_by_nic_gbps[rates[i - 1]] / demand.step_s
+            ratio_hi = demand.step_s_by_nic_gbps[rates[i + 1]] / demand.step_s
+            out.append(
+                swing(
+                    "scale-out bandwidth per GPU",
+                    (f"{rates[i - 1]:g} Gb/s", f"{rates[i + 1]:g} Gb/s"),
+                    (base_time, base_cost),
+                    at_time(base_time * ratio_lo),
+                    at_time(base_time * ratio_hi),
+                )
+            )
+    if cloud_headline:
+        out.append(
+            swing(
+                "cloud price",
+                (f"-{CLOUD_PRICE_RANGE:.0%}", f"+{CLOUD_PRICE_RANGE:.0%}"),
+                (base_time, base_cost),
+                (base_time, base_cost * (1 - CLOUD_PRICE_RANGE)),
+                (base_time, base_cost * (1 + CLOUD_PRICE_RANGE)),
+            )
+        )
+    else:
+        usd_per_kwh = infra.cost.electricity_usd_per_kwh or onprem_defaults().power_usd_per_kwh
+        energy_usd = pw.facility_power_typical_w / 1000.0 * hours * usd_per_kwh
+        out.append(
+            swing(
+                "energy price",
+                (f"-{ENERGY_PRICE_RANGE:.0%}", f"+{ENERGY_PRICE_RANGE:.0%}"),
+                (base_time, base_cost),
+                (base_time, base_cost - energy_usd * ENERGY_PRICE_RANGE),
+                (base_time, base_cost + energy_usd * ENERGY_PRICE_RANGE),
+            )
+        )
+    g = infra.growth
+    if per_node_capex is not None and gr.yearly_need_factor > 1.0:
+        total = sum(s.added_capex_usd or 0.0 for s in gr.stages)
+        capex_ends: list[float] = []
+        for f in GROWTH_FACTORS:
+            scaled = g.model_copy(
+                update={
+                    "model_growth_per_year": g.model_growth_per_year * f,
+                    "data_growth_per_year": g.data_growth_per_year * f,
+                    "traffic_growth_per_year": g.traffic_growth_per_year * f,
+                }
+            )
+            alt = growth_plan(
+                demand,
+                scaled,
+                nodes,
+                gpus_per_node,
+                per_node_capex,
+                pw.facility_power_w,
+                fab.max_nodes,
+                infra.facility.power_cap_w,
+            )
+            capex_ends.append(sum(s.added_capex_usd or 0.0 for s in alt.stages))
+        out.append(
+            Swing(
+                "growth rates (horizon capital)",
+                f"x{GROWTH_FACTORS[0]:g}",
+                f"x{GROWTH_FACTORS[1]:g}",
+                0.0,
+                0.0,
+                capex_ends[0] / total - 1.0 if total else 0.0,
+                capex_ends[1] / total - 1.0 if total else 0.0,
+            )
+        )
+    return ranked(out)

@@ -1,0 +1,149 @@
+"""Facility figures (``data/facility.yaml``): cooling types and the power model's defaults, each sourced.
+
+Cooling types come in file order, least to most capable; `auto` cooling takes the first
+that handles a rack (`rightsize.sizing.nodes_racks.choose_cooling`). The GPU idle share,
+the utilisation at which a GPU reaches TDP, the host's typical share, the rack's
+reserved units and power, and the thermal-throttling derate are read here and used by
+`rightsize.sizing.power` and `rightsize.sizing.nodes_racks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from rightsize.catalog.loader import (
+    CatalogDataError,
+    Sourced,
+    check_keys,
+    check_schema,
+    read_data_file,
+    require_list,
+    require_mapping,
+    require_str,
+    sourced,
+)
+
+FACILITY_FILE = "facility.yaml"
+COOLING_TYPES = ("air", "rear_door", "direct_liquid", "immersion")
+
+# (block, field, minimum, maximum): sanity bounds that catch unit slips (W for kW, % for fraction).
+_FIGURES: tuple[tuple[str, str, float, float], ...] = (
+    ("gpu", "idle_fraction_of_tdp", 0.01, 0.5),
+    ("gpu", "utilisation_at_tdp", 0.05, 1.0),
+    ("host", "typical_fraction_of_max", 0.05, 1.0),
+    ("rack", "reserved_rack_units", 1, 20),
+    ("rack", "overhead_w", 1, 10_000),
+    ("throttle", "slowdown_fraction", 1e-4, 0.9),
+    ("throttle", "max_overshoot_fraction", 1e-3, 2.0),
+)
+
+
+@dataclass(frozen=True)
+class CoolingType:
+    """One cooling type: the most sustained IT power per rack it removes, and the default rack budget."""
+
+    id: str
+    name: str
+    max_rack_kw: float
+    default_rack_kw: float
+    sources: dict[str, Sourced]
+
+
+@dataclass(frozen=True)
+class FacilityDefaults:
+    """Cooling types (least capable first) and the power model's figures; `sources` keyed 'block.field'."""
+
+    cooling: dict[str, CoolingType]
+    gpu_idle_fraction_of_tdp: float
+    gpu_utilisation_at_tdp: float
+    host_typical_fraction_of_max: float
+    rack_reserved_units: int
+    rack_overhead_w: float
+    throttle_slowdown_fraction: float
+    throttle_max_overshoot_fraction: float
+    sources: dict[str, Sourced]
+
+
+def parse_cooling(raw: Any, file: str, key: str) -> CoolingType:
+    if not isinstance(raw, Mapping):
+        raise CatalogDataError(file, key, f"expected a mapping, got {type(raw).__name__}")
+    check_keys(raw, frozenset({"id", "name", "max_rack_kw", "default_rack_kw"}), file, key)
+    cid = require_str(raw, "id", file, key)
+    if cid not in COOLING_TYPES:
+        raise CatalogDataError(file, f"{key}.id", f"must be one of {COOLING_TYPES}, got {cid!r}")
+    key = f"{key}({cid})"
+    figures = {}
+    for name in ("max_rack_kw", "default_rack_kw"):
+        if name not in raw:
+            raise CatalogDataError(file, key, f"missing '{name}'")
+        figures[name] = sourced(raw[name], file, f"{key}.{name}", minimum=1.0, maximum=2_000.0)
+    if figures["default_rack_kw"].value > figures["max_rack_kw"].value:
+        raise CatalogDataError(file, f"{key}.default_rack_kw", "must not exceed max_rack_kw")
+    return CoolingType(
+        id=cid,
+        name=require_str(raw, "name", file, key),
+        max_rack_kw=figures["max_rack_kw"].value,
+        default_rack_kw=figures["default_rack_kw"].value,
+        sources=figures,
+    )
+
+
+def parse_facility(raw: Mapping[str, Any], file: str) -> FacilityDefaults:
+    """Parse and check a facility document (pure: tests feed synthetic ones).
+
+    Every cooling type must appear once, in order of rising capacity, so `auto` can take
+    the first that fits.
+    """
+    check_schema(raw, file)
+    blocks = {b for b, _, _, _ in _FIGURES}
+    check_keys(raw, frozenset({"schema_version", "cooling", *blocks}), file, "<document>")
+    cooling: dict[str, CoolingType] = {}
+    for i, entry in enumerate(require_list(raw, "cooling", file)):
+        ct = parse_cooling(entry, file, f"cooling[{i}]")
+        if ct.id in cooling:
+            raise CatalogDataError(file, f"cooling[{i}].id", f"duplicate id {ct.id!r}")
+        cooling[ct.id] = ct
+    missing = set(COOLING_TYPES) - set(cooling)
+    if missing:
+        raise CatalogDataError(file, "cooling", f"missing cooling types {sorted(missing)}")
+    caps = [c.max_rack_kw for c in cooling.values()]
+    if caps != sorted(caps):
+        raise CatalogDataError(file, "cooling", "list cooling types from the least to the most capable")
+    sources: dict[str, Sourced] = {}
+    for block_name in blocks:
+        block = require_mapping(raw, block_name, file, "<document>")
+        fields = frozenset(f for b, f, _, _ in _FIGURES if b == block_name)
+        check_keys(block, fields, file, block_name)
+    for block_name, field, lo, hi in _FIGURES:
+        block = raw[block_name]
+        if field not in block:
+            raise CatalogDataError(file, block_name, f"missing '{field}'")
+        integer = field == "reserved_rack_units"
+        sources[f"{block_name}.{field}"] = sourced(
+            block[field], file, f"{block_name}.{field}", integer=integer, minimum=lo, maximum=hi
+        )
+    return FacilityDefaults(
+        cooling=cooling,
+        gpu_idle_fraction_of_tdp=sources["gpu.idle_fraction_of_tdp"].value,
+        gpu_utilisation_at_tdp=sources["gpu.utilisation_at_tdp"].value,
+        host_typical_fraction_of_max=sources["host.typical_fraction_of_max"].value,
+        rack_reserved_units=int(sources["rack.reserved_rack_units"].value),
+        rack_overhead_w=sources["rack.overhead_w"].value,
+        throttle_slowdown_fraction=sources["throttle.slowdown_fraction"].value,
+        throttle_max_overshoot_fraction=sources["throttle.max_overshoot_fraction"].value,
+        sources=sources,
+    )
+
+
+@cache
+def facility_defaults() -> FacilityDefaults:
+    """The shipped facility figures, read and checked once."""
+    return parse_facility(read_data_file(FACILITY_FILE), FACILITY_FILE)
+
+
+def cooling_types() -> dict[str, CoolingType]:
+    """Cooling types, least capable first (a fresh dict over cached objects)."""
+    return dict(facility_defaults().cooling)

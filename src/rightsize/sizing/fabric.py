@@ -1,0 +1,482 @@
+"""The scale-out fabric: how fast each GPU's NIC should be, and the switches, optics and cables behind it.
+
+1. Sensitivity. ``demand.step_s_by_nic_gbps`` gives the step time at each per-GPU line
+   rate. For each rate the plan reports the slowdown against the node's own NICs
+   (``demand.step_s``) and against the fastest rate tabulated (the step with the network
+   all but out of the way). The recommended rate is the slowest one within
+   ``slowdown_threshold`` (3%) of that fastest step: buying more does not pay.
+
+2. Topology. Switches of radix k (ports at the link speed, breakout included) and a leaf
+   oversubscription o (down:up) split each leaf into
+
+       d = floor(k o / (1 + o)) ports down,  u = k - d up     (o = 1: d = u = k/2)
+
+   Node NICs reach leaves one of two ways (R = compute NICs per node):
+
+   - rail-optimised: NIC r of every node goes to a leaf of rail r, so rank-aligned
+     collective traffic stays on one leaf. Leaves = R ceil(N / d).
+   - leaf-spine: all R NICs of a node on one leaf, floor(d / R) nodes per leaf.
+     Leaves = ceil(N / floor(d / R)).
+
+   One tier (a single switch) serves the cluster when all N R NICs fit its k ports.
+   Two tiers: every leaf links to every spine, so a spine of k ports reaches at most k
+   leaves; spines = ceil(uplinks / k). Non-blocking 2-tier capacity is k leaves x d =
+   k^2/2 endpoints (rail-optimised: floor(k / R) leaves per rail x d nodes).
+   Three tiers (pods): a pod is k/2 leaves under pod spines that use k/2 ports down and
+   k/2 up (no oversubscription above the leaf); a core switch links one spine of each of
+   up to k pods. Capacity: k pods x (k/2) leaves x d = k^3/4 endpoints at o = 1
+   (Al-Fares et al., "A scalable, commodity data center network architecture",
+   SIGCOMM 2008). Spines and cores are counted from the ports actually used:
+   spines = ceil(pod uplinks / (k/2)), cores = ceil(spine uplinks / k).
+
+   Links: node-leaf = N R; leaf-spine = sum over leaves of ceil(down used / o);
+   spine-core = leaf-spine (1:1 above the leaf). Rail-optimised leaves serve nodes in
+   many racks, so their node links are optical; leaf-spine leaves sit at the top of a
+   rack and use DAC when a leaf's nodes fit one rack (``nodes_per_rack``). Every
+   switch-to-switch link is optical. An optical link has two transceivers (ends) and
+   one fibre.
+
+3. No fabric. A one-node job talks over the node's scale-up links (NVLink); serving
+   replicas that each fit a node exchange nothing between nodes (requests arrive on the
+   front-end network, sized with storage). Both get an explicit "no scale-out fabric
+   needed" with the reason, zero cost and zero power.
+
+Capex counts switches, optics and cables; NICs are counted and priced, but their cost
+joins `capex_usd` only when the plan changes the node's NIC speed (the node price in
+prices.yaml includes its own NICs). Power counts switches (typical, no optics) and every
+transceiver; NIC power is in the node's max_power_w. InfiniBand or RoCE picks the
+switch family (`rightsize.catalog.fabric.switch_for`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rightsize.catalog.fabric import (
+    FABRIC_FILE,
+    Switch,
+    dac_for,
+    fiber,
+    get_switch,
+    nic_for,
+    switch_for,
+    transceiver_for,
+)
+from rightsize.catalog.nodes import NodeType
+from rightsize.constants import BITS_PER_BYTE, GIGA
+from rightsize.errors import BadInput, Infeasible
+from rightsize.search.demand import Demand
+from rightsize.sizing.nodes_racks import source_entry
+from rightsize.spec.infrastructure import Fabric
+
+SLOWDOWN_THRESHOLD = 0.03  # a NIC speed is "enough" when the step is within 3% of the fastest tabulated
+SENSITIVITY_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)  # the per-GPU rates planners should tabulate
+UNLIMITED_NODES = 1_000_000_000  # max_nodes when no fabric is ever needed (independent single-node replicas)
+NIC_FIELD = "infrastructure.fabric.nic_gbps"
+
+
+@dataclass(frozen=True)
+class NicSensitivity:
+    """The step at one per-GPU line rate."""
+
+    nic_gbps: float  # per GPU
+    step_s: float
+    slowdown_vs_node_fraction: float | None  # vs the node's own NICs (demand.step_s); None if unknown
+    slowdown_vs_fastest_fraction: float  # vs the fastest rate tabulated
+
+
+@dataclass(frozen=True)
+class FabricPlan:
+    """Scale-out fabric: NIC sensitivity, topology, bill of materials, cost, power and growth limit."""
+
+    needed: bool
+    reason: str
+    kind: str  # infiniband / roce
+    topology: str  # rail_optimized / leaf_spine / single_switch / none
+    tiers: int  # 0 (none), 1 (one switch), 2 (leaf-spine), 3 (with core)
+    oversubscription: float
+    nodes: int
+    nic_gbps_per_gpu: float
+    link_gbps: float  # line rate of one NIC and of every fabric link
+    rails: int  # compute NICs per node
+    switch: str | None
+    switch_radix: int  # ports at link_gbps
+    leaf_down_ports: int
+    leaf_up_ports: int
+    leaves: int
+    spines: int
+    cores: int
+    pods: int
+    switches: int
+    switch_rack_units: int
+    nic: str | None
+    nics: int
+    node_leaf_links: int
+    leaf_spine_links: int
+    spine_core_links: int
+    dac_cables: int
+    fiber_cables: int
+    transceivers: int
+    switch_capex_usd: float
+    optics_capex_usd: float
+    cable_capex_usd: float
+    nic_capex_usd: float
+    nic_capex_in_node_price: bool
+    capex_usd: float
+    switch_power_w: float
+    optics_power_w: float
+    power_w: float
+    max_nodes: int  # largest node count this design reaches without a new tier
+    sensitivity: tuple[NicSensitivity, ...]
+    recommended_nic_gbps: float | None
+    slowdown_threshold_fraction: float
+    warnings: tuple[str, ...]
+    sources: tuple[dict[str, Any], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["sensitivity"] = [asdict(s) for s in self.sensitivity]
+        d["warnings"] = list(self.warnings)
+        d["sources"] = list(self.sources)
+        return d
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Switch and link counts of one fabric (pure counting, no prices)."""
+
+    tiers: int
+    leaves: int
+    spines: int
+    cores: int
+    pods: int
+    leaf_spine_links: int
+    max_nodes: int
+
+
+def nic_sensitivity(
+    demand: Demand, threshold: float = SLOWDOWN_THRESHOLD
+) -> tuple[tuple[NicSensitivity, ...], float | None]:
+    """Slowdown at each tabulated per-GPU rate, and the slowest rate within ``threshold`` of the fastest."""
+    table = sorted(demand.step_s_by_nic_gbps.items())
+    if not table:
+        return (), None
+    fastest = min(step for _, step in table)
+    ref = demand.step_s
+    rows = tuple(
+        NicSensitivity(
+            nic_gbps=gbps,
+            step_s=step,
+            slowdown_vs_node_fraction=(step / ref - 1.0) if ref else None,
+            slowdown_vs_fastest_fraction=step / fastest - 1.0,
+        )
+        for gbps, step in table
+    )
+    recommended = next(r.nic_gbps for r in rows if r.slowdown_vs_fastest_fraction <= threshold)
+    return rows, recommended
+
+
+def leaf_ports(radix: int, oversubscription: float) -> tuple[int, int]:
+    """(down, up) ports of a leaf: d = floor(k o / (1 + o)), u = k - d."""
+    down = math.floor(radix * oversubscription / (1.0 + oversubscription))
+    return down, radix - down
+
+
+def count_topology(
+    nodes: int, rails: int, radix: int, oversubscription: float, rail_optimized: bool
+) -> Topology:
+    """Leaves, spines, cores and leaf-spine links for ``nodes`` nodes of ``rails`` NICs (see the module doc)."""
+    k = radix
+    d, _ = leaf_ports(k, oversubscription)
+    if nodes * rails <= k:  # one switch takes every NIC
+        return Topology(1, 1, 0, 0, 1, 0, k // rails)
+    if rail_optimized:
+        if d < 1 or k // 2 < rails:
+            raise BadInput(
+                f"A {k}-port switch cannot build a rail-optimised fabric for {rails} NICs per node.",
+                "Each pod needs at least one leaf per rail (k/2 >= rails).",
+                "Set infrastructure.fabric.topology: leaf_spine, or use a higher-radix switch.",
+            )
+        nodes_per_leaf = d
+        leaves_per_group = rails  # one leaf per rail serves nodes_per_leaf nodes
+        max_leaf_groups_2tier = k // rails
+        leaf_groups_per_pod = (k // 2) // rails
+    else:
+        nodes_per_leaf = d // rails
+        if nodes_per_leaf < 1:
+            raise BadInput(
+                f"A leaf with {d} down ports cannot take all {rails} NICs of one node.",
+                "Leaf-spine puts every NIC of a node on one leaf.",
+                "Set infrastructure.fabric.topology: rail_optimized, or lower infrastructure.fabric.oversubscription.",
+            )
+        leaves_per_group = 1
+        max_leaf_groups_2tier = k
+        leaf_groups_per_pod = k // 2
+    groups = math.ceil(nodes / nodes_per_leaf)  # a group: the leaves that serve the same nodes
+    leaves = groups * leaves_per_group
+    # nodes on each group of leaves: full groups, then the remainder
+    per_group = [nodes_per_leaf] * (nodes // nodes_per_leaf) + (
+        [nodes % nodes_per_leaf] if nodes % nodes_per_leaf else []
+    )
+    uplinks_per_group = [
+        leaves_per_group * math.ceil(n * (1 if rail_optimized else rails) / oversubscription)
+        for n in per_group
+    ]
+    leaf_spine_links = sum(uplinks_per_group)
+    max_2tier = max_leaf_groups_2tier * nodes_per_leaf
+    if nodes <= max_2tier:
+        return Topology(2, leaves, math.ceil(leaf_spine_links / k), 0, 1, leaf_spine_links, max_2tier)
+    nodes_per_pod = leaf_groups_per_pod * nodes_per_leaf
+    max_3tier = k * nodes_per_pod
+    if nodes > max_3tier:
+        raise Infeasible(
+            f"{nodes} nodes need more than three switch tiers with {k}-port switches.",
+            f"A 3-tier fat tree of {k}-port switches reaches {max_3tier} nodes at this oversubscription.",
+            "Use a higher-radix switch, raise infrastructure.fabric.oversubscription, or split the cluster.",
+        )
+    pods = math.ceil(nodes / nodes_per_pod)
+    spines = 0
+    for p in range(pods):  # each pod's spines take its leaves' uplinks on k/2 down ports
+        pod_uplinks = sum(uplinks_per_group[p * leaf_groups_per_pod : (p + 1) * leaf_groups_per_pod])
+        spines += math.ceil(pod_uplinks / (k // 2))
+    cores = math.ceil(leaf_spine_links / k)  # pod spines send as much up as they take in
+    return Topology(3, leaves, spines, cores, pods, leaf_spine_links, max_3tier)
+
+
+def _no_fabric(
+    node: NodeType,
+    nodes: int,
+    fabric: Fabric,
+    reason: str,
+    max_nodes: int,
+    sensitivity: tuple[NicSensitivity, ...],
+    recommended: float | None,
+    threshold: float,
+) -> FabricPlan:
+    per_gpu = node.scaleout_bytes_per_s_per_gpu * BITS_PER_BYTE / GIGA
+    return FabricPlan(
+        needed=False,
+        reason=reason,
+        kind=fabric.kind,
+        topology="none",
+        tiers=0,
+        oversubscription=fabric.oversubscription,
+        nodes=nodes,
+        nic_gbps_per_gpu=fabric.nic_gbps or per_gpu,
+        link_gbps=node.nic_bits_per_s / GIGA,
+        rails=node.nics_per_node,
+        switch=None,
+        switch_radix=0,
+        leaf_down_ports=0,
+        leaf_up_ports=0,
+        leaves=0,
+        spines=0,
+        cores=0,
+        pods=0,
+        switches=0,
+        switch_rack_units=0,
+        nic=None,
+        nics=0,
+        node_leaf_links=0,
+        leaf_spine_links=0,
+        spine_core_links=0,
+        dac_cables=0,
+        fiber_cables=0,
+        transceivers=0,
+        switch_capex_usd=0.0,
+        optics_capex_usd=0.0,
+        cable_capex_usd=0.0,
+        nic_capex_usd=0.0,
+        nic_capex_in_node_price=True,
+        capex_usd=0.0,
+        switch_power_w=0.0,
+        optics_power_w=0.0,
+        power_w=0.0,
+        max_nodes=max_nodes,
+        sensitivity=sensitivity,
+        recommended_nic_gbps=recommended,
+        slowdown_threshold_fraction=threshold,
+        warnings=(),
+        sources=(),
+    )
+
+
+def size_fabric(
+    demand: Demand,
+    node: NodeType,
+    nodes: int,
+    fabric: Fabric,
+    *,
+    switch: str | None = None,
+    nodes_per_rack: int | None = None,
+    slowdown_threshold: float = SLOWDOWN_THRESHOLD,
+) -> FabricPlan:
+    """The scale-out fabric for ``nodes`` nodes of ``node`` (see the module doc for every formula).
+
+    ``switch`` forces a catalog switch id; ``nodes_per_rack`` (from the rack packing) lets
+    top-of-rack leaf-spine leaves use DAC for node links.
+    """
+    sensitivity, recommended = nic_sensitivity(demand, slowdown_threshold)
+    single_node_replicas = demand.workload in ("serving", "batch_inference") and (
+        demand.gpus_per_replica is None or demand.gpus_per_replica <= node.gpus_per_node
+    )
+    if nodes <= 1:
+        return _no_fabric(
+            node,
+            nodes,
+            fabric,
+            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links (NVLink). "
+            "Front-end and storage networking are sized with storage.",
+            1,
+            sensitivity,
+            recommended,
+            slowdown_threshold,
+        )
+    if single_node_replicas:
+        return _no_fabric(
+            node,
+            nodes,
+            fabric,
+            "No scale-out fabric needed: every serving replica fits in one node and replicas exchange "
+            "nothing; requests arrive over the front-end network, sized with storage.",
+            UNLIMITED_NODES,
+            sensitivity,
+            recommended,
+            slowdown_threshold,
+        )
+
+    warnings: list[str] = []
+    node_gbps_per_gpu = node.scaleout_bytes_per_s_per_gpu * BITS_PER_BYTE / GIGA
+    per_gpu = fabric.nic_gbps if fabric.nic_gbps is not None else node_gbps_per_gpu
+    link_gbps = per_gpu * node.gpus_per_node / node.nics_per_node
+    rails = node.nics_per_node
+    sw: Switch = get_switch(switch) if switch else switch_for(fabric.kind, link_gbps)
+    if fabric.kind not in sw.kinds:
+        raise BadInput(
+            f"Switch '{sw.id}' does not serve a {fabric.kind} fabric.",
+            f"It serves {', '.join(sw.kinds)}.",
+            f"Choose a {fabric.kind} switch from {FABRIC_FILE}, or change infrastructure.fabric.kind.",
+        )
+    k = sw.radix(link_gbps)
+    if k == 0:
+        raise BadInput(
+            f"Switch '{sw.id}' has no {link_gbps:g} Gb/s ports.",
+            f"Its fastest ports run {sw.native_gbps:g} Gb/s.",
+            f"Lower {NIC_FIELD}, or choose another switch.",
+        )
+    rail_opt = fabric.topology == "rail_optimized"
+    topo = count_topology(nodes, rails, k, fabric.oversubscription, rail_opt)
+    down, up = leaf_ports(k, fabric.oversubscription)
+    topology = "single_switch" if topo.tiers == 1 else fabric.topology
+
+    # links, cables, optics
+    node_leaf = nodes * rails
+    leaf_in_rack = (
+        not rail_opt and topo.tiers == 2 and nodes_per_rack is not None and (down // rails) <= nodes_per_rack
+    )
+    dac_links = node_leaf if leaf_in_rack else 0
+    spine_core = topo.leaf_spine_links if topo.tiers == 3 else 0
+    optical_links = node_leaf - dac_links + topo.leaf_spine_links + spine_core
+    optic = transceiver_for(link_gbps)
+    dac = dac_for(link_gbps)
+    fibre = fiber()
+    transceivers = 2 * optical_links
+    if optic.gbps < link_gbps:
+        warnings.append(f"No optic in {FABRIC_FILE} reaches {link_gbps:g} Gb/s; priced with {optic.id}.")
+
+    nic = nic_for(fabric.kind, link_gbps)
+    nics = nodes * rails
+    nic_in_node = math.isclose(link_gbps * GIGA, node.nic_bits_per_s)
+    nic_capex = nics * nic.price_usd if nic else 0.0
+    if nic is None:
+        warnings.append(
+            f"No {fabric.kind} NIC in {FABRIC_FILE} reaches {link_gbps:g} Gb/s; NICs are not priced."
+        )
+    if not nic_in_node:
+        warnings.append(
+            f"The plan runs {link_gbps:g} Gb/s NICs, not the node's own {node.nic_bits_per_s / GIGA:g} Gb/s: "
+            f"{nics} replacement NICs are priced into the fabric."
+        )
+    if recommended is not None and per_gpu < recommended:
+        row = next((r for r in sensitivity if math.isclose(r.nic_gbps, per_gpu)), None)
+        how_much = f" (the step is {row.slowdown_vs_fastest_fraction:.0%} slower)" if row else ""
+        warnings.append(
+            f"{per_gpu:g} Gb/s per GPU is below the recommended {recommended:g}{how_much}; "
+            f"set {NIC_FIELD}: {recommended:g} if switches and NICs that fast are available."
+        )
+    if fabric.oversubscription > 1 and demand.workload in ("pretraining", "fine_tuning"):
+        warnings.append(
+            f"Oversubscription {fabric.oversubscription:g}:1 slows cross-leaf collectives by up to that factor; "
+            "training fabrics are usually non-blocking."
+        )
+
+    switches = topo.leaves + topo.spines + topo.cores
+    switch_capex = switches * sw.price_usd
+    optics_capex = transceivers * optic.price_usd
+    cable_capex = dac_links * dac.price_usd + optical_links * fibre.price_usd
+    capex = switch_capex + optics_capex + cable_capex + (0.0 if nic_in_node else nic_capex)
+    switch_power = switches * sw.power_w
+    optics_power = transceivers * optic.power_w
+
+    sources = [source_entry(f"{sw.id}.{k_}", s) for k_, s in sw.sources.items()]
+    sources += [source_entry(f"{optic.id}.{k_}", s) for k_, s in optic.sources.items()]
+    sources += [source_entry(f"{fibre.id}.{k_}", s) for k_, s in fibre.sources.items()]
+    if dac_links:
+        sources += [source_entry(f"{dac.id}.{k_}", s) for k_, s in dac.sources.items()]
+    if nic:
+        sources += [source_entry(f"{nic.id}.{k_}", s) for k_, s in nic.sources.items()]
+    sources += [
+        source_entry(f"{node.id}.{k_}", node.sources[k_]) for k_ in ("nics_per_node", "nic_bits_per_s")
+    ]
+
+    reason = (
+        f"{nodes} nodes exchange gradients/activations across nodes: "
+        f"{topo.tiers}-tier {'single switch' if topo.tiers == 1 else fabric.topology} {fabric.kind} fabric"
+    )
+    return FabricPlan(
+        needed=True,
+        reason=reason,
+        kind=fabric.kind,
+        topology=topology,
+        tiers=topo.tiers,
+        oversubscription=fabric.oversubscription,
+        nodes=nodes,
+        nic_gbps_per_gpu=per_gpu,
+        link_gbps=link_gbps,
+        rails=rails,
+        switch=sw.id,
+        switch_radix=k,
+        leaf_down_ports=down if topo.tiers > 1 else k,
+        leaf_up_ports=up if topo.tiers > 1 else 0,
+        leaves=topo.leaves,
+        spines=topo.spines,
+        cores=topo.cores,
+        pods=topo.pods,
+        switches=switches,
+        switch_rack_units=switches * sw.rack_units,
+        nic=nic.id if nic else None,
+        nics=nics,
+        node_leaf_links=node_leaf,
+        leaf_spine_links=topo.leaf_spine_links,
+        spine_core_links=spine_core,
+        dac_cables=dac_links,
+        fiber_cables=optical_links,
+        transceivers=transceivers,
+        switch_capex_usd=switch_capex,
+        optics_capex_usd=optics_capex,
+        cable_capex_usd=cable_capex,
+        nic_capex_usd=nic_capex,
+        nic_capex_in_node_price=nic_in_node,
+        capex_usd=capex,
+        switch_power_w=switch_power,
+        optics_power_w=optics_power,
+        power_w=switch_power + optics_power,
+        max_nodes=topo.max_nodes,
+        sensitivity=sensitivity,
+        recommended_nic_gbps=recommended,
+        slowdown_threshold_fraction=slowdown_threshold,
+        warnings=tuple(warnings),
+        sources=tuple(sources),
+    )

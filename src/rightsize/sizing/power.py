@@ -1,0 +1,289 @@
+"""Power and cooling: IT power at nameplate and typical load, facility power, energy, and the cooling check.
+
+Accelerators. Each GPU draws between idle and its TDP:
+
+    P_gpu = P_idle + (TDP - P_idle) x f,   P_idle = idle_fraction x TDP
+    f     = duty_cycle x min(1, compute_utilisation / utilisation_at_tdp)
+
+A working GPU reaches TDP at ``utilisation_at_tdp`` of peak (MFU, or busy share of the
+roofline for serving) because memory traffic and clocks draw power whether or not FLOPs
+retire; between jobs (1 - duty_cycle) it idles. GPU slots bought but unused idle.
+
+Host. The node's non-GPU draw at nameplate is max_power_w - gpus_per_node x TDP (CPUs,
+DIMMs, NICs, drives, fans, PSU losses); it runs at ``typical_fraction_of_max`` on
+average. Nameplate IT power is therefore nodes x max_power_w, plus each compute rack's
+management switches, the scale-out fabric (from `rightsize.sizing.fabric`) and storage
+(a figure from the caller): the circuits to provision. Typical IT power uses P_gpu and
+the host's typical share: what the meter reads on average.
+
+Facility power = IT power x PUE (``infrastructure.facility.pue``, else the price
+catalog's default). A ``power_cap_w`` is checked against nameplate facility power and
+raises `Infeasible` with the cap to ask for and the GPUs that fit under it.
+
+Cooling. `rightsize.sizing.nodes_racks` packs the racks and picks the cooling; here the
+fullest rack's heat is checked against it. Nameplate within the cooling's ceiling: fine.
+Nameplate above but the sustained (typical) heat within: peaks may throttle briefly (a
+warning). Sustained heat above the ceiling by at most ``max_overshoot_fraction``: GPUs
+hold their thermal limit by lowering clocks and the step slows by ``slowdown_fraction``
+(`throttle_slowdown`, reported). Beyond that the design does not work: `BadInput`.
+
+Energy = typical facility power x time: per run (``run_s``, goodput-adjusted by the
+caller) and per month for recurring jobs, or per month (8,760 h / 12) for a continuous
+service; and kWh per million work units = typical facility power / (work units per
+second x duty cycle).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rightsize.catalog.facility import facility_defaults
+from rightsize.catalog.loader import Sourced
+from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.prices import onprem_defaults
+from rightsize.catalog.registry import get_accelerator
+from rightsize.constants import HOUR_S, KILO, MEGA, YEAR_S
+from rightsize.errors import BadInput, Infeasible
+from rightsize.search.demand import Demand
+from rightsize.sizing.nodes_racks import COOLING_FIELD, RACK_POWER_FIELD, choose_cooling, source_entry
+from rightsize.spec.infrastructure import Facility
+
+J_PER_KWH = KILO * HOUR_S
+J_PER_MWH = MEGA * HOUR_S
+MONTH_S = YEAR_S / 12.0
+POWER_CAP_FIELD = "infrastructure.facility.power_cap_w"
+
+
+@dataclass(frozen=True)
+class PowerPlan:
+    """IT and facility power, the cooling check, energy per run or month, and energy per work unit."""
+
+    nodes: int
+    racks: int
+    gpus: int  # working GPUs
+    gpu_slots: int  # GPUs installed (nodes x gpus_per_node)
+    gpu_tdp_w: float
+    gpu_idle_w: float
+    gpu_activity_fraction: float  # f in P_gpu = idle + (TDP - idle) f
+    gpu_typical_w: float  # one working GPU, time-averaged
+    accelerators_max_w: float
+    accelerators_typical_w: float
+    host_max_w: float
+    host_typical_w: float
+    rack_overhead_w: float
+    fabric_w: float
+    storage_w: float
+    it_power_max_w: float
+    it_power_typical_w: float
+    pue: float
+    facility_power_w: float  # nameplate IT x PUE: what the site must supply
+    facility_power_typical_w: float
+    power_cap_w: float | None
+    nodes_in_fullest_rack: int
+    kw_per_rack: float  # nameplate IT power of the fullest rack
+    kw_per_rack_typical: float
+    cooling: str
+    cooling_max_rack_kw: float
+    cooling_status: str  # ok / peaks_exceed / throttled
+    throttle_slowdown: float  # fraction the step slows from thermal throttling, 0 when none
+    run_s: float | None
+    energy_per_run_mwh: float | None
+    energy_per_month_mwh: float | None
+    work_unit: str
+    energy_per_million_units_kwh: float | None
+    warnings: tuple[str, ...]
+    sources: tuple[dict[str, Any], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["throttle_slowdown_fraction"] = self.throttle_slowdown
+        d["warnings"] = list(self.warnings)
+        d["sources"] = list(self.sources)
+        return d
+
+
+def gpu_activity(demand: Demand, utilisation_at_tdp: float) -> float:
+    """f = duty_cycle x min(1, compute_utilisation / utilisation_at_tdp), in [0, 1]."""
+    working = min(1.0, max(demand.compute_utilisation, 0.0) / utilisation_at_tdp)
+    return min(1.0, max(demand.duty_cycle, 0.0)) * working
+
+
+def _cap_error(
+    need_w: float, cap_w: float, node: NodeType, nodes: int, per_node_w: float, fixed_w: float, gpus: int
+) -> Infeasible:
+    nodes_fit = max(math.floor((cap_w - fixed_w) / per_node_w), 0)
+    gpus_fit = min(nodes_fit * node.gpus_per_node, gpus)
+    return Infeasible(
+        f"The plan needs {need_w / MEGA:.2f} MW of facility power; the cap is {cap_w / MEGA:.2f} MW.",
+        f"{nodes} x {node.name} at {node.max_power_w / KILO:g} kW nameplate, their racks' switches, the fabric "
+        f"and storage, times the PUE: {per_node_w / KILO:.1f} kW per node plus {fixed_w / KILO:.1f} kW fixed.",
+        f"Raise {POWER_CAP_FIELD} to at least {math.ceil(need_w / 1e4) / 100:g} MW, or plan for at most "
+        f"{gpus_fit} GPUs ({nodes_fit} nodes) under the cap, e.g. with a longer deadline or a lower rate.",
+    )
+
+
+def size_power(
+    demand: Demand,
+    node: NodeType,
+    nodes: int,
+    racks: int,
+    fabric_power_w: float,
+    storage_power_w: float,
+    facility: Facility,
+    run_s: float | None,
+    *,
+    cooling: str | None = None,
+) -> PowerPlan:
+    """Power, cooling check and energy for ``nodes`` nodes in ``racks`` racks (see the module doc).
+
+    ``cooling`` is the type `rightsize.sizing.nodes_racks` chose (pass ``NodesRacks.cooling``);
+    without it, ``facility.cooling`` ("auto": the least type whose ceiling handles the
+    fullest rack at nameplate). ``run_s`` is one run's wall time, goodput-adjusted; None
+    for a service (``demand.run_s`` is used when a job gives none).
+    """
+    if nodes < 1 or racks < 1:
+        raise BadInput(f"Sizing power for {nodes} nodes in {racks} racks.", "Both must be at least 1.")
+    defaults = facility_defaults()
+    acc = get_accelerator(node.accelerator)
+    warnings: list[str] = []
+
+    tdp = acc.tdp_w
+    idle = defaults.gpu_idle_fraction_of_tdp * tdp
+    f = gpu_activity(demand, defaults.gpu_utilisation_at_tdp)
+    gpu_typical = idle + (tdp - idle) * f
+    slots = nodes * node.gpus_per_node
+    working = min(demand.gpus, slots)
+    acc_max = slots * tdp
+    acc_typical = working * gpu_typical + (slots - working) * idle
+
+    host_per_node = node.max_power_w - node.gpus_per_node * tdp
+    if host_per_node < 0:
+        warnings.append(
+            f"{node.name}'s max_power_w ({node.max_power_w:g} W) is below its GPUs' TDP "
+            f"({node.gpus_per_node} x {tdp:g} W); host power taken as 0."
+        )
+        host_per_node = 0.0
+    host_typical_per_node = host_per_node * defaults.host_typical_fraction_of_max
+    host_max = nodes * host_per_node
+    host_typical = nodes * host_typical_per_node
+    overhead = racks * defaults.rack_overhead_w
+
+    it_max = acc_max + host_max + overhead + fabric_power_w + storage_power_w
+    it_typical = acc_typical + host_typical + overhead + fabric_power_w + storage_power_w
+    pue_src: Sourced
+    if facility.pue is not None:
+        pue = facility.pue
+        pue_src = Sourced(pue, "infrastructure.facility.pue (spec)", "spec")
+    else:
+        pue = onprem_defaults().pue
+        pue_src = onprem_defaults().sources["pue"]
+    facility_max = it_max * pue
+    facility_typical = it_typical * pue
+
+    # the fullest rack against its cooling
+    in_fullest = math.ceil(nodes / racks)
+    node_max = node.gpus_per_node * tdp + host_per_node
+    node_typical = node.gpus_per_node * gpu_typical + host_typical_per_node
+    kw_rack = (in_fullest * node_max + defaults.rack_overhead_w) / KILO
+    kw_rack_typical = (in_fullest * node_typical + defaults.rack_overhead_w) / KILO
+    ct = choose_cooling(kw_rack, facility, cooling)
+    cap = ct.max_rack_kw
+    throttle = 0.0
+    if kw_rack <= cap:
+        status = "ok"
+    elif kw_rack_typical <= cap:
+        status = "peaks_exceed"
+        warnings.append(
+            f"{kw_rack:.1f} kW per rack at nameplate exceeds {ct.id} cooling's {cap:g} kW, but the sustained "
+            f"{kw_rack_typical:.1f} kW fits: brief peaks may throttle."
+        )
+    elif kw_rack_typical <= cap * (1.0 + defaults.throttle_max_overshoot_fraction):
+        status = "throttled"
+        throttle = defaults.throttle_slowdown_fraction
+        warnings.append(
+            f"Sustained heat of {kw_rack_typical:.1f} kW per rack exceeds {ct.id} cooling's {cap:g} kW: GPUs will "
+            f"throttle and the step slows by ~{throttle:.0%}. Put fewer nodes in a rack ({RACK_POWER_FIELD}) "
+            f"or choose a more capable cooling ({COOLING_FIELD})."
+        )
+    else:
+        better = choose_cooling(kw_rack_typical, facility, "auto")
+        raise BadInput(
+            f"{ct.id} cooling cannot remove {kw_rack_typical:.1f} kW per rack (sustained; {kw_rack:.1f} kW at "
+            "nameplate).",
+            f"It removes at most {cap:g} kW per rack (data/facility.yaml); more than "
+            f"{defaults.throttle_max_overshoot_fraction:.0%} over is not a derate but a failure.",
+            f"Set {COOLING_FIELD}: {better.id} (up to {better.max_rack_kw:g} kW), or lower {RACK_POWER_FIELD} "
+            f"to at most {cap:g} so fewer nodes share a rack.",
+        )
+
+    if facility.power_cap_w is not None and facility_max > facility.power_cap_w:
+        per_node = (node_max + defaults.rack_overhead_w / in_fullest + fabric_power_w / nodes) * pue
+        raise _cap_error(
+            facility_max, facility.power_cap_w, node, nodes, per_node, storage_power_w * pue, demand.gpus
+        )
+
+    # energy
+    span_s = run_s if run_s is not None else demand.run_s
+    per_run = per_month = None
+    if span_s is not None and not demand.continuous:
+        per_run = facility_typical * span_s / J_PER_MWH
+        if demand.runs_per_month:
+            per_month = per_run * demand.runs_per_month
+    else:
+        per_month = facility_typical * MONTH_S / J_PER_MWH
+    rate = demand.work_units_per_s * demand.duty_cycle
+    per_million = facility_typical / rate * 1e6 / J_PER_KWH if rate > 0 else None
+
+    sources = [source_entry(f"{acc.id}.tdp_w", acc.sources["tdp_w"])]
+    sources.append(source_entry(f"{node.id}.max_power_w", node.sources["max_power_w"]))
+    sources += [source_entry(f"cooling.{ct.id}.{k}", s) for k, s in ct.sources.items()]
+    used = [
+        "gpu.idle_fraction_of_tdp",
+        "gpu.utilisation_at_tdp",
+        "host.typical_fraction_of_max",
+        "rack.overhead_w",
+    ]
+    if status == "throttled":
+        used += ["throttle.slowdown_fraction", "throttle.max_overshoot_fraction"]
+    sources += [source_entry(k, defaults.sources[k]) for k in used]
+    sources.append(source_entry("pue", pue_src))
+
+    return PowerPlan(
+        nodes=nodes,
+        racks=racks,
+        gpus=working,
+        gpu_slots=slots,
+        gpu_tdp_w=tdp,
+        gpu_idle_w=idle,
+        gpu_activity_fraction=f,
+        gpu_typical_w=gpu_typical,
+        accelerators_max_w=acc_max,
+        accelerators_typical_w=acc_typical,
+        host_max_w=host_max,
+        host_typical_w=host_typical,
+        rack_overhead_w=overhead,
+        fabric_w=fabric_power_w,
+        storage_w=storage_power_w,
+        it_power_max_w=it_max,
+        it_power_typical_w=it_typical,
+        pue=pue,
+        facility_power_w=facility_max,
+        facility_power_typical_w=facility_typical,
+        power_cap_w=facility.power_cap_w,
+        nodes_in_fullest_rack=in_fullest,
+        kw_per_rack=kw_rack,
+        kw_per_rack_typical=kw_rack_typical,
+        cooling=ct.id,
+        cooling_max_rack_kw=cap,
+        cooling_status=status,
+        throttle_slowdown=throttle,
+        run_s=span_s if not demand.continuous else None,
+        energy_per_run_mwh=per_run,
+        energy_per_month_mwh=per_month,
+        work_unit=demand.work_unit,
+        energy_per_million_units_kwh=per_million,
+        warnings=tuple(warnings),
+        sources=tuple(sources),
+    )

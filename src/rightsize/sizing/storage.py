@@ -1,0 +1,424 @@
+"""Storage for a chosen configuration: capacity, bandwidth and the tiers that hold them.
+
+Capacity (decimal bytes):
+
+    raw          = storage.dataset_bytes, or demand.dataset_bytes when the spec leaves it null
+    preprocessed = raw x storage.preprocessed_multiple
+    scratch      = raw x storage.scratch_multiple
+    checkpoints  = demand.checkpoint_bytes x storage.checkpoints_retained
+
+The safety margin multiplies every capacity and bandwidth need by (1 + margin); the base
+need and the need with margin are both reported, so the margin is visible.
+
+Tiers. The parallel file system (hot tier) holds the preprocessed copy, scratch and the
+retained checkpoints; the object store (durable tier) holds the raw copy and a copy of the
+retained checkpoints. Node-local NVMe is a cache: the plan says whether the preprocessed
+dataset, or each node's shard of it, fits there. A serving plan has no dataset: the file
+system holds one copy of the weights and the request logs, the object store the retained
+model versions (checkpoints_retained x weights) and the logs.
+
+Bandwidth. Reads: demand.data_read_bytes_per_s, sustained. A serving (or batch inference)
+plan adds the burst of loading the weights of every replica within `weights_load_s`:
+replicas x weights_bytes / weights_load_s.
+
+Checkpoint writes, in closed form. A synchronous checkpoint of C bytes at write bandwidth W
+blocks training for delta = C / W. Young's first-order optimal interval is
+tau = sqrt(2 delta M), M the cluster's mean time between interruptions (Young 1974; Daly
+2006, eq. 1). Asking a checkpoint to block at most a fraction f of its interval,
+delta <= f tau = f sqrt(2 delta M), squares to delta <= 2 f^2 M, so
+
+    W >= C / (2 f^2 M).
+
+At that W, tau = 2 f M and delta / tau = f exactly (`tests/test_sizing_storage.py` checks it
+against the iterative Young computation).
+
+On premises the parallel file system is bought in whole building blocks, enough for every
+need at once: blocks = max(ceil(capacity / usable), ceil(read / read_bw), ceil(write / write_bw)).
+In the cloud a managed file system sells throughput per TiB provisioned: for each tier the
+provisioned TiB is the largest of capacity, read / (throughput per TiB) and
+write / (throughput per TiB), and the cheapest tier wins. Cloud object storage is billed on
+the bytes stored (no margin); on premises the object store is bought with the margin.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from rightsize.catalog.loader import Sourced
+from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.reliability import reliability
+from rightsize.catalog.storage import CloudFileSystemTier, StorageCatalog, storage_catalog
+from rightsize.constants import HOUR_S, TB, GiB, TiB
+from rightsize.errors import BadInput
+from rightsize.search.demand import Demand
+from rightsize.spec.infrastructure import Storage
+
+_EPS = 1e-9  # keeps ceil(250e12 / 250e12) at 1 despite float noise
+
+
+def _ceil(need: float, per_unit: float) -> int:
+    return max(0, math.ceil(need / per_unit - _EPS)) if need > 0 else 0
+
+
+def _with_margin(x: float, margin: float) -> float:
+    return x * (1.0 + margin)
+
+
+def _src(name: str, s: Sourced) -> dict[str, Any]:
+    return {"figure": name, "value": s.value, "source": s.source, "as_of": s.as_of}
+
+
+# --- closed-form checkpoint bandwidth -----------------------------------------------------
+
+
+def checkpoint_write_bytes_per_s(checkpoint_bytes: float, mtbf_s: float, block_fraction: float) -> float:
+    """Write bandwidth at which a synchronous checkpoint blocks at most `block_fraction` of
+    Young's interval: W = C / (2 f^2 M) (derivation in the module docstring)."""
+    if checkpoint_bytes <= 0:
+        return 0.0
+    return checkpoint_bytes / (2.0 * block_fraction**2 * mtbf_s)
+
+
+def young_interval_s(write_s: float, mtbf_s: float) -> float:
+    """Young's first-order optimal checkpoint interval, sqrt(2 delta M)."""
+    return math.sqrt(2.0 * write_s * mtbf_s)
+
+
+def cluster_mtbf_s(gpus: int) -> tuple[float, Sourced]:
+    """Mean time between interruptions of `gpus` GPUs from the reliability catalog: 1 / (n lambda)."""
+    rel = reliability()
+    return HOUR_S / (gpus * rel.failure_rate_per_gpu_hour), rel.sources["failure_rate_per_gpu_hour"]
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """Capacity, bandwidth, tiers, and what they cost; every quantity carries its unit."""
+
+    workload: str
+    safety_margin_fraction: float
+    capacity: dict[str, float]  # base needs by item, bytes
+    file_system_bytes: float  # hot tier, base
+    object_store_bytes: float  # durable tier, base
+    read_bytes_per_s_needed: float  # base
+    write_bytes_per_s_needed: float  # base
+    bandwidth: dict[str, float | None]  # how the needs were derived
+    node_nvme: dict[str, Any]
+    parallel_file_system: dict[str, Any]
+    object_store: dict[str, Any]
+    cloud_file_system: dict[str, Any]
+    capex_usd: float  # on premises: parallel file system blocks + object store
+    power_w: float  # on premises
+    cloud_usd_per_month: float  # cloud file system + object store
+    notes: tuple[str, ...] = ()
+    sources: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    @property
+    def total_bytes(self) -> float:
+        return self.file_system_bytes + self.object_store_bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        m = self.safety_margin_fraction
+        return {
+            "workload": self.workload,
+            "safety_margin_fraction": m,
+            "capacity": {
+                **self.capacity,
+                "file_system_bytes": self.file_system_bytes,
+                "file_system_with_margin_bytes": _with_margin(self.file_system_bytes, m),
+                "object_store_bytes": self.object_store_bytes,
+                "object_store_with_margin_bytes": _with_margin(self.object_store_bytes, m),
+                "total_bytes": self.total_bytes,
+                "total_with_margin_bytes": _with_margin(self.total_bytes, m),
+            },
+            "bandwidth": {
+                **self.bandwidth,
+                "read_bytes_per_s": self.read_bytes_per_s_needed,
+                "read_with_margin_bytes_per_s": _with_margin(self.read_bytes_per_s_needed, m),
+                "write_bytes_per_s": self.write_bytes_per_s_needed,
+                "write_with_margin_bytes_per_s": _with_margin(self.write_bytes_per_s_needed, m),
+            },
+            "node_nvme": dict(self.node_nvme),
+            "parallel_file_system": dict(self.parallel_file_system),
+            "object_store": dict(self.object_store),
+            "cloud_file_system": dict(self.cloud_file_system),
+            "capex_usd": self.capex_usd,
+            "power_w": self.power_w,
+            "cloud_usd_per_month": self.cloud_usd_per_month,
+            "notes": list(self.notes),
+            "sources": [dict(s) for s in self.sources],
+        }
+
+
+@dataclass(frozen=True)
+class _Needs:
+    capacity: dict[str, float]
+    file_system_bytes: float
+    object_store_bytes: float
+    read_bytes_per_s: float
+    write_bytes_per_s: float
+    bandwidth: dict[str, float | None]
+    notes: list[str]
+    sources: list[dict[str, Any]]
+
+
+def _training_needs(demand: Demand, storage: Storage, mtbf_s: float | None, weights_load_s: float) -> _Needs:
+    notes: list[str] = []
+    sources: list[dict[str, Any]] = []
+    raw = storage.dataset_bytes if storage.dataset_bytes is not None else demand.dataset_bytes
+    if storage.dataset_bytes is None:
+        notes.append("dataset size derived from the workload (storage.dataset_bytes is null)")
+    pre = raw * storage.preprocessed_multiple
+    scratch = raw * storage.scratch_multiple
+    ckpt = demand.checkpoint_bytes
+    ckpts = ckpt * storage.checkpoints_retained
+    # A batch-inference job also loads weights; its replicas are its data-parallel copies.
+    weights_read = 0.0
+    if demand.workload == "batch_inference" and demand.weights_bytes > 0:
+        weights_read = (demand.replicas or 1) * demand.weights_bytes / weights_load_s
+    write = 0.0
+    interval_s: float | None = None
+    write_s: float | None = None
+    if ckpt > 0:
+        if mtbf_s is None:
+            mtbf_s, s = cluster_mtbf_s(demand.gpus)
+            sources.append(_src("reliability.failure_rate_per_gpu_hour", s))
+            notes.append("cluster MTBF not given: taken from the reliability catalog, 1 / (GPUs x rate)")
+        write = checkpoint_write_bytes_per_s(ckpt, mtbf_s, storage.checkpoint_block_fraction)
+        write_s = ckpt / write
+        interval_s = young_interval_s(write_s, mtbf_s)
+    return _Needs(
+        capacity={
+            "raw_dataset_bytes": raw,
+            "preprocessed_bytes": pre,
+            "scratch_bytes": scratch,
+            "checkpoint_bytes": ckpt,
+            "checkpoints_retained": float(storage.checkpoints_retained),
+            "checkpoints_bytes": ckpts,
+        },
+        file_system_bytes=pre + scratch + ckpts,
+        object_store_bytes=raw + ckpts,
+        read_bytes_per_s=demand.data_read_bytes_per_s + weights_read,
+        write_bytes_per_s=write,
+        bandwidth={
+            "data_read_bytes_per_s": demand.data_read_bytes_per_s,
+            "weights_load_bytes_per_s": weights_read,
+            "checkpoint_block_fraction": storage.checkpoint_block_fraction,
+            "mtbf_s": mtbf_s if ckpt > 0 else None,
+            "checkpoint_write_s": write_s,
+            "checkpoint_interval_s": interval_s,
+        },
+        notes=notes,
+        sources=sources,
+    )
+
+
+def _serving_needs(demand: Demand, storage: Storage, cat: StorageCatalog, weights_load_s: float) -> _Needs:
+    notes: list[str] = []
+    replicas = demand.replicas or 1
+    weights = demand.weights_bytes
+    read = replicas * weights / weights_load_s
+    rate = (demand.design_rate_rps or 0.0) * demand.duty_cycle
+    if demand.design_rate_rps is None:
+        notes.append("no request rate in the demand: request logs not sized")
+    log_rate = rate * cat.serving.log_bytes_per_request
+    logs = log_rate * cat.serving.log_retention_s
+    versions = weights * storage.checkpoints_retained
+    return _Needs(
+        capacity={
+            "weights_bytes": weights,
+            "model_versions_retained": float(storage.checkpoints_retained),
+            "model_versions_bytes": versions,
+            "logs_bytes": logs,
+        },
+        file_system_bytes=weights + logs,
+        object_store_bytes=versions + logs,
+        read_bytes_per_s=read,
+        write_bytes_per_s=log_rate,
+        bandwidth={
+            "replicas": float(replicas),
+            "weights_load_s": weights_load_s,
+            "weights_load_bytes_per_s": read,
+            "log_write_bytes_per_s": log_rate,
+            "average_request_rate_rps": rate,
+        },
+        notes=notes,
+        sources=[
+            _src(f"storage.serving_defaults.{k}", v)
+            for k, v in cat.serving.sources.items()
+            if k != "weights_load_s"
+        ],
+    )
+
+
+def _node_nvme(
+    demand: Demand, needs: _Needs, node: NodeType, nodes: int, cat: StorageCatalog
+) -> dict[str, Any]:
+    nv = cat.node_nvme
+    drives = max(1, _ceil(node.local_nvme_bytes, nv.drive_bytes))
+    out: dict[str, Any] = {
+        "local_nvme_bytes_per_node": node.local_nvme_bytes,
+        "drives_per_node": drives,
+        "read_bytes_per_s_per_node": drives * nv.read_bytes_per_s_per_drive,
+        "write_bytes_per_s_per_node": drives * nv.write_bytes_per_s_per_drive,
+        "read_bytes_per_s_cluster": nodes * drives * nv.read_bytes_per_s_per_drive,
+        "write_bytes_per_s_cluster": nodes * drives * nv.write_bytes_per_s_per_drive,
+    }
+    if demand.continuous:
+        out["weights_fit_per_node"] = needs.capacity["weights_bytes"] <= node.local_nvme_bytes
+        out["cache"] = "weights" if out["weights_fit_per_node"] else "none"
+        return out
+    pre = needs.capacity["preprocessed_bytes"]
+    shard = pre / max(nodes, 1)
+    out["dataset_shard_bytes_per_node"] = shard
+    out["full_copy_fits_per_node"] = pre <= node.local_nvme_bytes
+    out["shard_fits_per_node"] = shard <= node.local_nvme_bytes
+    out["cache"] = (
+        "full copy" if out["full_copy_fits_per_node"] else "shard" if out["shard_fits_per_node"] else "none"
+    )
+    ckpt = needs.capacity["checkpoint_bytes"]
+    # Two-level checkpointing: each node's share written to its own drives first.
+    out["checkpoint_shard_local_write_s"] = (
+        ckpt / max(nodes, 1) / out["write_bytes_per_s_per_node"] if ckpt > 0 else None
+    )
+    return out
+
+
+def _parallel_file_system(needs: _Needs, margin: float, cat: StorageCatalog) -> dict[str, Any]:
+    pfs = cat.parallel_file_system
+    cap = _with_margin(needs.file_system_bytes, margin)
+    read = _with_margin(needs.read_bytes_per_s, margin)
+    write = _with_margin(needs.write_bytes_per_s, margin)
+    by = {
+        "capacity": _ceil(cap, pfs.usable_bytes),
+        "read": _ceil(read, pfs.read_bytes_per_s),
+        "write": _ceil(write, pfs.write_bytes_per_s),
+    }
+    blocks = max(1, *by.values())
+    return {
+        "building_block": pfs.name,
+        "blocks": blocks,
+        "blocks_for_capacity": by["capacity"],
+        "blocks_for_read": by["read"],
+        "blocks_for_write": by["write"],
+        "limited_by": max(by, key=lambda k: by[k]),
+        "capacity_needed_bytes": cap,
+        "read_needed_bytes_per_s": read,
+        "write_needed_bytes_per_s": write,
+        "usable_bytes": blocks * pfs.usable_bytes,
+        "read_bytes_per_s": blocks * pfs.read_bytes_per_s,
+        "write_bytes_per_s": blocks * pfs.write_bytes_per_s,
+        "rack_units": blocks * pfs.rack_units,
+        "capex_usd": blocks * pfs.price_usd,
+        "power_w": blocks * pfs.power_w,
+    }
+
+
+def _cloud_tier_cost(
+    tier: CloudFileSystemTier, cap: float, read: float, write: float
+) -> tuple[float, str, float]:
+    by = {
+        "capacity": cap / TiB,
+        "read": read / tier.throughput_bytes_per_s_per_tib,
+        "write": write / tier.throughput_bytes_per_s_per_tib,
+    }
+    limited_by = max(by, key=lambda k: by[k])
+    tib = by[limited_by]
+    return tib, limited_by, tib * TiB / GiB * tier.usd_per_gib_month
+
+
+def _cloud_file_system(
+    needs: _Needs, margin: float, cat: StorageCatalog
+) -> tuple[dict[str, Any], CloudFileSystemTier]:
+    cap = _with_margin(needs.file_system_bytes, margin)
+    read = _with_margin(needs.read_bytes_per_s, margin)
+    write = _with_margin(needs.write_bytes_per_s, margin)
+    options = [(t, *_cloud_tier_cost(t, cap, read, write)) for t in cat.cloud_file_system.tiers]
+    tier, tib, limited_by, usd = min(options, key=lambda o: o[3])
+    return {
+        "service": cat.cloud_file_system.name,
+        "tier": tier.name,
+        "throughput_bytes_per_s_per_tib": tier.throughput_bytes_per_s_per_tib,
+        "provisioned_bytes": tib * TiB,
+        "limited_by": limited_by,
+        "throughput_bytes_per_s": tib * tier.throughput_bytes_per_s_per_tib,
+        "usd_per_month": usd,
+        "usd_per_month_by_tier": {t.name: c for t, _, _, c in options},
+    }, tier
+
+
+def size_storage(
+    demand: Demand,
+    storage: Storage,
+    node: NodeType,
+    nodes: int,
+    mtbf_s: float | None,
+    safety_margin: float,
+    *,
+    weights_load_s: float | None = None,
+    catalog: StorageCatalog | None = None,
+) -> StoragePlan:
+    """Size dataset, checkpoint and model storage for `demand` on `nodes` nodes of `node`.
+
+    `mtbf_s` is the cluster's mean time between interruptions (None: from the reliability
+    catalog when a checkpoint must be written). `weights_load_s` overrides the catalog's
+    target time for every replica to load its weights.
+    """
+    if nodes < 1:
+        raise BadInput(f"Cannot size storage for {nodes} nodes.", "A plan needs at least one node.")
+    if mtbf_s is not None and mtbf_s <= 0:
+        raise BadInput(f"Cluster MTBF must be positive, got {mtbf_s!r} s.")
+    cat = catalog or storage_catalog()
+    load_s = weights_load_s if weights_load_s is not None else cat.serving.weights_load_s
+    if demand.continuous:
+        needs = _serving_needs(demand, storage, cat, load_s)
+    else:
+        needs = _training_needs(demand, storage, mtbf_s, load_s)
+
+    nvme = _node_nvme(demand, needs, node, nodes, cat)
+    pfs = _parallel_file_system(needs, safety_margin, cat)
+    cfs, tier = _cloud_file_system(needs, safety_margin, cat)
+    obj = cat.object_store
+    obj_tb = _with_margin(needs.object_store_bytes, safety_margin) / TB
+    obj_plan = {
+        "capacity_bytes": needs.object_store_bytes,
+        "capacity_with_margin_bytes": obj_tb * TB,
+        "cloud_usd_per_month": needs.object_store_bytes / GiB * obj.cloud_usd_per_gib_month,
+        "onprem_capex_usd": obj_tb * obj.onprem_usd_per_tb,
+        "onprem_power_w": obj_tb * obj.onprem_power_w_per_tb,
+    }
+
+    sources = list(needs.sources)
+    sources += [_src(f"storage.node_nvme.{k}", v) for k, v in cat.node_nvme.sources.items()]
+    sources.append(_src(f"nodes.{node.id}.local_nvme_bytes", node.sources["local_nvme_bytes"]))
+    sources += [
+        _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()
+    ]
+    sources += [_src(f"storage.object_store.{k}", v) for k, v in obj.sources.items()]
+    sources += [_src(f"storage.cloud_file_system[{tier.name}].{k}", v) for k, v in tier.sources.items()]
+    if needs.bandwidth.get("weights_load_bytes_per_s") and weights_load_s is None:
+        sources.append(_src("storage.serving_defaults.weights_load_s", cat.serving.sources["weights_load_s"]))
+
+    return StoragePlan(
+        workload=demand.workload,
+        safety_margin_fraction=safety_margin,
+        capacity=needs.capacity,
+        file_system_bytes=needs.file_system_bytes,
+        object_store_bytes=needs.object_store_bytes,
+        read_bytes_per_s_needed=needs.read_bytes_per_s,
+        write_bytes_per_s_needed=needs.write_bytes_per_s,
+        bandwidth=needs.bandwidth,
+        node_nvme=nvme,
+        parallel_file_system=pfs,
+        object_store=obj_plan,
+        cloud_file_system=cfs,
+        capex_usd=pfs["capex_usd"] + obj_plan["onprem_capex_usd"],
+        power_w=pfs["power_w"] + obj_plan["onprem_power_w"],
+        cloud_usd_per_month=cfs["usd_per_month"] + obj_plan["cloud_usd_per_month"],
+        notes=tuple(needs.notes),
+        sources=tuple(sources),
+    )
