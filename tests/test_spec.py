@@ -58,6 +58,7 @@ PRESET_SHAPES: dict[str, tuple[Any, ...]] = {
     "llama3.1-405b": (126, 16384, 128, 8, 128, 53248, 128256, "swiglu", False, 0, 0),
     "mixtral-8x7b": (32, 4096, 32, 8, 128, 14336, 32000, "swiglu", False, 8, 2),
     "bloom-176b": (70, 14336, 112, 112, 128, 57344, 250880, "gelu", True, 0, 0),
+    "deepseek-v3": (61, 7168, 128, 128, 128, 18432, 129280, "swiglu", False, 256, 8),
 }
 
 
@@ -197,7 +198,10 @@ def test_read_deepseek_v3_config() -> None:
     assert (arch.layers, arch.hidden, arch.heads, arch.vocab) == (61, 7168, 128, 129280)
     assert (arch.experts, arch.experts_per_token, arch.shared_experts) == (256, 8, 1)
     assert (arch.ffn_hidden, arch.expert_ffn_hidden, arch.dense_layers) == (18432, 2048, 3)
-    assert arch.head_dim == 128  # v_head_dim: MLA approximated
+    # multi-head latent attention, read exactly: head_dim is qk_nope_head_dim
+    assert (arch.head_dim, arch.kv_lora_rank, arch.q_lora_rank) == (128, 512, 1536)
+    assert (arch.qk_rope_head_dim, arch.v_head_dim) == (64, 128)
+    assert _shape(arch) == _shape(get_preset("deepseek-v3"))
 
 
 @pytest.mark.parametrize(

@@ -63,5 +63,27 @@ reduce_scatter_s = all_gather_s
 all_to_all_s = all_gather_s
 
 
+def all_to_all_group_s(send_bytes: np.ndarray, n: np.ndarray, stride: np.ndarray, hw: Hardware) -> np.ndarray:
+    """All-to-all in which each of n ranks (at `stride`) sends `send_bytes`, an equal share
+    to every rank (its own share stays put): MoE token dispatch and combine.
+
+    Unlike a ring, every rank exchanges with every other, so the traffic to ranks in other
+    scale-up domains leaves through each GPU's own NIC share: of m members per domain, a
+    rank sends (m - 1)/n of its bytes over the scale-up links and (n - m)/n over the NIC.
+    The two proceed concurrently; the slower sets the time.
+    """
+    n = np.asarray(n, dtype=np.float64)
+    stride = np.asarray(stride, dtype=np.float64)
+    send_bytes = np.asarray(send_bytes, dtype=np.float64)
+    members = np.clip(np.floor(hw.domain_gpus / stride), 1.0, n)
+    up_bw = hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction
+    out_bw = hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction
+    intra = (members - 1.0) / n * send_bytes / up_bw
+    inter = (n - members) / n * send_bytes / out_bw
+    latency = np.where(members < n, hw.scaleout_latency_s, hw.scaleup_latency_s)
+    t = np.maximum(intra, inter) + _steps(n) * latency
+    return np.where(n > 1, t, 0.0)
+
+
 def p2p_s(nbytes: np.ndarray, bw: np.ndarray, latency: np.ndarray) -> np.ndarray:
     return nbytes / bw + latency

@@ -72,12 +72,15 @@ def train_gemm_time_s(
     k: np.ndarray | float,
     hw: Hardware,
     elem_bytes: float,
+    weight_grad: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(forward, backward) seconds of a linear layer: y = x W with x [m, k], W [k, n].
 
     Backward runs two GEMMs: the input gradient dx = dy W^T (m, k, n) and the
-    weight gradient dW = x^T dy (k, n, m).
+    weight gradient dW = x^T dy (k, n, m). A frozen weight (LoRA's base) skips the second.
     """
     fwd = gemm_time_s(m, n, k, hw, elem_bytes)
-    bwd = gemm_time_s(m, k, n, hw, elem_bytes) + gemm_time_s(k, n, m, hw, elem_bytes)
+    bwd = gemm_time_s(m, k, n, hw, elem_bytes)
+    if weight_grad:
+        bwd = bwd + gemm_time_s(k, n, m, hw, elem_bytes)
     return fwd, bwd

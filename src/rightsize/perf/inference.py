@@ -9,6 +9,17 @@ tensor-parallel all-reduces (two per layer, latency-bound at small batch) and a 
 per-step overhead. Prefill is the training forward pass: GEMMs from their shapes, with
 causal attention over the prompt.
 
+Mixture of experts: a decode step reads only the experts its batch activates. With B
+tokens each routed to k of E experts (independently, uniformly), the expected number of
+distinct experts a layer touches is E (1 - (1 - k/E)^B): k at batch 1, all E once the batch
+is large. Experts are spread over the replica's tp GPUs (expert parallelism inside the
+engine), so each GPU streams its share.
+
+Multi-head latent attention caches one latent of kv_lora + d_rope per token per layer,
+shared by all heads (so every TP rank holds all of it); decode attends in the latent space
+(the up-projections absorbed into the query and output), about 2 a (2 kv_lora + d_rope)
+FLOPs per cached token.
+
 Weight-only quantisation (int8, int4 in gpt-fast and similar) stores fewer bytes but
 computes in 16 bit: each weight is dequantised on the fly, costing CUDA-core
 operations that do not fully hide under the memory stream. fp8 on Hopper and later,
@@ -27,7 +38,15 @@ from rightsize.errors import BadInput
 from rightsize.perf import collectives as coll
 from rightsize.perf.gemm import gemm_time_s
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.params import active_params, count_params, mlp_matrices
+from rightsize.perf.params import (
+    active_params,
+    attention_params_per_layer,
+    count_params,
+    kv_cache_elems_per_token_layer,
+    mlp_matrices,
+    qk_head_dim,
+    v_head_dim,
+)
 from rightsize.spec.model import ModelArch
 
 BYTES_PER_ELEMENT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5}
@@ -119,14 +138,29 @@ class Replica:
 
     @property
     def kv_bytes_per_token(self) -> float:
-        """K and V for every layer: 2 x layers x kv_heads x head_dim x bytes (whole replica)."""
+        """K and V for every layer: 2 x layers x kv_heads x head_dim x bytes (whole replica),
+        or MLA's latent: layers x (kv_lora + d_rope) x bytes."""
         a = self.arch
-        return 2.0 * a.layers * a.kv_heads * a.head_dim * BYTES_PER_ELEMENT[self.kv_precision]
+        return a.layers * kv_cache_elems_per_token_layer(a) * BYTES_PER_ELEMENT[self.kv_precision]
 
     @property
     def kv_shards(self) -> int:
-        """GPUs the KV heads split over; beyond kv_heads, TP ranks hold replicas."""
-        return min(self.tp, self.arch.kv_heads)
+        """GPUs the KV heads split over; beyond kv_heads, TP ranks hold replicas. MLA's latent
+        serves every head, so each TP rank keeps all of it."""
+        return 1 if self.arch.is_mla else min(self.tp, self.arch.kv_heads)
+
+    def decode_weight_params(self, batch: np.ndarray | float) -> np.ndarray:
+        """Linear parameters a decode step of `batch` sequences reads (whole replica): all of a
+        dense model; for MoE the non-expert weights plus the distinct routed experts touched,
+        E (1 - (1 - k / E)^B) per MoE layer."""
+        b = np.maximum(np.asarray(batch, dtype=np.float64), 1.0)
+        a = self.arch
+        if not a.is_moe:
+            return np.full_like(b, self.linear_params)
+        c = count_params(a)
+        per_expert = c.routed_experts_per_layer / a.experts
+        touched = a.experts * (1.0 - (1.0 - a.experts_per_token / a.experts) ** b)
+        return self.linear_params - c.moe_layers * (c.routed_experts_per_layer - per_expert * touched)
 
     @property
     def kv_capacity_tokens(self) -> float:
@@ -157,20 +191,25 @@ class Replica:
         """Seconds for one decode step of `batch` sequences holding `context_tokens` in total."""
         b = np.asarray(batch, dtype=np.float64)
         ctx = np.asarray(context_tokens, dtype=np.float64)
-        weights = self.linear_params * BYTES_PER_ELEMENT[self.weight_precision] / self.tp
+        read = self.decode_weight_params(b)
+        weights = read * BYTES_PER_ELEMENT[self.weight_precision] / self.tp
         if self.weight_precision == "int4":
-            weights += self.linear_params * INT4_GROUP_OVERHEAD_BYTES / self.tp
+            weights += read * INT4_GROUP_OVERHEAD_BYTES / self.tp
         kv = ctx * self.kv_bytes_per_token / self.kv_shards
         memory_s = (weights + kv) / self._stream_bw()
         a = self.arch
         gemm_flops = 2.0 * active_params(a) * b / self.tp
-        attn_flops = 4.0 * a.heads * a.head_dim * ctx / self.tp
+        if a.is_mla:  # absorbed MLA: scores over kv_lora + d_rope, values over kv_lora
+            per_ctx = 2.0 * a.heads * (2.0 * (a.kv_lora_rank or 0) + (a.qk_rope_head_dim or 0))
+        else:
+            per_ctx = 4.0 * a.heads * a.head_dim
+        attn_flops = per_ctx * ctx / self.tp
         compute_s = gemm_flops / (self.hw.peak_flops_per_s * self.hw.gemm_fraction) + attn_flops / (
             self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction
         )
-        dequant_s = 0.0
+        dequant_s: np.ndarray | float = 0.0
         if self.dequant and self.weight_precision in DEQUANT_OPS_PER_WEIGHT:
-            ops = DEQUANT_OPS_PER_WEIGHT[self.weight_precision] * self.linear_params / self.tp
+            ops = DEQUANT_OPS_PER_WEIGHT[self.weight_precision] * read / self.tp
             dequant_s = ops / self._cuda_core_ops_per_s()
         return np.maximum(memory_s, compute_s) + dequant_s + self.tp_comm_s(b) + DECODE_STEP_OVERHEAD_S
 
@@ -185,9 +224,13 @@ class Replica:
         past = np.asarray(past_tokens, dtype=np.float64)
         a, hw, tp = self.arch, self.hw, float(self.tp)
         eb = BYTES_PER_ELEMENT[self.weight_precision] if not self.dequant else 2.0
-        h, d = float(a.hidden), float(a.head_dim)
-        per_layer = gemm_time_s(t, (a.heads + 2 * a.kv_heads) * d / tp, h, hw, eb)
-        per_layer = per_layer + gemm_time_s(t, h, a.heads * d / tp, hw, eb)
+        h = float(a.hidden)
+        d = 0.5 * float(qk_head_dim(a) + v_head_dim(a))
+        if a.is_mla:  # the projections as one GEMM of the same weight count (an approximation)
+            per_layer = gemm_time_s(t, attention_params_per_layer(a) / h / tp, h, hw, eb)
+        else:
+            per_layer = gemm_time_s(t, (a.heads + 2 * a.kv_heads) * d / tp, h, hw, eb)
+            per_layer = per_layer + gemm_time_s(t, h, a.heads * d / tp, hw, eb)
         mats = mlp_matrices(a)
         f = float(a.ffn_hidden)
         if a.is_moe:

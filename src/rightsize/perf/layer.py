@@ -14,7 +14,18 @@ linears, Shoeybi et al. 2019), so the GEMM shapes per GPU are:
            kernels (flash attention) skip the upper triangle: half of it.
 
 Backward is two GEMMs per linear (input and weight gradients), so about twice the
-forward. Memory-bound kernels (norms, residual adds, activations, unfused
+forward. LoRA and QLoRA (frozen base) skip the base weights' gradient GEMM but still
+compute input gradients through them, and add each adapter's two skinny GEMMs forward
+(x A, then (x A) B) and their gradients backward; QLoRA also dequantises every NF4
+weight to 16 bit before each forward and backward use (read 0.5 + write 2 bytes each).
+
+Multi-head latent attention replaces QKV by its down- and up-projections (the down-
+projections are replicated over TP ranks, the up-projections split by heads), and the
+attention core runs over query/key width d_nope + d_rope and value width d_v.
+
+Mixture of experts: the busiest expert sets the step, so expert GEMMs and the dispatch
+and combine all-to-alls (forward, and their gradients backward: 4 per layer) carry
+`moe_load_factor` times the even share of routed tokens. Memory-bound kernels (norms, residual adds, activations, unfused
 softmax) cost bytes moved / achievable HBM bandwidth. Tensor-parallel layers
 communicate activations twice per layer in forward and twice in backward:
 all-reduce, or all-gather + reduce-scatter under sequence parallelism
@@ -30,7 +41,15 @@ import numpy as np
 from rightsize.perf import collectives as coll
 from rightsize.perf.gemm import gemm_efficiency, train_gemm_time_s
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.params import mlp_matrices
+from rightsize.perf.params import (
+    NF4_BYTES_PER_PARAM,
+    attention_linears,
+    count_params,
+    mlp_linears,
+    mlp_matrices,
+    qk_head_dim,
+    v_head_dim,
+)
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 
 ACT_BYTES = 2.0  # activations travel and are stored in 16 bit
@@ -85,12 +104,151 @@ class LayerTimes:
         return self.tp_comm_bwd + self.cp_comm_exposed_bwd + self.ep_comm_bwd
 
 
+# Bytes moved per weight when QLoRA dequantises NF4 to a 16-bit buffer: read 0.5 (plus
+# the block constants), write 2. The GEMM then reads the 16-bit copy as usual.
+DEQUANT_BYTES_PER_WEIGHT = NF4_BYTES_PER_PARAM + 2.0
+
+# Column-parallel linears split their output over TP ranks, row-parallel ones their input;
+# MLA's down-projections (q_a, kv_a) are replicated (Megatron-Core's MLA layout).
+_ROW_PARALLEL = {"o", "down"}
+
+
 def _mlp_times(
-    rows: np.ndarray, h: float, f: float, t: np.ndarray, mats: int, hw: Hardware, eb: float
+    rows: np.ndarray,
+    h: float,
+    f: float,
+    t: np.ndarray,
+    mats: int,
+    hw: Hardware,
+    eb: float,
+    wgrad: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    up_f, up_b = train_gemm_time_s(rows, (mats - 1) * f / t, h, hw, eb)
-    dn_f, dn_b = train_gemm_time_s(rows, h, f / t, hw, eb)
+    up_f, up_b = train_gemm_time_s(rows, (mats - 1) * f / t, h, hw, eb, wgrad)
+    dn_f, dn_b = train_gemm_time_s(rows, h, f / t, hw, eb, wgrad)
     return up_f + dn_f, up_b + dn_b
+
+
+def moe_load_factor(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Routed tokens the busiest GPU's experts process, over the even share.
+
+    At least the capacity factor (the provisioned or padded load). Under expert parallelism
+    the busiest of ep GPUs also sees the statistical excess of routing: a GPU receives on
+    average T k routed tokens (T its own tokens per micro-batch), with a spread of about
+    sqrt(T k) when routing is balanced in expectation, and the maximum of ep such loads is
+    about sqrt(2 ln ep) spreads above the mean.
+    """
+    arch = w.arch
+    rows = cfg.micro_batch * w.seq_len / cfg.cp
+    routed = np.maximum(rows * max(arch.experts_per_token, 1), 1.0)
+    stat = 1.0 + np.sqrt(2.0 * np.log(np.maximum(cfg.ep, 1.0)) / routed)
+    return np.maximum(w.moe_capacity_factor, stat)
+
+
+def moe_dispatch_bytes(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Bytes one GPU sends in one all-to-all (dispatch or combine) of one MoE layer per
+    micro-batch: its tokens x top-k x hidden x 2 bytes, split over TP ranks under sequence
+    parallelism, times the busiest GPU's load factor."""
+    rows = cfg.micro_batch * w.seq_len / cfg.cp
+    nbytes = rows * w.arch.experts_per_token * w.arch.hidden * ACT_BYTES
+    nbytes = np.where(cfg.sequence_parallel, nbytes / cfg.tp, nbytes)
+    return nbytes * moe_load_factor(w, cfg)
+
+
+def _attention_tp_layout(
+    arch_linears: dict[str, list[tuple[int, int]]], mla: bool
+) -> list[tuple[str, int, int, str]]:
+    """(target name, d_in, d_out, split) per attention matrix; split is 'in', 'out' or 'none'."""
+    out = []
+    for name, shapes in arch_linears.items():
+        for i, (d_in, d_out) in enumerate(shapes):
+            down = mla and (name == "k" or (name == "q" and len(shapes) == 2 and i == 0))
+            split = "none" if down else "in" if name in _ROW_PARALLEL else "out"
+            out.append((name, d_in, d_out, split))
+    return out
+
+
+def _local(d_in: float, d_out: float, split: str, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(k, n) of a linear's GEMM on one TP rank."""
+    k = d_in / t if split == "in" else d_in + 0.0 * t
+    n = d_out / t if split == "out" else d_out + 0.0 * t
+    return k, n
+
+
+def _attention_linear_times(
+    w: TrainWorkload, rows: np.ndarray, t: np.ndarray, hw: Hardware, eb: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) seconds of the attention's projections on one GPU."""
+    arch = w.arch
+    wgrad = not w.frozen_base
+    h = float(arch.hidden)
+    if not arch.is_mla:  # fused QKV, then the output projection
+        a, g, d = float(arch.heads), float(arch.kv_heads), float(arch.head_dim)
+        qkv_f, qkv_b = train_gemm_time_s(rows, (a + 2 * g) * d / t, h, hw, eb, wgrad)
+        out_f, out_b = train_gemm_time_s(rows, h, a * d / t, hw, eb, wgrad)
+        return qkv_f + out_f, qkv_b + out_b
+    fwd, bwd = np.zeros_like(rows), np.zeros_like(rows)
+    for _, d_in, d_out, split in _attention_tp_layout(attention_linears(arch), True):
+        k, n = _local(d_in, d_out, split, t)
+        f, b = train_gemm_time_s(rows, n, k, hw, eb, wgrad)
+        fwd, bwd = fwd + f, bwd + b
+    return fwd, bwd
+
+
+def _adapter_times(
+    rows: np.ndarray, d_in: np.ndarray, d_out: np.ndarray, r: float, hw: Hardware
+) -> tuple[np.ndarray, np.ndarray]:
+    """One LoRA adapter on [rows, d_in] -> [rows, d_out]: x A then (x A) B, in 16 bit, trained."""
+    a_f, a_b = train_gemm_time_s(rows, r, d_in, hw, ACT_BYTES)
+    b_f, b_b = train_gemm_time_s(rows, d_out, r, hw, ACT_BYTES)
+    return a_f + b_f, a_b + b_b
+
+
+def lora_layer_times(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) seconds of one layer's adapters on one GPU (zero for full training).
+
+    An adapter follows its base matrix's TP split: column-parallel bases split B's output,
+    row-parallel ones A's input; MoE adapters run per local expert on its routed rows.
+    """
+    rows = cfg.micro_batch * w.seq_len / cfg.cp
+    fwd, bwd = np.zeros_like(rows), np.zeros_like(rows)
+    if not w.frozen_base:
+        return fwd, bwd
+    arch, t, r = w.arch, cfg.tp, float(w.lora_rank)
+    targets = set(w.lora_targets)
+    for name, d_in, d_out, split in _attention_tp_layout(attention_linears(arch), arch.is_mla):
+        if name in targets:
+            f, b = _adapter_times(rows, *_local(d_in, d_out, split, t), r, hw)
+            fwd, bwd = fwd + f, bwd + b
+    if moe:
+        f_e = arch.expert_ffn_hidden or arch.ffn_hidden
+        expert_rows = rows * arch.experts_per_token * cfg.ep / arch.experts * moe_load_factor(w, cfg)
+        groups = [(expert_rows, arch.experts / cfg.ep), (rows, float(arch.shared_experts))]
+    else:
+        f_e, groups = arch.ffn_hidden, [(rows, 1.0)]
+    for name, (d_in, d_out) in mlp_linears(arch, f_e).items():
+        if name not in targets:
+            continue
+        k, n = _local(d_in, d_out, "in" if name in _ROW_PARALLEL else "out", t)
+        for group_rows, count in groups:
+            if count:
+                f, b = _adapter_times(group_rows, k, n, r, hw)
+                fwd, bwd = fwd + count * f, bwd + count * b
+    return fwd, bwd
+
+
+def dequant_layer_s(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> np.ndarray:
+    """QLoRA: seconds to dequantise one layer's local NF4 weights to 16 bit (once per use)."""
+    if w.method != "qlora":
+        return np.zeros(len(cfg))
+    c = count_params(w.arch)
+    if moe:
+        local = (c.attention_per_layer + c.shared_experts_per_layer) / cfg.tp
+        local = local + c.routed_experts_per_layer / (cfg.tp * cfg.ep)
+    else:
+        local = (c.attention_per_layer + c.dense_mlp_per_layer) / cfg.tp
+    return local * DEQUANT_BYTES_PER_WEIGHT / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
 
 
 def attention_core_times(
@@ -102,7 +260,8 @@ def attention_core_times(
     b = cfg.micro_batch.astype(np.float64)
     q_rows = s / cfg.cp
     heads = arch.heads / cfg.tp
-    d = float(arch.head_dim)
+    # QK^T over the query/key width and PV over the value width (equal except under MLA)
+    d = 0.5 * float(qk_head_dim(arch) + v_head_dim(arch))
     flops = 4.0 * b * q_rows * s * d * heads  # QK^T and PV, the whole square
     if w.flash_attention:
         peak = hw.peak_16bit_flops_per_s * hw.attention_fraction
@@ -146,33 +305,37 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     t = cfg.tp.astype(np.float64)
     b = cfg.micro_batch.astype(np.float64)
     rows = b * w.seq_len / cfg.cp
-    h, d = float(arch.hidden), float(arch.head_dim)
-    a, g = float(arch.heads), float(arch.kv_heads)
+    h = float(arch.hidden)
+    g = float(arch.kv_heads)
     mats = mlp_matrices(arch)
+    wgrad = not w.frozen_base
 
-    qkv_f, qkv_b = train_gemm_time_s(rows, (a + 2 * g) * d / t, h, hw, eb)
-    out_f, out_b = train_gemm_time_s(rows, h, a * d / t, hw, eb)
+    attn_proj_f, attn_proj_b = _attention_linear_times(w, rows, t, hw, eb)
     if moe:
         f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
         k = float(arch.experts_per_token)
         local_experts = arch.experts / cfg.ep
-        # Each GPU receives, on average, its share of the EP group's routed tokens.
-        rows_per_expert = rows * k * cfg.ep / arch.experts
-        e_f, e_b = _mlp_times(rows_per_expert, h, f_e, t, mats, hw, eb)
+        # Each GPU receives, on average, its share of the EP group's routed tokens; the
+        # busiest one (which the others wait for) its load factor times that.
+        rows_per_expert = rows * k * cfg.ep / arch.experts * moe_load_factor(w, cfg)
+        e_f, e_b = _mlp_times(rows_per_expert, h, f_e, t, mats, hw, eb, wgrad)
         mlp_f, mlp_b = e_f * local_experts, e_b * local_experts
         if arch.shared_experts:
-            s_f, s_b = _mlp_times(rows, h, f_e * arch.shared_experts, t, mats, hw, eb)
+            s_f, s_b = _mlp_times(rows, h, f_e * arch.shared_experts, t, mats, hw, eb, wgrad)
             mlp_f, mlp_b = mlp_f + s_f, mlp_b + s_b
         r_f, r_b = train_gemm_time_s(rows, float(arch.experts), h, hw, eb)
         mlp_f, mlp_b = mlp_f + r_f, mlp_b + r_b
     else:
-        mlp_f, mlp_b = _mlp_times(rows, h, float(arch.ffn_hidden), t, mats, hw, eb)
+        mlp_f, mlp_b = _mlp_times(rows, h, float(arch.ffn_hidden), t, mats, hw, eb, wgrad)
+    lora_f, lora_b = lora_layer_times(w, cfg, hw, moe)
 
     attn_f, attn_b, _ = attention_core_times(w, cfg, hw)
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     ew_f = rows * elementwise_bytes_per_token(w, cfg) / mem_bw
     ew_f = ew_f + ELEMENTWISE_KERNELS_PER_LAYER_FWD * hw.kernel_overhead_s
     ew_b = 2.0 * ew_f
+    dequant = dequant_layer_s(w, cfg, hw, moe)  # QLoRA: once before forward, once before backward
+    ew_f, ew_b = ew_f + dequant, ew_b + dequant
 
     # Tensor parallel: 2 all-reduces (or AG + RS pairs) of the [T, h] activations per direction.
     tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
@@ -183,7 +346,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     # Context parallel: ring attention passes K and V around the cp ranks, overlapped
     # with the attention blocks (Liu et al. 2023); only the excess is exposed.
     cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
-    kv_bytes = rows * 2 * g * d / t * ACT_BYTES
+    kv_bytes = rows * g * float(qk_head_dim(arch) + v_head_dim(arch)) / t * ACT_BYTES
     cp_steps = cfg.cp - 1.0
     cp_f = cp_steps * coll.p2p_s(kv_bytes, cp_bw, cp_lat)
     cp_b = 2.0 * cp_f  # K, V forward and dK, dV back
@@ -192,16 +355,13 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 
     # Expert parallel: dispatch and combine all-to-alls of the routed tokens.
     if moe:
-        ep_bw, ep_lat = coll.group_link(cfg.ep, cfg.tp * cfg.cp, hw)
-        routed_bytes = rows * arch.experts_per_token * h * ACT_BYTES
-        routed_bytes = np.where(cfg.sequence_parallel, routed_bytes / cfg.tp, routed_bytes)
-        ep_f = 2.0 * coll.all_to_all_s(routed_bytes * cfg.ep, cfg.ep, ep_bw, ep_lat)
+        ep_f = 2.0 * coll.all_to_all_group_s(moe_dispatch_bytes(w, cfg), cfg.ep, cfg.tp * cfg.cp, hw)
     else:
         ep_f = np.zeros_like(tp_f)
     ep_b = ep_f
 
-    gemm_f = qkv_f + out_f + mlp_f
-    gemm_b = qkv_b + out_b + mlp_b
+    gemm_f = attn_proj_f + mlp_f + lora_f
+    gemm_b = attn_proj_b + mlp_b + lora_b
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     recompute = np.select([cfg.recompute == 2, cfg.recompute == 1], [full, attn_f], 0.0)
     return LayerTimes(
@@ -227,6 +387,8 @@ def logits_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> tuple[
     4, softmax read/write 8) on the last pipeline stage."""
     rows = cfg.micro_batch * w.seq_len / cfg.cp
     v_local = w.arch.vocab / cfg.tp
-    f, b = train_gemm_time_s(rows, v_local, float(w.arch.hidden), hw, w.gemm_elem_bytes)
+    f, b = train_gemm_time_s(
+        rows, v_local, float(w.arch.hidden), hw, w.gemm_elem_bytes, weight_grad=not w.frozen_base
+    )
     ce = rows * v_local * 14.0 / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     return f + ce, b + ce

@@ -22,14 +22,15 @@ the last stage holds one, plus the logits; the heavier of the two is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
 from rightsize.constants import GiB
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.params import count_params
+from rightsize.perf.layer import moe_load_factor
+from rightsize.perf.params import ParamCounts, count_params, lora_counts, qk_head_dim, v_head_dim
 from rightsize.perf.workload import OPTIMIZER_STATE_BYTES_PER_PARAM, ParallelConfigs, TrainWorkload
 
 # CUDA context, cuBLAS/cuDNN workspaces and NCCL channel buffers: PyTorch reports
@@ -78,14 +79,8 @@ class TrainMemory:
         }
 
 
-def stage_params(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
-    """(dense, expert) parameters held by one GPU of the heaviest pipeline stage.
-
-    Layers are split evenly over pp stages; the first stage also holds the input
-    embedding and the last the output projection (one stage holds both when pp = 1,
-    or only one copy when the embeddings are tied).
-    """
-    c = count_params(w.arch)
+def _stage_split(c: ParamCounts, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(layer dense, embedding/output, routed expert) parameters on one GPU of the heaviest stage."""
     layers_per_stage = np.ceil(c.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     moe_fraction = c.moe_layers / c.layers
     dense_per_layer = c.attention_per_layer + c.norms_per_layer + c.router_per_layer * (c.moe_layers > 0)
@@ -96,14 +91,60 @@ def stage_params(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np
     emb = c.embedding / cfg.tp
     out = c.output / cfg.tp
     edge = np.where(cfg.pp == 1, emb + out, np.maximum(emb, out if c.output else emb))
+    return dense, edge, expert
+
+
+def stage_params(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, expert) parameters held by one GPU of the heaviest pipeline stage.
+
+    Layers are split evenly over pp stages; the first stage also holds the input
+    embedding and the last the output projection (one stage holds both when pp = 1,
+    or only one copy when the embeddings are tied).
+    """
+    dense, edge, expert = _stage_split(count_params(w.arch), cfg)
     return dense + edge, expert
+
+
+def stage_trainable(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, expert) trainable parameters on that GPU: all of them, or LoRA's adapters."""
+    if not w.frozen_base:
+        return stage_params(w, cfg)
+    dense, _, expert = _stage_split(lora_counts(w.arch, w.lora_rank, w.lora_targets), cfg)
+    return dense, expert
+
+
+def stage_weight_bytes(
+    w: TrainWorkload, cfg: ParallelConfigs, dense: np.ndarray, expert: np.ndarray
+) -> np.ndarray:
+    """Bytes of weights one GPU holds before ZeRO-3 sharding, from its (dense, expert) base
+    parameters: 16-bit for full training; for LoRA the frozen base in its storage precision
+    plus 16-bit adapters. QLoRA quantises only the transformer blocks' linears: embeddings,
+    output layer and norms stay 16-bit."""
+    if not w.frozen_base:
+        return 2.0 * (dense + expert)
+    adapters = sum(stage_trainable(w, cfg))
+    base = w.base_weight_bytes * (dense + expert)
+    if w.method == "qlora":
+        c = count_params(w.arch)
+        kept_16bit = replace(  # embeddings, output layer and norms are not quantised
+            c,
+            attention_per_layer=0.0,
+            dense_mlp_per_layer=0.0,
+            routed_experts_per_layer=0.0,
+            shared_experts_per_layer=0.0,
+            router_per_layer=0.0,
+        )
+        norms, edge, _ = _stage_split(kept_16bit, cfg)
+        base = base + (2.0 - w.base_weight_bytes) * (norms + edge)
+    return base + 2.0 * adapters
 
 
 def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
     """Bytes one layer keeps for backward per token of a micro-batch, on one GPU."""
     arch = w.arch
-    h, d = float(arch.hidden), float(arch.head_dim)
+    h = float(arch.hidden)
     a, g = float(arch.heads), float(arch.kv_heads)
+    dqk, dv = float(qk_head_dim(arch)), float(v_head_dim(arch))
     f = float(arch.ffn_hidden)
     t = cfg.tp.astype(np.float64)
     sp = cfg.sequence_parallel
@@ -111,15 +152,33 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     # inputs, and two 1-byte dropout masks where dropout is used.
     replicated_per_token = 2 * h + 2 * h + 2 * 2 * h + (2 * h if w.dropout else 0.0)
     replicated = np.where(sp, replicated_per_token / t, replicated_per_token)
-    # Split over TP: Q, K, V and the attention output; the MLP's inner tensors.
-    attn = 2 * (a * d + 2 * g * d) + 2 * a * d
+    # Split over TP: Q, K, V and the attention output; the MLP's inner tensors. MLA also
+    # keeps its query and key/value latents (inputs of the up-projections).
+    attn = 2 * (a * dqk + g * dqk + g * dv) + 2 * a * dv
+    if arch.is_mla:
+        attn += 2 * ((arch.q_lora_rank or 0) + (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0))
     # SwiGLU keeps gate and up outputs and their product; GELU its input and output.
-    mlp_inner = 2 * (2 * f) + 2 * f if arch.mlp == "swiglu" else 2 * f + 2 * f
+    mlp_inner: float | np.ndarray = 2 * (2 * f) + 2 * f if arch.mlp == "swiglu" else 2 * f + 2 * f
+    lora: float = 0.0
+    if w.frozen_base:  # each adapter keeps its rank-r intermediate x A (16 bit) for B's gradient
+        lora = 2.0 * w.lora_rank * sum(1 for n in ("q", "k", "v", "o") if n in w.lora_targets)
+        mlp_adapters = sum(
+            1 for n in ("gate", "up", "down") if n in w.lora_targets and (n != "gate" or arch.mlp == "swiglu")
+        )
+        lora += (
+            2.0
+            * w.lora_rank
+            * mlp_adapters
+            * (arch.experts_per_token + arch.shared_experts if arch.is_moe else 1)
+        )
     if arch.is_moe:
+        # The busiest GPU holds its load factor times the even share of routed tokens.
+        load = moe_load_factor(w, cfg)
         f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
         per = (4 * f_e + 2 * f_e) if arch.mlp == "swiglu" else 4 * f_e
-        mlp_inner = per * (arch.experts_per_token + arch.shared_experts) + 2 * h * arch.experts_per_token
-    split = (attn + mlp_inner) / t
+        k = arch.experts_per_token
+        mlp_inner = per * (k * load + arch.shared_experts) + 2 * h * k * load
+    split = (attn + mlp_inner + lora) / t
     # The s x s terms: softmax output (2), dropout mask (1) and output (2) per score;
     # flash attention keeps a 4-byte log-sum-exp per query row and head instead.
     s_local = w.seq_len  # keys seen by each query (ring attention streams the rest)
@@ -153,19 +212,26 @@ def train_memory(
         act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
     )
     dp, z = cfg.dp, cfg.zero_stage
-    # Parameters of each kind this GPU keeps, after ZeRO sharding over data parallel
-    # ranks (experts shard over the dp / ep replicas of each expert).
-    w_params = dense / np.where(z >= 3, dp, 1.0)
-    g_params = dense / np.where(z >= 2, dp, 1.0)
-    o_params = dense / np.where(z >= 1, dp, 1.0)
-    if w.arch.is_moe:
-        expert_dp = np.maximum(dp / cfg.ep, 1.0)
-        w_params = w_params + expert / np.where(z >= 3, expert_dp, 1.0)
-        g_params = g_params + expert / np.where(z >= 2, expert_dp, 1.0)
-        o_params = o_params + expert / np.where(z >= 1, expert_dp, 1.0)
-    weights = 2.0 * w_params
-    gradients = w.grad_bytes * g_params
-    optimizer = OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer] * o_params
+    expert_dp = np.maximum(dp / cfg.ep, 1.0)
+
+    def sharded(d: np.ndarray, e: np.ndarray, stage: int) -> np.ndarray:
+        """What this GPU keeps after ZeRO sharding over data-parallel ranks (experts shard
+        over the dp / ep replicas of each expert)."""
+        kept_ = d / np.where(z >= stage, dp, 1.0)
+        if w.arch.is_moe:
+            kept_ = kept_ + e / np.where(z >= stage, expert_dp, 1.0)
+        return kept_
+
+    # Weights: the bytes per parameter of each kind scale both shards alike.
+    total_params = dense + expert
+    weight_bytes = stage_weight_bytes(w, cfg, dense, expert)
+    weights = weight_bytes * sharded(dense, expert, 3) / np.maximum(total_params, 1.0)
+    if w.frozen_base:  # gradients and optimizer states exist only for the adapters
+        t_dense, t_expert = stage_trainable(w, cfg)
+    else:
+        t_dense, t_expert = dense, expert
+    gradients = w.grad_bytes * sharded(t_dense, t_expert, 2)
+    optimizer = OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer] * sharded(t_dense, t_expert, 1)
 
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
     layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp

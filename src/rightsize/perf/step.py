@@ -27,8 +27,15 @@ import numpy as np
 from rightsize.perf import collectives as coll
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.layer import ACT_BYTES, LayerTimes, layer_times, logits_times
-from rightsize.perf.memory import TrainMemory, activation_per_token_layer_pair, stage_params, train_memory
-from rightsize.perf.params import active_params, count_params
+from rightsize.perf.memory import (
+    TrainMemory,
+    activation_per_token_layer_pair,
+    stage_params,
+    stage_trainable,
+    stage_weight_bytes,
+    train_memory,
+)
+from rightsize.perf.params import active_lora_params, active_params, count_params, qk_head_dim, v_head_dim
 from rightsize.perf.workload import OPTIMIZER_UPDATE_BYTES_PER_PARAM, ParallelConfigs, TrainWorkload
 
 # Share of the last micro-batch's backward under which gradient reduction can
@@ -94,10 +101,19 @@ class StepBreakdown:
 def model_flops_per_token(w: TrainWorkload) -> float:
     """Training FLOPs per token without recomputation (PaLM, Chowdhery et al. 2022,
     appendix B): 6 per active non-embedding parameter plus the output projection,
-    plus 12 l (a d) s for attention scores and values counted over the full square."""
+    plus 12 l (a d) s for attention scores and values counted over the full square
+    (d the mean of the query/key and value head widths, which differ under MLA).
+
+    With a frozen base (LoRA, QLoRA) each base weight costs 4 FLOPs per token, the
+    forward (2) and the input gradient (2), but no weight gradient; the adapters cost 6
+    per active adapter parameter; attention has no weights, so its 12 stay."""
     c = count_params(w.arch)
     n = active_params(w.arch) - c.embedding - c.output + w.arch.vocab * w.arch.hidden
-    attention = 12.0 * w.arch.layers * w.arch.heads * w.arch.head_dim * w.seq_len
+    d = 0.5 * (qk_head_dim(w.arch) + v_head_dim(w.arch))
+    attention = 12.0 * w.arch.layers * w.arch.heads * d * w.seq_len
+    if w.frozen_base:
+        adapters = active_lora_params(w.arch, w.lora_rank, w.lora_targets)
+        return 4.0 * n + 6.0 * adapters + attention
     return 6.0 * n + attention
 
 
@@ -106,7 +122,8 @@ def recompute_flops_per_token(w: TrainWorkload, recompute: np.ndarray) -> np.nda
     and values (selective)."""
     c = count_params(w.arch)
     n_layers = active_params(w.arch) - c.embedding - c.output
-    attention = 4.0 * w.arch.layers * w.arch.heads * w.arch.head_dim * w.seq_len
+    d = 0.5 * (qk_head_dim(w.arch) + v_head_dim(w.arch))
+    attention = 4.0 * w.arch.layers * w.arch.heads * d * w.seq_len
     return np.select([recompute == 2, recompute == 1], [2.0 * n_layers + attention, attention], 0.0)
 
 
@@ -205,21 +222,28 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     pp_comm = 2.0 * hops * hop
 
     # Data-parallel gradient reduction (+ ZeRO weight gathers).
+    # Only trainable parameters have gradients: all of them, or LoRA's adapters.
     dense, expert = stage_params(w, cfg)
+    t_dense, t_expert = stage_trainable(w, cfg) if w.frozen_base else (dense, expert)
     dp_bw, dp_lat = coll.group_link(cfg.dp, cfg.tp * cfg.cp, hw)
-    grad_sync = coll.all_reduce_s(dense * w.grad_bytes, cfg.dp, dp_bw, dp_lat)
+    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, cfg.dp, dp_bw, dp_lat)
     if w.arch.is_moe:  # expert gradients reduce over the dp / ep replicas of each expert
         ep_dp = np.maximum(np.floor(cfg.dp / cfg.ep), 1.0)
         dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.cp * cfg.ep, hw)
-        grad_sync = grad_sync + coll.all_reduce_s(expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
+        grad_sync = grad_sync + coll.all_reduce_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
     window = DP_OVERLAP_FRACTION * lps * lc.backward
     z3 = cfg.zero_stage >= 3
     # ZeRO-3 / FSDP: every micro-batch all-gathers the weights for forward and again
     # for backward, and reduce-scatters its gradients; prefetch overlaps that traffic
     # with the micro-batch's own compute.
-    per_mb = 2.0 * coll.all_gather_s(dense * 2.0, cfg.dp, dp_bw, dp_lat) + coll.reduce_scatter_s(
-        dense * w.grad_bytes, cfg.dp, dp_bw, dp_lat
+    gathered = stage_weight_bytes(w, cfg, dense, np.zeros_like(dense))
+    per_mb = 2.0 * coll.all_gather_s(gathered, cfg.dp, dp_bw, dp_lat) + coll.reduce_scatter_s(
+        t_dense * w.grad_bytes, cfg.dp, dp_bw, dp_lat
     )
+    if w.arch.is_moe:  # expert weights shard (and gather) over the dp / ep replicas of each expert
+        expert_bytes = expert * (w.base_weight_bytes if w.frozen_base else 2.0)
+        per_mb = per_mb + 2.0 * coll.all_gather_s(expert_bytes, ep_dp, dpe_bw, dpe_lat)
+        per_mb = per_mb + coll.reduce_scatter_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
     z3_hidden = np.minimum(per_mb, DP_OVERLAP_FRACTION * stage_mb)
     z3_exposed = per_mb - z3_hidden
     hidden = np.where(z3, m * z3_hidden, np.minimum(grad_sync, window))
@@ -230,7 +254,7 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     dp_comm = exposed + COMM_COMPUTE_INTERFERENCE * hidden
 
     # Optimizer update: memory-bound over the parameters this GPU owns.
-    owned = (dense + expert) / np.where(cfg.zero_stage >= 1, cfg.dp, 1)
+    owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, cfg.dp, 1)
     optimizer = (
         owned * OPTIMIZER_UPDATE_BYTES_PER_PARAM[w.optimizer] / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     )

@@ -4,10 +4,15 @@ the parallel configurations to evaluate, as a struct of numpy arrays."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rightsize.perf.params import ALL_LINEAR, NF4_BYTES_PER_PARAM, trainable_params
 from rightsize.spec.model import ModelArch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rightsize.spec.training import TrainingWorkload
 
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
@@ -34,6 +39,51 @@ class TrainWorkload:
     optimizer: str = "adamw"
     flash_attention: bool = True
     dropout: bool = False
+    method: str = "full"  # full | lora | qlora
+    lora_rank: int = 16  # used when method is lora or qlora
+    lora_targets: tuple[str, ...] = ALL_LINEAR
+    moe_capacity_factor: float = 1.0  # busiest expert's load / the even share
+
+    @classmethod
+    def from_spec(cls, arch: ModelArch, training: TrainingWorkload) -> TrainWorkload:
+        """The workload of a spec's `training:` section (every field, fine-tuning included)."""
+        lora = training.lora
+        return cls(
+            arch=arch,
+            seq_len=training.seq_len,
+            global_batch=training.global_batch_seqs,
+            precision=training.precision,
+            optimizer=training.optimizer,
+            flash_attention=training.flash_attention,
+            method=training.method,
+            lora_rank=lora.rank if lora is not None else 16,
+            lora_targets=tuple(lora.targets) if lora is not None else ALL_LINEAR,
+            moe_capacity_factor=training.moe_capacity_factor,
+        )
+
+    @property
+    def frozen_base(self) -> bool:
+        """True when the base weights get no gradients (LoRA, QLoRA)."""
+        return self.method != "full"
+
+    @property
+    def trainable_params(self) -> float:
+        """Parameters with gradients and optimizer state (all, or only the adapters)."""
+        return trainable_params(self.arch, self.method, rank=self.lora_rank, targets=self.lora_targets)
+
+    @property
+    def base_weight_bytes(self) -> float:
+        """Bytes per base (transformer-block linear) weight held on the GPU.
+
+        Full training keeps 16-bit working weights (fp8 GEMMs cast them on the fly). A frozen
+        LoRA base needs no master copy, so it is stored in the compute precision (Transformer
+        Engine's fp8 parameters, as in NVIDIA's MLPerf LoRA runs). QLoRA stores NF4.
+        """
+        if self.method == "qlora":
+            return NF4_BYTES_PER_PARAM
+        if self.method == "lora" and self.precision == "fp8":
+            return 1.0
+        return 2.0
 
     @property
     def gemm_elem_bytes(self) -> float:

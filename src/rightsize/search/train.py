@@ -20,7 +20,6 @@ from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION
-from rightsize.perf.params import count_params
 from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.candidates import Candidate, explain_difference
@@ -70,15 +69,7 @@ class TrainingPlan:
 
 
 def workload_from_spec(spec: TrainingSpec) -> TrainWorkload:
-    t = spec.training
-    return TrainWorkload(
-        arch=spec.model,
-        seq_len=t.seq_len,
-        global_batch=t.global_batch_seqs,
-        precision=t.precision,
-        optimizer=t.optimizer,
-        flash_attention=t.flash_attention,
-    )
+    return TrainWorkload.from_spec(spec.model, spec.training)
 
 
 def _candidate(
@@ -97,7 +88,8 @@ def _candidate(
     notes: dict[str, float] = {}
     if train_tokens:
         nodes = math.ceil(gpus / node.gpus_per_node)
-        ckpt = checkpoint_bytes(count_params(w.arch).total, w.optimizer)
+        # LoRA/QLoRA checkpoints hold the adapters and their optimizer states only.
+        ckpt = checkpoint_bytes(w.trainable_params, w.optimizer)
         gp = goodput(gpus, nodes, ckpt, reliability())
         notes = gp.as_dict()
         ttt = train_tokens / (tps_gpu * gpus) / gp.goodput

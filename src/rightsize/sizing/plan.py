@@ -144,8 +144,8 @@ def size(
     run_s = run_failures * (1.0 + pw.throttle_slowdown) if run_failures else None
     if demand.run_s:
         run = {
-            "run_s_ideal": run_ideal,
-            "run_s_with_failures": run_failures,
+            "ideal_run_s": run_ideal,
+            "with_failures_run_s": run_failures,
             "run_s": run_s,
             "run_days": (run_s or 0.0) / 86400.0,
             "gpu_hours": demand.gpus * (run_s or 0.0) / 3600.0,

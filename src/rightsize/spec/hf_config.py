@@ -2,8 +2,8 @@
 
 Supported families: Llama, Mistral, Qwen2/Qwen3 (dense, gated SiLU MLP, RMSNorm), Mixtral (every
 layer MoE), DeepSeek-V2/V3 (routed + shared experts, leading dense layers), GPT-2 and BLOOM (GeLU MLP,
-LayerNorm, tied embeddings). DeepSeek's multi-head latent attention is approximated as ordinary
-attention with head_dim = v_head_dim; its low-rank projections are not represented.
+LayerNorm, tied embeddings). DeepSeek's multi-head latent attention is read exactly (kv_lora_rank,
+q_lora_rank, qk_rope_head_dim, v_head_dim, with head_dim = qk_nope_head_dim).
 """
 
 from __future__ import annotations
@@ -104,6 +104,15 @@ def _mixtral(cfg: _Config) -> dict[str, Any]:
 def _deepseek(cfg: _Config) -> dict[str, Any]:
     fields = _llama(cfg)
     fields["head_dim"] = cfg.integer("head_dim", "v_head_dim", default=None)
+    kv_lora = cfg.integer("kv_lora_rank", default=None)
+    if kv_lora:  # multi-head latent attention (DeepSeek-V2/V3)
+        fields.update(
+            head_dim=cfg.integer("qk_nope_head_dim"),
+            kv_lora_rank=kv_lora,
+            q_lora_rank=cfg.integer("q_lora_rank", default=None),
+            qk_rope_head_dim=cfg.integer("qk_rope_head_dim"),
+            v_head_dim=cfg.integer("v_head_dim", default=None),
+        )
     experts = cfg.integer("n_routed_experts", default=0)
     if experts:  # a config with n_routed_experts null describes a dense model
         fields.update(

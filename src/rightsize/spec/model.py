@@ -79,6 +79,28 @@ class ModelArch(BaseModel):
         ge=0,
         description="Leading layers of an MoE model that use a dense MLP of ffn_hidden (DeepSeek first_k_dense).",
     )
+    kv_lora_rank: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Multi-head latent attention (DeepSeek-V2/V3): width of the compressed key/value latent that "
+            "is cached; setting it makes the attention MLA. head_dim is then the per-head query/key width "
+            "without rotary part (qk_nope_head_dim)."
+        ),
+    )
+    q_lora_rank: int | None = Field(
+        default=None,
+        gt=0,
+        description="MLA: width of the compressed query latent; unset means a plain query projection.",
+    )
+    qk_rope_head_dim: int | None = Field(
+        default=None,
+        gt=0,
+        description="MLA: per-head width of the decoupled rotary query/key part (one shared rotary key).",
+    )
+    v_head_dim: int | None = Field(
+        default=None, gt=0, description="MLA: per-head value width; defaults to head_dim."
+    )
     max_seq_len: int | None = Field(
         default=None, gt=0, description="Longest context the model was trained for (position embeddings)."
     )
@@ -119,6 +141,15 @@ class ModelArch(BaseModel):
             )
         if self.dense_layers >= self.layers:
             raise ValueError(f"dense_layers ({self.dense_layers}) must be less than layers ({self.layers})")
+        if self.kv_lora_rank is None:
+            mla_only = {"q_lora_rank": self.q_lora_rank, "qk_rope_head_dim": self.qk_rope_head_dim}
+            mla_only["v_head_dim"] = self.v_head_dim
+            given = [f"{k}={v}" for k, v in mla_only.items() if v is not None]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} only apply to multi-head latent attention; set kv_lora_rank "
+                    "(the cached latent width) or remove them"
+                )
         if self.experts == 0:
             moe_only = {
                 "experts_per_token": self.experts_per_token,
@@ -136,6 +167,11 @@ class ModelArch(BaseModel):
                 f"experts_per_token ({self.experts_per_token}) must be between 1 and experts ({self.experts})"
             )
         return self
+
+    @property
+    def is_mla(self) -> bool:
+        """True for multi-head latent attention (kv_lora_rank set)."""
+        return self.kv_lora_rank is not None
 
     @property
     def is_moe(self) -> bool:

@@ -63,6 +63,47 @@ class ParallelSettings(BaseModel):
     )
 
 
+LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
+ALL_LINEAR_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+ATTENTION_TARGETS: tuple[str, ...] = ("q", "k", "v", "o")
+_TARGET_GROUPS = {"all_linear": ALL_LINEAR_TARGETS, "attention": ATTENTION_TARGETS}
+
+
+class LoraSettings(BaseModel):
+    """Low-rank adapters (Hu et al. 2021, LoRA): W x + (alpha / r) B A x with A [r, d_in], B [d_out, r]."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: int = Field(default=16, gt=0, description="Adapter rank r (inner width of A and B).")
+    alpha: float = Field(
+        default=32.0,
+        gt=0,
+        description="Adapter scale numerator (alpha / r); changes no cost, kept for records.",
+    )
+    targets: tuple[LoraTarget, ...] = Field(
+        default=ALL_LINEAR_TARGETS,  # type: ignore[arg-type]
+        min_length=1,
+        description=(
+            "Linear layers that get adapters: a list of q, k, v, o, gate, up, down, or 'all_linear' "
+            "(all seven; gate is skipped for GELU MLPs) or 'attention' (q, k, v, o). MoE experts' "
+            "gate/up/down each get their own adapters."
+        ),
+    )
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _expand_groups(cls, value: Any) -> Any:
+        """'all_linear' / 'attention' (alone or in a list) expand to the matrices they name; duplicates drop."""
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            return value
+        out: list[Any] = []
+        for item in items:
+            expanded = _TARGET_GROUPS.get(item, (item,)) if isinstance(item, str) else (item,)
+            out.extend(x for x in expanded if x not in out)
+        return tuple(out)
+
+
 class TrainingWorkload(BaseModel):
     """What one training run does: sequence length, batch, length of the run, numerics."""
 
@@ -84,12 +125,58 @@ class TrainingWorkload(BaseModel):
     precision: Literal["fp16", "bf16", "fp8"] = Field(
         default="bf16", description="Compute precision of the matrix multiplies (mixed precision)."
     )
+    method: Literal["full", "lora", "qlora"] = Field(
+        default="full",
+        description=(
+            "What is trained: 'full' (every weight: pre-training or full fine-tuning), 'lora' (frozen base "
+            "weights in the compute precision plus low-rank adapters) or 'qlora' (LoRA over a base "
+            "quantised to 4-bit NF4 with double-quantised constants, dequantised to 16 bit for every GEMM)."
+        ),
+    )
+    lora: LoraSettings | None = Field(
+        default=None,
+        description="Adapter rank, alpha and target layers for method lora/qlora (defaults: r 16, alpha 32, all linear).",
+    )
+    moe_capacity_factor: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=8.0,
+        description=(
+            "Mixture-of-experts only: tokens the busiest expert processes, as a multiple of the even share "
+            "(tokens x top-k / experts). It sizes expert GEMMs, the all-to-all and MoE activations, since "
+            "the busiest expert sets the step. 1.0: dropless routing with load balancing (Megatron-Core's "
+            "default, MegaBlocks/Mixtral, DeepSeek-V3); 1.25: token-dropping training padded to capacity "
+            "(Switch Transformer, GShard)."
+        ),
+    )
     optimizer: Literal["adamw", "adam", "sgd"] = Field(
         default="adamw", description="Optimizer; sets the optimizer-state bytes per parameter."
     )
     flash_attention: bool = Field(
         default=True, description="Fused attention that never stores the seq x seq score matrix."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_lora(cls, data: Any) -> Any:
+        """method lora/qlora without a lora section gets the default adapters."""
+        if isinstance(data, dict) and data.get("method") in ("lora", "qlora") and data.get("lora") is None:
+            data = {**data, "lora": {}}
+        return data
+
+    @model_validator(mode="after")
+    def _check_method(self) -> TrainingWorkload:
+        if self.method == "full" and self.lora is not None:
+            raise ValueError(
+                "training.lora only applies to method 'lora' or 'qlora'; set training.method: lora "
+                "or remove the lora section"
+            )
+        if self.method == "qlora" and self.precision == "fp8":
+            raise ValueError(
+                "training.method qlora dequantises its 4-bit NF4 base to 16 bit for every matrix multiply, "
+                "so precision fp8 does not apply; use precision: bf16 (or method: lora with fp8)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_batch(self) -> TrainingWorkload:
@@ -152,7 +239,7 @@ class TrainingSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["training"] = Field(
-        default="training", description="Spec kind; 'training' for pre-training runs."
+        default="training", description="Spec kind; 'training' for pre-training and fine-tuning runs."
     )
     name: str | None = Field(default=None, description="A name for this plan, shown in reports.")
     model: ModelArch = Field(

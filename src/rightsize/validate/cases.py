@@ -36,7 +36,9 @@ class Case:
 def bundled_paths(holdout: bool = False) -> list[Path]:
     base = resources.files("rightsize.validate") / "data"
     names = (
-        ["holdout_training.csv", "holdout_inference.csv"] if holdout else ["training.csv", "inference.csv"]
+        ["holdout_training.csv", "holdout_inference.csv"]
+        if holdout
+        else ["training.csv", "inference.csv", "finetune.csv"]
     )
     return [Path(str(base / n)) for n in names]
 
@@ -111,6 +113,18 @@ def training_spec_data(case: Case) -> dict[str, Any]:
     }
     if not _blank(r.get("train_tokens")):
         training["train_tokens"] = float(r["train_tokens"])
+    # Fine-tuning columns (finetune.csv): method full | lora | qlora, adapter rank and targets
+    # ('attention', 'all_linear' or names joined by '+', e.g. 'q+v').
+    if not _blank(r.get("method")):
+        training["method"] = r["method"].strip()
+        if training["method"] != "full":
+            lora: dict[str, Any] = {}
+            if not _blank(r.get("lora_rank")):
+                lora["rank"] = int(float(r["lora_rank"]))
+            if not _blank(r.get("lora_targets")):
+                names = r["lora_targets"].strip()
+                lora["targets"] = names if names in ("attention", "all_linear") else names.split("+")
+            training["lora"] = lora
     parallel: dict[str, Any] = {}
     for c in PARALLEL_INT_COLUMNS:
         if not _blank(r.get(c)):
