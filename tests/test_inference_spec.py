@@ -14,12 +14,12 @@ from rightsize.spec import (
     InferenceSpec,
     LengthDist,
     Spec,
-    TrainingSpec,
     get_preset,
     load_spec,
     parse_spec,
     spec_json_schema,
 )
+from rightsize.spec.load import SPEC_KINDS
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -495,7 +495,7 @@ def test_batch1_example() -> None:
 def test_every_example_loads_as_its_kind(example: Path) -> None:
     kind = (yaml.safe_load(example.read_text()) or {}).get("kind", "training")
     spec: Spec = load_spec(example)
-    assert isinstance(spec, {"training": TrainingSpec, "inference": InferenceSpec}[kind])
+    assert isinstance(spec, SPEC_KINDS[kind])
     assert spec.kind == kind
 
 
@@ -537,13 +537,14 @@ def test_every_schema_property_has_a_description(kind: str | None) -> None:
 
 def test_schema_of_any_kind() -> None:
     schema = spec_json_schema()
-    assert schema["oneOf"] == [{"$ref": "#/$defs/TrainingSpec"}, {"$ref": "#/$defs/InferenceSpec"}]
-    assert schema["properties"]["kind"]["enum"] == ["training", "inference"]
+    kinds = ["TrainingSpec", "InferenceSpec", "VisionSpec", "RecsysSpec"]
+    assert schema["oneOf"] == [{"$ref": f"#/$defs/{kind}"} for kind in kinds]
+    assert schema["properties"]["kind"]["enum"] == ["training", "inference", "vision", "recommendation"]
     # every top-level key of either kind is described at the top, for editors
-    for kind in ("TrainingSpec", "InferenceSpec"):
+    for kind in kinds:
         assert set(schema["$defs"][kind]["properties"]) <= set(schema["properties"])
     targets = [option["$ref"] for option in schema["properties"]["targets"]["anyOf"]]
-    assert targets == ["#/$defs/Targets", "#/$defs/InferenceTargets"]
+    assert targets == [f"#/$defs/{t}Targets" for t in ("", "Inference", "Vision", "Recsys")]
     # the kinds are told apart by their constant: inference requires it, training defaults to it
     inference = schema["$defs"]["InferenceSpec"]
     assert inference["properties"]["kind"]["const"] == "inference" and "kind" in inference["required"]

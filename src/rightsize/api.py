@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.errors import BadInput
+from rightsize.search.recsys import plan_recsys
 from rightsize.search.serving import ServingPlan, plan_serving
 from rightsize.search.train import TrainingPlan, plan_training
+from rightsize.search.vision import plan_vision
 from rightsize.spec import InferenceSpec, TrainingSpec, load_spec, parse_spec
+from rightsize.spec.recsys import RecsysSpec
+from rightsize.spec.vision import VisionSpec
 
 AnySpec = Any  # TrainingSpec | InferenceSpec | any spec kind registered in PLANNERS
 Calibration = dict[str, dict[str, float]]  # accelerator id -> Hardware field overrides
@@ -33,6 +37,8 @@ def _plan_serving(spec: InferenceSpec, calibration: Calibration | None) -> Servi
 PLANNERS: dict[type, Callable[[Any, Calibration | None], Any]] = {
     TrainingSpec: _plan_training,
     InferenceSpec: _plan_serving,
+    VisionSpec: plan_vision,
+    RecsysSpec: plan_recsys,
 }
 
 

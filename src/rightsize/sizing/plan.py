@@ -225,9 +225,10 @@ def _sensitivity(
     per_node_capex: float | None,
     fab: FabricPlan,
 ) -> list[Swing]:
-    base_cost, cloud_headline = headline_cost(cost, demand)
-    if base_cost is None:
-        return []
+    priced_cost, cloud_headline = headline_cost(cost, demand)
+    # Without a price (no cloud or on-prem figure for this hardware) the swings still show
+    # time; their cost changes read 0.
+    base_cost = priced_cost or 0.0
     hours = (run_s or 0.0) / 3600.0 if run_s else HOURS_PER_MONTH
     base_time = run_s or 1.0  # a service: 'time' stands for the capacity it needs
     out: list[Swing] = []
@@ -284,7 +285,9 @@ def _sensitivity(
                     at_time(base_time * ratio_hi),
                 )
             )
-    if cloud_headline:
+    if priced_cost is None:
+        pass
+    elif cloud_headline:
         out.append(
             swing(
                 "cloud price",

@@ -1,8 +1,9 @@
 """Read a spec file (YAML) into a typed spec, turning every problem into one actionable `BadInput`.
 
 Specs are dispatched on their `kind` key (default "training") through `SPEC_KINDS`: 'training' gives a
-`TrainingSpec`, 'inference' an `InferenceSpec`. A new kind is a new entry there (and in `Spec`); the
-error handling and the JSON Schema follow.
+`TrainingSpec`, 'inference' an `InferenceSpec`, 'vision' a `VisionSpec`, 'recommendation' a
+`RecsysSpec`. A new kind is a new entry there (and in `Spec`); the error handling and the JSON Schema
+follow.
 """
 
 from __future__ import annotations
@@ -19,13 +20,20 @@ from pydantic import BaseModel, ValidationError
 
 from rightsize.errors import BadInput, did_you_mean
 from rightsize.spec.inference import InferenceSpec
+from rightsize.spec.recsys import RecsysSpec
 from rightsize.spec.training import TrainingSpec
+from rightsize.spec.vision import VisionSpec
 
-Spec: TypeAlias = TrainingSpec | InferenceSpec
+Spec: TypeAlias = TrainingSpec | InferenceSpec | VisionSpec | RecsysSpec
 """Any spec `load_spec` returns; tell them apart with isinstance or `spec.kind`."""
 
 # kind -> spec model; the first is the default when a spec has no `kind:`.
-SPEC_KINDS: dict[str, type[Spec]] = {"training": TrainingSpec, "inference": InferenceSpec}
+SPEC_KINDS: dict[str, type[Spec]] = {
+    "training": TrainingSpec,
+    "inference": InferenceSpec,
+    "vision": VisionSpec,
+    "recommendation": RecsysSpec,
+}
 _SCHEMA_FIX = (
     "Run `rightsize schema` to see every field with its description, or start from a file in examples/."
 )
@@ -191,8 +199,11 @@ def spec_json_schema(kind: str | None = None) -> dict[str, Any]:
 
 
 def _kind_schema(spec_cls: type[BaseModel]) -> dict[str, Any]:
-    """One kind's schema, with `model` widened to every form the loader accepts."""
+    """One kind's schema, with `model` widened to every form the loader accepts (kinds whose model is
+    a ModelArch; vision and recommendation models are preset names)."""
     schema = spec_cls.model_json_schema()
+    if "ModelArch" not in schema.get("$defs", {}):
+        return schema
     model_property = schema["properties"]["model"]
     schema["properties"]["model"] = _model_input_schema(
         schema["$defs"]["ModelArch"], model_property["description"]
@@ -258,17 +269,15 @@ def _any_kind_schema() -> dict[str, Any]:
                     for kind, prop in by_kind.items()
                 )
                 + ".",
-                "anyOf": [
-                    {name: value for name, value in prop.items() if name not in ("description", "title")}
-                    for prop in distinct.values()
-                ],
+                "anyOf": _merged_options(distinct.values()),
             }
     properties["kind"] = {
         "enum": list(SPEC_KINDS),
         "default": next(iter(SPEC_KINDS)),
         "description": (
-            "Spec kind: 'training' (pre-training runs; the default when left out) or 'inference' "
-            "(serving a model). It decides which other keys the spec takes."
+            "Spec kind: 'training' (pre-training runs; the default when left out), 'inference' "
+            "(serving a model), 'vision' (CNNs and vision transformers) or 'recommendation' "
+            "(DLRM-style models). It decides which other keys the spec takes."
         ),
     }
     return {
@@ -280,6 +289,19 @@ def _any_kind_schema() -> dict[str, Any]:
         "oneOf": [{"$ref": f"#/$defs/{spec_cls.__name__}"} for spec_cls in SPEC_KINDS.values()],
         "$defs": defs,
     }
+
+
+def _merged_options(props: typing.Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The forms a key takes over the kinds, each distinct form once (descriptions aside), in kind
+    order. A property that is only a choice of forms (`anyOf` and a description) contributes its
+    forms, so a preset-name string merges with the training model's own string form."""
+    options: dict[str, dict[str, Any]] = {}
+    for prop in props:
+        forms = prop["anyOf"] if set(prop) <= {"anyOf", "description", "title"} else None
+        for form in forms or [prop]:
+            bare = {name: value for name, value in form.items() if name not in ("description", "title")}
+            options.setdefault(_json_key(bare), form if forms else bare)
+    return list(options.values())
 
 
 def _json_key(value: Any) -> str:

@@ -1,0 +1,666 @@
+"""The recommendation planner: DLRM-style models whose embedding tables may exceed GPU memory.
+
+Training: for each accelerator and GPU count, place the tables (HBM, host DRAM, SSD), time a step
+(lookups, the all-to-all sharding causes, the dense MLPs, the dense gradient all-reduce), and pick
+the count that meets the deadline best by the objective. Inference: for each accelerator, GPUs per
+replica (the GPUs that hold one copy of the tables) and batch, time a batch, keep those whose p99
+latency meets the SLO, and size the replicas for the query rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, node_for
+from rightsize.catalog.reliability import reliability
+from rightsize.constants import GB, HOUR_S, GiB
+from rightsize.errors import BadInput, Infeasible
+from rightsize.perf import datapipe
+from rightsize.perf.hardware import Hardware
+from rightsize.perf.recsys import (
+    DENSE_TRAIN_BYTES_PER_PARAM,
+    Placement,
+    dense_allreduce_s,
+    dense_macs_per_sample,
+    dense_params,
+    dense_serve_bytes,
+    dense_time_s,
+    dense_train_bytes,
+    embedding_budget_per_gpu,
+    embedding_comm,
+    lookup_time,
+    place_tables,
+    row_bytes,
+    state_bytes_per_row,
+)
+from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
+from rightsize.search.demand import Demand
+from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.sizing.reliability import goodput
+from rightsize.spec.recsys import RecsysModel, RecsysSpec
+
+NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
+MAX_GPUS = 1024
+REPLICA_GPUS = (1, 2, 4, 8)
+BATCH_QUERIES = (1, 2, 4, 8, 16, 32, 64, 128)
+VALUE_BYTES = 4.0  # stored label, dense feature and index values (int32 / fp32)
+TRAIN_CPU_CORES_PER_GPU = 2.0  # reading pre-processed binary samples; no decode
+SERVE_CPU_CORES_PER_GPU = 2.0  # request parsing, feature assembly, the server itself
+Calibration = dict[str, dict[str, float]]
+
+
+@dataclass
+class RecsysOption:
+    """One evaluated configuration, as plain values."""
+
+    accelerator: str
+    node: str
+    gpus: int
+    batch: int  # training: global samples per step; inference: samples per replica batch
+    samples_per_s: float
+    samples_per_s_per_gpu: float
+    step: dict[str, float]  # seconds, broken down; step_s is the total
+    placement: dict[str, float]  # bytes per tier, cache hit rate, lookups per sample by tier
+    comm: dict[str, float]  # bytes one GPU sends, per direction
+    memory: dict[str, float]  # bytes per GPU
+    gpus_per_replica: int | None = None
+    replicas: int | None = None
+    latency_p99_s: float | None = None
+    time_to_train_s: float | None = None
+    gpu_hours: float | None = None
+    cost_usd: float | None = None  # training: the run; inference: per hour
+    goodput: float | None = None
+
+    def objective(self, name: str) -> float:
+        if name == "time" and self.time_to_train_s is not None:
+            return self.time_to_train_s
+        if name == "cost" and self.cost_usd is not None:
+            return self.cost_usd
+        if self.gpu_hours is not None and name != "gpus":
+            return self.gpu_hours
+        return float(self.gpus)
+
+
+def explain(loser: RecsysOption, winner: RecsysOption, objective: str) -> str:
+    ratio = loser.objective(objective) / winner.objective(objective) - 1.0
+    label = {"time": "time to train", "gpu_hours": "GPU-hours", "cost": "cost", "gpus": "GPUs"}[objective]
+    parts = [f"{ratio:+.0%} {label}" if abs(ratio) >= 0.005 else f"same {label}"]
+    parts.append(
+        f"{loser.samples_per_s_per_gpu:,.0f} vs {winner.samples_per_s_per_gpu:,.0f} samples/s per GPU"
+    )
+    if loser.placement.get("host_bytes", 0) + loser.placement.get("ssd_bytes", 0) > 0:
+        parts.append(f"tables spill beyond HBM (cache hit {loser.placement['cache_hit_rate']:.0%})")
+    return "; ".join(parts)
+
+
+@dataclass
+class RecsysPlan:
+    """The outcome of a recommendation search."""
+
+    name: str
+    model: str
+    mode: str
+    objective: str
+    best: RecsysOption
+    alternatives: list[tuple[RecsysOption, str]]
+    rejected: list[tuple[str, str]]
+    assumptions: list[str]
+    tables: dict[str, Any]
+    targets: dict[str, Any] = field(default_factory=dict)
+    demand: Demand | None = None
+    sizing: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, versioned; every quantity key carries its unit."""
+        return {
+            "kind": "recommendation_plan",
+            "schema_version": 1,
+            "name": self.name,
+            "model": self.model,
+            "mode": self.mode,
+            "objective": self.objective,
+            "targets": self.targets,
+            "tables": self.tables,
+            "best": asdict(self.best),
+            "alternatives": [{**asdict(o), "why_not": why} for o, why in self.alternatives],
+            "rejected": [{"accelerator": a, "reason": r} for a, r in self.rejected],
+            "assumptions": self.assumptions,
+            "demand": _demand_dict(self.demand),
+            "sizing": _sizing_dict(self.sizing),
+        }
+
+    def render_text(self, title: str) -> str:
+        b = self.best
+        t = self.tables
+        lines = [f"{title}: {self.name}", "=" * (len(title) + len(self.name) + 2)]
+        lines.append(
+            f"model {self.model}: {t['count']} tables, {t['rows']:,.0f} rows x {t['embedding_dim']} = "
+            f"{t['total_bytes'] / GB:,.1f} GB ({t['precision']}), {t['lookups_per_sample']:g} lookups per sample, "
+            f"dense {t['dense_params'] / 1e6:.1f}M parameters"
+        )
+        head = f"best: {b.gpus} x {b.accelerator} ({b.node})"
+        if self.mode == "inference":
+            head += f" = {b.replicas} replicas of {b.gpus_per_replica} GPU(s), batch {b.batch:,} samples"
+        else:
+            head += f", global batch {b.batch:,}"
+        lines.append(head)
+        if self.mode == "training":
+            assert b.time_to_train_s is not None
+            lines.append(
+                f"  {b.samples_per_s:,.0f} samples/s ({b.samples_per_s_per_gpu:,.0f} per GPU); time to train "
+                f"{b.time_to_train_s / HOUR_S:.2f} h, {b.gpu_hours or 0:,.1f} GPU-hours"
+                + (f", ${b.cost_usd:,.0f} on demand" if b.cost_usd is not None else "")
+            )
+        else:
+            assert b.latency_p99_s is not None
+            lines.append(
+                f"  p99 latency {b.latency_p99_s * 1e3:.2f} ms; {b.samples_per_s_per_gpu:,.0f} samples/s per GPU "
+                "at the utilisation target"
+                + (f"; ${b.cost_usd:,.2f}/h on demand" if b.cost_usd is not None else "")
+            )
+        p = b.placement
+        lines.append(
+            f"  tables: HBM {p['hbm_table_bytes'] / GB:,.1f} GB, host {p['host_bytes'] / GB:,.1f} GB, "
+            f"SSD {p['ssd_bytes'] / GB:,.1f} GB; HBM cache {p['hbm_cache_bytes'] / GB:,.1f} GB hits "
+            f"{p['cache_hit_rate']:.0%}"
+        )
+        step = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.3f} ms" for k, v in b.step.items() if v)
+        lines.append(f"  step breakdown: {step}")
+        if b.comm.get("pooled_all_to_all_bytes"):
+            lines.append(
+                f"  all-to-all per GPU: {b.comm['pooled_all_to_all_bytes'] / 1e6:,.1f} MB per direction"
+            )
+        lines.append(
+            f"  memory per GPU: embeddings {b.memory['embedding_budget_bytes'] / GiB:.1f} GiB of "
+            f"{b.memory['capacity_bytes'] / GiB:.1f} GiB"
+        )
+        for opt, why in self.alternatives:
+            lines.append(f"alternative: {opt.gpus} x {opt.accelerator}: {why}")
+        for acc, why in self.rejected:
+            lines.append(f"rejected: {acc}: {why}")
+        lines += [f"assumption: {a}" for a in self.assumptions]
+        return "\n".join(lines)
+
+
+def _demand_dict(demand: Demand | None) -> dict[str, Any] | None:
+    """The demand as JSON-ready data (the NIC sweep's keys become strings: '400' Gb/s)."""
+    if demand is None:
+        return None
+    d = asdict(demand)
+    d["step_s_by_nic_gbps"] = {f"{k:g}": v for k, v in demand.step_s_by_nic_gbps.items()}
+    return d
+
+
+def _sizing_dict(sizing: Any) -> Any:
+    """The bill of materials api.plan attached, as plain data."""
+    as_dict = getattr(sizing, "as_dict", None)
+    return as_dict() if callable(as_dict) else sizing
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _hardware(acc: Accelerator, node: NodeType, dtype: str, calibration: Calibration | None) -> Hardware:
+    hw = Hardware.from_catalog(acc, node, dtype)
+    if calibration and acc.id in calibration:
+        hw = hw.with_overrides(**calibration[acc.id])
+    return hw
+
+
+def _tables(spec: RecsysSpec) -> tuple[list[float], list[float]]:
+    m = spec.arch
+    mult = spec.embeddings.rows_multiplier
+    return [t.rows * mult for t in m.tables], [t.pooling for t in m.tables]
+
+
+def _placement_dict(p: Placement) -> dict[str, float]:
+    return {
+        "hbm_table_bytes": p.hbm_table_bytes,
+        "hbm_cache_bytes": p.hbm_cache_bytes,
+        "host_bytes": p.host_bytes,
+        "ssd_bytes": p.ssd_bytes,
+        "cache_hit_rate": p.cache_hit_rate,
+        "hbm_lookups_per_sample": p.lookups_per_sample["hbm"],
+        "host_lookups_per_sample": p.lookups_per_sample["host"],
+        "ssd_lookups_per_sample": p.lookups_per_sample["ssd"],
+        "tables_in_hbm": float(sum(1 for t in p.tables if t.tier == "hbm")),
+        "tables_in_host": float(sum(1 for t in p.tables if t.tier == "host")),
+        "tables_in_ssd": float(sum(1 for t in p.tables if t.tier == "ssd")),
+        "row_sharded_tables": float(sum(1 for t in p.tables if t.sharding == "row")),
+    }
+
+
+def _sample_bytes(m: RecsysModel) -> float:
+    """Stored bytes of one sample: label, dense features and every index, 4 B each."""
+    return VALUE_BYTES * (1 + m.dense_features + m.lookups_per_sample)
+
+
+def _comm_bytes(precision: str) -> float:
+    return 4.0 if precision in ("fp32", "tf32") else 2.0
+
+
+def _ids(spec: RecsysSpec) -> list[str]:
+    return list(spec.targets.accelerators) if spec.targets.accelerators else list(accelerators())
+
+
+def plan_recsys(spec: RecsysSpec, calibration: Calibration | None = None) -> RecsysPlan:
+    """Plan a recommendation workload: training or online inference, per `spec.mode`."""
+    if spec.mode == "inference":
+        return _plan_inference(spec, calibration)
+    return _plan_training(spec, calibration)
+
+
+def _table_summary(spec: RecsysSpec, precision_row_bytes: float) -> dict[str, Any]:
+    m = spec.arch
+    rows, pooling = _tables(spec)
+    return {
+        "count": len(rows),
+        "rows": sum(rows),
+        "embedding_dim": m.embedding_dim,
+        "precision": spec.embeddings.precision,
+        "row_bytes": precision_row_bytes,
+        "total_bytes": sum(rows) * precision_row_bytes,
+        "largest_table_bytes": max(rows) * precision_row_bytes,
+        "lookups_per_sample": sum(pooling),
+        "dense_params": dense_params(m),
+        "dense_macs_per_sample": dense_macs_per_sample(m),
+        "bytes_by_table": [r * precision_row_bytes for r in rows],
+    }
+
+
+# ----------------------------------------------------------------------------------- training
+
+
+def _train_option(
+    spec: RecsysSpec, acc: Accelerator, node: NodeType, hw: Hardware, gpus: int
+) -> RecsysOption | str:
+    t = spec.train
+    assert t is not None
+    m = spec.arch
+    emb = spec.embeddings
+    batch = t.global_batch
+    local = batch / gpus
+    act = _comm_bytes(t.precision)
+    other = dense_train_bytes(m, local, act)
+    budget = embedding_budget_per_gpu(hw, other)
+    if budget <= 0:
+        return f"the dense part and activations of {local:,.0f} samples per GPU fill its memory"
+    rows, pooling = _tables(spec)
+    stored_row = row_bytes(m.embedding_dim, emb.precision) + state_bytes_per_row(m.embedding_dim, m.optimizer)
+    host_total = (
+        node.host_memory_bytes
+        * datapipe.tier("host_memory_fraction_for_embeddings")
+        * gpus
+        / node.gpus_per_node
+    )
+    pl = place_tables(rows, pooling, stored_row, gpus, budget, host_total, emb.sharding, emb.cache_hit_rate)
+    look = lookup_time(pl, hw, local, row_bytes(m.embedding_dim, emb.precision), training=True)
+    comm = embedding_comm(m, pl, hw, batch, act, training=True)
+    dense = dense_time_s(m, hw, local, act, training=True)
+    ar = dense_allreduce_s(m, hw, gpus)
+    exposed = gradient_allreduce_exposed_s(ar, dense * 2.0 / 3.0, dense_params(m) * 4.0)
+    step_s = look.total_s + comm.time_s + dense + exposed
+    sps = batch / step_s
+    samples = (t.samples or m.train_samples or 0.0) * t.epochs
+    ckpt = sum(rows) * stored_row + dense_params(m) * DENSE_TRAIN_BYTES_PER_PARAM
+    nodes = math.ceil(gpus / node.gpus_per_node)
+    gp = goodput(gpus, nodes, ckpt, reliability()).goodput
+    ttt = samples / sps / gp
+    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    return RecsysOption(
+        accelerator=acc.id,
+        node=node.id,
+        gpus=gpus,
+        batch=batch,
+        samples_per_s=sps,
+        samples_per_s_per_gpu=sps / gpus,
+        step={
+            "step_s": step_s,
+            "lookup_hbm_s": look.hbm_s,
+            "lookup_host_s": look.host_s,
+            "lookup_ssd_s": look.ssd_s,
+            "all_to_all_s": comm.time_s,
+            "dense_s": dense,
+            "allreduce_exposed_s": exposed,
+            "access_latency_s": look.latency_s,
+        },
+        placement=_placement_dict(pl),
+        comm=comm.as_dict(),
+        memory={
+            "embedding_budget_bytes": budget,
+            "dense_and_activation_bytes": other,
+            "capacity_bytes": hw.hbm_bytes,
+        },
+        time_to_train_s=ttt,
+        gpu_hours=gpus * ttt / HOUR_S,
+        cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
+        goodput=gp,
+    )
+
+
+def _gpu_counts(node: NodeType, batch: int) -> list[int]:
+    counts = [g for g in (1, 2, 4) if g < node.gpus_per_node]
+    g = node.gpus_per_node
+    while g <= MAX_GPUS:
+        counts.append(g)
+        g *= 2
+    return [g for g in counts if batch % g == 0]
+
+
+def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
+    t = spec.train
+    assert t is not None
+    m = spec.arch
+    if t.samples is None and m.train_samples is None:
+        raise BadInput(
+            f"No training set size for {m.name}.",
+            "The preset has no dataset and train.samples is not given.",
+            "Set `train.samples: 4.2B`.",
+        )
+    tgt = spec.targets
+    objective = "gpu_hours" if tgt.objective == "gpus" else tgt.objective
+    row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
+    options: list[RecsysOption] = []
+    rejected: list[tuple[str, str]] = []
+    for acc_id in _ids(spec):
+        acc = get_accelerator(acc_id)
+        node = node_for(acc.id)
+        if not acc.supports(t.precision if t.precision != "fp32" else "fp32"):
+            rejected.append((acc.id, f"has no {t.precision} support"))
+            continue
+        hw = _hardware(acc, node, t.precision, calibration)
+        counts = [tgt.gpus] if tgt.gpus else _gpu_counts(node, t.global_batch)
+        why = "no GPU count evaluated"
+        found = False
+        for g in counts:
+            o = _train_option(spec, acc, node, hw, g)
+            if isinstance(o, str):
+                why = o
+            else:
+                options.append(o)
+                found = True
+        if not found:
+            rejected.append((acc.id, why))
+    if not options:
+        raise Infeasible(
+            f"No configuration can train {m.title}.",
+            "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
+            "Allow more accelerators or GPUs, or lower train.global_batch.",
+        )
+    deadline = tgt.deadline_s
+    in_time = [o for o in options if deadline is None or (o.time_to_train_s or 0.0) <= deadline]
+    if not in_time:
+        fastest = min(options, key=lambda o: o.time_to_train_s or math.inf)
+        assert fastest.time_to_train_s is not None and deadline is not None
+        raise Infeasible(
+            f"The deadline of {deadline / HOUR_S:.1f} h cannot be met.",
+            f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h ({fastest.gpus} x {fastest.accelerator}).",
+            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s / HOUR_S)}h, "
+            "train on fewer samples, or allow a faster accelerator.",
+        )
+    assumptions = [
+        "Embedding all-to-all is exposed (between the lookups and the dense part); the dense gradient "
+        "all-reduce overlaps the dense backward pass in DDP buckets.",
+        "Tables are balanced over the GPUs (as a sharding planner does); capacity is checked in aggregate, "
+        "and a table larger than one GPU's share is row-wise sharded.",
+        f"Sample stored as 4-byte values: {_sample_bytes(m):.0f} B (label, {m.dense_features} dense, "
+        f"{m.lookups_per_sample:g} indices).",
+        f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
+        "and written once per step.",
+    ]
+    if objective == "cost" and any(o.cost_usd is not None for o in in_time):
+        in_time = [o for o in in_time if o.cost_usd is not None]
+    elif objective == "cost":
+        objective = "gpu_hours"
+    in_time.sort(key=lambda o: (o.objective(objective), o.time_to_train_s or 0.0))
+    best = in_time[0]
+    alternatives, seen = [], {best.accelerator}
+    for o in in_time[1:]:
+        if o.accelerator not in seen:
+            seen.add(o.accelerator)
+            alternatives.append((o, explain(o, best, objective)))
+    acc = get_accelerator(best.accelerator)
+    node = node_for(acc.id)
+    sweep: dict[float, float] = {}
+    for gbps in NIC_SWEEP_GBPS:
+        hw = _hardware(acc, node, t.precision, calibration).with_overrides(
+            scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
+        )
+        o = _train_option(spec, acc, node, hw, best.gpus)
+        if not isinstance(o, str):
+            sweep[gbps] = o.step["step_s"]
+    rows, _ = _tables(spec)
+    stored_row = row_b + state_bytes_per_row(m.embedding_dim, m.optimizer)
+    samples = (t.samples or m.train_samples or 0.0) * t.epochs
+    sample_bytes = t.bytes_per_sample or _sample_bytes(m)
+    assert best.time_to_train_s is not None
+    dense_share = (best.step["dense_s"]) / best.step["step_s"]
+    demand = Demand(
+        workload="pretraining",
+        name=spec.name or m.title,
+        accelerator=best.accelerator,
+        node=best.node,
+        gpus=best.gpus,
+        compute_utilisation=3
+        * 2
+        * dense_macs_per_sample(m)
+        * best.samples_per_s_per_gpu
+        / Hardware.from_catalog(acc, node, t.precision).peak_flops_per_s,
+        duty_cycle=1.0,
+        run_s=best.time_to_train_s,
+        runs_per_month=None,
+        work_unit="sample",
+        work_units_per_s=best.samples_per_s,
+        work_units_total=samples,
+        dataset_bytes=(t.samples or m.train_samples or 0.0) * sample_bytes,
+        data_read_bytes_per_s=best.samples_per_s * sample_bytes,
+        bytes_per_work_unit=sample_bytes,
+        params=sum(rows) * m.embedding_dim + dense_params(m),
+        weights_bytes=sum(rows) * row_b + dense_params(m) * 4.0,
+        checkpoint_bytes=sum(rows) * stored_row + dense_params(m) * DENSE_TRAIN_BYTES_PER_PARAM,
+        host_memory_bytes_per_gpu=best.placement["host_bytes"] / best.gpus
+        + datapipe.dataloader_host_bytes(TRAIN_CPU_CORES_PER_GPU),
+        cpu_cores_per_gpu=TRAIN_CPU_CORES_PER_GPU,
+        step_s=best.step["step_s"],
+        step_s_by_nic_gbps=sweep,
+        compute_share_of_step=dense_share,
+    )
+    return RecsysPlan(
+        name=spec.name or m.title,
+        model=m.name,
+        mode="training",
+        objective=objective,
+        best=best,
+        alternatives=alternatives,
+        rejected=rejected,
+        assumptions=assumptions,
+        tables=_table_summary(spec, row_b),
+        targets={
+            "deadline_s": deadline,
+            "gpus": tgt.gpus,
+            "samples": samples,
+            "global_batch": t.global_batch,
+        },
+        demand=demand,
+    )
+
+
+# ---------------------------------------------------------------------------------- inference
+
+
+def _serve_option(
+    spec: RecsysSpec, acc: Accelerator, node: NodeType, hw: Hardware, g: int, batch: int, design_sps: float
+) -> RecsysOption | str:
+    inf = spec.inference
+    assert inf is not None
+    m = spec.arch
+    emb = spec.embeddings
+    act = DTYPE_BYTES[inf.precision]
+    local = batch / g
+    other = dense_serve_bytes(m, local, act)
+    budget = embedding_budget_per_gpu(hw, other)
+    if budget <= 0:
+        return "the dense part fills its memory"
+    rows, pooling = _tables(spec)
+    row = row_bytes(m.embedding_dim, emb.precision)
+    # Replicas on one node share one read-only host copy of the spilled tables.
+    host_total = node.host_memory_bytes * datapipe.tier("host_memory_fraction_for_embeddings")
+    pl = place_tables(rows, pooling, row, g, budget, host_total, emb.sharding, emb.cache_hit_rate)
+    look = lookup_time(pl, hw, local, row, training=False)
+    comm = embedding_comm(m, pl, hw, batch, _comm_bytes(inf.precision), training=False)
+    dense = dense_time_s(m, hw, local, act, training=False)
+    service = look.total_s + comm.time_s + dense
+    latency = batched_latency_s(service)
+    if latency > inf.latency_p99_s:
+        return f"{latency * 1e3:.1f} ms p99 at batch {batch:,}"
+    util = spec.policy.utilisation_target
+    capacity = util * batch / service
+    replicas = max(1, math.ceil(design_sps / capacity))
+    gpus = replicas * g
+    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    return RecsysOption(
+        accelerator=acc.id,
+        node=node.id,
+        gpus=gpus,
+        batch=batch,
+        samples_per_s=capacity * replicas,
+        samples_per_s_per_gpu=capacity / g,
+        step={
+            "step_s": service,
+            "lookup_hbm_s": look.hbm_s,
+            "lookup_host_s": look.host_s,
+            "lookup_ssd_s": look.ssd_s,
+            "access_latency_s": look.latency_s,
+            "all_to_all_s": comm.time_s,
+            "dense_s": dense,
+        },
+        placement=_placement_dict(pl),
+        comm=comm.as_dict(),
+        memory={
+            "embedding_budget_bytes": budget,
+            "dense_and_activation_bytes": other,
+            "capacity_bytes": hw.hbm_bytes,
+        },
+        gpus_per_replica=g,
+        replicas=replicas,
+        latency_p99_s=latency,
+        cost_usd=hourly,
+    )
+
+
+def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
+    inf = spec.inference
+    assert inf is not None
+    m = spec.arch
+    tgt = spec.targets
+    objective = "cost" if tgt.objective == "cost" else "gpus"
+    design_qps = inf.qps * (1.0 + spec.policy.headroom)
+    design_sps = design_qps * inf.samples_per_query
+    options: list[RecsysOption] = []
+    rejected: list[tuple[str, str]] = []
+    for acc_id in _ids(spec):
+        acc = get_accelerator(acc_id)
+        node = node_for(acc.id)
+        if not acc.supports(inf.precision):
+            rejected.append((acc.id, f"has no {inf.precision} support"))
+            continue
+        hw = _hardware(acc, node, inf.precision, calibration)
+        sizes = (
+            [tgt.gpus_per_replica]
+            if tgt.gpus_per_replica
+            else [g for g in REPLICA_GPUS if g <= node.gpus_per_node]
+        )
+        mine: list[RecsysOption] = []
+        why = ""
+        for g in sizes:
+            for q in BATCH_QUERIES:
+                o = _serve_option(spec, acc, node, hw, g, q * inf.samples_per_query, design_sps)
+                if isinstance(o, str):
+                    why = why or o
+                else:
+                    mine.append(o)
+        if not mine:
+            rejected.append((acc.id, f"no replica meets the {inf.latency_p99_s * 1e3:.0f} ms p99 ({why})"))
+            continue
+        mine.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
+        options.append(mine[0])
+    if not options:
+        raise Infeasible(
+            f"No deployment of {m.title} meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency.",
+            "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
+            "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
+        )
+    if objective == "cost" and any(o.cost_usd is not None for o in options):
+        options = [o for o in options if o.cost_usd is not None]
+    elif objective == "cost":
+        objective = "gpus"
+    options.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
+    best = options[0]
+    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    rows, _ = _tables(spec)
+    row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
+    request_bytes = inf.samples_per_query * _sample_bytes(m)
+    assert best.replicas is not None and best.gpus_per_replica is not None
+    node = node_for(best.accelerator)
+    load = inf.qps * inf.samples_per_query / (best.samples_per_s / spec.policy.utilisation_target)
+    assumptions = [
+        "Latency = two batch service times (the batch in flight, then its own) under dynamic batching; "
+        "queueing jitter beyond that is not modelled.",
+        "Replicas on one node share one read-only host-memory copy of the tables that spill from HBM.",
+        f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {spec.policy.headroom:.0%}) x "
+        f"{inf.samples_per_query} candidates at {spec.policy.utilisation_target:.0%} utilisation.",
+    ]
+    demand = Demand(
+        workload="serving",
+        name=spec.name or m.title,
+        accelerator=best.accelerator,
+        node=best.node,
+        gpus=best.gpus,
+        compute_utilisation=2
+        * dense_macs_per_sample(m)
+        * best.samples_per_s_per_gpu
+        / spec.policy.utilisation_target
+        / Hardware.from_catalog(get_accelerator(best.accelerator), node, inf.precision).peak_flops_per_s,
+        duty_cycle=min(1.0, load),
+        run_s=None,
+        runs_per_month=None,
+        work_unit="query",
+        work_units_per_s=inf.qps,
+        work_units_total=None,
+        dataset_bytes=0.0,
+        data_read_bytes_per_s=inf.qps * request_bytes,
+        bytes_per_work_unit=request_bytes,
+        params=sum(rows) * m.embedding_dim + dense_params(m),
+        weights_bytes=sum(rows) * row_b + dense_params(m) * DTYPE_BYTES[inf.precision],
+        checkpoint_bytes=0.0,
+        host_memory_bytes_per_gpu=best.placement["host_bytes"] / node.gpus_per_node,
+        cpu_cores_per_gpu=SERVE_CPU_CORES_PER_GPU,
+        step_s=None,
+        step_s_by_nic_gbps={},
+        compute_share_of_step=best.step["dense_s"] / best.step["step_s"],
+        replicas=best.replicas,
+        gpus_per_replica=best.gpus_per_replica,
+        design_rate_rps=design_qps,
+        base_rate_rps=inf.qps,
+    )
+    return RecsysPlan(
+        name=spec.name or m.title,
+        model=m.name,
+        mode="inference",
+        objective=objective,
+        best=best,
+        alternatives=alternatives,
+        rejected=rejected,
+        assumptions=assumptions,
+        tables=_table_summary(spec, row_b),
+        targets={
+            "qps": inf.qps,
+            "samples_per_query": inf.samples_per_query,
+            "latency_p99_s": inf.latency_p99_s,
+            "headroom": spec.policy.headroom,
+            "utilisation_target": spec.policy.utilisation_target,
+        },
+        demand=demand,
+    )

@@ -1,0 +1,617 @@
+"""The vision planner: CNNs and vision transformers, training on an image dataset (data parallel,
+GPU count chosen against a deadline) or analysing video streams in real time (batch chosen against
+a p99 latency, GPU count against the frame rate). Enumerate accelerators x counts (or batches),
+cost each from perf.vision and perf.datapipe, keep the feasible, rank by the objective.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, node_for
+from rightsize.catalog.reliability import reliability
+from rightsize.constants import GB, HOUR_S, GiB
+from rightsize.errors import Infeasible
+from rightsize.perf import datapipe
+from rightsize.perf.collectives import all_reduce_s, group_link
+from rightsize.perf.hardware import Hardware
+from rightsize.perf.vision import (
+    DTYPE_BYTES,
+    GRAD_BYTES_PER_PARAM,
+    OPTIMIZER_STATE_BYTES_PER_PARAM,
+    VisionCounts,
+    batched_latency_s,
+    count_model,
+    gradient_allreduce_exposed_s,
+    inference_memory,
+    step_time,
+    train_memory,
+)
+from rightsize.search.demand import Demand
+from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.sizing.reliability import goodput
+from rightsize.spec.vision import VisionModel, VisionSpec
+
+NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
+BATCHES = (256, 128, 64, 32, 16, 8, 4, 2, 1)
+# Largest global batch the epoch count still holds for: ResNet-50 reaches its accuracy in ~90
+# epochs up to ~8k images with SGD (Goyal et al. 2017) and to ~32-64k with LARS (You et al. 2017);
+# beyond that more epochs are needed, which this planner does not model.
+MAX_GLOBAL_BATCH = 65536
+MAX_GPUS = 4096
+# Frame preprocessing on the GPU: read the decoded NV12 frame (1.5 B/pixel), write the resized
+# 224x224x3 16-bit input.
+NV12_BYTES_PER_PIXEL = 1.5
+PIXELS_1080P = 1920 * 1080
+SERVING_CPU_CORES_PER_GPU = 1.0  # the inference server process itself
+Calibration = dict[str, dict[str, float]]
+
+
+@dataclass
+class VisionOption:
+    """One evaluated configuration with everything a report needs, as plain values."""
+
+    accelerator: str
+    node: str
+    gpus: int
+    batch_per_gpu: int
+    images_per_s_per_gpu: float
+    images_per_s: float
+    step: dict[str, float]  # seconds, broken down (step_s is the total)
+    memory: dict[str, float]  # bytes per GPU
+    mfu: float
+    cpu_cores_per_gpu: float
+    input_bound: bool = False
+    time_to_train_s: float | None = None
+    gpu_hours: float | None = None
+    cost_usd: float | None = None  # training: the run; inference: per hour
+    latency_p99_s: float | None = None
+    goodput: float | None = None
+
+    def objective(self, name: str) -> float:
+        if name == "time" and self.time_to_train_s is not None:
+            return self.time_to_train_s
+        if name == "cost" and self.cost_usd is not None:
+            return self.cost_usd
+        if self.gpu_hours is not None and name != "gpus":
+            return self.gpu_hours
+        return float(self.gpus)
+
+
+def explain(loser: VisionOption, winner: VisionOption, objective: str) -> str:
+    """Why `loser` ranks below `winner`, from the numbers."""
+    ratio = loser.objective(objective) / winner.objective(objective) - 1.0
+    label = {"time": "time to train", "gpu_hours": "GPU-hours", "cost": "cost", "gpus": "GPUs"}[objective]
+    parts = [f"{ratio:+.0%} {label}" if abs(ratio) >= 0.005 else f"same {label}"]
+    parts.append(f"{loser.images_per_s_per_gpu:,.0f} vs {winner.images_per_s_per_gpu:,.0f} images/s per GPU")
+    if loser.input_bound:
+        parts.append("input bound (decode cannot keep up with compute)")
+    return "; ".join(parts)
+
+
+@dataclass
+class VisionPlan:
+    """The outcome of a vision search."""
+
+    name: str
+    model: str
+    mode: str
+    objective: str
+    best: VisionOption
+    alternatives: list[tuple[VisionOption, str]]
+    rejected: list[tuple[str, str]]
+    assumptions: list[str]
+    counts: VisionCounts
+    pipeline: dict[str, Any]
+    targets: dict[str, Any] = field(default_factory=dict)
+    demand: Demand | None = None
+    sizing: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, versioned; every quantity key carries its unit."""
+        return {
+            "kind": "vision_plan",
+            "schema_version": 1,
+            "name": self.name,
+            "model": self.model,
+            "mode": self.mode,
+            "objective": self.objective,
+            "targets": self.targets,
+            "model_counts": {
+                "macs_per_image": self.counts.macs_per_image,
+                "flops_per_image": self.counts.flops_per_image,
+                "params": self.counts.params,
+                "stored_activation_elements_per_image": self.counts.stored_activation_elements_per_image,
+            },
+            "pipeline": self.pipeline,
+            "best": asdict(self.best),
+            "alternatives": [{**asdict(o), "why_not": why} for o, why in self.alternatives],
+            "rejected": [{"accelerator": a, "reason": r} for a, r in self.rejected],
+            "assumptions": self.assumptions,
+            "demand": _demand_dict(self.demand),
+            "sizing": _sizing_dict(self.sizing),
+        }
+
+    def render_text(self, title: str) -> str:
+        b = self.best
+        lines = [f"{title}: {self.name}", "=" * (len(title) + len(self.name) + 2)]
+        c = self.counts
+        lines.append(
+            f"model {self.model}: {c.macs_per_image / 1e9:.2f} GMACs ({c.flops_per_image / 1e9:.2f} GFLOPs) "
+            f"per image, {c.params / 1e6:.1f}M parameters"
+        )
+        lines.append(f"best: {b.gpus} x {b.accelerator} ({b.node}), batch {b.batch_per_gpu} per GPU")
+        if self.mode == "training":
+            assert b.time_to_train_s is not None
+            lines.append(
+                f"  {b.images_per_s_per_gpu:,.0f} images/s per GPU, {b.images_per_s:,.0f} images/s total, "
+                f"MFU {b.mfu:.0%}{' (input bound)' if b.input_bound else ''}"
+            )
+            lines.append(
+                f"  time to train {b.time_to_train_s / HOUR_S:.2f} h, {b.gpu_hours or 0:,.1f} GPU-hours"
+                + (f", ${b.cost_usd:,.0f} on demand" if b.cost_usd is not None else "")
+            )
+        else:
+            assert b.latency_p99_s is not None
+            lines.append(
+                f"  {b.images_per_s_per_gpu:,.0f} frames/s per GPU at the utilisation target, "
+                f"p99 latency {b.latency_p99_s * 1e3:.1f} ms"
+                + (f", ${b.cost_usd:,.2f}/h on demand" if b.cost_usd is not None else "")
+            )
+        step = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.2f} ms" for k, v in b.step.items() if v)
+        lines.append(f"  step breakdown: {step}")
+        mem = b.memory
+        lines.append(
+            f"  memory per GPU: {mem['total_bytes'] / GiB:.1f} of {mem['capacity_bytes'] / GiB:.1f} GiB"
+        )
+        p = self.pipeline
+        lines.append(
+            f"data pipeline: {b.cpu_cores_per_gpu:.1f} CPU cores per GPU, "
+            f"read {p.get('read_bytes_per_s', 0.0) / GB:.2f} GB/s in total"
+        )
+        for opt, why in self.alternatives:
+            lines.append(f"alternative: {opt.gpus} x {opt.accelerator}: {why}")
+        for acc, why in self.rejected:
+            lines.append(f"rejected: {acc}: {why}")
+        lines += [f"assumption: {a}" for a in self.assumptions]
+        return "\n".join(lines)
+
+
+def _demand_dict(demand: Demand | None) -> dict[str, Any] | None:
+    """The demand as JSON-ready data (the NIC sweep's keys become strings: '400' Gb/s)."""
+    if demand is None:
+        return None
+    d = asdict(demand)
+    d["step_s_by_nic_gbps"] = {f"{k:g}": v for k, v in demand.step_s_by_nic_gbps.items()}
+    return d
+
+
+def _sizing_dict(sizing: Any) -> Any:
+    """The bill of materials api.plan attached, as plain data."""
+    as_dict = getattr(sizing, "as_dict", None)
+    return as_dict() if callable(as_dict) else sizing
+
+
+# ------------------------------------------------------------------------------------ common
+
+
+def _hardware(acc: Accelerator, node: NodeType, dtype: str, calibration: Calibration | None) -> Hardware:
+    hw = Hardware.from_catalog(acc, node, dtype)
+    if calibration and acc.id in calibration:
+        hw = hw.with_overrides(**calibration[acc.id])
+    return hw
+
+
+def _accelerator_ids(spec: VisionSpec) -> list[str]:
+    return list(spec.targets.accelerators) if spec.targets.accelerators else list(accelerators())
+
+
+def plan_vision(spec: VisionSpec, calibration: Calibration | None = None) -> VisionPlan:
+    """Plan a vision workload: training or real-time inference, per `spec.mode`."""
+    if spec.mode == "inference":
+        return _plan_inference(spec, calibration)
+    return _plan_training(spec, calibration)
+
+
+# ---------------------------------------------------------------------------------- training
+
+
+def _train_option(
+    arch: VisionModel,
+    counts: VisionCounts,
+    acc: Accelerator,
+    node: NodeType,
+    hw: Hardware,
+    batch: int,
+    gpus: int,
+    spec: VisionSpec,
+    image_bytes: float,
+    optimizer: str,
+) -> VisionOption:
+    t = spec.train
+    assert t is not None
+    st = step_time(arch, hw, batch, training=True, act_bytes=2.0, optimizer=optimizer)
+    grad_bytes = counts.params * GRAD_BYTES_PER_PARAM
+    bw, lat = group_link(np.array([float(gpus)]), np.array([1.0]), hw)
+    ar = float(all_reduce_s(np.array(grad_bytes), np.array(float(gpus)), bw, lat)[0])
+    backward_s = (st.gemm_s + st.attention_s + st.memory_bound_s) * 2.0 / 3.0
+    exposed = gradient_allreduce_exposed_s(ar, backward_s, grad_bytes)
+    step_s = st.compute_s + exposed
+    ips = batch / step_s
+    cores_needed = datapipe.image_cpu_cores_per_gpu(ips, t.decode)
+    cores_have = node.cpu_cores / node.gpus_per_node
+    input_bound = t.decode == "cpu" and cores_needed > cores_have
+    if input_bound:
+        ips = cores_have * datapipe.images_per_s_per_core()
+        cores_needed = cores_have
+    total_ips = ips * gpus
+    images_total = t.images * t.epochs
+    nodes = math.ceil(gpus / node.gpus_per_node)
+    ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
+    gp = goodput(gpus, nodes, ckpt, reliability()).goodput
+    ttt = images_total / total_ips / gp
+    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    mem = train_memory(arch, hw, batch, 2.0, optimizer)
+    return VisionOption(
+        accelerator=acc.id,
+        node=node.id,
+        gpus=gpus,
+        batch_per_gpu=batch,
+        images_per_s_per_gpu=ips,
+        images_per_s=total_ips,
+        step={
+            "step_s": batch / ips,
+            "gemm_s": st.gemm_s,
+            "attention_s": st.attention_s,
+            "memory_bound_s": st.memory_bound_s,
+            "optimizer_s": st.optimizer_s,
+            "overhead_s": st.overhead_s,
+            "allreduce_exposed_s": exposed,
+            "input_wait_s": batch / ips - step_s if input_bound else 0.0,
+        },
+        memory=mem.as_dict(),
+        mfu=3.0 * counts.flops_per_image * ips / hw.peak_flops_per_s,
+        cpu_cores_per_gpu=cores_needed,
+        input_bound=input_bound,
+        time_to_train_s=ttt,
+        gpu_hours=gpus * ttt / HOUR_S,
+        cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
+        goodput=gp,
+    )
+
+
+def _pick_batch(arch: VisionModel, hw: Hardware, fixed: int | None, optimizer: str) -> int | None:
+    for b in (fixed,) if fixed else BATCHES:
+        if train_memory(arch, hw, b, 2.0, optimizer).fits:
+            return b
+    return None
+
+
+def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionPlan:
+    t = spec.train
+    assert t is not None
+    arch = spec.arch
+    counts = count_model(arch)
+    optimizer = t.optimizer or arch.optimizer
+    image_bytes = t.mean_image_bytes or datapipe.mean_image_bytes()
+    tgt = spec.targets
+    objective = "gpu_hours" if tgt.objective == "gpus" else tgt.objective
+    assumptions = [
+        f"Data parallel: every GPU holds the whole model; gradients ({counts.params * GRAD_BYTES_PER_PARAM / 1e6:.0f} MB "
+        "fp32) are all-reduced in 25 MB DDP buckets overlapping the backward pass.",
+        f"Epochs fixed at {t.epochs:g} for every global batch up to {MAX_GLOBAL_BATCH:,} images (LARS beyond ~8k).",
+        f"Mean image {image_bytes / 1e3:.0f} KB; decode + augmentation on the {t.decode.upper()}"
+        + (
+            f" at {datapipe.images_per_s_per_core():.0f} images/s per core (decode "
+            f"{datapipe.figures().value('images.decode_images_per_s_per_core'):.0f}/s, augmentation "
+            f"{datapipe.figures().value('images.augment_images_per_s_per_core'):.0f}/s, in series)."
+            if t.decode == "cpu"
+            else " (DALI; hardware/nvJPEG decode assumed not to slow the step)."
+        ),
+    ]
+    if optimizer not in OPTIMIZER_STATE_BYTES_PER_PARAM:
+        optimizer = "sgd"
+    options: list[VisionOption] = []
+    rejected: list[tuple[str, str]] = []
+    for acc_id in _accelerator_ids(spec):
+        acc = get_accelerator(acc_id)
+        node = node_for(acc.id)
+        if not acc.supports(t.precision):
+            rejected.append((acc.id, f"has no {t.precision} support"))
+            continue
+        hw = _hardware(acc, node, t.precision, calibration)
+        batch = _pick_batch(arch, hw, t.batch_per_gpu, optimizer)
+        if batch is None:
+            rejected.append((acc.id, f"batch {t.batch_per_gpu or 1} per GPU does not fit in memory"))
+            continue
+        counts_g = [tgt.gpus] if tgt.gpus else [g for g in _gpu_counts(node) if g * batch <= MAX_GLOBAL_BATCH]
+        for g in counts_g:
+            options.append(_train_option(arch, counts, acc, node, hw, batch, g, spec, image_bytes, optimizer))
+    if not options:
+        raise Infeasible(
+            f"No accelerator can train {arch.title}.",
+            "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
+            "Allow more accelerators or lower train.batch_per_gpu.",
+        )
+    deadline = tgt.deadline_s
+    in_time = [o for o in options if deadline is None or (o.time_to_train_s or 0) <= deadline]
+    if not in_time:
+        fastest = min(options, key=lambda o: o.time_to_train_s or math.inf)
+        assert fastest.time_to_train_s is not None and deadline is not None
+        raise Infeasible(
+            f"The deadline of {deadline / HOUR_S:.1f} h cannot be met.",
+            f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h "
+            f"({fastest.gpus} x {fastest.accelerator}, global batch {fastest.gpus * fastest.batch_per_gpu:,}).",
+            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s / HOUR_S)}h, "
+            "train fewer epochs, or allow a faster accelerator.",
+        )
+    if deadline is None and not tgt.gpus:
+        assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
+    if objective == "cost" and not any(o.cost_usd is not None for o in in_time):
+        assumptions.append("No allowed accelerator has a price: the cost objective ranks by GPU-hours.")
+        objective = "gpu_hours"
+    if objective == "cost":
+        in_time = [o for o in in_time if o.cost_usd is not None]
+    in_time.sort(key=lambda o: (o.objective(objective), o.time_to_train_s or 0.0))
+    best = in_time[0]
+    alternatives, seen = [], {best.accelerator}
+    for o in in_time[1:]:
+        if o.accelerator not in seen:
+            seen.add(o.accelerator)
+            alternatives.append((o, explain(o, best, objective)))
+    for acc_id in dict.fromkeys(o.accelerator for o in options):
+        if acc_id not in seen:
+            rejected.append(
+                (
+                    acc_id,
+                    f"no GPU count meets the {deadline / HOUR_S:.1f} h deadline"
+                    if deadline
+                    else "ranked out",
+                )
+            )
+    acc = get_accelerator(best.accelerator)
+    node = node_for(acc.id)
+    sweep = {}
+    for gbps in NIC_SWEEP_GBPS:
+        hw = _hardware(acc, node, t.precision, calibration).with_overrides(
+            scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
+        )
+        o = _train_option(
+            arch, counts, acc, node, hw, best.batch_per_gpu, best.gpus, spec, image_bytes, optimizer
+        )
+        sweep[gbps] = o.step["step_s"]
+    pipeline = {
+        "mean_image_bytes": image_bytes,
+        "images_per_s_per_core": datapipe.images_per_s_per_core(),
+        "cpu_cores_per_gpu": best.cpu_cores_per_gpu,
+        "cpu_cores_per_gpu_available": node.cpu_cores / node.gpus_per_node,
+        "read_bytes_per_s": best.images_per_s * image_bytes,
+        "dataset_bytes": t.images * image_bytes,
+    }
+    compute = best.step["step_s"] - best.step["allreduce_exposed_s"] - best.step["input_wait_s"]
+    ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
+    assert best.time_to_train_s is not None
+    demand = Demand(
+        workload="pretraining",
+        name=spec.name or arch.title,
+        accelerator=best.accelerator,
+        node=best.node,
+        gpus=best.gpus,
+        compute_utilisation=best.mfu,
+        duty_cycle=1.0,
+        run_s=best.time_to_train_s,
+        runs_per_month=None,
+        work_unit="image",
+        work_units_per_s=best.images_per_s,
+        work_units_total=t.images * t.epochs,
+        dataset_bytes=t.images * image_bytes,
+        data_read_bytes_per_s=best.images_per_s * image_bytes,
+        bytes_per_work_unit=image_bytes,
+        params=counts.params,
+        weights_bytes=counts.params * 2.0,
+        checkpoint_bytes=ckpt,
+        host_memory_bytes_per_gpu=datapipe.dataloader_host_bytes(best.cpu_cores_per_gpu),
+        cpu_cores_per_gpu=best.cpu_cores_per_gpu,
+        step_s=best.step["step_s"],
+        step_s_by_nic_gbps=sweep,
+        compute_share_of_step=compute / best.step["step_s"],
+    )
+    return VisionPlan(
+        name=spec.name or arch.title,
+        model=arch.name,
+        mode="training",
+        objective=objective,
+        best=best,
+        alternatives=alternatives,
+        rejected=rejected,
+        assumptions=assumptions,
+        counts=counts,
+        pipeline=pipeline,
+        targets={"deadline_s": deadline, "gpus": tgt.gpus, "images": t.images, "epochs": t.epochs},
+        demand=demand,
+    )
+
+
+def _gpu_counts(node: NodeType) -> list[int]:
+    counts = [g for g in (1, 2, 4) if g < node.gpus_per_node]
+    g = node.gpus_per_node
+    while g <= MAX_GPUS:
+        counts.append(g)
+        g *= 2
+    return counts
+
+
+# --------------------------------------------------------------------------------- inference
+
+
+def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> VisionPlan:
+    inf = spec.inference
+    assert inf is not None
+    arch = spec.arch
+    counts = count_model(arch)
+    base_fps = inf.streams * inf.fps
+    design_fps = base_fps * (1.0 + spec.policy.headroom)
+    util = spec.policy.utilisation_target
+    objective = "cost" if spec.targets.objective == "cost" else "gpus"
+    weight_bytes = DTYPE_BYTES[inf.precision]
+    stream_bytes_per_s = inf.stream_bitrate or datapipe.default_stream_bytes_per_s()
+    pixels = inf.resolution_vs_1080p
+    assumptions = [
+        "Latency = decode of one frame + two batch service times (the batch in flight, then its own): "
+        "dynamic batching below saturation; queueing jitter beyond that is not modelled.",
+        "Inference engine fuses BatchNorm into convolutions and ReLU, residual adds and GELU into GEMM "
+        "epilogues (TensorRT-style); pooling and LayerNorm stay memory-bound.",
+        f"Capacity sized for {base_fps:,.0f} frames/s x (1 + headroom {spec.policy.headroom:.0%}) at "
+        f"{util:.0%} utilisation of compute and decoders.",
+    ]
+    options: list[VisionOption] = []
+    rejected: list[tuple[str, str]] = []
+    best_latency: tuple[float, str] | None = None
+    for acc_id in _accelerator_ids(spec):
+        acc = get_accelerator(acc_id)
+        node = node_for(acc.id)
+        if not acc.supports(inf.precision):
+            rejected.append((acc.id, f"has no {inf.precision} support"))
+            continue
+        hw = _hardware(acc, node, inf.precision, calibration)
+        decode = inf.decode
+        if decode == "nvdec" and datapipe.nvdec_engines(acc.id) == 0:
+            decode = "cpu"
+            assumptions.append(f"{acc.id}: no NVDEC figure in the catalog; frames decoded on CPU cores.")
+        decode_fps = datapipe.video_decode_fps_per_gpu(acc.id, decode, pixels)
+        if decode == "nvdec":
+            decode_latency = pixels / datapipe.figures().value("video.nvdec_fps_per_engine_1080p")
+        else:
+            decode_latency = pixels / datapipe.figures().value("video.cpu_decode_fps_per_core_1080p")
+        prep_s = (NV12_BYTES_PER_PIXEL * PIXELS_1080P * pixels + 3 * arch.image_size**2 * 2.0) / (
+            hw.hbm_bytes_per_s * hw.memory_bw_fraction
+        )
+        chosen: VisionOption | None = None
+        for b in BATCHES:
+            mem = inference_memory(arch, hw, b, weight_bytes)
+            if not mem.fits:
+                continue
+            st = step_time(arch, hw, b, training=False, act_bytes=2.0)
+            service = st.compute_s + b * prep_s
+            latency = batched_latency_s(service, decode_latency)
+            if best_latency is None or latency < best_latency[0]:
+                best_latency = (latency, acc.id)
+            if latency > inf.latency_p99_s:
+                continue
+            per_gpu = util * min(b / service, decode_fps)
+            gpus = max(1, math.ceil(design_fps / per_gpu))
+            cores = SERVING_CPU_CORES_PER_GPU + datapipe.video_cpu_cores(design_fps / gpus, decode, pixels)
+            hourly = replica_cost_usd_per_hour(acc.id, gpus)
+            opt = VisionOption(
+                accelerator=acc.id,
+                node=node.id,
+                gpus=gpus,
+                batch_per_gpu=b,
+                images_per_s_per_gpu=per_gpu,
+                images_per_s=per_gpu * gpus,
+                step={
+                    "step_s": service,
+                    "gemm_s": st.gemm_s,
+                    "attention_s": st.attention_s,
+                    "memory_bound_s": st.memory_bound_s,
+                    "overhead_s": st.overhead_s,
+                    "preprocess_s": b * prep_s,
+                    "decode_latency_s": decode_latency,
+                },
+                memory=mem.as_dict(),
+                mfu=counts.flops_per_image * (b / service) / hw.peak_flops_per_s,
+                cpu_cores_per_gpu=cores,
+                input_bound=decode_fps < b / service,
+                cost_usd=hourly,
+                latency_p99_s=latency,
+            )
+            key = (opt.objective(objective), latency)
+            if chosen is None or key < (chosen.objective(objective), chosen.latency_p99_s or 0.0):
+                chosen = opt
+        if chosen is None:
+            rejected.append((acc.id, f"no batch meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency"))
+        else:
+            options.append(chosen)
+    if not options:
+        got = (
+            f" The lowest found is {best_latency[0] * 1e3:.1f} ms on {best_latency[1]}."
+            if best_latency
+            else ""
+        )
+        raise Infeasible(
+            f"No accelerator meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency for {arch.title}.",
+            ("; ".join(f"{a}: {r}" for a, r in rejected) + "." + got).strip(),
+            "Relax inference.latency_p99, use a smaller model or a lower precision, or allow faster accelerators.",
+        )
+    if objective == "cost" and not all(o.cost_usd is not None for o in options):
+        priced = [o for o in options if o.cost_usd is not None]
+        if priced:
+            options = priced
+        else:
+            objective = "gpus"
+    options.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
+    best = options[0]
+    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    load = base_fps / (best.gpus * best.batch_per_gpu / best.step["step_s"])
+    pipeline = {
+        "decode": inf.decode,
+        "nvdec_engines_per_gpu": float(datapipe.nvdec_engines(best.accelerator)),
+        "frames_per_s": base_fps,
+        "design_frames_per_s": design_fps,
+        "cpu_cores_per_gpu": best.cpu_cores_per_gpu,
+        "read_bytes_per_s": inf.streams * stream_bytes_per_s,
+        "stream_bytes_per_s": stream_bytes_per_s,
+    }
+    demand = Demand(
+        workload="serving",
+        name=spec.name or arch.title,
+        accelerator=best.accelerator,
+        node=best.node,
+        gpus=best.gpus,
+        compute_utilisation=best.mfu,
+        duty_cycle=min(1.0, load),
+        run_s=None,
+        runs_per_month=None,
+        work_unit="image",
+        work_units_per_s=base_fps,
+        work_units_total=None,
+        dataset_bytes=0.0,
+        data_read_bytes_per_s=inf.streams * stream_bytes_per_s,
+        bytes_per_work_unit=stream_bytes_per_s / inf.fps,
+        params=counts.params,
+        weights_bytes=counts.params * weight_bytes,
+        checkpoint_bytes=0.0,
+        host_memory_bytes_per_gpu=datapipe.dataloader_host_bytes(best.cpu_cores_per_gpu),
+        cpu_cores_per_gpu=best.cpu_cores_per_gpu,
+        step_s=None,
+        step_s_by_nic_gbps={},
+        compute_share_of_step=1.0,
+        replicas=best.gpus,
+        gpus_per_replica=1,
+        design_rate_rps=design_fps,
+        base_rate_rps=base_fps,
+    )
+    return VisionPlan(
+        name=spec.name or arch.title,
+        model=arch.name,
+        mode="inference",
+        objective=objective,
+        best=best,
+        alternatives=alternatives,
+        rejected=rejected,
+        assumptions=assumptions,
+        counts=counts,
+        pipeline=pipeline,
+        targets={
+            "streams": inf.streams,
+            "fps": inf.fps,
+            "latency_p99_s": inf.latency_p99_s,
+            "utilisation_target": util,
+            "headroom": spec.policy.headroom,
+        },
+        demand=demand,
+    )
