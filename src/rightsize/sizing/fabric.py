@@ -322,18 +322,6 @@ def size_fabric(
     single_node_replicas = demand.workload in ("serving", "batch_inference") and (
         demand.gpus_per_replica is None or demand.gpus_per_replica <= node.gpus_per_node
     )
-    if nodes <= 1:
-        return _no_fabric(
-            node,
-            nodes,
-            fabric,
-            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links (NVLink). "
-            "Front-end and storage networking are sized with storage.",
-            1,
-            sensitivity,
-            recommended,
-            slowdown_threshold,
-        )
     if single_node_replicas:
         return _no_fabric(
             node,
@@ -347,6 +335,18 @@ def size_fabric(
             slowdown_threshold,
         )
 
+    if nodes <= 1:
+        return _no_fabric(
+            node,
+            nodes,
+            fabric,
+            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links (NVLink). "
+            "Front-end and storage networking are sized with storage.",
+            1,
+            sensitivity,
+            recommended,
+            slowdown_threshold,
+        )
     warnings: list[str] = []
     node_gbps_per_gpu = node.scaleout_bytes_per_s_per_gpu * BITS_PER_BYTE / GIGA
     per_gpu = fabric.nic_gbps if fabric.nic_gbps is not None else node_gbps_per_gpu
