@@ -108,9 +108,9 @@ def _unitless(obj: Any, parent: str = "") -> list[str]:
     bad: list[str] = []
     if isinstance(obj, dict):
         for key, value in obj.items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                if not (UNIT.search(key) or key in DIMENSIONLESS or UNIT.search(parent)):
-                    bad.append(f"{parent}.{key}")
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if number and not (UNIT.search(key) or key in DIMENSIONLESS or UNIT.search(parent)):
+                bad.append(f"{parent}.{key}")
             bad += _unitless(value, key)
     elif isinstance(obj, list):
         for item in obj:

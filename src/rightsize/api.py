@@ -59,7 +59,14 @@ def _calibration(calibration: str | Path | Calibration | None) -> Calibration | 
 
 
 def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
-    result = PLANNERS[type(spec)](spec, _calibration(calibration))
+    cal = _calibration(calibration)
+    result = PLANNERS[type(spec)](spec, cal)
+    from rightsize.search.uncertainty import serving_uncertainty, training_uncertainty
+
+    if isinstance(result, TrainingPlan):
+        result.uncertainty = training_uncertainty(result, spec, calibration=cal)
+    elif isinstance(result, ServingPlan):
+        result.uncertainty = serving_uncertainty(result, spec)
     demand = getattr(result, "demand", None)
     if demand is not None:
         from rightsize.sizing.plan import size

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,18 @@ def _emit(text: str, output: str | None) -> None:
         sys.stdout.write(text + "\n")
 
 
+@contextmanager
+def _spinner(what: str) -> Iterator[None]:
+    """A spinner on stderr while long work runs, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(file=sys.stderr).status(f"{what}...", spinner="dots"):
+        yield
+
+
 def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=float)
 
@@ -33,7 +46,8 @@ def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     from rightsize.report.render import render
 
     run = run_estimate if estimate else run_plan
-    result = run(args.spec, calibration=args.calibration)
+    with _spinner("planning" if not estimate else "estimating"):
+        result = run(args.spec, calibration=args.calibration)
     _emit(render(result, args.format, "Estimate" if estimate else "Plan"), args.output)
     return 0
 
@@ -46,16 +60,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.csv] if args.csv else bundled_paths()
     if args.holdout:
         paths += bundled_paths(holdout=True)
-    progress: Callable[[str], None] | None = None
     if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import Progress
 
-        def progress(case_id: str) -> None:
-            sys.stderr.write(f"\r  validating {case_id:<48}")
-            sys.stderr.flush()
+        from rightsize.validate.cases import read_cases
 
-    result = validate_paths(paths, progress)
-    if progress:
-        sys.stderr.write("\r" + " " * 62 + "\r")
+        total = sum(len(read_cases(p)) for p in paths)
+        with Progress(console=Console(file=sys.stderr), transient=True) as bar:
+            task = bar.add_task("validating", total=total)
+
+            def progress(case_id: str) -> None:
+                bar.update(task, advance=1, description=f"validating {case_id[:40]}")
+
+            result = validate_paths(paths, progress)
+    else:
+        result = validate_paths(paths)
     _emit(render(result, args.format, "Validation"), args.output)
     return 0
 

@@ -1,7 +1,14 @@
 """One entry point from a result to a document: `render(result, fmt, title)`.
 
-`fmt` is one of FORMATS. The result is a training or serving plan, or the dict that
-`validate` returns. The CLI calls only this, so a new format or result kind is added here.
+`fmt` is one of FORMATS. The result is a training or serving plan, any plan with
+`to_dict()` (vision, recommendation, ...), the dict that `validate` returns, or a profile
+dict (kind "profile"; see `rightsize.report.other_docs`). The CLI calls only this, so a new
+format or result kind is added here.
+
+- table: a short terminal summary (rich tables, plain text).
+- markdown: the whole report for a design document.
+- html: the whole report as one self-contained file with inline SVG charts.
+- json: the versioned data (`schema_version`), valid against report/data/report.schema.json.
 """
 
 from __future__ import annotations
@@ -10,12 +17,69 @@ import json
 from typing import Any
 
 from rightsize.errors import BadInput
+from rightsize.report.document import Document
 
 FORMATS = ("table", "json", "markdown", "html")
+SCHEMA_VERSION = 1
 
 
 def to_json(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=float)
+    return json.dumps(obj, indent=2, default=_jsonable, allow_nan=False)
+
+
+def _jsonable(o: Any) -> Any:
+    if hasattr(o, "as_dict"):
+        return o.as_dict()
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    if isinstance(o, set | tuple):
+        return list(o)
+    try:
+        return float(o)
+    except (TypeError, ValueError):
+        return str(o)
+
+
+def _clean(obj: Any) -> Any:
+    """JSON cannot hold NaN or infinity: they become null."""
+    if isinstance(obj, float) and obj != obj or obj in (float("inf"), float("-inf")):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "as_dict") and not isinstance(obj, type):
+        return _clean(obj.as_dict())
+    if type(obj).__module__ == "numpy":
+        return _clean(obj.tolist())
+    return obj
+
+
+def _is_profile(result: Any) -> bool:
+    if isinstance(result, dict):
+        return result.get("kind") == "profile"
+    return isinstance(result, list) and any(
+        isinstance(r, dict) and ("step_s" in r or "t_s" in r or r.get("kind") == "profile") for r in result
+    )
+
+
+def _plan_extras(result: Any) -> dict[str, Any]:
+    """What every plan adds to its JSON: sizing, uncertainty, findings, checklists."""
+    from rightsize.advise import advise, checklists
+    from rightsize.advise.view import sizing_dict
+
+    out: dict[str, Any] = {}
+    sizing = sizing_dict(result)
+    if sizing:
+        out["sizing"] = sizing
+    unc = getattr(result, "uncertainty", None)
+    if unc:
+        out["uncertainty"] = unc
+    out["findings"] = [f.as_dict() for f in advise(result)]
+    lists = checklists(result)
+    if any(lists.values()):
+        out["checklists"] = {k: [i.as_dict() for i in v] for k, v in lists.items()}
+    return out
 
 
 def result_dict(result: Any) -> dict[str, Any]:
@@ -26,31 +90,92 @@ def result_dict(result: Any) -> dict[str, Any]:
     from rightsize.search.train import TrainingPlan
 
     if isinstance(result, TrainingPlan):
-        return plan_dict(result)
+        return _clean({**plan_dict(result), **_plan_extras(result)})
     if isinstance(result, ServingPlan):
-        return serving_dict(result)
+        return _clean({**serving_dict(result), **_plan_extras(result)})
+    if _is_profile(result):
+        from rightsize.report.other_docs import profile_from_records
+
+        return _clean({"schema_version": SCHEMA_VERSION, **profile_from_records(result), "kind": "profile"})
     if isinstance(result, dict):
-        return result
+        if "rows" in result and "summary" in result:
+            return _clean({"schema_version": SCHEMA_VERSION, "kind": "validation", **result})
+        return _clean({"schema_version": SCHEMA_VERSION, **result})
+    if hasattr(result, "to_dict"):
+        d = result.to_dict()
+        d.setdefault("kind", type(result).__name__)
+        d.setdefault("schema_version", SCHEMA_VERSION)
+        return _clean({**d, **_plan_extras(result)})
+    raise TypeError(f"no renderer for {type(result).__name__}")
+
+
+def document(result: Any, title: str = "Plan") -> Document:
+    """The format-neutral document of any result."""
+    from rightsize.report.other_docs import generic_document, profile_document, validation_document
+    from rightsize.report.plan_doc import serving_document, training_document
+    from rightsize.search.serving import ServingPlan
+    from rightsize.search.train import TrainingPlan
+
+    if isinstance(result, TrainingPlan):
+        return training_document(result, title)
+    if isinstance(result, ServingPlan):
+        return serving_document(result, f"Serving {title.lower()}" if title[:1].isupper() else title)
+    if _is_profile(result):
+        return profile_document(result, title if title != "Plan" else "Profile")
+    if isinstance(result, dict) and "rows" in result and "summary" in result:
+        return validation_document(result, title)
+    if isinstance(result, dict) or hasattr(result, "to_dict"):
+        return generic_document(result, title)
     raise TypeError(f"no renderer for {type(result).__name__}")
 
 
 def render(result: Any, fmt: str, title: str = "Plan") -> str:
     if fmt == "json":
         return to_json(result_dict(result))
-    if fmt == "table":
-        from rightsize.report.serving_text import render_serving
-        from rightsize.report.text import render_plan
-        from rightsize.report.validation_text import render_validation
-        from rightsize.search.serving import ServingPlan
-        from rightsize.search.train import TrainingPlan
+    if fmt not in FORMATS:
+        raise BadInput(
+            f"Output format '{fmt}' is not available for this result.",
+            f"Formats: {', '.join(FORMATS)}.",
+            "Use --format table, markdown, html or json.",
+        )
+    if fmt == "table" and hasattr(result, "render_text") and not hasattr(result, "best"):
+        # A plan kind with its own terminal text: keep it, and add the advisor's top findings.
+        from rightsize.advise import advise
+        from rightsize.report.sections import findings_section
+        from rightsize.report.terminal import render_terminal
 
-        if isinstance(result, TrainingPlan):
-            return render_plan(result, title)
-        if isinstance(result, ServingPlan):
-            return render_serving(result, f"Serving {title.lower()}")
-        return render_validation(result)
-    raise BadInput(
-        f"Output format '{fmt}' is not available for this result.",
-        f"Formats: {', '.join(FORMATS)}.",
-        "Use --format table or --format json.",
-    )
+        text = str(result.render_text(title)).rstrip()
+        extra = render_terminal(Document("findings", "Advisor", sections=[findings_section(advise(result))]))
+        return text + "\n\n" + extra
+    if fmt == "table" and isinstance(result, dict) and "rows" in result and "summary" in result:
+        from rightsize.report.validation_text import render_validation
+
+        return render_validation(result)  # every case's error, as DESIGN.md asks of `validate`
+    doc = document(result, title)
+    if fmt == "markdown":
+        from rightsize.report.markdown import render_markdown
+
+        return render_markdown(doc).rstrip("\n")
+    if fmt == "html":
+        from rightsize.report.html import render_html
+
+        return render_html(doc)
+    from rightsize.report.terminal import render_terminal
+
+    return render_terminal(doc).rstrip("\n")
+
+
+def render_profile(profile: dict[str, Any] | list[dict[str, Any]], fmt: str, title: str = "Profile") -> str:
+    """A profile (dict or JSONL records; shape in `rightsize.report.other_docs`) in any format."""
+    from rightsize.report.other_docs import profile_from_records
+
+    return render(profile_from_records(profile), fmt, title)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema every `--format json` output validates against."""
+    from importlib.resources import files
+
+    text = files("rightsize.report").joinpath("data/report.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema

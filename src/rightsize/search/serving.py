@@ -78,6 +78,7 @@ class ServingPlan:
     # and the bill of materials the sizing package derives from it (see api.plan).
     demand: Demand | None = None
     sizing: Any = None
+    uncertainty: dict[str, Any] | None = None  # P10/P50/P90 from search.uncertainty
 
 
 def _lengths(d: LengthDist, n: int, rng: np.random.Generator) -> np.ndarray:

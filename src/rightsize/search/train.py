@@ -66,6 +66,7 @@ class TrainingPlan:
     # and the bill of materials the sizing package derives from it (see api.plan).
     demand: Demand | None = None
     sizing: Any = None
+    uncertainty: dict[str, Any] | None = None  # P10/P50/P90 from search.uncertainty
 
 
 def workload_from_spec(spec: TrainingSpec) -> TrainWorkload:

@@ -1,0 +1,388 @@
+"""The SCALE review and the DEPLOY checklist, filled from the plan's own numbers.
+
+SCALE: scale, compute, accelerator interconnect, latency and locality, economics.
+DEPLOY: define, estimate, pick platform, load-test, observe, yield plan.
+Each item is "answered" (with the plan's numbers) or "to_decide" (with what the user still
+has to decide, and the numbers that decision should meet).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rightsize.advise.view import PlanView, view
+from rightsize.constants import DAY_S
+
+ANSWERED = "answered"
+TO_DECIDE = "to_decide"
+
+
+@dataclass(frozen=True)
+class Item:
+    checklist: str  # "SCALE" | "DEPLOY"
+    step: str
+    question: str
+    status: str  # ANSWERED | TO_DECIDE
+    answer: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _pct(u: dict[str, Any] | None, metric: str) -> dict[str, Any] | None:
+    m = ((u or {}).get("metrics") or {}).get(metric)
+    return m if isinstance(m, dict) else None
+
+
+def _days(s: float) -> str:
+    return f"{s / DAY_S:,.1f} days"
+
+
+def _rate(bytes_per_s: float) -> str:
+    for div, unit in ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s")):
+        if bytes_per_s >= div:
+            return f"{bytes_per_s / div:,.1f} {unit}"
+    return f"{bytes_per_s / 1e3:,.1f} kB/s"
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}" if x >= 100 else f"${x:,.2f}"
+
+
+def _growth(v: PlanView) -> tuple[str, str]:
+    g = v.section("growth")
+    stages = [s for s in g.get("stages") or [] if isinstance(s, dict)]
+    if not stages:
+        return (
+            TO_DECIDE,
+            "No growth plan: decide the horizon and how the workload grows (infrastructure.growth).",
+        )
+    last = stages[-1]
+    year = last.get("year", last.get("needed_at_years", "?"))
+    return ANSWERED, (
+        f"{len(stages)} stage(s) over {g.get('horizon_years', '?')} years, reaching {last.get('gpus', '?')} GPUs "
+        f"in year {year}."
+    )
+
+
+def _fabric(v: PlanView) -> str | None:
+    f = v.section("fabric")
+    if not f:
+        return None
+    parts = [str(f.get(k)) for k in ("kind", "topology") if f.get(k)]
+    if f.get("nic_gbps_per_gpu"):
+        parts.append(f"{float(f['nic_gbps_per_gpu']):,.0f} Gb/s per GPU")
+    for k in ("leaf_switches", "spine_switches", "core_switches"):
+        if f.get(k):
+            parts.append(f"{f[k]} {k.replace('_', ' ')}")
+    return ", ".join(parts)
+
+
+def _economics(v: PlanView) -> tuple[str, str]:
+    c = v.section("cost")
+    b = v.best
+    bits = []
+    if v.kind == "training" and b.cost_usd is not None:
+        bits.append(f"{_usd(b.cost_usd)} per run on demand ({b.gpu_hours:,.0f} GPU-hours)")
+    if v.kind == "serving" and b.cost_usd_per_hour is not None:
+        per_m = (
+            f", {_usd(b.cost_usd_per_m_output_tokens)} per 1M output tokens"
+            if b.cost_usd_per_m_output_tokens is not None
+            else ""
+        )
+        bits.append(f"{_usd(b.cost_usd_per_hour)}/h on demand{per_m}")
+    be = c.get("break_even_utilisation", c.get("breakeven_utilisation"))
+    if isinstance(be, dict):
+        be = min((x for x in be.values() if isinstance(x, int | float)), default=None)
+    if isinstance(be, int | float):
+        bits.append(f"owning breaks even above {be:.0%} utilisation")
+    if not bits:
+        return (
+            TO_DECIDE,
+            "No price for this accelerator: decide the price per GPU-hour or the purchase price.",
+        )
+    if not c:
+        return TO_DECIDE, "; ".join(bits) + ". Still to decide: rent or buy (reserved, spot, on premises)."
+    return ANSWERED, "; ".join(bits) + "."
+
+
+def _scale(v: PlanView) -> list[Item]:
+    b, p = v.best, v.plan
+    items = []
+    if v.kind == "training":
+        d = v.demand
+        what = f"{d.params / 1e9:,.0f}B-parameter " if d is not None and getattr(d, "params", None) else ""
+        run = f" for {_days(b.time_to_train_s)}" if b.time_to_train_s else ""
+        items.append(
+            Item(
+                "SCALE",
+                "scale",
+                "How big is the workload?",
+                ANSWERED,
+                f"{what}{p.model} on {b.gpus:,} GPUs{run}.",
+            )
+        )
+    else:
+        items.append(
+            Item(
+                "SCALE",
+                "scale",
+                "How big is the workload?",
+                ANSWERED,
+                f"{p.model}, sized for {b.design_rate_rps:,.1f} req/s (peak plus headroom) with {b.replicas} replica(s)."
+                if b.design_rate_rps
+                else f"{p.model}, {p.scenario} scenario, {b.output_tokens_per_s:,.0f} output tokens/s.",
+            )
+        )
+    status, text = _growth(v)
+    items.append(Item("SCALE", "scale", "How will it grow?", status, text))
+    gpn = v.node.gpus_per_node if v.node else 8
+    if v.kind == "training":
+        items.append(
+            Item(
+                "SCALE",
+                "compute",
+                "Which accelerator, how many, how busy?",
+                ANSWERED,
+                f"{b.gpus:,} x {b.accelerator} ({math.ceil(b.gpus / gpn):,} x {b.node}); MFU {b.mfu:.0%}, "
+                f"{b.tokens_per_s_per_gpu:,.0f} tokens/s per GPU.",
+            )
+        )
+        exposed = sum(b.step.get(k, 0.0) for k in b.step if k.endswith("_comm_exposed_s")) / b.step_time_s
+        domain = v.acc.scaleup_domain_gpus if v.acc else gpn
+        fab = _fabric(v)
+        text = (
+            f"tp{b.parallel['tp']} inside the {domain}-GPU scale-up domain; {exposed:.0%} of the step is exposed "
+            "communication"
+        )
+        items.append(
+            Item(
+                "SCALE",
+                "accelerator interconnect",
+                "Does the layout fit the scale-up domain and the fabric?",
+                ANSWERED if fab or not v.spans_nodes else TO_DECIDE,
+                text
+                + (
+                    f"; fabric: {fab}."
+                    if fab
+                    else "."
+                    if not v.spans_nodes
+                    else "; still to decide: the fabric topology and NIC rate."
+                ),
+            )
+        )
+        st = v.section("storage")
+        need = getattr(v.demand, "data_read_bytes_per_s", None)
+        if st:
+            tiers = ", ".join(
+                str(t.get("name") or t.get("tier") or t.get("kind"))
+                for t in st.get("tiers", [])
+                if isinstance(t, dict)
+            )
+            items.append(
+                Item(
+                    "SCALE",
+                    "latency and locality",
+                    "Where do the data and checkpoints live?",
+                    ANSWERED,
+                    f"Storage tiers: {tiers or 'sized'}.",
+                )
+            )
+        else:
+            rate = f" of at least {_rate(need)}" if need else ""
+            items.append(
+                Item(
+                    "SCALE",
+                    "latency and locality",
+                    "Where do the data and checkpoints live?",
+                    TO_DECIDE,
+                    f"Decide the storage tier next to the GPUs: sustained reads{rate} and checkpoint writes.",
+                )
+            )
+    else:
+        items.append(
+            Item(
+                "SCALE",
+                "compute",
+                "Which accelerator, how many, how busy?",
+                ANSWERED,
+                f"{b.gpus:,} x {b.accelerator}: {b.replicas} replica(s) of tp{b.tp}, each serving "
+                f"{b.replica_capacity_rps:,.2f} req/s within the SLOs.",
+            )
+        )
+        items.append(
+            Item(
+                "SCALE",
+                "accelerator interconnect",
+                "Does the layout fit the scale-up domain and the fabric?",
+                ANSWERED,
+                f"Each replica's tp{b.tp} stays inside one node's scale-up domain; replicas exchange no traffic, so a "
+                "front-end network suffices.",
+            )
+        )
+        lat = b.latency_s or {}
+        if lat:
+            parts = [
+                f"{m} p95 {lat[f'{m}_p95_s'] * 1e3:,.0f} ms"
+                for m in ("ttft", "tpot", "e2e")
+                if f"{m}_p95_s" in lat
+            ]
+            if not parts:
+                parts = [f"{k.removesuffix('_s')} {x * 1e3:,.1f} ms" for k, x in lat.items()]
+            items.append(
+                Item(
+                    "SCALE",
+                    "latency and locality",
+                    "What latency do users see?",
+                    ANSWERED,
+                    ", ".join(parts) + ".",
+                )
+            )
+        items.append(
+            Item(
+                "SCALE",
+                "latency and locality",
+                "Where are the users, and where do the replicas run?",
+                TO_DECIDE,
+                "Decide the regions: network round trips add to every TTFT above; keep replicas near their users.",
+            )
+        )
+    status, text = _economics(v)
+    items.append(Item("SCALE", "economics", "What does it cost, rented or bought?", status, text))
+    return items
+
+
+def _deploy(v: PlanView) -> list[Item]:
+    b, p, u = v.best, v.plan, v.uncertainty
+    items = []
+    if v.kind == "training":
+        goal = f"objective {p.objective}" + (f", deadline {_days(p.deadline_s)}" if p.deadline_s else "")
+    else:
+        goal = f"objective {p.objective}, scenario {p.scenario}"
+        if b.slo_headroom:
+            goal += ", SLOs on " + ", ".join(k.removesuffix("_s") for k in b.slo_headroom)
+    items.append(
+        Item(
+            "DEPLOY", "define", "Are the workload, targets and SLOs defined?", ANSWERED, f"{p.model}: {goal}."
+        )
+    )
+    key = "time_to_train_s" if v.kind == "training" else "replicas"
+    m = _pct(u, key)
+    if m:
+        fmt = _days if key == "time_to_train_s" else (lambda x: f"{x:,.0f}")
+        text = f"{key.removesuffix('_s').replace('_', ' ')}: P10 {fmt(m['p10'])}, P50 {fmt(m['p50'])}, P90 {fmt(m['p90'])}."
+        items.append(Item("DEPLOY", "estimate", "Is there an estimate with a range?", ANSWERED, text))
+    else:
+        est = _days(b.time_to_train_s) if v.kind == "training" and b.time_to_train_s else f"{b.gpus} GPUs"
+        items.append(
+            Item(
+                "DEPLOY",
+                "estimate",
+                "Is there an estimate with a range?",
+                TO_DECIDE,
+                f"Point estimate only ({est}); no spread computed.",
+            )
+        )
+    gpn = v.node.gpus_per_node if v.node else 8
+    items.append(
+        Item(
+            "DEPLOY",
+            "pick platform",
+            "Which platform?",
+            ANSWERED,
+            f"{math.ceil(b.gpus / gpn):,} x {b.node} ({b.gpus:,} x {b.accelerator}).",
+        )
+    )
+    items.append(
+        Item(
+            "DEPLOY",
+            "pick platform",
+            "Which provider and region?",
+            TO_DECIDE,
+            "Decide the provider (or own data centre) and region; check capacity is available at this size.",
+        )
+    )
+    if v.kind == "training":
+        st = _pct(u, "step_time_s")
+        bound = f"{st['p90']:.2f} s (P90)" if st else f"{b.step_time_s * 1.1:.2f} s (+10%)"
+        text = (
+            f"Profile one node with the chosen layout (`rightsize profile`): the step should take {b.step_time_s:.2f} s, "
+            f"at most {bound}; then a scale test on {min(b.gpus, 8 * gpn)} GPUs before the full run."
+        )
+    else:
+        lim = ", ".join(
+            f"{k.removesuffix('_s')} headroom {h:.2f}x" for k, h in (b.slo_headroom or {}).items()
+        )
+        text = (
+            f"Replay the traffic against one replica: it should sustain {b.replica_capacity_rps:,.2f} req/s within the SLOs"
+            + (f" ({lim})" if lim else "")
+            + "."
+        )
+    items.append(Item("DEPLOY", "load-test", "What must a load test confirm?", TO_DECIDE, text))
+    if v.kind == "training":
+        gp = (b.reliability or {}).get("goodput")
+        text = f"Alert when MFU falls below {b.mfu * 0.9:.0%} (plan {b.mfu:.0%})" + (
+            f" or goodput below {gp * 0.98:.0%} (plan {gp:.1%})" if gp else ""
+        )
+    else:
+        lat = b.latency_s or {}
+        pct = "p95" if any(k.endswith("_p95_s") for k in lat) else "p50"
+        alerts = [
+            f"{m} {pct} above {lat[f'{m}_{pct}_s'] * 1e3 * 1.2:,.0f} ms"
+            for m in ("ttft", "tpot")
+            if f"{m}_{pct}_s" in lat
+        ]
+        text = ("Alert on " + ", ".join(alerts) + "; w" if alerts else "W") + (
+            f"atch load per replica against {b.replica_capacity_rps:,.2f} req/s"
+        )
+    items.append(
+        Item(
+            "DEPLOY",
+            "observe",
+            "What to monitor, against which numbers?",
+            TO_DECIDE,
+            text + "; wire the alerts to the telemetry.",
+        )
+    )
+    if v.kind == "training" and b.time_to_train_s:
+        items.append(
+            Item(
+                "DEPLOY",
+                "yield plan",
+                "When is the capacity given back?",
+                ANSWERED,
+                f"After {_days(b.time_to_train_s)} ({b.gpu_hours:,.0f} GPU-hours) the {b.gpus:,} GPUs are free: "
+                "queue the next job or end the reservation.",
+            )
+        )
+    else:
+        duty = getattr(v.demand, "duty_cycle", None)
+        if duty and v.kind == "serving":
+            low = max(1, math.ceil(b.replicas * duty))
+            text = (
+                f"Off peak, {low} replica(s) carry the average load; autoscale between {low} and {b.replicas}."
+                if low < b.replicas
+                else f"The load is steady: all {b.replicas} replica(s) stay up; revisit when the traffic changes."
+            )
+            items.append(Item("DEPLOY", "yield plan", "When is the capacity given back?", ANSWERED, text))
+        else:
+            items.append(
+                Item(
+                    "DEPLOY",
+                    "yield plan",
+                    "When is the capacity given back?",
+                    TO_DECIDE,
+                    "Decide the scale-down policy: how many replicas off peak, and when reserved capacity ends.",
+                )
+            )
+    return items
+
+
+def checklists(plan: Any) -> dict[str, list[Item]]:
+    """{"SCALE": [...], "DEPLOY": [...]} for a training or serving plan; empty for others."""
+    v = plan if isinstance(plan, PlanView) else view(plan)
+    if v.kind not in ("training", "serving") or v.best is None:
+        return {"SCALE": [], "DEPLOY": []}
+    return {"SCALE": _scale(v), "DEPLOY": _deploy(v)}

@@ -1,0 +1,131 @@
+"""The bill of materials in a few lines: what to buy or rent, read off the sizing sections.
+Shown in every format (the terminal summary included) ahead of the detailed sections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rightsize.report import units
+from rightsize.report.document import Section, Table
+
+
+def _get(d: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def bom_section(sizing: dict[str, Any]) -> Section | None:
+    nodes, fabric, storage = (
+        sizing.get("nodes") or {},
+        sizing.get("fabric") or {},
+        sizing.get("storage") or {},
+    )
+    power, cost, rel = sizing.get("power") or {}, sizing.get("cost") or {}, sizing.get("reliability") or {}
+    if not nodes:
+        return None
+    rows: list[list[str]] = []
+    rows.append(
+        [
+            "compute",
+            f"{nodes.get('nodes', 0):,} x {nodes.get('node', '?')} ({nodes.get('gpus', 0):,} GPUs) in "
+            f"{nodes.get('racks', 0):,} racks of {nodes.get('nodes_per_rack', 0)} "
+            f"({units.number(nodes.get('kw_per_rack', 0))} kW, {nodes.get('cooling', '?')} cooled)",
+        ]
+    )
+    if fabric.get("needed"):
+        rows.append(
+            [
+                "fabric",
+                f"{fabric.get('kind', '')} {fabric.get('topology', '')}, {fabric.get('tiers', 0)} tiers, "
+                f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per GPU: {fabric.get('leaves', 0)} leaf + "
+                f"{fabric.get('spines', 0)} spine + {fabric.get('cores', 0)} core {fabric.get('switch', '')}, "
+                f"{fabric.get('transceivers', 0):,} transceivers; {units.usd(fabric.get('capex_usd', 0))}",
+            ]
+        )
+    else:
+        rows.append(["fabric", str(fabric.get("reason", "none"))])
+    fs = _get(storage, "parallel_file_system") or {}
+    cap = _get(storage, "capacity", "file_system_with_margin_bytes")
+    line = f"{fs.get('blocks', 0)} x {fs.get('building_block', 'file-system block')}" if fs else "file system"
+    if isinstance(cap, int | float):
+        line += f"; {units.nbytes(cap)} hot tier"
+    obj = _get(storage, "capacity", "object_store_with_margin_bytes")
+    if isinstance(obj, int | float):
+        line += f", {units.nbytes(obj)} object store"
+    read = fs.get("read_needed_bytes_per_s")
+    write = fs.get("write_needed_bytes_per_s")
+    if isinstance(read, int | float) and isinstance(write, int | float):
+        line += f"; needs read {units.rate(read)}, checkpoint write {units.rate(write)}"
+    rows.append(["storage", line])
+    rows.append(
+        [
+            "power",
+            f"IT {units.watts(power.get('it_power_typical_w', 0))} typical, "
+            f"{units.watts(power.get('it_power_max_w', 0))} max; facility {units.watts(power.get('facility_power_w', 0))} "
+            f"(PUE {power.get('pue', 0):g})"
+            + (
+                f"; {units.number(power['energy_per_run_mwh'])} MWh per run"
+                if isinstance(power.get("energy_per_run_mwh"), int | float)
+                else (
+                    f"; {units.number(power['energy_per_month_mwh'])} MWh per month"
+                    if isinstance(power.get("energy_per_month_mwh"), int | float)
+                    else ""
+                )
+            ),
+        ]
+    )
+    if "goodput_fraction" in rel:
+        rows.append(
+            [
+                "reliability",
+                f"MTBF {units.seconds(rel.get('cluster_mtbf_s', 0))}, checkpoint every "
+                f"{units.seconds(rel.get('checkpoint_interval_s', 0))}, goodput {units.pct(rel['goodput_fraction'])}",
+            ]
+        )
+    elif "replica_failures_per_month" in rel:
+        rows.append(
+            [
+                "reliability",
+                f"{rel['replica_failures_per_month']:.2f} replica failures a month; "
+                f"{rel.get('spare_replicas_recommended', 0)} spare replica recommended",
+            ]
+        )
+    per = "run" if cost.get("schedule") == "one-off" else "month"
+    for name, opt in (cost.get("cloud") or {}).items():
+        v = opt.get(f"usd_per_{per}")
+        if isinstance(v, int | float):
+            rows.append(
+                [f"cloud {name.replace('_', ' ')}", f"{units.usd(v)} per {per} ({opt.get('pays', '')})"]
+            )
+    onprem = cost.get("onprem") or {}
+    if onprem:
+        v = onprem.get(f"usd_per_{per}")
+        rows.append(
+            [
+                "on premises",
+                f"capex {units.usd(onprem.get('capex_usd', 0))}, {units.usd(onprem.get('usd_per_year', 0))} a year"
+                + (f", {units.usd(v)} per {per}" if isinstance(v, int | float) else ""),
+            ]
+        )
+    be = cost.get("breakeven_utilisation_fraction") or {}
+    if isinstance(be.get("on_demand"), int | float):
+        rows.append(["break-even", f"owning beats on-demand above {units.pct(be['on_demand'])} utilisation"])
+    for reason in ("cloud_unavailable", "onprem_unavailable"):
+        if cost.get(reason):
+            rows.append([reason.replace("_", " "), str(cost[reason])])
+    stages = _get(sizing, "growth", "stages") or []
+    if len(stages) > 1:
+        last = stages[-1]
+        rows.append(
+            [
+                "growth",
+                f"{len(stages) - 1} expansion stages to {last.get('nodes', 0):,} nodes "
+                f"({last.get('gpus', 0):,} GPUs) over {_get(sizing, 'growth', 'horizon_years')} years",
+            ]
+        )
+    sec = Section("bill-of-materials", "Bill of materials", brief=True)
+    sec.tables.append(Table(["item", "what"], rows, "bill of materials", ["l", "l"]))
+    return sec

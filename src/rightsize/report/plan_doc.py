@@ -1,0 +1,484 @@
+"""Documents for training and serving plans: the decision and its numbers, the step and
+memory breakdowns, the alternatives and the Pareto front, then the shared sections
+(uncertainty, findings, sizing, checklists)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rightsize.advise import advise, checklists
+from rightsize.advise.view import sizing_dict
+from rightsize.constants import DAY_S, GiB
+from rightsize.report import sections as common
+from rightsize.report import svg, units
+from rightsize.report.document import Chart, Document, Section, Table
+from rightsize.report.text import _MEM_LABELS, _STEP_LABELS, layout
+from rightsize.search.candidates import Candidate
+from rightsize.search.serving import ServingCandidate, ServingPlan
+from rightsize.search.train import TrainingPlan
+
+
+def _gpn(node_id: str) -> int:
+    from rightsize.catalog import get_node
+
+    try:
+        return get_node(node_id).gpus_per_node
+    except Exception:  # an unknown node in a hand-made plan: assume the common 8
+        return 8
+
+
+def _days(s: float | None) -> str:
+    return "-" if s is None else f"{s / DAY_S:,.1f} d"
+
+
+def _range(unc: dict[str, Any] | None, key: str, fmt: Any) -> str:
+    m = ((unc or {}).get("metrics") or {}).get(key)
+    return f" (P10-P90 {fmt(m['p10'])} to {fmt(m['p90'])})" if m else ""
+
+
+def _shared(doc: Document, plan: Any) -> None:
+    unc = getattr(plan, "uncertainty", None)
+    sizing = sizing_dict(plan)
+    margins = sizing.get("margins") if isinstance(sizing.get("margins"), list) else None
+    sec = common.uncertainty_section(unc, margins)
+    if sec:
+        doc.sections.append(sec)
+    doc.sections.append(common.findings_section(advise(plan)))
+    doc.sections.extend(common.sizing_sections(sizing))
+    doc.sections.extend(common.checklist_sections(checklists(plan)))
+
+
+# --- training -----------------------------------------------------------------------------------
+
+
+def _step_section(c: Candidate) -> Section:
+    sec = Section("step", "Step time breakdown", brief=True)
+    total = c.step_time_s
+    rows = [(label, c.step.get(k, 0.0)) for k, label in _STEP_LABELS.items() if c.step.get(k, 0.0) > 0]
+    sec.tables.append(
+        Table(
+            ["component", "seconds", "share"],
+            [[lab, f"{v:.3f}", units.pct(v / total)] for lab, v in rows]
+            + [["step", f"{total:.3f}", "100.0%"]],
+            "step breakdown",
+        )
+    )
+    title = f"Step time breakdown ({total:.3f} s per step)"
+    sec.charts.append(
+        Chart("step-breakdown", title, svg.hbars("step-breakdown", title, rows, units.seconds, total))
+    )
+    return sec
+
+
+def _memory_section(plan: TrainingPlan) -> Section:
+    c = plan.best
+    sec = Section("memory", "Memory per GPU", brief=True)
+    rows = [[label, units.gib(c.memory.get(k, 0.0))] for k, label in _MEM_LABELS.items()]
+    rows.append(["total", f"{units.gib(c.memory['total_bytes'])} of {units.gib(c.memory['capacity_bytes'])}"])
+    sec.tables.append(Table(["part", "GiB"], rows, "memory per GPU"))
+    devices: list[tuple[str, Candidate]] = [(f"chosen: {c.accelerator}", c)]
+    if plan.runner_up_layout:
+        devices.append((f"runner-up layout: {c.accelerator}", plan.runner_up_layout[0]))
+    devices += [(a.accelerator, a) for a, _ in plan.alternatives]
+    chart_rows = [
+        (
+            name,
+            [(label, d.memory.get(k, 0.0) / GiB) for k, label in _MEM_LABELS.items()],
+            d.memory.get("capacity_bytes", 0.0) / GiB,
+        )
+        for name, d in devices
+    ]
+    title = "Memory per GPU against capacity (GiB; dashed line: HBM)"
+    sec.charts.append(
+        Chart("memory", title, svg.stacked_hbars("memory", title, chart_rows, lambda v: f"{v:,.0f} GiB"))
+    )
+    return sec
+
+
+def _alternatives_section(plan: TrainingPlan) -> Section:
+    sec = Section("alternatives", "Alternatives", brief=True)
+    rows = []
+    cands: list[tuple[str, Candidate, str]] = [("chosen", plan.best, "")]
+    if plan.runner_up_layout:
+        cands.append(("runner-up layout", *plan.runner_up_layout))
+    cands += [("alternative", c, why) for c, why in plan.alternatives]
+    for role, c, why in cands:
+        rows.append(
+            [
+                role,
+                f"{c.gpus:,} x {c.accelerator}",
+                layout(c).split(" (")[0],
+                _days(c.time_to_train_s),
+                units.pct(c.mfu),
+                f"{c.gpu_hours:,.0f}" if c.gpu_hours is not None else "-",
+                units.usd(c.cost_usd) if c.cost_usd is not None else "-",
+                why,
+            ]
+        )
+    sec.tables.append(
+        Table(
+            ["", "hardware", "layout", "time to train", "MFU", "GPU-hours", "cost", "why not"],
+            rows,
+            align=["l", "l", "l", "r", "r", "r", "r", "l"],
+            brief_columns=[0, 1, 2, 3, 4, 5, 6],
+        )
+    )
+    if plan.rejected:
+        sec.bullets = [f"rejected {r.accelerator}: {r.reason}" for r in plan.rejected]
+    return sec
+
+
+def _pareto_section(plan: TrainingPlan) -> Section:
+    sec = Section("pareto", "Pareto front: time against cost")
+    best = plan.best
+    use_cost = plan.objective == "cost" and best.cost_usd is not None
+
+    def xy(c: Candidate) -> tuple[float, float] | None:
+        x = c.time_to_train_s / DAY_S if c.time_to_train_s is not None else c.step_time_s
+        y = (
+            c.cost_usd
+            if use_cost
+            else c.gpu_hours
+            if c.gpu_hours is not None
+            else 1.0 / c.tokens_per_s_per_gpu
+        )
+        return (x, y) if y is not None else None
+
+    seen: set[int] = set()
+    pts: list[svg.Point] = []
+    front_ids = {id(c) for c in plan.pareto}
+    for c in [best, *plan.pareto, *(a for a, _ in plan.alternatives)]:
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        p = xy(c)
+        if p is None:
+            continue
+        pts.append(
+            svg.Point(
+                p[0], p[1], f"{c.gpus:,} x {c.accelerator}", c.accelerator, c is best, id(c) in front_ids
+            )
+        )
+    has_ttt = best.time_to_train_s is not None
+    ylabel = (
+        "cost (USD, on demand)"
+        if use_cost
+        else "GPU-hours"
+        if best.gpu_hours is not None
+        else "GPU-seconds per token"
+    )
+    xlabel = "time to train (days)" if has_ttt else "step time (s)"
+    title = f"Pareto front: {xlabel} against {ylabel}; the choice ringed"
+    sec.charts.append(
+        Chart(
+            "pareto",
+            title,
+            svg.scatter(
+                "pareto",
+                title,
+                pts,
+                xlabel,
+                ylabel,
+                units.short,
+                (lambda v: "$" + units.short(v)) if use_cost else units.short,
+                vlines=[(plan.deadline_s / DAY_S, "deadline")] if plan.deadline_s and has_ttt else [],
+            ),
+        )
+    )
+    rows = [
+        [
+            f"{c.gpus:,} x {c.accelerator}",
+            _days(c.time_to_train_s),
+            f"{c.gpu_hours:,.0f}" if c.gpu_hours else "-",
+            units.usd(c.cost_usd) if c.cost_usd else "-",
+            "chosen" if c is best else "",
+        ]
+        for c in plan.pareto
+    ]
+    sec.tables.append(Table(["hardware", "time to train", "GPU-hours", "cost", ""], rows, "Pareto front"))
+    return sec
+
+
+def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
+    b = plan.best
+    unc = getattr(plan, "uncertainty", None)
+    nodes = math.ceil(b.gpus / _gpn(b.node))
+    sub = f"model {plan.model}, objective {plan.objective}"
+    if plan.deadline_s:
+        sub += f", deadline {plan.deadline_s / DAY_S:,.0f} d"
+    decision = f"{b.gpus:,} x {b.accelerator} ({nodes:,} x {b.node} nodes), layout {layout(b)}"
+    if b.time_to_train_s is not None:
+        decision += f": {_days(b.time_to_train_s)} to train"
+    doc = Document("training_plan", f"{title}: {plan.name}", sub, decision)
+    kn = doc.key_numbers
+    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({nodes:,} nodes)"))
+    kn.append(("step time", f"{b.step_time_s:.3f} s{_range(unc, 'step_time_s', lambda v: f'{v:.3f} s')}"))
+    kn.append(("MFU / HFU", f"{b.mfu:.1%} / {b.hfu:.1%}"))
+    kn.append(("tokens/s per GPU", f"{b.tokens_per_s_per_gpu:,.0f}"))
+    if b.time_to_train_s is not None:
+        kn.append(("time to train", _days(b.time_to_train_s) + _range(unc, "time_to_train_s", _days)))
+    if b.gpu_hours is not None:
+        kn.append(("GPU-hours", f"{b.gpu_hours:,.0f}" + _range(unc, "gpu_hours", lambda v: f"{v:,.0f}")))
+    if b.cost_usd is not None:
+        kn.append(("cost (on demand)", units.usd(b.cost_usd) + _range(unc, "cost_usd", units.usd)))
+    if b.reliability.get("goodput"):
+        kn.append(("goodput", f"{b.reliability['goodput']:.1%}"))
+    kn.append(
+        ("memory per GPU", f"{units.gib(b.memory['total_bytes'])} of {units.gib(b.memory['capacity_bytes'])}")
+    )
+    doc.sections += [
+        _step_section(b),
+        _memory_section(plan),
+        _alternatives_section(plan),
+        _pareto_section(plan),
+    ]
+    _shared(doc, plan)
+    if plan.assumptions:
+        doc.sections.append(Section("assumptions", "Assumptions", bullets=list(plan.assumptions)))
+    doc.sections.append(
+        Section(
+            "search",
+            "Search",
+            text=[f"Searched {plan.configs_evaluated:,} configurations in {plan.search_seconds:.2f} s."],
+        )
+    )
+    return doc
+
+
+# --- serving ----------------------------------------------------------------------------------
+
+
+def _serving_memory(plan: ServingPlan) -> Section | None:
+    from rightsize.catalog import get_accelerator
+    from rightsize.perf.inference import ENGINE_MEMORY_UTILISATION, ENGINE_WORKSPACE_BYTES
+
+    sec = Section("memory", "Memory per GPU", brief=False)
+    rows = []
+    for name, c in [(f"chosen: {plan.best.accelerator}", plan.best)] + [
+        (a.accelerator, a) for a, _ in plan.alternatives
+    ]:
+        try:
+            hbm = get_accelerator(c.accelerator).hbm_bytes
+        except Exception:  # an accelerator outside the catalog: no capacity to draw against
+            continue
+        weights = c.memory.get("weights_bytes_per_gpu", 0.0)
+        kv = max(0.0, hbm * ENGINE_MEMORY_UTILISATION - ENGINE_WORKSPACE_BYTES - weights)
+        reserve = hbm * (1 - ENGINE_MEMORY_UTILISATION)
+        rows.append(
+            (
+                f"{name} tp{c.tp}",
+                [
+                    ("weights", weights / GiB),
+                    ("KV cache", kv / GiB),
+                    ("workspace", ENGINE_WORKSPACE_BYTES / GiB),
+                    ("engine reserve", reserve / GiB),
+                ],
+                hbm / GiB,
+            )
+        )
+    if not rows:
+        return None
+    b = plan.best
+    sec.tables.append(
+        Table(
+            ["what", "value"],
+            [
+                ["weights per GPU", units.gib(b.memory.get("weights_bytes_per_gpu", 0.0))],
+                ["KV cache per replica", f"{b.memory.get('kv_capacity_tokens', 0.0):,.0f} tokens"],
+            ],
+        )
+    )
+    title = "Memory per GPU against capacity (GiB; dashed line: HBM)"
+    sec.charts.append(
+        Chart("memory", title, svg.stacked_hbars("memory", title, rows, lambda v: f"{v:,.0f} GiB"))
+    )
+    return sec
+
+
+def _latency_section(plan: ServingPlan) -> Section:
+    b = plan.best
+    sec = Section("latency", "Latency", brief=True)
+    lat = b.latency_s or {}
+    pcts = [p for p in (50, 90, 95, 99) if any(f"{m}_p{p}_s" in lat for m in ("ttft", "tpot", "e2e"))]
+    rows = []
+    for m in ("ttft", "tpot", "e2e"):
+        vals = [lat.get(f"{m}_p{p}_s") for p in pcts]
+        if any(v is not None for v in vals):
+            rows.append([m] + [units.seconds(v) if v is not None else "-" for v in vals])
+    if rows:
+        sec.tables.append(Table(["metric"] + [f"p{p}" for p in pcts], rows, "latency"))
+    if b.slo_headroom:
+        sec.bullets.append(
+            "SLO headroom (limit / achieved): "
+            + ", ".join(f"{k.removesuffix('_s')} {v:.2f}x" for k, v in b.slo_headroom.items())
+        )
+    if b.goodput is not None:
+        sec.bullets.append(f"Goodput (requests meeting every SLO): {b.goodput:.1%}")
+    series = [
+        (
+            m,
+            [float(p) for p in pcts if f"{m}_p{p}_s" in lat],
+            [lat[f"{m}_p{p}_s"] * 1e3 for p in pcts if f"{m}_p{p}_s" in lat],
+        )
+        for m in ("ttft", "tpot")
+    ]
+    series = [s for s in series if s[1]]
+    if series:
+        title = "Latency percentiles at the design load (ms)"
+        sec.charts.append(
+            Chart(
+                "latency",
+                title,
+                svg.lines(
+                    "latency", title, series, "percentile", "ms", lambda v: f"p{v:.0f}", lambda v: f"{v:,.0f}"
+                ),
+            )
+        )
+    unc = getattr(plan, "uncertainty", None) or {}
+    share = unc.get("prefill_share_of_gpu_time")
+    if isinstance(share, int | float):
+        title = "GPU time per request: prefill against decode"
+        sec.charts.append(
+            Chart(
+                "step-breakdown",
+                title,
+                svg.hbars("step-breakdown", title, [("prefill", share), ("decode", 1 - share)], units.pct),
+            )
+        )
+    return sec
+
+
+def _serving_alternatives(plan: ServingPlan) -> Section:
+    sec = Section("alternatives", "Alternatives", brief=True)
+    rows = []
+    for role, c, why in [("chosen", plan.best, "")] + [("alternative", a, w) for a, w in plan.alternatives]:
+        rows.append(
+            [
+                role,
+                f"{c.replicas} x tp{c.tp} {c.accelerator}",
+                f"{c.gpus:,}",
+                c.weight_precision,
+                units.usd(c.cost_usd_per_hour) + "/h" if c.cost_usd_per_hour is not None else "-",
+                f"{c.output_tokens_per_s:,.0f}",
+                why,
+            ]
+        )
+    sec.tables.append(
+        Table(
+            ["", "replicas", "GPUs", "weights", "cost", "output tok/s", "why not"],
+            rows,
+            align=["l", "l", "r", "l", "r", "r", "l"],
+            brief_columns=[0, 1, 2, 3, 4, 5],
+        )
+    )
+    if plan.rejected:
+        sec.bullets = [f"rejected {a}: {r}" for a, r in plan.rejected]
+    return sec
+
+
+def _serving_pareto(plan: ServingPlan) -> Section | None:
+    best = plan.best
+
+    def lat(c: ServingCandidate) -> float | None:
+        for k in ("e2e_p95_s", "e2e_p50_s", "tpot_p50_s"):
+            if k in c.latency_s:
+                return c.latency_s[k] * 1e3
+        return None
+
+    use_cost = best.cost_usd_per_hour is not None
+    front = {id(c) for c in plan.pareto}
+    pts, seen = [], set()
+    for c in [best, *plan.pareto, *(a for a, _ in plan.alternatives)]:
+        x = lat(c)
+        y = c.cost_usd_per_hour if use_cost else float(c.gpus)
+        if id(c) in seen or x is None or y is None:
+            continue
+        seen.add(id(c))
+        pts.append(
+            svg.Point(
+                x, y, f"{c.replicas} x tp{c.tp} {c.accelerator}", c.accelerator, c is best, id(c) in front
+            )
+        )
+    if len(pts) < 1:
+        return None
+    sec = Section("pareto", "Pareto front: latency against cost")
+    key = (
+        next(k for k in ("e2e_p95_s", "e2e_p50_s", "tpot_p50_s") if k in best.latency_s)
+        if best.latency_s
+        else "latency"
+    )
+    xlabel = f"{key.removesuffix('_s').replace('_', ' ')} (ms)"
+    ylabel = "USD per hour" if use_cost else "GPUs"
+    title = f"Pareto front: {xlabel} against {ylabel}; the choice ringed"
+    sec.charts.append(
+        Chart(
+            "pareto",
+            title,
+            svg.scatter(
+                "pareto",
+                title,
+                pts,
+                xlabel,
+                ylabel,
+                units.short,
+                (lambda v: "$" + units.short(v)) if use_cost else units.short,
+                logy=True,
+            ),
+        )
+    )
+    return sec
+
+
+def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document:
+    b = plan.best
+    unc = getattr(plan, "uncertainty", None)
+    sub = f"model {plan.model}, scenario {plan.scenario}, objective {plan.objective}"
+    decision = (
+        f"{b.replicas} replica(s) x tp{b.tp} on {b.accelerator} = {b.gpus} GPUs "
+        f"(weights {b.weight_precision}, KV cache {b.kv_precision})"
+    )
+    doc = Document("serving_plan", f"{title}: {plan.name}", sub, decision)
+    kn = doc.key_numbers
+    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({b.replicas} x tp{b.tp})"))
+    if plan.scenario == "serving":
+        kn.append(
+            (
+                "capacity per replica",
+                f"{b.replica_capacity_rps:,.2f} req/s within the SLOs"
+                + _range(unc, "replica_capacity_rps", lambda v: f"{v:,.2f}"),
+            )
+        )
+        kn.append(("sized for", f"{b.design_rate_rps:,.1f} req/s"))
+        if _range(unc, "replicas", str):
+            kn.append(("replicas needed", f"{b.replicas}" + _range(unc, "replicas", lambda v: f"{v:,.0f}")))
+    kn.append(("output throughput", f"{b.output_tokens_per_s:,.0f} tokens/s"))
+    if b.cost_usd_per_hour is not None:
+        kn.append(("cost", f"{units.usd(b.cost_usd_per_hour)}/h on demand"))
+    if b.cost_usd_per_m_output_tokens is not None:
+        kn.append(("per 1M output tokens", units.usd(b.cost_usd_per_m_output_tokens)))
+    for k in ("ttft_p95_s", "tpot_p95_s", "ttft_p50_s", "tpot_p50_s"):
+        if k in b.latency_s and not any(x[0].startswith(k[:4]) for x in kn):
+            kn.append(
+                (
+                    k[:4].upper() + " " + k[5:8],
+                    units.seconds(b.latency_s[k]) + _range(unc, f"latency_{k}", units.seconds),
+                )
+            )
+    if b.goodput is not None:
+        kn.append(("goodput", f"{b.goodput:.1%}"))
+    if b.output_tokens_per_joule is not None:
+        kn.append(("output tokens per joule", f"{b.output_tokens_per_joule:,.2f}"))
+    doc.sections.append(_latency_section(plan))
+    mem = _serving_memory(plan)
+    if mem:
+        doc.sections.append(mem)
+    doc.sections.append(_serving_alternatives(plan))
+    par = _serving_pareto(plan)
+    if par:
+        doc.sections.append(par)
+    _shared(doc, plan)
+    if plan.assumptions:
+        doc.sections.append(Section("assumptions", "Assumptions", bullets=list(plan.assumptions)))
+    doc.sections.append(Section("search", "Search", text=[f"Planned in {plan.seconds:.1f} s."]))
+    return doc

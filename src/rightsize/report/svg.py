@@ -1,0 +1,438 @@
+"""Charts as self-contained inline SVG: no JavaScript, no fonts or styles fetched, nothing
+from the network. Every chart is one <svg> element with `data-chart="NAME"` and real marks
+(rect, circle, path), so a browser test can find and measure it.
+
+Each function takes plain numbers and labels and returns the SVG text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+
+WIDTH = 720
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+CHOSEN = "#d62728"
+GRID = "#e3e3e3"
+AXIS = "#555"
+BAD = "#e15759"
+GOOD = "#59a14f"
+
+Fmt = Callable[[float], str]
+
+
+def _t(x: float, y: float, text: str, anchor: str = "start", size: int = 12, extra: str = "") -> str:
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}"{extra}>{escape(text)}</text>'
+
+
+def _open(name: str, title: str, height: float) -> list[str]:
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" data-chart="{escape(name)}" viewBox="0 0 {WIDTH} {height:.0f}" '
+        f'width="{WIDTH}" height="{height:.0f}" role="img" aria-label="{escape(title)}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" class="chart">',
+        f"<title>{escape(title)}</title>",
+        f'<rect x="0" y="0" width="{WIDTH}" height="{height:.0f}" fill="#fff"/>',
+        _t(12, 20, title, size=14, extra=' font-weight="600"'),
+    ]
+
+
+def _close(parts: list[str]) -> str:
+    return "\n".join([*parts, "</svg>"])
+
+
+def _color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    if not math.isfinite(lo) or not math.isfinite(hi):
+        return [0.0]
+    if hi <= lo:
+        hi = lo + (abs(lo) or 1.0)
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=10 * mag)
+    start = math.floor(lo / step + 1e-9) * step
+    stop = math.ceil(hi / step - 1e-9) * step
+    count = round((stop - start) / step)
+    return [round(start + i * step, 12) for i in range(count + 1)]
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    ticks = []
+    for e in range(a, b + 1):
+        for m in (1, 2, 5):
+            v = m * 10.0**e
+            if lo <= v <= hi:
+                ticks.append(v)
+    return ticks or [lo, hi]
+
+
+@dataclass
+class _Axis:
+    lo: float
+    hi: float
+    start: float  # pixel of lo
+    end: float  # pixel of hi
+    log: bool = False
+
+    @classmethod
+    def fit(
+        cls, values: Sequence[float], start: float, end: float, log: bool = False, zero: bool = False
+    ) -> _Axis:
+        vals = [v for v in values if math.isfinite(v) and (v > 0 or not log)]
+        if not vals:
+            vals = [1.0]
+        lo, hi = min(vals), max(vals)
+        if log:
+            if hi / lo < 3:  # too narrow for a log axis to help
+                log = False
+            else:
+                return cls(lo / 1.25, hi * 1.25, start, end, True)
+        if zero:
+            lo = min(lo, 0.0)
+        pad = (hi - lo) * 0.08 or abs(hi) * 0.1 or 1.0
+        ticks = _nice_ticks(lo if zero else lo - pad, hi + pad)
+        return cls(ticks[0], ticks[-1], start, end, False)
+
+    def __call__(self, v: float) -> float:
+        if self.log:
+            f = (math.log(max(v, 1e-300)) - math.log(self.lo)) / (math.log(self.hi) - math.log(self.lo))
+        else:
+            f = (v - self.lo) / ((self.hi - self.lo) or 1.0)
+        return self.start + f * (self.end - self.start)
+
+    def ticks(self) -> list[float]:
+        return _log_ticks(self.lo, self.hi) if self.log else _nice_ticks(self.lo, self.hi)
+
+
+def _axes(
+    x: _Axis, y: _Axis, xlabel: str, ylabel: str, xfmt: Fmt, yfmt: Fmt, top: float, bottom: float
+) -> list[str]:
+    out = []
+    for v in y.ticks():
+        py = y(v)
+        if top - 1 <= py <= bottom + 1:
+            out.append(
+                f'<line x1="{x.start:.1f}" y1="{py:.1f}" x2="{x.end:.1f}" y2="{py:.1f}" stroke="{GRID}"/>'
+            )
+            out.append(_t(x.start - 6, py + 4, yfmt(v), "end", 11, f' fill="{AXIS}"'))
+    for v in x.ticks():
+        px = x(v)
+        if x.start - 1 <= px <= x.end + 1:
+            out.append(
+                f'<line x1="{px:.1f}" y1="{top:.1f}" x2="{px:.1f}" y2="{bottom:.1f}" stroke="{GRID}"/>'
+            )
+            out.append(_t(px, bottom + 16, xfmt(v), "middle", 11, f' fill="{AXIS}"'))
+    out.append(f'<path d="M{x.start:.1f},{top:.1f} V{bottom:.1f} H{x.end:.1f}" fill="none" stroke="{AXIS}"/>')
+    out.append(_t((x.start + x.end) / 2, bottom + 34, xlabel, "middle", 12))
+    out.append(
+        f'<text x="14" y="{(top + bottom) / 2:.1f}" text-anchor="middle" font-size="12" '
+        f'transform="rotate(-90 14 {(top + bottom) / 2:.1f})">{escape(ylabel)}</text>'
+    )
+    return out
+
+
+def _legend(
+    items: Sequence[tuple[str, str]], x: float, y: float, width: float = WIDTH - 24
+) -> tuple[list[str], float]:
+    out, cx, cy = [], x, y
+    for lab, color in items:
+        w = 18 + 7 * len(lab) + 14
+        if cx + w > x + width:
+            cx, cy = x, cy + 18
+        out.append(f'<rect x="{cx:.1f}" y="{cy - 9:.1f}" width="12" height="12" fill="{color}"/>')
+        out.append(_t(cx + 16, cy + 1, lab, size=11))
+        cx += w
+    return out, cy + 18
+
+
+def hbars(
+    name: str, title: str, rows: Sequence[tuple[str, float]], fmt: Fmt, total: float | None = None
+) -> str:
+    """One horizontal bar per row, with its value (and its share of `total`)."""
+    rows = [(lab, v) for lab, v in rows if v is not None]
+    h = 40 + 26 * max(len(rows), 1) + 10
+    parts = _open(name, title, h)
+    left, right = 250, WIDTH - 150
+    vmax = max([v for _, v in rows] + [1e-300])
+    for i, (lab, v) in enumerate(rows):
+        y = 36 + 26 * i
+        w = max(1.0, (right - left) * max(v, 0.0) / vmax)
+        parts.append(_t(left - 8, y + 14, lab, "end"))
+        parts.append(
+            f'<rect x="{left}" y="{y}" width="{w:.1f}" height="18" fill="{_color(i)}"><title>{escape(lab)}: {escape(fmt(v))}</title></rect>'
+        )
+        share = f"  {v / total:.1%}" if total else ""
+        parts.append(_t(left + w + 6, y + 14, fmt(v) + share, size=11))
+    return _close(parts)
+
+
+def stacked_hbars(
+    name: str,
+    title: str,
+    rows: Sequence[tuple[str, Sequence[tuple[str, float]], float | None]],
+    fmt: Fmt,
+) -> str:
+    """Rows of stacked segments (label, [(segment, value)], capacity): each row's capacity is
+    drawn as a dashed line, so what overflows it shows."""
+    seg_names = list(dict.fromkeys(s for _, segs, _ in rows for s, _ in segs))
+    colors = {s: _color(i) for i, s in enumerate(seg_names)}
+    n = max(len(rows), 1)
+    legend, ly = _legend([(s, colors[s]) for s in seg_names], 12, 40)
+    top = ly + 4
+    h = top + 34 * n + 16
+    parts = _open(name, title, h) + legend
+    left, right = 180, WIDTH - 110
+    vmax = max([sum(v for _, v in segs) for _, segs, _ in rows] + [c or 0.0 for _, _, c in rows] + [1e-300])
+    for i, (lab, segs, cap) in enumerate(rows):
+        y = top + 34 * i
+        parts.append(_t(left - 8, y + 15, lab, "end"))
+        x = float(left)
+        for s, v in segs:
+            w = (right - left) * max(v, 0.0) / vmax
+            if w <= 0:
+                continue
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" fill="{colors[s]}"><title>{escape(s)}: {escape(fmt(v))}</title></rect>'
+            )
+            x += w
+        total = sum(v for _, v in segs)
+        if cap:
+            cx = left + (right - left) * cap / vmax
+            parts.append(
+                f'<line x1="{cx:.1f}" y1="{y - 4}" x2="{cx:.1f}" y2="{y + 24}" stroke="#222" stroke-width="2" stroke-dasharray="4 3"/>'
+            )
+            parts.append(_t(right + 6, y + 15, f"{fmt(total)} / {fmt(cap)}", size=11))
+        else:
+            parts.append(_t(right + 6, y + 15, fmt(total), size=11))
+    return _close(parts)
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+    label: str
+    group: str = ""
+    chosen: bool = False
+    on_front: bool = False
+
+
+def scatter(
+    name: str,
+    title: str,
+    points: Sequence[Point],
+    xlabel: str,
+    ylabel: str,
+    xfmt: Fmt,
+    yfmt: Fmt,
+    logx: bool = True,
+    logy: bool = False,
+    vlines: Sequence[tuple[float, str]] = (),
+) -> str:
+    """Points coloured by group; the front (points with on_front) joined by a line; the
+    chosen point ringed and labelled; `vlines` are dashed limits (a deadline, an SLO)."""
+    groups = list(dict.fromkeys(p.group for p in points))
+    colors = {g: _color(i) for i, g in enumerate(groups)}
+    legend, ly = _legend([(g or "candidates", colors[g]) for g in groups] + [("chosen", CHOSEN)], 60, 40)
+    top, bottom = ly + 6, ly + 6 + 260
+    h = bottom + 44
+    x = _Axis.fit([p.x for p in points] + [v for v, _ in vlines], 80, WIDTH - 30, logx)
+    y = _Axis.fit([p.y for p in points], bottom, top, logy)
+    parts = _open(name, title, h) + legend + _axes(x, y, xlabel, ylabel, xfmt, yfmt, top, bottom)
+    for v, lab in vlines:
+        px = x(v)
+        parts.append(
+            f'<line x1="{px:.1f}" y1="{top:.1f}" x2="{px:.1f}" y2="{bottom:.1f}" stroke="{BAD}" stroke-width="1.5" stroke-dasharray="6 4"/>'
+        )
+        parts.append(_t(px + 4, top + 12, lab, "start", 11, f' fill="{BAD}"'))
+    front = sorted((p for p in points if p.on_front), key=lambda p: p.x)
+    if len(front) > 1:
+        d = " ".join(f"{'M' if i == 0 else 'L'}{x(p.x):.1f},{y(p.y):.1f}" for i, p in enumerate(front))
+        parts.append(f'<path d="{d}" fill="none" stroke="#888" stroke-width="1.5" stroke-dasharray="5 3"/>')
+    for p in points:
+        parts.append(
+            f'<circle cx="{x(p.x):.1f}" cy="{y(p.y):.1f}" r="5" fill="{colors[p.group]}" fill-opacity="0.85">'
+            f"<title>{escape(p.label)}: {escape(xfmt(p.x))}, {escape(yfmt(p.y))}</title></circle>"
+        )
+    for p in points:
+        if p.chosen:
+            px, py = x(p.x), y(p.y)
+            parts.append(
+                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="10" fill="none" stroke="{CHOSEN}" stroke-width="2.5"/>'
+            )
+            anchor = "end" if px > WIDTH * 0.7 else "start"
+            dx = -14 if anchor == "end" else 14
+            parts.append(
+                _t(px + dx, py - 10, f"chosen: {p.label}", anchor, 12, f' fill="{CHOSEN}" font-weight="600"')
+            )
+    return _close(parts)
+
+
+def lines(
+    name: str,
+    title: str,
+    series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+    xlabel: str,
+    ylabel: str,
+    xfmt: Fmt,
+    yfmt: Fmt,
+    hlines: Sequence[tuple[float, str]] = (),
+    logx: bool = False,
+    zero: bool = True,
+) -> str:
+    """Line series with markers; `hlines` are dashed reference levels (a capacity, a limit)."""
+    legend, ly = _legend([(s, _color(i)) for i, (s, _, _) in enumerate(series)], 60, 40)
+    top, bottom = ly + 6, ly + 6 + 240
+    h = bottom + 44
+    xs = [v for _, sx, _ in series for v in sx]
+    ys = [v for _, _, sy in series for v in sy] + [v for v, _ in hlines]
+    x = _Axis.fit(xs, 80, WIDTH - 30, logx)
+    y = _Axis.fit(ys, bottom, top, False, zero=zero)
+    parts = _open(name, title, h) + legend + _axes(x, y, xlabel, ylabel, xfmt, yfmt, top, bottom)
+    for v, lab in hlines:
+        py = y(v)
+        parts.append(
+            f'<line x1="{x.start:.1f}" y1="{py:.1f}" x2="{x.end:.1f}" y2="{py:.1f}" stroke="{BAD}" stroke-width="1.5" stroke-dasharray="6 4"/>'
+        )
+        parts.append(_t(x.end - 4, py - 5, lab, "end", 11, f' fill="{BAD}"'))
+    for i, (lab, sx, sy) in enumerate(series):
+        pts = [(x(a), y(b)) for a, b in zip(sx, sy, strict=False) if math.isfinite(a) and math.isfinite(b)]
+        if not pts:
+            continue
+        d = " ".join(f"{'M' if j == 0 else 'L'}{px:.1f},{py:.1f}" for j, (px, py) in enumerate(pts))
+        parts.append(
+            f'<path d="{d}" fill="none" stroke="{_color(i)}" stroke-width="2"><title>{escape(lab)}</title></path>'
+        )
+        if len(pts) <= 60:
+            for px, py in pts:
+                parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{_color(i)}"/>')
+    return _close(parts)
+
+
+def vbars(
+    name: str,
+    title: str,
+    bars: Sequence[tuple[str, float, str, bool]],
+    ylabel: str,
+    yfmt: Fmt,
+) -> str:
+    """Vertical bars (label, value, annotation, ok); a bar that is not ok is drawn in red."""
+    top, bottom = 60, 300
+    h = bottom + 50
+    n = max(len(bars), 1)
+    x0, x1 = 80, WIDTH - 30
+    y = _Axis.fit([v for _, v, _, _ in bars] + [0.0], bottom, top, False, zero=True)
+    parts = _open(name, title, h)
+    legend, _ = _legend([("within fabric and power limits", GOOD), ("over a limit", BAD)], 60, 40)
+    parts += legend
+    for v in y.ticks():
+        py = y(v)
+        parts.append(f'<line x1="{x0}" y1="{py:.1f}" x2="{x1}" y2="{py:.1f}" stroke="{GRID}"/>')
+        parts.append(_t(x0 - 6, py + 4, yfmt(v), "end", 11, f' fill="{AXIS}"'))
+    slot = (x1 - x0) / n
+    every = max(1, math.ceil(n / 12))  # label at most ~12 bars so the text stays legible
+    for i, (lab, v, note, ok) in enumerate(bars):
+        shown = i % every == 0 or i == n - 1
+        bx = x0 + slot * i + slot * 0.2
+        by = y(v)
+        parts.append(
+            f'<rect x="{bx:.1f}" y="{by:.1f}" width="{slot * 0.6:.1f}" height="{max(bottom - by, 1.0):.1f}" '
+            f'fill="{GOOD if ok else BAD}"><title>{escape(lab)}: {escape(yfmt(v))} {escape(note)}</title></rect>'
+        )
+        if shown:
+            parts.append(_t(bx + slot * 0.3, by - 6, note, "middle", 11))
+            parts.append(_t(bx + slot * 0.3, bottom + 16, lab, "middle", 11))
+    parts.append(f'<path d="M{x0},{top} V{bottom} H{x1}" fill="none" stroke="{AXIS}"/>')
+    parts.append(
+        f'<text x="14" y="{(top + bottom) / 2:.1f}" text-anchor="middle" font-size="12" '
+        f'transform="rotate(-90 14 {(top + bottom) / 2:.1f})">{escape(ylabel)}</text>'
+    )
+    return _close(parts)
+
+
+def tornado(
+    name: str,
+    title: str,
+    rows: Sequence[tuple[str, float, float, str, str]],
+    fmt: Fmt,
+) -> str:
+    """Sensitivity: for each assumption (label, change at low, change at high, low label,
+    high label) a bar each side of zero, the widest on top."""
+    rows = sorted(rows, key=lambda r: -max(abs(r[1]), abs(r[2])))
+    h = 64 + 30 * max(len(rows), 1) + 10
+    parts = _open(name, title, h)
+    left, right = 230, WIDTH - 90
+    mid = (left + right) / 2
+    span = max([abs(v) for _, lo, hi, _, _ in rows for v in (lo, hi)] + [1e-12])
+    scale = (right - left) / 2 / span
+    legend, _ = _legend([("low case", PALETTE[0]), ("high case", PALETTE[1])], left, 40)
+    parts += legend
+    for i, (lab, lo, hi, lo_lab, hi_lab) in enumerate(rows):
+        y = 56 + 30 * i
+        parts.append(_t(left - 8, y + 14, lab, "end"))
+        if abs(lo) < 5e-4 and abs(hi) < 5e-4:
+            parts.append(
+                f'<rect x="{mid - 0.5:.1f}" y="{y}" width="1" height="18" fill="{AXIS}"><title>{escape(lab)}: no change</title></rect>'
+            )
+            parts.append(_t(mid + 6, y + 13, "no change", "start", 10, f' fill="{AXIS}"'))
+            continue
+        for v, color, txt in ((lo, PALETTE[0], lo_lab), (hi, PALETTE[1], hi_lab)):
+            w = max(abs(v) * scale, 1.0)
+            x = mid if v >= 0 else mid - w
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="18" fill="{color}"><title>{escape(txt)}: {escape(fmt(v))}</title></rect>'
+            )
+            tx = x + w + 4 if v >= 0 else x - 4
+            parts.append(_t(tx, y + 13, f"{fmt(v)} {txt}".strip(), "start" if v >= 0 else "end", 10))
+    parts.append(f'<line x1="{mid:.1f}" y1="48" x2="{mid:.1f}" y2="{h - 6:.0f}" stroke="{AXIS}"/>')
+    return _close(parts)
+
+
+def intervals(
+    name: str,
+    title: str,
+    rows: Sequence[tuple[str, float, float, float]],
+    fmt: Fmt,
+) -> str:
+    """P10-P90 ranges with the P50 marked, each relative to the plan's value (0)."""
+    h = 64 + 30 * max(len(rows), 1) + 30
+    parts = _open(name, title, h)
+    left, right = 230, WIDTH - 40
+    vals = [v for _, a, b, c in rows for v in (a, b, c)] + [0.0]
+    x = _Axis.fit(vals, left, right, False)
+    top, bottom = 44, 44 + 30 * max(len(rows), 1)
+    for v in x.ticks():
+        px = x(v)
+        parts.append(f'<line x1="{px:.1f}" y1="{top}" x2="{px:.1f}" y2="{bottom}" stroke="{GRID}"/>')
+        parts.append(_t(px, bottom + 16, fmt(v), "middle", 11, f' fill="{AXIS}"'))
+    parts.append(
+        f'<line x1="{x(0):.1f}" y1="{top}" x2="{x(0):.1f}" y2="{bottom}" stroke="{AXIS}" stroke-width="1.5"/>'
+    )
+    parts.append(_t(x(0) + 4, top - 4, "plan", size=10))
+    for i, (lab, p10, p50, p90) in enumerate(rows):
+        y = top + 30 * i + 15
+        parts.append(_t(left - 8, y + 4, lab, "end"))
+        parts.append(
+            f'<rect x="{x(p10):.1f}" y="{y - 6}" width="{max(x(p90) - x(p10), 2.0):.1f}" height="12" fill="{PALETTE[0]}" '
+            f'fill-opacity="0.45"><title>{escape(lab)}: P10 {escape(fmt(p10))}, P90 {escape(fmt(p90))}</title></rect>'
+        )
+        parts.append(
+            f'<circle cx="{x(p50):.1f}" cy="{y}" r="5" fill="{PALETTE[0]}"><title>P50 {escape(fmt(p50))}</title></circle>'
+        )
+    return _close(parts)

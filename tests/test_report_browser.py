@@ -1,0 +1,166 @@
+"""The HTML report in a real headless browser (Chromium via Playwright): it renders with no
+console errors, every chart is present and non-empty, and a screenshot is taken.
+
+Skipped only when Chromium or Playwright is missing and RIGHTSIZE_REQUIRE_BROWSER is unset;
+CI sets RIGHTSIZE_REQUIRE_BROWSER=1, which turns their absence into a failure."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rightsize.advise.view import sizing_dict
+from rightsize.api import plan as run_plan
+from rightsize.report.render import render, render_profile
+from rightsize.search.serving import ServingPlan
+from rightsize.search.train import TrainingPlan
+from rightsize.search.uncertainty import serving_uncertainty, training_uncertainty
+from rightsize.spec import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Sections a sized plan carries, for when the sizing of the bundled example lacks one.
+SIZING = {
+    "growth": {
+        "horizon_years": 3,
+        "stages": [
+            {"needed_at_years": y, "gpus": g, "added_capex_usd": c, "fabric_ok": ok, "power_ok": True}
+            for y, g, c, ok in ((0, 2048, 9e7, True), (1, 3072, 4e7, True), (2, 4608, 6e7, False))
+        ],
+    },
+    "sensitivity": [
+        {
+            "assumption": "GEMM efficiency",
+            "low_label": "-15%",
+            "high_label": "+5%",
+            "time_change_fraction_low": 0.12,
+            "time_change_fraction_high": -0.04,
+            "cost_change_fraction_low": 0.12,
+            "cost_change_fraction_high": -0.04,
+        },
+        {
+            "assumption": "NIC rate",
+            "low_label": "200G",
+            "high_label": "800G",
+            "time_change_fraction_low": 0.2,
+            "time_change_fraction_high": -0.1,
+            "cost_change_fraction_low": 0.15,
+            "cost_change_fraction_high": -0.05,
+        },
+    ],
+}
+
+
+class _Sizing:
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.d = d
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.d
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    exe = _chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None  # type: ignore[assignment]
+    if exe is None or sync_playwright is None:
+        if os.environ.get("RIGHTSIZE_REQUIRE_BROWSER"):
+            pytest.fail("RIGHTSIZE_REQUIRE_BROWSER is set but Chromium or Playwright is missing")
+        pytest.skip("Chromium or Playwright is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=ARGS)
+        yield b
+        b.close()
+
+
+def _check(browser: Any, html: str, tmp_path: Path, name: str, charts: set[str]) -> None:
+    path = tmp_path / f"{name}.html"
+    path.write_text(html, encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    problems: list[str] = []
+    page.on(
+        "console",
+        lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+    )
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    found = page.evaluate(
+        """() => Array.from(document.querySelectorAll('svg[data-chart]')).map(s => {
+            const r = s.getBoundingClientRect();
+            return {name: s.dataset.chart, marks: s.querySelectorAll('rect, circle, path').length,
+                    width: r.width, height: r.height};
+        })"""
+    )
+    by_name = {c["name"]: c for c in found}
+    missing = charts - set(by_name)
+    assert not missing, f"{name}: charts missing {missing}"
+    for c in found:
+        assert c["marks"] > 1 and c["width"] > 100 and c["height"] > 50, c
+    assert not problems, problems
+    assert [u for u in requests if not u.startswith(("file:", "data:"))] == []  # nothing from the network
+    shot = tmp_path / f"{name}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    page.close()
+    assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _planned(example: str) -> Any:
+    path = ROOT / "examples" / f"{example}.yaml"
+    p = run_plan(path)
+    spec = load_spec(path)
+    if getattr(p, "uncertainty", None) is None:
+        if isinstance(p, TrainingPlan):
+            p.uncertainty = training_uncertainty(p, spec, samples=400)  # type: ignore[attr-defined]
+        elif isinstance(p, ServingPlan):
+            p.uncertainty = serving_uncertainty(p, spec, samples=400)  # type: ignore[attr-defined]
+    return p
+
+
+def test_training_report_in_browser(browser: Any, tmp_path: Path) -> None:
+    p = _planned("llama3-70b-pretrain")
+    sizing = sizing_dict(p)
+    if not (sizing.get("growth", {}).get("stages") and sizing.get("sensitivity")):
+        p.sizing = _Sizing({**sizing, **SIZING})
+    charts = {"step-breakdown", "memory", "pareto", "uncertainty", "growth", "sensitivity"}
+    _check(browser, render(p, "html"), tmp_path, "training", charts)
+
+
+def test_serving_report_in_browser(browser: Any, tmp_path: Path) -> None:
+    p = _planned("llama3-70b-chat-serving")
+    _check(browser, render(p, "html"), tmp_path, "serving", {"latency", "memory", "pareto", "uncertainty"})
+
+
+def test_profile_report_in_browser(browser: Any, tmp_path: Path) -> None:
+    from test_report_formats import PROFILE
+
+    charts = {"scaling", "scaling-throughput", "scaling-memory", "telemetry", "telemetry-power"}
+    _check(browser, render_profile(PROFILE, "html"), tmp_path, "profile", charts)
