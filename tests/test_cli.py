@@ -165,3 +165,21 @@ def test_malformed_traffic_names_the_field(tmp_path: Path, capsys: pytest.Captur
     )
     code, _, err = run(capsys, "plan", str(p))
     assert code == 2 and "traffic.prompt_tokens" in err and "Traceback" not in err
+
+
+def test_plan_with_a_calibration_shows_default_against_calibrated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A slower fitted GEMM efficiency on the run's accelerator slows the estimate, and the
+    report shows both predictions."""
+
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({"schema_version": 1, "overrides": {"a100-sxm-80gb": {"gemm_fraction": 0.6}}}))
+    spec = Path(__file__).parent.parent / "examples" / "gpt3-175b-megatron.yaml"
+    assert main(["estimate", str(spec), "--calibration", str(cal), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    change = out["calibration"]["relative_change"]["step_time_s"]
+    assert 0.1 < change < 0.5
+    assert out["calibration"]["overrides_applied_to"] == ["a100-sxm-80gb"]
+    assert main(["estimate", str(spec), "--calibration", str(cal)]) == 0
+    assert "Default against calibrated prediction" in capsys.readouterr().out

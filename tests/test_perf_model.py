@@ -108,7 +108,7 @@ def test_flash_attention_removes_quadratic_activation_term() -> None:
     cfg = ParallelConfigs.single(tp=1)
     flash = activation_bytes_per_token_layer(_w(GPT_22B, 8192, flash_attention=True), cfg)[0]
     no_flash = activation_bytes_per_token_layer(_w(GPT_22B, 8192, flash_attention=False), cfg)[0]
-    assert no_flash - flash > 4 * GPT_22B.heads * 8192 * 0.99
+    assert no_flash - flash > 2 * GPT_22B.heads * 8192 * 0.99  # the kept softmax output, 2 bytes per score
 
 
 def test_model_state_bytes_follow_zero_stages(a100_like: Hardware) -> None:

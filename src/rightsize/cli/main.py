@@ -48,6 +48,12 @@ def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     run = run_estimate if estimate else run_plan
     with _spinner("planning" if not estimate else "estimating"):
         result = run(args.spec, calibration=args.calibration)
+    if args.calibration and hasattr(result, "extra"):
+        from rightsize.profile.calibrate import compare_calibrated
+        from rightsize.spec import load_spec
+
+        # default against calibrated: the same search without and with the overrides
+        result.extra["calibration"] = compare_calibrated(load_spec(args.spec), args.calibration)
     _emit(render(result, args.format, "Estimate" if estimate else "Plan"), args.output)
     return 0
 

@@ -4,9 +4,288 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from rightsize.errors import BadInput
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def _progress(msg: str) -> None:
+    sys.stderr.write(f"  {msg}\n")
+    sys.stderr.flush()
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not vals or any(v <= 0 for v in vals):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return vals
+
+
+def _seconds(text: str) -> float:
+    from rightsize.spec.units import parse_duration_s
+
+    try:
+        return float(parse_duration_s(text))
+    except Exception:
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a duration like 60s or 2m, got {text!r}") from None
+
+
+def _bytes(text: str) -> float:
+    from rightsize.spec.units import parse_bytes
+
+    try:
+        return float(parse_bytes(text))
+    except Exception:
+        raise argparse.ArgumentTypeError(f"expected a size like 4GB or 512MiB, got {text!r}") from None
+
+
+def _arch(name: str) -> Any:
+    """A preset name or a YAML/JSON file of ModelArch fields."""
+    from rightsize.spec.model import ModelArch
+    from rightsize.spec.presets import get_preset
+
+    p = Path(name)
+    if p.suffix.lower() in (".yaml", ".yml", ".json") and p.exists():
+        import yaml
+
+        try:
+            return ModelArch.model_validate(yaml.safe_load(p.read_text(encoding="utf-8")))
+        except Exception as err:
+            raise BadInput(f"Cannot read the model file {p}.", str(err), "Give ModelArch fields.") from None
+    return get_preset(name)
+
+
+def _write(args: argparse.Namespace, result: dict[str, Any], table: Callable[[dict[str, Any]], str]) -> int:
+    text = json.dumps(result, indent=2, default=float) if args.format == "json" else table(result)
+    _emit(text, args.output)
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from rightsize.profile.render import render_train
+    from rightsize.profile.train import TrainProfileConfig, run_train_profile
+
+    if bool(args.model) == bool(args.module):
+        raise BadInput(
+            "Give exactly one of --model and --module.",
+            "The profiler runs a preset's decoder or your own module.",
+            "Use --model llama3-8b (or a ModelArch YAML), or --module path/to/file.py:build_fn.",
+        )
+    if args.module and ":" not in args.module:
+        raise BadInput(
+            f"--module {args.module} names no function.",
+            "It must be path/to/file.py:build_fn, a function returning an nn.Module (or (module, loader)).",
+            f"Use --module {args.module}:build",
+        )
+    cfg = TrainProfileConfig(
+        batches=args.batch,
+        seqs=args.seq,
+        arch=_arch(args.model) if args.model else None,
+        module=args.module,
+        device=args.device,
+        dtype=args.dtype,
+        steps=args.steps,
+        warmup=args.warmup,
+        timeout_s=args.timeout,
+        memory_limit_bytes=args.memory_limit,
+        threads=args.threads,
+        micro=not args.no_micro,
+    )
+    res = run_train_profile(cfg, Path(args.out) if args.out else None, args.resume, _progress)
+    return _write(args, res, render_train)
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    from rightsize.profile.memory import compare_with_analytic, count_training_memory
+    from rightsize.profile.render import render_memory
+    from rightsize.profile.train import _need_torch
+
+    _need_torch()
+    arch = _arch(args.model)
+    count = count_training_memory(
+        arch,
+        args.seq,
+        args.micro_batch,
+        args.precision,
+        flash_attention=not args.no_flash,
+        device=args.device,
+    )
+    res = {"count": count.as_dict(), "comparison": compare_with_analytic(count, arch)}
+    if args.out:
+        from rightsize.profile import jsonl
+
+        with jsonl.ProfileWriter(Path(args.out)) as w:
+            w.write(jsonl.header("memory", {"model": arch.model_dump(), "seq_len": args.seq}))
+            w.write({"type": "result", "kind": "memory", "key": f"memory:{arch.name}", "status": "ok", **res})
+    return _write(args, res, render_memory)
+
+
+def cmd_comms(args: argparse.Namespace) -> int:
+    from rightsize.profile.comms import OPS, default_sizes, run_comms_profile
+    from rightsize.profile.render import render_comms
+
+    res = run_comms_profile(
+        backend=args.backend,
+        world_size=args.world_size,
+        sizes=args.sizes or default_sizes(int(args.max_bytes)),
+        ops=tuple(args.ops.split(",")) if args.ops else OPS,
+        iters=args.iters,
+        timeout_s=args.timeout,
+        out=Path(args.out) if args.out else None,
+        resume=args.resume,
+        progress=_progress,
+    )
+    return _write(args, res, render_comms)
+
+
+def _slo(text: str) -> dict[str, float]:
+    out = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        name, _, value = part.partition(":")
+        name = name.strip().lower()
+        if name not in ("ttft", "tpot", "e2el"):
+            raise argparse.ArgumentTypeError(f"unknown SLO {name!r}: use ttft, tpot or e2el")
+        v = value.strip()
+        out[f"{name}_s"] = float(v[:-2]) / 1e3 if v.endswith("ms") else _seconds(v)
+    return out
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from rightsize.profile.render import render_serve
+    from rightsize.profile.serve import ServeConfig, run_serve_profile
+
+    rate, conc = args.rate, args.concurrency
+    if rate is None and conc is None:
+        conc = 1
+    cfg = ServeConfig(
+        url=args.url,
+        rate=rate,
+        concurrency=conc,
+        duration_s=args.duration,
+        max_requests=args.max_requests,
+        input_len=args.input_len,
+        output_len=args.output_len,
+        request_timeout_s=args.timeout,
+        chat=args.chat,
+        model=args.served_model,
+        slo=args.slo or {},
+    )
+    res = run_serve_profile(cfg, Path(args.out) if args.out else None, _progress)
+    return _write(args, res, render_serve)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from rightsize.profile.calibrate import calibrate_profiles, write_calibration
+    from rightsize.profile.render import render_calibration
+
+    doc = calibrate_profiles([Path(p) for p in args.profile], set(args.exclude_batch or []))
+    write_calibration(doc, Path(args.calibration_out))
+    if args.format == "json":
+        _emit(json.dumps(doc, indent=2, default=float), args.output)
+    else:
+        _emit(render_calibration(doc, args.calibration_out), args.output)
+    return 0
 
 
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
-    """Add the profiling subcommands to the `rightsize` parser (none yet)."""
+    """Add `profile train|memory|comms|serve` and `calibrate` to the `rightsize` parser."""
+    prof = sub.add_parser(
+        "profile",
+        help="measure a real workload (needs the profile extra: pip install 'rightsize[profile]')",
+        description="Measure real workloads with PyTorch; results go to --out as JSON Lines as they are measured.",
+    )
+    psub = prof.add_subparsers(dest="profile_command", required=True, metavar="WHAT")
+
+    def padd(name: str, help_: str) -> argparse.ArgumentParser:
+        sp = psub.add_parser(name, help=help_, description=help_)
+        sp.add_argument(
+            "--format",
+            choices=("table", "json"),
+            default="table",
+            help="output format (default: %(default)s)",
+        )
+        sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
+        sp.add_argument("--out", metavar="PROFILE.jsonl", help="record every measurement here as it is made")
+        sp.add_argument("--resume", action="store_true", help="skip points already recorded in --out")
+        sp.add_argument(
+            "--timeout", type=_seconds, default=300.0, help="limit per measured run (default 300s)"
+        )
+        return sp
+
+    sp = padd("train", "time real training steps over a batch x sequence sweep (progressive load test)")
+    sp.add_argument("--model", help="model preset (see `rightsize models`) or a ModelArch YAML/JSON file")
+    sp.add_argument("--module", help="path/to/file.py:build_fn returning an nn.Module, or (module, loader)")
+    sp.add_argument("--batch", type=_ints, default=[1, 2, 4, 8], help="batch sizes (default 1,2,4,8)")
+    sp.add_argument("--seq", type=_ints, default=[512], help="sequence lengths (default 512)")
+    sp.add_argument("--steps", type=int, default=5, help="timed steps per point (default 5)")
+    sp.add_argument("--warmup", type=int, default=2, help="untimed warm-up steps per point (default 2)")
+    sp.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    sp.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32")
+    sp.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    sp.add_argument("--memory-limit", type=_bytes, help="CPU only: cap the worker's memory (e.g. 8GB)")
+    sp.add_argument("--no-micro", action="store_true", help="skip the GEMM / bandwidth microbenchmarks")
+    sp.set_defaults(func=cmd_train)
+
+    sp = padd("memory", "count training memory exactly with the real module on the meta device")
+    sp.add_argument("--model", required=True, help="model preset or ModelArch YAML/JSON file")
+    sp.add_argument("--seq", type=int, default=2048, help="sequence length (default 2048)")
+    sp.add_argument("--micro-batch", type=int, default=1)
+    sp.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16")
+    sp.add_argument("--device", choices=("meta", "cpu", "cuda"), default="meta")
+    sp.add_argument("--no-flash", action="store_true", help="unfused attention (s x s scores kept)")
+    sp.set_defaults(func=cmd_memory)
+
+    sp = padd("comms", "collective bandwidth and latency with real torch.distributed process groups")
+    sp.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
+    sp.add_argument("--world-size", type=int, default=2)
+    sp.add_argument("--sizes", type=_ints, help="message sizes in bytes (default 1 KiB x4 up to --max-bytes)")
+    sp.add_argument("--max-bytes", type=_bytes, default=float(16 * 2**20))
+    sp.add_argument("--ops", help="comma-separated subset of all_reduce,all_gather,reduce_scatter,all_to_all")
+    sp.add_argument("--iters", type=int, default=5)
+    sp.set_defaults(func=cmd_comms)
+
+    sp = padd("serve", "load-test an OpenAI-compatible streaming endpoint (TTFT, TPOT, ITL, goodput)")
+    sp.add_argument("--url", required=True, help="base URL, e.g. http://127.0.0.1:8000/v1")
+    sp.add_argument("--rate", type=float, help="Poisson arrival rate, requests per second")
+    sp.add_argument("--concurrency", type=int, help="fixed number of concurrent clients")
+    sp.add_argument(
+        "--duration", type=_seconds, default=60.0, help="stop issuing after this long (default 60s)"
+    )
+    sp.add_argument("--max-requests", type=int, default=1000)
+    sp.add_argument("--input-len", type=int, default=64)
+    sp.add_argument("--output-len", type=int, default=32)
+    sp.add_argument("--chat", action="store_true", help="use /chat/completions instead of /completions")
+    sp.add_argument("--served-model", help="the `model` field to send")
+    sp.add_argument("--slo", type=_slo, help="e.g. ttft:500ms,tpot:50ms,e2el:10s (for goodput)")
+    sp.set_defaults(func=cmd_serve, timeout=60.0)
+
+    sp = add("calibrate", "fit the performance model's efficiencies to profiles; write a calibration file")
+    sp.add_argument("profile", nargs="+", help="profiles (JSON Lines) from `rightsize profile train|comms`")
+    sp.add_argument(
+        "--calibration-out",
+        default="calibration.json",
+        help="calibration file to write (default calibration.json)",
+    )
+    sp.add_argument(
+        "--exclude-batch", type=_ints, help="batch sizes to leave out of the fit (to check prediction)"
+    )
+    sp.set_defaults(func=cmd_calibrate)

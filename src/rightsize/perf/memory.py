@@ -83,7 +83,7 @@ def _stage_split(c: ParamCounts, cfg: ParallelConfigs) -> tuple[np.ndarray, np.n
     """(layer dense, embedding/output, routed expert) parameters on one GPU of the heaviest stage."""
     layers_per_stage = np.ceil(c.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     moe_fraction = c.moe_layers / c.layers
-    dense_per_layer = c.attention_per_layer + c.norms_per_layer + c.router_per_layer * (c.moe_layers > 0)
+    dense_per_layer = c.attention_per_layer + c.norms_per_layer + c.router_per_layer * moe_fraction
     dense_layer_mlp = c.dense_mlp_per_layer * (1 - moe_fraction)
     shared = c.shared_experts_per_layer * moe_fraction
     dense = layers_per_stage * (dense_per_layer + dense_layer_mlp + shared) / cfg.tp
@@ -177,7 +177,9 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
         f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
         per = (4 * f_e + 2 * f_e) if arch.mlp == "swiglu" else 4 * f_e
         k = arch.experts_per_token
-        mlp_inner = per * (k * load + arch.shared_experts) + 2 * h * k * load
+        # expert inputs (dispatched) and outputs (multiplied by the router probabilities in
+        # the combine, so kept for its backward), k x load copies of h each, 2 bytes
+        mlp_inner = per * (k * load + arch.shared_experts) + 2 * (2 * h * k * load)
     split = (attn + mlp_inner + lora) / t
     # The s x s terms: softmax output (2), dropout mask (1) and output (2) per score;
     # flash attention keeps a 4-byte log-sum-exp per query row and head instead.
@@ -185,7 +187,8 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     if w.flash_attention:
         scores = 4.0 * a / t + 0 * s_local
     else:
-        score_bytes = 5.0 if w.dropout else 4.0
+        # without dropout only the softmax output is kept (the values matmul reuses it)
+        score_bytes = 5.0 if w.dropout else 2.0
         scores = score_bytes * a * s_local / t
     full_layer = replicated + split + scores
     no_scores = replicated + split + (4.0 * a / t if w.flash_attention else 0.0)

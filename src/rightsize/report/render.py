@@ -75,6 +75,9 @@ def _plan_extras(result: Any) -> dict[str, Any]:
     unc = getattr(result, "uncertainty", None)
     if unc:
         out["uncertainty"] = unc
+    cal = (getattr(result, "extra", None) or {}).get("calibration")
+    if cal:
+        out["calibration"] = cal
     out["findings"] = [f.as_dict() for f in advise(result)]
     lists = checklists(result)
     if any(lists.values()):
@@ -152,6 +155,9 @@ def render(result: Any, fmt: str, title: str = "Plan") -> str:
 
         return render_validation(result)  # every case's error, as DESIGN.md asks of `validate`
     doc = document(result, title)
+    cal = (getattr(result, "extra", None) or {}).get("calibration")
+    if cal:
+        doc.sections.insert(0, _calibration_section(cal))
     if fmt == "markdown":
         from rightsize.report.markdown import render_markdown
 
@@ -163,6 +169,31 @@ def render(result: Any, fmt: str, title: str = "Plan") -> str:
     from rightsize.report.terminal import render_terminal
 
     return render_terminal(doc).rstrip("\n")
+
+
+def _calibration_section(cal: dict[str, Any]) -> Any:
+    """Default against calibrated predictions, side by side."""
+    from rightsize.report import units
+    from rightsize.report.document import Section, Table
+
+    d, c, ch = cal.get("default", {}), cal.get("calibrated", {}), cal.get("relative_change", {})
+    rows = [
+        [
+            units.label(k),
+            units.value(k, d.get(k)),
+            units.value(k, c.get(k)),
+            units.pct(ch[k]) if k in ch else "",
+        ]
+        for k in ("accelerator", "gpus", "step_time_s", "mfu", "time_to_train_s", "cost_usd")
+        if d.get(k) is not None or c.get(k) is not None
+    ]
+    sec = Section("calibration", "Default against calibrated prediction", brief=True)
+    sec.tables.append(
+        Table(["", "default", "calibrated", "change"], rows, "calibration", ["l", "r", "r", "r"])
+    )
+    applied = ", ".join(cal.get("overrides_applied_to") or []) or "no accelerator in this plan"
+    sec.bullets.append(f"Calibration applied to: {applied}.")
+    return sec
 
 
 def render_profile(profile: dict[str, Any] | list[dict[str, Any]], fmt: str, title: str = "Profile") -> str:
