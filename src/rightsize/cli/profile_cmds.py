@@ -72,8 +72,54 @@ def _arch(name: str) -> Any:
     return get_preset(name)
 
 
+def _profile_view(result: dict[str, Any]) -> dict[str, Any]:
+    """A train profile in the report's profile shape (points and telemetry) for the
+    Markdown and HTML documents; other profiles are rendered as they are."""
+    points = []
+    for r in result.get("results", []):
+        if r.get("kind") != "train" or r.get("status") != "ok":
+            continue
+        step = (r.get("time_s") or {}).get("step") or {}
+        mem = r.get("memory") or {}
+        points.append(
+            {
+                "batch": r.get("batch"),
+                "seq": r.get("seq_len"),
+                "step_s": step.get("median"),
+                "peak_memory_bytes": mem.get("peak_bytes") or mem.get("peak_estimate_bytes"),
+                "tokens_per_s": r.get("tokens_per_s"),
+            }
+        )
+    windows = ((result.get("telemetry") or {}).get("windows")) or {}
+    telemetry = [
+        {"t_s": float(i), "cpu_util_fraction": (w.get("cpu_util_pct") or 0.0) / 100.0, "point": key}
+        for i, (key, w) in enumerate(windows.items())
+    ]
+    header = result.get("header") or {}
+    return {
+        "kind": "profile",
+        "name": str((header.get("config") or {}).get("model", "profile")),
+        "device": str((header.get("environment") or {}).get("device", "")),
+        "points": points,
+        "telemetry": telemetry,
+        "fit": result.get("fit"),
+    }
+
+
 def _write(args: argparse.Namespace, result: dict[str, Any], table: Callable[[dict[str, Any]], str]) -> int:
-    text = json.dumps(result, indent=2, default=float) if args.format == "json" else table(result)
+    if args.format == "json":
+        text = json.dumps(result, indent=2, default=float)
+    elif args.format in ("markdown", "html"):
+        from rightsize.report.render import render, render_profile
+
+        view = _profile_view(result) if result.get("results") else None
+        text = (
+            render_profile(view, args.format)
+            if view and view["points"]
+            else render(json.loads(json.dumps(result, default=float)), args.format, "Profile")
+        )
+    else:
+        text = table(result)
     _emit(text, args.output)
     return 0
 
@@ -219,7 +265,7 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         sp = psub.add_parser(name, help=help_, description=help_)
         sp.add_argument(
             "--format",
-            choices=("table", "json"),
+            choices=("table", "json", "markdown", "html"),
             default="table",
             help="output format (default: %(default)s)",
         )

@@ -205,7 +205,10 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
     unc = getattr(plan, "uncertainty", None)
     nodes = math.ceil(b.gpus / _gpn(b.node))
     sub = f"model {plan.model}, objective {plan.objective}"
-    if plan.deadline_s:
+    bare = plan.extra.get("bare_deadline_s")
+    if bare and plan.deadline_s and bare > plan.deadline_s:
+        sub += f", deadline {bare / DAY_S:,.0f} d, planned to {plan.deadline_s / DAY_S:,.0f} d with the safety margin"
+    elif plan.deadline_s:
         sub += f", deadline {plan.deadline_s / DAY_S:,.0f} d"
     decision = f"{b.gpus:,} x {b.accelerator} ({nodes:,} x {b.node} nodes), layout {layout(b)}"
     if b.time_to_train_s is not None:
