@@ -9,8 +9,8 @@ workload kind. All quantities are SI floats with the unit in the name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 WorkloadKind = Literal["pretraining", "fine_tuning", "serving", "batch_inference"]
 
@@ -63,6 +63,12 @@ class Demand:
     gpus_per_replica: int | None = None
     design_rate_rps: float | None = None  # peak x (1 + headroom)
     base_rate_rps: float | None = None  # peak without margin
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready data (the NIC sweep's keys become strings: '400' Gb/s)."""
+        d = asdict(self)
+        d["step_s_by_nic_gbps"] = {f"{k:g}": v for k, v in self.step_s_by_nic_gbps.items()}
+        return d
 
     @property
     def continuous(self) -> bool:

@@ -36,6 +36,7 @@ from rightsize.perf.recsys import (
     state_bytes_per_row,
 )
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
+from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.sizing.reliability import goodput
@@ -127,8 +128,8 @@ class RecsysPlan:
             "alternatives": [{**asdict(o), "why_not": why} for o, why in self.alternatives],
             "rejected": [{"accelerator": a, "reason": r} for a, r in self.rejected],
             "assumptions": self.assumptions,
-            "demand": _demand_dict(self.demand),
-            "sizing": _sizing_dict(self.sizing),
+            "demand": self.demand.as_dict() if self.demand else None,
+            "sizing": self.sizing.as_dict() if hasattr(self.sizing, "as_dict") else self.sizing,
         }
 
     def render_text(self, title: str) -> str:
@@ -184,29 +185,7 @@ class RecsysPlan:
         return "\n".join(lines)
 
 
-def _demand_dict(demand: Demand | None) -> dict[str, Any] | None:
-    """The demand as JSON-ready data (the NIC sweep's keys become strings: '400' Gb/s)."""
-    if demand is None:
-        return None
-    d = asdict(demand)
-    d["step_s_by_nic_gbps"] = {f"{k:g}": v for k, v in demand.step_s_by_nic_gbps.items()}
-    return d
-
-
-def _sizing_dict(sizing: Any) -> Any:
-    """The bill of materials api.plan attached, as plain data."""
-    as_dict = getattr(sizing, "as_dict", None)
-    return as_dict() if callable(as_dict) else sizing
-
-
 # ------------------------------------------------------------------------------------ helpers
-
-
-def _hardware(acc: Accelerator, node: NodeType, dtype: str, calibration: Calibration | None) -> Hardware:
-    hw = Hardware.from_catalog(acc, node, dtype)
-    if calibration and acc.id in calibration:
-        hw = hw.with_overrides(**calibration[acc.id])
-    return hw
 
 
 def _tables(spec: RecsysSpec) -> tuple[list[float], list[float]]:
@@ -370,7 +349,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         if not acc.supports(t.precision if t.precision != "fp32" else "fp32"):
             rejected.append((acc.id, f"has no {t.precision} support"))
             continue
-        hw = _hardware(acc, node, t.precision, calibration)
+        hw = calibrated_hardware(acc, node, t.precision, calibration)
         counts = [tgt.gpus] if tgt.gpus else _gpu_counts(node, t.global_batch)
         why = "no GPU count evaluated"
         found = False
@@ -425,7 +404,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
     node = node_for(acc.id)
     sweep: dict[float, float] = {}
     for gbps in NIC_SWEEP_GBPS:
-        hw = _hardware(acc, node, t.precision, calibration).with_overrides(
+        hw = calibrated_hardware(acc, node, t.precision, calibration).with_overrides(
             scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
         )
         o = _train_option(spec, acc, node, hw, best.gpus)
@@ -566,7 +545,7 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
         if not acc.supports(inf.precision):
             rejected.append((acc.id, f"has no {inf.precision} support"))
             continue
-        hw = _hardware(acc, node, inf.precision, calibration)
+        hw = calibrated_hardware(acc, node, inf.precision, calibration)
         sizes = (
             [tgt.gpus_per_replica]
             if tgt.gpus_per_replica

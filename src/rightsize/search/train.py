@@ -22,6 +22,7 @@ from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION
 from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
+from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.demand import Demand
 from rightsize.search.pareto import pareto_front
@@ -219,9 +220,7 @@ def plan_training(
         if not acc.supports(w.precision):
             rejected.append(Rejection(acc.id, f"has no {w.precision} support"))
             continue
-        hw = Hardware.from_catalog(acc, node, w.precision)
-        if hw_overrides and acc.id in hw_overrides:
-            hw = hw.with_overrides(**hw_overrides[acc.id])
+        hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
         counts = (
             np.array([float(tgt.gpus)])
             if tgt.gpus is not None

@@ -37,6 +37,7 @@ from rightsize.perf.hardware import Hardware
 from rightsize.perf.inference import Replica
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
+from rightsize.search.calibrated import calibrated_hardware
 
 SAMPLES = 2000
 SEED = 0
@@ -172,10 +173,9 @@ def _measured(rng: np.random.Generator, n: int, sigma: float | None) -> np.ndarr
 
 def _train_hardware(plan: Any, spec: Any, calibration: dict[str, dict[str, float]] | None) -> Hardware:
     b = plan.best
-    hw = Hardware.from_catalog(get_accelerator(b.accelerator), get_node(b.node), spec.training.precision)
-    if calibration and b.accelerator in calibration:
-        hw = hw.with_overrides(**calibration[b.accelerator])
-    return hw
+    return calibrated_hardware(
+        get_accelerator(b.accelerator), get_node(b.node), spec.training.precision, calibration
+    )
 
 
 def parallel_row(parallel: dict[str, Any]) -> ParallelConfigs:

@@ -31,6 +31,7 @@ from rightsize.perf.vision import (
     step_time,
     train_memory,
 )
+from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.sizing.reliability import goodput
@@ -132,8 +133,8 @@ class VisionPlan:
             "alternatives": [{**asdict(o), "why_not": why} for o, why in self.alternatives],
             "rejected": [{"accelerator": a, "reason": r} for a, r in self.rejected],
             "assumptions": self.assumptions,
-            "demand": _demand_dict(self.demand),
-            "sizing": _sizing_dict(self.sizing),
+            "demand": self.demand.as_dict() if self.demand else None,
+            "sizing": self.sizing.as_dict() if hasattr(self.sizing, "as_dict") else self.sizing,
         }
 
     def render_text(self, title: str) -> str:
@@ -181,29 +182,7 @@ class VisionPlan:
         return "\n".join(lines)
 
 
-def _demand_dict(demand: Demand | None) -> dict[str, Any] | None:
-    """The demand as JSON-ready data (the NIC sweep's keys become strings: '400' Gb/s)."""
-    if demand is None:
-        return None
-    d = asdict(demand)
-    d["step_s_by_nic_gbps"] = {f"{k:g}": v for k, v in demand.step_s_by_nic_gbps.items()}
-    return d
-
-
-def _sizing_dict(sizing: Any) -> Any:
-    """The bill of materials api.plan attached, as plain data."""
-    as_dict = getattr(sizing, "as_dict", None)
-    return as_dict() if callable(as_dict) else sizing
-
-
 # ------------------------------------------------------------------------------------ common
-
-
-def _hardware(acc: Accelerator, node: NodeType, dtype: str, calibration: Calibration | None) -> Hardware:
-    hw = Hardware.from_catalog(acc, node, dtype)
-    if calibration and acc.id in calibration:
-        hw = hw.with_overrides(**calibration[acc.id])
-    return hw
 
 
 def _accelerator_ids(spec: VisionSpec) -> list[str]:
@@ -323,7 +302,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         if not acc.supports(t.precision):
             rejected.append((acc.id, f"has no {t.precision} support"))
             continue
-        hw = _hardware(acc, node, t.precision, calibration)
+        hw = calibrated_hardware(acc, node, t.precision, calibration)
         batch = _pick_batch(arch, hw, t.batch_per_gpu, optimizer)
         if batch is None:
             rejected.append((acc.id, f"batch {t.batch_per_gpu or 1} per GPU does not fit in memory"))
@@ -377,7 +356,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
     node = node_for(acc.id)
     sweep = {}
     for gbps in NIC_SWEEP_GBPS:
-        hw = _hardware(acc, node, t.precision, calibration).with_overrides(
+        hw = calibrated_hardware(acc, node, t.precision, calibration).with_overrides(
             scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
         )
         o = _train_option(
@@ -477,7 +456,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
         if not acc.supports(inf.precision):
             rejected.append((acc.id, f"has no {inf.precision} support"))
             continue
-        hw = _hardware(acc, node, inf.precision, calibration)
+        hw = calibrated_hardware(acc, node, inf.precision, calibration)
         decode = inf.decode
         if decode == "nvdec" and datapipe.nvdec_engines(acc.id) == 0:
             decode = "cpu"
