@@ -103,7 +103,7 @@ class MetricsExporter:
                 fix="pip install 'rightsize[profile]' (or pip install prometheus-client).",
             ) from None
         registry = CollectorRegistry(auto_describe=True)
-        registry.register(_Collector(self.sampler, self.command))  # type: ignore[arg-type]
+        registry.register(_Collector(self.sampler, self.command))
         try:
             started = start_http_server(self.port, addr=self.addr, registry=registry)
         except OSError as err:
