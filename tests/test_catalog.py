@@ -220,9 +220,9 @@ def test_dtype_aliases(alias: str, canonical: str) -> None:
     assert acc.peak_flops_per_s(alias) == acc.peak_flops_per_s(canonical)
 
 
-def test_fp4_only_on_blackwell() -> None:
+def test_fp4_only_on_blackwell_and_cdna4() -> None:
     with_fp4 = {a.id for a in accelerators().values() if a.supports("fp4")}
-    assert with_fp4 == {"b200", "gb200"}
+    assert with_fp4 == {"b200", "gb200", "b300", "gb300", "rtx-pro-6000", "mi355x", "mi350x"}
 
 
 def test_every_node_points_to_a_known_accelerator_and_back() -> None:
