@@ -88,6 +88,7 @@ class Scenario:
     slow_gpu: bool = True
     slo_breach: bool = True
     prompt_scale: float = 1.0
+    itl_scale: float = 1.0  # decode slower than the plan's model by this factor
     days: float = 7.0
 
 
@@ -118,7 +119,7 @@ def series(sc: Scenario, end_s: int) -> dict[str, np.ndarray]:
     load = rate / (len(GPUS) * REPLICA_CAPACITY)
     overloaded = np.isin(hours, OVERLOAD_HOURS) & (shape > 1.0)
     ttft_med = np.where(overloaded & sc.slo_breach, 0.9, 0.06)
-    itl_med = np.where(load > 0.8, 0.025, 0.012)
+    itl_med = np.where(load > 0.8, 0.025, 0.012) * sc.itl_scale
     out = {
         "t": t,
         "rate": rate,

@@ -41,6 +41,7 @@ SCENARIOS = {
     "longprompts": synth.Scenario(
         shape=tuple(synth.FLAT), slow_gpu=False, slo_breach=False, prompt_scale=2.0
     ),
+    "slowdecode": synth.Scenario(shape=tuple(synth.FLAT), slow_gpu=False, slo_breach=False, itl_scale=1.6),
 }
 PATTERN_RULES = {
     "monitor_idle_hours",
@@ -200,6 +201,18 @@ def test_longer_prompts_are_a_workload_change(prometheus: dict[str, Any]) -> Non
     assert [f.rule for f in result.findings] == ["monitor_lengths_differ"]
     assert result.findings[0].evidence["prompt_mean_tokens"] == pytest.approx(1024, rel=0.02)
     assert result.replan.spec_changes["traffic.prompt_tokens.mean"][1] == pytest.approx(1024, rel=0.02)
+
+
+def test_slow_decode_feeds_the_replan(prometheus: dict[str, Any]) -> None:
+    healthy, slow = _run(prometheus, "healthy").replan, _run(prometheus, "slowdecode").replan
+    assert healthy.efficiency["decode_speed_ratio"] > 0.9 and "calibration" not in healthy.efficiency
+    ratio = slow.efficiency["decode_speed_ratio"]
+    assert 0.4 < ratio < 0.8
+    ((acc, overrides),) = slow.efficiency["calibration"].items()
+    assert acc == "h100-sxm" and overrides["memory_bw_fraction"] < 0.8
+    # same traffic, slower replicas: the re-plan needs more of them
+    assert slow.after["replica_capacity_rps"] < healthy.after["replica_capacity_rps"]
+    assert slow.after["replicas"] >= healthy.after["replicas"]
 
 
 def test_live_scrape_of_a_prometheus_client_exporter(prometheus: dict[str, Any]) -> None:
