@@ -200,3 +200,22 @@ def test_window_and_matcher() -> None:
     assert matcher(None) == ""
     with pytest.raises(BadInput):
         matcher("job=dcgm")
+
+
+def test_gpu_count_and_straggler_rules_on_hand_made_series() -> None:
+    from rightsize.monitor.compare import compare
+    from rightsize.monitor.plan_view import Planned
+    from rightsize.monitor.queries import Observed
+
+    w = Window(0.0, 3600.0 * 23, 3600.0)
+    busy = np.full(24, 0.6)
+    obs = Observed(window=w, grid=w.grid())
+    obs.gpu["gr_engine_active"] = {f"n/gpu{i}": busy.copy() for i in range(4)}
+    p = Planned(kind="training", name="t", accelerator="h100-sxm", gpus=4)
+    assert compare(obs, p) == []  # four equal, busy GPUs: on plan
+    obs.gpu["gr_engine_active"]["n/gpu2"] = busy * 0.5  # one GPU half as busy: waits on the others
+    (f,) = compare(obs, p)
+    assert f.rule == "monitor_straggler_gpu" and f.evidence["gpu"] == "n/gpu2"
+    p8 = Planned(kind="training", name="t", accelerator="h100-sxm", gpus=8)
+    rules = {f.rule: f for f in compare(obs, p8)}
+    assert rules["monitor_gpu_count_differs"].category == "under-provisioning"

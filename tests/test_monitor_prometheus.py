@@ -58,7 +58,7 @@ def _free_port() -> int:
 
 
 def _live_exporter(stop: threading.Event) -> int:
-    """DCGM- and vLLM-named metrics, compressed in time: 4 GPUs, gpu3 busy twice its peers,
+    """DCGM- and vLLM-named metrics, compressed in time: 6 GPUs, gpu3 busy twice its peers,
     150 requests/s, every first token after ~2 s (an SLO breach at a normal load)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -71,7 +71,7 @@ def _live_exporter(stop: threading.Event) -> int:
     done = Counter("vllm:request_success", "Count of successfully processed requests.", registry=reg)
     ttft = Histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                      buckets=[0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0], registry=reg)  # fmt: skip
-    for g in range(4):
+    for g in range(6):  # the plan's 6 GPUs
         level = 0.9 if g == 3 else 0.4
         act.labels(str(g), "live-node").set(level)
         util.labels(str(g), "live-node").set(level * 100)

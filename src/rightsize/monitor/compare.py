@@ -191,7 +191,11 @@ def idle_hours(obs: Observed, p: Planned) -> Finding | None:
             "planned_usd_per_month": p.usd_per_month,
         },
         fix=(
-            "Scale replicas by hour (the replicas-by-hour table), or lend the idle GPUs to batch work at night"
+            (
+                "Scale replicas by hour (the replicas-by-hour table), or lend the idle GPUs to batch work at night"
+                if p.kind == "serving"
+                else "Queue more jobs into those hours, or release the GPUs while they idle"
+            )
             + (f"; worth about ${saving:,.0f} a month on demand." if saving else ".")
         ),
     )
@@ -241,9 +245,9 @@ def straggler(obs: Observed, p: Planned) -> Finding | None:
             "activity_by_gpu": ", ".join(f"{i} {m:.0%}" for i, m in zip(ids, means, strict=True)),
             "throttled_share": float(throttle[worst]) if throttle.size else None,
             "peer_throttled_share_median": peer_throttle if throttle.size else None,
-            "activity_metric": (obs.used.get("gr_engine_active") or obs.used.get("gpu_util")).name  # type: ignore[union-attr]
-            if obs.activity()
-            else None,
+            "activity_metric": next(
+                (obs.used[k].name for k in ("gr_engine_active", "gpu_util") if k in obs.used), None
+            ),
         },
         fix=(
             f"Inspect {gid}: clocks and throttle reasons (nvidia-smi -q -d PERFORMANCE), cooling and power cap, "
@@ -401,6 +405,30 @@ def training_underused(obs: Observed, p: Planned) -> Finding | None:
     )
 
 
+def gpu_count(obs: Observed, p: Planned) -> Finding | None:
+    """More or fewer GPUs report than the plan has: a different deployment than planned."""
+    act = obs.activity() or obs.gpu.get("power_usage") or {}
+    seen = len(act)
+    if not seen or not p.gpus or seen == p.gpus:
+        return None
+    more = seen > p.gpus
+    return Finding(
+        rule="monitor_gpu_count_differs",
+        category="over-provisioning" if more else "under-provisioning",
+        impact=min(1.0, abs(seen - p.gpus) / max(seen, p.gpus)),
+        title=f"{seen} GPUs report metrics where the plan has {p.gpus}",
+        evidence={"gpus_measured": seen, "gpus_planned": p.gpus, "gpu_ids": ", ".join(act)},
+        fix=(
+            "Check --gpu-selector matches only this deployment; if it does, the deployment is "
+            + (
+                "larger than planned: release the extra GPUs or re-plan."
+                if more
+                else "smaller than planned: add the missing GPUs or re-plan."
+            )
+        ),
+    )
+
+
 RULES: tuple[Callable[[Observed, Planned], Finding | None], ...] = (
     peak_over_plan,
     idle_hours,
@@ -411,6 +439,7 @@ RULES: tuple[Callable[[Observed, Planned], Finding | None], ...] = (
     memory_over,
     lengths_off,
     training_underused,
+    gpu_count,
 )
 
 
