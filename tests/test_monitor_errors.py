@@ -219,3 +219,19 @@ def test_gpu_count_and_straggler_rules_on_hand_made_series() -> None:
     p8 = Planned(kind="training", name="t", accelerator="h100-sxm", gpus=8)
     rules = {f.rule: f for f in compare(obs, p8)}
     assert rules["monitor_gpu_count_differs"].category == "under-provisioning"
+
+
+def test_a_slow_node_is_named_as_a_node() -> None:
+    from rightsize.monitor.compare import compare
+    from rightsize.monitor.plan_view import Planned
+    from rightsize.monitor.queries import Observed
+
+    w = Window(0.0, 3600.0 * 23, 3600.0)
+    obs = Observed(window=w, grid=w.grid())
+    obs.gpu["gr_engine_active"] = {
+        f"{host}/gpu{i}": np.full(24, level)
+        for host, level in (("a", 0.5), ("b", 0.5), ("c", 0.8))
+        for i in range(4)
+    }
+    (f,) = compare(obs, Planned(kind="training", name="t", accelerator="h100-sxm", gpus=12))
+    assert f.rule == "monitor_straggler_node" and f.evidence["node"] == "c"

@@ -219,6 +219,9 @@ def straggler(obs: Observed, p: Planned) -> Finding | None:
     if keep.sum() < STRAGGLER_MIN_GPUS:
         return None
     ids, means, stack = [i for i, k in zip(ids, keep, strict=True) if k], means[keep], stack[keep]
+    node = _slow_node(ids, means)
+    if node is not None:
+        return node
     throttle = _throttled_share(obs, ids, busy)
     worst = int(np.nanargmax(np.abs(means - np.nanmedian(means))))
     peers = np.delete(means, worst)
@@ -254,6 +257,51 @@ def straggler(obs: Observed, p: Planned) -> Finding | None:
             "PCIe/NVLink errors; drain it or move the replica, since one slow GPU sets the pace of its group."
         ),
     )
+
+
+def _slow_node(ids: list[str], means: np.ndarray) -> Finding | None:
+    """A whole node out of step: every GPU on one host off the other hosts' median, same way."""
+    hosts: dict[str, list[float]] = {}
+    for gid, m in zip(ids, means, strict=True):
+        hosts.setdefault(gid.rsplit("/", 1)[0], []).append(float(m))
+    if len(hosts) < 2:
+        return None
+    host_mean = {h: float(np.mean(v)) for h, v in hosts.items()}
+    centre = float(np.median(list(host_mean.values())))
+    # only the node farthest from the middle can be the odd one out
+    for host in sorted(hosts, key=lambda h: -abs(host_mean[h] - centre))[:1]:
+        vals = hosts[host]
+        others = [m for h, m in host_mean.items() if h != host]
+        med = float(np.median(others))
+        devs = [v - med for v in vals]
+        same_way = all(d > STRAGGLER_ABS / 2 for d in devs) or all(d < -STRAGGLER_ABS / 2 for d in devs)
+        dev = host_mean[host] - med
+        if (
+            len(vals) > 1
+            and same_way
+            and abs(dev) > STRAGGLER_ABS
+            and abs(dev) > STRAGGLER_REL * max(med, 1e-9)
+        ):
+            return Finding(
+                rule="monitor_straggler_node",
+                category="bottleneck",
+                impact=min(1.0, abs(dev) / max(med, 1e-9)),
+                title=(
+                    f"Node {host} ({len(vals)} GPUs) is out of step: {host_mean[host]:.0%} busy against "
+                    f"{med:.0%} on the other nodes"
+                ),
+                evidence={
+                    "node": host,
+                    "node_activity_busy_mean": host_mean[host],
+                    "other_nodes_activity_busy_median": med,
+                    "activity_by_node": ", ".join(f"{h} {m:.0%}" for h, m in host_mean.items()),
+                },
+                fix=(
+                    f"Inspect {host} as a whole: power and cooling of the chassis, its NICs and PCIe switches, "
+                    "CPU frequency and input pipeline; drain it if it stays slow."
+                ),
+            )
+    return None
 
 
 def _throttled_share(obs: Observed, ids: list[str], busy: np.ndarray) -> np.ndarray:
