@@ -76,6 +76,10 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
         if best is not None and hasattr(best, "replica_capacity_rps"):
             extra["replica_capacity_rps"] = best.replica_capacity_rps
         result.sizing = size(demand, spec.infrastructure, getattr(spec, "policy", None), extra)
+    if isinstance(getattr(result, "extra", None), dict) and hasattr(spec, "model_dump"):
+        # The spec as planned travels with the plan (JSON `spec`), so a saved plan can be
+        # exported to job files without the YAML it came from.
+        result.extra["spec"] = spec.model_dump(mode="json")
     return result
 
 
