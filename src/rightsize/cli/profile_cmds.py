@@ -154,6 +154,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         threads=args.threads,
         micro=not args.no_micro,
     )
+    from rightsize.profile.launcher import detect
+
+    launch = detect()  # under torchrun or srun: data-parallel steps across the launched ranks
+    if launch is not None:
+        from rightsize.profile.dist_train import run_distributed_train
+        from rightsize.profile.train import _need_torch, resolve_device
+
+        _need_torch()
+        if cfg.arch is None:
+            raise BadInput(
+                "Under torchrun or srun, `profile train` needs --model.",
+                "The distributed profiler builds the same decoder on every rank.",
+                "Use --model with a preset or a ModelArch YAML.",
+            )
+        job = {**cfg.job(resolve_device(args.device)), "batches": cfg.batches, "seqs": cfg.seqs}
+        res = run_distributed_train(launch, job, Path(args.out) if args.out else None, _progress)
+        return _write(args, res, render_train) if launch.rank == 0 else 0
     res = run_train_profile(cfg, Path(args.out) if args.out else None, args.resume, _progress)
     return _write(args, res, render_train)
 
