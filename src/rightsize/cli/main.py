@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("models", "list model presets").set_defaults(func=cmd_models)
     add("schema", "print the JSON Schema of the workload spec", fmt=("json",)).set_defaults(func=cmd_schema)
     register_profile_commands(sub, add)
+    from rightsize.cli.export_cmd import register as register_export
+
+    register_export(sub, add)
     return p
 
 

@@ -114,6 +114,7 @@ def megatron(v: TrainingView) -> Launch:
         "--lr 3.0e-4 --min-lr 3.0e-5 --lr-decay-style cosine --weight-decay 0.1",
         "--log-interval 10",
         "--distributed-timeout-minutes 30",
+        "--exit-signal-handler",  # SIGTERM (preemption, requeue): save a checkpoint, then exit
     ]
     return Launch("megatron", FRAMEWORKS["megatron"], '"$MEGATRON_DIR/pretrain_gpt.py"', a, {}, True)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ class ModelView:
     experts: int
     experts_per_token: int
     max_seq_len: int
+    hf_id: str | None  # Hugging Face repository named in the preset's source, when there is one
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,13 @@ def _model(spec: dict[str, Any]) -> ModelView:
         experts=int(m.get("experts") or 0),
         experts_per_token=int(m.get("experts_per_token") or 0),
         max_seq_len=int(m.get("max_seq_len") or 4096),
+        hf_id=_hf_id(str(m.get("source") or "")),
     )
+
+
+def _hf_id(source: str) -> str | None:
+    found = re.search(r"\b([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\s+config\.json", source)
+    return found.group(1) if found else None
 
 
 def _hardware(accelerator: str, node: str) -> HardwareView:
@@ -227,6 +235,7 @@ def _hardware(accelerator: str, node: str) -> HardwareView:
 
 
 def plan_kind(plan: dict[str, Any]) -> str:
+    header(plan)  # a plan of another schema version is refused before anything is read
     kind = str(plan.get("kind"))
     if kind not in EXPORTABLE and kind != "fleet_plan":
         raise BadInput(
