@@ -70,7 +70,7 @@ def test_train_sbatch_matches_the_plan(plan_70b: dict) -> None:
     assert _sbatch(s, "requeue") == "" and "scontrol requeue" in s
     assert "NCCL_IB_HCA=mlx5" in s and "NCCL_CROSS_NIC=0" in s  # rail-optimised InfiniBand
     assert 'rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"' in s
-    assert "plan schema version 1" in s and "plan: llama3-70b-pretrain" in s
+    assert f"plan schema version {plan_70b['schema_version']}" in s and "plan: llama3-70b-pretrain" in s
     assert subprocess.run(["bash", "-n"], input=s, text=True).returncode == 0
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from rightsize.catalog import get_accelerator, get_node
 from rightsize.errors import BadInput
 
-READ_SCHEMA_VERSIONS = (1,)  # plan JSON versions this adapter understands
+READ_SCHEMA_VERSIONS = (1, 2)  # plan JSON versions this adapter understands (2: typed plan, #12)
 EXPORTABLE = ("training_plan", "serving_plan")
 
 
