@@ -91,18 +91,40 @@ def slurm_cluster(root: Path, cpus: int = 4) -> Iterator[dict[str, str]]:
     try:
         munge = [_exe("munged"), "-F", "--force", f"--socket={root}/munge.socket", f"--key-file={key}",
                  f"--pid-file={root}/munged.pid", f"--log-file={root}/munged.log", f"--seed-file={root}/munge.seed"]  # fmt: skip
-        procs.append(subprocess.Popen(munge, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                munge, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        )
         if not _wait_for(lambda: (root / "munge.socket").exists(), 10):
             raise RuntimeError("munged did not start")
-        procs.append(subprocess.Popen([_exe("slurmctld"), "-D", "-i", "-f", str(conf)], env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        procs.append(subprocess.Popen([_exe("slurmd"), "-D", "-f", str(conf)], env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [_exe("slurmctld"), "-D", "-i", "-f", str(conf)],
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        procs.append(
+            subprocess.Popen(
+                [_exe("slurmd"), "-D", "-f", str(conf)],
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
 
         def idle() -> bool:
             out = subprocess.run([_exe("sinfo"), "-h", "-o", "%t"], env=env, capture_output=True, text=True)
             return out.returncode == 0 and out.stdout.strip() in ("idle", "mix")
 
         if not _wait_for(idle, 40):
-            logs = "".join((root / f).read_text() for f in ("slurmctld.log", "slurmd.log") if (root / f).exists())
+            logs = "".join(
+                (root / f).read_text() for f in ("slurmctld.log", "slurmd.log") if (root / f).exists()
+            )
             raise RuntimeError("Slurm did not come up:\n" + logs[-3000:])
         yield env
     finally:
@@ -124,11 +146,21 @@ def wait_job(job_id: str, env: dict[str, str], timeout_s: float) -> str:
     end = time.monotonic() + timeout_s
     state = "UNKNOWN"
     while time.monotonic() < end:
-        out = subprocess.run([_exe("scontrol"), "show", "job", job_id], env=env, capture_output=True, text=True)
+        out = subprocess.run(
+            [_exe("scontrol"), "show", "job", job_id], env=env, capture_output=True, text=True
+        )
         for tok in out.stdout.split():
             if tok.startswith("JobState="):
                 state = tok.split("=", 1)[1]
-        if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED"):
+        if state in (
+            "COMPLETED",
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "OUT_OF_MEMORY",
+            "PREEMPTED",
+        ):
             return state
         time.sleep(1.0)
     return f"still {state} after {timeout_s:g} s"

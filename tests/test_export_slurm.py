@@ -29,7 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def plan_70b(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("plan") / "plan.json"
-    assert main(["plan", str(ROOT / "examples/llama3-70b-pretrain.yaml"), "--format", "json", "-o", str(out)]) == 0
+    assert (
+        main(["plan", str(ROOT / "examples/llama3-70b-pretrain.yaml"), "--format", "json", "-o", str(out)])
+        == 0
+    )
     return json.loads(out.read_text())
 
 
@@ -98,7 +101,9 @@ def test_lora_plan_needs_nemo(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     spec = ROOT / "examples/llama3-8b-lora-weekly.yaml"
     code = main(["export", str(spec), "--target", "slurm", "--framework", "megatron", "--out", str(tmp_path)])
     assert code == 2 and "--framework nemo" in capsys.readouterr().err
-    assert main(["export", str(spec), "--target", "slurm", "--framework", "nemo", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["export", str(spec), "--target", "slurm", "--framework", "nemo", "--out", str(tmp_path)]) == 0
+    )
     assert 'peft_scheme="lora"' in (tmp_path / "nemo_train.py").read_text()
 
 
@@ -143,13 +148,26 @@ def test_profile_job_runs_under_slurm(plan_70b: dict) -> None:
         job_dir = root / "job"
         plan_file = root / "plan.json"
         plan_file.write_text(json.dumps(plan_70b))
-        out = ["export", str(plan_file), "--target", "slurm", "--profile-device", "cpu", "--out", str(job_dir)]
+        out = [
+            "export",
+            str(plan_file),
+            "--target",
+            "slurm",
+            "--profile-device",
+            "cpu",
+            "--out",
+            str(job_dir),
+        ]
         assert main(out) == 0
         v = training_view(plan_70b)
         assert int(_sbatch((job_dir / "profile.sbatch").read_text(), "nodes")) == min(v.nodes, 2)
         bindir = os.path.dirname(sys.executable)
         with slurm_cluster(root / "cluster") as env:
-            env = {**env, "PATH": bindir + os.pathsep + env["PATH"], "RIGHTSIZE": os.path.join(bindir, "rightsize")}
+            env = {
+                **env,
+                "PATH": bindir + os.pathsep + env["PATH"],
+                "RIGHTSIZE": os.path.join(bindir, "rightsize"),
+            }
             env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
             # one host here: the job's other options as generated
             sub = subprocess.run(

@@ -17,7 +17,9 @@ def load_plan_or_spec(path: str, calibration: str | None = None) -> dict[str, An
     """The plan's versioned JSON dict: read from a JSON plan, or planned from a spec."""
     p = Path(path)
     if not p.exists():
-        raise BadInput(f"{path} does not exist.", "Export reads a plan (JSON) or a spec (YAML).", "Check the path.")
+        raise BadInput(
+            f"{path} does not exist.", "Export reads a plan (JSON) or a spec (YAML).", "Check the path."
+        )
     if p.suffix.lower() == ".json":
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
@@ -54,7 +56,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
 
     help_ = "job files from a plan: Slurm scripts, Kubernetes manifests, Prometheus rules"
     sp = sub.add_parser("export", help=help_, description=help_)
-    sp.add_argument("plan", metavar="PLAN_OR_SPEC", help="a plan (JSON from `plan --format json`) or a spec (YAML)")
+    sp.add_argument(
+        "plan", metavar="PLAN_OR_SPEC", help="a plan (JSON from `plan --format json`) or a spec (YAML)"
+    )
     sp.add_argument("--target", required=True, choices=TARGETS)
     sp.add_argument(
         "--framework",

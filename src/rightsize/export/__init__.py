@@ -70,7 +70,9 @@ def export_plan(
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise BadInput(f"Cannot create the output folder {out_dir}.", str(err), "Pass a writable --out.") from None
+        raise BadInput(
+            f"Cannot create the output folder {out_dir}.", str(err), "Pass a writable --out."
+        ) from None
     written = []
     for name, text in files.items():
         path = out_dir / name

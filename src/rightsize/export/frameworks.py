@@ -226,12 +226,12 @@ recipe.trainer.val_check_interval = {ckpt_steps}
 recipe.log.ckpt.every_n_train_steps = {ckpt_steps}
 '''
     if v.precision == "fp8":
-        py += 'recipe.trainer.plugins = llm.recipes.precision.mixed_precision.bf16_with_fp8_mixed()\n'
+        py += "recipe.trainer.plugins = llm.recipes.precision.mixed_precision.bf16_with_fp8_mixed()\n"
     if lora and v.lora_rank:
         py += f"recipe.peft.dim = {v.lora_rank}\n"
         if v.lora_alpha:
             py += f"recipe.peft.alpha = {v.lora_alpha:g}\n"
-    py += "\nif __name__ == \"__main__\":\n    run.run(recipe, direct=True)\n"
+    py += '\nif __name__ == "__main__":\n    run.run(recipe, direct=True)\n'
     return Launch("nemo", FRAMEWORKS["nemo"], "nemo_train.py", [], {"nemo_train.py": py}, False)
 
 

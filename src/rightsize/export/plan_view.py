@@ -100,6 +100,7 @@ class TrainingView:
     cpu_cores_need_per_gpu: float
     host_memory_need_bytes_per_gpu: float
     gpu_power_typical_w: float
+    gpu_activity_fraction: float  # planned engine activity (the power model's)
     utilisation_target: float
     mfu: float
 
@@ -141,6 +142,7 @@ class ServingView:
     utilisation_target: float
     spare_replicas: int
     gpu_power_typical_w: float
+    gpu_activity_fraction: float
     cpu_cores_need_per_gpu: float
     host_memory_need_bytes_per_gpu: float
 
@@ -293,6 +295,7 @@ def training_view(plan: dict[str, Any]) -> TrainingView:
         cpu_cores_need_per_gpu=float(nodes.get("cpu_cores_need_per_gpu") or 2.0),
         host_memory_need_bytes_per_gpu=float(nodes.get("host_memory_need_bytes_per_gpu") or 32 * 2**30),
         gpu_power_typical_w=float(power.get("gpu_typical_w") or power.get("gpu_tdp_w") or 0.0),
+        gpu_activity_fraction=float(power.get("gpu_activity_fraction") or 1.0),
         utilisation_target=float(_get(spec, "infrastructure", "margins", "utilisation_target", default=0.8)),
         mfu=float(best.get("mfu") or 0.0),
     )
@@ -357,6 +360,7 @@ def serving_view(plan: dict[str, Any]) -> ServingView:
         utilisation_target=float(_get(spec, "policy", "utilisation_target", default=0.8)),
         spare_replicas=int(_get(sizing, "reliability", "spare_replicas_recommended", default=0)),
         gpu_power_typical_w=float(power.get("gpu_typical_w") or power.get("gpu_tdp_w") or 0.0),
+        gpu_activity_fraction=float(power.get("gpu_activity_fraction") or 1.0),
         cpu_cores_need_per_gpu=float(nodes.get("cpu_cores_need_per_gpu") or 2.0),
         host_memory_need_bytes_per_gpu=float(nodes.get("host_memory_need_bytes_per_gpu") or 32 * 2**30),
     )

@@ -89,7 +89,7 @@ def _launch_cmd(launch: Launch, gpn: int) -> str:
     if launch.torchrun:
         return (
             'srun --kill-on-bad-exit=1 --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \\\n'
-            f"  torchrun --nnodes=\"$SLURM_JOB_NUM_NODES\" --nproc-per-node={gpn} \\\n"
+            f'  torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node={gpn} \\\n'
             '    --rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" \\\n'
             f"    {launch.entry}" + (f" \\\n    {args}" if args else "") + " &\n"
         )
@@ -134,7 +134,10 @@ def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
             f"(Young/Daly, cluster MTBF {((v.mtbf_s or 0) / 3600):.1f} h)",
         ],
     )
-    env = "".join(f"export {k}={shlex.quote(val)}  # {why}\n" for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor))
+    env = "".join(
+        f"export {k}={shlex.quote(val)}  # {why}\n"
+        for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor)
+    )
     body = f"""#!/bin/bash
 {_sbatch_lines(opts)}{head}
 set -euo pipefail
@@ -167,7 +170,12 @@ def profile_model_yaml(v: TrainingView, device: str) -> str:
         dims = {"layers": 2, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads,
                 "ffn_hidden": m.ffn_hidden, "vocab": m.vocab}  # fmt: skip
     lines = [f"name: {m.name}-profile", *(f"{k}: {val}" for k, val in dims.items())]
-    lines += ["mlp: swiglu", "norm: rmsnorm", "tied_embeddings: false", f"max_seq_len: {max(v.seq_len, 1024)}"]
+    lines += [
+        "mlp: swiglu",
+        "norm: rmsnorm",
+        "tied_embeddings: false",
+        f"max_seq_len: {max(v.seq_len, 1024)}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -178,7 +186,11 @@ def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
     nodes = min(v.nodes, 2)
     per_node = min(v.gpus, v.hw.gpus_per_node) if gpu else 2
     seq = min(v.seq_len, 2048) if gpu else 32
-    opts = [("job-name", f"{v.header.name}-profile"), ("nodes", str(nodes)), ("ntasks-per-node", str(per_node))]
+    opts = [
+        ("job-name", f"{v.header.name}-profile"),
+        ("nodes", str(nodes)),
+        ("ntasks-per-node", str(per_node)),
+    ]
     opts += [("gpus-per-node", str(per_node))] if gpu else []
     opts += [("cpus-per-task", "1" if not gpu else str(max(1, math.ceil(v.cpu_cores_need_per_gpu))))]
     opts += [("time", "00:30:00"), ("output", "%x-%j.out")]
@@ -191,7 +203,14 @@ def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
             "then: rightsize calibrate profiles/*.jsonl && rightsize plan SPEC --calibration calibration.json",
         ],
     )
-    env = "".join(f"export {k}={shlex.quote(val)}\n" for k, val, _ in nccl_env(v.fabric_kind if nodes > 1 else None, v.rails, v.hw.vendor)) if gpu else ""
+    env = (
+        "".join(
+            f"export {k}={shlex.quote(val)}\n"
+            for k, val, _ in nccl_env(v.fabric_kind if nodes > 1 else None, v.rails, v.hw.vendor)
+        )
+        if gpu
+        else ""
+    )
     backend, dev = ("nccl", "cuda") if gpu else ("gloo", "cpu")
     sizes = "--max-bytes 1GiB" if gpu else "--sizes 1024,65536,1048576"
     return {

@@ -42,14 +42,18 @@ def _groups(dist: Any, hosts: list[str]) -> list[tuple[str, Any, list[int]]]:
     """(tier, process group or None for the world, member ranks)."""
     distinct = list(dict.fromkeys(hosts))
     world = list(range(len(hosts)))
-    out: list[tuple[str, Any, list[int]]] = [("inter_node" if len(distinct) > 1 else "intra_node", None, world)]
+    out: list[tuple[str, Any, list[int]]] = [
+        ("inter_node" if len(distinct) > 1 else "intra_node", None, world)
+    ]
     first = [r for r, h in enumerate(hosts) if h == distinct[0]]
     if len(distinct) > 1 and len(first) > 1:
         out.append(("intra_node", dist.new_group(first), first))  # every rank must call new_group
     return out
 
 
-def _time_call(call: Callable[[], None], iters: int, barrier: Callable[[], None], sync: Callable[[], None]) -> list[float]:
+def _time_call(
+    call: Callable[[], None], iters: int, barrier: Callable[[], None], sync: Callable[[], None]
+) -> list[float]:
     times = []
     for i in range(2 + iters):
         barrier()
@@ -106,7 +110,9 @@ def _group_collective(op: str, buf: Any, shard_numel: int, dist: Any, group: Any
     return lambda: dist.all_to_all_single(dst, buf, group=group)
 
 
-def _record(op: str, nbytes_real: int, tier: str, per_rank: dict[str, float], hosts: list[str], ctx: dict[str, Any]) -> dict[str, Any]:
+def _record(
+    op: str, nbytes_real: int, tier: str, per_rank: dict[str, float], hosts: list[str], ctx: dict[str, Any]
+) -> dict[str, Any]:
     members = [int(r) for r in per_rank]
     n = len(members)
     slowest = max(per_rank.values())

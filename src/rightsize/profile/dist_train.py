@@ -29,7 +29,9 @@ def _stats(xs: list[float]) -> dict[str, float]:
     return {"median": s[len(s) // 2], "min": s[0], "max": s[-1]}
 
 
-def _measure(model: Any, opt: Any, b: int, s: int, cfg: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+def _measure(
+    model: Any, opt: Any, b: int, s: int, cfg: dict[str, Any], ctx: dict[str, Any]
+) -> dict[str, Any]:
     import torch
 
     from rightsize.profile.torch_model import lm_loss
@@ -100,7 +102,10 @@ def run_distributed_train(
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg["threads"]))
     dist.init_process_group(
-        "nccl" if cuda else "gloo", init_method=launch.init_method, rank=launch.rank, world_size=launch.world_size
+        "nccl" if cuda else "gloo",
+        init_method=launch.init_method,
+        rank=launch.rank,
+        world_size=launch.world_size,
     )
     arch = ModelArch.model_validate(cfg["arch"])
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[cfg["dtype"]]
@@ -117,7 +122,12 @@ def run_distributed_train(
     dist.all_gather_object(hosts, launch.host)
     hdr = jsonl.header(
         "train",
-        {**cfg, "launcher": launch.launcher, "world_size": launch.world_size, "hosts": sorted(set(map(str, hosts)))},
+        {
+            **cfg,
+            "launcher": launch.launcher,
+            "world_size": launch.world_size,
+            "hosts": sorted(set(map(str, hosts))),
+        },
     )
     writer = jsonl.ProfileWriter(out if launch.rank == 0 else None)
     writer.write(hdr)
