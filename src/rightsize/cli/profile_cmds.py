@@ -337,7 +337,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--world-size", type=int, default=2)
     sp.add_argument("--sizes", type=_ints, help="message sizes in bytes (default 1 KiB x4 up to --max-bytes)")
     sp.add_argument("--max-bytes", type=_bytes, default=float(16 * 2**20))
-    sp.add_argument("--ops", help="comma-separated subset of all_reduce,all_gather,reduce_scatter,all_to_all,p2p")
+    sp.add_argument(
+        "--ops", help="comma-separated subset of all_reduce,all_gather,reduce_scatter,all_to_all,p2p"
+    )
     sp.add_argument("--iters", type=int, default=5)
     sp.set_defaults(func=cmd_comms)
 

@@ -195,7 +195,7 @@ def nemo(v: TrainingView) -> Launch:
     recipe = _nemo_recipe(v.model.name)
     lora = v.method == "lora"
     fn = "finetune_recipe" if lora else "pretrain_recipe"
-    extra = f', peft_scheme="lora"' if lora else ""
+    extra = ', peft_scheme="lora"' if lora else ""
     ckpt_steps = save_interval_steps(v)
     ac = {"none": "None", "selective": '"selective"', "full": '"full"'}[v.recompute]
     py = f'''"""NeMo 2.0 job for {v.header.name} ({FRAMEWORKS["nemo"]}); run by srun, one task per GPU."""

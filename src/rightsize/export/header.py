@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import yaml
+
 from rightsize import __version__
 from rightsize.export.plan_view import Header
 
@@ -29,3 +33,18 @@ def k8s_annotations(h: Header) -> dict[str, str]:
         "rightsize.dev/exported": h.exported,
         "rightsize.dev/generator": f"rightsize {__version__}",
     }
+
+
+class _NoAliases(yaml.SafeDumper):
+    """YAML without anchors and aliases: every manifest field written out in full."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_yaml(doc: Any) -> str:
+    return yaml.dump(doc, Dumper=_NoAliases, sort_keys=False, width=1000)
+
+
+def dump_yaml_all(docs: list[Any]) -> str:
+    return yaml.dump_all(docs, Dumper=_NoAliases, sort_keys=False, width=1000)

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from rightsize.catalog.metric_names import MetricName, metric_spec
-from rightsize.export.header import comment_block
+from rightsize.export.header import comment_block, dump_yaml
 from rightsize.export.plan_view import ServingView, TrainingView
 from rightsize.export.thresholds import (
     activity_floor,
@@ -175,7 +173,7 @@ def _serving_rules(v: ServingView) -> list[dict[str, Any]]:
 def _doc(v: TrainingView | ServingView, rules: list[dict[str, Any]], keys: list[str]) -> str:
     head = comment_block(v.header, "Prometheus rules", _versions(keys))
     groups = {"groups": [{"name": f"rightsize-{v.header.name}", "interval": "1m", "rules": rules}]}
-    return head + yaml.safe_dump(groups, sort_keys=False, width=1000)
+    return head + dump_yaml(groups)
 
 
 GPU_KEYS = ["gr_engine_active", "power_usage", "fb_used"]
@@ -196,4 +194,4 @@ def rule_tests(v: TrainingView | ServingView, rules: list[dict[str, Any]]) -> st
     from rightsize.export.rule_tests import build_tests
 
     head = comment_block(v.header, "promtool rule tests (promtool test rules " + TEST_FILE + ")")
-    return head + yaml.safe_dump(build_tests(v, rules, RULES_FILE), sort_keys=False, width=1000)
+    return head + dump_yaml(build_tests(v, rules, RULES_FILE))

@@ -88,9 +88,10 @@ def build_tests(
         exp = {"exp_labels": {**labels, **a["labels"]}, "exp_annotations": a["annotations"]}
         fired.append({"eval_time": EVAL_AT, "alertname": a["alert"], "exp_alerts": [exp]})
         quiet.append({"eval_time": EVAL_AT, "alertname": a["alert"], "exp_alerts": []})
-    serving = isinstance(v, ServingView)
-    broken = _gpu_series(v, True) + (_serving_series(v, True) if serving else [])
-    planned = _gpu_series(v, False) + (_serving_series(v, False) if serving else [])
+    broken, planned = _gpu_series(v, True), _gpu_series(v, False)
+    if isinstance(v, ServingView):
+        broken += _serving_series(v, True)
+        planned += _serving_series(v, False)
     return {
         "rule_files": [rules_file],
         "evaluation_interval": "1m",

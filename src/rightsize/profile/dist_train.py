@@ -65,7 +65,7 @@ def _measure(
     return {p: _stats(v) for p, v in times.items()}
 
 
-def _memory(model: Any, device: Any) -> dict[str, float]:
+def _memory(model: Any, device: Any) -> dict[str, Any]:
     """CUDA allocator peak on a GPU; on a CPU the model state (weights, gradients, two
     AdamW moments, all fp32-sized per parameter as allocated)."""
     import torch
@@ -111,7 +111,7 @@ def run_distributed_train(
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[cfg["dtype"]]
     model = DDP(build_decoder(arch, device, dtype, flash=bool(cfg.get("flash", True))))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ctx = {
+    ctx: dict[str, Any] = {
         "device": device,
         "rank": launch.rank,
         "world": launch.world_size,
