@@ -190,3 +190,14 @@ def test_profile_job_runs_under_slurm(plan_70b: dict) -> None:
         assert all(r["step_time_s"] == max(r["per_rank_step_s"].values()) for r in steps)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("layers", "pp", "vpp"), [(61, 16, 2), (80, 4, 3), (7, 2, 1)])
+def test_uneven_pipeline_layout_holds_every_layer(layers: int, pp: int, vpp: int) -> None:
+    from rightsize.export.frameworks import pipeline_layout
+
+    stages = pipeline_layout(layers, pp, vpp).split("|")
+    assert len(stages) == pp * vpp and sum(s.count("t") for s in stages) == layers
+    assert stages[0].startswith("E") and stages[-1].endswith("L")
+    counts = [s.count("t") for s in stages]
+    assert max(counts) - min(counts) <= 1

@@ -62,9 +62,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--target", required=True, choices=TARGETS)
     sp.add_argument(
         "--framework",
-        choices=tuple(FRAMEWORKS),
-        default="megatron",
-        help="training framework whose arguments the job uses (default: %(default)s)",
+        choices=("auto", *FRAMEWORKS),
+        default="auto",
+        help="training framework whose arguments the job uses (default: auto = NeMo for LoRA, else Megatron-LM)",
     )
     sp.add_argument("--out", required=True, metavar="DIR", help="folder to write the files into")
     sp.add_argument("--calibration", metavar="FILE", help="plan a spec with this calibration file")

@@ -18,7 +18,7 @@ TARGETS = ("slurm", "kubernetes", "prometheus")
 
 
 def render_files(
-    plan: dict[str, Any], target: str, framework: str = "megatron", profile_device: str = "gpu"
+    plan: dict[str, Any], target: str, framework: str = "auto", profile_device: str = "gpu"
 ) -> dict[str, str]:
     """File name -> content for `target`."""
     kind = plan_kind(plan)
@@ -62,7 +62,7 @@ def export_plan(
     plan: dict[str, Any],
     target: str,
     out_dir: Path,
-    framework: str = "megatron",
+    framework: str = "auto",
     profile_device: str = "gpu",
 ) -> list[Path]:
     """Write the target's files into `out_dir`; the paths written."""

@@ -9,6 +9,9 @@
   that builds the recipe and sets `trainer.strategy` (MegatronStrategy) fields; one task
   per GPU under srun (Lightning reads SLURM_PROCID and friends).
 
+Uneven pipelines (layers not divisible by pp x vpp, e.g. DeepSeek-V3's 61) use Megatron's
+`--pipeline-model-parallel-layout` (core_r0.13), one entry per virtual stage.
+
 ZeRO in Megatron: stages 1 and 2 are `--use-distributed-optimizer` (optimizer states
 sharded, gradients reduce-scattered); stage 3 is Megatron-FSDP
 (`--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params`).
@@ -80,16 +83,30 @@ def megatron(v: TrainingView) -> Launch:
     ]
     if m.kv_heads != m.heads:
         a += ["--group-query-attention", f"--num-query-groups {m.kv_heads}"]
+    if m.kv_lora_rank:  # multi-head latent attention (DeepSeek-V2/V3)
+        a += ["--multi-latent-attention", f"--kv-lora-rank {m.kv_lora_rank}", f"--qk-head-dim {m.head_dim}"]
+        a += [f"--q-lora-rank {m.q_lora_rank}"] if m.q_lora_rank else []
+        a += [f"--qk-pos-emb-head-dim {m.qk_rope_head_dim}"] if m.qk_rope_head_dim else []
+        a += [f"--v-head-dim {m.v_head_dim}"] if m.v_head_dim else []
     if m.experts:
         a += [f"--num-experts {m.experts}", f"--moe-router-topk {m.experts_per_token}"]
+        if m.expert_ffn_hidden:
+            a.append(f"--moe-ffn-hidden-size {m.expert_ffn_hidden}")
+            if m.shared_experts:
+                a.append(f"--moe-shared-expert-intermediate-size {m.shared_experts * m.expert_ffn_hidden}")
+        if m.dense_layers:
+            a.append(f'--moe-layer-freq "([0]*{m.dense_layers}+[1]*{m.layers - m.dense_layers})"')
+        a += ["--moe-grouped-gemm", "--moe-token-dispatcher-type alltoall"]
     a += [
         f"--tensor-model-parallel-size {v.tp}",
         f"--pipeline-model-parallel-size {v.pp}",
         f"--context-parallel-size {v.cp}",
         f"--expert-model-parallel-size {v.ep}",
     ]
-    if v.vpp > 1:
-        a.append(f"--num-layers-per-virtual-pipeline-stage {max(1, m.layers // (v.pp * v.vpp))}")
+    if m.layers % (v.pp * v.vpp):
+        a.append(f'--pipeline-model-parallel-layout "{pipeline_layout(m.layers, v.pp, v.vpp)}"')
+    elif v.vpp > 1:
+        a.append(f"--num-layers-per-virtual-pipeline-stage {m.layers // (v.pp * v.vpp)}")
     if v.sequence_parallel and v.tp > 1:
         a.append("--sequence-parallel")
     a += [f"--micro-batch-size {v.micro_batch}", f"--global-batch-size {v.global_batch}"]
@@ -236,6 +253,8 @@ recipe.log.ckpt.every_n_train_steps = {ckpt_steps}
 
 
 def launch_for(v: TrainingView, framework: str) -> Launch:
+    if framework == "auto":  # NeMo for adapter fine-tuning (the one with LoRA), else Megatron-LM
+        framework = "nemo" if v.method in ("lora", "qlora") else "megatron"
     if framework not in FRAMEWORKS:
         raise BadInput(
             f"Unknown framework {framework!r}.",
@@ -243,14 +262,24 @@ def launch_for(v: TrainingView, framework: str) -> Launch:
             "Use --framework megatron, torchtitan or nemo.",
         )
     _check(v, framework)
-    if v.model.layers % (v.pp * v.vpp) and framework == "megatron" and v.vpp > 1:
-        # uneven interleaving: Megatron needs layers divisible by pp x vpp
-        raise BadInput(
-            f"{v.model.layers} layers do not split into {v.pp} x {v.vpp} virtual stages.",
-            "Megatron-LM's interleaved schedule needs equal layers per virtual stage.",
-            "Fix parallel.vpp in the spec to a divisor of layers / pp and re-plan.",
-        )
     return {"megatron": megatron, "torchtitan": torchtitan, "nemo": nemo}[framework](v)
+
+
+def pipeline_layout(layers: int, pp: int, vpp: int) -> str:
+    """Megatron's `--pipeline-model-parallel-layout` for an uneven split: pp x vpp virtual
+    stages separated by '|', 't' per decoder layer, the embedding 'E' on the first and the
+    loss 'L' on the last; layers spread as evenly as they go, the extra ones on the middle
+    stages (the first and last also hold the embedding and the loss)."""
+    stages = pp * vpp
+    counts = [layers // stages] * stages
+    extra = layers - sum(counts)
+    order = sorted(range(stages), key=lambda i: (i in (0, stages - 1), abs(i - (stages - 1) / 2)))
+    for i in order[:extra]:
+        counts[i] += 1
+    parts = ["t" * c for c in counts]
+    parts[0] = "E" + parts[0]
+    parts[-1] = parts[-1] + "L"
+    return "|".join(parts)
 
 
 def tokens_per_step(v: TrainingView) -> int:

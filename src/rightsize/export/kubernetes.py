@@ -220,7 +220,7 @@ def _torchrun_script(v: TrainingView, framework: str, name: str) -> tuple[str, d
     return script, launch.files
 
 
-def training_files(v: TrainingView, framework: str = "megatron") -> dict[str, str]:
+def training_files(v: TrainingView, framework: str = "auto") -> dict[str, str]:
     name = dns_name(v.header.name)
     script, files = _torchrun_script(v, framework, name)
     gpn = min(v.gpus, v.hw.gpus_per_node)

@@ -49,7 +49,15 @@ class ModelView:
     experts: int
     experts_per_token: int
     max_seq_len: int
-    hf_id: str | None  # Hugging Face repository named in the preset's source, when there is one
+    hf_id: str | None
+    head_dim: int
+    expert_ffn_hidden: int | None
+    shared_experts: int
+    dense_layers: int  # leading dense (non-MoE) layers
+    kv_lora_rank: int | None  # multi-head latent attention (MLA) when set
+    q_lora_rank: int | None
+    qk_rope_head_dim: int | None
+    v_head_dim: int | None  # Hugging Face repository named in the preset's source, when there is one
 
 
 @dataclass(frozen=True)
@@ -214,7 +222,19 @@ def _model(spec: dict[str, Any]) -> ModelView:
         experts_per_token=int(m.get("experts_per_token") or 0),
         max_seq_len=int(m.get("max_seq_len") or 4096),
         hf_id=_hf_id(str(m.get("source") or "")),
+        head_dim=int(m.get("head_dim") or m["hidden"] // m["heads"]),
+        expert_ffn_hidden=_int_or_none(m.get("expert_ffn_hidden")),
+        shared_experts=int(m.get("shared_experts") or 0),
+        dense_layers=int(m.get("dense_layers") or 0),
+        kv_lora_rank=_int_or_none(m.get("kv_lora_rank")),
+        q_lora_rank=_int_or_none(m.get("q_lora_rank")),
+        qk_rope_head_dim=_int_or_none(m.get("qk_rope_head_dim")),
+        v_head_dim=_int_or_none(m.get("v_head_dim")),
     )
+
+
+def _int_or_none(x: Any) -> int | None:
+    return int(x) if x else None
 
 
 def _hf_id(source: str) -> str | None:
