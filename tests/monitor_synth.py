@@ -88,6 +88,7 @@ class Scenario:
     slow_gpu: bool = True
     slo_breach: bool = True
     prompt_scale: float = 1.0
+    itl_scale: float = 1.0  # decode slower than the plan's model by this factor
     days: float = 7.0
 
 
@@ -118,7 +119,7 @@ def series(sc: Scenario, end_s: int) -> dict[str, np.ndarray]:
     load = rate / (len(GPUS) * REPLICA_CAPACITY)
     overloaded = np.isin(hours, OVERLOAD_HOURS) & (shape > 1.0)
     ttft_med = np.where(overloaded & sc.slo_breach, 0.9, 0.06)
-    itl_med = np.where(load > 0.8, 0.025, 0.012)
+    itl_med = np.where(load > 0.8, 0.025, 0.012) * sc.itl_scale
     out = {
         "t": t,
         "rate": rate,
@@ -149,47 +150,64 @@ def _hist_lines(name: str, labels: str, t: np.ndarray, counts: np.ndarray, cdf: 
         yield f"{name}_sum{{{labels}}} {_fmt(round(cum_sum[i], 3))} {ts}"
 
 
-def openmetrics(sc: Scenario, end_s: int) -> str:
-    s = series(sc, end_s)
-    t = s["t"]
+def openmetrics(scenarios: dict[str, Scenario], end_s: int) -> str:
+    """One OpenMetrics document holding every scenario, each under its own `cluster` label
+    (families are not interleaved, as the format requires)."""
+    data = {name: series(sc, end_s) for name, sc in scenarios.items()}
     lines: list[str] = []
-    gpu_labels = {(h, g): f'gpu="{g}",UUID="GPU-{h}-{g}",Hostname="{h}",modelName="NVIDIA H100 80GB HBM3",job="dcgm"'
-                  for h, g in GPUS}  # fmt: skip
     for name, kind in (("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge"), ("DCGM_FI_DEV_POWER_USAGE", "gauge"),
                        ("DCGM_FI_DEV_FB_USED", "gauge"), ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "unknown"),
                        ("DCGM_FI_DEV_POWER_VIOLATION", "unknown")):  # fmt: skip
         lines.append(f"# TYPE {name} {kind}")
-        for (h, g), lab in gpu_labels.items():
-            act = s[f"act/{h}/{g}"]
-            power = IDLE_W + (TDP_W - IDLE_W) * act
-            if name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
-                vals = act
-            elif name == "DCGM_FI_DEV_POWER_USAGE":
-                vals = power
-            elif name == "DCGM_FI_DEV_FB_USED":
-                vals = np.full(t.size, round(FB_USED_MIB))
-            elif name == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION":
-                vals = np.cumsum(power * INTERVAL_S * 1000.0)  # mJ
-            else:
-                throttled = 0.3 * (act > 0.2) if sc.slow_gpu and (h, g) == SLOW_GPU else np.zeros(t.size)
-                vals = np.cumsum(throttled * INTERVAL_S * 1e9)  # ns
-            lines.extend(
-                f"{name}{{{lab}}} {_fmt(round(float(v), 4))} {ts}" for v, ts in zip(vals, t, strict=True)
-            )
-    lab = 'model_name="meta-llama/Llama-3.1-8B-Instruct",job="vllm"'
+        for cluster, sc in scenarios.items():
+            lines.extend(_gpu_lines(name, cluster, sc, data[cluster]))
+    vllm: dict[str, list[str]] = {}
+    for cluster, sc in scenarios.items():
+        for family, fl in _vllm_families(cluster, sc, data[cluster]).items():
+            vllm.setdefault(family, fl[:1]).extend(fl[1:])
+    for family_lines in vllm.values():
+        lines.extend(family_lines)
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+def _gpu_lines(name: str, cluster: str, sc: Scenario, s: dict[str, np.ndarray]) -> Iterator[str]:
+    t = s["t"]
+    for h, g in GPUS:
+        lab = f'gpu="{g}",UUID="GPU-{h}-{g}",Hostname="{h}",modelName="NVIDIA H100 80GB HBM3",job="dcgm",cluster="{cluster}"'
+        act = s[f"act/{h}/{g}"]
+        power = IDLE_W + (TDP_W - IDLE_W) * act
+        if name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
+            vals = act
+        elif name == "DCGM_FI_DEV_POWER_USAGE":
+            vals = power
+        elif name == "DCGM_FI_DEV_FB_USED":
+            vals = np.full(t.size, round(FB_USED_MIB))
+        elif name == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION":
+            vals = np.cumsum(power * INTERVAL_S * 1000.0)  # mJ
+        else:
+            throttled = 0.3 * (act > 0.2) if sc.slow_gpu and (h, g) == SLOW_GPU else np.zeros(t.size)
+            vals = np.cumsum(throttled * INTERVAL_S * 1e9)  # ns
+        yield from (f"{name}{{{lab}}} {_fmt(round(float(v), 4))} {ts}" for v, ts in zip(vals, t, strict=True))
+
+
+def _vllm_families(cluster: str, sc: Scenario, s: dict[str, np.ndarray]) -> dict[str, list[str]]:
+    t = s["t"]
+    lab = f'model_name="meta-llama/Llama-3.1-8B-Instruct",job="vllm",cluster="{cluster}"'
+    out: dict[str, list[str]] = {}
     n_req = s["rate"] * INTERVAL_S
-    lines.append("# TYPE vllm:request_success counter")
-    lines.extend(f"vllm:request_success_total{{{lab},finished_reason=\"stop\"}} {_fmt(round(v, 2))} {ts}"
-                 for v, ts in zip(np.cumsum(n_req), t, strict=True))  # fmt: skip
+    out["vllm:request_success"] = [
+        f'vllm:request_success_total{{{lab},finished_reason="stop"}} {_fmt(round(v, 2))} {ts}'
+        for v, ts in zip(np.cumsum(n_req), t, strict=True)
+    ]
     e2e = s["ttft_med"] + OUTPUT_MEAN * s["itl_med"]
     waiting = np.where(s["overloaded"], 40.0, 0.0)
     kv = np.clip(0.1 + 0.7 * s["load"], 0, 0.97)
     for name, vals in (("vllm:num_requests_running", s["rate"] * e2e), ("vllm:num_requests_waiting", waiting),
                        ("vllm:kv_cache_usage_perc", kv)):  # fmt: skip
-        lines.append(f"# TYPE {name} gauge")
-        lines.extend(
+        out[name] = [
             f"{name}{{{lab}}} {_fmt(round(float(v), 4))} {ts}" for v, ts in zip(vals, t, strict=True)
-        )
+        ]
     ttft_cdf = np.vstack([_lognorm_cdf(np.array(TTFT_BUCKETS), m, 0.5) for m in s["ttft_med"]])
     itl_cdf = np.vstack([_lognorm_cdf(np.array(ITL_BUCKETS), m, 0.3) for m in s["itl_med"]])
     n_tok = n_req * OUTPUT_MEAN
@@ -197,15 +215,14 @@ def openmetrics(sc: Scenario, end_s: int) -> str:
         ("vllm:time_to_first_token_seconds", n_req, ttft_cdf, s["ttft_med"] * math.exp(0.125), TTFT_BUCKETS),
         ("vllm:inter_token_latency_seconds", n_tok, itl_cdf, s["itl_med"] * math.exp(0.045), ITL_BUCKETS),
     ):
-        lines.append(f"# TYPE {name} histogram")
-        lines.extend(_hist_lines(name, lab, t, counts, cdf, mean, bounds))
+        out[name] = list(_hist_lines(name, lab, t, counts, cdf, mean, bounds))
     for name, m, sd in (("vllm:request_prompt_tokens", PROMPT_MEAN * sc.prompt_scale, 256.0 * sc.prompt_scale),
                         ("vllm:request_generation_tokens", OUTPUT_MEAN, 64.0)):  # fmt: skip
         med, sig = _lognorm_from_mean(m, sd)
         cdf = np.tile(_lognorm_cdf(np.array(TOKEN_BUCKETS, dtype=float), med, sig), (t.size, 1))
-        lines.append(f"# TYPE {name} histogram")
-        lines.extend(
+        out[name] = list(
             _hist_lines(name, lab, t, n_req, cdf, np.full(t.size, m), [float(b) for b in TOKEN_BUCKETS])
         )
-    lines.append("# EOF")
-    return "\n".join(lines) + "\n"
+    kinds = {"vllm:request_success": "counter", "vllm:num_requests_running": "gauge",
+             "vllm:num_requests_waiting": "gauge", "vllm:kv_cache_usage_perc": "gauge"}  # fmt: skip
+    return {k: [f"# TYPE {k} {kinds.get(k, 'histogram')}"] + v for k, v in out.items()}

@@ -9,6 +9,7 @@ reader can check the claim. Thresholds are named constants with the reason for e
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -81,7 +82,8 @@ def mean_activity(obs: Observed) -> np.ndarray | None:
     act = obs.activity()
     if not act:
         return None
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # steps where no GPU reported
         return np.nanmean(np.vstack(list(act.values())), axis=0)
 
 
@@ -107,6 +109,11 @@ def _hours_text(hours: list[int]) -> str:
         else:
             runs.append((h, h))
     return ", ".join(f"{a:02d}:00-{b + 1:02d}:00" for a, b in runs) + " UTC"
+
+
+def _mean_where(values: np.ndarray, mask: np.ndarray) -> float | None:
+    v = values[mask & np.isfinite(values)]
+    return float(v.mean()) if v.size else None
 
 
 def peak_over_plan(obs: Observed, p: Planned) -> Finding | None:
@@ -135,9 +142,11 @@ def peak_over_plan(obs: Observed, p: Planned) -> Finding | None:
             "planned_peak_rps": p.peak_rate_rps,
             "planned_design_rps": design,
             "planned_usable_capacity_rps": p.usable_capacity_rps,
-            "hours_over_design": over,
-            "rate_p95_by_hour_rps": hourly,
-            "waiting_requests_mean_by_hour": by_hour(obs.grid, waiting) if waiting is not None else None,
+            "hours_over_design": _hours_text(over),
+            "waiting_requests_mean_over_design": _mean_where(waiting, rate > design)
+            if waiting is not None
+            else None,
+            "measured_series": "by_hour.rate_p95_rps, series.request_success",
             "planned_replicas": p.replicas,
             "replicas_needed_at_peak": needed,
         },
@@ -154,7 +163,10 @@ def idle_hours(obs: Observed, p: Planned) -> Finding | None:
         idle = [h for h, n in enumerate(need) if n is not None and n <= p.replicas * IDLE_FRACTION]
         spare = sum((p.replicas - n) for n in need if n is not None and n < p.replicas)
         share = spare / (p.replicas * HOURS) if p.replicas else 0.0
-        series: dict[str, Any] = {"replicas_needed_by_hour": need, "planned_replicas": p.replicas}
+        series: dict[str, Any] = {
+            "measured_series": "by_hour.replicas_needed",
+            "planned_replicas": p.replicas,
+        }
     else:
         act = mean_activity(obs)
         if act is None or p.kind != "training":
@@ -162,7 +174,7 @@ def idle_hours(obs: Observed, p: Planned) -> Finding | None:
         hourly = by_hour(obs.grid, act)
         idle = [h for h, a in enumerate(hourly) if a is not None and a < BUSY_ACTIVITY]
         share = len(idle) / HOURS
-        series = {"gpu_activity_by_hour": hourly}
+        series = {"measured_series": "by_hour.gpu_activity"}
     if len(idle) < IDLE_MIN_HOURS:
         return None
     saving = share * p.usd_per_month if p.usd_per_month else None
@@ -173,7 +185,7 @@ def idle_hours(obs: Observed, p: Planned) -> Finding | None:
         title=f"Capacity sits idle {len(idle)} h a day ({_hours_text(idle)}): {share:.0%} of GPU-hours unneeded",
         evidence={
             **series,
-            "idle_hours": idle,
+            "idle_hours": _hours_text(idle),
             "idle_gpu_hour_share": share,
             "saving_usd_per_month": saving,
             "planned_usd_per_month": p.usd_per_month,
@@ -191,11 +203,18 @@ def straggler(obs: Observed, p: Planned) -> Finding | None:
         return None
     ids = list(act)
     stack = np.vstack([act[i] for i in ids])
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         busy = np.nanmedian(stack, axis=0) >= BUSY_ACTIVITY
     if not busy.any():
         return None
-    means = np.array([np.nanmean(row[busy]) for row in stack])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = np.array([np.nanmean(row[busy]) for row in stack])
+    keep = np.isfinite(means)
+    if keep.sum() < STRAGGLER_MIN_GPUS:
+        return None
+    ids, means, stack = [i for i, k in zip(ids, keep, strict=True) if k], means[keep], stack[keep]
     throttle = _throttled_share(obs, ids, busy)
     worst = int(np.nanargmax(np.abs(means - np.nanmedian(means))))
     peers = np.delete(means, worst)
@@ -219,7 +238,7 @@ def straggler(obs: Observed, p: Planned) -> Finding | None:
             "gpu": gid,
             "activity_busy_mean": float(means[worst]),
             "peer_activity_busy_median": med,
-            "activity_by_gpu": dict(zip(ids, (float(m) for m in means), strict=True)),
+            "activity_by_gpu": ", ".join(f"{i} {m:.0%}" for i, m in zip(ids, means, strict=True)),
             "throttled_share": float(throttle[worst]) if throttle.size else None,
             "peer_throttled_share_median": peer_throttle if throttle.size else None,
             "activity_metric": (obs.used.get("gr_engine_active") or obs.used.get("gpu_util")).name  # type: ignore[union-attr]
@@ -279,8 +298,8 @@ def slo_breach(key: str, slo_key: str, label: str) -> Callable[[Observed, Planne
                 "planned_at_percentile_s": p.latency_s.get(slo_key),
                 "observed_max_s": worst,
                 "breached_share": share,
-                "by_hour_s": hourly,
-                "hours_breached": hours,
+                "hours_breached": _hours_text(hours),
+                "measured_series": f"by_hour.{'ttft_s' if slo_key == 'ttft_s' else 'itl_s'}, series.{key}",
                 "metric": obs.used[key].name,
             },
             fix=(
@@ -313,7 +332,7 @@ def power_over(obs: Observed, p: Planned) -> Finding | None:
             "observed_mean_w_per_gpu": avg,
             "planned_typical_w_per_gpu": p.gpu_typical_w,
             "planned_tdp_w": p.gpu_tdp_w,
-            "power_by_hour_w": by_hour(obs.grid, np.nanmean(np.vstack(list(power.values())), axis=0)),
+            "measured_series": "series.power_usage_by_gpu",
         },
         fix="Re-budget energy and cooling for the measured draw, or cap GPU power (nvidia-smi -pl) if the SLOs allow.",
     )
@@ -377,7 +396,7 @@ def training_underused(obs: Observed, p: Planned) -> Finding | None:
         category="bottleneck",
         impact=min(1.0, TRAINING_ACTIVITY_MIN - avg + 0.1),
         title=f"Training GPUs are busy only {avg:.0%} of the time on average",
-        evidence={"gpu_activity_mean": avg, "gpu_activity_by_hour": by_hour(obs.grid, act)},  # type: ignore[arg-type]
+        evidence={"gpu_activity_mean": avg, "measured_series": "by_hour.gpu_activity"},
         fix="Profile the step (rightsize profile train): input pipeline, exposed communication or checkpoint stalls.",
     )
 

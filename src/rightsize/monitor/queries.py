@@ -211,17 +211,12 @@ class Collector:
 
     def _store_gpu(self, key: str, entry: MetricName, query: str, series: list[Series]) -> None:
         si = metric_spec(key).si_unit
+        # energy and violation counters become rates: W and seconds throttled per second
+        check = "W" if key == "total_energy" else ("ratio" if key.endswith("violation") else si)
         per: dict[str, np.ndarray] = {}
         for s in series:
+            self._check_unit(key, entry, s.values * entry.to_si, check)
             per[_gpu_id(s.labels)] = on_grid(s, self.obs.grid) * entry.to_si
-        for v in per.values():
-            # energy and violation counters become rates: W and seconds throttled per second
-            self._check_unit(
-                key,
-                entry,
-                v,
-                "W" if key == "total_energy" else ("ratio" if key.endswith("violation") else si),
-            )
         self.obs.gpu[key] = dict(sorted(per.items()))
         self._record(key, entry, query)
 
@@ -250,9 +245,9 @@ class Collector:
             if not found:
                 continue
             entry, query, series = found
-            values = on_grid(series[0], self.obs.grid) * entry.to_si
             if key == "kv_cache_usage":
-                self._check_unit(key, entry, values, "ratio")
+                self._check_unit(key, entry, series[0].values * entry.to_si, "ratio")
+            values = on_grid(series[0], self.obs.grid) * entry.to_si
             self.obs.serving[key] = values
             self._record(key, entry, query)
         for key, label in (("request_prompt_tokens", "prompt"), ("request_generation_tokens", "output")):

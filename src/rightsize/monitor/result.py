@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 
 from rightsize.advise.findings import Finding
+from rightsize.constants import REPORT_SCHEMA_VERSION
 from rightsize.monitor.compare import by_hour, mean, mean_activity, pct, replicas_by_hour
 from rightsize.monitor.plan_view import Planned
 from rightsize.monitor.queries import Observed
 from rightsize.monitor.replan import Replan
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = REPORT_SCHEMA_VERSION  # the report JSON schema this dict follows
 MAX_CHART_POINTS = 400
 
 

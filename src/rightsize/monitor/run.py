@@ -64,7 +64,7 @@ def monitor(
     timeout_s: float = 30.0,
     max_response_bytes: int | None = None,
     capture_path: str | None = None,
-    plan_fn: Callable[[Any], Any] | None = None,
+    plan_fn: Callable[..., Any] | None = None,
 ) -> MonitorResult:
     """Compare the running system with ``plan`` (``spec`` too, to re-plan with ``plan_fn``)."""
     if bool(prometheus_url) == bool(from_file):
