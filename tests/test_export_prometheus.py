@@ -23,12 +23,15 @@ from export_plans import plan_dict  # noqa: E402
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None and not os.environ.get("RIGHTSIZE_REQUIRE_PROMTOOL"), reason="promtool not installed (Debian package `prometheus`; .ci/run installs it)"
+    PROMTOOL is None and not os.environ.get("RIGHTSIZE_REQUIRE_PROMTOOL"),
+    reason="promtool not installed (Debian package `prometheus`; .ci/run installs it)",
 )
 
 
 def _promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    assert PROMTOOL is not None, "promtool is missing (RIGHTSIZE_REQUIRE_PROMTOOL is set): apt-get install prometheus"
+    assert PROMTOOL is not None, (
+        "promtool is missing (RIGHTSIZE_REQUIRE_PROMTOOL is set): apt-get install prometheus"
+    )
     return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from rightsize import __version__
+from rightsize._version import __version__
 from rightsize.export.plan_view import Header
 
 
