@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from rightsize.errors import BadInput
+from rightsize.export.header import comment_block
 from rightsize.export.plan_view import TrainingView
 
 FRAMEWORKS = {
@@ -149,10 +150,15 @@ def torchtitan(v: TrainingView) -> Launch:
     ac = {"none": "none", "selective": "selective", "full": "full"}[v.recompute]
     flavor = _titan_flavor(v.model.name)
     m = v.model
-    toml = f"""# torchtitan job config for {v.header.name} ({FRAMEWORKS["torchtitan"]}).
-# Model dimensions from the plan: layers={m.layers} hidden={m.hidden} heads={m.heads}
-# kv_heads={m.kv_heads} ffn_hidden={m.ffn_hidden} vocab={m.vocab}{" (register a flavor with these)" if flavor == "custom" else ""}
-[job]
+    dims = (
+        f"model dimensions from the plan: layers={m.layers} hidden={m.hidden} heads={m.heads} "
+        f"kv_heads={m.kv_heads} ffn_hidden={m.ffn_hidden} vocab={m.vocab}"
+        + (" (register a flavor with these)" if flavor == "custom" else "")
+    )
+    head = comment_block(v.header, f"torchtitan job config ({FRAMEWORKS['torchtitan']})", [dims])
+    toml = (
+        head
+        + f"""[job]
 dump_folder = "./outputs"
 description = "{v.header.name}"
 
@@ -188,6 +194,7 @@ enable_checkpoint = true
 folder = "checkpoint"
 interval = {save_interval_steps(v)}
 """
+    )
     if v.precision == "fp8":
         toml += '\n[float8]\nenable_fsdp_float8_all_gather = true\nrecipe_name = "tensorwise"\n'
     return Launch(
@@ -213,9 +220,11 @@ def nemo(v: TrainingView) -> Launch:
     lora = v.method == "lora"
     fn = "finetune_recipe" if lora else "pretrain_recipe"
     extra = ', peft_scheme="lora"' if lora else ""
-    ckpt_steps = save_interval_steps(v)
+    ckpt_steps = min(save_interval_steps(v), v.steps)  # Lightning wants intervals within the run
     ac = {"none": "None", "selective": '"selective"', "full": '"full"'}[v.recompute]
-    py = f'''"""NeMo 2.0 job for {v.header.name} ({FRAMEWORKS["nemo"]}); run by srun, one task per GPU."""
+    py = (
+        comment_block(v.header, f"NeMo job script ({FRAMEWORKS['nemo']})")
+        + f'''"""NeMo 2.0 job for {v.header.name}; run by srun (one task per GPU) or torchrun."""
 import os
 
 import nemo_run as run
@@ -242,6 +251,7 @@ recipe.trainer.max_steps = {v.steps}
 recipe.trainer.val_check_interval = {ckpt_steps}
 recipe.log.ckpt.every_n_train_steps = {ckpt_steps}
 '''
+    )
     if v.precision == "fp8":
         py += "recipe.trainer.plugins = llm.recipes.precision.mixed_precision.bf16_with_fp8_mixed()\n"
     if lora and v.lora_rank:

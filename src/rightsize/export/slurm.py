@@ -176,7 +176,8 @@ def profile_model_yaml(v: TrainingView, device: str) -> str:
         "tied_embeddings: false",
         f"max_seq_len: {max(v.seq_len, 1024)}",
     ]
-    return "\n".join(lines) + "\n"
+    what = "two of the plan's layers" if device != "cpu" else "a tiny decoder (checks the launcher only)"
+    return comment_block(v.header, f"Profiling model: {what}") + "\n".join(lines) + "\n"
 
 
 def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
@@ -231,7 +232,7 @@ srun --kill-on-bad-exit=1 --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \\
   torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node={per_node} \\
     --rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:{RDZV_PORT + 1}" \\
     --no-python "$RIGHTSIZE" profile train --model profile-model.yaml --device {dev} \\
-    --batch 1,2 --seq {seq} --steps 3 --warmup 1{" --threads 1" if not gpu else ""} \\
+    --batch 1,2 --seq {seq} --steps 3 --warmup 1{" --threads 1" if not gpu else " --dtype bf16"} \\
     --out "profiles/train-$SLURM_JOB_ID.jsonl" --format json -o "profiles/train-$SLURM_JOB_ID.json"
 """,
         "profile-model.yaml": profile_model_yaml(v, device),
