@@ -184,7 +184,13 @@ def _profile_parts(paths: list[Path]) -> dict[str, Any]:
             parts["config"] = parts["config"] or hdr.get("config")
             parts["device"] = hdr.get("config", {}).get("device", "cpu")
         res = jsonl.results(recs)
-        parts["train"] += [r for r in res if r.get("kind") == "train" and r.get("status") == "ok"]
+        # single-process steps only: a data-parallel step (profile train under torchrun/srun)
+        # includes the gradient all-reduce, which the compute fit must not absorb
+        parts["train"] += [
+            r
+            for r in res
+            if r.get("kind") == "train" and r.get("status") == "ok" and r.get("world_size", 1) == 1
+        ]
         parts["micro"] += [r for r in res if r.get("kind") in ("gemm", "membw") and r.get("status") == "ok"]
         parts["comms"] += [r for r in res if r.get("kind") == "comms" and r.get("status") == "ok"]
     return parts
