@@ -75,6 +75,7 @@ def test_train_sbatch_matches_the_plan(plan_70b: dict) -> None:
     assert 'rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"' in s
     assert f"plan schema version {plan_70b['schema_version']}" in s and "plan: llama3-70b-pretrain" in s
     assert subprocess.run(["bash", "-n"], input=s, text=True).returncode == 0
+    assert subprocess.run(["bash", "-n"], input=files["profile.sbatch"], text=True).returncode == 0
 
 
 @pytest.mark.parametrize("framework", ["torchtitan", "nemo"])
@@ -118,6 +119,7 @@ def test_serving_sbatch_one_server_per_replica(tmp_path: Path) -> None:
     assert int(_sbatch(s, "gpus-per-node")) == plan["best"]["tp"]
     assert int(_arg(s, "--tensor-parallel-size")) == plan["best"]["tp"]
     assert "--kv-cache-dtype fp8" in s if plan["best"]["kv_precision"] == "fp8" else True
+    assert subprocess.run(["bash", "-n"], input=s, text=True).returncode == 0
 
 
 def test_bad_inputs_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

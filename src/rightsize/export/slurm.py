@@ -276,7 +276,7 @@ def serve_sbatch(v: ServingView) -> dict[str, str]:
 {_sbatch_lines(opts)}{head}
 set -euo pipefail
 MODEL=${{MODEL:-{v.model.hf_id or ""}}}
-: "${{MODEL:?set MODEL to the model's Hugging Face id or a local path}}"
+: "${{MODEL:?set MODEL to the Hugging Face model id or a local path}}"
 srun vllm serve "$MODEL" \\
     {args}
 """
