@@ -76,6 +76,35 @@ def _memory(model: Any, device: Any) -> dict[str, Any]:
     return {"peak_estimate_bytes": float(4 * state), "what": "weights + gradients + AdamW moments"}
 
 
+def _record(
+    launch: Launch, b: int, s: int, t: dict[str, Any], per_rank: list[float], module: Any, ctx: dict[str, Any]
+) -> dict[str, Any]:
+    """One merged record: every rank's step time, the slowest as the job's."""
+    from rightsize.profile.torch_model import param_count
+
+    slowest = max(per_rank)
+    return {
+        "type": "result",
+        "kind": "train",
+        "key": f"train:b{b}:s{s}:w{launch.world_size}",
+        "status": "ok",
+        "batch": b,
+        "seq_len": s,
+        "world_size": launch.world_size,
+        "launcher": launch.launcher,
+        "parallel": {"dp": launch.world_size, "tp": 1, "pp": 1},
+        "params": param_count(module),
+        "time_s": t,
+        "per_rank_step_s": {str(r): v for r, v in enumerate(per_rank)},
+        "step_time_s": slowest,
+        "flops_per_step": ctx["flops"],
+        "achieved_flops_per_s": ctx["flops"] / slowest,
+        "data_wait_fraction": 0.0,  # synthetic tokens already on the device
+        "memory": _memory(module, ctx["device"]),
+        "tokens_per_s": launch.world_size * b * s / slowest,
+    }
+
+
 def _gather(dist: Any, value: float, ctx: dict[str, Any]) -> list[float]:
     import torch
 
@@ -92,7 +121,7 @@ def run_distributed_train(
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from rightsize.profile.torch_model import build_decoder, param_count
+    from rightsize.profile.torch_model import build_decoder
     from rightsize.spec.model import ModelArch
 
     cuda = cfg["device"] == "cuda"
@@ -140,27 +169,8 @@ def run_distributed_train(
                 per_rank = _gather(dist, t["step"]["median"], ctx)
                 if launch.rank != 0:
                     continue
-                slowest = max(per_rank)
-                rec = {
-                    "type": "result",
-                    "kind": "train",
-                    "key": f"train:b{b}:s{s}:w{launch.world_size}",
-                    "status": "ok",
-                    "batch": int(b),
-                    "seq_len": int(s),
-                    "world_size": launch.world_size,
-                    "launcher": launch.launcher,
-                    "parallel": {"dp": launch.world_size, "tp": 1, "pp": 1},
-                    "params": param_count(model.module),
-                    "time_s": t,
-                    "per_rank_step_s": {str(r): v for r, v in enumerate(per_rank)},
-                    "step_time_s": slowest,
-                    "flops_per_step": ctx["flops"],
-                    "achieved_flops_per_s": ctx["flops"] / slowest,
-                    "data_wait_fraction": 0.0,  # synthetic tokens already on the device
-                    "memory": _memory(model.module, device),
-                    "tokens_per_s": launch.world_size * int(b) * int(s) / slowest,
-                }
+                rec = _record(launch, int(b), int(s), t, per_rank, model.module, ctx)
+                slowest = rec["step_time_s"]
                 writer.write(rec)
                 results.append(rec)
                 say(f"b{b} s{s}: step {slowest * 1e3:.1f} ms over {launch.world_size} ranks")
