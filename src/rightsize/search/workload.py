@@ -48,6 +48,11 @@ class Workload(ABC):
     def __init__(self, spec: Any) -> None:
         self.spec = spec
 
+    @property
+    def unit(self) -> str:
+        """The unit this plan reports its work in."""
+        return self.work_unit
+
     @abstractmethod
     def search(self, calibration: Calibration | None) -> PlanResult:
         """Enumerate, evaluate and rank the candidates; the best with its Demand."""
@@ -108,6 +113,11 @@ class RecommendationWorkload(Workload):
 
     kind = "recommendation"
     work_unit = "sample"
+
+    @property
+    def unit(self) -> str:
+        """Training counts samples; online inference counts queries."""
+        return "query" if self.spec.mode == "inference" else "sample"
 
     def search(self, calibration: Calibration | None) -> PlanResult:
         from rightsize.search.recsys import plan_recsys
