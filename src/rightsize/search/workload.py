@@ -107,6 +107,11 @@ class VisionWorkload(Workload):
 
         return plan_vision(self.spec, calibration)
 
+    def uncertainty(self, plan: PlanResult, calibration: Calibration | None) -> dict[str, Any] | None:
+        from rightsize.search.uncertainty_steps import vision_uncertainty
+
+        return vision_uncertainty(plan, self.spec, calibration)
+
 
 class RecommendationWorkload(Workload):
     """Recommendation models (DLRM): training and online inference."""
@@ -123,6 +128,11 @@ class RecommendationWorkload(Workload):
         from rightsize.search.recsys import plan_recsys
 
         return plan_recsys(self.spec, calibration)
+
+    def uncertainty(self, plan: PlanResult, calibration: Calibration | None) -> dict[str, Any] | None:
+        from rightsize.search.uncertainty_steps import recsys_uncertainty
+
+        return recsys_uncertainty(plan, self.spec, calibration)
 
 
 def _registry() -> dict[type, type[Workload]]:
