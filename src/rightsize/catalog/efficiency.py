@@ -37,8 +37,11 @@ SCALAR_FIELDS = (
     "scaleup_latency_s",
     "scaleout_latency_s",
     "kernel_overhead_s",
+    "attention_seq_half_tokens",
+    "tp_comm_overlap",
 )
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
+ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap"})  # 0 = the stack does not overlap
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
 
 # Sanity bounds per field: (minimum, maximum). Fractions of a peak cannot exceed 1; bus
@@ -55,6 +58,8 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "scaleup_latency_s": (1e-8, 1e-3),
     "scaleout_latency_s": (1e-8, 1e-3),
     "kernel_overhead_s": (1e-8, 1e-3),
+    "attention_seq_half_tokens": (1.0, 65536.0),
+    "tp_comm_overlap": (0.0, 1.0),
 }
 
 
@@ -72,6 +77,12 @@ class Efficiency:
     scaleup_latency_s: float
     scaleout_latency_s: float
     kernel_overhead_s: float
+    # Causal flash attention reaches half its long-sequence throughput at this many keys
+    # per query block (tiles along the diagonal are half empty, fewer tiles fill the SMs).
+    attention_seq_half_tokens: float
+    # Share of the hideable tensor-parallel traffic the usual training stack on this
+    # accelerator overlaps with GEMMs (Megatron-Core / Transformer Engine userbuffers).
+    tp_comm_overlap: float
     sources: dict[str, Sourced]  # "gemm_peak_fraction.bf16", "memory_bw_fraction", ... -> figure
 
     def gemm_fraction(self, dtype: str) -> float:
@@ -138,7 +149,13 @@ def parse_efficiency(raw: Any, file: str, key: str, default: Efficiency | None =
         if field in raw:
             lo, hi = _BOUNDS[field]
             s = sourced(
-                raw[field], file, f"{key}.{field}", integer=field in INTEGER_FIELDS, minimum=lo, maximum=hi
+                raw[field],
+                file,
+                f"{key}.{field}",
+                integer=field in INTEGER_FIELDS,
+                minimum=lo,
+                maximum=hi,
+                allow_zero=field in ZERO_ALLOWED_FIELDS,
             )
             values[field] = s.value
             sources[field] = s
@@ -211,5 +228,7 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         scaleup_latency_s=values["scaleup_latency_s"],
         scaleout_latency_s=values["scaleout_latency_s"],
         kernel_overhead_s=values["kernel_overhead_s"],
+        attention_seq_half_tokens=values["attention_seq_half_tokens"],
+        tp_comm_overlap=values["tp_comm_overlap"],
         sources=sources,
     )

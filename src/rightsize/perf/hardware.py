@@ -48,6 +48,8 @@ class Hardware:
     kernel_overhead_s: float
     tdp_w: float = 0.0
     peak_16bit_flops_per_s: float = 0.0  # for attention kernels, which run in 16 bit
+    attention_seq_half_tokens: float = 256.0  # keys per query block at half the plateau
+    tp_comm_overlap: float = 0.0  # share of hideable TP traffic the stack overlaps
 
     @classmethod
     def from_catalog(cls, acc: Accelerator, node: NodeType, dtype: str) -> Hardware:
@@ -77,6 +79,8 @@ class Hardware:
             kernel_overhead_s=eff.kernel_overhead_s,
             tdp_w=acc.tdp_w,
             peak_16bit_flops_per_s=peak16,
+            attention_seq_half_tokens=eff.attention_seq_half_tokens,
+            tp_comm_overlap=eff.tp_comm_overlap,
         )
 
     def with_overrides(self, **fields: float) -> Hardware:

@@ -43,6 +43,17 @@ FRAMEWORK_BYTES = 2.5 * GiB
 # reserved-but-unallocated at peak). Planning keeps 8% aside.
 ALLOCATOR_USABLE_FRACTION = 0.92
 
+# Bytes per logit at the loss's peak. Megatron's vocab-parallel cross entropy casts the
+# 16-bit logits to fp32 once (the 16-bit copy is then freed), computes the softmax in
+# place in that fp32 buffer, keeps it for backward and writes the gradient into it
+# (megatron/core/tensor_parallel/cross_entropy.py): 4 bytes kept, plus the 16-bit
+# logits alive while the cast runs: 6 at the peak (the old 2 + 4 + 4 counted a second
+# fp32 copy that the fused loss never makes).
+LOGITS_BYTES_PER_ENTRY = 6.0
+
+# ZeRO-3 / FSDP: unsharded units alive at once (the one computing, the one prefetched).
+GATHERED_UNITS = 2.0
+
 
 @dataclass
 class TrainMemory:
@@ -214,7 +225,10 @@ def train_memory(
     kept, rebuilt_per_token = (
         act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
     )
-    dp, z = cfg.dp, cfg.zero_stage
+    # Megatron shards the distributed optimizer (and ZeRO-3 weights) over the data-parallel
+    # group *with* context parallelism: CP ranks hold the same weights (parallel_state's
+    # data_parallel_group_with_cp), so the shard count is dp x cp.
+    dp, z = cfg.dp * cfg.cp, cfg.zero_stage
     expert_dp = np.maximum(dp / cfg.ep, 1.0)
 
     def sharded(d: np.ndarray, e: np.ndarray, stage: int) -> np.ndarray:
@@ -233,8 +247,17 @@ def train_memory(
         t_dense, t_expert = stage_trainable(w, cfg)
     else:
         t_dense, t_expert = dense, expert
-    gradients = w.grad_bytes * sharded(t_dense, t_expert, 2)
+    # ZeRO-3 / FSDP keeps 16-bit sharded gradients (DeepSpeed stage 3; FSDP's bf16
+    # reduce-scatter into the sharded fp32 parameter's gradient replaces the 16-bit weight
+    # shard it does not keep): 16 bytes per parameter in all, Rajbhandari et al. 2020, Fig. 1.
+    grad_bytes = np.where(z >= 3, 2.0, w.grad_bytes)
+    gradients = grad_bytes * sharded(t_dense, t_expert, 2)
     optimizer = OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer] * sharded(t_dense, t_expert, 1)
+    # ZeRO-3 also holds the unsharded 16-bit weights of the layer being computed and of the
+    # one being prefetched (FSDP's forward/backward prefetch of one unit).
+    layers_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+    unit = weight_bytes * dense / np.maximum(total_params, 1.0) / np.maximum(layers_stage, 1.0)
+    weights = weights + np.where(z >= 3, GATHERED_UNITS * unit, 0.0)
 
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
     layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
@@ -246,9 +269,9 @@ def train_memory(
     rebuilt = np.where(cfg.recompute == 2, rebuilt_per_token * tokens_mb, 0.0)
     first_stage = one_mb * in_flight * interleave + rebuilt
     # The last stage keeps one micro-batch in flight under 1F1B, plus the logits
-    # [T, V/t] in 16 bit and fp32 copies for the loss and its gradient.
+    # [T, V/t]: see LOGITS_BYTES_PER_ENTRY.
     last_stage = one_mb * interleave + rebuilt
-    logits_last = tokens_mb * w.arch.vocab / cfg.tp * (2.0 + 4.0 + 4.0)
+    logits_last = tokens_mb * w.arch.vocab / cfg.tp * LOGITS_BYTES_PER_ENTRY
     first_heavier = first_stage >= last_stage + logits_last
     activations = np.where(first_heavier, first_stage, last_stage)
     logits = np.where(first_heavier, 0.0, logits_last)

@@ -191,6 +191,47 @@ def _unique_layer_costs(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) ->
     return _PerLayer(**{name: getattr(costs, name)[inverse] for name in costs.__dataclass_fields__})
 
 
+def _zero3_per_microbatch(
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    hw: Hardware,
+    lc: _PerLayer,
+    lps: np.ndarray,
+    params: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(exposed, hidden) seconds of ZeRO-3 / FSDP traffic per micro-batch on one GPU.
+
+    FSDP wraps each transformer layer as a unit (torchtitan, llm-foundry, Megatron-FSDP):
+    every micro-batch all-gathers each unit's weights before its forward, again before
+    its backward (weights are resharded after forward), and reduce-scatters its
+    gradients after its backward. Prefetch runs one unit ahead, so a unit's gather hides
+    only under its neighbour's compute: forward, max(0, AG - fwd) per unit is exposed;
+    backward, max(0, AG + RS - bwd) (both share the links). The first gather and the last
+    reduce-scatter have nothing to hide under. Each is a ring of dp x cp ranks with
+    n - 1 latency steps (collectives.all_gather_s).
+    """
+    dense, expert, t_dense, t_expert = params
+    dpc = cfg.dp * cfg.cp
+    bw, lat = coll.group_link(dpc, cfg.tp, hw)
+    units = np.maximum(lps, 1.0)
+    gathered = stage_weight_bytes(w, cfg, dense, np.zeros_like(dense)) / units
+    grads = 2.0 * t_dense / units  # 16-bit reduce-scatter (FSDP reduce_dtype, DeepSpeed fp16/bf16)
+    ag = coll.all_gather_s(gathered, dpc, bw, lat)
+    rs = coll.reduce_scatter_s(grads, dpc, bw, lat)
+    if w.arch.is_moe:  # expert weights shard (and gather) over the dp / ep replicas of each expert
+        ep_dp = np.maximum(np.floor(dpc / cfg.ep), 1.0)
+        e_bw, e_lat = coll.group_link(ep_dp, cfg.tp * cfg.ep, hw)
+        expert_bytes = expert * (w.base_weight_bytes if w.frozen_base else 2.0) / units
+        ag = ag + coll.all_gather_s(expert_bytes, ep_dp, e_bw, e_lat)
+        rs = rs + coll.reduce_scatter_s(2.0 * t_expert / units, ep_dp, e_bw, e_lat)
+    fwd = lc.compute - lc.backward
+    exposed_fwd = np.maximum(0.0, ag - fwd)
+    exposed_bwd = np.maximum(0.0, ag + rs - lc.backward)
+    exposed = units * (exposed_fwd + exposed_bwd) + ag + rs
+    total = units * (2.0 * ag + rs)
+    return exposed, np.maximum(total - exposed, 0.0)
+
+
 def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBreakdown:
     """Evaluate every configuration in `cfg` for workload `w` on hardware `hw`."""
     lc = _unique_layer_costs(w, cfg, hw)
@@ -219,33 +260,27 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
     hop = coll.p2p_s(act / cfg.tp, pp_bw, pp_lat) + coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat)
     hops = np.where(cfg.pp > 1, m * cfg.vpp + cfg.pp - 1.0, 0.0)
-    pp_comm = 2.0 * hops * hop
+    # Interleaved 1F1B overlaps its sends and receives with the next chunk's compute
+    # (Megatron-Core overlap_p2p_comm, on with virtual pipelining): only the warm-up and
+    # cool-down hops wait. Without interleaving every send sits between two chunks.
+    exposed_hops = np.where(cfg.vpp > 1, np.minimum(hops, 2.0 * (cfg.pp - 1.0)), hops)
+    pp_comm = 2.0 * exposed_hops * hop + COMM_COMPUTE_INTERFERENCE * 2.0 * (hops - exposed_hops) * hop
 
-    # Data-parallel gradient reduction (+ ZeRO weight gathers).
-    # Only trainable parameters have gradients: all of them, or LoRA's adapters.
+    # Data-parallel gradient reduction (+ ZeRO weight gathers), over dp x cp ranks: context-
+    # parallel ranks hold the same weights, so their gradients are reduced together
+    # (Megatron's data_parallel_group_with_cp).
     dense, expert = stage_params(w, cfg)
     t_dense, t_expert = stage_trainable(w, cfg) if w.frozen_base else (dense, expert)
-    dp_bw, dp_lat = coll.group_link(cfg.dp, cfg.tp * cfg.cp, hw)
-    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, cfg.dp, dp_bw, dp_lat)
+    dpc = cfg.dp * cfg.cp
+    dp_bw, dp_lat = coll.group_link(dpc, cfg.tp, hw)
+    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
+    ep_dp = np.maximum(np.floor(dpc / cfg.ep), 1.0)
     if w.arch.is_moe:  # expert gradients reduce over the dp / ep replicas of each expert
-        ep_dp = np.maximum(np.floor(cfg.dp / cfg.ep), 1.0)
-        dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.cp * cfg.ep, hw)
+        dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.ep, hw)
         grad_sync = grad_sync + coll.all_reduce_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
     window = DP_OVERLAP_FRACTION * lps * lc.backward
     z3 = cfg.zero_stage >= 3
-    # ZeRO-3 / FSDP: every micro-batch all-gathers the weights for forward and again
-    # for backward, and reduce-scatters its gradients; prefetch overlaps that traffic
-    # with the micro-batch's own compute.
-    gathered = stage_weight_bytes(w, cfg, dense, np.zeros_like(dense))
-    per_mb = 2.0 * coll.all_gather_s(gathered, cfg.dp, dp_bw, dp_lat) + coll.reduce_scatter_s(
-        t_dense * w.grad_bytes, cfg.dp, dp_bw, dp_lat
-    )
-    if w.arch.is_moe:  # expert weights shard (and gather) over the dp / ep replicas of each expert
-        expert_bytes = expert * (w.base_weight_bytes if w.frozen_base else 2.0)
-        per_mb = per_mb + 2.0 * coll.all_gather_s(expert_bytes, ep_dp, dpe_bw, dpe_lat)
-        per_mb = per_mb + coll.reduce_scatter_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
-    z3_hidden = np.minimum(per_mb, DP_OVERLAP_FRACTION * stage_mb)
-    z3_exposed = per_mb - z3_hidden
+    z3_exposed, z3_hidden = _zero3_per_microbatch(w, cfg, hw, lc, lps, (dense, expert, t_dense, t_expert))
     hidden = np.where(z3, m * z3_hidden, np.minimum(grad_sync, window))
     exposed = np.where(z3, m * z3_exposed, grad_sync - np.minimum(grad_sync, window))
     # Overlapped collectives still cost compute: NCCL runs its channels as thread
@@ -254,7 +289,7 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     dp_comm = exposed + COMM_COMPUTE_INTERFERENCE * hidden
 
     # Optimizer update: memory-bound over the parameters this GPU owns.
-    owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, cfg.dp, 1)
+    owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, dpc, 1)
     optimizer = (
         owned * OPTIMIZER_UPDATE_BYTES_PER_PARAM[w.optimizer] / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     )
