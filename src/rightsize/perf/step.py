@@ -44,6 +44,14 @@ from rightsize.perf.workload import OPTIMIZER_UPDATE_BYTES_PER_PARAM, ParallelCo
 DP_OVERLAP_FRACTION = 0.7
 COMM_COMPUTE_INTERFERENCE = 0.1
 
+# Identical GPUs do not run at identical speed: power management and manufacturing spread
+# give compute-bound kernels an average 8% (max 22%) performance variation across the
+# GPUs of one cluster (Sinha et al., "Not All GPUs Are Created Equal", SC22, arXiv
+# 2208.11035, V100 and MI60 clusters), i.e. a spread of about 8% / 6.6 = 1.2% (one sigma)
+# over the thousands of GPUs measured. A synchronous step waits for its slowest GPU, whose
+# compute is about sqrt(2 ln n) sigmas slower than the mean of n (extreme-value estimate).
+GPU_SPEED_SIGMA = 0.012
+
 
 @dataclass
 class StepBreakdown:
@@ -57,6 +65,7 @@ class StepBreakdown:
     dp_comm: np.ndarray  # exposed part
     bubble: np.ndarray
     optimizer: np.ndarray
+    straggler: np.ndarray  # waiting for the slowest GPU of the synchronous step
     memory: TrainMemory
     model_flops: float  # per step, all GPUs (MFU counting: no recomputation)
     hardware_flops: np.ndarray  # per step, all GPUs, recomputation included
@@ -74,6 +83,7 @@ class StepBreakdown:
             + self.dp_comm
             + self.bubble
             + self.optimizer
+            + self.straggler
         )
 
     @property
@@ -95,6 +105,7 @@ class StepBreakdown:
             "dp_comm_exposed_s": float(self.dp_comm[i]),
             "bubble_s": float(self.bubble[i]),
             "optimizer_s": float(self.optimizer[i]),
+            "straggler_s": float(self.straggler[i]),
         }
 
 
@@ -294,6 +305,9 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
         owned * OPTIMIZER_UPDATE_BYTES_PER_PARAM[w.optimizer] / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     )
 
+    gpus = cfg.gpus.astype(np.float64)
+    straggler = compute * GPU_SPEED_SIGMA * np.sqrt(2.0 * np.log(np.maximum(gpus, 1.0)))
+
     mem = train_memory(w, cfg, hw, params=(dense, expert), act_per_token=(lc.act_kept, lc.act_rebuilt))
     tokens = float(w.tokens_per_step)
     model_flops = model_flops_per_token(w) * tokens
@@ -307,6 +321,7 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
         dp_comm=dp_comm,
         bubble=bubble,
         optimizer=optimizer,
+        straggler=straggler,
         memory=mem,
         model_flops=model_flops,
         hardware_flops=hw_flops,
