@@ -11,6 +11,7 @@ from these runs and widens its range with that distance. The held-out rows are n
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 from functools import cache
@@ -109,11 +110,11 @@ def validated_runs() -> tuple[GroundRun, ...]:
     base = resources.files(GROUND_PACKAGE) / "data"
     runs: list[GroundRun] = []
     for name in GROUND_FILES:
-        with (base / name).open(newline="", encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                if row.get("metric") not in ("step_time_s", "tokens_per_s_per_gpu", "gpu_hours"):
-                    continue
-                run = _run(row)
-                if run is not None and math.isfinite(run.params):
-                    runs.append(run)
+        text = (base / name).read_text(encoding="utf-8")
+        for row in csv.DictReader(io.StringIO(text, newline="")):
+            if row.get("metric") not in ("step_time_s", "tokens_per_s_per_gpu", "gpu_hours"):
+                continue
+            run = _run(row)
+            if run is not None and math.isfinite(run.params):
+                runs.append(run)
     return tuple(runs)

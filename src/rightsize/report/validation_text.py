@@ -6,9 +6,7 @@ from typing import Any
 
 
 def render_validation(result: dict[str, Any]) -> str:
-    lines = [
-        f"{'case':<44} {'metric':<22} {'published':>12} {'predicted':>12} {'error':>8}  {'P10-P90':>21}"
-    ]
+    lines = [f"{'case':<44} {'metric':<22} {'published':>12} {'predicted':>12} {'error':>8}  {'P10-P90':>21}"]
     for r in result["rows"]:
         pred = f"{r['predicted']:,.4g}" if r["predicted"] is not None else "-"
         err = f"{r['error']:+.1%}" if r["error"] is not None else "n/a"
@@ -32,7 +30,11 @@ def render_validation(result: dict[str, Any]) -> str:
                 f"{metric}: n={s['n']}  median |error| {s['median_abs_error']:.1%}  "
                 f"max |error| {s['max_abs_error']:.1%}"
                 + (f"  ({s['not_predicted']} not predicted)" if s["not_predicted"] else "")
-                + (f"  P10-P90 coverage {s['coverage_p10_p90']:.0%}" if s.get("coverage_p10_p90") is not None else "")
+                + (
+                    f"  P10-P90 coverage {s['coverage_p10_p90']:.0%}"
+                    if s.get("coverage_p10_p90") is not None
+                    else ""
+                )
             )
         else:
             lines.append(f"{metric}: no case predicted ({s['not_predicted']} not predicted)")

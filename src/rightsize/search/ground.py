@@ -24,6 +24,7 @@ and the model error's log-sigma grows with it, each step an independent error te
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +58,9 @@ class Position:
     mechanisms: frozenset[str]
 
 
-def position(arch: Any, seq_len: int, precision: str, method: str, accelerator: str, parallel: dict[str, Any]) -> Position:
+def position(
+    arch: Any, seq_len: int, precision: str, method: str, accelerator: str, parallel: Mapping[str, Any]
+) -> Position:
     """The position of a chosen configuration (`parallel` as in Candidate.parallel)."""
     tp, pp, dp, cp = (int(parallel.get(k, 1)) for k in ("tp", "pp", "dp", "cp"))
     mech = mechanisms_of(
@@ -110,7 +113,12 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     runs = [r for r in validated_runs() if r.id not in exclude]
     scored = sorted(((sum(distance_terms(p, r).values()), r) for r in runs), key=lambda x: x[0])
     if not scored:
-        return {"distance": 6.0, "sigma": model_sigma(6.0), "nearest": [], "thin_mechanisms": sorted(p.mechanisms)}
+        return {
+            "distance": 6.0,
+            "sigma": model_sigma(6.0),
+            "nearest": [],
+            "thin_mechanisms": sorted(p.mechanisms),
+        }
     d = scored[0][0]
     like = [r for r in runs if _accelerator_step(p.accelerator, r.accelerator) < 1.0]
     covered = set().union(*(r.mechanisms for r in like)) if like else set()
@@ -124,5 +132,5 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
         "thin_mechanisms": sorted(p.mechanisms - covered),
         "thin": d > THIN_DISTANCE or bool(p.mechanisms - covered),
         "method": "distance to the nearest validated public run (accelerator, precision, mechanisms, "
-        "size, sequence, scale); sigma^2 = %.2f^2 + %.2f^2 x distance" % (SIGMA_VALIDATED, SIGMA_PER_STEP),
+        f"size, sequence, scale); sigma^2 = {SIGMA_VALIDATED:.2f}^2 + {SIGMA_PER_STEP:.2f}^2 x distance",
     }

@@ -14,6 +14,8 @@ wins: the median (P50) normally, the P90 when a deadline must be met.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from rightsize.perf.hardware import Hardware
@@ -65,13 +67,18 @@ def risk_factors(
     return np.exp(np.quantile(log_k, quantile, axis=1)), sigma
 
 
-def _sigma(w: TrainWorkload, hw: Hardware, parallel: dict[str, object]) -> float:
+def _sigma(w: TrainWorkload, hw: Hardware, parallel: Mapping[str, object]) -> float:
     pos = position(w.arch, w.seq_len, w.precision, w.method, hw.accelerator_id, parallel)
     return float(ground_report(pos)["sigma"])
 
 
 def pick_per_count(
-    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, step_time: np.ndarray, fits: np.ndarray, quantile: float
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    hw: Hardware,
+    step_time: np.ndarray,
+    fits: np.ndarray,
+    quantile: float,
 ) -> tuple[np.ndarray, dict[int, float]]:
     """Per GPU count, the configuration with the lowest risk-aware step time, and each
     picked configuration's factor (risk-aware time / base time)."""

@@ -399,7 +399,9 @@ def _knee(options: list[tuple[Candidate, _Evaluated, int]]) -> list[tuple[Candid
         efficient = [
             o for o in mine if o[0].tokens_per_s_per_gpu / o[0].risk_factor >= UTILISATION_TARGET * best_tps
         ]
-        picked.append(min(efficient, key=lambda o: (o[0].time_to_train_s or o[0].step_time_s) * o[0].risk_factor))
+        picked.append(
+            min(efficient, key=lambda o: (o[0].time_to_train_s or o[0].step_time_s) * o[0].risk_factor)
+        )
     return picked
 
 
