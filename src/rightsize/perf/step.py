@@ -42,7 +42,17 @@ from rightsize.perf.workload import OPTIMIZER_UPDATE_BYTES_PER_PARAM, ParallelCo
 # hide: buckets become ready progressively, so the first bucket starts after a
 # fraction of the backward and the last one is always exposed.
 DP_OVERLAP_FRACTION = 0.7
-COMM_COMPUTE_INTERFERENCE = 0.1
+# Overlapped collectives still cost compute: NCCL runs each channel as one thread block on
+# one SM, and data-parallel rings across nodes run 16 or more channels (NCCL picks 2 per
+# NIC and ring/tree pattern; up to 32): while they run, 16 of the GPU's SMs (108 on A100,
+# 132 on H100, 148 on B200) are not computing, so the kernels they overlap slow by about
+# 16 / SMs of the hidden time.
+NCCL_OVERLAP_CHANNELS = 16.0
+
+
+def comm_compute_interference(hw: Hardware) -> float:
+    """Share of overlapped collective time that still slows compute (SMs held by NCCL)."""
+    return min(1.0, NCCL_OVERLAP_CHANNELS / max(float(hw.sm_count), 1.0))
 
 # Identical GPUs do not run at identical speed: power management and manufacturing spread
 # give compute-bound kernels an average 8% (max 22%) performance variation across the
@@ -275,7 +285,8 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     # (Megatron-Core overlap_p2p_comm, on with virtual pipelining): only the warm-up and
     # cool-down hops wait. Without interleaving every send sits between two chunks.
     exposed_hops = np.where(cfg.vpp > 1, np.minimum(hops, 2.0 * (cfg.pp - 1.0)), hops)
-    pp_comm = 2.0 * exposed_hops * hop + COMM_COMPUTE_INTERFERENCE * 2.0 * (hops - exposed_hops) * hop
+    interference = comm_compute_interference(hw)
+    pp_comm = 2.0 * exposed_hops * hop + interference * 2.0 * (hops - exposed_hops) * hop
 
     # Data-parallel gradient reduction (+ ZeRO weight gathers), over dp x cp ranks: context-
     # parallel ranks hold the same weights, so their gradients are reduced together
@@ -294,10 +305,7 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     z3_exposed, z3_hidden = _zero3_per_microbatch(w, cfg, hw, lc, lps, (dense, expert, t_dense, t_expert))
     hidden = np.where(z3, m * z3_hidden, np.minimum(grad_sync, window))
     exposed = np.where(z3, m * z3_exposed, grad_sync - np.minimum(grad_sync, window))
-    # Overlapped collectives still cost compute: NCCL runs its channels as thread
-    # blocks on the SMs (up to 16-32 channels of 108-148 SMs), slowing the kernels
-    # they overlap by about a tenth of the hidden time.
-    dp_comm = exposed + COMM_COMPUTE_INTERFERENCE * hidden
+    dp_comm = exposed + interference * hidden
 
     # Optimizer update: memory-bound over the parameters this GPU owns.
     owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, dpc, 1)

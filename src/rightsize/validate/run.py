@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.errors import RightsizeError
-from rightsize.search.train import plan_training
+from rightsize.sizing.pipeline import run_pipeline
 from rightsize.search.uncertainty import training_uncertainty
 from rightsize.spec.load import parse_spec
 from rightsize.spec.training import TrainingSpec
@@ -38,7 +38,9 @@ def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
     try:
         spec = parse_spec(data, Path("."))
         assert isinstance(spec, TrainingSpec)  # training_spec_data builds training specs only
-        plan = plan_training(spec)
+        # The whole run as a plan sizes it (failures and restarts through the reliability
+        # model, checkpoints at the storage's rate, thermal throttling): search, size, settle.
+        plan = run_pipeline(spec)
     except RightsizeError as exc:
         return None, exc.message().replace("\n", " "), {}
     best = plan.best
