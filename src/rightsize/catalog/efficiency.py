@@ -42,6 +42,18 @@ SCALAR_FIELDS = (
 )
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
 ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap"})  # 0 = the stack does not overlap
+# Fields a catalog (a user's own, or an older one) may leave out entirely: the shipped
+# default's figures, with their sources (data/efficiency.yaml, `default`).
+OPTIONAL_FIELDS = {
+    "attention_seq_half_tokens": Sourced(
+        256.0,
+        "estimate from FlashAttention-2 (arXiv 2307.08691, Fig. 4-5): causal fwd+bwd ~ s / (s + 256)",
+        "2024-07",
+    ),
+    "tp_comm_overlap": Sourced(
+        0.0, "estimate: no tensor-parallel overlap unless the catalog says so", "2026-11"
+    ),
+}
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
 
 # Sanity bounds per field: (minimum, maximum). Fractions of a peak cannot exceed 1; bus
@@ -77,13 +89,13 @@ class Efficiency:
     scaleup_latency_s: float
     scaleout_latency_s: float
     kernel_overhead_s: float
+    sources: dict[str, Sourced]  # "gemm_peak_fraction.bf16", "memory_bw_fraction", ... -> figure
     # Causal flash attention reaches half its long-sequence throughput at this many keys
     # per query block (tiles along the diagonal are half empty, fewer tiles fill the SMs).
-    attention_seq_half_tokens: float
+    attention_seq_half_tokens: float = 256.0
     # Share of the hideable tensor-parallel traffic the usual training stack on this
     # accelerator overlaps with GEMMs (Megatron-Core / Transformer Engine userbuffers).
-    tp_comm_overlap: float
-    sources: dict[str, Sourced]  # "gemm_peak_fraction.bf16", "memory_bw_fraction", ... -> figure
+    tp_comm_overlap: float = 0.0
 
     def gemm_fraction(self, dtype: str) -> float:
         """Achieved / dense peak for large, well-shaped GEMMs in ``dtype``.
@@ -162,6 +174,9 @@ def parse_efficiency(raw: Any, file: str, key: str, default: Efficiency | None =
         elif default is not None:
             values[field] = getattr(default, field)
             sources[field] = default.sources[field]
+        elif field in OPTIONAL_FIELDS:
+            values[field] = OPTIONAL_FIELDS[field].value
+            sources[field] = OPTIONAL_FIELDS[field]
         else:
             raise CatalogDataError(file, key, f"missing '{field}'")
 

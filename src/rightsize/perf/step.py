@@ -54,6 +54,7 @@ def comm_compute_interference(hw: Hardware) -> float:
     """Share of overlapped collective time that still slows compute (SMs held by NCCL)."""
     return min(1.0, NCCL_OVERLAP_CHANNELS / max(float(hw.sm_count), 1.0))
 
+
 # Identical GPUs do not run at identical speed: power management and manufacturing spread
 # give compute-bound kernels an average 8% (max 22%) performance variation across the
 # GPUs of one cluster (Sinha et al., "Not All GPUs Are Created Equal", SC22, arXiv
