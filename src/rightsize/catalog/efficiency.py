@@ -39,9 +39,10 @@ SCALAR_FIELDS = (
     "kernel_overhead_s",
     "attention_seq_half_tokens",
     "tp_comm_overlap",
+    "param_gather_overlap",
 )
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
-ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap"})  # 0 = the stack does not overlap
+ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap", "param_gather_overlap"})  # 0 = the stack does not overlap
 # Fields a catalog (a user's own, or an older one) may leave out entirely: the shipped
 # default's figures, with their sources (data/efficiency.yaml, `default`).
 OPTIONAL_FIELDS = {
@@ -52,6 +53,9 @@ OPTIONAL_FIELDS = {
     ),
     "tp_comm_overlap": Sourced(
         0.0, "estimate: no tensor-parallel overlap unless the catalog says so", "2026-11"
+    ),
+    "param_gather_overlap": Sourced(
+        0.0, "estimate: ZeRO-1/2 parameter all-gather after the optimizer step, not overlapped", "2026-11"
     ),
 }
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
@@ -72,6 +76,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "kernel_overhead_s": (1e-8, 1e-3),
     "attention_seq_half_tokens": (1.0, 65536.0),
     "tp_comm_overlap": (0.0, 1.0),
+    "param_gather_overlap": (0.0, 1.0),
 }
 
 
@@ -96,6 +101,9 @@ class Efficiency:
     # Share of the hideable tensor-parallel traffic the usual training stack on this
     # accelerator overlaps with GEMMs (Megatron-Core / Transformer Engine userbuffers).
     tp_comm_overlap: float = 0.0
+    # Share of the ZeRO-1/2 parameter all-gather (after the optimizer step) the usual stack
+    # overlaps with the next step's forward (Megatron-Core overlap_param_gather).
+    param_gather_overlap: float = 0.0
 
     def gemm_fraction(self, dtype: str) -> float:
         """Achieved / dense peak for large, well-shaped GEMMs in ``dtype``.
@@ -245,5 +253,6 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         kernel_overhead_s=values["kernel_overhead_s"],
         attention_seq_half_tokens=values["attention_seq_half_tokens"],
         tp_comm_overlap=values["tp_comm_overlap"],
+        param_gather_overlap=values["param_gather_overlap"],
         sources=sources,
     )

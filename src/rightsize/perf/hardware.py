@@ -50,6 +50,7 @@ class Hardware:
     peak_16bit_flops_per_s: float = 0.0  # for attention kernels, which run in 16 bit
     attention_seq_half_tokens: float = 256.0  # keys per query block at half the plateau
     tp_comm_overlap: float = 0.0  # share of hideable TP traffic the stack overlaps
+    param_gather_overlap: float = 0.0  # share of the ZeRO-1/2 parameter all-gather overlapped
 
     @classmethod
     def from_catalog(cls, acc: Accelerator, node: NodeType, dtype: str) -> Hardware:
@@ -81,6 +82,7 @@ class Hardware:
             peak_16bit_flops_per_s=peak16,
             attention_seq_half_tokens=eff.attention_seq_half_tokens,
             tp_comm_overlap=eff.tp_comm_overlap,
+            param_gather_overlap=eff.param_gather_overlap,
         )
 
     def with_overrides(self, **fields: float) -> Hardware:

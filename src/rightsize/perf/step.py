@@ -296,16 +296,31 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     t_dense, t_expert = stage_trainable(w, cfg) if w.frozen_base else (dense, expert)
     dpc = cfg.dp * cfg.cp
     dp_bw, dp_lat = coll.group_link(dpc, cfg.tp, hw)
-    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
     ep_dp = np.maximum(np.floor(dpc / cfg.ep), 1.0)
+    dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.ep, hw)
+    # DDP: one gradient all-reduce, bucketed under the last backward. ZeRO-1/2: the gradients
+    # are reduce-scattered under the backward, but the updated 16-bit parameters are
+    # all-gathered after the optimizer step (DeepSpeed ZeRO-1/2, Megatron's distributed
+    # optimizer), which only a stack that overlaps the parameter gather with the next
+    # forward hides (param_gather_overlap).
+    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
+    grad_rs = coll.reduce_scatter_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
+    param_ag = coll.all_gather_s(t_dense * 2.0, dpc, dp_bw, dp_lat)
     if w.arch.is_moe:  # expert gradients reduce over the dp / ep replicas of each expert
-        dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.ep, hw)
         grad_sync = grad_sync + coll.all_reduce_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
+        grad_rs = grad_rs + coll.reduce_scatter_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
+        param_ag = param_ag + coll.all_gather_s(t_expert * 2.0, ep_dp, dpe_bw, dpe_lat)
     window = DP_OVERLAP_FRACTION * lps * lc.backward
     z3 = cfg.zero_stage >= 3
+    z12 = (cfg.zero_stage >= 1) & ~z3
+    ag_hidden = np.where(
+        z12, np.minimum(hw.param_gather_overlap * param_ag, lps * (lc.compute - lc.backward)), 0.0
+    )
+    reduce_s = np.where(z12, grad_rs, grad_sync)
+    z12_exposed = np.where(z12, param_ag - ag_hidden, 0.0)
     z3_exposed, z3_hidden = _zero3_per_microbatch(w, cfg, hw, lc, lps, (dense, expert, t_dense, t_expert))
-    hidden = np.where(z3, m * z3_hidden, np.minimum(grad_sync, window))
-    exposed = np.where(z3, m * z3_exposed, grad_sync - np.minimum(grad_sync, window))
+    hidden = np.where(z3, m * z3_hidden, np.minimum(reduce_s, window) + ag_hidden)
+    exposed = np.where(z3, m * z3_exposed, reduce_s - np.minimum(reduce_s, window) + z12_exposed)
     dp_comm = exposed + interference * hidden
 
     # Optimizer update: memory-bound over the parameters this GPU owns.
