@@ -51,6 +51,7 @@ class Hardware:
     attention_seq_half_tokens: float = 256.0  # keys per query block at half the plateau
     tp_comm_overlap: float = 0.0  # share of hideable TP traffic the stack overlaps
     param_gather_overlap: float = 0.0  # share of the ZeRO-1/2 parameter all-gather overlapped
+    torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
 
     @classmethod
     def from_catalog(cls, acc: Accelerator, node: NodeType, dtype: str) -> Hardware:
@@ -83,6 +84,7 @@ class Hardware:
             attention_seq_half_tokens=eff.attention_seq_half_tokens,
             tp_comm_overlap=eff.tp_comm_overlap,
             param_gather_overlap=eff.param_gather_overlap,
+            torus_dims=acc.torus_dims,
         )
 
     def with_overrides(self, **fields: float) -> Hardware:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.errors import RightsizeError
-from rightsize.sizing.pipeline import run_pipeline
 from rightsize.search.uncertainty import training_uncertainty
+from rightsize.sizing.pipeline import run_pipeline
 from rightsize.spec.load import parse_spec
 from rightsize.spec.training import TrainingSpec
 from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, training_spec_data
