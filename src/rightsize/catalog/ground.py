@@ -118,3 +118,40 @@ def validated_runs() -> tuple[GroundRun, ...]:
             if run is not None and math.isfinite(run.params):
                 runs.append(run)
     return tuple(runs)
+
+
+@dataclass(frozen=True)
+class ServingGround:
+    """Where one validated serving measurement sits."""
+
+    id: str
+    accelerator: str
+    weight_precision: str
+    tp: int
+    scenario: str
+    batch: int | None
+    params: float
+
+
+@cache
+def validated_serving() -> tuple[ServingGround, ...]:
+    """Every serving row of the bundled public validation set (``inference.csv``), as ground."""
+    text = (resources.files(GROUND_PACKAGE) / "data" / "inference.csv").read_text(encoding="utf-8")
+    out: list[ServingGround] = []
+    for row in csv.DictReader(io.StringIO(text, newline="")):
+        try:
+            layers, hidden, vocab = (int(float(row[k])) for k in ("layers", "hidden", "vocab"))
+        except (KeyError, ValueError):
+            continue
+        out.append(
+            ServingGround(
+                id=row["id"],
+                accelerator=row["accelerator"].strip(),
+                weight_precision=precision_class(row.get("weight_precision") or "bf16"),
+                tp=_int(row, "tp") or 1,
+                scenario=(row.get("scenario") or "").strip(),
+                batch=_int(row, "batch"),
+                params=12.0 * layers * hidden**2 + vocab * hidden,
+            )
+        )
+    return tuple(out)

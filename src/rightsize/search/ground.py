@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rightsize.catalog import get_accelerator
-from rightsize.catalog.ground import GroundRun, mechanisms_of, precision_class, validated_runs
+from rightsize.catalog.ground import (
+    GroundRun,
+    mechanisms_of,
+    precision_class,
+    validated_runs,
+    validated_serving,
+)
 from rightsize.errors import BadInput
 
 # Spread of the model on its validated ground: the bundled public rows' median |error| on
@@ -133,4 +139,44 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
         "thin": d > THIN_DISTANCE or bool(p.mechanisms - covered),
         "method": "distance to the nearest validated public run (accelerator, precision, mechanisms, "
         f"size, sequence, scale); sigma^2 = {SIGMA_VALIDATED:.2f}^2 + {SIGMA_PER_STEP:.2f}^2 x distance",
+    }
+
+
+def serving_ground_report(
+    accelerator: str,
+    weight_precision: str,
+    tp: int,
+    scenario: str,
+    batch: int | None,
+    params: float,
+    exclude: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Distance of one serving engine from the validated serving rows, and its sigma: the
+    same steps as training (accelerator, precision, size) plus 1 for another scenario, 1 per
+    8x of tensor parallelism and 1 per 16x of concurrent sequences."""
+    best: tuple[float, str, dict[str, float]] | None = None
+    for r in validated_serving():
+        if r.id in exclude:
+            continue
+        terms = {
+            "accelerator": _accelerator_step(accelerator, r.accelerator),
+            "precision": 0.0 if precision_class(weight_precision) == r.weight_precision else 1.0,
+            "model_size": abs(math.log10(max(params, 1.0) / max(r.params, 1.0))),
+            "scenario": 0.0 if scenario == r.scenario else 1.0,
+            "tensor_parallel": abs(math.log2(max(tp, 1) / max(r.tp, 1))) / 3.0,
+            "batch": abs(math.log2(max(batch or 1, 1) / max(r.batch or 1, 1))) / 4.0
+            if batch and r.batch
+            else 0.5,
+        }
+        d = sum(terms.values())
+        if best is None or d < best[0]:
+            best = (d, r.id, {k: round(v, 3) for k, v in terms.items() if v > 0})
+    if best is None:
+        return {"distance": 6.0, "sigma": model_sigma(6.0), "nearest": []}
+    d, rid, diff = best
+    return {
+        "distance": round(d, 3),
+        "sigma": model_sigma(d),
+        "nearest": [{"id": rid, "distance": round(d, 3), "differences": diff}],
+        "thin_mechanisms": [],
     }

@@ -353,3 +353,15 @@ def serving_uncertainty(
         f = k_p if key.startswith("ttft") else k_d if key.startswith("tpot") else e2e_factor
         metrics[f"latency_{key}"] = summary(value * f, value)
     return out
+
+
+def spread_factors(
+    hw: Hardware, time_of: Any, sigma: float, *, samples: int = SAMPLES, seed: int = SEED
+) -> np.ndarray:
+    """Samples of the multiplier on a time `time_of(hw)`: the efficiency spread through its
+    elasticities, times the model error (lognormal, `sigma`). For callers outside a plan
+    (`rightsize validate`'s serving rows), the same model `training_uncertainty` uses."""
+    el = _elasticities(hw, time_of)
+    rng = np.random.default_rng(seed)
+    mult = _capped(_triangular(rng, samples), hw)
+    return _factor(el, mult) * _measured(rng, samples, sigma)
