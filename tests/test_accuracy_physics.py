@@ -190,3 +190,15 @@ def test_advisor_flags_a_layout_on_thin_ground() -> None:
         position(get_preset("gpt3-175b"), 2048, "fp16", "full", "a100-sxm-80gb", {"tp": 8, "pp": 8, "dp": 8})
     )
     assert thin_ground(v(near)) is None
+
+
+def test_pp16_vp8_for_126_layers_is_a_valid_layout() -> None:
+    """Megatron-Bridge's 405B layout: 126 layers + embedding + loss in 128 chunks."""
+    from rightsize.search.space import enumerate_configs
+    from rightsize.spec.training import ParallelSettings
+
+    arch = get_preset("llama3.1-405b")
+    cfg, _ = enumerate_configs(
+        arch, 8192, 2048, np.array([16384.0]), 8, ParallelSettings(tp=8, pp=16, vpp=8, cp=1)
+    )
+    assert len(cfg) > 0 and set(cfg.vpp) == {8.0}

@@ -329,7 +329,11 @@ def _problem(spec: dict[str, Any]) -> str | None:
         # vpp > 1 needs pp > 1 and layers % (pp * vpp) == 0
         ({"pp": 4, "vpp": 5}, None, None),
         ({"pp": 1, "vpp": 2}, None, "parallel.vpp (2) needs pipeline parallelism (pp > 1)"),
-        ({"pp": 40, "vpp": 3}, None, "layers (80) must fill pp * vpp = 120 chunks with one layer each"),
+        (
+            {"pp": 40, "vpp": 3},
+            None,
+            "layers (80) plus the embedding and loss chunks must fill pp * vpp = 120 chunks with one layer each",
+        ),
         # sequence parallelism needs tp > 1
         ({"tp": 8, "sequence_parallel": True}, None, None),
         ({"sequence_parallel": True}, None, None),  # tp left to the search

@@ -319,11 +319,14 @@ def _parallel_problems(
     if par.vpp is not None and par.vpp > 1 and par.pp is not None:
         if par.pp == 1:
             problems.append(f"parallel.vpp ({par.vpp}) needs pipeline parallelism (pp > 1)")
-        elif model.layers < par.pp * par.vpp:
+        elif model.layers + 2 < par.pp * par.vpp:
             # Uneven chunks are allowed (Megatron's first/last-stage layer counts, Llama 3's
-            # adjusted schedule); each chunk needs at least one layer.
+            # adjusted schedule); each chunk needs at least one layer, or the embedding or the
+            # loss (Megatron-Core's account_for_embedding/loss_in_pipeline_split: 126 layers as
+            # PP16 x VP8).
             problems.append(
-                f"layers ({model.layers}) must fill pp * vpp = {par.pp * par.vpp} chunks with one layer each"
+                f"layers ({model.layers}) plus the embedding and loss chunks must fill pp * vpp = "
+                f"{par.pp * par.vpp} chunks with one layer each"
             )
     if par.sequence_parallel and par.tp == 1:
         problems.append("parallel.sequence_parallel needs tensor parallelism (tp > 1)")
