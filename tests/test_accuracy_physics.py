@@ -202,3 +202,11 @@ def test_pp16_vp8_for_126_layers_is_a_valid_layout() -> None:
         arch, 8192, 2048, np.array([16384.0]), 8, ParallelSettings(tp=8, pp=16, vpp=8, cp=1)
     )
     assert len(cfg) > 0 and set(cfg.vpp) == {8.0}
+
+
+def test_nvfp4_training_on_blackwell_is_faster_than_fp8_but_not_2x() -> None:
+    cfg = ParallelConfigs.single(tp=4, pp=1, dp=8, micro_batch=1, zero_stage=1, sequence_parallel=True)
+    t8 = train_step(_w("llama3-70b", precision="fp8"), cfg, _hw("b200", "fp8")).step_time[0]
+    t4 = train_step(_w("llama3-70b", precision="nvfp4"), cfg, _hw("b200", "nvfp4")).step_time[0]
+    assert 1.05 < t8 / t4 < 1.8
+    assert not get_accelerator("h100-sxm").supports("nvfp4")

@@ -75,6 +75,15 @@ ELEMENTWISE_KERNELS_PER_LAYER_FWD = 7.0
 # GEMM (1): 6 bytes per element (TE docs, "FP8 primer": cast_transpose; delayed scaling
 # folds the amax into the previous cast, 4). These bytes are why fp8 steps are not 2x bf16.
 FP8_CAST_BYTES_PER_ELEMENT = 6.0
+# NVFP4 (arXiv 2509.25149): the same amax and cast passes, writing 0.5625-byte blocks and a
+# transposed copy (2 + 2 + 0.5625 + 0.5625); the weight-gradient operands also go through a
+# 16x16 random Hadamard transform first (read and write 2 bytes each, +4) in backward.
+NVFP4_CAST_BYTES_PER_ELEMENT = 2.0 + 2.0 + 2 * (0.5 + 1.0 / 16.0)
+# (forward, backward) bytes per GEMM-operand element, per low precision.
+CAST_BYTES_PER_ELEMENT = {
+    "fp8": (FP8_CAST_BYTES_PER_ELEMENT, FP8_CAST_BYTES_PER_ELEMENT),
+    "nvfp4": (NVFP4_CAST_BYTES_PER_ELEMENT, NVFP4_CAST_BYTES_PER_ELEMENT + 4.0),
+}
 
 
 @dataclass
@@ -326,24 +335,25 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     # Rotary embedding on queries and keys: read and write each (2 + 2 bytes per element).
     rope_bytes = 0.0 if arch.is_mla else 4.0 * (arch.heads + arch.kv_heads) * arch.head_dim / cfg.tp
     cast_bytes: float | np.ndarray = 0.0
-    if w.precision == "fp8":
+    if w.precision in CAST_BYTES_PER_ELEMENT:
         # The forward inputs of the four GEMMs: QKV and MLP-up read h, out-projection a d / t,
         # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT).
-        cast_bytes = FP8_CAST_BYTES_PER_ELEMENT * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)
+        cast = CAST_BYTES_PER_ELEMENT[w.precision][0]
+        cast_bytes = cast * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)
     return hidden_bytes + act_bytes + rope_bytes + cast_bytes
 
 
 def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
     """Backward: the output gradient of each of the four GEMMs is quantised to fp8 (and
     transposed for the weight gradient) before its two backward GEMMs."""
-    if w.precision != "fp8":
+    if w.precision not in CAST_BYTES_PER_ELEMENT:
         return 0.0
     arch = w.arch
     h = float(arch.hidden)
     f = float(arch.expert_ffn_hidden or arch.ffn_hidden) if arch.is_moe else float(arch.ffn_hidden)
     qkv_out = (arch.heads + 2 * arch.kv_heads) * arch.head_dim
     up_out = (mlp_matrices(arch) - 1) * f
-    return FP8_CAST_BYTES_PER_ELEMENT * (2 * h + (qkv_out + up_out) / cfg.tp)
+    return CAST_BYTES_PER_ELEMENT[w.precision][1] * (2 * h + (qkv_out + up_out) / cfg.tp)
 
 
 # Overlapped collectives still slow the GEMMs they hide under (NCCL/userbuffer thread blocks

@@ -122,8 +122,12 @@ class TrainingWorkload(BaseModel):
     train_tokens: Annotated[Count, _POSITIVE] | None = Field(
         default=None, description="Tokens of the whole run (e.g. '15T'); needed when a deadline is set."
     )
-    precision: Literal["fp16", "bf16", "fp8"] = Field(
-        default="bf16", description="Compute precision of the matrix multiplies (mixed precision)."
+    precision: Literal["fp16", "bf16", "fp8", "nvfp4"] = Field(
+        default="bf16",
+        description=(
+            "Compute precision of the matrix multiplies (mixed precision); 'nvfp4' is NVIDIA's 4-bit "
+            "training recipe on Blackwell (16-element blocks with E4M3 scales)."
+        ),
     )
     method: Literal["full", "lora", "qlora"] = Field(
         default="full",
@@ -171,10 +175,10 @@ class TrainingWorkload(BaseModel):
                 "training.lora only applies to method 'lora' or 'qlora'; set training.method: lora "
                 "or remove the lora section"
             )
-        if self.method == "qlora" and self.precision == "fp8":
+        if self.method == "qlora" and self.precision in ("fp8", "nvfp4"):
             raise ValueError(
                 "training.method qlora dequantises its 4-bit NF4 base to 16 bit for every matrix multiply, "
-                "so precision fp8 does not apply; use precision: bf16 (or method: lora with fp8)"
+                f"so precision {self.precision} does not apply; use precision: bf16 (or method: lora with fp8)"
             )
         return self
 
