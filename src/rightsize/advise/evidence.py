@@ -32,12 +32,16 @@ def thin_ground(v: PlanView) -> Finding | None:
         "under-provisioning",
         min(1.0, Z90 * sigma),
         f"The chosen layout rests on thin validation: it {what}",
-        {
+        {  # evidence values are scalars (the report schema): lists joined as text
             "ground_distance": ground.get("distance"),
             "model_error_sigma": sigma,
-            "thin_mechanisms": thin,
-            "nearest_validated_runs": [n.get("id") for n in nearest],
-            "differences_from_nearest": nearest[0].get("differences") if nearest else {},
+            "thin_mechanisms": ", ".join(thin) or None,
+            "nearest_validated_runs": ", ".join(str(n.get("id")) for n in nearest) or None,
+            "differences_from_nearest": "; ".join(
+                f"{k} {v:g}" for k, v in (nearest[0].get("differences") or {}).items()
+            )
+            if nearest
+            else None,
         },
         "Measure it before committing: run a few steps of this layout on one or two nodes "
         "(`rightsize profile train`) and plan with `--calibration`; or fix the layout to a validated one "
