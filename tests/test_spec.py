@@ -388,7 +388,7 @@ def test_expert_parallel_checks(parallel: dict[str, Any], error: str | None) -> 
             "targets.deadline: must be greater than zero (got 0)",
         ),
         ({"seq_len": 8192, "global_batch": 20.5}, {}, "training.global_batch: Cannot read count 20.5"),
-        ({"seq_len": 8192, "global_batch": 2048, "precision": "fp4"}, {}, "'fp16', 'bf16' or 'fp8'"),
+        ({"seq_len": 8192, "global_batch": 2048, "precision": "fp4"}, {}, "'fp16', 'bf16', 'fp8' or 'nvfp4'"),
         ({"seq_len": 8192, "global_batch": 2048}, {"objective": "speed"}, "'time', 'gpu_hours' or 'cost'"),
     ],
 )
