@@ -64,6 +64,13 @@ def _is_profile(result: Any) -> bool:
     )
 
 
+def _is_monitor(result: Any) -> bool:
+    """A `rightsize monitor` result (object, or its dict)."""
+    if isinstance(result, dict):
+        return result.get("kind") == "monitor"
+    return type(result).__name__ == "MonitorResult"
+
+
 def _plan_extras(result: Any) -> dict[str, Any]:
     """What every plan adds to its JSON: sizing, uncertainty, findings, checklists."""
     from rightsize.advise import advise, checklists
@@ -93,6 +100,8 @@ def result_dict(result: Any) -> dict[str, Any]:
     from rightsize.search.serving import ServingPlan
     from rightsize.search.train import TrainingPlan
 
+    if _is_monitor(result):
+        return _clean(result if isinstance(result, dict) else result.to_dict())
     if isinstance(result, TrainingPlan):
         return _clean({**plan_dict(result), **_plan_extras(result)})
     if isinstance(result, ServingPlan):
@@ -120,6 +129,10 @@ def document(result: Any, title: str = "Plan") -> Document:
     from rightsize.search.serving import ServingPlan
     from rightsize.search.train import TrainingPlan
 
+    if _is_monitor(result):
+        from rightsize.report.monitor_doc import monitor_document
+
+        return monitor_document(result_dict(result), title if title != "Plan" else "Monitor")
     if isinstance(result, TrainingPlan):
         return training_document(result, title)
     if isinstance(result, ServingPlan):
