@@ -123,17 +123,6 @@ def _cloud_cost(acc_id: str, gpus: int, seconds: float | None) -> float | None:
     return hourly * seconds / HOUR_S if hourly is not None and seconds is not None else None
 
 
-def _best_per_count(gpus: np.ndarray, step_time: np.ndarray, fits: np.ndarray) -> np.ndarray:
-    """Index of the fastest fitting configuration for each distinct GPU count."""
-    idx = np.flatnonzero(fits)
-    if idx.size == 0:
-        return idx
-    order = idx[np.lexsort((step_time[idx], gpus[idx]))]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = gpus[order][1:] != gpus[order][:-1]
-    return order[first]
-
-
 @dataclass
 class _Evaluated:
     acc: Accelerator
