@@ -329,7 +329,11 @@ def _problem(spec: dict[str, Any]) -> str | None:
         # vpp > 1 needs pp > 1 and layers % (pp * vpp) == 0
         ({"pp": 4, "vpp": 5}, None, None),
         ({"pp": 1, "vpp": 2}, None, "parallel.vpp (2) needs pipeline parallelism (pp > 1)"),
-        ({"pp": 40, "vpp": 3}, None, "layers (80) must fill pp * vpp = 120 chunks with one layer each"),
+        (
+            {"pp": 40, "vpp": 3},
+            None,
+            "layers (80) plus the embedding and loss chunks must fill pp * vpp = 120 chunks with one layer each",
+        ),
         # sequence parallelism needs tp > 1
         ({"tp": 8, "sequence_parallel": True}, None, None),
         ({"sequence_parallel": True}, None, None),  # tp left to the search
@@ -384,7 +388,7 @@ def test_expert_parallel_checks(parallel: dict[str, Any], error: str | None) -> 
             "targets.deadline: must be greater than zero (got 0)",
         ),
         ({"seq_len": 8192, "global_batch": 20.5}, {}, "training.global_batch: Cannot read count 20.5"),
-        ({"seq_len": 8192, "global_batch": 2048, "precision": "fp4"}, {}, "'fp16', 'bf16' or 'fp8'"),
+        ({"seq_len": 8192, "global_batch": 2048, "precision": "fp4"}, {}, "'fp16', 'bf16', 'fp8' or 'nvfp4'"),
         ({"seq_len": 8192, "global_batch": 2048}, {"objective": "speed"}, "'time', 'gpu_hours' or 'cost'"),
     ],
 )

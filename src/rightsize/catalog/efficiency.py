@@ -37,8 +37,27 @@ SCALAR_FIELDS = (
     "scaleup_latency_s",
     "scaleout_latency_s",
     "kernel_overhead_s",
+    "attention_seq_half_tokens",
+    "tp_comm_overlap",
+    "param_gather_overlap",
 )
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
+ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap", "param_gather_overlap"})  # 0 = the stack does not overlap
+# Fields a catalog (a user's own, or an older one) may leave out entirely: the shipped
+# default's figures, with their sources (data/efficiency.yaml, `default`).
+OPTIONAL_FIELDS = {
+    "attention_seq_half_tokens": Sourced(
+        256.0,
+        "estimate from FlashAttention-2 (arXiv 2307.08691, Fig. 4-5): causal fwd+bwd ~ s / (s + 256)",
+        "2024-07",
+    ),
+    "tp_comm_overlap": Sourced(
+        0.0, "estimate: no tensor-parallel overlap unless the catalog says so", "2026-11"
+    ),
+    "param_gather_overlap": Sourced(
+        0.0, "estimate: ZeRO-1/2 parameter all-gather after the optimizer step, not overlapped", "2026-11"
+    ),
+}
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
 
 # Sanity bounds per field: (minimum, maximum). Fractions of a peak cannot exceed 1; bus
@@ -55,6 +74,9 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "scaleup_latency_s": (1e-8, 1e-3),
     "scaleout_latency_s": (1e-8, 1e-3),
     "kernel_overhead_s": (1e-8, 1e-3),
+    "attention_seq_half_tokens": (1.0, 65536.0),
+    "tp_comm_overlap": (0.0, 1.0),
+    "param_gather_overlap": (0.0, 1.0),
 }
 
 
@@ -73,6 +95,15 @@ class Efficiency:
     scaleout_latency_s: float
     kernel_overhead_s: float
     sources: dict[str, Sourced]  # "gemm_peak_fraction.bf16", "memory_bw_fraction", ... -> figure
+    # Causal flash attention reaches half its long-sequence throughput at this many keys
+    # per query block (tiles along the diagonal are half empty, fewer tiles fill the SMs).
+    attention_seq_half_tokens: float = 256.0
+    # Share of the hideable tensor-parallel traffic the usual training stack on this
+    # accelerator overlaps with GEMMs (Megatron-Core / Transformer Engine userbuffers).
+    tp_comm_overlap: float = 0.0
+    # Share of the ZeRO-1/2 parameter all-gather (after the optimizer step) the usual stack
+    # overlaps with the next step's forward (Megatron-Core overlap_param_gather).
+    param_gather_overlap: float = 0.0
 
     def gemm_fraction(self, dtype: str) -> float:
         """Achieved / dense peak for large, well-shaped GEMMs in ``dtype``.
@@ -138,13 +169,22 @@ def parse_efficiency(raw: Any, file: str, key: str, default: Efficiency | None =
         if field in raw:
             lo, hi = _BOUNDS[field]
             s = sourced(
-                raw[field], file, f"{key}.{field}", integer=field in INTEGER_FIELDS, minimum=lo, maximum=hi
+                raw[field],
+                file,
+                f"{key}.{field}",
+                integer=field in INTEGER_FIELDS,
+                minimum=lo,
+                maximum=hi,
+                allow_zero=field in ZERO_ALLOWED_FIELDS,
             )
             values[field] = s.value
             sources[field] = s
         elif default is not None:
             values[field] = getattr(default, field)
             sources[field] = default.sources[field]
+        elif field in OPTIONAL_FIELDS:
+            values[field] = OPTIONAL_FIELDS[field].value
+            sources[field] = OPTIONAL_FIELDS[field]
         else:
             raise CatalogDataError(file, key, f"missing '{field}'")
 
@@ -211,5 +251,8 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         scaleup_latency_s=values["scaleup_latency_s"],
         scaleout_latency_s=values["scaleout_latency_s"],
         kernel_overhead_s=values["kernel_overhead_s"],
+        attention_seq_half_tokens=values["attention_seq_half_tokens"],
+        tp_comm_overlap=values["tp_comm_overlap"],
+        param_gather_overlap=values["param_gather_overlap"],
         sources=sources,
     )

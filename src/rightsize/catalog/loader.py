@@ -96,6 +96,7 @@ def sourced(
     integer: bool = False,
     minimum: float | None = None,
     maximum: float | None = None,
+    allow_zero: bool = False,
 ) -> Sourced:
     """Validate one ``{value, source, as_of}`` mapping.
 
@@ -121,7 +122,7 @@ def sourced(
             file, f"{key}.as_of", f"must be a quoted date 'YYYY-MM' or 'YYYY-MM-DD', got {as_of!r}"
         )
     value = to_number(raw["value"], file, f"{key}.value")
-    if value <= 0:
+    if value < 0 or (value == 0 and not allow_zero):
         raise CatalogDataError(file, f"{key}.value", f"must be positive, got {value!r}")
     if integer and not value.is_integer():
         raise CatalogDataError(file, f"{key}.value", f"must be a whole number, got {value!r}")

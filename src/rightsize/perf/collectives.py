@@ -17,8 +17,11 @@ Times (Thakur et al. 2005; NCCL's bus-bandwidth definitions), for a payload of
 - all-gather, reduce-scatter: (n-1)/n x nbytes / bw
 - all-to-all: (n-1)/n x nbytes / bw
 - point-to-point: nbytes / bw
-plus a latency per algorithm step: ring steps inside a domain, a tree's
-2 log2(n) steps across domains (NCCL switches to trees at scale).
+plus a latency per algorithm step. All-reduce: ring steps inside a domain, a tree's
+2 log2(n) steps across domains (NCCL switches to trees at scale). All-gather and
+reduce-scatter have no tree in NCCL (its algorithm table lists only ring, plus NVLS
+inside an NVLink SHARP domain and PAT for one GPU per node): n - 1 ring steps, which
+is what makes ZeRO-3 / FSDP latency-bound at large data-parallel degree.
 """
 
 from __future__ import annotations
@@ -78,9 +81,9 @@ def all_reduce_s(nbytes: np.ndarray, n: np.ndarray, bw: np.ndarray, latency: np.
 
 
 def all_gather_s(nbytes: np.ndarray, n: np.ndarray, bw: np.ndarray, latency: np.ndarray) -> np.ndarray:
-    """Also the time of a reduce-scatter of the same buffer."""
+    """Also the time of a reduce-scatter of the same buffer: a ring of n - 1 steps."""
     n = np.asarray(n, dtype=np.float64)
-    t = (n - 1.0) / n * nbytes / bw + _steps(n) * latency
+    t = (n - 1.0) / n * nbytes / bw + (n - 1.0) * latency
     return np.where(n > 1, t, 0.0)
 
 

@@ -48,6 +48,9 @@ class Hardware:
     kernel_overhead_s: float
     tdp_w: float = 0.0
     peak_16bit_flops_per_s: float = 0.0  # for attention kernels, which run in 16 bit
+    attention_seq_half_tokens: float = 256.0  # keys per query block at half the plateau
+    tp_comm_overlap: float = 0.0  # share of hideable TP traffic the stack overlaps
+    param_gather_overlap: float = 0.0  # share of the ZeRO-1/2 parameter all-gather overlapped
     torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
 
     @classmethod
@@ -78,6 +81,9 @@ class Hardware:
             kernel_overhead_s=eff.kernel_overhead_s,
             tdp_w=acc.tdp_w,
             peak_16bit_flops_per_s=peak16,
+            attention_seq_half_tokens=eff.attention_seq_half_tokens,
+            tp_comm_overlap=eff.tp_comm_overlap,
+            param_gather_overlap=eff.param_gather_overlap,
             torus_dims=acc.torus_dims,
         )
 

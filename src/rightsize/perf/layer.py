@@ -68,6 +68,23 @@ UNFUSED_SOFTMAX_BYTES_PER_SCORE = 13.0
 # activation, rotary or bias adds, and dropout where present); backward doubles.
 ELEMENTWISE_KERNELS_PER_LAYER_FWD = 7.0
 
+# FP8 (Transformer Engine, current / per-tensor scaling as in NeMo's FP8-CS recipes) turns
+# every GEMM operand that is not already fp8 into one: an amax pass reads the 16-bit tensor
+# (2 bytes), the cast reads it again (2) and writes the fp8 copy (1) and, because Hopper's
+# fp8 tensor cores take only the TN layout, a transposed fp8 copy for the other backward
+# GEMM (1): 6 bytes per element (TE docs, "FP8 primer": cast_transpose; delayed scaling
+# folds the amax into the previous cast, 4). These bytes are why fp8 steps are not 2x bf16.
+FP8_CAST_BYTES_PER_ELEMENT = 6.0
+# NVFP4 (arXiv 2509.25149): the same amax and cast passes, writing 0.5625-byte blocks and a
+# transposed copy (2 + 2 + 0.5625 + 0.5625); the weight-gradient operands also go through a
+# 16x16 random Hadamard transform first (read and write 2 bytes each, +4) in backward.
+NVFP4_CAST_BYTES_PER_ELEMENT = 2.0 + 2.0 + 2 * (0.5 + 1.0 / 16.0)
+# (forward, backward) bytes per GEMM-operand element, per low precision.
+CAST_BYTES_PER_ELEMENT = {
+    "fp8": (FP8_CAST_BYTES_PER_ELEMENT, FP8_CAST_BYTES_PER_ELEMENT),
+    "nvfp4": (NVFP4_CAST_BYTES_PER_ELEMENT, NVFP4_CAST_BYTES_PER_ELEMENT + 4.0),
+}
+
 
 @dataclass
 class LayerTimes:
@@ -251,6 +268,29 @@ def dequant_layer_s(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: b
     return local * DEQUANT_BYTES_PER_WEIGHT / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
 
 
+# Head-dimension dependence of flash attention: per tile, the softmax and bookkeeping are
+# per score while the matmuls are per score x head dim, so the achieved fraction grows as
+# d / (d + HEAD_DIM_HALF). FlashAttention-2 on A100 (Dao 2023, Fig. 4): head dim 64 runs
+# at ~0.83 of head dim 128, consistent with HEAD_DIM_HALF = 32 (0.667 / 0.8).
+HEAD_DIM_HALF = 32.0
+# Catalog attention fractions are quoted for head dim 128 at 16k keys.
+REFERENCE_HEAD_DIM = 128.0
+REFERENCE_SEQ = 16384.0
+
+
+def attention_efficiency(keys: np.ndarray | float, head_dim: float, hw: Hardware) -> np.ndarray:
+    """Fraction of 16-bit peak a causal flash-attention fwd+bwd reaches with query/key
+    blocks of `keys` tokens and this head dim: the catalog plateau (attention_fraction, at
+    head dim 128 and 16k keys) times keys / (keys + half) and d / (d + HEAD_DIM_HALF), each
+    normalised to the reference point (short blocks leave SMs idle and waste the diagonal
+    tiles of the causal mask; narrow heads spend more of each tile on the softmax)."""
+    keys = np.asarray(keys, dtype=np.float64)
+    half = hw.attention_seq_half_tokens
+    seq = (keys / (keys + half)) / (REFERENCE_SEQ / (REFERENCE_SEQ + half))
+    hd = (head_dim / (head_dim + HEAD_DIM_HALF)) / (REFERENCE_HEAD_DIM / (REFERENCE_HEAD_DIM + HEAD_DIM_HALF))
+    return np.minimum(hw.attention_fraction * seq * hd, 0.95)
+
+
 def attention_core_times(
     w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -264,8 +304,9 @@ def attention_core_times(
     d = 0.5 * float(qk_head_dim(arch) + v_head_dim(arch))
     flops = 4.0 * b * q_rows * s * d * heads  # QK^T and PV, the whole square
     if w.flash_attention:
-        peak = hw.peak_16bit_flops_per_s * hw.attention_fraction
-        fwd = 0.5 * flops / peak + hw.kernel_overhead_s
+        peak = hw.peak_16bit_flops_per_s * attention_efficiency(s / cfg.cp, d, hw)
+        # Ring attention (cp > 1) runs one kernel per ring step on blocks of s/cp keys.
+        fwd = 0.5 * flops / peak + cfg.cp * hw.kernel_overhead_s
         return fwd, FLASH_BACKWARD_OVER_FORWARD * fwd, flops
     # Unfused: two batched GEMMs with K = head_dim, and a memory-bound softmax.
     eff = gemm_efficiency(q_rows, s * b * heads, np.asarray(d), hw)
@@ -291,11 +332,41 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     if arch.is_moe:
         act_elems *= arch.experts_per_token + arch.shared_experts
     act_bytes = ACT_BYTES * act_elems / cfg.tp
+    # Rotary embedding on queries and keys: read and write each (2 + 2 bytes per element).
+    rope_bytes = 0.0 if arch.is_mla else 4.0 * (arch.heads + arch.kv_heads) * arch.head_dim / cfg.tp
     cast_bytes: float | np.ndarray = 0.0
-    if w.precision == "fp8":
-        # Transformer Engine casts each GEMM input to fp8: read 2, write 1 byte per element.
-        cast_bytes = 3.0 * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)
-    return hidden_bytes + act_bytes + cast_bytes
+    if w.precision in CAST_BYTES_PER_ELEMENT:
+        # The forward inputs of the four GEMMs: QKV and MLP-up read h, out-projection a d / t,
+        # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT).
+        cast = CAST_BYTES_PER_ELEMENT[w.precision][0]
+        cast_bytes = cast * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)
+    return hidden_bytes + act_bytes + rope_bytes + cast_bytes
+
+
+def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
+    """Backward: the output gradient of each of the four GEMMs is quantised to fp8 (and
+    transposed for the weight gradient) before its two backward GEMMs."""
+    if w.precision not in CAST_BYTES_PER_ELEMENT:
+        return 0.0
+    arch = w.arch
+    h = float(arch.hidden)
+    f = float(arch.expert_ffn_hidden or arch.ffn_hidden) if arch.is_moe else float(arch.ffn_hidden)
+    qkv_out = (arch.heads + 2 * arch.kv_heads) * arch.head_dim
+    up_out = (mlp_matrices(arch) - 1) * f
+    return CAST_BYTES_PER_ELEMENT[w.precision][1] * (2 * h + (qkv_out + up_out) / cfg.tp)
+
+
+# Overlapped collectives still slow the GEMMs they hide under (NCCL/userbuffer thread blocks
+# on the SMs); the same tenth as the data-parallel overlap in perf.step.
+TP_OVERLAP_INTERFERENCE = 0.1
+
+
+def _tp_exposed(comm: np.ndarray, gemm: np.ndarray, t: np.ndarray, hw: Hardware) -> np.ndarray:
+    """Exposed tensor-parallel time when the stack pipelines it with the GEMMs: split into
+    t chunks, all but the first hide under the neighbouring GEMM's chunks (Transformer
+    Engine userbuffers), for the share `tp_comm_overlap` of the accelerator's usual stack."""
+    hidden = hw.tp_comm_overlap * (t - 1.0) / np.maximum(t, 1.0) * np.minimum(comm, gemm)
+    return comm - hidden + TP_OVERLAP_INTERFERENCE * hidden
 
 
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
@@ -333,7 +404,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     ew_f = rows * elementwise_bytes_per_token(w, cfg) / mem_bw
     ew_f = ew_f + ELEMENTWISE_KERNELS_PER_LAYER_FWD * hw.kernel_overhead_s
-    ew_b = 2.0 * ew_f
+    ew_b = 2.0 * ew_f + rows * fp8_backward_cast_bytes_per_token(w, cfg) / mem_bw
     dequant = dequant_layer_s(w, cfg, hw, moe)  # QLoRA: once before forward, once before backward
     ew_f, ew_b = ew_f + dequant, ew_b + dequant
 
@@ -347,11 +418,14 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     # with the attention blocks (Liu et al. 2023); only the excess is exposed.
     cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
     kv_bytes = rows * g * float(qk_head_dim(arch) + v_head_dim(arch)) / t * ACT_BYTES
+    # Each of the cp - 1 ring steps sends one block while the previous block's attention
+    # runs: a step is exposed only by what its send exceeds one block's compute (attn / cp,
+    # causal work balanced by Megatron's 2 cp chunking); the first block waits for nothing.
     cp_steps = cfg.cp - 1.0
-    cp_f = cp_steps * coll.p2p_s(kv_bytes, cp_bw, cp_lat)
-    cp_b = 2.0 * cp_f  # K, V forward and dK, dV back
-    cp_f_exp = np.where(cfg.cp > 1, np.maximum(0.0, cp_f - attn_f), 0.0)
-    cp_b_exp = np.where(cfg.cp > 1, np.maximum(0.0, cp_b - attn_b), 0.0)
+    step_f = coll.p2p_s(kv_bytes, cp_bw, cp_lat)
+    step_b = 2.0 * step_f  # K, V forward and dK, dV back
+    cp_f_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_f - attn_f / cfg.cp), 0.0)
+    cp_b_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_b - attn_b / cfg.cp), 0.0)
 
     # Expert parallel: dispatch and combine all-to-alls of the routed tokens.
     if moe:
@@ -362,6 +436,8 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 
     gemm_f = attn_proj_f + mlp_f + lora_f
     gemm_b = attn_proj_b + mlp_b + lora_b
+    tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw)
+    tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     recompute = np.select([cfg.recompute == 2, cfg.recompute == 1], [full, attn_f], 0.0)
     return LayerTimes(

@@ -43,6 +43,17 @@ FRAMEWORK_BYTES = 2.5 * GiB
 # reserved-but-unallocated at peak). Planning keeps 8% aside.
 ALLOCATOR_USABLE_FRACTION = 0.92
 
+# Bytes per logit at the loss's peak. Megatron's vocab-parallel cross entropy casts the
+# 16-bit logits to fp32 once (the 16-bit copy is then freed), computes the softmax in
+# place in that fp32 buffer, keeps it for backward and writes the gradient into it
+# (megatron/core/tensor_parallel/cross_entropy.py): 4 bytes kept, plus the 16-bit
+# logits alive while the cast runs: 6 at the peak (the old 2 + 4 + 4 counted a second
+# fp32 copy that the fused loss never makes).
+LOGITS_BYTES_PER_ENTRY = 6.0
+
+# ZeRO-3 / FSDP: unsharded units alive at once (the one computing, the one prefetched).
+GATHERED_UNITS = 2.0
+
 
 @dataclass
 class TrainMemory:
@@ -150,7 +161,10 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     sp = cfg.sequence_parallel
     # Replicated over TP unless sequence-parallel: QKV input, MLP input, two norm
     # inputs, and two 1-byte dropout masks where dropout is used.
-    replicated_per_token = 2 * h + 2 * h + 2 * 2 * h + (2 * h if w.dropout else 0.0)
+    # Under fp8 / nvfp4, Transformer Engine saves the quantised copy of each linear's input for
+    # the weight-gradient GEMM (te.Linear save_for_backward of the fp8 input), not the 16-bit one.
+    lin = w.gemm_elem_bytes if w.precision in ("fp8", "nvfp4") and not w.frozen_base else 2.0
+    replicated_per_token = lin * h + lin * h + 2 * 2 * h + (2 * h if w.dropout else 0.0)
     replicated = np.where(sp, replicated_per_token / t, replicated_per_token)
     # Split over TP: Q, K, V and the attention output; the MLP's inner tensors. MLA also
     # keeps its query and key/value latents (inputs of the up-projections).
@@ -158,7 +172,7 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     if arch.is_mla:
         attn += 2 * ((arch.q_lora_rank or 0) + (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0))
     # SwiGLU keeps gate and up outputs and their product; GELU its input and output.
-    mlp_inner: float | np.ndarray = 2 * (2 * f) + 2 * f if arch.mlp == "swiglu" else 2 * f + 2 * f
+    mlp_inner: float | np.ndarray = 2 * (2 * f) + lin * f if arch.mlp == "swiglu" else 2 * f + lin * f
     lora: float = 0.0
     if w.frozen_base:  # each adapter keeps its rank-r intermediate x A (16 bit) for B's gradient
         lora = 2.0 * w.lora_rank * sum(1 for n in ("q", "k", "v", "o") if n in w.lora_targets)
@@ -214,7 +228,10 @@ def train_memory(
     kept, rebuilt_per_token = (
         act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
     )
-    dp, z = cfg.dp, cfg.zero_stage
+    # Megatron shards the distributed optimizer (and ZeRO-3 weights) over the data-parallel
+    # group *with* context parallelism: CP ranks hold the same weights (parallel_state's
+    # data_parallel_group_with_cp), so the shard count is dp x cp.
+    dp, z = cfg.dp * cfg.cp, cfg.zero_stage
     expert_dp = np.maximum(dp / cfg.ep, 1.0)
 
     def sharded(d: np.ndarray, e: np.ndarray, stage: int) -> np.ndarray:
@@ -233,8 +250,22 @@ def train_memory(
         t_dense, t_expert = stage_trainable(w, cfg)
     else:
         t_dense, t_expert = dense, expert
-    gradients = w.grad_bytes * sharded(t_dense, t_expert, 2)
+    # ZeRO-3 / FSDP keeps 16-bit sharded gradients (DeepSpeed stage 3; FSDP's bf16
+    # reduce-scatter into the sharded fp32 parameter's gradient replaces the 16-bit weight
+    # shard it does not keep): 16 bytes per parameter in all, Rajbhandari et al. 2020, Fig. 1.
+    grad_bytes = np.where(z >= 3, 2.0, w.grad_bytes)
+    gradients = grad_bytes * sharded(t_dense, t_expert, 2)
     optimizer = OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer] * sharded(t_dense, t_expert, 1)
+    # ZeRO-3 also holds the unsharded 16-bit weights of the layer being computed and of the
+    # one being prefetched (FSDP's forward/backward prefetch of one unit).
+    layers_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+    unit = weight_bytes * dense / np.maximum(total_params, 1.0) / np.maximum(layers_stage, 1.0)
+    # Under pipeline parallelism FSDP keeps the whole stage unsharded through the micro-batches
+    # (and accumulates its 16-bit gradients unsharded until the one reduce-scatter).
+    stage_16bit = unit * layers_stage
+    weights = weights + np.where(z >= 3, np.where(cfg.pp > 1, stage_16bit, GATHERED_UNITS * unit), 0.0)
+    if not w.frozen_base:  # (LoRA's adapters are too small to matter here)
+        gradients = gradients + np.where((z >= 3) & (cfg.pp > 1), stage_16bit, 0.0)
 
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
     layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
@@ -246,9 +277,9 @@ def train_memory(
     rebuilt = np.where(cfg.recompute == 2, rebuilt_per_token * tokens_mb, 0.0)
     first_stage = one_mb * in_flight * interleave + rebuilt
     # The last stage keeps one micro-batch in flight under 1F1B, plus the logits
-    # [T, V/t] in 16 bit and fp32 copies for the loss and its gradient.
+    # [T, V/t]: see LOGITS_BYTES_PER_ENTRY.
     last_stage = one_mb * interleave + rebuilt
-    logits_last = tokens_mb * w.arch.vocab / cfg.tp * (2.0 + 4.0 + 4.0)
+    logits_last = tokens_mb * w.arch.vocab / cfg.tp * LOGITS_BYTES_PER_ENTRY
     first_heavier = first_stage >= last_stage + logits_last
     activations = np.where(first_heavier, first_stage, last_stage)
     logits = np.where(first_heavier, 0.0, logits_last)

@@ -42,7 +42,26 @@ from rightsize.perf.workload import OPTIMIZER_UPDATE_BYTES_PER_PARAM, ParallelCo
 # hide: buckets become ready progressively, so the first bucket starts after a
 # fraction of the backward and the last one is always exposed.
 DP_OVERLAP_FRACTION = 0.7
-COMM_COMPUTE_INTERFERENCE = 0.1
+# Overlapped collectives still cost compute: NCCL runs each channel as one thread block on
+# one SM, and data-parallel rings across nodes run 16 or more channels (NCCL picks 2 per
+# NIC and ring/tree pattern; up to 32): while they run, 16 of the GPU's SMs (108 on A100,
+# 132 on H100, 148 on B200) are not computing, so the kernels they overlap slow by about
+# 16 / SMs of the hidden time.
+NCCL_OVERLAP_CHANNELS = 16.0
+
+
+def comm_compute_interference(hw: Hardware) -> float:
+    """Share of overlapped collective time that still slows compute (SMs held by NCCL)."""
+    return min(1.0, NCCL_OVERLAP_CHANNELS / max(float(hw.sm_count), 1.0))
+
+
+# Identical GPUs do not run at identical speed: power management and manufacturing spread
+# give compute-bound kernels an average 8% (max 22%) performance variation across the
+# GPUs of one cluster (Sinha et al., "Not All GPUs Are Created Equal", SC22, arXiv
+# 2208.11035, V100 and MI60 clusters), i.e. a spread of about 8% / 6.6 = 1.2% (one sigma)
+# over the thousands of GPUs measured. A synchronous step waits for its slowest GPU, whose
+# compute is about sqrt(2 ln n) sigmas slower than the mean of n (extreme-value estimate).
+GPU_SPEED_SIGMA = 0.012
 
 
 @dataclass
@@ -57,6 +76,7 @@ class StepBreakdown:
     dp_comm: np.ndarray  # exposed part
     bubble: np.ndarray
     optimizer: np.ndarray
+    straggler: np.ndarray  # waiting for the slowest GPU of the synchronous step
     memory: TrainMemory
     model_flops: float  # per step, all GPUs (MFU counting: no recomputation)
     hardware_flops: np.ndarray  # per step, all GPUs, recomputation included
@@ -74,6 +94,7 @@ class StepBreakdown:
             + self.dp_comm
             + self.bubble
             + self.optimizer
+            + self.straggler
         )
 
     @cached_property
@@ -95,6 +116,7 @@ class StepBreakdown:
             "dp_comm_exposed_s": float(self.dp_comm[i]),
             "bubble_s": float(self.bubble[i]),
             "optimizer_s": float(self.optimizer[i]),
+            "straggler_s": float(self.straggler[i]),
         }
 
 
@@ -191,6 +213,56 @@ def _unique_layer_costs(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) ->
     return _PerLayer(**{name: getattr(costs, name)[inverse] for name in costs.__dataclass_fields__})
 
 
+def _zero3_per_microbatch(
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    hw: Hardware,
+    lc: _PerLayer,
+    lps: np.ndarray,
+    params: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(exposed, hidden) seconds of ZeRO-3 / FSDP traffic per micro-batch on one GPU.
+
+    FSDP wraps each transformer layer as a unit (torchtitan, llm-foundry, Megatron-FSDP):
+    every micro-batch all-gathers each unit's weights before its forward, again before
+    its backward (weights are resharded after forward), and reduce-scatters its
+    gradients after its backward. Prefetch runs one unit ahead, so a unit's gather hides
+    only under its neighbour's compute: forward, max(0, AG - fwd) per unit is exposed;
+    backward, max(0, AG + RS - bwd) (both share the links). The first gather and the last
+    reduce-scatter have nothing to hide under. Each is a ring of dp x cp ranks with
+    n - 1 latency steps (collectives.all_gather_s).
+    """
+    dense, expert, t_dense, t_expert = params
+    dpc = cfg.dp * cfg.cp
+    bw, lat = coll.group_link(dpc, cfg.tp, hw)
+    units = np.maximum(lps, 1.0)
+    gathered = stage_weight_bytes(w, cfg, dense, np.zeros_like(dense)) / units
+    grads = 2.0 * t_dense / units  # 16-bit reduce-scatter (FSDP reduce_dtype, DeepSpeed fp16/bf16)
+    ag = coll.all_gather_s(gathered, dpc, bw, lat)
+    rs = coll.reduce_scatter_s(grads, dpc, bw, lat)
+    if w.arch.is_moe:  # expert weights shard (and gather) over the dp / ep replicas of each expert
+        ep_dp = np.maximum(np.floor(dpc / cfg.ep), 1.0)
+        e_bw, e_lat = coll.group_link(ep_dp, cfg.tp * cfg.ep, hw)
+        expert_bytes = expert * (w.base_weight_bytes if w.frozen_base else 2.0) / units
+        ag = ag + coll.all_gather_s(expert_bytes, ep_dp, e_bw, e_lat)
+        rs = rs + coll.reduce_scatter_s(2.0 * t_expert / units, ep_dp, e_bw, e_lat)
+    fwd = lc.compute - lc.backward
+    exposed_fwd = np.maximum(0.0, ag - fwd)
+    exposed_bwd = np.maximum(0.0, ag + rs - lc.backward)
+    exposed = units * (exposed_fwd + exposed_bwd) + ag + rs
+    total = units * (2.0 * ag + rs)
+    # With pipeline parallelism, FSDP keeps the stage's parameters unsharded across the
+    # micro-batches (torchtitan sets reshard_after_forward=False under PP) and reduce-scatters
+    # once, after the last micro-batch: one gather and one reduce-scatter per unit per step,
+    # spread here over the m micro-batches.
+    m = w.global_batch / (cfg.dp * cfg.micro_batch)
+    pp_exposed = (units * (np.maximum(0.0, ag - fwd) + np.maximum(0.0, rs - lc.backward)) + ag + rs) / m
+    pp_total = units * (ag + rs) / m
+    exposed = np.where(cfg.pp > 1, pp_exposed, exposed)
+    total = np.where(cfg.pp > 1, pp_total, total)
+    return exposed, np.maximum(total - exposed, 0.0)
+
+
 def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBreakdown:
     """Evaluate every configuration in `cfg` for workload `w` on hardware `hw`."""
     lc = _unique_layer_costs(w, cfg, hw)
@@ -219,45 +291,55 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
     tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
     hop = coll.p2p_s(act / cfg.tp, pp_bw, pp_lat) + coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat)
     hops = np.where(cfg.pp > 1, m * cfg.vpp + cfg.pp - 1.0, 0.0)
-    pp_comm = 2.0 * hops * hop
+    # Interleaved 1F1B overlaps its sends and receives with the next chunk's compute
+    # (Megatron-Core overlap_p2p_comm, on with virtual pipelining): only the warm-up and
+    # cool-down hops wait. Without interleaving every send sits between two chunks.
+    exposed_hops = np.where(cfg.vpp > 1, np.minimum(hops, 2.0 * (cfg.pp - 1.0)), hops)
+    interference = comm_compute_interference(hw)
+    pp_comm = 2.0 * exposed_hops * hop + interference * 2.0 * (hops - exposed_hops) * hop
 
-    # Data-parallel gradient reduction (+ ZeRO weight gathers).
-    # Only trainable parameters have gradients: all of them, or LoRA's adapters.
+    # Data-parallel gradient reduction (+ ZeRO weight gathers), over dp x cp ranks: context-
+    # parallel ranks hold the same weights, so their gradients are reduced together
+    # (Megatron's data_parallel_group_with_cp).
     dense, expert = stage_params(w, cfg)
     t_dense, t_expert = stage_trainable(w, cfg) if w.frozen_base else (dense, expert)
-    dp_bw, dp_lat = coll.group_link(cfg.dp, cfg.tp * cfg.cp, hw)
-    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, cfg.dp, dp_bw, dp_lat)
+    dpc = cfg.dp * cfg.cp
+    dp_bw, dp_lat = coll.group_link(dpc, cfg.tp, hw)
+    ep_dp = np.maximum(np.floor(dpc / cfg.ep), 1.0)
+    dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.ep, hw)
+    # DDP: one gradient all-reduce, bucketed under the last backward. ZeRO-1/2: the gradients
+    # are reduce-scattered under the backward, but the updated 16-bit parameters are
+    # all-gathered after the optimizer step (DeepSpeed ZeRO-1/2, Megatron's distributed
+    # optimizer), which only a stack that overlaps the parameter gather with the next
+    # forward hides (param_gather_overlap).
+    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
+    grad_rs = coll.reduce_scatter_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
+    param_ag = coll.all_gather_s(t_dense * 2.0, dpc, dp_bw, dp_lat)
     if w.arch.is_moe:  # expert gradients reduce over the dp / ep replicas of each expert
-        ep_dp = np.maximum(np.floor(cfg.dp / cfg.ep), 1.0)
-        dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.cp * cfg.ep, hw)
         grad_sync = grad_sync + coll.all_reduce_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
+        grad_rs = grad_rs + coll.reduce_scatter_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
+        param_ag = param_ag + coll.all_gather_s(t_expert * 2.0, ep_dp, dpe_bw, dpe_lat)
     window = DP_OVERLAP_FRACTION * lps * lc.backward
     z3 = cfg.zero_stage >= 3
-    # ZeRO-3 / FSDP: every micro-batch all-gathers the weights for forward and again
-    # for backward, and reduce-scatters its gradients; prefetch overlaps that traffic
-    # with the micro-batch's own compute.
-    gathered = stage_weight_bytes(w, cfg, dense, np.zeros_like(dense))
-    per_mb = 2.0 * coll.all_gather_s(gathered, cfg.dp, dp_bw, dp_lat) + coll.reduce_scatter_s(
-        t_dense * w.grad_bytes, cfg.dp, dp_bw, dp_lat
+    z12 = (cfg.zero_stage >= 1) & ~z3
+    ag_hidden = np.where(
+        z12, np.minimum(hw.param_gather_overlap * param_ag, lps * (lc.compute - lc.backward)), 0.0
     )
-    if w.arch.is_moe:  # expert weights shard (and gather) over the dp / ep replicas of each expert
-        expert_bytes = expert * (w.base_weight_bytes if w.frozen_base else 2.0)
-        per_mb = per_mb + 2.0 * coll.all_gather_s(expert_bytes, ep_dp, dpe_bw, dpe_lat)
-        per_mb = per_mb + coll.reduce_scatter_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
-    z3_hidden = np.minimum(per_mb, DP_OVERLAP_FRACTION * stage_mb)
-    z3_exposed = per_mb - z3_hidden
-    hidden = np.where(z3, m * z3_hidden, np.minimum(grad_sync, window))
-    exposed = np.where(z3, m * z3_exposed, grad_sync - np.minimum(grad_sync, window))
-    # Overlapped collectives still cost compute: NCCL runs its channels as thread
-    # blocks on the SMs (up to 16-32 channels of 108-148 SMs), slowing the kernels
-    # they overlap by about a tenth of the hidden time.
-    dp_comm = exposed + COMM_COMPUTE_INTERFERENCE * hidden
+    reduce_s = np.where(z12, grad_rs, grad_sync)
+    z12_exposed = np.where(z12, param_ag - ag_hidden, 0.0)
+    z3_exposed, z3_hidden = _zero3_per_microbatch(w, cfg, hw, lc, lps, (dense, expert, t_dense, t_expert))
+    hidden = np.where(z3, m * z3_hidden, np.minimum(reduce_s, window) + ag_hidden)
+    exposed = np.where(z3, m * z3_exposed, reduce_s - np.minimum(reduce_s, window) + z12_exposed)
+    dp_comm = exposed + interference * hidden
 
     # Optimizer update: memory-bound over the parameters this GPU owns.
-    owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, cfg.dp, 1)
+    owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, dpc, 1)
     optimizer = (
         owned * OPTIMIZER_UPDATE_BYTES_PER_PARAM[w.optimizer] / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     )
+
+    gpus = cfg.gpus.astype(np.float64)
+    straggler = compute * GPU_SPEED_SIGMA * np.sqrt(2.0 * np.log(np.maximum(gpus, 1.0)))
 
     mem = train_memory(w, cfg, hw, params=(dense, expert), act_per_token=(lc.act_kept, lc.act_rebuilt))
     tokens = float(w.tokens_per_step)
@@ -272,6 +354,7 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
         dp_comm=dp_comm,
         bubble=bubble,
         optimizer=optimizer,
+        straggler=straggler,
         memory=mem,
         model_flops=model_flops,
         hardware_flops=hw_flops,

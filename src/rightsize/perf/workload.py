@@ -16,6 +16,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from rightsize.spec.training import TrainingWorkload
 
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
+
+# NVFP4 (NVIDIA, "Pretraining Large Language Models with NVFP4", arXiv 2509.25149, 2025):
+# 4-bit E2M1 values in 16-element blocks, each with an E4M3 scale: 0.5 + 1/16 bytes each.
+NVFP4_BYTES_PER_ELEMENT = 0.5 + 1.0 / 16.0
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
 
 # Bytes per parameter of each optimizer's state, kept in fp32 (mixed-precision
@@ -88,6 +92,8 @@ class TrainWorkload:
 
     @property
     def gemm_elem_bytes(self) -> float:
+        if self.precision == "nvfp4":
+            return NVFP4_BYTES_PER_ELEMENT
         return 1.0 if self.precision == "fp8" else 2.0
 
     @property

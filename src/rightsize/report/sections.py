@@ -173,6 +173,16 @@ def uncertainty_section(
                 ),
             )
         )
+    g = unc.get("ground")
+    if g and g.get("nearest"):
+        near = g["nearest"][0]
+        thin = g.get("thin_mechanisms") or []
+        sec.bullets.append(
+            f"Validated ground: {g['distance']:.1f} steps from the nearest validated run ({near['id']}); "
+            f"model error sigma {g['sigma']:.0%}"
+            + (f"; no validated run on this kind of accelerator used {', '.join(thin)}" if thin else "")
+            + "."
+        )
     d = unc.get("deadline")
     if d:
         sec.bullets.append(

@@ -20,6 +20,7 @@ _STEP_LABELS = {
     "dp_comm_exposed_s": "data-parallel comm (exposed)",
     "bubble_s": "pipeline bubble",
     "optimizer_s": "optimizer step",
+    "straggler_s": "slowest GPU (speed spread)",
 }
 _MEM_LABELS = {
     "weights_bytes": "weights",

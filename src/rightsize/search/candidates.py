@@ -23,13 +23,22 @@ class Candidate:
     gpu_hours: float | None = None
     cost_usd: float | None = None
     reliability: dict[str, float] = field(default_factory=dict)  # goodput and its inputs
+    # Risk-aware ranking (search.risk): the chosen quantile of the step time over its base
+    # value, from the efficiencies' spread and the distance to validated runs.
+    risk_factor: float = 1.0
+    risk_quantile: float = 0.5
 
     @property
     def step_time_s(self) -> float:
         return self.step["step_time_s"]
 
     def objective(self, name: str) -> float:
-        """Smaller is better. Without a run length, throughput per GPU stands in."""
+        """Smaller is better, at the risk-aware quantile (base value x risk_factor).
+        Without a run length, throughput per GPU stands in."""
+        return self.base_objective(name) * self.risk_factor
+
+    def base_objective(self, name: str) -> float:
+        """The objective at the catalog efficiencies (no risk)."""
         if name == "time" and self.time_to_train_s is not None:
             return self.time_to_train_s
         if name == "cost" and self.cost_usd is not None:

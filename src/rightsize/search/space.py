@@ -101,10 +101,12 @@ def enumerate_configs(
     cols = _keep(cols, per_replica % cols["micro_batch"] == 0)
     cols = _cross(cols, "vpp", _fixed_or(fixed.vpp, VPP_OPTIONS))
     micro_batches = global_batch / (cols["dp"] * cols["micro_batch"])
-    # Interleaving needs a layer per chunk and at least pp micro-batches in flight;
-    # uneven chunks are allowed (the heaviest stage is charged its ceil share).
+    # Interleaving needs a layer per chunk (or the embedding and the loss in chunks of their
+    # own, as Megatron-Core's account_for_embedding/loss_in_pipeline_split lays out 126 layers
+    # as PP16 x VP8: 128 chunks) and at least pp micro-batches in flight; uneven chunks are
+    # allowed (the heaviest stage is charged its ceil share).
     interleaved_ok = (
-        (cols["pp"] > 1) & (cols["pp"] * cols["vpp"] <= arch.layers) & (micro_batches >= cols["pp"])
+        (cols["pp"] > 1) & (cols["pp"] * cols["vpp"] <= arch.layers + 2) & (micro_batches >= cols["pp"])
     )
     if fixed.vpp is None:  # a planner proposes even chunks; a user may fix uneven ones
         interleaved_ok &= (arch.layers % (cols["pp"] * cols["vpp"]) == 0) | (

@@ -27,6 +27,7 @@ from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.constraints import margins_of, planned_deadline, under_power_cap
 from rightsize.search.demand import Demand
 from rightsize.search.pareto import pareto_front
+from rightsize.search.risk import P50, P90, pick_per_count
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
@@ -82,6 +83,7 @@ def _candidate(
     acc: Accelerator,
     node: NodeType,
     train_tokens: float | None,
+    risk: tuple[float, float] = (1.0, 0.5),
 ) -> Candidate:
     gpus = int(cfg.gpus[i])
     step_s = float(st.step_time[i])
@@ -109,6 +111,8 @@ def _candidate(
         gpu_hours=gpus * ttt / HOUR_S if ttt is not None else None,
         reliability=notes,
         cost_usd=_cloud_cost(acc.id, gpus, ttt),
+        risk_factor=risk[0],
+        risk_quantile=risk[1],
     )
 
 
@@ -116,17 +120,6 @@ def _cloud_cost(acc_id: str, gpus: int, seconds: float | None) -> float | None:
     """On-demand cloud cost of the run from the dated price table, when it has the accelerator."""
     hourly = replica_cost_usd_per_hour(acc_id, gpus)
     return hourly * seconds / HOUR_S if hourly is not None and seconds is not None else None
-
-
-def _best_per_count(gpus: np.ndarray, step_time: np.ndarray, fits: np.ndarray) -> np.ndarray:
-    """Index of the fastest fitting configuration for each distinct GPU count."""
-    idx = np.flatnonzero(fits)
-    if idx.size == 0:
-        return idx
-    order = idx[np.lexsort((step_time[idx], gpus[idx]))]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = gpus[order][1:] != gpus[order][:-1]
-    return order[first]
 
 
 @dataclass
@@ -137,17 +130,26 @@ class _Evaluated:
     cfg: ParallelConfigs
     st: StepBreakdown
     best_idx: np.ndarray
+    risk: dict[int, float] = field(default_factory=dict)  # config index -> risk factor
+    quantile: float = P50
 
 
 def _evaluate_accelerator(
-    spec: TrainingSpec, w: TrainWorkload, acc: Accelerator, node: NodeType, hw: Hardware, counts: np.ndarray
+    spec: TrainingSpec,
+    w: TrainWorkload,
+    acc: Accelerator,
+    node: NodeType,
+    hw: Hardware,
+    counts: np.ndarray,
+    quantile: float = P50,
 ) -> _Evaluated | str:
     cfg, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
     if len(cfg) == 0:
         return "no parallel layout satisfies the divisibility rules for these GPU counts and fixed settings"
     st = train_step(w, cfg, hw)
-    best = _best_per_count(cfg.gpus, st.step_time, st.memory.fits)
-    return _Evaluated(acc, node, hw, cfg, st, best)
+    # Per GPU count, the layout with the lowest risk-aware step time (search.risk).
+    best, risk = pick_per_count(w, cfg, hw, st.step_time, st.memory.fits, quantile)
+    return _Evaluated(acc, node, hw, cfg, st, best, risk, quantile)
 
 
 def _smallest_memory_hint(evaluated: list[_Evaluated]) -> str:
@@ -169,7 +171,11 @@ def _smallest_memory_hint(evaluated: list[_Evaluated]) -> str:
 
 
 def _evaluate_all(
-    spec: TrainingSpec, w: TrainWorkload, ids: list[str], hw_overrides: dict[str, dict[str, float]] | None
+    spec: TrainingSpec,
+    w: TrainWorkload,
+    ids: list[str],
+    hw_overrides: dict[str, dict[str, float]] | None,
+    quantile: float = P50,
 ) -> tuple[list[_Evaluated], list[Rejection], int]:
     """Every allowed accelerator's layouts over its GPU counts, evaluated; the accelerators
     that cannot run the workload, with why; and how many configurations were evaluated."""
@@ -197,7 +203,7 @@ def _evaluate_all(
                 node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
             )
         )
-        ev = _evaluate_accelerator(spec, w, acc, node, hw, counts)
+        ev = _evaluate_accelerator(spec, w, acc, node, hw, counts, quantile)
         if isinstance(ev, str):
             rejected.append(Rejection(acc.id, ev))
             continue
@@ -244,12 +250,19 @@ def plan_training(
     if not spec.training.flash_attention:
         assumptions.append("Attention without flash attention: s x s scores are materialised.")
 
+    # Rank by the median step time, or by its P90 when a deadline must be met.
+    quantile = P90 if deadline else P50
+    assumptions.append(
+        f"Layouts and clusters are ranked by the {'P90' if deadline else 'P50'} of their step time "
+        "(efficiency spread and distance from validated runs), not by the optimistic base value."
+    )
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    evaluated, rejected, n_configs = _evaluate_all(spec, w, ids, hw_overrides)
+    evaluated, rejected, n_configs = _evaluate_all(spec, w, ids, hw_overrides, quantile)
     options: list[tuple[Candidate, _Evaluated, int]] = []
     for ev in evaluated:
         for i in ev.best_idx:
-            c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, train_tokens)
+            risk = (ev.risk.get(int(i), 1.0), ev.quantile)
+            c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, train_tokens, risk)
             options.append((c, ev, int(i)))
     if not options:
         hint = _smallest_memory_hint(evaluated)
@@ -350,9 +363,14 @@ def _knee(options: list[tuple[Candidate, _Evaluated, int]]) -> list[tuple[Candid
     picked = []
     for acc in dict.fromkeys(o[0].accelerator for o in options):
         mine = [o for o in options if o[0].accelerator == acc]
-        best_tps = max(o[0].tokens_per_s_per_gpu for o in mine)
-        efficient = [o for o in mine if o[0].tokens_per_s_per_gpu >= UTILISATION_TARGET * best_tps]
-        picked.append(min(efficient, key=lambda o: o[0].time_to_train_s or o[0].step_time_s))
+        # At the risk-aware quantile (Candidate.risk_factor), as every ranking in the search.
+        best_tps = max(o[0].tokens_per_s_per_gpu / o[0].risk_factor for o in mine)
+        efficient = [
+            o for o in mine if o[0].tokens_per_s_per_gpu / o[0].risk_factor >= UTILISATION_TARGET * best_tps
+        ]
+        picked.append(
+            min(efficient, key=lambda o: (o[0].time_to_train_s or o[0].step_time_s) * o[0].risk_factor)
+        )
     return picked
 
 

@@ -39,6 +39,7 @@ from rightsize.perf.step import train_step
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import margins_of
+from rightsize.search.ground import ground_report, position
 
 SAMPLES = 2000
 SEED = 0
@@ -203,8 +204,14 @@ def training_uncertainty(
     seed: int = SEED,
     measured_sigma: float | None = None,
     calibration: dict[str, dict[str, float]] | None = None,
+    exclude_ground: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """P10/P50/P90 of step time, time to train, GPU-hours and cost of the chosen configuration."""
+    """P10/P50/P90 of step time, time to train, GPU-hours and cost of the chosen configuration.
+
+    Two spreads multiply: the efficiencies' ranges (through the step model's elasticities)
+    and the model's own error, a lognormal whose sigma grows with the distance from the
+    validated runs (`search.ground`). `exclude_ground` leaves runs out of the ground (the
+    validation of a run must not count the run itself)."""
     from rightsize.search.train import workload_from_spec
 
     b = plan.best
@@ -216,9 +223,12 @@ def training_uncertainty(
         return float(train_step(w, cfg, h).step_time[0])
 
     el = _elasticities(hw, step_of)
+    ground = ground_report(
+        position(w.arch, w.seq_len, w.precision, w.method, b.accelerator, b.parallel), exclude_ground
+    )
     rng = np.random.default_rng(seed)
     mult = _capped(_triangular(rng, samples), hw)
-    k = _factor(el, mult) * _measured(rng, samples, measured_sigma)
+    k = _factor(el, mult) * _measured(rng, samples, measured_sigma) * _measured(rng, samples, ground["sigma"])
     # The spread is relative: it scales the plan's own figures (which may carry a calibration).
     metrics: dict[str, Any] = {"step_time_s": summary(b.step_time_s * k, b.step_time_s)}
     for name, value in (
@@ -233,12 +243,14 @@ def training_uncertainty(
     out: dict[str, Any] = {
         "kind": "training",
         "method": "first-order elasticities from the step model (central differences, +-10%), "
-        "vectorised Monte Carlo over triangular efficiency multipliers",
+        "vectorised Monte Carlo over triangular efficiency multipliers, times the model error "
+        "(lognormal, sigma from the distance to validated runs)",
         "samples": samples,
         "seed": seed,
         "measured_sigma": measured_sigma,
         "ranges": _ranges(),
         "elasticities": el,
+        "ground": ground,
         "metrics": metrics,
     }
     deadline = getattr(plan, "deadline_s", None)
@@ -350,3 +362,15 @@ def serving_uncertainty(
         f = k_p if key.startswith("ttft") else k_d if key.startswith("tpot") else e2e_factor
         metrics[f"latency_{key}"] = summary(value * f, value)
     return out
+
+
+def spread_factors(
+    hw: Hardware, time_of: Any, sigma: float, *, samples: int = SAMPLES, seed: int = SEED
+) -> np.ndarray:
+    """Samples of the multiplier on a time `time_of(hw)`: the efficiency spread through its
+    elasticities, times the model error (lognormal, `sigma`). For callers outside a plan
+    (`rightsize validate`'s serving rows), the same model `training_uncertainty` uses."""
+    el = _elasticities(hw, time_of)
+    rng = np.random.default_rng(seed)
+    mult = _capped(_triangular(rng, samples), hw)
+    return _factor(el, mult) * _measured(rng, samples, sigma)

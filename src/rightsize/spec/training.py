@@ -122,8 +122,12 @@ class TrainingWorkload(BaseModel):
     train_tokens: Annotated[Count, _POSITIVE] | None = Field(
         default=None, description="Tokens of the whole run (e.g. '15T'); needed when a deadline is set."
     )
-    precision: Literal["fp16", "bf16", "fp8"] = Field(
-        default="bf16", description="Compute precision of the matrix multiplies (mixed precision)."
+    precision: Literal["fp16", "bf16", "fp8", "nvfp4"] = Field(
+        default="bf16",
+        description=(
+            "Compute precision of the matrix multiplies (mixed precision); 'nvfp4' is NVIDIA's 4-bit "
+            "training recipe on Blackwell (16-element blocks with E4M3 scales)."
+        ),
     )
     method: Literal["full", "lora", "qlora"] = Field(
         default="full",
@@ -171,10 +175,10 @@ class TrainingWorkload(BaseModel):
                 "training.lora only applies to method 'lora' or 'qlora'; set training.method: lora "
                 "or remove the lora section"
             )
-        if self.method == "qlora" and self.precision == "fp8":
+        if self.method == "qlora" and self.precision in ("fp8", "nvfp4"):
             raise ValueError(
                 "training.method qlora dequantises its 4-bit NF4 base to 16 bit for every matrix multiply, "
-                "so precision fp8 does not apply; use precision: bf16 (or method: lora with fp8)"
+                f"so precision {self.precision} does not apply; use precision: bf16 (or method: lora with fp8)"
             )
         return self
 
@@ -319,11 +323,14 @@ def _parallel_problems(
     if par.vpp is not None and par.vpp > 1 and par.pp is not None:
         if par.pp == 1:
             problems.append(f"parallel.vpp ({par.vpp}) needs pipeline parallelism (pp > 1)")
-        elif model.layers < par.pp * par.vpp:
+        elif model.layers + 2 < par.pp * par.vpp:
             # Uneven chunks are allowed (Megatron's first/last-stage layer counts, Llama 3's
-            # adjusted schedule); each chunk needs at least one layer.
+            # adjusted schedule); each chunk needs at least one layer, or the embedding or the
+            # loss (Megatron-Core's account_for_embedding/loss_in_pipeline_split: 126 layers as
+            # PP16 x VP8).
             problems.append(
-                f"layers ({model.layers}) must fill pp * vpp = {par.pp * par.vpp} chunks with one layer each"
+                f"layers ({model.layers}) plus the embedding and loss chunks must fill pp * vpp = "
+                f"{par.pp * par.vpp} chunks with one layer each"
             )
     if par.sequence_parallel and par.tp == 1:
         problems.append("parallel.sequence_parallel needs tensor parallelism (tp > 1)")

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.errors import RightsizeError
-from rightsize.search.train import plan_training
+from rightsize.search.uncertainty import training_uncertainty
+from rightsize.sizing.pipeline import run_pipeline
 from rightsize.spec.load import parse_spec
 from rightsize.spec.training import TrainingSpec
 from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, training_spec_data
@@ -37,7 +38,9 @@ def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
     try:
         spec = parse_spec(data, Path("."))
         assert isinstance(spec, TrainingSpec)  # training_spec_data builds training specs only
-        plan = plan_training(spec)
+        # The whole run as a plan sizes it (failures and restarts through the reliability
+        # model, checkpoints at the storage's rate, thermal throttling): search, size, settle.
+        plan = run_pipeline(spec)
     except RightsizeError as exc:
         return None, exc.message().replace("\n", " "), {}
     best = plan.best
@@ -46,7 +49,14 @@ def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
         "tokens_per_s_per_gpu": best.tokens_per_s_per_gpu,
         "gpu_hours": best.gpu_hours,
     }[case.metric]
-    detail = {"gpus": best.gpus, "parallel": best.parallel, "mfu": round(best.mfu, 4)}
+    detail: dict[str, Any] = {"gpus": best.gpus, "parallel": best.parallel, "mfu": round(best.mfu, 4)}
+    # The range comes from the same uncertainty model plans use, with this run left out of
+    # the validated ground (it must not vouch for itself).
+    unc = training_uncertainty(plan, spec, exclude_ground=(case.id,))
+    m = unc["metrics"].get(case.metric)
+    if m is not None:
+        detail["range"] = {q: m[q] for q in ("p10", "p50", "p90")}
+    detail["ground"] = {k: unc["ground"][k] for k in ("distance", "sigma", "nearest", "thin_mechanisms")}
     return training_value, None, detail
 
 
@@ -67,6 +77,13 @@ def validate_paths(paths: list[Path], progress: Callable[[str], None] | None = N
             }
             if reason:
                 row["reason"] = reason
+            rng = detail.pop("range", None)
+            ground = detail.pop("ground", None)
+            if rng is not None:
+                row.update(rng)
+                row["within_p10_p90"] = rng["p10"] <= case.published <= rng["p90"]
+            if ground is not None:
+                row["ground"] = ground
             if detail:
                 row["chosen"] = detail
             rows.append(row)
@@ -78,10 +95,20 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for metric in dict.fromkeys(r["metric"] for r in rows):
         errs = [abs(r["error"]) for r in rows if r["metric"] == metric and r["error"] is not None]
         skipped = sum(1 for r in rows if r["metric"] == metric and r["error"] is None)
+        ranged = [r["within_p10_p90"] for r in rows if r["metric"] == metric and "within_p10_p90" in r]
         out[metric] = {
             "n": len(errs),
             "median_abs_error": statistics.median(errs) if errs else None,
             "max_abs_error": max(errs) if errs else None,
             "not_predicted": skipped,
+            "coverage_p10_p90": sum(ranged) / len(ranged) if ranged else None,
+            "ranged": len(ranged),
+        }
+    ranged_all = [r["within_p10_p90"] for r in rows if "within_p10_p90" in r]
+    if ranged_all:
+        out["all"] = {
+            "n": len(ranged_all),
+            "coverage_p10_p90": sum(ranged_all) / len(ranged_all),
+            "ranged": len(ranged_all),
         }
     return out

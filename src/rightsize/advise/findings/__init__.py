@@ -98,6 +98,8 @@ RULES: tuple[Rule, ...] = (
 
 def advise(plan: Any) -> list[Finding]:
     """Every rule's finding for the plan, highest impact first."""
+    from rightsize.advise.evidence import thin_ground  # imports Finding from this package
+
     v = plan if isinstance(plan, PlanView) else view(plan)
-    found = [f for rule in RULES if (f := rule(v)) is not None]
+    found = [f for rule in (*RULES, thin_ground) if (f := rule(v)) is not None]
     return sorted(found, key=lambda f: (-f.impact, f.rule))
