@@ -13,7 +13,7 @@ import yaml
 from rightsize.api import plan
 from rightsize.catalog import accelerators, get_accelerator, nodes
 from rightsize.errors import BadInput, Infeasible
-from rightsize.perf.collectives import group_link
+from rightsize.perf.collectives import all_gather_s, group_link
 from rightsize.perf.hardware import Hardware
 from rightsize.report.catalog_text import render_catalog
 
@@ -82,11 +82,16 @@ def test_torus_group_on_one_axis_gets_its_share_of_the_links() -> None:
     up = hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction
     assert bw[0] == pytest.approx(up / 2)  # one axis of two
     assert bw[1] == pytest.approx(up)  # both axes
-    # A ring per axis: 16 members on one axis take 15 steps, 256 on two take 2 x 15.
+    # A ring per axis: 16 members on one axis take 15 steps, 256 on two take 2 x 15, where a
+    # flat ring of 256 would take 255.
     flat = hw.with_overrides(torus_dims=0)
     bw_flat, lat_flat = group_link(np.array([16.0, 256.0]), np.array([1.0, 1.0]), flat)
     assert bw_flat[0] == pytest.approx(up)
-    assert lat[1] > lat_flat[1]
+    n = np.array([16.0, 256.0])
+    torus_t = all_gather_s(np.zeros(2), n, bw, lat)
+    flat_t = all_gather_s(np.zeros(2), n, bw_flat, lat_flat)
+    assert torus_t == pytest.approx(np.array([15.0, 30.0]) * hw.scaleup_latency_s)
+    assert flat_t[1] == pytest.approx(255.0 * hw.scaleup_latency_s)
 
 
 def _spec(example: str, acc_id: str, **extra: object) -> dict[str, object]:

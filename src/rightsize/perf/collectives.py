@@ -52,7 +52,10 @@ def torus_scale(span: np.ndarray, size: np.ndarray, hw: Hardware) -> tuple[np.nd
     axis (Google Cloud TPU docs: "all-reduce bandwidth per pod"; Jouppi et al., TPU v4, ISCA
     2023). A chip's per-direction bandwidth is split evenly over its D axes, so a group that
     spans only k of them drives k/D of it; and a ring per axis takes sum(k_i - 1) latency
-    steps for n = prod(k_i) members, against what `_steps` charges a switched domain.
+    steps for n = prod(k_i) members. The latency factor is taken against a flat ring's
+    n - 1 steps, so the ring collectives (all-gather, reduce-scatter) charge exactly the
+    per-axis steps; all-reduce, which charges `_steps` (a tree at scale), is then
+    undercounted in latency for large groups, where its bandwidth term dominates.
     Both factors are 1 where the domain is switched or meshed (torus_dims 0).
     """
     size = np.asarray(size, dtype=np.float64)
@@ -65,8 +68,8 @@ def torus_scale(span: np.ndarray, size: np.ndarray, hw: Hardware) -> tuple[np.nd
     axes = np.clip(np.ceil(np.log(span) / np.log(axis_len) - 1e-9), 1.0, dims)
     per_axis = np.maximum(size ** (1.0 / axes), 1.0)
     torus_steps = axes * (per_axis - 1.0)
-    switched = np.maximum(_steps(size), 1e-9)
-    return axes / dims, np.where(size > 1, torus_steps / switched, 1.0)
+    ring = np.maximum(size - 1.0, 1e-9)
+    return axes / dims, np.where(size > 1, torus_steps / ring, 1.0)
 
 
 def _steps(n: np.ndarray) -> np.ndarray:
