@@ -10,12 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rightsize.atomic_write import write_text_atomic
 from rightsize.errors import BadInput
 
 
 def _emit(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text + "\n", encoding="utf-8")
+        write_text_atomic(output, text + "\n")
     else:
         sys.stdout.write(text + "\n")
 

@@ -232,7 +232,8 @@ def lora_layer_times(
             continue
         k, n = _local(d_in, d_out, "in" if name in _ROW_PARALLEL else "out", t)
         for group_rows, count in groups:
-            if count:
+            # `count` is an array over configurations when it depends on ep (local experts)
+            if np.any(count):
                 f, b = _adapter_times(group_rows, k, n, r, hw)
                 fwd, bwd = fwd + count * f, bwd + count * b
     return fwd, bwd
