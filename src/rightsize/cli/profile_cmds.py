@@ -155,7 +155,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         threads=args.threads,
         micro=not args.no_micro,
     )
-    res = run_train_profile(cfg, Path(args.out) if args.out else None, args.resume, _progress)
+    res = run_train_profile(cfg, Path(args.out) if args.out else None, args.resume, _progress, args.force)
     return _write(args, res, render_train)
 
 
@@ -178,8 +178,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if args.out:
         from rightsize.profile import jsonl
 
-        with jsonl.ProfileWriter(Path(args.out)) as w:
-            w.write(jsonl.header("memory", {"model": arch.model_dump(), "seq_len": args.seq}))
+        hdr = jsonl.header("memory", {"model": arch.model_dump(), "seq_len": args.seq})
+        writer, _ = jsonl.start_run(Path(args.out), hdr, False, args.force or args.resume)
+        with writer as w:
             w.write({"type": "result", "kind": "memory", "key": f"memory:{arch.name}", "status": "ok", **res})
     return _write(args, res, render_memory)
 
@@ -198,6 +199,7 @@ def cmd_comms(args: argparse.Namespace) -> int:
         out=Path(args.out) if args.out else None,
         resume=args.resume,
         progress=_progress,
+        force=args.force,
     )
     return _write(args, res, render_comms)
 
@@ -272,7 +274,16 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         )
         sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
         sp.add_argument("--out", metavar="PROFILE.jsonl", help="record every measurement here as it is made")
-        sp.add_argument("--resume", action="store_true", help="skip points already recorded in --out")
+        sp.add_argument(
+            "--resume",
+            action="store_true",
+            help="continue the run recorded in --out (same configuration): skip its finished points",
+        )
+        sp.add_argument(
+            "--force",
+            action="store_true",
+            help="append a new run to an --out that already holds records (never truncated)",
+        )
         sp.add_argument(
             "--timeout", type=_seconds, default=300.0, help="limit per measured run (default 300s)"
         )

@@ -62,6 +62,7 @@ def run_comms_profile(
     out: Path | None = None,
     resume: bool = False,
     progress: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     import importlib.util
 
@@ -79,13 +80,10 @@ def run_comms_profile(
         )
     sizes = sizes or default_sizes(4 * 2**20)
     say = progress or (lambda _m: None)
-    done = jsonl.done_keys(out) if resume else set()
     job = {"backend": backend, "world_size": world_size, "sizes": sizes, "ops": list(ops), "iters": iters}
     hdr = jsonl.header("comms", job)
-    writer = jsonl.ProfileWriter(out, resume=bool(done))
-    if not done:
-        writer.write(hdr)
-    previous = [r for r in jsonl.results(jsonl.read_profile(out))] if done and out else []
+    writer, previous = jsonl.start_run(out, hdr, resume, force, may_differ=("sizes", "ops"))
+    done = {str(r["key"]) for r in previous if "key" in r}
     results: list[dict[str, Any]] = list(previous)
     job["skip"] = sorted(done)
     port = _free_port()

@@ -1,0 +1,244 @@
+"""Generated specs for fuzzing (issue #15): the bundled examples, mutated as a careless or hostile
+user would. Used by `test_fuzz.py` (hypothesis, in CI) and `benchmarks/fuzz_cli.py` (thousands).
+
+`mutated_spec(rng)` takes an example, then applies one to four mutations: a value somewhere in it
+(existing or a key from the JSON Schema) replaced by an adversarial one (NaN, infinity, 1e308, huge
+or negative numbers, long strings, wrong types, a list of 400 duplicates), a key deleted, or an
+unknown key added. `check_run` runs the CLI on one spec and returns what went wrong, if anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+
+_NUMBERS: list[Any] = [
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    1e308,
+    1e30,
+    -1,
+    0,
+    0.5,
+    1,
+    2,
+    3,
+    7,
+    8,
+    64,
+    1000,
+    65536,
+    2**31,
+    2**63,
+    10**30,
+    1e-300,
+    -1e-9,
+]
+_STRINGS: list[Any] = [
+    "",
+    " ",
+    "nan",
+    "inf",
+    "1e400",
+    "-5",
+    "30d",
+    "0s",
+    "1e30 s",
+    "16Mi",
+    "15T",
+    "1e18",
+    "999999999999999999999T",
+    "400 Gb/s",
+    "80 GiB",
+    "10 kW",
+    "all",
+    "a" * 300,
+    "x" * 5000,
+    "<script>alert(1)</script> | *bold* [x](y) `code`",
+    "h100-sxm",
+    "llama3-8b",
+    "mixtral-8x7b",
+    "deepseek-v3",
+    "/dev/zero",
+    "../../etc/passwd",
+    "\u00e9\u4e2d\U0001f600",
+]
+
+
+def examples() -> list[dict[str, Any]]:
+    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in EXAMPLES]
+
+
+def schema_paths() -> list[tuple[str, ...]]:
+    """Every property path the spec's JSON Schema names (all kinds), as key tuples."""
+    from rightsize.spec import SPEC_KINDS, spec_json_schema
+
+    paths: set[tuple[str, ...]] = set()
+    for kind in SPEC_KINDS:
+        schema = spec_json_schema(kind)
+        defs = schema.get("$defs", {})
+
+        def walk(node: dict[str, Any], prefix: tuple[str, ...], depth: int) -> None:
+            if depth > 5:
+                return
+            for option in [node, *node.get("anyOf", []), *node.get("allOf", [])]:
+                ref = option.get("$ref")
+                target = defs.get(ref.rsplit("/", 1)[-1], {}) if ref else option
+                for key, sub in (target.get("properties") or {}).items():
+                    paths.add((kind, *prefix, key))
+                    walk(sub, (*prefix, key), depth + 1)
+
+        walk(schema, (), 0)
+    return sorted(paths)
+
+
+def _random_value(rng: random.Random, examples_: list[dict[str, Any]]) -> Any:
+    roll = rng.random()
+    if roll < 0.35:
+        return rng.choice(_NUMBERS)
+    if roll < 0.65:
+        return rng.choice(_STRINGS)
+    if roll < 0.72:
+        return [rng.choice(["h100-sxm", "b200", "l40s"])] * rng.choice([2, 400])
+    if roll < 0.78:
+        return rng.choice([True, False, None, [], {}])
+    if roll < 0.85:
+        return {
+            "kind": rng.choice(["fixed", "normal", "lognormal", "empirical"]),
+            "mean": rng.choice(_NUMBERS),
+        }
+    # a value from another example at some path: plausible, often contradictory
+    leaves = list(_leaves(rng.choice(examples_)))
+    return rng.choice(leaves)[1] if leaves else 1
+
+
+def _leaves(node: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield (*prefix, str(key)), value
+            yield from _leaves(value, (*prefix, str(key)))
+
+
+def _set(spec: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    node = spec
+    for key in path[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = {}
+            node[key] = child
+        node = child
+    node[path[-1]] = value
+
+
+_FACTORS = (1e-6, 1e-3, 0.1, 0.5, 2, 3, 10, 1000, 1e6, 1e12)
+
+
+def _scaled(value: Any, rng: random.Random) -> Any:
+    """A plausible neighbour of a value: a number scaled, a unit string's number scaled."""
+    factor = rng.choice(_FACTORS)
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return max(1, int(value * factor)) if rng.random() < 0.8 else value * factor
+    if isinstance(value, float):
+        return value * factor
+    if isinstance(value, str):
+        head = value.split(" ")[0]
+        digits = "".join(ch for ch in head if ch.isdigit() or ch == ".")
+        unit = value[len(digits) :] if value.startswith(digits) else ""
+        try:
+            return f"{float(digits) * factor:g}{unit}"
+        except ValueError:
+            return value
+    return value
+
+
+def mutated_spec(rng: random.Random, paths: list[tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """One example with one to four mutations: half plausible (values scaled), half adversarial."""
+    pool = examples()
+    spec = rng.choice(pool)
+    if rng.random() < 0.5:
+        for _ in range(rng.randint(1, 4)):
+            leaves = [(p, v) for p, v in _leaves(spec) if not isinstance(v, dict | list)]
+            if leaves:
+                path, value = rng.choice(leaves)
+                _set(spec, path, _scaled(value, rng))
+        return spec
+    kind = spec.get("kind", "training")
+    own = [p[1:] for p in paths or [] if p[0] == kind]
+    for _ in range(rng.randint(1, 4)):
+        existing = [p for p, _ in _leaves(spec)]
+        roll = rng.random()
+        if roll < 0.5 and existing:
+            _set(spec, rng.choice(existing), _random_value(rng, pool))
+        elif roll < 0.8 and own:
+            _set(spec, rng.choice(own), _random_value(rng, pool))
+        elif roll < 0.9 and existing:
+            path = rng.choice(existing)
+            parent: Any = spec
+            for key in path[:-1]:
+                parent = parent.get(key) if isinstance(parent, dict) else None
+            if isinstance(parent, dict):
+                parent.pop(path[-1], None)
+        else:
+            _set(spec, (rng.choice(["targetz", "training", "traffic"]), "bogus_key"), 1)
+    return spec
+
+
+def non_finite(obj: Any, where: str = "$") -> str | None:
+    """The first path in a JSON value holding a non-finite or absurd (> 1e30) number, else None."""
+    if isinstance(obj, float) and (not math.isfinite(obj) or abs(obj) > 1e30):
+        return f"{where} = {obj!r}"
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            found = non_finite(value, f"{where}.{key}")
+            if found:
+                return found
+    if isinstance(obj, list):
+        for i, value in enumerate(obj):
+            found = non_finite(value, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_run(argv: list[str], want_json: bool = True) -> tuple[int, str | None]:
+    """Run the CLI in-process; (exit code, a problem description or None)."""
+    from rightsize.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    stderr = err.getvalue()
+    if code not in (0, 1, 2):
+        return code, f"exit code {code}: {stderr.strip()[:400]}"
+    if "Traceback" in stderr or "Traceback" in out.getvalue():
+        return code, f"traceback: {stderr[-400:]}"
+    if code != 0 and "rightsize:" not in stderr:
+        return code, f"exit {code} without a message"
+    if code == 0 and want_json:
+        try:
+            doc = json.loads(out.getvalue(), parse_constant=lambda c: float(c.replace("Infinity", "inf")))
+        except ValueError as exc:
+            return code, f"output is not JSON: {exc}"
+        found = non_finite(doc)
+        if found:
+            return code, f"non-finite or absurd number in the JSON: {found}"
+    return code, None
+
+
+def write_spec(spec: dict[str, Any], path: Path) -> Path:
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
