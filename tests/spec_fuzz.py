@@ -81,27 +81,40 @@ def examples() -> list[dict[str, Any]]:
     return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in EXAMPLES]
 
 
-def schema_paths() -> list[tuple[str, ...]]:
-    """Every property path the spec's JSON Schema names (all kinds), as key tuples."""
+def schema_paths() -> dict[tuple[str, ...], list[Any]]:
+    """Every property path the spec's JSON Schema names (all kinds), as key tuples, each with the
+    values the schema itself suggests for it (enum choices, examples, defaults)."""
     from rightsize.spec import SPEC_KINDS, spec_json_schema
 
-    paths: set[tuple[str, ...]] = set()
+    paths: dict[tuple[str, ...], list[Any]] = {}
     for kind in SPEC_KINDS:
         schema = spec_json_schema(kind)
-        defs = schema.get("$defs", {})
+        _walk(schema, schema.get("$defs", {}), (kind,), 0, paths)
+    return dict(sorted(paths.items()))
 
-        def walk(node: dict[str, Any], prefix: tuple[str, ...], depth: int) -> None:
-            if depth > 5:
-                return
-            for option in [node, *node.get("anyOf", []), *node.get("allOf", [])]:
-                ref = option.get("$ref")
-                target = defs.get(ref.rsplit("/", 1)[-1], {}) if ref else option
-                for key, sub in (target.get("properties") or {}).items():
-                    paths.add((kind, *prefix, key))
-                    walk(sub, (*prefix, key), depth + 1)
 
-        walk(schema, (), 0)
-    return sorted(paths)
+def _walk(
+    node: dict[str, Any],
+    defs: dict[str, Any],
+    prefix: tuple[str, ...],
+    depth: int,
+    paths: dict[tuple[str, ...], list[Any]],
+) -> None:
+    if depth > 5:
+        return
+    for option in [node, *node.get("anyOf", []), *node.get("allOf", [])]:
+        ref = option.get("$ref")
+        target = defs.get(ref.rsplit("/", 1)[-1], {}) if ref else option
+        for key, sub in (target.get("properties") or {}).items():
+            values = paths.setdefault((*prefix, key), [])
+            for form in [sub, *sub.get("anyOf", [])]:
+                values.extend(form.get("enum") or [])
+                values.extend(form.get("examples") or [])
+                if "const" in form:
+                    values.append(form["const"])
+                if "default" in form and not isinstance(form["default"], dict | list):
+                    values.append(form["default"])
+            _walk(sub, defs, (*prefix, key), depth + 1, paths)
 
 
 def _random_value(rng: random.Random, examples_: list[dict[str, Any]]) -> Any:
@@ -165,26 +178,31 @@ def _scaled(value: Any, rng: random.Random) -> Any:
     return value
 
 
-def mutated_spec(rng: random.Random, paths: list[tuple[str, ...]] | None = None) -> dict[str, Any]:
-    """One example with one to four mutations: half plausible (values scaled), half adversarial."""
+def mutated_spec(rng: random.Random, paths: dict[tuple[str, ...], list[Any]] | None = None) -> dict[str, Any]:
+    """One example with one to four mutations: half plausible (values scaled, or set to a value the
+    schema suggests for the field), half adversarial."""
     pool = examples()
     spec = rng.choice(pool)
+    kind = spec.get("kind", "training")
+    own = {p[1:]: values for p, values in (paths or {}).items() if p[0] == kind}
+    suggested = [(p, values) for p, values in own.items() if values]
     if rng.random() < 0.5:
         for _ in range(rng.randint(1, 4)):
             leaves = [(p, v) for p, v in _leaves(spec) if not isinstance(v, dict | list)]
-            if leaves:
+            if suggested and rng.random() < 0.5:
+                path, values = rng.choice(suggested)
+                _set(spec, path, rng.choice(values))
+            elif leaves:
                 path, value = rng.choice(leaves)
                 _set(spec, path, _scaled(value, rng))
         return spec
-    kind = spec.get("kind", "training")
-    own = [p[1:] for p in paths or [] if p[0] == kind]
     for _ in range(rng.randint(1, 4)):
         existing = [p for p, _ in _leaves(spec)]
         roll = rng.random()
         if roll < 0.5 and existing:
             _set(spec, rng.choice(existing), _random_value(rng, pool))
         elif roll < 0.8 and own:
-            _set(spec, rng.choice(own), _random_value(rng, pool))
+            _set(spec, rng.choice(list(own)), _random_value(rng, pool))
         elif roll < 0.9 and existing:
             path = rng.choice(existing)
             parent: Any = spec

@@ -224,9 +224,12 @@ def lora_layer_times(
     if moe:
         f_e = arch.expert_ffn_hidden or arch.ffn_hidden
         expert_rows = rows * arch.experts_per_token * cfg.ep / arch.experts * moe_load_factor(w, cfg)
-        groups = [(expert_rows, arch.experts / cfg.ep), (rows, float(arch.shared_experts))]
+        groups: list[tuple[np.ndarray, np.ndarray]] = [
+            (expert_rows, np.asarray(arch.experts / cfg.ep, dtype=np.float64)),
+            (rows, np.asarray(float(arch.shared_experts))),
+        ]
     else:
-        f_e, groups = arch.ffn_hidden, [(rows, 1.0)]
+        f_e, groups = arch.ffn_hidden, [(rows, np.asarray(1.0))]
     for name, (d_in, d_out) in mlp_linears(arch, f_e).items():
         if name not in targets:
             continue
