@@ -10,6 +10,8 @@ unknown key added. `check_run` runs the CLI on one spec and returns what went wr
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import io
 import json
 import math
@@ -77,8 +79,14 @@ _STRINGS: list[Any] = [
 ]
 
 
+@functools.cache
+def _parsed_examples() -> tuple[dict[str, Any], ...]:
+    return tuple(yaml.safe_load(p.read_text(encoding="utf-8")) for p in EXAMPLES)
+
+
 def examples() -> list[dict[str, Any]]:
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in EXAMPLES]
+    """Fresh copies of the bundled examples (parsed once)."""
+    return copy.deepcopy(list(_parsed_examples()))
 
 
 def schema_paths() -> dict[tuple[str, ...], list[Any]]:

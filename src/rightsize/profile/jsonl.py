@@ -26,8 +26,10 @@ from typing import Any, TextIO
 
 from rightsize import __version__
 from rightsize.errors import BadInput
+from rightsize.safe_read import read_text_capped
 
 SCHEMA_VERSION = 1
+MAX_PROFILE_BYTES = 512 * 2**20
 
 
 def now_iso() -> str:
@@ -210,12 +212,9 @@ def header(kind: str, config: dict[str, Any]) -> dict[str, Any]:
 
 def read_profile(path: Path) -> list[dict[str, Any]]:
     """Every complete record of a profile; a torn final line (a crash mid-write) is dropped."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise BadInput(
-            f"Cannot read the profile {path}.", str(err), "Pass a file written by `rightsize profile`."
-        ) from None
+    text = read_text_capped(
+        path, "the profile", MAX_PROFILE_BYTES, "Pass a file written by `rightsize profile`."
+    )
     records = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
