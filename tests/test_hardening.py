@@ -269,3 +269,31 @@ def test_output_keeps_the_mode_of_the_file_it_replaces(
     out.chmod(0o640)
     code, _, _ = run(capsys, "models", "-o", str(out))
     assert code == 0 and (out.stat().st_mode & 0o777) == 0o640
+
+
+# ------------------------------------------------------------------------------ renderers
+
+HOSTILE = "[/] [bold]x <script>alert(1)</script> *em* [l](http://e) | # `c`"
+
+
+def test_markdown_escapes_the_spec_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = f'name: "{HOSTILE}"\n' + SMALL + "targets: {accelerators: [h100-sxm]}\n"
+    code, out, err = run(capsys, "plan", spec(tmp_path, text), "--format", "markdown")
+    assert code == 0, err
+    title = out.splitlines()[0]
+    assert "<script>" not in out and "\\[l\\](http" in title and "\\*em\\*" in title
+    assert title.startswith("# Plan: \\[/\\] \\[bold\\]x \\<script\\>")
+
+
+def test_terminal_tables_take_cells_literally_and_stay_fast() -> None:
+    import time
+
+    from rightsize.report.document import Document, Section, Table
+    from rightsize.report.terminal import render_terminal
+
+    table = Table(["a", "[/]"], [["[/] [red]", "x" * 100_000]] * 50, "[bold]t[/bold")
+    doc = Document(kind="plan", title="t", sections=[Section("s", "s", tables=[table], brief=True)])
+    started = time.perf_counter()
+    text = render_terminal(doc)
+    assert time.perf_counter() - started < 5
+    assert "[/] [red]" in text and "..." in text
