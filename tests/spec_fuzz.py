@@ -163,6 +163,7 @@ def _set(spec: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
+_EDGES: tuple[Any, ...] = (1, 2, 3, 7, 1e-9, 0.999, 1.0001, 1e6, 1e9, 1e12, 1e15, 1e17, 2**31 - 1, 4096, 0.5)
 _FACTORS = (1e-6, 1e-3, 0.1, 0.5, 2, 3, 10, 1000, 1e6, 1e12)
 
 
@@ -194,7 +195,18 @@ def mutated_spec(rng: random.Random, paths: dict[tuple[str, ...], list[Any]] | N
     kind = spec.get("kind", "training")
     own = {p[1:]: values for p, values in (paths or {}).items() if p[0] == kind}
     suggested = [(p, values) for p, values in own.items() if values]
-    if rng.random() < 0.5:
+    roll = rng.random()
+    if roll < 0.3:
+        # edge values that pass validation: tiny and huge but finite counts, sizes and times
+        for _ in range(rng.randint(1, 3)):
+            numeric = [p for p, v in _leaves(spec) if isinstance(v, int | float) and not isinstance(v, bool)]
+            if suggested and rng.random() < 0.4:
+                path, values = rng.choice(suggested)
+                _set(spec, path, rng.choice(values))
+            elif numeric:
+                _set(spec, rng.choice(numeric), rng.choice(_EDGES))
+        return spec
+    if roll < 0.6:
         for _ in range(rng.randint(1, 4)):
             leaves = [(p, v) for p, v in _leaves(spec) if not isinstance(v, dict | list)]
             if suggested and rng.random() < 0.5:

@@ -297,3 +297,36 @@ def test_terminal_tables_take_cells_literally_and_stay_fast() -> None:
     text = render_terminal(doc)
     assert time.perf_counter() - started < 5
     assert "[/] [red]" in text and "..." in text
+
+
+@pytest.mark.parametrize(
+    ("example", "key", "value", "field"),
+    [
+        (
+            "dlrm-criteo-serving.yaml",
+            ("embeddings", "rows_multiplier"),
+            2**31 - 1,
+            "embeddings.rows_multiplier",
+        ),
+        ("dlrm-criteo-serving.yaml", ("inference", "qps"), "15T", "inference.qps"),
+        ("llama2-7b-batch1.yaml", ("serving", "batch"), "1e17", "serving.batch"),
+        ("llama3-70b-pretrain.yaml", ("training", "train_tokens"), "1e17", "training.train_tokens"),
+    ],
+)
+def test_valid_but_absurd_numbers_are_refused_with_the_reason(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    example: str,
+    key: tuple[str, str],
+    value: object,
+    field: str,
+) -> None:
+    """Found by the fuzz run: these planned with exit 0 and figures such as 1e58 s of latency."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    data = yaml.safe_load((root / "examples" / example).read_text())
+    data[key[0]][key[1]] = value
+    code, _, err = run(capsys, "plan", spec(tmp_path, yaml.safe_dump(data)))
+    assert code == 2, err
+    assert field in err and "more than" in err

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from rightsize import yamlio
 from rightsize.errors import BadInput, did_you_mean
 from rightsize.safe_read import read_text_capped
+from rightsize.spec.limits import spec_limit_problems
 
 if TYPE_CHECKING:
     from rightsize.spec.inference import InferenceSpec
@@ -153,9 +154,17 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
     context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
     try:
         spec: Spec = spec_cls.model_validate(dict(data), context=context)  # type: ignore[assignment]
-        return spec
     except ValidationError as err:
         raise validation_error(err, spec_cls, source) from None
+    problems = spec_limit_problems(spec)
+    if problems:
+        count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+        raise BadInput(
+            f"The spec {source} asks for more than any real workload.",
+            f"{count}:\n" + "\n".join(f"    - {line}" for line in problems),
+            "Check the units and the number of zeros; every limit is far above anything published.",
+        )
+    return spec
 
 
 def validation_error(err: ValidationError, model: type[BaseModel], source: str) -> BadInput:
