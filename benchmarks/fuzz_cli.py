@@ -36,6 +36,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--start", type=int, default=0, help="first spec index (to continue a run)")
     p.add_argument("--timeout", type=int, default=60, help="seconds per spec before it counts as a hang")
     p.add_argument("--keep", default="fuzz-failures", help="folder for the failing specs")
     args = p.parse_args()
@@ -46,7 +47,7 @@ def main() -> int:
     signal.signal(signal.SIGALRM, _alarm)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.count):
+        for i in range(args.start, args.start + args.count):
             seed = args.seed * 1_000_003 + i
             spec = mutated_spec(random.Random(seed), paths)
             path = write_spec(spec, Path(tmp) / "spec.yaml")

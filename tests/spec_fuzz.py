@@ -142,7 +142,7 @@ def _random_value(rng: random.Random, examples_: list[dict[str, Any]]) -> Any:
         }
     # a value from another example at some path: plausible, often contradictory
     leaves = list(_leaves(rng.choice(examples_)))
-    return rng.choice(leaves)[1] if leaves else 1
+    return copy.deepcopy(rng.choice(leaves)[1]) if leaves else 1  # a copy: never a cycle
 
 
 def _leaves(node: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

@@ -330,3 +330,15 @@ def test_valid_but_absurd_numbers_are_refused_with_the_reason(
     code, _, err = run(capsys, "plan", spec(tmp_path, yaml.safe_dump(data)))
     assert code == 2, err
     assert field in err and "more than" in err
+
+
+def test_a_recommendation_batch_beyond_the_whole_run_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    data = yaml.safe_load((root / "examples" / "dlrm-criteo-train.yaml").read_text())
+    data["train"]["samples"] = 1000
+    code, _, err = run(capsys, "plan", spec(tmp_path, yaml.safe_dump(data)))
+    assert code == 2 and "train.global_batch" in err and "not finish a step" in err

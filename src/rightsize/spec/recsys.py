@@ -286,6 +286,17 @@ class RecsysSpec(BaseModel):
             problems.append("`inference:` applies only to mode 'inference'; remove it or set mode: inference")
         if self.mode == "inference" and self.train is not None:
             problems.append("`train:` applies only to mode 'training'; remove it or set mode: training")
+        train = self.train
+        if (
+            train is not None
+            and train.samples is not None
+            and train.samples * train.epochs < train.global_batch
+        ):
+            problems.append(
+                f"train.samples x train.epochs ({train.samples * train.epochs:.4g}) is less than one step of "
+                f"train.global_batch ({train.global_batch:,}); the run would not finish a step. "
+                "Raise samples or epochs, or lower the global batch"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self
