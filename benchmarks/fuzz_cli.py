@@ -67,7 +67,7 @@ def main() -> int:
                 print(f"seed {seed} ({time.perf_counter() - t0:.1f} s): {problem}", flush=True)
             if (i + 1) % 100 == 0:
                 print(
-                    f"{i + 1} specs, {len(problems)} problems, {time.perf_counter() - started:.0f} s",
+                    f"{i + 1 - args.start} specs, {len(problems)} problems, {time.perf_counter() - started:.0f} s",
                     flush=True,
                 )
     print(f"specs: {args.count}  exit codes: {dict(sorted(codes.items()))}  problems: {len(problems)}")
