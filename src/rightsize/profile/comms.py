@@ -120,7 +120,12 @@ def run_comms_profile(
                 buf += chunk
                 while "\n" in buf:
                     line, buf = buf.split("\n", 1)
-                    rec = json.loads(line)
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:  # a stray line from a rank's libraries is not a record
+                        continue
+                    if not isinstance(rec, dict) or "op" not in rec:
+                        continue
                     writer.write(rec)
                     results.append(rec)
                     say(

@@ -139,8 +139,11 @@ class _Worker:
                 return None
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
-        msg: dict[str, Any] = json.loads(line)
-        return msg
+        try:
+            msg = json.loads(line)
+        except ValueError:  # a garbled protocol line (a worker dying mid-write) ends the point
+            return None
+        return msg if isinstance(msg, dict) else None
 
     def kill(self) -> None:
         if self.proc.poll() is None:
