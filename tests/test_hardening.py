@@ -342,3 +342,10 @@ def test_a_recommendation_batch_beyond_the_whole_run_is_bad_input(
     data["train"]["samples"] = 1000
     code, _, err = run(capsys, "plan", spec(tmp_path, yaml.safe_dump(data)))
     assert code == 2 and "train.global_batch" in err and "not finish a step" in err
+
+
+def test_output_onto_the_input_spec_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, SMALL)
+    code, _, err = run(capsys, "plan", path, "-o", path)
+    assert code == 2 and "would destroy the input" in err
+    assert Path(path).read_text() == SMALL

@@ -52,11 +52,29 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=float)
 
 
+def _refuse_overwriting_inputs(output: str | None, inputs: list[str | None]) -> None:
+    """`-o` naming one of the command's own input files would destroy it: refuse before any work."""
+    if not output:
+        return
+    try:
+        target = Path(output).expanduser().resolve()
+        same = [i for i in inputs if i and Path(i).expanduser().resolve() == target]
+    except (OSError, RuntimeError, ValueError):
+        return  # the writer reports an impossible path itself
+    if same:
+        raise BadInput(
+            f"-o {output} is the input file {same[0]}.",
+            "Writing the report there would destroy the input.",
+            "Give -o another file name.",
+        )
+
+
 def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     from rightsize.api import estimate as run_estimate
     from rightsize.api import plan as run_plan
     from rightsize.report.render import render
 
+    _refuse_overwriting_inputs(args.output, [args.spec, args.calibration])
     run = run_estimate if estimate else run_plan
     with _spinner("planning" if not estimate else "estimating"):
         result = run(args.spec, calibration=args.calibration)
