@@ -17,6 +17,7 @@ from typing import Any
 
 from rightsize._version import __version__
 from rightsize.atomic_write import write_text_atomic
+from rightsize.cli.monitor_cmd import register as register_monitor_command
 from rightsize.cli.profile_cmds import register as register_profile_commands
 from rightsize.errors import BUG_REPORT, BadInput, RightsizeError, SpecNote
 from rightsize.report.render import FORMATS
@@ -182,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("models", "list model presets").set_defaults(func=cmd_models)
     add("schema", "print the JSON Schema of the workload spec", fmt=("json",)).set_defaults(func=cmd_schema)
     register_profile_commands(sub, add)
+    register_monitor_command(sub, add)
     return p
 
 
