@@ -2,13 +2,17 @@
 
 `BadInput` maps to exit code 2 (the request is malformed), `Infeasible` to exit code 1
 (the request is well formed but no configuration satisfies it). The CLI turns both into
-messages without a traceback; anything else is a bug and keeps its traceback.
+messages without a traceback; anything else is a bug: exit code 3, a one-line message
+with `BUG_REPORT`, and the traceback only with `--debug`.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+
+BUG_REPORT = "please report it on the rightsize issue tracker with the command line and the spec"
+"""Where an internal error should be reported (the CLI's exit-code-3 message)."""
 
 
 class RightsizeError(Exception):
@@ -29,6 +33,11 @@ class RightsizeError(Exception):
         if self.fix:
             lines.append(f"  To fix: {self.fix}")
         return "\n".join(lines)
+
+
+class SpecNote(UserWarning):
+    """Something the spec loader changed or assumed that the user should hear about (duplicates
+    removed, ...); the CLI prints each on stderr as `rightsize: note: ...`."""
 
 
 class BadInput(RightsizeError):
@@ -56,6 +65,7 @@ def unknown_name(kind: str, name: str, choices: Iterable[str], listing_command: 
     """The standard error for an unknown catalog id or preset name."""
     choices = sorted(choices)
     hint = did_you_mean(name, choices)
+    name = name if len(name) <= 80 else name[:77] + "..."
     fix = (hint[0].upper() + hint[1:] + " " if hint else "") + f"Run `{listing_command}` to list them."
     return BadInput(
         f"Unknown {kind} '{name}'.",

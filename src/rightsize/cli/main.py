@@ -1,26 +1,38 @@
 """`rightsize` command line: parse arguments, call the library, turn user errors into
-messages and exit codes (2 bad input, 1 infeasible). Holds no logic of its own."""
+messages and exit codes (0 success, 1 infeasible, 2 bad input, 3 internal error). Holds no
+logic of its own."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from rightsize._version import __version__
+from rightsize.atomic_write import write_text_atomic
 from rightsize.cli.monitor_cmd import register as register_monitor_command
 from rightsize.cli.profile_cmds import register as register_profile_commands
-from rightsize.errors import BadInput, RightsizeError
+from rightsize.errors import BUG_REPORT, BadInput, RightsizeError, SpecNote
 from rightsize.report.render import FORMATS
+
+EXIT_CODES_HELP = """exit codes:
+  0  success
+  1  infeasible: the request is valid but no configuration meets it (the message says
+     the smallest change that would); `profile serve`: the SLO was not met
+  2  bad input: a malformed spec, argument or file (the message names the field)
+  3  internal error: a bug in rightsize (one line; --debug shows the traceback)"""
 
 
 def _emit(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text + "\n", encoding="utf-8")
+        write_text_atomic(output, text + "\n")
     else:
         sys.stdout.write(text + "\n")
 
@@ -41,11 +53,29 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=float)
 
 
+def _refuse_overwriting_inputs(output: str | None, inputs: list[str | None]) -> None:
+    """`-o` naming one of the command's own input files would destroy it: refuse before any work."""
+    if not output:
+        return
+    try:
+        target = Path(output).expanduser().resolve()
+        same = [i for i in inputs if i and Path(i).expanduser().resolve() == target]
+    except (OSError, RuntimeError, ValueError):
+        return  # the writer reports an impossible path itself
+    if same:
+        raise BadInput(
+            f"-o {output} is the input file {same[0]}.",
+            "Writing the report there would destroy the input.",
+            "Give -o another file name.",
+        )
+
+
 def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     from rightsize.api import estimate as run_estimate
     from rightsize.api import plan as run_plan
     from rightsize.report.render import render
 
+    _refuse_overwriting_inputs(args.output, [args.spec, args.calibration])
     run = run_estimate if estimate else run_plan
     with _spinner("planning" if not estimate else "estimating"):
         result = run(args.spec, calibration=args.calibration)
@@ -113,13 +143,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rightsize",
         description="Right-size AI infrastructure: which accelerators, how many, how parallelised.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"rightsize {__version__}")
+    p.add_argument(
+        "--debug", action="store_true", help="show the traceback of an internal error (anywhere on the line)"
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_: str, fmt: tuple[str, ...] = ("table", "json")) -> argparse.ArgumentParser:
         """A subcommand with --format (choices `fmt`, the first is the default) and -o."""
-        sp = sub.add_parser(name, help=help_, description=help_)
+        sp = sub.add_parser(
+            name,
+            help=help_,
+            description=help_,
+            epilog=EXIT_CODES_HELP,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         sp.add_argument("--format", choices=fmt, default=fmt[0], help="output format (default: %(default)s)")
         sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
         return sp
@@ -150,10 +191,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (0 ok, 1 infeasible, 2 bad input, 3 internal error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug is accepted anywhere on the line (before or after the command)
+    debug = "--debug" in argv or os.environ.get("RIGHTSIZE_DEBUG", "") not in ("", "0")
+    argv = [arg for arg in argv if arg != "--debug"]
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.func(args)
+        code: int = _run_with_notes(args)
     except RightsizeError as exc:
         kind = "infeasible" if exc.exit_code == 1 else "error"
         sys.stderr.write(f"rightsize: {kind}: {exc.message()}\n")
@@ -162,8 +208,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("rightsize: interrupted\n")
         return 130
     except BrokenPipeError:
+        _quiet_stdout()
         return 0
+    except Exception as exc:  # a bug: one line (and where to report it), the traceback on request
+        return _internal_error(exc, debug)
     return code
+
+
+def _run_with_notes(args: argparse.Namespace) -> int:
+    """Run the command; notes the spec loader raised (duplicates removed, ...) go to stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SpecNote)
+        try:
+            return int(args.func(args))
+        finally:
+            seen: set[str] = set()
+            for item in caught:
+                text = str(item.message)
+                if isinstance(item.message, SpecNote) and text not in seen:
+                    seen.add(text)
+                    sys.stderr.write(f"rightsize: note: {text}\n")
+
+
+def _internal_error(exc: BaseException, debug: bool) -> int:
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+    detail = " ".join(str(exc).split())
+    detail = detail if len(detail) <= 160 else detail[:157] + "..."
+    sys.stderr.write(
+        f"rightsize: internal error: {type(exc).__name__}" + (f": {detail}" if detail else "") + "\n"
+        f"  This is a bug in rightsize {__version__}, not in your input; {BUG_REPORT}"
+        + ("" if debug else " (rerun with --debug for the traceback)")
+        + ".\n"
+    )
+    return 3
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe (`rightsize ... | head`), send what is left to /dev/null, silently."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

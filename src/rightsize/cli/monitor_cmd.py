@@ -8,9 +8,9 @@ import calendar
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from rightsize.atomic_write import write_text_atomic
 from rightsize.errors import BadInput
 from rightsize.report.render import FORMATS
 
@@ -73,7 +73,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     )
     text = render(result, args.format, "Monitor")
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        write_text_atomic(args.output, text + "\n")
     else:
         sys.stdout.write(text + "\n")
     return 0

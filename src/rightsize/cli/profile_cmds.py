@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rightsize import yamlio
+from rightsize.atomic_write import write_text_atomic
 from rightsize.errors import BadInput
 
 
 def _emit(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text + "\n", encoding="utf-8")
+        write_text_atomic(output, text + "\n")
     else:
         sys.stdout.write(text + "\n")
 
@@ -37,15 +39,39 @@ def _ints(text: str) -> list[int]:
 
 
 def _seconds(text: str) -> float:
+    """A positive, finite duration ("60s", "2m", "500ms", "30"); nan, inf and 0 are refused."""
     from rightsize.spec.units import parse_duration_s
 
     try:
-        return float(parse_duration_s(text))
-    except Exception:
-        try:
-            return float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a duration like 60s or 2m, got {text!r}") from None
+        value = float(parse_duration_s(text))
+    except BadInput:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive duration like 60s, 2m or 500ms, got {text[:60]!r}"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a duration greater than zero, got {text[:60]!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """A finite number greater than zero (nan, inf, 0 and negatives are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number greater than zero, got {text[:60]!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number greater than zero, got {text[:60]!r}")
+    return value
 
 
 def _bytes(text: str) -> float:
@@ -170,7 +196,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         job = {**cfg.job(resolve_device(args.device)), "batches": cfg.batches, "seqs": cfg.seqs}
         res = run_distributed_train(launch, job, Path(args.out) if args.out else None, _progress)
         return _write(args, res, render_train) if launch.rank == 0 else 0
-    res = run_train_profile(cfg, Path(args.out) if args.out else None, args.resume, _progress)
+    res = run_train_profile(cfg, Path(args.out) if args.out else None, args.resume, _progress, args.force)
     return _write(args, res, render_train)
 
 
@@ -193,8 +219,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if args.out:
         from rightsize.profile import jsonl
 
-        with jsonl.ProfileWriter(Path(args.out)) as w:
-            w.write(jsonl.header("memory", {"model": arch.model_dump(), "seq_len": args.seq}))
+        hdr = jsonl.header("memory", {"model": arch.model_dump(), "seq_len": args.seq})
+        writer, _ = jsonl.start_run(Path(args.out), hdr, False, args.force or args.resume)
+        with writer as w:
             w.write({"type": "result", "kind": "memory", "key": f"memory:{arch.name}", "status": "ok", **res})
     return _write(args, res, render_memory)
 
@@ -228,6 +255,7 @@ def cmd_comms(args: argparse.Namespace) -> int:
         out=Path(args.out) if args.out else None,
         resume=args.resume,
         progress=_progress,
+        force=args.force,
     )
     return _write(args, res, render_comms)
 
@@ -241,8 +269,7 @@ def _slo(text: str) -> dict[str, float]:
         name = name.strip().lower()
         if name not in ("ttft", "tpot", "e2el"):
             raise argparse.ArgumentTypeError(f"unknown SLO {name!r}: use ttft, tpot or e2el")
-        v = value.strip()
-        out[f"{name}_s"] = float(v[:-2]) / 1e3 if v.endswith("ms") else _seconds(v)
+        out[f"{name}_s"] = _seconds(value.strip())
     return out
 
 
@@ -262,12 +289,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
         input_len=args.input_len,
         output_len=args.output_len,
         request_timeout_s=args.timeout,
+        read_timeout_s=args.read_timeout,
         chat=args.chat,
         model=args.served_model,
         slo=args.slo or {},
+        slo_attainment=args.slo_attainment,
     )
-    res = run_serve_profile(cfg, Path(args.out) if args.out else None, _progress)
-    return _write(args, res, render_serve)
+    res = run_serve_profile(cfg, Path(args.out) if args.out else None, _progress, args.force)
+    _write(args, res, render_serve)
+    summary = res["summary"]
+    if not summary["slo_met"]:
+        # exit 1: measured, but the endpoint did not meet the SLO (or, without one, requests failed)
+        failed = ", ".join(f"{n} {kind}" for kind, n in summary["failures"].items()) or "none"
+        met = summary.get("slo_attainment")
+        sys.stderr.write(
+            "rightsize: SLO not met: "
+            + (
+                f"{met:.1%} of requests met every SLO, {args.slo_attainment:.0%} were needed; "
+                if met is not None
+                else ""
+            )
+            + f"{summary['failed']} of {summary['requests']} requests failed ({failed})\n"
+        )
+        return 1
+    return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -322,7 +367,16 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         )
         sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
         sp.add_argument("--out", metavar="PROFILE.jsonl", help="record every measurement here as it is made")
-        sp.add_argument("--resume", action="store_true", help="skip points already recorded in --out")
+        sp.add_argument(
+            "--resume",
+            action="store_true",
+            help="continue the run recorded in --out (same configuration): skip its finished points",
+        )
+        sp.add_argument(
+            "--force",
+            action="store_true",
+            help="append a new run to an --out that already holds records (never truncated)",
+        )
         sp.add_argument(
             "--timeout", type=_seconds, default=300.0, help="limit per measured run (default 300s)"
         )
@@ -370,17 +424,34 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
 
     sp = padd("serve", "load-test an OpenAI-compatible streaming endpoint (TTFT, TPOT, ITL, goodput)")
     sp.add_argument("--url", required=True, help="base URL, e.g. http://127.0.0.1:8000/v1")
-    sp.add_argument("--rate", type=float, help="Poisson arrival rate, requests per second")
-    sp.add_argument("--concurrency", type=int, help="fixed number of concurrent clients")
+    sp.add_argument("--rate", type=_positive_float, help="Poisson arrival rate, requests per second")
+    sp.add_argument("--concurrency", type=_positive_int, help="fixed number of concurrent clients")
     sp.add_argument(
         "--duration", type=_seconds, default=60.0, help="stop issuing after this long (default 60s)"
     )
-    sp.add_argument("--max-requests", type=int, default=1000)
-    sp.add_argument("--input-len", type=int, default=64)
-    sp.add_argument("--output-len", type=int, default=32)
+    sp.add_argument("--max-requests", type=_positive_int, default=1000)
+    sp.add_argument("--input-len", type=_positive_int, default=64)
+    sp.add_argument("--output-len", type=_positive_int, default=32)
+    sp.add_argument(
+        "--read-timeout",
+        type=_seconds,
+        help="longest wait for the next byte of a response (default: --timeout, the whole request)",
+    )
+    sp.add_argument(
+        "--slo-attainment",
+        type=_positive_float,
+        default=0.95,
+        help="share of all requests (failed ones count against it) that must meet every SLO "
+        "for the test to pass, exit 0 (default 0.95)",
+    )
     sp.add_argument("--chat", action="store_true", help="use /chat/completions instead of /completions")
     sp.add_argument("--served-model", help="the `model` field to send")
-    sp.add_argument("--slo", type=_slo, help="e.g. ttft:500ms,tpot:50ms,e2el:10s (for goodput)")
+    sp.add_argument(
+        "--slo",
+        type=_slo,
+        help="e.g. ttft:500ms,tpot:50ms,e2el:10s (goodput; exit 1 when not met; without --slo, "
+        "exit 1 when any request failed)",
+    )
     sp.set_defaults(func=cmd_serve, timeout=60.0)
     for name, parser in psub.choices.items():
         parser.set_defaults(func=_with_metrics(parser.get_default("func"), f"profile {name}"))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.errors import BadInput
+from rightsize.safe_read import read_text_capped
 
 DEFAULT_UTILISATION_TARGET = 0.8  # the serving policy's default (spec.inference.Policy)
 DEFAULT_HEADROOM = 0.2
@@ -195,8 +196,8 @@ def load_plan_or_spec(path: str, plan_fn: Callable[[Any], Any]) -> tuple[Any, An
         )
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            data = json.loads(read_text_capped(p, "the plan", 64 * 2**20))
+        except json.JSONDecodeError as err:
             raise BadInput(f"{path} is not valid JSON: {err}.") from None
         if not isinstance(data, dict) or "best" not in data:
             raise BadInput(

@@ -11,9 +11,9 @@ import json
 import math
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from rightsize.atomic_write import write_text_atomic
 from rightsize.errors import BadInput
 from rightsize.monitor.compare import compare
 from rightsize.monitor.plan_view import planned
@@ -106,7 +106,4 @@ def monitor(
 
 
 def _write_capture(path: str, record: dict[str, Any]) -> None:
-    try:
-        Path(path).write_text(json.dumps(record), encoding="utf-8")
-    except OSError as err:
-        raise BadInput(f"--save {path}: cannot write the capture: {err}.") from None
+    write_text_atomic(path, json.dumps(record), "the --save capture")

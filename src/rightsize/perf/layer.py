@@ -241,15 +241,19 @@ def lora_layer_times(
     if moe:
         f_e = arch.expert_ffn_hidden or arch.ffn_hidden
         expert_rows = rows * arch.experts_per_token * cfg.ep / arch.experts * moe_load_factor(w, cfg)
-        groups = [(expert_rows, arch.experts / cfg.ep), (rows, float(arch.shared_experts))]
+        groups: list[tuple[np.ndarray, np.ndarray]] = [
+            (expert_rows, np.asarray(arch.experts / cfg.ep, dtype=np.float64)),
+            (rows, np.asarray(float(arch.shared_experts))),
+        ]
     else:
-        f_e, groups = arch.ffn_hidden, [(rows, 1.0)]
+        f_e, groups = arch.ffn_hidden, [(rows, np.asarray(1.0))]
     for name, (d_in, d_out) in mlp_linears(arch, f_e).items():
         if name not in targets:
             continue
         k, n = _local(d_in, d_out, "in" if name in _ROW_PARALLEL else "out", t)
         for group_rows, count in groups:
-            if count:
+            # `count` is an array over configurations when it depends on ep (local experts)
+            if np.any(count):
                 f, b = _adapter_times(group_rows, k, n, r, hw)
                 fwd, bwd = fwd + count * f, bwd + count * b
     return fwd, bwd

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from rightsize.atomic_write import write_text_atomic
 from rightsize.errors import BadInput
 from rightsize.perf.gemm import gemm_time_s
 from rightsize.perf.hardware import Hardware
@@ -374,7 +375,7 @@ def _fit_comms(base: Hardware, comms: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def write_calibration(doc: dict[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(doc, indent=2, default=float) + "\n", encoding="utf-8")
+    write_text_atomic(path, json.dumps(doc, indent=2, default=float) + "\n", "the calibration file")
 
 
 def hardware_from_calibration(doc: dict[str, Any], accelerator_id: str | None = None) -> Hardware:

@@ -4,25 +4,52 @@ field overrides. torch-free, so planning with a calibration never needs the prof
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import fields
 from pathlib import Path
 
 from rightsize.errors import BadInput
+from rightsize.perf.hardware import Hardware
+from rightsize.safe_read import read_text_capped
+
+MAX_CALIBRATION_BYTES = 4 * 2**20  # a calibration file is a few KB
 
 
 def load_calibration(path: Path) -> dict[str, dict[str, float]]:
+    """Accelerator id -> Hardware field overrides; every figure a known field and a finite,
+    positive number, or a BadInput naming it."""
+    fix = "Pass a file written by `rightsize calibrate`."
+    text = read_text_capped(path, "the calibration file", MAX_CALIBRATION_BYTES, fix)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        data = json.loads(text)
+    except ValueError as err:
         raise BadInput(
-            f"Cannot read the calibration file {path}.",
-            str(err),
-            "Pass a file written by `rightsize calibrate`.",
+            f"Cannot read the calibration file {path}.", f"It is not JSON ({type(err).__name__}).", fix
         ) from None
     overrides = data.get("overrides") if isinstance(data, dict) else None
     if not isinstance(overrides, dict):
         raise BadInput(
             f"The calibration file {path} has no `overrides` mapping.",
             "A calibration maps accelerator ids to fitted efficiency figures.",
-            "Pass a file written by `rightsize calibrate`.",
+            fix,
         )
-    return {str(acc): {str(k): float(v) for k, v in fields.items()} for acc, fields in overrides.items()}
+    known = {f.name for f in fields(Hardware) if f.type in ("float", float)}
+    out: dict[str, dict[str, float]] = {}
+    for acc, figures in overrides.items():
+        if not isinstance(figures, dict):
+            raise BadInput(f"The calibration file {path}: overrides.{acc} is not a mapping.", "", fix)
+        for key, value in figures.items():
+            where = f"overrides.{acc}.{key}"
+            if key not in known:
+                raise BadInput(f"The calibration file {path}: {where} is not a hardware figure.", "", fix)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise BadInput(
+                    f"The calibration file {path}: {where} is not a positive finite number.", "", fix
+                )
+        out[str(acc)] = {str(k): float(v) for k, v in figures.items()}
+    return out

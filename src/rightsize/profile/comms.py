@@ -63,6 +63,7 @@ def run_comms_profile(
     out: Path | None = None,
     resume: bool = False,
     progress: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     import importlib.util
 
@@ -80,13 +81,10 @@ def run_comms_profile(
         )
     sizes = sizes or default_sizes(4 * 2**20)
     say = progress or (lambda _m: None)
-    done = jsonl.done_keys(out) if resume else set()
     job = {"backend": backend, "world_size": world_size, "sizes": sizes, "ops": list(ops), "iters": iters}
     hdr = jsonl.header("comms", job)
-    writer = jsonl.ProfileWriter(out, resume=bool(done))
-    if not done:
-        writer.write(hdr)
-    previous = [r for r in jsonl.results(jsonl.read_profile(out))] if done and out else []
+    writer, previous = jsonl.start_run(out, hdr, resume, force, may_differ=("sizes", "ops"))
+    done = {str(r["key"]) for r in previous if "key" in r}
     results: list[dict[str, Any]] = list(previous)
     job["skip"] = sorted(done)
     port = _free_port()
@@ -123,7 +121,12 @@ def run_comms_profile(
                 buf += chunk
                 while "\n" in buf:
                     line, buf = buf.split("\n", 1)
-                    rec = json.loads(line)
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:  # a stray line from a rank's libraries is not a record
+                        continue
+                    if not isinstance(rec, dict) or "op" not in rec:
+                        continue
                     writer.write(rec)
                     results.append(rec)
                     say(

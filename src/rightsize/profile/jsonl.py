@@ -26,8 +26,10 @@ from typing import Any, TextIO
 
 from rightsize._version import __version__
 from rightsize.errors import BadInput
+from rightsize.safe_read import read_text_capped
 
 SCHEMA_VERSION = 1
+MAX_PROFILE_BYTES = 512 * 2**20
 
 
 def now_iso() -> str:
@@ -83,14 +85,26 @@ def environment() -> dict[str, Any]:
 
 
 class ProfileWriter:
-    """Appends records to a JSON Lines file, durably, one line per record."""
+    """Appends records to a JSON Lines file, durably, one line per record. It only ever appends
+    (earlier records are never truncated) and never writes through a symbolic link."""
 
     def __init__(self, path: Path | None, resume: bool = False) -> None:
+        del resume  # always appends; kept for callers that still pass it
         self.path = path
         self._fh: TextIO | None = None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = path.open("a" if resume else "w", encoding="utf-8")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+                self._fh = os.fdopen(fd, "a", encoding="utf-8")
+            except OSError as err:
+                raise BadInput(
+                    f"Cannot open the profile {path} for writing.",
+                    (err.strerror or str(err))
+                    + (" (it is a symbolic link, which is never followed)" if path.is_symlink() else "")
+                    + ".",
+                    "Give --out a regular file in a folder you may write to.",
+                ) from None
 
     def write(self, record: dict[str, Any]) -> None:
         if self._fh is None:
@@ -111,6 +125,80 @@ class ProfileWriter:
         self.close()
 
 
+def start_run(
+    out: Path | None,
+    hdr: dict[str, Any],
+    resume: bool,
+    force: bool,
+    may_differ: Iterable[str] = (),
+) -> tuple[ProfileWriter, list[dict[str, Any]]]:
+    """Open `out` for a run; returns the writer and, when resuming, the earlier run's results.
+
+    Earlier records are never destroyed: a file that already holds records is continued with
+    `resume` (only if its last run had the same configuration, apart from the `may_differ` keys
+    such as the sweep's points), appended to with a new header with `force`, and otherwise
+    refused. A fresh run writes `hdr` first.
+    """
+    if out is None:
+        return ProfileWriter(None), []
+    records = read_profile(out) if _has_records(out) else []
+    if records and resume:
+        last = _last_run(records)
+        _check_same_config(out, last[0] if last else {}, hdr, set(may_differ))
+        return ProfileWriter(out), results(last)
+    if records and not force:
+        raise BadInput(
+            f"The profile {out} already holds {len(records)} records from an earlier run.",
+            "Writing a new run there would mix it with them (or destroy them).",
+            "Use --resume to continue that run, --force to append a new run after it, "
+            "or give --out a new file.",
+        )
+    writer = ProfileWriter(out)
+    writer.write(hdr)
+    return writer, []
+
+
+def _has_records(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _last_run(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records from the last header on (a file may hold several runs appended with --force)."""
+    starts = [i for i, r in enumerate(records) if r.get("type") == "header"]
+    return records[starts[-1] :] if starts else []
+
+
+def _check_same_config(path: Path, old: dict[str, Any], new: dict[str, Any], may_differ: set[str]) -> None:
+    if old.get("kind") != new.get("kind"):
+        raise BadInput(
+            f"Cannot resume {path}: it holds a '{old.get('kind', 'unknown')}' profile, not '{new.get('kind')}'.",
+            "--resume continues a run of the same command and configuration.",
+            "Give --out a new file, or run the command that wrote it.",
+        )
+    before, after = old.get("config") or {}, new.get("config") or {}
+    differ = sorted(
+        key
+        for key in set(before) | set(after)
+        if key not in may_differ and _canon(before.get(key)) != _canon(after.get(key))
+    )
+    if differ:
+        shown = "; ".join(
+            f"{k}: {_canon(before.get(k))[:60]} then, {_canon(after.get(k))[:60]} now" for k in differ
+        )
+        raise BadInput(
+            f"Cannot resume {path}: it was measured with another configuration.",
+            f"Different: {shown}.",
+            "Rerun with the file's settings, or give --out a new file (or --force to append a new run).",
+        )
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def header(kind: str, config: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "header",
@@ -124,12 +212,9 @@ def header(kind: str, config: dict[str, Any]) -> dict[str, Any]:
 
 def read_profile(path: Path) -> list[dict[str, Any]]:
     """Every complete record of a profile; a torn final line (a crash mid-write) is dropped."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise BadInput(
-            f"Cannot read the profile {path}.", str(err), "Pass a file written by `rightsize profile`."
-        ) from None
+    text = read_text_capped(
+        path, "the profile", MAX_PROFILE_BYTES, "Pass a file written by `rightsize profile`."
+    )
     records = []
     lines = text.splitlines()
     for i, line in enumerate(lines):

@@ -125,8 +125,15 @@ def render_serve(res: dict[str, Any]) -> str:
         f"throughput {s['request_throughput_per_s']:.2f} req/s, {s['output_token_throughput_per_s']:.1f} output tok/s, "
         f"{s['total_token_throughput_per_s']:.1f} total tok/s",
     ]
+    if s.get("failures"):
+        lines.append("failed by kind: " + ", ".join(f"{kind} {n}" for kind, n in s["failures"].items()))
     if s.get("goodput_requests_per_s") is not None:
         lines.append(f"goodput {s['goodput_requests_per_s']:.2f} req/s against SLOs {s['slo']}")
+    if s.get("slo_attainment") is not None:
+        lines.append(
+            f"SLO {'met' if s.get('slo_met') else 'NOT met'}: {s['slo_attainment']:.1%} of all requests "
+            f"met every SLO (target {s['slo_attainment_target']:.0%})"
+        )
     lines += ["", f"{'metric':<6} {'mean ms':>9} {'median':>9} {'p90':>9} {'p95':>9} {'p99':>9}"]
     for k in ("ttft_s", "tpot_s", "itl_s", "e2el_s"):
         m = s.get(k) or {}

@@ -14,13 +14,18 @@ Metrics follow vLLM's `benchmark_serving.py`:
   duration (first request sent to last response finished);
 - goodput: requests per second meeting every given SLO (TTFT, TPOT, E2EL).
 Output tokens come from the server's usage report when it sends one, else one per chunk.
+
+A request counts as completed only when its stream ends with `[DONE]`, carried tokens and
+the server's token count agrees with the stream (`serve_client`); every other request is a
+failure counted by kind (malformed, reset, http_error, truncated, timeout, ...) and never
+meets an SLO. `summary.slo_met` says whether `slo_attainment` of all requests met every
+SLO (without SLOs: whether every request completed); the CLI exits 1 when it is false.
 Standard library only (threads and http.client); torch-free.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
+import math
 import random
 import threading
 import time
@@ -34,6 +39,7 @@ import numpy as np
 
 from rightsize.errors import BadInput
 from rightsize.profile import jsonl
+from rightsize.profile.serve_client import FAILURE_KINDS, StreamResult, stream_request
 
 
 @dataclass
@@ -45,43 +51,37 @@ class ServeConfig:
     max_requests: int = 1000
     input_len: int = 64  # prompt characters (tokens for a byte-level model)
     output_len: int = 32
-    request_timeout_s: float = 60.0
+    request_timeout_s: float = 60.0  # the whole request, first byte to [DONE]
+    read_timeout_s: float | None = None  # the longest wait for the next byte (default: request_timeout_s)
     chat: bool = False
     model: str | None = None
     slo: dict[str, float] = field(default_factory=dict)  # ttft_s, tpot_s, e2el_s
+    slo_attainment: float = 0.95  # the SLO is met when this share of all requests meets every SLO
     seed: int = 0
 
 
-@dataclass
-class _Req:
-    index: int
-    start: float = 0.0
-    chunks: list[float] = field(default_factory=list)
-    end: float = 0.0
-    output_tokens: int = 0
-    prompt_tokens: int = 0
-    error: str | None = None
-
-    def record(self) -> dict[str, Any]:
-        ok = self.error is None and bool(self.chunks)
-        rec: dict[str, Any] = {
-            "type": "result",
-            "kind": "serve",
-            "key": f"serve:{self.index}",
-            "status": "ok" if ok else "error",
-            "start": self.start,
-            "e2el_s": self.end - self.start,
-            "output_tokens": self.output_tokens,
-            "prompt_tokens": self.prompt_tokens,
-        }
-        if ok:
-            rec["ttft_s"] = self.chunks[0] - self.start
-            rec["itl_s"] = list(np.diff(self.chunks))
-            if self.output_tokens > 1:
-                rec["tpot_s"] = (rec["e2el_s"] - rec["ttft_s"]) / (self.output_tokens - 1)
-        else:
-            rec["error"] = self.error or "no tokens received"
-        return rec
+def _record(index: int, res: StreamResult) -> dict[str, Any]:
+    """One request's JSON Lines record; `status` is "ok" only for a complete, counted stream."""
+    ok = res.failure is None
+    rec: dict[str, Any] = {
+        "type": "result",
+        "kind": "serve",
+        "key": f"serve:{index}",
+        "status": "ok" if ok else "error",
+        "start": res.start,
+        "e2el_s": max(res.end - res.start, 0.0),
+        "output_tokens": res.output_tokens if ok else 0,
+        "prompt_tokens": res.prompt_tokens if ok else 0,
+    }
+    if ok:
+        rec["ttft_s"] = res.chunks[0] - res.start
+        rec["itl_s"] = [float(x) for x in np.diff(res.chunks)]
+        if res.output_tokens > 1:
+            rec["tpot_s"] = (rec["e2el_s"] - rec["ttft_s"]) / (res.output_tokens - 1)
+    else:
+        rec["failure"] = res.failure
+        rec["error"] = res.error or res.failure
+    return rec
 
 
 def _prompt(rng: random.Random, n: int) -> str:
@@ -92,7 +92,7 @@ def _prompt(rng: random.Random, n: int) -> str:
     return text[:n]
 
 
-def _send(cfg: ServeConfig, req: _Req, prompt: str) -> None:
+def _send(cfg: ServeConfig, index: int, prompt: str) -> dict[str, Any]:
     u = urllib.parse.urlsplit(cfg.url)
     path = u.path.rstrip("/") + ("/chat/completions" if cfg.chat else "/completions")
     body: dict[str, Any] = {
@@ -107,44 +107,8 @@ def _send(cfg: ServeConfig, req: _Req, prompt: str) -> None:
         body["messages"] = [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = prompt
-    conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-    conn = conn_cls(u.hostname or "127.0.0.1", u.port, timeout=cfg.request_timeout_s)
-    req.start = time.perf_counter()
-    deadline = req.start + cfg.request_timeout_s
-    try:
-        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        if resp.status != 200:
-            req.error = f"HTTP {resp.status}: {resp.read(300).decode(errors='replace')}"
-            return
-        usage_tokens = None
-        while True:
-            if time.perf_counter() > deadline:
-                req.error = f"timed out after {cfg.request_timeout_s:g} s"
-                break
-            line = resp.readline()
-            if not line:
-                break
-            line = line.strip()
-            if not line.startswith(b"data:"):
-                continue
-            data = line[5:].strip()
-            if data == b"[DONE]":
-                break
-            obj = json.loads(data)
-            if obj.get("usage"):
-                usage_tokens = obj["usage"].get("completion_tokens")
-                req.prompt_tokens = int(obj["usage"].get("prompt_tokens") or 0)
-            for ch in obj.get("choices") or []:
-                text = ch.get("text") if "text" in ch else (ch.get("delta") or {}).get("content")
-                if text:
-                    req.chunks.append(time.perf_counter())
-        req.output_tokens = int(usage_tokens) if usage_tokens is not None else len(req.chunks)
-    except (OSError, http.client.HTTPException, ValueError) as err:
-        req.error = f"{type(err).__name__}: {err}"
-    finally:
-        req.end = time.perf_counter()
-        conn.close()
+    res = stream_request(cfg.url, path, body, cfg.request_timeout_s, cfg.read_timeout_s)
+    return _record(index, res)
 
 
 def _pct(values: list[float]) -> dict[str, float]:
@@ -161,7 +125,14 @@ def _pct(values: list[float]) -> dict[str, float]:
     }
 
 
-def summarise_requests(records: list[dict[str, Any]], slo: dict[str, float]) -> dict[str, Any]:
+def summarise_requests(
+    records: list[dict[str, Any]], slo: dict[str, float], attainment: float = 0.95
+) -> dict[str, Any]:
+    """Throughput, latency percentiles, failures by kind, goodput and whether the SLO was met.
+
+    A failed request never meets an SLO: `slo_met` asks that `attainment` of *all* requests
+    (failed ones included) complete within every SLO. Without SLOs, `slo_met` is whether every
+    request completed."""
     ok = [r for r in records if r["status"] == "ok"]
     if records:
         t0 = min(r["start"] for r in records)
@@ -169,20 +140,32 @@ def summarise_requests(records: list[dict[str, Any]], slo: dict[str, float]) -> 
         duration = max(t1 - t0, 1e-9)
     else:
         duration = 0.0
-    good = [r for r in ok if all(r.get(k, float("inf")) <= v for k, v in slo.items())]
+    good = [r for r in ok if all(r.get(k, math.inf) <= v for k, v in slo.items())]
     out_tokens = sum(r["output_tokens"] for r in ok)
     in_tokens = sum(r["prompt_tokens"] for r in ok)
     per_s = (lambda x: x / duration) if duration else (lambda x: 0.0)
+    failures = {kind: 0 for kind in FAILURE_KINDS}
+    for r in records:
+        if r["status"] != "ok":
+            kind = r.get("failure") or "client_error"
+            failures[kind] = failures.get(kind, 0) + 1
+    good_fraction = len(good) / len(records) if records else 0.0
     return {
         "requests": len(records),
         "completed": len(ok),
         "failed": len(records) - len(ok),
+        "failures": {kind: n for kind, n in failures.items() if n},
         "duration_s": duration,
         "request_throughput_per_s": per_s(len(ok)),
         "output_token_throughput_per_s": per_s(out_tokens),
         "total_token_throughput_per_s": per_s(out_tokens + in_tokens),
         "goodput_requests_per_s": per_s(len(good)) if slo else None,
         "slo": slo,
+        "slo_attainment_target": attainment if slo else None,
+        "slo_attainment": good_fraction if slo else None,
+        "slo_met": (bool(records) and good_fraction >= attainment)
+        if slo
+        else bool(records) and not (len(records) - len(ok)),
         "ttft_s": _pct([r["ttft_s"] for r in ok]),
         "tpot_s": _pct([r["tpot_s"] for r in ok if "tpot_s" in r]),
         "itl_s": _pct([x for r in ok for x in r["itl_s"]]),
@@ -191,9 +174,21 @@ def summarise_requests(records: list[dict[str, Any]], slo: dict[str, float]) -> 
     }
 
 
-def run_serve_profile(
-    cfg: ServeConfig, out: Path | None = None, progress: Callable[[str], None] | None = None
-) -> dict[str, Any]:
+_LIMITS = {
+    "rate": (1e-3, 1e4, "--rate", "requests per second"),
+    "concurrency": (1, 1024, "--concurrency", "clients"),
+    "duration_s": (1e-3, 7 * 86400.0, "--duration", "seconds"),
+    "max_requests": (1, 1_000_000, "--max-requests", "requests"),
+    "input_len": (1, 10_000_000, "--input-len", "characters"),
+    "output_len": (1, 1_000_000, "--output-len", "tokens"),
+    "request_timeout_s": (1e-3, 86400.0, "--timeout", "seconds"),
+    "read_timeout_s": (1e-3, 86400.0, "--read-timeout", "seconds"),
+    "slo_attainment": (1e-6, 1.0, "--slo-attainment", "(a fraction)"),
+}
+
+
+def check_config(cfg: ServeConfig) -> None:
+    """BadInput naming the option for a missing, non-finite or out-of-range setting."""
     if (cfg.rate is None) == (cfg.concurrency is None):
         raise BadInput(
             "Give exactly one of --rate and --concurrency.",
@@ -203,27 +198,66 @@ def run_serve_profile(
     u = urllib.parse.urlsplit(cfg.url)
     if u.scheme not in ("http", "https") or not u.hostname:
         raise BadInput(
-            f"'{cfg.url}' is not an http(s) URL.",
+            f"'{cfg.url[:200]}' is not an http(s) URL.",
             "`profile serve` needs the endpoint's base URL.",
             "Pass e.g. --url http://127.0.0.1:8000/v1",
         )
+    for key, (low, high, option, unit) in _LIMITS.items():
+        value = getattr(cfg, key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise BadInput(
+                f"{option} {value!r} is not a finite number.",
+                f"It counts {unit}.",
+                f"Give {option} a number.",
+            )
+        if not low <= value <= high:
+            raise BadInput(
+                f"{option} {value:g} is out of range.",
+                f"It must lie between {low:g} and {high:g} {unit}.",
+                f"Give {option} a value in that range.",
+            )
+    for name, limit in cfg.slo.items():
+        if not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
+            raise BadInput(
+                f"--slo {name}: {limit!r} is not a positive finite time.", "", "Write e.g. ttft:500ms."
+            )
+
+
+def run_serve_profile(
+    cfg: ServeConfig,
+    out: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Run the load test; every request issued gets exactly one record (a failure counted by kind)."""
+    check_config(cfg)
     say = progress or (lambda _m: None)
     rng = random.Random(cfg.seed)
-    writer = jsonl.ProfileWriter(out)
     hdr = jsonl.header("serve", {k: v for k, v in cfg.__dict__.items()})
-    writer.write(hdr)
-    records: list[dict[str, Any]] = []
+    writer, _ = jsonl.start_run(out, hdr, False, force)
+    records: dict[int, dict[str, Any]] = {}
+    issued: dict[int, float] = {}
     lock = threading.Lock()
     threads: list[threading.Thread] = []
     stop_at = time.perf_counter() + cfg.duration_s
     counter = iter(range(cfg.max_requests))
 
     def one(i: int) -> None:
-        r = _Req(i)
-        _send(cfg, r, _prompt(random.Random(cfg.seed * 100003 + i), cfg.input_len))
-        rec = r.record()
         with lock:
-            records.append(rec)
+            issued[i] = time.perf_counter()
+        try:
+            rec = _send(cfg, i, _prompt(random.Random(cfg.seed * 100003 + i), cfg.input_len))
+        except Exception as err:  # a bug in the client must not lose the request
+            rec = _record(
+                i,
+                StreamResult(
+                    start=issued[i], end=time.perf_counter(), failure="client_error", error=repr(err)[:200]
+                ),
+            )
+        with lock:
+            records[i] = rec
             writer.write(rec)
             if len(records) % 10 == 0:
                 say(f"{len(records)} requests done")
@@ -238,7 +272,7 @@ def run_serve_profile(
 
     try:
         if cfg.concurrency is not None:
-            threads = [threading.Thread(target=client, daemon=True) for _ in range(cfg.concurrency)]
+            threads = [threading.Thread(target=client, daemon=True) for _ in range(int(cfg.concurrency))]
             for t in threads:
                 t.start()
         else:
@@ -249,7 +283,7 @@ def run_serve_profile(
                 t = threading.Thread(target=one, args=(i,), daemon=True)
                 t.start()
                 threads.append(t)
-                time.sleep(rng.expovariate(cfg.rate))
+                time.sleep(min(rng.expovariate(cfg.rate), max(0.0, stop_at - time.perf_counter())))
         for t in threads:
             t.join(timeout=max(0.0, stop_at - time.perf_counter()) + cfg.request_timeout_s + 5)
     except KeyboardInterrupt:
@@ -257,7 +291,26 @@ def run_serve_profile(
         raise
     finally:
         with lock:
-            summary = summarise_requests(list(records), cfg.slo)
+            _record_stragglers(issued, records, writer, cfg.request_timeout_s)
+            done = [records[i] for i in sorted(records)]
+            summary = summarise_requests(done, cfg.slo, cfg.slo_attainment)
             writer.write({"type": "summary", "kind": "serve", "summary": summary})
         writer.close()
-    return {"header": hdr, "summary": summary, "results": records}
+    return {"header": hdr, "summary": summary, "results": done}
+
+
+def _record_stragglers(
+    issued: dict[int, float],
+    records: dict[int, dict[str, Any]],
+    writer: jsonl.ProfileWriter,
+    timeout_s: float,
+) -> None:
+    """A request still unanswered when the test ends is a timeout, never a missing row."""
+    now = time.perf_counter()
+    for i, started in issued.items():
+        if i not in records:
+            res = StreamResult(
+                start=started, end=now, failure="timeout", error=f"still running after {timeout_s:g} s"
+            )
+            records[i] = _record(i, res)
+            writer.write(records[i])

@@ -8,7 +8,10 @@ batch first, in a child process (`train_worker`) that the parent watches:
   for the remaining points);
 - out of memory: an OOM is a result; larger batches at that sequence length, and those
   batches at longer sequences, are recorded as "skipped" beyond the boundary;
-- crashes: a worker that dies mid-point records "error" with its exit status;
+- crashes: a worker killed by a signal (SIGSEGV, SIGABRT, a SIGKILL the kernel's OOM
+  killer did not send) records "crash" with the signal, an error exit "error" with its
+  status; a SIGKILL is "oom" only when the kernel counted an OOM kill. Either way the
+  sweep goes on with a fresh worker for the remaining points;
 - Ctrl-C: the worker is stopped and everything measured so far is already on disk;
 - resume: points already in the output file are not measured again.
 
@@ -136,8 +139,11 @@ class _Worker:
                 return None
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
-        msg: dict[str, Any] = json.loads(line)
-        return msg
+        try:
+            msg = json.loads(line)
+        except ValueError:  # a garbled protocol line (a worker dying mid-write) ends the point
+            return None
+        return msg if isinstance(msg, dict) else None
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -164,32 +170,28 @@ def run_train_profile(
     out: Path | None = None,
     resume: bool = False,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Run the sweep; returns {"header", "results", "telemetry", "fit"} and writes `out`."""
+    """Run the sweep; returns {"header", "results", "telemetry", "fit"} and appends to `out`
+    (`resume` continues the same configuration's run there; `force` appends a new run)."""
     _need_torch()
     device = resolve_device(cfg.device)
     if device == "cuda":
         _check_cuda()
     say = progress or (lambda _m: None)
-    done = jsonl.done_keys(out) if resume else set()
-    previous = (
-        [r for r in jsonl.results(jsonl.read_profile(out)) if r.get("kind") == "train"]
-        if done and out
-        else []
-    )
+    hdr = jsonl.header("train", {**cfg.job(device), "batches": cfg.batches, "seqs": cfg.seqs, **cfg.extra})
+    writer, earlier = jsonl.start_run(out, hdr, resume, force, may_differ=("batches", "seqs", "micro"))
+    done = {str(r["key"]) for r in earlier if "key" in r}
+    previous = [r for r in earlier if r.get("kind") == "train"]
     points = [(b, s) for s in sorted(cfg.seqs) for b in sorted(cfg.batches)]
     todo = [p for p in points if point_key(*p) not in done]
     ooms = [(int(r["batch"]), int(r["seq_len"])) for r in previous if r.get("status") == "oom"]
-    hdr = jsonl.header("train", {**cfg.job(device), "batches": cfg.batches, "seqs": cfg.seqs, **cfg.extra})
     results: list[dict[str, Any]] = list(previous)
     windows: dict[str, tuple[float, float]] = {}
     sampler = Sampler().start()
-    writer = jsonl.ProfileWriter(out, resume=resume and bool(done))
     worker: _Worker | None = None
-    micro_needed = cfg.micro and not (resume and any(k.startswith("gemm:") for k in done))
+    micro_needed = cfg.micro and not any(k.startswith("gemm:") for k in done)
     try:
-        if not (resume and done):
-            writer.write(hdr)
         while todo:
             todo = [p for p in todo if not _skip(p, ooms, writer, results, say)]
             if not todo:
@@ -223,30 +225,21 @@ def run_train_profile(
                     todo.pop(0)
                     continue
                 say(f"batch {b:>5} x seq {s:>6}: measuring")
+                oom_kills = _oom_kill_count()
                 start = worker.read(cfg.timeout_s)
-                if start is None or start.get("event") != "start":
-                    break  # worker died between points
-                res = worker.read(cfg.timeout_s)
+                res = (
+                    worker.read(cfg.timeout_s)
+                    if start is not None and start.get("event") == "start"
+                    else None
+                )
                 if res is not None and res.get("event") == "user_error":
                     worker.kill()
                     raise _user_error(cfg.module, res["traceback"])
                 if res is None or res.get("event") != "result":
-                    code = worker.proc.poll()
-                    status = "timeout" if code is None else "error"
-                    rec = {
-                        "status": status,
-                        "batch": b,
-                        "seq_len": s,
-                        "t_start": time.time(),
-                        "t_end": time.time(),
-                    }
-                    if status == "timeout":
-                        rec["error"] = f"no result within {cfg.timeout_s:g} s: the worker was killed"
-                    else:
-                        rec["error"] = f"the worker exited with status {code} (killed by the OS for memory?)"
-                        if code is not None and code < 0 or code == 137:
-                            rec["status"] = "oom"
-                            ooms.append((b, s))
+                    # the worker died or hung on this point: record why, then go on with a fresh worker
+                    rec = _lost_point(worker, cfg.timeout_s, oom_kills)
+                    if rec["status"] == "oom":
+                        ooms.append((b, s))
                     _emit(rec, b, s, writer, results, say)
                     worker.kill()
                     worker = None
@@ -307,6 +300,50 @@ def _skip(
         return False
     _emit({"status": "skipped", "error": "beyond the out-of-memory boundary"}, b, s, writer, results, say)
     return True
+
+
+def _lost_point(worker: _Worker, timeout_s: float, oom_kills_before: int | None) -> dict[str, Any]:
+    """The record of a point whose worker never reported: a timeout, an out-of-memory kill, a crash
+    (a signal such as SIGSEGV or SIGABRT) or an error exit, told apart by the exit status and the
+    kernel's OOM-kill counter. Only an OOM sets the memory boundary; the sweep goes on after any."""
+    code = worker.proc.poll()
+    if code is None:  # still running: give it a moment to finish dying before judging
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = worker.proc.wait(timeout=1.0)
+    now = time.time()
+    rec: dict[str, Any] = {"t_start": now, "t_end": now}
+    if code is None:
+        rec.update(status="timeout", error=f"no result within {timeout_s:g} s: the worker was killed")
+        return rec
+    signum = -code if code < 0 else (code - 128 if code > 128 else 0)
+    oom_killed = oom_kills_before is not None and (_oom_kill_count() or 0) > oom_kills_before
+    if signum == signal.SIGKILL and oom_killed:
+        rec.update(status="oom", error="the kernel's out-of-memory killer stopped the worker (SIGKILL)")
+    elif signum:
+        name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
+        rec.update(
+            status="crash",
+            signal=name,
+            error=f"the worker was killed by signal {name}"
+            + (" (no out-of-memory kill was recorded by the kernel)" if signum == signal.SIGKILL else ""),
+        )
+    else:
+        rec.update(status="error", exit_code=code, error=f"the worker exited with status {code}")
+    return rec
+
+
+def _oom_kill_count() -> int | None:
+    """The kernel's count of OOM kills in this cgroup (cgroup v2 memory.events), None if unknown."""
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _user_error(module: str | None, tb: str) -> BadInput:

@@ -6,14 +6,27 @@ from __future__ import annotations
 
 from rightsize.report.document import Document, Section, Table
 
+# Characters that start Markdown inline syntax (emphasis, links, code, images, headings, HTML).
+_INLINE = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#!~|"})
+
+
+def _plain(s: str) -> str:
+    """Text from the data (a spec's name, an id) as literal Markdown: syntax escaped, one line."""
+    return " ".join(str(s).split()).translate(_INLINE)
+
+
+def _prose(s: str) -> str:
+    """Our own sentences (they may use `code`): raw HTML neutralised, one paragraph."""
+    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 def _cell(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
+    return _plain(s)
 
 
 def _table(t: Table) -> list[str]:
     al = t.aligns()
-    out = [f"**{t.title}**", ""] if t.title else []
+    out = [f"**{_plain(t.title)}**", ""] if t.title else []
     out.append("| " + " | ".join(_cell(c) or " " for c in t.columns) + " |")
     out.append(
         "| "
@@ -27,27 +40,27 @@ def _table(t: Table) -> list[str]:
 
 
 def _section(s: Section) -> list[str]:
-    out = [f"## {s.title}", ""]
+    out = [f"## {_plain(s.title)}", ""]
     for p in s.text:
-        out += [p, ""]
+        out += [_prose(p), ""]
     if s.charts:
         names = ", ".join(c.name for c in s.charts)
         out += [f"_Charts ({names}) in the HTML report: `--format html`._", ""]
     for t in s.tables:
         out += _table(t)
     if s.bullets:
-        out += [f"- {b}" for b in s.bullets] + [""]
+        out += [f"- {_prose(b)}" for b in s.bullets] + [""]
     if s.checks:
-        out += [f"- [{'x' if ok else ' '}] {t}" for ok, t in s.checks] + [""]
+        out += [f"- [{'x' if ok else ' '}] {_prose(t)}" for ok, t in s.checks] + [""]
     return out
 
 
 def render_markdown(doc: Document) -> str:
-    out = [f"# {doc.title}", ""]
+    out = [f"# {_plain(doc.title)}", ""]
     if doc.subtitle:
-        out += [f"_{doc.subtitle}_", ""]
+        out += [f"_{_plain(doc.subtitle)}_", ""]
     if doc.decision:
-        out += [f"**Decision:** {doc.decision}", ""]
+        out += [f"**Decision:** {_prose(doc.decision)}", ""]
     if doc.key_numbers:
         out += _table(Table(["key number", "value"], [[k, v] for k, v in doc.key_numbers], align=["l", "l"]))
     for s in doc.sections:

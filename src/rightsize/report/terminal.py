@@ -9,12 +9,14 @@ from io import StringIO
 from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from rightsize.report.document import Document, Section, Table
 
 WIDTH = 110
 TOP_FINDINGS = 5
 MAX_ROWS = 12
+MAX_CELL_CHARS = 400
 
 
 def _brief(t: Table) -> Table:
@@ -27,18 +29,29 @@ def _brief(t: Table) -> Table:
     )
 
 
+def _text(s: str, limit: int = MAX_CELL_CHARS) -> Text:
+    """A cell as literal text (never rich markup: a spec's '[/]' must not break the table),
+    shortened so one huge value cannot make the layout slow."""
+    s = str(s)
+    return Text(s if len(s) <= limit else s[: limit - 3] + "...")
+
+
 def _rich(t: Table, max_rows: int = MAX_ROWS) -> RichTable:
     t = _brief(t)
     rt = RichTable(
-        title=t.title or None, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False
+        title=_text(t.title) if t.title else None,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
     )
     al = t.aligns()
     for i, c in enumerate(t.columns):
         rt.add_column(
-            c, justify="right" if (al[i] if i < len(al) else "l") == "r" else "left", overflow="fold"
+            _text(c), justify="right" if (al[i] if i < len(al) else "l") == "r" else "left", overflow="fold"
         )
     for row in t.rows[:max_rows]:
-        rt.add_row(*row)
+        rt.add_row(*(_text(cell) for cell in row))
     if len(t.rows) > max_rows:
         rt.add_row(*([f"... {len(t.rows) - max_rows} more"] + [""] * (len(t.columns) - 1)))
     return rt

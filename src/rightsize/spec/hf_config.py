@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rightsize.errors import BadInput
+from rightsize.safe_read import read_text_capped
 from rightsize.spec.model import ModelArch
 
 _LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3")
@@ -32,6 +33,7 @@ _ARCHITECTURE_TO_TYPE = {
     "BloomModel": "bloom",
 }
 _MISSING = object()
+MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few KB
 
 
 class _Config:
@@ -167,12 +169,7 @@ _READERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
 
 def _load_json(path: Path) -> dict[str, Any]:
     fix = "Point the spec at a Hugging Face model folder or its config.json."
-    if not path.is_file():
-        raise BadInput(f"Cannot find the model config {path}.", "No such file.", fix)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"Cannot read the model config {path}.", str(err), fix) from None
+    text = read_text_capped(path, "the model config", MAX_CONFIG_BYTES, fix)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -209,8 +206,11 @@ def read_hf_config_fields(path: str | Path) -> dict[str, Any]:
     one, else the folder's name.
     """
     path = Path(path).expanduser()
-    if path.is_dir():
-        path = path / "config.json"
+    try:
+        if path.is_dir():
+            path = path / "config.json"
+    except OSError:  # a name too long or otherwise impossible: _load_json says why
+        pass
     data = _load_json(path)
     model_type = _model_type(data, path)
     fields = _READERS[model_type](_Config(data, path, model_type))

@@ -30,7 +30,13 @@ from pydantic import (
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
 from rightsize.spec.model import ModelArch
-from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, POSITIVE, all_means_every, resolve_model_field
+from rightsize.spec.shared import (
+    ACCELERATORS_SCHEMA_EXTRA,
+    MAX_ACCELERATORS,
+    POSITIVE,
+    all_means_every,
+    resolve_model_field,
+)
 from rightsize.spec.units import Count, CountInt, DurationS
 
 __all__ = [
@@ -61,7 +67,9 @@ _PERCENTILE_RE = re.compile(r"^\s*[pP]?\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*$")
 class Traffic(BaseModel):
     """The requests: how fast they arrive and how long their prompts and answers are."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+    )
 
     rate_per_s: Annotated[Count, POSITIVE] | None = Field(
         default=None,
@@ -167,7 +175,9 @@ def _percentile_in_range(value: float) -> float:
 class SLO(BaseModel):
     """Latency targets, each judged at `percentile`; a target left out is not checked."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+    )
 
     ttft_s: Annotated[DurationS, POSITIVE] | None = Field(
         default=None,
@@ -231,7 +241,7 @@ class SLO(BaseModel):
 class Speculative(BaseModel):
     """Speculative decoding: a draft proposes tokens that the model verifies in one step."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     draft_tokens: int = Field(ge=1, description="Tokens the draft proposes per verification step (k).")
     acceptance_rate: float = Field(
@@ -242,7 +252,7 @@ class Speculative(BaseModel):
 class Engine(BaseModel):
     """How the serving engine (vLLM, SGLang, TensorRT-LLM) batches and caches."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     continuous_batching: bool = Field(
         default=True,
@@ -273,7 +283,7 @@ class Engine(BaseModel):
 class InferenceWorkload(BaseModel):
     """What the deployment does: the scenario and the numerics of weights and KV cache."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     weight_precision: Precision = Field(
         default="bf16",
@@ -297,11 +307,12 @@ class InferenceWorkload(BaseModel):
 class InferenceTargets(BaseModel):
     """Which hardware the deployment may use, what is fixed, and what the search minimises."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     accelerators: list[str] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_ACCELERATORS,
         json_schema_extra=ACCELERATORS_SCHEMA_EXTRA,
         description="Catalog ids of the accelerators allowed (see `rightsize catalog`); 'all' or null for every one.",
     )
@@ -337,7 +348,9 @@ class InferenceTargets(BaseModel):
 class Policy(BaseModel):
     """Safety margins the sizing keeps on top of the requested traffic."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+    )
 
     headroom: float = Field(
         default=0.2,
@@ -360,10 +373,12 @@ class Policy(BaseModel):
 class InferenceSpec(BaseModel):
     """A model deployment to size: the model, the serving scenario, the traffic, the SLOs and the engine."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     kind: Literal["inference"] = Field(description="Spec kind; 'inference' for serving a model.")
-    name: str | None = Field(default=None, description="A name for this plan, shown in reports.")
+    name: str | None = Field(
+        default=None, max_length=200, description="A name for this plan, shown in reports."
+    )
     model: ModelArch = Field(
         description=(
             "The model: a preset name (`rightsize models`), a path to a Hugging Face config.json "

@@ -14,7 +14,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from rightsize.spec.shared import POSITIVE
 from rightsize.spec.units import Bytes, DurationS, PowerW
 
-_CFG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+_CFG = ConfigDict(
+    extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+)
 
 
 class Facility(BaseModel):

@@ -15,10 +15,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from rightsize.errors import BadInput
+from rightsize.safe_read import read_text_capped
 from rightsize.spec.shared import POSITIVE, resolve_path, spec_base_dir
 from rightsize.spec.units import Count, CountInt
 
 _DISTRIBUTIONS = ("normal", "lognormal")
+MAX_LENGTHS_FILE_BYTES = 16 * 2**20
+MAX_LENGTHS = 1_000_000
 
 
 def _read_lengths(text: str, base_dir: Path) -> list[int]:
@@ -27,13 +31,16 @@ def _read_lengths(text: str, base_dir: Path) -> list[int]:
     path = resolve_path(text, base_dir)
     shown = f"'{text}'" + (f" ({path})" if str(path) != text else "")
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except FileNotFoundError:
-        raise ValueError(
-            f"file {shown} does not exist; paths are relative to the spec file's folder"
-        ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ValueError(f"cannot read file {shown}: {err}") from None
+        lines = read_text_capped(
+            path,
+            "the lengths file",
+            MAX_LENGTHS_FILE_BYTES,
+            "Give a regular text file with one length per line; paths are relative to the spec file's folder.",
+        ).splitlines()
+    except BadInput as err:
+        raise ValueError(" ".join(part for part in (err.what, err.why, err.fix) if part)) from None
+    if len(lines) > MAX_LENGTHS:
+        raise ValueError(f"file {shown} has {len(lines):,} lines; at most {MAX_LENGTHS:,} lengths are read")
     values: list[int] = []
     seen_data = False
     for number, line in enumerate(lines, start=1):
@@ -48,13 +55,13 @@ def _read_lengths(text: str, base_dir: Path) -> list[int]:
                 seen_data = True  # a header row such as "prompt_tokens,output_tokens"
                 continue
             raise ValueError(
-                f"file {shown}, line {number}: {first!r} is not a whole number of tokens; "
+                f"file {shown}, line {number}: the first column is not a whole number of tokens; "
                 "write one length per line (the first column of a CSV)"
             ) from None
         seen_data = True
-        if not math.isfinite(length) or not length.is_integer() or length < 1:
+        if not math.isfinite(length) or not length.is_integer() or not 1 <= length <= 2**31:
             raise ValueError(
-                f"file {shown}, line {number}: {first!r} is not a whole number of tokens of at least 1"
+                f"file {shown}, line {number}: the first column is not a whole number of tokens from 1 to 2^31"
             )
         values.append(int(length))
     if not values:
@@ -69,7 +76,7 @@ class LengthDist(BaseModel):
     logarithm); samples are clipped to [min, max].
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     kind: Literal["fixed", "normal", "lognormal", "empirical"] = Field(
         default="fixed",
@@ -96,9 +103,10 @@ class LengthDist(BaseModel):
         validate_default=True,
         description="Longest length in tokens; samples above it are clipped down to it. Null: no limit.",
     )
-    values: list[Annotated[int, Field(ge=1)]] | None = Field(
+    values: list[Annotated[int, Field(ge=1, le=2**31)]] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_LENGTHS,
         validate_default=True,
         description=(
             "For 'empirical': the lengths, one per request sampled uniformly. Filled from `file` when the "

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ValidationError
 
 from rightsize import yamlio
 from rightsize.errors import BadInput, did_you_mean
+from rightsize.safe_read import read_text_capped
+from rightsize.spec.limits import spec_limit_problems
 
 if TYPE_CHECKING:
     from rightsize.spec.inference import InferenceSpec
@@ -59,26 +61,61 @@ SPEC_KINDS: Mapping[str, type[BaseModel]] = _SpecKinds()
 _SCHEMA_FIX = (
     "Run `rightsize schema` to see every field with its description, or start from a file in examples/."
 )
+# A spec is a few KB; these caps keep a careless or hostile file from exhausting memory or the stack.
+MAX_SPEC_BYTES = 2**20
+MAX_SPEC_DEPTH = 32
+MAX_SPEC_NODES = 100_000
 
 
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a YAML spec; relative paths in it (model config, length files) resolve
     against the spec's folder."""
     path = Path(path).expanduser()
-    if not path.is_file():
-        why = "It is a folder, not a file." if path.is_dir() else "No such file."
-        raise BadInput(f"Cannot open the spec {path}.", why, "Check the path; examples/ holds sample specs.")
+    text = read_text_capped(
+        path, "the spec", MAX_SPEC_BYTES, "Check the path; examples/ holds sample specs (a spec is a few KB)."
+    )
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(
-            f"Cannot read the spec {path}.", str(err), "Check the file's permissions and encoding."
-        ) from None
-    try:
+        _check_shape(text, path)
         data = yamlio.safe_load(text)
     except yaml.YAMLError as err:
         raise _yaml_error(path, err) from None
     return parse_spec(data, path.parent, source=str(path))
+
+
+def _check_shape(text: str, path: Path) -> None:
+    """Refuse YAML nested deeper than MAX_SPEC_DEPTH or with more than MAX_SPEC_NODES values (aliases
+    counted each time they are used), from the event stream, before anything recursive builds it."""
+    depth = nodes = 0
+    sizes: dict[str, int] = {}  # anchor -> values under it
+    starts: list[tuple[str | None, int]] = []
+    for event in yaml.parse(text, Loader=yamlio.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            nodes += sizes.get(str(event.anchor), 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes += 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            nodes += 1
+            starts.append((event.anchor, nodes))
+            if depth > MAX_SPEC_DEPTH:
+                raise BadInput(
+                    f"The spec {path} is nested too deeply (more than {MAX_SPEC_DEPTH} levels).",
+                    "A spec is a few levels of keys; a deeper file is not a spec.",
+                    _SCHEMA_FIX,
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            anchor, first = starts.pop()
+            if anchor:
+                sizes[anchor] = nodes - first + 1
+        if nodes > MAX_SPEC_NODES:
+            raise BadInput(
+                f"The spec {path} holds too many values (more than {MAX_SPEC_NODES:,}, aliases expanded).",
+                "A spec is a few dozen keys; this looks like a generated or malicious file.",
+                _SCHEMA_FIX,
+            )
 
 
 def _yaml_error(path: Path, err: yaml.YAMLError) -> BadInput:
@@ -117,9 +154,17 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
     context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
     try:
         spec: Spec = spec_cls.model_validate(dict(data), context=context)  # type: ignore[assignment]
-        return spec
     except ValidationError as err:
         raise validation_error(err, spec_cls, source) from None
+    problems = spec_limit_problems(spec)
+    if problems:
+        count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+        raise BadInput(
+            f"The spec {source} asks for more than any real workload.",
+            f"{count}:\n" + "\n".join(f"    - {line}" for line in problems),
+            "Check the units and the number of zeros; every limit is far above anything published.",
+        )
+    return spec
 
 
 def validation_error(err: ValidationError, model: type[BaseModel], source: str) -> BadInput:
@@ -250,6 +295,7 @@ def _model_input_schema(arch: Mapping[str, Any], description: str) -> dict[str, 
         "anyOf": [
             {
                 "type": "string",
+                "maxLength": 4096,
                 "description": "A preset name (e.g. 'llama3-70b') or a path to a config.json.",
             },
             {"$ref": "#/$defs/ModelArch"},

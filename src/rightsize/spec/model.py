@@ -32,9 +32,11 @@ def _as_int(value: object) -> int | None:
 class ModelArch(BaseModel):
     """A transformer's shape: layers, widths, attention grouping, MLP kind and mixture-of-experts layout."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
-    name: str = Field(min_length=1, description="Model name, e.g. 'llama3-70b'; used in reports.")
+    name: str = Field(
+        min_length=1, max_length=200, description="Model name, e.g. 'llama3-70b'; used in reports."
+    )
     layers: int = Field(gt=0, description="Number of transformer blocks.")
     hidden: int = Field(gt=0, description="Model (residual stream) width d_model.")
     heads: int = Field(gt=0, description="Attention (query) heads per layer.")

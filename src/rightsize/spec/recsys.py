@@ -23,7 +23,7 @@ from rightsize import yamlio
 from rightsize.errors import did_you_mean
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
-from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, POSITIVE, all_means_every
+from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
 from rightsize.spec.units import Bytes, Count, CountInt, DurationS
 
 _SEPARATORS_RE = re.compile(r"[-_./\s]")
@@ -115,7 +115,9 @@ def get_recsys_model(name: str) -> RecsysModel:
 
 # ------------------------------------------------------------------------------------------- spec
 
-_CFG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+_CFG = ConfigDict(
+    extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+)
 
 
 class Embeddings(BaseModel):
@@ -200,6 +202,7 @@ class RecsysTargets(BaseModel):
     accelerators: list[str] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_ACCELERATORS,
         json_schema_extra=ACCELERATORS_SCHEMA_EXTRA,
         description="Catalog ids of the accelerators allowed (see `rightsize catalog`); 'all' or null for every one.",
     )
@@ -229,12 +232,16 @@ class RecsysTargets(BaseModel):
 class RecsysSpec(BaseModel):
     """A recommendation workload to size: model, embeddings, mode and its section, targets."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+    )
 
     kind: Literal["recommendation"] = Field(
         description="Spec kind; 'recommendation' for DLRM-style models with large embedding tables."
     )
-    name: str | None = Field(default=None, description="A name for this plan, shown in reports.")
+    name: str | None = Field(
+        default=None, max_length=200, description="A name for this plan, shown in reports."
+    )
     model: str = Field(
         description="Recommendation preset, e.g. dlrm-dcnv2-criteo (spec/data/recsys_models.yaml)."
     )
@@ -279,6 +286,17 @@ class RecsysSpec(BaseModel):
             problems.append("`inference:` applies only to mode 'inference'; remove it or set mode: inference")
         if self.mode == "inference" and self.train is not None:
             problems.append("`train:` applies only to mode 'training'; remove it or set mode: training")
+        train = self.train
+        if (
+            train is not None
+            and train.samples is not None
+            and train.samples * train.epochs < train.global_batch
+        ):
+            problems.append(
+                f"train.samples x train.epochs ({train.samples * train.epochs:.4g}) is less than one step of "
+                f"train.global_batch ({train.global_batch:,}); the run would not finish a step. "
+                "Raise samples or epochs, or lower the global batch"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self

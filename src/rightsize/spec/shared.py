@@ -7,17 +7,20 @@ turns any of them into ModelArch fields, for `TrainingSpec` and `InferenceSpec` 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import AfterValidator, ValidationInfo
 
-from rightsize.errors import BadInput
+from rightsize.errors import BadInput, SpecNote
 from rightsize.spec.hf_config import read_hf_config_fields
 from rightsize.spec.presets import get_preset, preset_fields
 
 _Number = TypeVar("_Number", int, float)
+MAX_MODEL_STRING = 4096  # the str_max_length of every spec model
+MAX_ACCELERATORS = 100  # distinct ids in targets.accelerators (the catalog holds a dozen)
 
 
 def _positive(value: _Number) -> _Number:
@@ -32,7 +35,7 @@ POSITIVE = AfterValidator(_positive)
 
 ACCELERATORS_SCHEMA_EXTRA: dict[str, Any] = {
     "anyOf": [
-        {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_ACCELERATORS},
         {"const": "all"},
         {"type": "null"},
     ],
@@ -42,12 +45,35 @@ ACCELERATORS_SCHEMA_EXTRA: dict[str, Any] = {
 
 
 def all_means_every(value: Any) -> Any:
-    """'all' (alone or as the only list item) means no restriction; a single id becomes a list."""
+    """'all' (alone or as the only list item) means no restriction; a single id becomes a list;
+    an id listed more than once is kept once, with a note (`SpecNote`)."""
     if isinstance(value, str):
         return None if value.strip().lower() == "all" else [value]
     if isinstance(value, list) and len(value) == 1 and str(value[0]).strip().lower() == "all":
         return None
+    if isinstance(value, list):
+        return _without_duplicates(value, "targets.accelerators")
     return value
+
+
+def _without_duplicates(items: list[Any], where: str) -> list[Any]:
+    seen: set[str] = set()
+    kept: list[Any] = []
+    for item in items:
+        key = item.strip().lower() if isinstance(item, str) else repr(item)
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    if len(kept) < len(items):
+        dropped = len(items) - len(kept)
+        warnings.warn(
+            SpecNote(
+                f"{where}: {dropped} duplicate entr{'y' if dropped == 1 else 'ies'} removed; "
+                f"{len(kept)} distinct kept"
+            ),
+            stacklevel=2,
+        )
+    return kept
 
 
 def spec_base_dir(info: ValidationInfo) -> Path:
@@ -58,9 +84,12 @@ def spec_base_dir(info: ValidationInfo) -> Path:
 
 def _looks_like_path(text: str, base_dir: Path) -> bool:
     """A model string is a config.json path if it says so, else a preset name (HF ids contain '/' too)."""
-    return (
-        text.endswith(".json") or text.startswith((".", "/", "~")) or (base_dir / text).expanduser().exists()
-    )
+    if text.endswith(".json") or text.startswith((".", "/", "~")):
+        return True
+    try:
+        return (base_dir / text).expanduser().exists()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL: not a file
+        return False
 
 
 def resolve_path(text: str, base_dir: Path) -> Path:
@@ -72,6 +101,11 @@ def resolve_path(text: str, base_dir: Path) -> Path:
 def resolve_model_input(value: Any, base_dir: Path) -> Any:
     """Turn the `model:` input (preset name, config path, inline dict, preset + overrides) into fields."""
     if isinstance(value, str):
+        if len(value) > MAX_MODEL_STRING:
+            raise ValueError(
+                f"is {len(value):,} characters long; a preset name or a config path is at most "
+                f"{MAX_MODEL_STRING} (see `rightsize models`)"
+            )
         if _looks_like_path(value, base_dir):
             return read_hf_config_fields(resolve_path(value, base_dir))
         return get_preset(value)

@@ -22,7 +22,12 @@ from pydantic import (
 
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.model import ModelArch
-from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, all_means_every, resolve_model_field
+from rightsize.spec.shared import (
+    ACCELERATORS_SCHEMA_EXTRA,
+    MAX_ACCELERATORS,
+    all_means_every,
+    resolve_model_field,
+)
 from rightsize.spec.shared import POSITIVE as _POSITIVE
 from rightsize.spec.units import Count, CountInt, DurationS
 
@@ -30,7 +35,7 @@ from rightsize.spec.units import Count, CountInt, DurationS
 class ParallelSettings(BaseModel):
     """Parallelism the user fixes; every field left out (null) is chosen by the search."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     tp: int | None = Field(
         default=None, ge=1, description="Tensor-parallel degree (Megatron column/row split)."
@@ -72,7 +77,7 @@ _TARGET_GROUPS = {"all_linear": ALL_LINEAR_TARGETS, "attention": ATTENTION_TARGE
 class LoraSettings(BaseModel):
     """Low-rank adapters (Hu et al. 2021, LoRA): W x + (alpha / r) B A x with A [r, d_in], B [d_out, r]."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     rank: int = Field(default=16, gt=0, description="Adapter rank r (inner width of A and B).")
     alpha: float = Field(
@@ -107,7 +112,7 @@ class LoraSettings(BaseModel):
 class TrainingWorkload(BaseModel):
     """What one training run does: sequence length, batch, length of the run, numerics."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     seq_len: Annotated[CountInt, _POSITIVE] = Field(
         description="Tokens per sequence (context length during training)."
@@ -207,7 +212,9 @@ class TrainingWorkload(BaseModel):
 class Targets(BaseModel):
     """What the plan must achieve and which hardware it may use."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+    )
 
     deadline_s: Annotated[DurationS, _POSITIVE] | None = Field(
         default=None,
@@ -220,6 +227,7 @@ class Targets(BaseModel):
     accelerators: list[str] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_ACCELERATORS,
         json_schema_extra=ACCELERATORS_SCHEMA_EXTRA,
         description="Catalog ids of the accelerators allowed (see `rightsize catalog`); 'all' or null for every one.",
     )
@@ -240,12 +248,14 @@ class Targets(BaseModel):
 class TrainingSpec(BaseModel):
     """A training job to size: the model, the workload, the targets and any fixed parallelism."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     kind: Literal["training"] = Field(
         default="training", description="Spec kind; 'training' for pre-training and fine-tuning runs."
     )
-    name: str | None = Field(default=None, description="A name for this plan, shown in reports.")
+    name: str | None = Field(
+        default=None, max_length=200, description="A name for this plan, shown in reports."
+    )
     model: ModelArch = Field(
         description=(
             "The model: a preset name (`rightsize models`), a path to a Hugging Face config.json "
@@ -276,6 +286,14 @@ class TrainingSpec(BaseModel):
         problems = _parallel_problems(self.model, self.training, self.targets, self.parallel)
         if self.targets.deadline_s is not None and self.training.train_tokens is None:
             problems.append("targets.deadline needs training.train_tokens (the tokens the run must process)")
+        batch_tokens = self.training.global_batch_seqs * self.training.seq_len
+        tokens = self.training.train_tokens
+        if tokens is not None and batch_tokens > tokens:
+            problems.append(
+                f"training.train_tokens ({tokens:.4g}) is less than one optimizer step of "
+                f"global batch x seq_len = {batch_tokens:,} tokens; the run would not finish a step. "
+                "Raise train_tokens or lower the global batch"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self

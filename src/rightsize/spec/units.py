@@ -114,6 +114,27 @@ def _split(value: object, kind: str, expected: str, example: str) -> tuple[float
     return number, unit
 
 
+# The largest value each kind of quantity may take: far beyond any real workload, small enough that
+# products of a few of them stay finite in float64 and exact in int64. The reason is in the message.
+_LIMITS: dict[str, tuple[float, str]] = {
+    "duration": (1000 * YEAR_S, "1000 years"),
+    "count": (1e18, "10^18 (an exa-count: no run has more tokens, samples or steps)"),
+    "size": (1e21, "1 ZB (10^21 bytes)"),
+    "bandwidth": (1e18, "1 EB/s"),
+    "compute rate": (1e24, "10^24 FLOP/s"),
+    "power": (1e12, "1 TW"),
+}
+
+
+def _bounded(kind: str, value: object, number: float, expected: str, example: str) -> float:
+    limit, shown = _LIMITS[kind]
+    if number > limit:
+        raise _fail(
+            kind, value, expected, example, f"It is larger than any real {kind}: the limit is {shown}."
+        )
+    return number
+
+
 def _unknown_unit(kind: str, value: object, unit: str, expected: str, example: str) -> BadInput:
     return _fail(kind, value, expected, example, f"Unknown unit {unit!r}; expected {expected}.")
 
@@ -136,7 +157,7 @@ def parse_duration_s(value: object) -> float:
     factor = _DURATION_UNITS.get(unit.lower())
     if factor is None:
         raise _unknown_unit("duration", value, unit, expected, "'30d', '12h' or '90m'")
-    return number * factor
+    return _bounded("duration", value, number * factor, expected, "'30d', '12h' or '90m'")
 
 
 def parse_count(value: object) -> float:
@@ -150,7 +171,7 @@ def parse_count(value: object) -> float:
     factor = _COUNT_UNITS.get(unit.lower())
     if factor is None:
         raise _unknown_unit("count", value, unit, expected, "'16M', '1.5B' or '15T'")
-    return number * factor
+    return _bounded("count", value, number * factor, expected, "'16M', '1.5B' or '15T'")
 
 
 def parse_count_int(value: object) -> int:
@@ -178,7 +199,7 @@ def parse_bytes(value: object) -> float:
     example = "'80GB' or '80 GiB'"
     number, unit = _split(value, "size", expected, example)
     if unit == "":
-        return number
+        return _bounded("size", value, number, expected, example)
     match = _BYTES_RE.match(unit)
     if match is None:
         raise _unknown_unit("size", value, unit, expected, example)
@@ -187,7 +208,7 @@ def parse_bytes(value: object) -> float:
         raise _fail(
             "size", value, expected, example, f"{unit!r} is in bits (lower-case b); sizes are in bytes (B)."
         )
-    return number * scale
+    return _bounded("size", value, number * scale, expected, example)
 
 
 def parse_bytes_per_s(value: object) -> float:
@@ -198,12 +219,13 @@ def parse_bytes_per_s(value: object) -> float:
     example = "'900 GB/s' or '400 Gb/s'"
     number, unit = _split(value, "bandwidth", expected, example)
     if unit == "":
-        return number
+        return _bounded("bandwidth", value, number, expected, example)
     match = _RATE_RE.match(unit)
     if match is None:
         raise _unknown_unit("bandwidth", value, unit, expected, example)
     scale, is_bits = _bytes_factor(match)
-    return number * scale / (BITS_PER_BYTE if is_bits else 1)
+    rate = number * scale / (BITS_PER_BYTE if is_bits else 1)
+    return _bounded("bandwidth", value, rate, expected, example)
 
 
 def parse_flops_per_s(value: object) -> float:
@@ -212,11 +234,11 @@ def parse_flops_per_s(value: object) -> float:
     example = "'989 TFLOP/s' or '989 TFLOPS'"
     number, unit = _split(value, "compute rate", expected, example)
     if unit == "":
-        return number
+        return _bounded("compute rate", value, number, expected, example)
     match = _FLOPS_RE.match(unit.lower())
     if match is None:
         raise _unknown_unit("compute rate", value, unit, expected, example)
-    return number * _FLOPS_PREFIX[match["prefix"]]
+    return _bounded("compute rate", value, number * _FLOPS_PREFIX[match["prefix"]], expected, example)
 
 
 def parse_power_w(value: object) -> float:
@@ -228,7 +250,7 @@ def parse_power_w(value: object) -> float:
     factor = _POWER_UNITS.get(unit.lower())
     if factor is None:
         raise _unknown_unit("power", value, unit, expected, "'700 W' or '10.2 kW'")
-    return number * factor
+    return _bounded("power", value, number * factor, expected, "'700 W' or '10.2 kW'")
 
 
 # ----------------------------------------------------------------------------- pydantic field types

@@ -26,7 +26,7 @@ from rightsize import yamlio
 from rightsize.errors import did_you_mean
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
-from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, POSITIVE, all_means_every
+from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
 from rightsize.spec.units import Bytes, BytesPerS, Count, CountInt, DurationS
 
 LayerOp = Literal["conv", "pool", "add", "linear", "attention", "norm", "act", "params"]
@@ -145,7 +145,9 @@ def get_vision_model(name: str) -> VisionModel:
 
 # ------------------------------------------------------------------------------------------- spec
 
-_CFG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+_CFG = ConfigDict(
+    extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+)
 
 
 class VisionTraining(BaseModel):
@@ -218,6 +220,7 @@ class VisionTargets(BaseModel):
     accelerators: list[str] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_ACCELERATORS,
         json_schema_extra=ACCELERATORS_SCHEMA_EXTRA,
         description="Catalog ids of the accelerators allowed (see `rightsize catalog`); 'all' or null for every one.",
     )
@@ -243,10 +246,14 @@ class VisionTargets(BaseModel):
 class VisionSpec(BaseModel):
     """A vision workload to size: model, mode (training or inference), its section, targets."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
+    )
 
     kind: Literal["vision"] = Field(description="Spec kind; 'vision' for CNNs and vision transformers.")
-    name: str | None = Field(default=None, description="A name for this plan, shown in reports.")
+    name: str | None = Field(
+        default=None, max_length=200, description="A name for this plan, shown in reports."
+    )
     model: str = Field(
         description="Vision preset: resnet50, vit-b16 or vit-l16 (layer lists in spec/data/vision_models.yaml)."
     )

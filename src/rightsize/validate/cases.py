@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rightsize.errors import BadInput
+from rightsize.safe_read import read_text_capped
+
+MAX_CASES_BYTES = 16 * 2**20
 
 TRAINING_METRICS = ("step_time_s", "tokens_per_s_per_gpu", "gpu_hours")
 INFERENCE_METRICS = ("output_tokens_per_s",)
@@ -44,15 +48,15 @@ def bundled_paths(holdout: bool = False) -> list[Path]:
 
 
 def read_cases(path: Path) -> list[Case]:
+    text = read_text_capped(
+        path,
+        "the validation file",
+        MAX_CASES_BYTES,
+        "Give the path of a CSV with the columns of the bundled training.csv.",
+    )
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except FileNotFoundError:
-        raise BadInput(
-            f"Validation file '{path}' does not exist.",
-            fix="Give the path of a CSV with the columns of the bundled training.csv.",
-        ) from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
         raise BadInput(f"Cannot read validation file '{path}'.", str(exc), "Give a UTF-8 CSV file.") from None
     if not rows:
         raise BadInput(
