@@ -30,19 +30,20 @@ class Grid:
     @classmethod
     def from_points(cls, axes: Sequence[str], rows: Iterable[tuple[Sequence[float], float]]) -> Grid:
         """A grid from scattered (coordinates, latency) measurements; repeats keep the fastest."""
-        rows = [(tuple(float(c) for c in coords), float(lat)) for coords, lat in rows]
-        if not rows:
+        pairs = list(rows)
+        if not pairs:
             raise ValueError("a kernel grid needs at least one measurement")
-        points = tuple(np.unique([r[0][i] for r in rows]) for i in range(len(axes)))
-        if any(float(p.min()) <= 0 for p in points):
-            raise ValueError(f"kernel grid axes {tuple(axes)} must be positive")
-        values = np.full(tuple(len(p) for p in points), np.nan)
-        for coords, lat in rows:
-            if not (lat > 0 and np.isfinite(lat)):
-                continue
-            idx = tuple(int(np.searchsorted(points[i], c)) for i, c in enumerate(coords))
-            old = values[idx]
-            values[idx] = lat if np.isnan(old) else min(old, lat)
+        coords = np.array([c for c, _ in pairs], dtype=np.float64).reshape(len(pairs), len(axes))
+        lat = np.array([v for _, v in pairs], dtype=np.float64)
+        keep = (lat > 0) & np.isfinite(lat)
+        coords, lat = coords[keep], lat[keep]
+        if not len(lat) or float(coords.min()) <= 0:
+            raise ValueError(f"kernel grid axes {tuple(axes)} need positive coordinates and latencies")
+        uniq = [np.unique(coords[:, i], return_inverse=True) for i in range(len(axes))]
+        points = tuple(u[0] for u in uniq)
+        values = np.full(tuple(len(p) for p in points), np.inf)
+        np.minimum.at(values, tuple(u[1].ravel() for u in uniq), lat)  # repeats keep the fastest
+        values[np.isinf(values)] = np.nan
         return cls(tuple(axes), points, values)
 
     @property

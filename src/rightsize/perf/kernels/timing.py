@@ -29,6 +29,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ACT_BYTES = 2.0  # all-reduced activations are 16 bit
 
+# Beyond the measured range a large batch of decode attention (or a GEMM wider than any
+# measured n) is timed as k equal parts run back to back: once a part fills the GPU,
+# latency is linear in the work (each sequence's KV, each output column, is independent).
+# Parts must stay at least this large (sequences or columns) to be sure to fill the GPU.
+MAX_SPLIT = 8
+MIN_PART = {"batch": 64.0, "n": 4096.0}
+
 
 @dataclass
 class OpReport:
@@ -55,6 +62,25 @@ class OpReport:
         return "mixed"
 
 
+def split_lookup(
+    lookup: Callable[[np.ndarray], np.ndarray], size: np.ndarray, axis: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """lookup(size), or k x lookup(size / k) for the smallest k (2, 4, 8) that is measured
+    with parts no smaller than MIN_PART[axis]; returns (latency, parts used, 1 = whole)."""
+    size = np.asarray(size, dtype=np.float64)
+    out = np.asarray(lookup(size), dtype=np.float64)
+    parts = np.where(np.isfinite(out), 1.0, np.nan)
+    k = 2
+    while k <= MAX_SPLIT and not np.isfinite(out).all():
+        allowed = size / k >= MIN_PART[axis]
+        trial = np.where(allowed, k * lookup(np.where(allowed, size / k, size)), np.nan)
+        fill = ~np.isfinite(out) & np.isfinite(trial)
+        out = np.where(fill, trial, out)
+        parts = np.where(fill, float(k), parts)
+        k *= 2
+    return out, parts
+
+
 def _pick(
     report: OpReport, op: str, measured: np.ndarray, analytic: Callable[[], np.ndarray], reason: str
 ) -> np.ndarray:
@@ -78,7 +104,11 @@ def _gemm(
 ) -> np.ndarray:
     dtype = rep.weight_precision
     g = table.grid("gemm", dtype)
-    measured = g(m, n, k) if g is not None else np.full(np.shape(m), np.nan)
+    if g is None:
+        measured = np.full(np.shape(m), np.nan)
+    else:
+        mm = np.asarray(m, dtype=np.float64)
+        measured, _ = split_lookup(lambda nn: g(mm, nn, k), np.full(mm.shape, float(n)), "n")
     return _pick(report, op, measured, lambda: rep.analytic_gemm_s(m, n, k), _range(table, "gemm", dtype))
 
 
@@ -131,7 +161,10 @@ def decode_step_s(
     per_seq = np.maximum(ctx / b, 1.0)
     heads, kv, d = _heads(rep)
     g = table.grid("generation_attention", rep.kv_precision, kv, d)
-    measured = g(heads, b, per_seq) if g is not None else np.full(b.shape, np.nan)
+    if g is None:
+        measured = np.full(b.shape, np.nan)
+    else:
+        measured, _ = split_lookup(lambda bb: g(heads, bb, per_seq), b, "batch")
     attn = _pick(
         report,
         "generation_attention",
