@@ -22,9 +22,22 @@ from rightsize.perf.kernels.timing import split_lookup
 from rightsize.spec.model import ModelArch
 
 LLAMA3_8B = ModelArch(
-    name="llama-3-8b", layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256, mlp="swiglu"
+    name="llama-3-8b",
+    layers=32,
+    hidden=4096,
+    heads=32,
+    kv_heads=8,
+    ffn_hidden=14336,
+    vocab=128256,
+    mlp="swiglu",
 )
-META = {"accelerator": "h100-sxm", "engine": "tensorrt-llm", "version": "test", "source": "synthetic", "as_of": "2026-11"}
+META = {
+    "accelerator": "h100-sxm",
+    "engine": "tensorrt-llm",
+    "version": "test",
+    "source": "synthetic",
+    "as_of": "2026-11",
+}
 POW2 = [2.0**i for i in range(0, 16)]
 
 
@@ -37,18 +50,30 @@ def _records(gemm_m_max: float = 4096.0) -> list[dict]:
     for m in [x for x in POW2 if x <= gemm_m_max]:
         for n in (1024.0, 4096.0, 8192.0, 16384.0, 32768.0):
             for k in (1024.0, 4096.0, 16384.0):
-                recs.append({"op": "gemm", "dtype": "fp8", "m": m, "n": n, "k": k, "latency_s": 1e-12 * m * n * k})
+                recs.append(
+                    {"op": "gemm", "dtype": "fp8", "m": m, "n": n, "k": k, "latency_s": 1e-12 * m * n * k}
+                )
     for b in (1.0, 8.0, 64.0, 128.0):
         for s in (128.0, 1024.0, 4096.0):
             recs.append(
-                {"op": "generation_attention", "kv_dtype": "fp8", "kv_heads": 8, "head_dim": 128, "heads": 32,
-                 "batch": b, "context_len": s, "latency_s": 1e-9 * b * s}  # fmt: skip
+                {
+                    "op": "generation_attention",
+                    "kv_dtype": "fp8",
+                    "kv_heads": 8,
+                    "head_dim": 128,
+                    "heads": 32,
+                    "batch": b,
+                    "context_len": s,
+                    "latency_s": 1e-9 * b * s,
+                }  # fmt: skip
             )
     return recs
 
 
 def test_grid_is_exact_on_power_laws_between_points():
-    g = Grid.from_points(("m", "n"), [((m, n), 3e-9 * m**1.0 * n**0.5) for m in (1, 4, 16) for n in (16, 256)])
+    g = Grid.from_points(
+        ("m", "n"), [((m, n), 3e-9 * m**1.0 * n**0.5) for m in (1, 4, 16) for n in (16, 256)]
+    )
     assert float(g(2.0, 64.0)) == pytest.approx(3e-9 * 2.0 * 8.0, rel=1e-9)
     assert float(g(16.0, 256.0)) == pytest.approx(3e-9 * 16 * 16, rel=1e-9)  # a grid point itself
 
@@ -82,7 +107,9 @@ def test_split_times_a_large_batch_as_measured_parts():
 
 def _replica(table=None, tp: int = 1) -> Replica:
     acc = get_accelerator("h100-sxm")
-    return Replica.build(LLAMA3_8B, acc, node_for(acc.id), tp, "fp8", "fp8", engine="tensorrt-llm", kernels=table)
+    return Replica.build(
+        LLAMA3_8B, acc, node_for(acc.id), tp, "fp8", "fp8", engine="tensorrt-llm", kernels=table
+    )
 
 
 def test_decode_step_comes_from_the_table_where_it_covers_the_shapes():
@@ -123,10 +150,14 @@ def test_model_without_an_op_list_is_analytic_with_the_reason():
 
 def test_table_file_round_trip_and_bad_files(tmp_path: Path):
     path = tmp_path / "k.jsonl"
-    lines = [{"type": "header", "kind": "kernels", **META}] + [{"type": "result", "status": "ok", **r} for r in _records()]
+    lines = [{"type": "header", "kind": "kernels", **META}] + [
+        {"type": "result", "status": "ok", **r} for r in _records()
+    ]
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n{torn", encoding="utf-8")
     t = read_table(path)
-    assert t.accelerator == "h100-sxm" and t.ops()["gemm"] == len([r for r in _records() if r["op"] == "gemm"])
+    assert t.accelerator == "h100-sxm" and t.ops()["gemm"] == len(
+        [r for r in _records() if r["op"] == "gemm"]
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"type": "header", "kind": "profile"}) + "\n", encoding="utf-8")
     with pytest.raises(BadInput, match="not a kernel table"):
@@ -135,3 +166,22 @@ def test_table_file_round_trip_and_bad_files(tmp_path: Path):
         build_table(META, [{"op": "conv", "latency_s": 1.0}])
     with pytest.raises(BadInput, match="no 'source'"):
         build_table({"accelerator": "h100-sxm", "as_of": "2026-11"}, _records())
+
+
+def test_profiler_sweep_writes_a_table_the_model_reads(tmp_path: Path):
+    pytest.importorskip("torch", reason="the kernel sweep needs PyTorch (pip install 'rightsize[profile]')")
+    from rightsize.profile.kernels import run_kernel_sweep
+
+    cfg = {"dtypes": ["fp32"], "gemm_m": [1, 8], "gemm_nk": [64, 128], "heads": 4, "kv_heads": 2,
+           "head_dim": 16, "batch": [1, 2], "seq": [16, 32], "iters": 1}  # fmt: skip
+    out = tmp_path / "kernels.jsonl"
+    res = run_kernel_sweep("h100-sxm", cfg, out=out, device="cpu")
+    assert len(res["results"]) == 8 + 4 + 4
+    table = read_table(out)
+    assert table.engine == "pytorch" and "rightsize profile kernels on CPU" in table.source
+    g = table.grid("gemm", "fp32")
+    assert g is not None and np.isfinite(float(g(4.0, 96.0, 96.0)))  # inside: interpolated
+    assert np.isnan(float(g(64.0, 96.0, 96.0)))  # m beyond 8: refused
+    # the model's shapes are far outside this toy sweep: every op falls back, and says so
+    _, report = _replica(table).decode_step_detail(8.0, 8.0 * 512)
+    assert report.source == "analytic" and report.reasons

@@ -11,9 +11,7 @@ import pytest
 
 from rightsize.perf.kernels import aiconfigurator
 
-pytestmark = pytest.mark.skipif(
-    aiconfigurator.status() is not None, reason=str(aiconfigurator.status())
-)
+pytestmark = pytest.mark.skipif(aiconfigurator.status() is not None, reason=str(aiconfigurator.status()))
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +49,9 @@ def test_validation_row_is_predicted_from_measured_kernels():
     from rightsize.validate.cases import bundled_paths, read_cases
     from rightsize.validate.inference_cases import predict_inference
 
-    case = next(c for c in read_cases(bundled_paths()[1]) if c.id == "trtllm-h100-sxm-llama-3-8b-tp1-128-2048")
+    case = next(
+        c for c in read_cases(bundled_paths()[1]) if c.id == "trtllm-h100-sxm-llama-3-8b-tp1-128-2048"
+    )
     value, detail = predict_inference(case)
     assert detail["source"] in ("measured kernels", "mixed")
     assert detail["kernels_predicted"] == value and detail["analytic_predicted"] > 0

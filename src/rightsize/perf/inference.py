@@ -126,9 +126,13 @@ class Replica:
         tp: int,
         weight_precision: str,
         kv_precision: str,
+        overrides: dict[str, float] | None = None,
         engine: str | None = None,
         kernels: KernelTable | None = None,
     ) -> Replica:
+        """A replica of `arch` at tensor parallelism `tp`; `overrides` replace catalog
+        efficiencies (a calibration's fit for this accelerator); `engine` names the serving
+        engine whose defaults apply; `kernels` is a measured kernel table to time ops from."""
         if weight_precision not in BYTES_PER_ELEMENT or kv_precision not in BYTES_PER_ELEMENT:
             raise BadInput(
                 f"Unknown precision {weight_precision!r} / {kv_precision!r}.",
@@ -137,6 +141,8 @@ class Replica:
             )
         dequant = weight_only(acc, weight_precision)
         hw = Hardware.from_catalog(acc, node, compute_dtype(acc, weight_precision))
+        if overrides:
+            hw = hw.with_overrides(**overrides)
         eng = get_engine(engine) if engine else None
         return cls(arch, tp, weight_precision, kv_precision, hw, dequant, eng, kernels)
 
