@@ -293,7 +293,7 @@ class Replica:
         return np.maximum(memory, compute) + dequant + self.hw.kernel_overhead_s
 
     def analytic_prefill_attention_s(
-        self, tokens: np.ndarray, sequences: np.ndarray, past: float = 0.0
+        self, tokens: np.ndarray, sequences: np.ndarray, past: np.ndarray | float = 0.0
     ) -> np.ndarray:
         """One layer's causal attention over `sequences` prompts of `tokens` (plus a cached prefix)."""
         a = self.arch
