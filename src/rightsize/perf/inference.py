@@ -37,7 +37,7 @@ from rightsize.catalog.engines import EngineDefaults, get_engine
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.perf import collectives as coll
-from rightsize.perf.gemm import gemm_time_s
+from rightsize.perf.gemm import gemm_efficiency, gemm_time_s
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.kernels import timing as kernel_timing
 from rightsize.perf.kernels.table import KernelTable
@@ -254,16 +254,35 @@ class Replica:
         weights = read * BYTES_PER_ELEMENT[self.weight_precision] / self.tp
         if self.weight_precision == "int4":
             weights += read * INT4_GROUP_OVERHEAD_BYTES / self.tp
-        gemm_flops = 2.0 * active_params(self.arch) * b / self.tp
-        gemm_s = np.maximum(
-            weights / self._stream_bw(), gemm_flops / (self.hw.peak_flops_per_s * self.hw.gemm_fraction)
-        )
+        gemm_s = np.maximum(weights / self._stream_bw(), self._decode_gemm_compute_s(b))
         dequant_s: np.ndarray | float = 0.0
         if self.dequant and self.weight_precision in DEQUANT_OPS_PER_WEIGHT:
             ops = DEQUANT_OPS_PER_WEIGHT[self.weight_precision] * read / self.tp
             dequant_s = ops / self._cuda_core_ops_per_s()
         attn_s = self.analytic_decode_attention_s(b, ctx) * self.arch.layers
         return gemm_s + dequant_s + attn_s + self.tp_comm_s(b) + self.step_overhead_s(b)
+
+    def _decode_gemm_compute_s(self, b: np.ndarray) -> np.ndarray:
+        """FLOP time of a decode step's GEMMs with `b` rows each. Dense GQA models: each
+        projection at its own shape, so a batch smaller than the library's output tile
+        (128 rows on NVIDIA, 256 on CDNA 3) pays for the whole tile (`gemm_efficiency`).
+        MoE and MLA: all active parameters at the large-GEMM fraction."""
+        a, hw, tp = self.arch, self.hw, float(self.tp)
+        if a.is_moe or a.is_mla:
+            flops = 2.0 * active_params(a) * b / tp
+            return flops / (hw.peak_flops_per_s * hw.gemm_fraction)
+        h, d, f = float(a.hidden), float(a.head_dim), float(a.ffn_hidden)
+        shapes = [
+            ((a.heads + 2 * a.kv_heads) * d / tp, h),
+            (h, a.heads * d / tp),
+            ((mlp_matrices(a) - 1) * f / tp, h),
+            (h, f / tp),
+        ]
+        per_layer = sum(
+            2.0 * b * n * k / (hw.peak_flops_per_s * gemm_efficiency(b, n, k, hw)) for n, k in shapes
+        )
+        logits = 2.0 * b * a.vocab / tp * h / (hw.peak_flops_per_s * gemm_efficiency(b, a.vocab / tp, h, hw))
+        return a.layers * per_layer + logits
 
     def analytic_decode_attention_s(self, batch: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
         """One layer's decode attention: the batch's KV cache streamed once, or its FLOPs."""
