@@ -134,3 +134,12 @@ def test_a_torus_domain_does_not_have_to_fit_in_one_rack() -> None:
 
 def test_catalog_counts_the_new_parts() -> None:
     assert set(NEW) <= set(accelerators())
+
+
+def test_torus_counts_beyond_a_slice_are_whole_slices() -> None:
+    from rightsize.search.space import gpu_count_candidates
+
+    counts = gpu_count_candidates(8, 4096, slice_gpus=256)  # TPU v5e: 256-chip slices
+    assert {256.0, 512.0, 1024.0, 4096.0} <= set(counts)
+    assert all(c <= 256 or c % 256 == 0 for c in counts)
+    assert 384.0 in gpu_count_candidates(8, 4096)  # a switched cluster may take 1.5x counts
