@@ -278,11 +278,13 @@ class Replica:
             ((mlp_matrices(a) - 1) * f / tp, h),
             (h, f / tp),
         ]
-        per_layer = sum(
-            2.0 * b * n * k / (hw.peak_flops_per_s * gemm_efficiency(b, n, k, hw)) for n, k in shapes
-        )
-        logits = 2.0 * b * a.vocab / tp * h / (hw.peak_flops_per_s * gemm_efficiency(b, a.vocab / tp, h, hw))
-        return a.layers * per_layer + logits
+
+        def flop_s(n: float, k: float) -> np.ndarray:
+            eff = gemm_efficiency(b, np.asarray(n), np.asarray(k), hw)
+            return 2.0 * b * n * k / (hw.peak_flops_per_s * eff)
+
+        per_layer = sum((flop_s(n, k) for n, k in shapes), np.zeros_like(b))
+        return a.layers * per_layer + flop_s(a.vocab / tp, h)
 
     def analytic_decode_attention_s(self, batch: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
         """One layer's decode attention: the batch's KV cache streamed once, or its FLOPs."""
