@@ -185,3 +185,33 @@ def test_profiler_sweep_writes_a_table_the_model_reads(tmp_path: Path):
     # the model's shapes are far outside this toy sweep: every op falls back, and says so
     _, report = _replica(table).decode_step_detail(8.0, 8.0 * 512)
     assert report.source == "analytic" and report.reasons
+
+
+def test_validate_reports_each_rows_source_and_both_errors(tmp_path: Path):
+    from rightsize.validate.run import validate_paths
+
+    header = "id,source,model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,mlp,accelerator,gpus,tp,"
+    header += (
+        "weight_precision,kv_precision,scenario,batch,input_len,output_len,metric,value,note,engine,version"
+    )
+    row = "syn-8b,synthetic,llama-3-8b,32,4096,32,8,14336,128256,swiglu,h100-sxm,1,1,fp8,fp8,fixed_batch,64,"
+    row += "128,256,output_tokens_per_s,5000,synthetic row,tensorrt-llm,test"
+    gpu_row = (
+        row.replace("syn-8b", "syn-8b-a100")
+        .replace("h100-sxm", "a100-sxm-80gb")
+        .replace(",fp8,fp8,", ",bf16,bf16,")
+        .replace("tensorrt-llm,test", "gpt-fast,")
+    )
+    csv_path = tmp_path / "rows.csv"
+    csv_path.write_text("\n".join([header, row, gpu_row]) + "\n", encoding="utf-8")
+    table = build_table(META, _records())
+    result = validate_paths([csv_path], kernel_tables=[table])
+    measured, other = result["rows"]
+    assert measured["source"] in ("measured kernels", "mixed")
+    assert measured["kernel_table"] == "synthetic"
+    assert {"analytic_error", "kernels_error"} <= set(measured)
+    assert measured["error"] == pytest.approx(measured["kernels_error"])
+    # the A100 gpt-fast row has no table (the synthetic one is h100-sxm): analytic, with the reason
+    assert other["source"] == "analytic" and "kernels_error" not in other
+    assert "measured kernels (covered rows)" in result["by_source"]
+    assert result["by_source"]["analytic (all serving rows)"]["n"] == 2
