@@ -98,6 +98,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.csv] if args.csv else bundled_paths()
     if args.holdout:
         paths += bundled_paths(holdout=True)
+    from rightsize.perf.kernels.table import read_table
+
+    tables = [read_table(Path(p)) for p in (getattr(args, "kernels", None) or [])]
     if sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import Progress
@@ -111,9 +114,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             def progress(case_id: str) -> None:
                 bar.update(task, advance=1, description=f"validating {case_id[:40]}")
 
-            result = validate_paths(paths, progress)
+            result = validate_paths(paths, progress, tables)
     else:
-        result = validate_paths(paths)
+        result = validate_paths(paths, kernel_tables=tables)
     _emit(render(result, args.format, "Validation"), args.output)
     return 0
 
@@ -176,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("validate", "prediction error against published runs", FORMATS)
     sp.add_argument("csv", nargs="*", help="CSV files of cases (default: the bundled published runs)")
     sp.add_argument("--holdout", action="store_true", help="also check the held-out published runs")
+    sp.add_argument(
+        "--kernels",
+        metavar="FILE",
+        action="append",
+        help="measured kernel table (from `rightsize profile kernels`) for serving rows on its accelerator; repeatable",
+    )
     sp.set_defaults(func=cmd_validate)
     add("catalog", "list accelerators and node types with their sourced figures").set_defaults(
         func=cmd_catalog

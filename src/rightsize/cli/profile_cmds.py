@@ -260,6 +260,31 @@ def cmd_comms(args: argparse.Namespace) -> int:
     return _write(args, res, render_comms)
 
 
+def cmd_kernels(args: argparse.Namespace) -> int:
+    from rightsize.profile.kernels import render_kernels, run_kernel_sweep
+
+    cfg = {
+        "dtypes": args.dtypes.split(","),
+        "gemm_m": args.m,
+        "gemm_nk": args.nk,
+        "heads": args.heads,
+        "kv_heads": args.kv_heads,
+        "head_dim": args.head_dim,
+        "batch": args.batch,
+        "seq": args.seq,
+        "iters": args.iters,
+    }
+    res = run_kernel_sweep(
+        args.accelerator,
+        cfg,
+        out=Path(args.out) if args.out else None,
+        device=args.device,
+        world_size=args.world_size,
+        progress=_progress,
+    )
+    return _write(args, res, render_kernels)
+
+
 def _slo(text: str) -> dict[str, float]:
     out = {}
     for part in text.split(","):
@@ -421,6 +446,27 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     )
     sp.add_argument("--iters", type=int, default=5)
     sp.set_defaults(func=cmd_comms)
+
+    sp = padd(
+        "kernels", "measure a kernel table (GEMM, attention, all-reduce) for measured-kernel predictions"
+    )
+    sp.add_argument(
+        "--accelerator", required=True, help="catalog id the table describes (see `rightsize catalog`)"
+    )
+    sp.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    sp.add_argument("--dtypes", default="bf16", help="GEMM dtypes, comma-separated: bf16,fp16,fp32")
+    sp.add_argument("--m", type=_ints, default=[1, 16, 128, 512], help="GEMM rows (tokens)")
+    sp.add_argument("--nk", type=_ints, default=[256, 1024], help="GEMM n and k values")
+    sp.add_argument("--heads", type=int, default=8, help="query heads per GPU")
+    sp.add_argument("--kv-heads", type=int, default=2, help="KV heads per GPU")
+    sp.add_argument("--head-dim", type=int, default=64)
+    sp.add_argument("--batch", type=_ints, default=[1, 4], help="attention batch sizes")
+    sp.add_argument("--seq", type=_ints, default=[64, 256], help="attention sequence / context lengths")
+    sp.add_argument(
+        "--world-size", type=int, default=1, help="ranks for the all-reduce sweep (>= 2 to run it)"
+    )
+    sp.add_argument("--iters", type=int, default=3)
+    sp.set_defaults(func=cmd_kernels)
 
     sp = padd("serve", "load-test an OpenAI-compatible streaming endpoint (TTFT, TPOT, ITL, goodput)")
     sp.add_argument("--url", required=True, help="base URL, e.g. http://127.0.0.1:8000/v1")

@@ -33,11 +33,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType
+from rightsize.catalog.engines import EngineDefaults, get_engine
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.perf import collectives as coll
-from rightsize.perf.gemm import gemm_time_s
+from rightsize.perf.gemm import gemm_efficiency, gemm_time_s
 from rightsize.perf.hardware import Hardware
+from rightsize.perf.kernels import timing as kernel_timing
+from rightsize.perf.kernels.table import KernelTable
+from rightsize.perf.kernels.timing import OpReport
 from rightsize.perf.params import (
     active_params,
     attention_params_per_layer,
@@ -71,9 +75,15 @@ DECODE_STEP_OVERHEAD_S = 2.0e-4
 
 # Memory an engine keeps outside weights and KV cache: CUDA context, NCCL buffers,
 # activation workspace for the largest prefill chunk; vLLM's default leaves 10% of
-# HBM unused (gpu_memory_utilization 0.9).
+# HBM unused (gpu_memory_utilization 0.9). Engines named in the spec bring their own
+# fraction and convention (catalog/data/engines.yaml).
 ENGINE_MEMORY_UTILISATION = 0.90
 ENGINE_WORKSPACE_BYTES = 2.0 * GiB
+
+# Sampling reads the step's logits (batch x vocab, fp32) about three times: softmax
+# (max and sum), top-k/top-p filtering and the draw. Memory-bound: bytes / bandwidth.
+SAMPLING_PASSES = 3.0
+LOGIT_BYTES = 4.0
 
 
 def weight_only(acc: Accelerator, weight_precision: str) -> bool:
@@ -91,7 +101,12 @@ def compute_dtype(acc: Accelerator, weight_precision: str) -> str:
 
 @dataclass(frozen=True)
 class Replica:
-    """One serving engine: a model on tp GPUs of one accelerator type."""
+    """One serving engine: a model on tp GPUs of one accelerator type.
+
+    `engine` brings the engine's KV-memory convention and per-iteration overhead (vLLM's
+    when none is named); `kernels`, when given, times each operation from a measured
+    kernel table (`perf.kernels`), falling back to the analytic model per operation.
+    """
 
     arch: ModelArch
     tp: int
@@ -99,6 +114,8 @@ class Replica:
     kv_precision: str
     hw: Hardware
     dequant: bool
+    engine: EngineDefaults | None = None
+    kernels: KernelTable | None = None
 
     @classmethod
     def build(
@@ -110,9 +127,12 @@ class Replica:
         weight_precision: str,
         kv_precision: str,
         overrides: dict[str, float] | None = None,
+        engine: str | None = None,
+        kernels: KernelTable | None = None,
     ) -> Replica:
         """A replica of `arch` at tensor parallelism `tp`; `overrides` replace catalog
-        efficiencies (a calibration's fit for this accelerator)."""
+        efficiencies (a calibration's fit for this accelerator); `engine` names the serving
+        engine whose defaults apply; `kernels` is a measured kernel table to time ops from."""
         if weight_precision not in BYTES_PER_ELEMENT or kv_precision not in BYTES_PER_ELEMENT:
             raise BadInput(
                 f"Unknown precision {weight_precision!r} / {kv_precision!r}.",
@@ -123,7 +143,8 @@ class Replica:
         hw = Hardware.from_catalog(acc, node, compute_dtype(acc, weight_precision))
         if overrides:
             hw = hw.with_overrides(**overrides)
-        return cls(arch, tp, weight_precision, kv_precision, hw, dequant)
+        eng = get_engine(engine) if engine else None
+        return cls(arch, tp, weight_precision, kv_precision, hw, dequant, eng, kernels)
 
     # --- bytes -----------------------------------------------------------------------------
 
@@ -170,9 +191,14 @@ class Replica:
     @property
     def kv_capacity_tokens(self) -> float:
         """Tokens of KV cache the replica can hold once weights and workspace are placed."""
-        free = (
-            self.hw.hbm_bytes * ENGINE_MEMORY_UTILISATION - ENGINE_WORKSPACE_BYTES - self.weight_bytes_per_gpu
-        )
+        hbm, weights = self.hw.hbm_bytes, self.weight_bytes_per_gpu
+        eng = self.engine
+        if eng is None:
+            free = hbm * ENGINE_MEMORY_UTILISATION - ENGINE_WORKSPACE_BYTES - weights
+        elif eng.kv_memory_basis == "free":  # TensorRT-LLM: a fraction of what weights leave
+            free = (hbm - ENGINE_WORKSPACE_BYTES - weights) * (eng.value("kv_memory_fraction") or 0.9)
+        else:  # vLLM, SGLang: a fraction of all memory, weights included
+            free = hbm * (eng.value("kv_memory_fraction") or 0.9) - ENGINE_WORKSPACE_BYTES - weights
         per_gpu_token = self.kv_bytes_per_token / self.kv_shards
         return max(0.0, free) / per_gpu_token
 
@@ -192,62 +218,164 @@ class Replica:
         nbytes = np.asarray(tokens, dtype=np.float64) * self.arch.hidden * 2.0
         return 2.0 * self.arch.layers * coll.all_reduce_s(nbytes, n, bw, lat)
 
+    def step_overhead_s(self, batch: np.ndarray | float) -> np.ndarray:
+        """Per-iteration host overhead of the engine plus sampling over the batch's logits."""
+        b = np.asarray(batch, dtype=np.float64)
+        base = self.engine.value("iteration_overhead_s") if self.engine else None
+        sampling = SAMPLING_PASSES * LOGIT_BYTES * b * self.arch.vocab / self._stream_bw()
+        return (base if base is not None else DECODE_STEP_OVERHEAD_S) + sampling
+
     def decode_step_s(self, batch: np.ndarray | float, context_tokens: np.ndarray | float) -> np.ndarray:
         """Seconds for one decode step of `batch` sequences holding `context_tokens` in total."""
+        return self.decode_step_detail(batch, context_tokens)[0]
+
+    def decode_step_detail(
+        self, batch: np.ndarray | float, context_tokens: np.ndarray | float
+    ) -> tuple[np.ndarray, OpReport]:
+        """Decode step time and which source timed each operation."""
         b = np.asarray(batch, dtype=np.float64)
-        ctx = np.asarray(context_tokens, dtype=np.float64)
+        if self.kernels is not None and kernel_timing.supported(self) is None:
+            t, report = kernel_timing.decode_step_s(self, self.kernels, b, np.asarray(context_tokens))
+            return t + self.step_overhead_s(b), report
+        report = OpReport("analytic")
+        report.note("decode_step", np.zeros(1, dtype=bool), self._why_analytic())
+        return self._analytic_decode_s(b, np.asarray(context_tokens, dtype=np.float64)), report
+
+    def _why_analytic(self) -> str:
+        if self.kernels is None:
+            return "no measured kernel table for this accelerator and engine"
+        return kernel_timing.supported(self) or ""
+
+    def _analytic_decode_s(self, b: np.ndarray, ctx: np.ndarray) -> np.ndarray:
+        """Weights-and-GEMMs and attention are separate kernels, each bound by its own
+        roofline (bytes / bandwidth or FLOPs / rate), so their times add: at large batch the
+        GEMMs turn compute-bound while attention still streams the KV cache."""
         read = self.decode_weight_params(b)
         weights = read * BYTES_PER_ELEMENT[self.weight_precision] / self.tp
         if self.weight_precision == "int4":
             weights += read * INT4_GROUP_OVERHEAD_BYTES / self.tp
-        kv = ctx * self.kv_bytes_per_token / self.kv_shards
-        memory_s = (weights + kv) / self._stream_bw()
-        a = self.arch
-        gemm_flops = 2.0 * active_params(a) * b / self.tp
-        if a.is_mla:  # absorbed MLA: scores over kv_lora + d_rope, values over kv_lora
-            per_ctx = 2.0 * a.heads * (2.0 * (a.kv_lora_rank or 0) + (a.qk_rope_head_dim or 0))
-        else:
-            per_ctx = 4.0 * a.heads * a.head_dim
-        attn_flops = per_ctx * ctx / self.tp
-        compute_s = gemm_flops / (self.hw.peak_flops_per_s * self.hw.gemm_fraction) + attn_flops / (
-            self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction
-        )
+        gemm_s = np.maximum(weights / self._stream_bw(), self._decode_gemm_compute_s(b))
         dequant_s: np.ndarray | float = 0.0
         if self.dequant and self.weight_precision in DEQUANT_OPS_PER_WEIGHT:
             ops = DEQUANT_OPS_PER_WEIGHT[self.weight_precision] * read / self.tp
             dequant_s = ops / self._cuda_core_ops_per_s()
-        return np.maximum(memory_s, compute_s) + dequant_s + self.tp_comm_s(b) + DECODE_STEP_OVERHEAD_S
+        attn_s = self.analytic_decode_attention_s(b, ctx) * self.arch.layers
+        return gemm_s + dequant_s + attn_s + self.tp_comm_s(b) + self.step_overhead_s(b)
+
+    def _decode_gemm_compute_s(self, b: np.ndarray) -> np.ndarray:
+        """FLOP time of a decode step's GEMMs with `b` rows each. Dense GQA models: each
+        projection at its own shape, so a batch smaller than the library's output tile
+        (128 rows on NVIDIA, 256 on CDNA 3) pays for the whole tile (`gemm_efficiency`).
+        MoE and MLA: all active parameters at the large-GEMM fraction."""
+        a, hw, tp = self.arch, self.hw, float(self.tp)
+        if a.is_moe or a.is_mla:
+            flops = 2.0 * active_params(a) * b / tp
+            return flops / (hw.peak_flops_per_s * hw.gemm_fraction)
+        h, d, f = float(a.hidden), float(a.head_dim), float(a.ffn_hidden)
+        shapes = [
+            ((a.heads + 2 * a.kv_heads) * d / tp, h),
+            (h, a.heads * d / tp),
+            ((mlp_matrices(a) - 1) * f / tp, h),
+            (h, f / tp),
+        ]
+
+        def flop_s(n: float, k: float) -> np.ndarray:
+            eff = gemm_efficiency(b, np.asarray(n), np.asarray(k), hw)
+            return 2.0 * b * n * k / (hw.peak_flops_per_s * eff)
+
+        per_layer = sum((flop_s(n, k) for n, k in shapes), np.zeros_like(b))
+        return a.layers * per_layer + flop_s(a.vocab / tp, h)
+
+    def analytic_decode_attention_s(self, batch: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
+        """One layer's decode attention: the batch's KV cache streamed once, or its FLOPs."""
+        a = self.arch
+        ctx = np.asarray(context_tokens, dtype=np.float64)
+        kv = ctx * self.kv_bytes_per_token / self.kv_shards / a.layers
+        if a.is_mla:  # absorbed MLA: scores over kv_lora + d_rope, values over kv_lora
+            per_ctx = 2.0 * a.heads * (2.0 * (a.kv_lora_rank or 0) + (a.qk_rope_head_dim or 0))
+        else:
+            per_ctx = 4.0 * a.heads * a.head_dim
+        flops = per_ctx * ctx / self.tp
+        return np.maximum(
+            kv / self._stream_bw(), flops / (self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction)
+        )
+
+    def analytic_gemm_s(self, m: np.ndarray | float, n: float, k: float) -> np.ndarray:
+        """One projection GEMM (per rank): weight read or FLOPs, plus weight-only dequantisation."""
+        eb = BYTES_PER_ELEMENT[self.weight_precision] + (
+            INT4_GROUP_OVERHEAD_BYTES if self.weight_precision == "int4" else 0.0
+        )
+        mm = np.asarray(m, dtype=np.float64)
+        memory = (n * k * eb + 2.0 * mm * (n + k)) / self._stream_bw()
+        compute = 2.0 * mm * n * k / (self.hw.peak_flops_per_s * self.hw.gemm_fraction)
+        dequant = 0.0
+        if self.dequant and self.weight_precision in DEQUANT_OPS_PER_WEIGHT:
+            dequant = DEQUANT_OPS_PER_WEIGHT[self.weight_precision] * n * k / self._cuda_core_ops_per_s()
+        return np.maximum(memory, compute) + dequant + self.hw.kernel_overhead_s
+
+    def analytic_prefill_attention_s(
+        self, tokens: np.ndarray, sequences: np.ndarray, past: np.ndarray | float = 0.0
+    ) -> np.ndarray:
+        """One layer's causal attention over `sequences` prompts of `tokens` (plus a cached prefix)."""
+        a = self.arch
+        d = 0.5 * float(qk_head_dim(a) + v_head_dim(a))
+        flops = 4.0 * sequences * tokens * (tokens / 2.0 + past) * d * a.heads / self.tp
+        return flops / (self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction)
 
     def _cuda_core_ops_per_s(self) -> float:
         """Non-tensor-core throughput, from the catalog's fp32 peak (or 1/16 of 16-bit)."""
         return self.hw.peak_16bit_flops_per_s / 16.0 if self.hw.peak_16bit_flops_per_s else 1e13
 
-    def prefill_s(self, tokens: np.ndarray | float, past_tokens: np.ndarray | float = 0.0) -> np.ndarray:
-        """Seconds to prefill `tokens` new prompt tokens (one sequence or a packed chunk)
-        attending to `past_tokens` already cached, on this replica."""
+    def prefill_s(
+        self,
+        tokens: np.ndarray | float,
+        past_tokens: np.ndarray | float = 0.0,
+        sequences: np.ndarray | float = 1.0,
+    ) -> np.ndarray:
+        """Seconds to prefill `sequences` prompts of `tokens` new tokens each (one sequence or a
+        packed chunk when sequences is 1), each attending to `past_tokens` already cached.
+        The GEMMs see sequences x tokens rows; attention grows with each prompt's own square."""
+        return self.prefill_detail(tokens, past_tokens, sequences)[0]
+
+    def prefill_detail(
+        self,
+        tokens: np.ndarray | float,
+        past_tokens: np.ndarray | float = 0.0,
+        sequences: np.ndarray | float = 1.0,
+    ) -> tuple[np.ndarray, OpReport]:
+        """Prefill time and which source timed each operation."""
         t = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
+        s = np.maximum(np.asarray(sequences, dtype=np.float64), 1.0)
         past = np.asarray(past_tokens, dtype=np.float64)
+        if self.kernels is not None and kernel_timing.supported(self) is None and not np.any(past > 0):
+            return kernel_timing.prefill_s(self, self.kernels, t, s)
+        report = OpReport("analytic")
+        why = self._why_analytic() if not np.any(past > 0) else "a cached prefix has no measured attention"
+        report.note("prefill", np.zeros(1, dtype=bool), why)
+        return self._analytic_prefill_s(t, past, s), report
+
+    def _analytic_prefill_s(self, t: np.ndarray, past: np.ndarray, s: np.ndarray) -> np.ndarray:
         a, hw, tp = self.arch, self.hw, float(self.tp)
+        m = t * s
         eb = BYTES_PER_ELEMENT[self.weight_precision] if not self.dequant else 2.0
         h = float(a.hidden)
         d = 0.5 * float(qk_head_dim(a) + v_head_dim(a))
         if a.is_mla:  # the projections as one GEMM of the same weight count (an approximation)
-            per_layer = gemm_time_s(t, attention_params_per_layer(a) / h / tp, h, hw, eb)
+            per_layer = gemm_time_s(m, attention_params_per_layer(a) / h / tp, h, hw, eb)
         else:
-            per_layer = gemm_time_s(t, (a.heads + 2 * a.kv_heads) * d / tp, h, hw, eb)
-            per_layer = per_layer + gemm_time_s(t, h, a.heads * d / tp, hw, eb)
+            per_layer = gemm_time_s(m, (a.heads + 2 * a.kv_heads) * d / tp, h, hw, eb)
+            per_layer = per_layer + gemm_time_s(m, h, a.heads * d / tp, hw, eb)
         mats = mlp_matrices(a)
         f = float(a.ffn_hidden)
         if a.is_moe:
             f = float(a.expert_ffn_hidden or a.ffn_hidden) * (a.experts_per_token + a.shared_experts)
         per_layer = (
-            per_layer + gemm_time_s(t, (mats - 1) * f / tp, h, hw, eb) + gemm_time_s(t, h, f / tp, hw, eb)
+            per_layer + gemm_time_s(m, (mats - 1) * f / tp, h, hw, eb) + gemm_time_s(m, h, f / tp, hw, eb)
         )
-        # causal attention over the prompt (half the square) plus the cached prefix
-        attn_flops = 4.0 * t * (t / 2.0 + past) * d * a.heads / tp
-        per_layer = per_layer + attn_flops / (hw.peak_16bit_flops_per_s * hw.attention_fraction)
-        logits = gemm_time_s(1.0, a.vocab / tp, h, hw, eb)  # only the last token's logits
-        return a.layers * per_layer + logits + self.tp_comm_s(t)
+        # causal attention over each prompt (half its square) plus its cached prefix
+        per_layer = per_layer + self.analytic_prefill_attention_s(t, s, past)
+        logits = gemm_time_s(s, a.vocab / tp, h, hw, eb)  # only each prompt's last token's logits
+        return a.layers * per_layer + logits + self.tp_comm_s(m)
 
     def linear_step_coefficients(self, batch: float, mean_context: float) -> dict[str, float]:
         """Decode step time linearised around an operating point (batch, mean context):
@@ -266,13 +394,32 @@ class Replica:
         }
 
 
+def engine_max_batch(rep: Replica) -> float | None:
+    """The engine's default cap on running sequences on this replica's GPU (None: memory only)."""
+    eng = rep.engine
+    if eng is None:
+        return None
+    cap = eng.max_num_seqs(rep.hw.hbm_bytes / GiB, rep.hw.accelerator_id)
+    return cap if cap is not None else eng.value("max_batch_cap")
+
+
 def max_concurrency(
-    rep: Replica, prompt: float, output: float, block_tokens: int = 16, max_batch: int | None = None
+    rep: Replica, prompt: float, output: float, block_tokens: int | None = None, max_batch: int | None = None
 ) -> int:
-    """Sequences the KV cache holds when each reserves its whole prompt + output in blocks."""
-    per_seq = np.ceil((prompt + output) / block_tokens) * block_tokens
-    n = int(rep.kv_capacity_tokens // per_seq)
-    return min(n, max_batch) if max_batch else n
+    """Sequences the engine runs at once: what its KV cache holds (each sequence reserving
+    its whole prompt + output in blocks, or on average prompt + output / 2 when blocks are
+    allocated as tokens are generated), capped by the engine's default limit and `max_batch`."""
+    eng = rep.engine
+    block = float(block_tokens or (eng.value("block_tokens") if eng else None) or 16)
+    if eng is not None and eng.kv_reservation == "on_demand":
+        live = prompt + output / 2.0 + block / 2.0
+    else:
+        live = np.ceil((prompt + output) / block) * block
+    n = int(rep.kv_capacity_tokens // live)
+    for cap in (engine_max_batch(rep), max_batch):
+        if cap:
+            n = min(n, int(cap))
+    return n
 
 
 def fixed_batch_metrics(rep: Replica, batch: int, prompt: int, output: int) -> dict[str, float]:
@@ -280,7 +427,7 @@ def fixed_batch_metrics(rep: Replica, batch: int, prompt: int, output: int) -> d
     engine's output tokens/s over the whole generation."""
     steps = np.arange(output, dtype=np.float64)
     decode = rep.decode_step_s(float(batch), batch * (prompt + steps))
-    ttft = float(rep.prefill_s(float(batch * prompt))) + float(decode[0])
+    ttft = float(rep.prefill_s(float(prompt), sequences=float(batch))) + float(decode[0])
     total = ttft + float(decode[1:].sum())
     return {
         "ttft_s": ttft,
@@ -289,8 +436,16 @@ def fixed_batch_metrics(rep: Replica, batch: int, prompt: int, output: int) -> d
     }
 
 
+def prefill_per_prompt_s(rep: Replica, prompt: float, batch: float) -> float:
+    """Prefill cost of one prompt when the engine packs prompts into its per-iteration token
+    budget (max_num_batched_tokens): the GEMMs of a packed chunk read the weights once."""
+    budget = rep.engine.value("max_num_batched_tokens") if rep.engine else None
+    per_chunk = max(1.0, min(batch, np.floor((budget or prompt) / max(prompt, 1.0))))
+    return float(rep.prefill_s(prompt, sequences=per_chunk)) / per_chunk
+
+
 def offline_throughput(
-    rep: Replica, prompt: float, output: float, block_tokens: int = 16, max_batch: int | None = None
+    rep: Replica, prompt: float, output: float, block_tokens: int | None = None, max_batch: int | None = None
 ) -> dict[str, float]:
     """Steady-state output tokens/s when the engine keeps its KV cache full.
 
@@ -302,5 +457,5 @@ def offline_throughput(
     if b < 1:
         return {"batch": 0.0, "output_tokens_per_s": 0.0}
     step = float(rep.decode_step_s(float(b), b * (prompt + output / 2.0)))
-    per_token = step / b + float(rep.prefill_s(prompt)) / output
+    per_token = step / b + prefill_per_prompt_s(rep, prompt, b) / output
     return {"batch": float(b), "output_tokens_per_s": 1.0 / per_token, "decode_step_s": step}

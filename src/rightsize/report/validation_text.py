@@ -17,6 +17,8 @@ def render_validation(result: dict[str, Any]) -> str:
         lines.append(f"{r['id']:<44} {r['metric']:<22} {r['published']:>12,.4g} {pred:>12} {err:>8}  {rng}")
         if r.get("reason"):
             lines.append(f"    not predicted: {r['reason']}")
+        if r.get("source"):
+            lines.append("    " + _source_line(r))
     lines.append("")
     for metric, s in result["summary"].items():
         if metric == "all":
@@ -38,4 +40,24 @@ def render_validation(result: dict[str, Any]) -> str:
             )
         else:
             lines.append(f"{metric}: no case predicted ({s['not_predicted']} not predicted)")
+    for name, s in (result.get("by_source") or {}).items():
+        lines.append(
+            f"serving, {name}: n={s['n']}  median |error| {s['median_abs_error']:.1%}  "
+            f"max |error| {s['max_abs_error']:.1%}"
+        )
     return "\n".join(lines)
+
+
+def _source_line(r: dict[str, Any]) -> str:
+    """Which source predicted a serving row, and the error of each source."""
+    parts = [f"source: {r['source']}"]
+    if "analytic_error" in r:
+        parts.append(f"analytic {r['analytic_error']:+.1%}")
+    if "kernels_error" in r:
+        parts.append(f"measured kernels {r['kernels_error']:+.1%}")
+        falls = r.get("fallbacks") or {}
+        if falls:
+            parts.append("analytic for " + ", ".join(sorted(falls)))
+    else:
+        parts.append(str(r.get("kernel_table", "")))
+    return "; ".join(parts)

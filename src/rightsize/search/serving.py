@@ -299,7 +299,9 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         fitted = False
         precisions = list(dict.fromkeys(tgt.weight_precisions or [spec.serving.weight_precision]))
         for tp, prec in ((t, p) for t in tps for p in precisions):
-            rep = Replica.build(spec.model, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id))
+            rep = Replica.build(
+                spec.model, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+            )
             if not rep.fits:
                 continue
             fitted = True
@@ -458,7 +460,14 @@ def _report(c: ServingCandidate, spec: InferenceSpec, n: int, cal: Calibration) 
     """Re-simulate the chosen option with more requests for the reported percentiles."""
     acc = get_accelerator(c.accelerator)
     rep = Replica.build(
-        spec.model, acc, get_node(c.node), c.tp, c.weight_precision, c.kv_precision, cal.get(acc.id)
+        spec.model,
+        acc,
+        get_node(c.node),
+        c.tp,
+        c.weight_precision,
+        c.kv_precision,
+        cal.get(acc.id),
+        spec.engine.name,
     )
     wl = _workload(spec, n)
     res = _run(rep, spec, wl, c.design_rate_rps / c.replicas)
@@ -492,6 +501,7 @@ def _plan_batch_scenario(
                 spec.serving.weight_precision,
                 spec.serving.kv_precision,
                 cal.get(acc.id),
+                spec.engine.name,
             )
             if not rep.fits:
                 rejected.append((acc.id, f"tp{tp}: weights do not fit"))

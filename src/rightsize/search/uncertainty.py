@@ -301,6 +301,7 @@ def serving_uncertainty(
         b.weight_precision,
         b.kv_precision,
         (calibration or {}).get(b.accelerator),
+        spec.engine.name,
     )
     prefill_tokens, output, batch, ctx = _serving_point(plan, spec)
 

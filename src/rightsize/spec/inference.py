@@ -254,6 +254,21 @@ class Engine(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        examples=["vllm", "tensorrt-llm", "sglang"],
+        description=(
+            "Serving engine (vllm, tensorrt-llm, sglang, gpt-fast): its defaults for KV-cache memory, "
+            "running-sequence limit and block size apply (catalog engines.yaml); null: vLLM's conventions."
+        ),
+    )
+    version: str | None = Field(
+        default=None,
+        min_length=1,
+        examples=["0.10.0", "1.0.0"],
+        description="Engine version, recorded with the plan and used to pick measured kernels of that version.",
+    )
     continuous_batching: bool = Field(
         default=True,
         description="Admit and retire requests every iteration (Orca-style) instead of per batch.",

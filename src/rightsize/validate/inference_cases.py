@@ -1,19 +1,32 @@
 """Predicting published serving measurements: one engine (tp GPUs) per case.
 
 fixed_batch: `batch` streams decode together, output tokens/s of the engine.
-offline_max_throughput: the engine keeps its KV cache full (batch chosen by memory).
+offline_max_throughput: the engine keeps its KV cache full (batch chosen by memory and
+the engine's defaults).
+
+Optional columns `engine` (vllm, tensorrt-llm, sglang, gpt-fast) and `version` name the
+engine that produced the row: its defaults (catalog/data/engines.yaml) shape the
+prediction, and where a measured kernel table exists for (accelerator, engine) — a file
+given with `--kernels`, or AIConfigurator's database when its package is installed — the
+case is predicted twice, analytically and from the measured kernels, and both errors are
+reported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from rightsize.catalog import get_accelerator, node_for
+from rightsize.catalog.engines import engine_id
 from rightsize.errors import BadInput
 from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throughput
+from rightsize.perf.kernels import aiconfigurator
+from rightsize.perf.kernels.table import KernelTable
+from rightsize.perf.kernels.timing import OpReport
 from rightsize.search.ground import serving_ground_report
 from rightsize.search.uncertainty import spread_factors
 from rightsize.spec.model import ModelArch
@@ -25,37 +38,79 @@ def _int(row: dict[str, str], key: str) -> int | None:
     return int(float(v)) if v else None
 
 
-def predict_inference(case: Case) -> tuple[float, dict[str, Any]]:
+def _engine(row: dict[str, str]) -> str | None:
+    name = (row.get("engine") or "").strip()
+    return engine_id(name) if name else None
+
+
+def kernel_table_for(
+    accelerator: str, engine: str | None, version: str | None, tables: Sequence[KernelTable] = ()
+) -> KernelTable | None:
+    """A user table for (accelerator, engine) first, else AIConfigurator's (when installed)."""
+    for t in tables:
+        if t.accelerator == accelerator and (engine is None or engine_id(t.engine) == engine):
+            return t
+    if engine is None:
+        return None
+    return aiconfigurator.load_table(accelerator, engine, version or None)
+
+
+def _predict(rep: Replica, r: dict[str, str]) -> tuple[float, dict[str, Any], OpReport]:
+    prompt, output = _int(r, "input_len") or 1, _int(r, "output_len") or 1
+    scenario = r.get("scenario", "")
+    if scenario == "fixed_batch":
+        batch = _int(r, "batch") or 1
+        m = fixed_batch_metrics(rep, batch, prompt, output)
+        _, report = rep.decode_step_detail(float(batch), batch * (prompt + output / 2.0))
+        return m["output_tokens_per_s"], {"tp": rep.tp, "batch": batch}, report
+    if scenario == "offline_max_throughput":
+        m = offline_throughput(rep, prompt, output, max_batch=_int(r, "batch"))
+        b = max(1.0, m["batch"])
+        _, report = rep.decode_step_detail(b, b * (prompt + output / 2.0))
+        return m["output_tokens_per_s"], {"tp": rep.tp, "batch": int(m["batch"])}, report
+    raise BadInput(f"Unknown scenario {scenario!r}.", "Known: fixed_batch, offline_max_throughput.")
+
+
+def predict_inference(case: Case, tables: Sequence[KernelTable] = ()) -> tuple[float, dict[str, Any]]:
+    """The prediction (from measured kernels where a table covers the case, else analytic)
+    and its detail: the analytic value, the measured-kernel value and which ops fell back."""
     r = case.row
     arch = ModelArch(**model_fields(r))
     acc = get_accelerator(r["accelerator"])
     node = node_for(acc.id)
     tp = _int(r, "tp") or 1
-    rep = Replica.build(
-        arch, acc, node, tp, r.get("weight_precision") or "bf16", r.get("kv_precision") or "bf16"
-    )
+    engine = _engine(r)
+    wp, kvp = r.get("weight_precision") or "bf16", r.get("kv_precision") or "bf16"
+    rep = Replica.build(arch, acc, node, tp, wp, kvp, engine=engine)
     if not rep.fits:
         raise BadInput(
             f"{arch.name} in {rep.weight_precision} does not fit on {tp} x {acc.id}.",
             f"Weights take {rep.weight_bytes_per_gpu / 1e9:.0f} GB per GPU.",
             "Use a larger tp or a smaller weight precision.",
         )
-    value, chosen = _value(rep, r)
-    chosen.update(_range(case, rep, value))
-    return value, chosen
-
-
-def _value(rep: Replica, r: dict[str, str]) -> tuple[float, dict[str, Any]]:
-    prompt, output = _int(r, "input_len") or 1, _int(r, "output_len") or 1
-    scenario = r.get("scenario", "")
-    if scenario == "fixed_batch":
-        batch = _int(r, "batch") or 1
-        m = fixed_batch_metrics(rep, batch, prompt, output)
-        return m["output_tokens_per_s"], {"tp": rep.tp, "batch": batch}
-    if scenario == "offline_max_throughput":
-        m = offline_throughput(rep, prompt, output, max_batch=_int(r, "batch"))
-        return m["output_tokens_per_s"], {"tp": rep.tp, "batch": int(m["batch"])}
-    raise BadInput(f"Unknown scenario {scenario!r}.", "Known: fixed_batch, offline_max_throughput.")
+    analytic, detail, _ = _predict(rep, r)
+    detail.update({"engine": engine or "", "source": "analytic", "analytic_predicted": analytic})
+    table = kernel_table_for(acc.id, engine, (r.get("version") or "").strip(), tables)
+    if table is None:
+        detail["kernel_table"] = (
+            aiconfigurator.status() or f"no measured kernels for {acc.id} / {engine or 'no engine'}"
+        )
+        detail.update(_range(case, rep, analytic))
+        return analytic, detail
+    measured_rep = Replica.build(arch, acc, node, tp, wp, kvp, engine=engine, kernels=table)
+    measured, _, report = _predict(measured_rep, r)
+    detail.update(
+        {
+            "source": report.source,
+            "kernels_predicted": measured,
+            "kernel_table": table.source,
+            "measured_ops": {k: round(v, 3) for k, v in report.measured.items()},
+            "fallbacks": dict(report.reasons),
+        }
+    )
+    value = measured if report.source != "analytic" else analytic
+    detail.update(_range(case, rep, value))
+    return value, detail
 
 
 def _range(case: Case, rep: Replica, value: float) -> dict[str, Any]:
@@ -72,7 +127,7 @@ def _range(case: Case, rep: Replica, value: float) -> dict[str, Any]:
         12.0 * rep.arch.layers * rep.arch.hidden**2 + rep.arch.vocab * rep.arch.hidden,
         exclude=(case.id,),
     )
-    k = spread_factors(rep.hw, lambda h: 1.0 / _value(replace(rep, hw=h), r)[0], ground["sigma"])
+    k = spread_factors(rep.hw, lambda h: 1.0 / _predict(replace(rep, hw=h), r)[0], ground["sigma"])
     samples = value / k
     q = {name: float(np.quantile(samples, p)) for name, p in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9))}
     return {"range": q, "ground": ground}

@@ -7,11 +7,12 @@ kept with predicted = None and the reason, never dropped.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rightsize.errors import RightsizeError
+from rightsize.perf.kernels.table import KernelTable
 from rightsize.search.uncertainty import training_uncertainty
 from rightsize.sizing.pipeline import run_pipeline
 from rightsize.spec.load import parse_spec
@@ -20,10 +21,12 @@ from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, traini
 from rightsize.validate.inference_cases import predict_inference
 
 
-def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
+def _predict(
+    case: Case, tables: Sequence[KernelTable] = ()
+) -> tuple[float | None, str | None, dict[str, Any]]:
     if case.metric in INFERENCE_METRICS:
         try:
-            value, chosen = predict_inference(case)
+            value, chosen = predict_inference(case, tables)
         except (KeyError, ValueError) as exc:
             return None, f"the case's columns cannot be read: {exc}", {}
         except RightsizeError as exc:
@@ -60,13 +63,17 @@ def _predict(case: Case) -> tuple[float | None, str | None, dict[str, Any]]:
     return training_value, None, detail
 
 
-def validate_paths(paths: list[Path], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def validate_paths(
+    paths: list[Path],
+    progress: Callable[[str], None] | None = None,
+    kernel_tables: Sequence[KernelTable] = (),
+) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for path in paths:
         for case in read_cases(path):
             if progress:
                 progress(case.id)
-            predicted, reason, detail = _predict(case)
+            predicted, reason, detail = _predict(case, kernel_tables)
             row: dict[str, Any] = {
                 "id": case.id,
                 "metric": case.metric,
@@ -84,10 +91,44 @@ def validate_paths(paths: list[Path], progress: Callable[[str], None] | None = N
                 row["within_p10_p90"] = rng["p10"] <= case.published <= rng["p90"]
             if ground is not None:
                 row["ground"] = ground
+            _sources(row, detail, case.published)
             if detail:
                 row["chosen"] = detail
             rows.append(row)
-    return {"rows": rows, "summary": summarise(rows)}
+    return {"rows": rows, "summary": summarise(rows), "by_source": summarise_sources(rows)}
+
+
+def _sources(row: dict[str, Any], detail: dict[str, Any], published: float) -> None:
+    """Move a serving row's per-source predictions out of its detail: which source the
+    prediction used, and the error of the analytic and of the measured-kernel prediction."""
+    if "analytic_predicted" not in detail:
+        return
+    row["source"] = detail.pop("source")
+    for name in ("analytic", "kernels"):
+        value = detail.pop(f"{name}_predicted", None)
+        if value is not None:
+            row[f"{name}_predicted"] = value
+            row[f"{name}_error"] = (value - published) / published
+    for key in ("kernel_table", "measured_ops", "fallbacks"):
+        if key in detail:
+            row[key] = detail.pop(key)
+
+
+def summarise_sources(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Median and max |error| of serving rows per prediction source: analytic for every row,
+    measured kernels where a table covered the row, and the analytic error on those same rows."""
+    out: dict[str, dict[str, Any]] = {}
+    covered = [r for r in rows if "kernels_error" in r]
+    groups = {
+        "analytic (all serving rows)": [r["analytic_error"] for r in rows if "analytic_error" in r],
+        "measured kernels (covered rows)": [r["kernels_error"] for r in covered],
+        "analytic (same covered rows)": [r["analytic_error"] for r in covered],
+    }
+    for name, errs in groups.items():
+        if errs:
+            a = [abs(e) for e in errs]
+            out[name] = {"n": len(a), "median_abs_error": statistics.median(a), "max_abs_error": max(a)}
+    return out
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

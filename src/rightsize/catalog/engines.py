@@ -1,0 +1,114 @@
+"""Serving engines' defaults (``data/engines.yaml``): batch limits, KV memory convention, block size.
+
+Lookups are pure: `get_engine(name)` returns the sourced defaults of one engine, by its
+name or a common alias (``trtllm``, ``TensorRT-LLM``). `None` is the engine-neutral
+default the planner used before engines were named (vLLM's conventions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from rightsize.catalog.loader import (
+    CatalogDataError,
+    Sourced,
+    read_data_file,
+    require_mapping,
+    require_str,
+    sourced,
+)
+from rightsize.errors import BadInput
+
+FILE = "engines.yaml"
+_NUMBERS = (
+    "kv_memory_fraction",
+    "max_num_seqs",
+    "max_num_seqs_large_gpu",
+    "large_gpu_gib",
+    "max_batch_cap",
+    "max_num_batched_tokens",
+    "block_tokens",
+    "iteration_overhead_s",
+)
+_ALIASES = {
+    "trtllm": "tensorrt-llm",
+    "trt-llm": "tensorrt-llm",
+    "tensorrt_llm": "tensorrt-llm",
+    "gptfast": "gpt-fast",
+}
+DEFAULT_ENGINE = "vllm"
+
+
+@dataclass(frozen=True)
+class EngineDefaults:
+    """One engine's sourced defaults."""
+
+    name: str
+    versions: str
+    kv_memory_basis: str  # 'total' or 'free'
+    kv_reservation: str  # 'lifetime' or 'on_demand'
+    figures: dict[str, Sourced]
+    conventions_source: str
+
+    def value(self, field: str) -> float | None:
+        fig = self.figures.get(field)
+        return fig.value if fig else None
+
+    def max_num_seqs(self, hbm_gib: float, accelerator_id: str) -> float | None:
+        """The engine's default cap on running sequences on this GPU (None: only memory bounds it)."""
+        large = self.value("large_gpu_gib")
+        if large is not None and hbm_gib >= large and "a100" not in accelerator_id:
+            return self.value("max_num_seqs_large_gpu")
+        return self.value("max_num_seqs")
+
+
+def _parse(name: str, raw: Any) -> EngineDefaults:
+    if not isinstance(raw, dict):
+        raise CatalogDataError(FILE, f"engines.{name}", "expected a mapping")
+    figures = {f: sourced(raw[f], FILE, f"engines.{name}.{f}") for f in _NUMBERS if f in raw}
+    basis = require_str(raw, "kv_memory_basis", FILE, f"engines.{name}")
+    reservation = require_str(raw, "kv_reservation", FILE, f"engines.{name}")
+    if basis not in ("total", "free") or reservation not in ("lifetime", "on_demand"):
+        raise CatalogDataError(
+            FILE, f"engines.{name}", "kv_memory_basis: total|free; kv_reservation: lifetime|on_demand"
+        )
+    for needed in ("kv_memory_fraction", "block_tokens", "iteration_overhead_s"):
+        if needed not in figures:
+            raise CatalogDataError(FILE, f"engines.{name}", f"missing '{needed}'")
+    return EngineDefaults(
+        name=name,
+        versions=str(raw.get("versions", "")),
+        kv_memory_basis=basis,
+        kv_reservation=reservation,
+        figures=figures,
+        conventions_source=require_str(raw, "conventions_source", FILE, f"engines.{name}"),
+    )
+
+
+@lru_cache(maxsize=1)
+def engines() -> dict[str, EngineDefaults]:
+    raw = read_data_file(FILE)
+    block = require_mapping(raw, "engines", FILE, "<document>")
+    return {str(k): _parse(str(k), v) for k, v in block.items()}
+
+
+def engine_id(name: str | None) -> str:
+    """Canonical engine id for a name or alias (case-insensitive); the default for None."""
+    if not name:
+        return DEFAULT_ENGINE
+    key = name.strip().lower().replace(" ", "-")
+    return _ALIASES.get(key, key)
+
+
+def get_engine(name: str | None) -> EngineDefaults:
+    key = engine_id(name)
+    table = engines()
+    if key not in table:
+        raise BadInput(
+            f"Unknown serving engine {name!r}.",
+            f"Engines with known defaults: {', '.join(sorted(table))}.",
+            "Name one of them (serving engine.name, or the `engine` column of a validation row).",
+        )
+    return table[key]

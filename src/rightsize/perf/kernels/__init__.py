@@ -1,0 +1,1 @@
+"""Measured-kernel layer: tables of measured operation latencies and timing from them."""

@@ -1,0 +1,204 @@
+"""Timing a serving step operation by operation from a measured kernel table.
+
+A decode step of a dense decoder-only transformer on one tensor-parallel rank runs, per
+layer, the QKV projection, attention over the cached context, the output projection, the
+MLP's gate/up and down projections and two all-reduces of the activations; once per step
+the logits GEMM. A prefill runs the same GEMMs over every prompt token with causal
+attention over the prompt. Each operation is timed from the table when its shape lies
+inside the measured range, otherwise from the replica's analytic model; the returned
+`OpReport` says which, per operation, with the reason for every fallback.
+
+The table is one engine's kernels, so what the engine adds around them (scheduling,
+sampling, launch gaps between CUDA graphs) stays in the analytic per-step overhead.
+Mixture-of-experts and latent-attention models have no measured op list here; they are
+timed analytically as a whole (the report says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rightsize.perf.kernels.table import KernelTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rightsize.perf.inference import Replica
+
+ACT_BYTES = 2.0  # all-reduced activations are 16 bit
+
+# Beyond the measured range a large batch of decode attention (or a GEMM wider than any
+# measured n) is timed as k equal parts run back to back: once a part fills the GPU,
+# latency is linear in the work (each sequence's KV, each output column, is independent).
+# Parts must stay at least this large (sequences or columns) to be sure to fill the GPU.
+MAX_SPLIT = 8
+MIN_PART = {"batch": 64.0, "n": 4096.0}
+
+
+@dataclass
+class OpReport:
+    """Which source timed each operation: measured share of query points, and fallback reasons."""
+
+    table: str
+    measured: dict[str, float] = field(default_factory=dict)  # op -> share of points from the table
+    reasons: dict[str, str] = field(default_factory=dict)  # op -> why the analytic model timed it
+
+    def note(self, op: str, ok: np.ndarray, reason: str) -> None:
+        share = float(np.mean(ok)) if np.size(ok) else 0.0
+        self.measured[op] = share
+        if share < 1.0:
+            self.reasons[op] = reason
+
+    @property
+    def source(self) -> str:
+        """'measured kernels', 'analytic' or 'mixed' over all ops."""
+        shares = list(self.measured.values())
+        if shares and min(shares) >= 1.0:
+            return "measured kernels"
+        if not shares or max(shares) <= 0.0:
+            return "analytic"
+        return "mixed"
+
+
+def split_lookup(
+    lookup: Callable[[np.ndarray], np.ndarray], size: np.ndarray, axis: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """lookup(size), or k x lookup(size / k) for the smallest k (2, 4, 8) that is measured
+    with parts no smaller than MIN_PART[axis]; returns (latency, parts used, 1 = whole)."""
+    size = np.asarray(size, dtype=np.float64)
+    out = np.asarray(lookup(size), dtype=np.float64)
+    parts = np.where(np.isfinite(out), 1.0, np.nan)
+    k = 2
+    while k <= MAX_SPLIT and not np.isfinite(out).all():
+        allowed = size / k >= MIN_PART[axis]
+        trial = np.where(allowed, k * lookup(np.where(allowed, size / k, size)), np.nan)
+        fill = ~np.isfinite(out) & np.isfinite(trial)
+        out = np.where(fill, trial, out)
+        parts = np.where(fill, float(k), parts)
+        k *= 2
+    return out, parts
+
+
+def _pick(
+    report: OpReport, op: str, measured: np.ndarray, analytic: Callable[[], np.ndarray], reason: str
+) -> np.ndarray:
+    ok = np.isfinite(measured)
+    report.note(op, ok, reason)
+    if ok.all():
+        return measured
+    return np.where(ok, measured, analytic())
+
+
+def _range(table: KernelTable, op: str, *key: object) -> str:
+    g = table.grid(op, *key)
+    if g is None:
+        return f"no {op} measured for {', '.join(str(k) for k in key)}"
+    spans = ", ".join(f"{a} {lo:g}-{hi:g}" for a, (lo, hi) in g.bounds().items())
+    return f"shape outside the measured range ({spans}) or a cell not measured"
+
+
+def _gemm(
+    rep: Replica, table: KernelTable, report: OpReport, op: str, m: np.ndarray, n: float, k: float
+) -> np.ndarray:
+    dtype = rep.weight_precision
+    g = table.grid("gemm", dtype)
+    if g is None:
+        measured = np.full(np.shape(m), np.nan)
+    else:
+        mm = np.asarray(m, dtype=np.float64)
+        measured, _ = split_lookup(lambda nn: g(mm, nn, k), np.full(mm.shape, float(n)), "n")
+    return _pick(report, op, measured, lambda: rep.analytic_gemm_s(m, n, k), _range(table, "gemm", dtype))
+
+
+def _all_reduce(rep: Replica, table: KernelTable, report: OpReport, tokens: np.ndarray) -> np.ndarray:
+    if rep.tp == 1:
+        return np.zeros(np.shape(tokens))
+    nbytes = tokens * rep.arch.hidden * ACT_BYTES
+    g = table.grid("all_reduce", "bf16", rep.tp)
+    measured = g(nbytes) if g is not None else np.full(np.shape(nbytes), np.nan)
+    reason = _range(table, "all_reduce", "bf16", rep.tp)
+    return _pick(
+        report, "all_reduce", measured, lambda: rep.tp_comm_s(tokens) / (2 * rep.arch.layers), reason
+    )
+
+
+def _heads(rep: Replica) -> tuple[float, int, int]:
+    a = rep.arch
+    return a.heads / rep.tp, max(1, a.kv_heads // rep.tp), a.head_dim
+
+
+def _linear_ops(rep: Replica, table: KernelTable, report: OpReport, m: np.ndarray) -> np.ndarray:
+    """One layer's four projection GEMMs over m tokens (per TP rank)."""
+    a, tp = rep.arch, float(rep.tp)
+    h, d, f = float(a.hidden), float(a.head_dim), float(a.ffn_hidden)
+    mats = 3 if a.mlp == "swiglu" else 2
+    qkv = _gemm(rep, table, report, "gemm_qkv", m, (a.heads + 2 * a.kv_heads) * d / tp, h)
+    out = _gemm(rep, table, report, "gemm_out", m, h, a.heads * d / tp)
+    up = _gemm(rep, table, report, "gemm_up", m, (mats - 1) * f / tp, h)
+    down = _gemm(rep, table, report, "gemm_down", m, h, f / tp)
+    return qkv + out + up + down
+
+
+def supported(rep: Replica) -> str | None:
+    """None when the op list covers the model, else why it does not."""
+    if rep.arch.is_moe:
+        return "mixture-of-experts layers have no measured op list"
+    if rep.arch.is_mla:
+        return "latent attention (MLA) has no measured op list"
+    return None
+
+
+def decode_step_s(
+    rep: Replica, table: KernelTable, batch: np.ndarray, context_tokens: np.ndarray
+) -> tuple[np.ndarray, OpReport]:
+    """Kernel time of one decode step (without the per-step engine overhead)."""
+    report = OpReport(table.label)
+    b = np.maximum(np.asarray(batch, dtype=np.float64), 1.0)
+    ctx = np.asarray(context_tokens, dtype=np.float64)
+    b, ctx = np.broadcast_arrays(b, ctx)
+    per_seq = np.maximum(ctx / b, 1.0)
+    heads, kv, d = _heads(rep)
+    g = table.grid("generation_attention", rep.kv_precision, kv, d)
+    if g is None:
+        measured = np.full(b.shape, np.nan)
+    else:
+        measured, _ = split_lookup(lambda bb: g(heads, bb, per_seq), b, "batch")
+    attn = _pick(
+        report,
+        "generation_attention",
+        measured,
+        lambda: rep.analytic_decode_attention_s(b, ctx),
+        _range(table, "generation_attention", rep.kv_precision, kv, d),
+    )
+    layer = _linear_ops(rep, table, report, b) + attn + 2.0 * _all_reduce(rep, table, report, b)
+    logits = _gemm(rep, table, report, "gemm_logits", b, rep.arch.vocab / rep.tp, float(rep.arch.hidden))
+    return rep.arch.layers * layer + logits, report
+
+
+def prefill_s(
+    rep: Replica, table: KernelTable, tokens: np.ndarray, sequences: np.ndarray
+) -> tuple[np.ndarray, OpReport]:
+    """Kernel time to prefill `sequences` prompts of `tokens` tokens each (no cached prefix)."""
+    report = OpReport(table.label)
+    t = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
+    s = np.maximum(np.asarray(sequences, dtype=np.float64), 1.0)
+    t, s = np.broadcast_arrays(t, s)
+    m = t * s
+    heads, kv, d = _heads(rep)
+    g = table.grid(
+        "context_attention", rep.weight_precision if rep.weight_precision == "fp8" else "bf16", kv, d
+    )
+    key = (rep.weight_precision if rep.weight_precision == "fp8" else "bf16", kv, d)
+    measured = g(heads, t, s) if g is not None else np.full(t.shape, np.nan)
+    attn = _pick(
+        report,
+        "context_attention",
+        measured,
+        lambda: rep.analytic_prefill_attention_s(t, s),
+        _range(table, "context_attention", *key),
+    )
+    layer = _linear_ops(rep, table, report, m) + attn + 2.0 * _all_reduce(rep, table, report, m)
+    logits = _gemm(rep, table, report, "gemm_logits", s, rep.arch.vocab / rep.tp, float(rep.arch.hidden))
+    return rep.arch.layers * layer + logits, report

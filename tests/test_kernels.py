@@ -1,0 +1,217 @@
+"""Measured-kernel layer (#20): interpolation, refusal to extrapolate, per-op fallback, table files.
+
+The tables here are synthetic and small: every latency follows a known power law, so the
+interpolated value can be checked exactly, and the shapes a test asks for are chosen
+inside or outside the measured range on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rightsize.catalog import get_accelerator, node_for
+from rightsize.errors import BadInput
+from rightsize.perf.inference import Replica
+from rightsize.perf.kernels.grid import Grid
+from rightsize.perf.kernels.table import build_table, read_table
+from rightsize.perf.kernels.timing import split_lookup
+from rightsize.spec.model import ModelArch
+
+LLAMA3_8B = ModelArch(
+    name="llama-3-8b",
+    layers=32,
+    hidden=4096,
+    heads=32,
+    kv_heads=8,
+    ffn_hidden=14336,
+    vocab=128256,
+    mlp="swiglu",
+)
+META = {
+    "accelerator": "h100-sxm",
+    "engine": "tensorrt-llm",
+    "version": "test",
+    "source": "synthetic",
+    "as_of": "2026-11",
+}
+POW2 = [2.0**i for i in range(0, 16)]
+
+
+def _gemm_law(m: float, n: float, k: float) -> float:
+    return 1e-12 * m * n * k + 1e-6  # not a pure power law: interpolation is approximate
+
+
+def _records(gemm_m_max: float = 4096.0) -> list[dict]:
+    recs: list[dict] = []
+    for m in [x for x in POW2 if x <= gemm_m_max]:
+        for n in (1024.0, 4096.0, 8192.0, 16384.0, 32768.0):
+            for k in (1024.0, 4096.0, 16384.0):
+                recs.append(
+                    {"op": "gemm", "dtype": "fp8", "m": m, "n": n, "k": k, "latency_s": 1e-12 * m * n * k}
+                )
+    for b in (1.0, 8.0, 64.0, 128.0):
+        for s in (128.0, 1024.0, 4096.0):
+            recs.append(
+                {
+                    "op": "generation_attention",
+                    "kv_dtype": "fp8",
+                    "kv_heads": 8,
+                    "head_dim": 128,
+                    "heads": 32,
+                    "batch": b,
+                    "context_len": s,
+                    "latency_s": 1e-9 * b * s,
+                }  # fmt: skip
+            )
+    return recs
+
+
+def test_grid_is_exact_on_power_laws_between_points():
+    g = Grid.from_points(
+        ("m", "n"), [((m, n), 3e-9 * m**1.0 * n**0.5) for m in (1, 4, 16) for n in (16, 256)]
+    )
+    assert float(g(2.0, 64.0)) == pytest.approx(3e-9 * 2.0 * 8.0, rel=1e-9)
+    assert float(g(16.0, 256.0)) == pytest.approx(3e-9 * 16 * 16, rel=1e-9)  # a grid point itself
+
+
+def test_grid_refuses_to_extrapolate():
+    g = Grid.from_points(("m",), [((m,), 1e-6 * m) for m in (2, 4, 8)])
+    out = g(np.array([1.0, 3.0, 8.0, 9.0]))
+    assert np.isnan(out[0]) and np.isnan(out[3])  # below and above the measured range
+    assert np.isfinite(out[1:3]).all()
+
+
+def test_grid_refuses_a_cell_with_an_unmeasured_corner():
+    rows = [((1.0, 1.0), 1.0), ((2.0, 1.0), 2.0), ((1.0, 2.0), 2.0)]  # (2, 2) never measured
+    g = Grid.from_points(("a", "b"), rows)
+    assert np.isnan(float(g(1.5, 1.5)))
+    assert float(g(1.5, 1.0)) == pytest.approx(1.5, rel=1e-9)  # an edge whose corners are measured
+
+
+def test_repeated_measurements_keep_the_fastest():
+    g = Grid.from_points(("m",), [((1.0,), 3.0), ((1.0,), 2.0), ((2.0,), 4.0)])
+    assert float(g(1.0)) == 2.0
+
+
+def test_split_times_a_large_batch_as_measured_parts():
+    g = Grid.from_points(("b",), [((b,), 1e-6 * b) for b in (64.0, 128.0, 256.0)])
+    lat, parts = split_lookup(lambda x: g(x), np.array([512.0, 100.0, 4096.0]), "batch")
+    assert lat[0] == pytest.approx(512e-6) and parts[0] == 2
+    assert parts[1] == 1
+    assert np.isnan(lat[2])  # 4096 / 8 = 512 is still beyond the table: refused, not extrapolated
+
+
+def _replica(table=None, tp: int = 1) -> Replica:
+    acc = get_accelerator("h100-sxm")
+    return Replica.build(
+        LLAMA3_8B, acc, node_for(acc.id), tp, "fp8", "fp8", engine="tensorrt-llm", kernels=table
+    )
+
+
+def test_decode_step_comes_from_the_table_where_it_covers_the_shapes():
+    table = build_table(META, _records())
+    rep, analytic = _replica(table), _replica()
+    t, report = rep.decode_step_detail(64.0, 64.0 * 1024.0)
+    assert report.measured["gemm_qkv"] == 1.0 and report.measured["generation_attention"] == 1.0
+    # logits (n = vocab 128256) is wider than any measured n: timed as 4 measured parts of 32064
+    assert report.measured["gemm_logits"] == 1.0
+    a = 4096.0
+    gemms = 1e-12 * 64 * ((32 + 16) * 128 * a + a * a + 2 * 14336 * a + a * 14336)
+    attention = 1e-9 * 64 * 1024
+    expected_layers = 32 * (gemms + attention) + 1e-12 * 64 * 128256 * a  # + logits
+    assert float(t) > expected_layers  # plus sampling and iteration overhead
+    assert float(t) < expected_layers + 2e-3
+    assert report.source in ("measured kernels", "mixed")
+    assert float(analytic.decode_step_s(64.0, 64.0 * 1024.0)) != pytest.approx(float(t), rel=1e-3)
+
+
+def test_outside_the_table_each_op_falls_back_to_analytic_and_says_why():
+    table = build_table(META, _records(gemm_m_max=32.0))
+    rep, analytic = _replica(table), _replica()
+    t, report = rep.decode_step_detail(1024.0, 1024.0 * 8192.0)  # m = 1024 > 32 measured; context > 4096
+    assert report.measured["gemm_qkv"] == 0.0
+    assert "outside the measured range" in report.reasons["gemm_qkv"]
+    assert report.source == "analytic"
+    assert float(t) == pytest.approx(float(analytic.decode_step_s(1024.0, 1024.0 * 8192.0)), rel=0.35)
+
+
+def test_model_without_an_op_list_is_analytic_with_the_reason():
+    moe = LLAMA3_8B.model_copy(update={"experts": 8, "experts_per_token": 2})
+    acc = get_accelerator("h100-sxm")
+    rep = Replica.build(moe, acc, node_for(acc.id), 1, "fp8", "fp8", kernels=build_table(META, _records()))
+    _, report = rep.decode_step_detail(8.0, 8.0 * 512)
+    assert report.source == "analytic"
+    assert "mixture-of-experts" in report.reasons["decode_step"]
+
+
+def test_table_file_round_trip_and_bad_files(tmp_path: Path):
+    path = tmp_path / "k.jsonl"
+    lines = [{"type": "header", "kind": "kernels", **META}] + [
+        {"type": "result", "status": "ok", **r} for r in _records()
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n{torn", encoding="utf-8")
+    t = read_table(path)
+    assert t.accelerator == "h100-sxm" and t.ops()["gemm"] == len(
+        [r for r in _records() if r["op"] == "gemm"]
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"type": "header", "kind": "profile"}) + "\n", encoding="utf-8")
+    with pytest.raises(BadInput, match="not a kernel table"):
+        read_table(bad)
+    with pytest.raises(BadInput, match="op 'conv'"):
+        build_table(META, [{"op": "conv", "latency_s": 1.0}])
+    with pytest.raises(BadInput, match="no 'source'"):
+        build_table({"accelerator": "h100-sxm", "as_of": "2026-11"}, _records())
+
+
+def test_profiler_sweep_writes_a_table_the_model_reads(tmp_path: Path):
+    pytest.importorskip("torch", reason="the kernel sweep needs PyTorch (pip install 'rightsize[profile]')")
+    from rightsize.profile.kernels import run_kernel_sweep
+
+    cfg = {"dtypes": ["fp32"], "gemm_m": [1, 8], "gemm_nk": [64, 128], "heads": 4, "kv_heads": 2,
+           "head_dim": 16, "batch": [1, 2], "seq": [16, 32], "iters": 1}  # fmt: skip
+    out = tmp_path / "kernels.jsonl"
+    res = run_kernel_sweep("h100-sxm", cfg, out=out, device="cpu")
+    assert len(res["results"]) == 8 + 4 + 4
+    table = read_table(out)
+    assert table.engine == "pytorch" and "rightsize profile kernels on CPU" in table.source
+    g = table.grid("gemm", "fp32")
+    assert g is not None and np.isfinite(float(g(4.0, 96.0, 96.0)))  # inside: interpolated
+    assert np.isnan(float(g(64.0, 96.0, 96.0)))  # m beyond 8: refused
+    # the model's shapes are far outside this toy sweep: every op falls back, and says so
+    _, report = _replica(table).decode_step_detail(8.0, 8.0 * 512)
+    assert report.source == "analytic" and report.reasons
+
+
+def test_validate_reports_each_rows_source_and_both_errors(tmp_path: Path):
+    from rightsize.validate.run import validate_paths
+
+    header = "id,source,model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,mlp,accelerator,gpus,tp,"
+    header += (
+        "weight_precision,kv_precision,scenario,batch,input_len,output_len,metric,value,note,engine,version"
+    )
+    row = "syn-8b,synthetic,llama-3-8b,32,4096,32,8,14336,128256,swiglu,h100-sxm,1,1,fp8,fp8,fixed_batch,64,"
+    row += "128,256,output_tokens_per_s,5000,synthetic row,tensorrt-llm,test"
+    gpu_row = (
+        row.replace("syn-8b", "syn-8b-a100")
+        .replace("h100-sxm", "a100-sxm-80gb")
+        .replace(",fp8,fp8,", ",bf16,bf16,")
+        .replace("tensorrt-llm,test", "gpt-fast,")
+    )
+    csv_path = tmp_path / "rows.csv"
+    csv_path.write_text("\n".join([header, row, gpu_row]) + "\n", encoding="utf-8")
+    table = build_table(META, _records())
+    result = validate_paths([csv_path], kernel_tables=[table])
+    measured, other = result["rows"]
+    assert measured["source"] in ("measured kernels", "mixed")
+    assert measured["kernel_table"] == "synthetic"
+    assert {"analytic_error", "kernels_error"} <= set(measured)
+    assert measured["error"] == pytest.approx(measured["kernels_error"])
+    # the A100 gpt-fast row has no table (the synthetic one is h100-sxm): analytic, with the reason
+    assert other["source"] == "analytic" and "kernels_error" not in other
+    assert "measured kernels (covered rows)" in result["by_source"]
+    assert result["by_source"]["analytic (all serving rows)"]["n"] == 2
