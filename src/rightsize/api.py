@@ -12,12 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rightsize.catalog.prices import prices_in_effect, shipped_prices
+from rightsize.catalog.user_prices import merge_user_prices
 from rightsize.errors import BadInput
 from rightsize.search.recsys import plan_recsys
 from rightsize.search.serving import ServingPlan, plan_serving
 from rightsize.search.train import TrainingPlan, plan_training
 from rightsize.search.vision import plan_vision
 from rightsize.spec import InferenceSpec, TrainingSpec, load_spec, parse_spec
+from rightsize.spec.prices import UserPrices, load_user_prices
 from rightsize.spec.recsys import RecsysSpec
 from rightsize.spec.vision import VisionSpec
 
@@ -58,7 +61,33 @@ def _calibration(calibration: str | Path | Calibration | None) -> Calibration | 
     return load_calibration(Path(calibration))
 
 
-def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
+PricesArg = str | Path | UserPrices | dict[str, Any] | None
+
+
+def _user_prices(prices: PricesArg) -> UserPrices | None:
+    if prices is None or isinstance(prices, UserPrices):
+        return prices
+    if isinstance(prices, dict):
+        return UserPrices.model_validate(prices)
+    return load_user_prices(prices)
+
+
+def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: PricesArg = None) -> Any:
+    """Plan under the prices in effect: `prices` (a `--prices FILE`) over the spec's `prices:` over the catalog."""
+    table = shipped_prices()
+    spec_prices = getattr(spec, "prices", None)
+    table = merge_user_prices(table, spec_prices, "spec prices:")
+    given = _user_prices(prices)
+    if given is not None:
+        table = merge_user_prices(table, given, "--prices file")
+    with prices_in_effect(table):
+        result = _run_priced(spec, calibration)
+    if table.user_notes and isinstance(getattr(result, "assumptions", None), list):
+        result.assumptions.append("User prices (source 'user'): " + "; ".join(table.user_notes) + ".")
+    return result
+
+
+def _run_priced(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
     cal = _calibration(calibration)
     result = PLANNERS[type(spec)](spec, cal)
     from rightsize.search.uncertainty import serving_uncertainty, training_uncertainty
@@ -80,14 +109,21 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
 
 
 def plan(
-    spec: str | Path | dict[str, Any] | AnySpec, calibration: str | Path | Calibration | None = None
+    spec: str | Path | dict[str, Any] | AnySpec,
+    calibration: str | Path | Calibration | None = None,
+    prices: PricesArg = None,
 ) -> Any:
-    """Search hardware and layouts for the spec; the best plan with alternatives and its sizing."""
-    return _run(_as_spec(spec), calibration)
+    """Search hardware and layouts for the spec; the best plan with alternatives and its sizing.
+
+    `prices` (a YAML file path, a mapping or `UserPrices`, the shape of the spec's `prices:`)
+    is merged over the spec's own prices, which are merged over the catalog."""
+    return _run(_as_spec(spec), calibration, prices)
 
 
 def estimate(
-    spec: str | Path | dict[str, Any] | AnySpec, calibration: str | Path | Calibration | None = None
+    spec: str | Path | dict[str, Any] | AnySpec,
+    calibration: str | Path | Calibration | None = None,
+    prices: PricesArg = None,
 ) -> Any:
     """Evaluate one configuration: the spec must fix the accelerator (and, for training,
     the GPU count). Settings it leaves blank are chosen by search on that hardware."""
@@ -107,4 +143,4 @@ def estimate(
             f"gpus={s.targets.gpus}).",
             "Set `targets.accelerators: [h100-sxm]` and `targets.gpus: 1024`, or use `rightsize plan` to search.",
         )
-    return _run(s, calibration)
+    return _run(s, calibration, prices)

@@ -38,7 +38,7 @@ from rightsize.perf.recsys import (
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
 from rightsize.sizing.reliability import goodput
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
@@ -389,10 +389,9 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
         "and written once per step.",
     ]
-    if objective == "cost" and any(o.cost_usd is not None for o in in_time):
-        in_time = [o for o in in_time if o.cost_usd is not None]
-    elif objective == "cost":
-        objective = "gpu_hours"
+    if objective == "cost":
+        in_time, unpriced = keep_priced(in_time, lambda o: o.cost_usd, lambda o: o.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     in_time.sort(key=lambda o: (o.objective(objective), o.time_to_train_s or 0.0))
     best = in_time[0]
     alternatives, seen = [], {best.accelerator}
@@ -571,10 +570,9 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
         )
-    if objective == "cost" and any(o.cost_usd is not None for o in options):
-        options = [o for o in options if o.cost_usd is not None]
-    elif objective == "cost":
-        objective = "gpus"
+    if objective == "cost":
+        options, unpriced = keep_priced(options, lambda o: o.cost_usd, lambda o: o.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     options.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
     best = options[0]
     alternatives = [(o, explain(o, best, objective)) for o in options[1:]]

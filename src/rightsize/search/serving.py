@@ -23,7 +23,7 @@ from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throu
 from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.traffic import arrival_times, sample_lengths
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
 from rightsize.search.serving_demand import serving_demand
 from rightsize.spec.inference import InferenceSpec, LengthDist
 
@@ -341,6 +341,9 @@ def plan_serving(spec: InferenceSpec) -> ServingPlan:
             "Every allowed accelerator and tensor-parallel degree misses an SLO even with one request at a time.",
             "Relax slo.ttft / slo.tpot / slo.e2e, shorten prompts, or allow faster accelerators.",
         )
+    if spec.targets.objective == "cost":
+        evaluated, unpriced = keep_priced(evaluated, lambda c: c.cost_usd_per_hour, lambda c: c.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
     _report(best, spec, REPORT_REQUESTS)
@@ -368,7 +371,8 @@ def _score(c: ServingCandidate, objective: str) -> float:
         return float(c.gpus)
     if objective == "latency":
         return c.latency_s.get("ttft_p95_s", 0.0) + c.latency_s.get("e2e_p95_s", 0.0)
-    return c.cost_usd_per_hour if c.cost_usd_per_hour is not None else float(c.gpus)
+    # a missing price is not a price of zero: unpriced options rank after every priced one
+    return c.cost_usd_per_hour if c.cost_usd_per_hour is not None else math.inf
 
 
 def _why(loser: ServingCandidate, winner: ServingCandidate, objective: str) -> str:

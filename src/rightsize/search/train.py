@@ -26,7 +26,7 @@ from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.demand import Demand
 from rightsize.search.pareto import pareto_front
-from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
 from rightsize.sizing.reliability import checkpoint_bytes, goodput
@@ -271,14 +271,12 @@ def plan_training(
             ),
         )
     objective = tgt.objective
+    unpriced: list[str] = []
     if objective == "cost":
-        priced = [o for o in in_time if o[0].cost_usd is not None]
-        if priced:
-            assumptions.append("Cost is the on-demand cloud price per GPU-hour from the dated price table.")
-            in_time = priced
-        else:
-            assumptions.append("No allowed accelerator has a price: the cost objective ranks by GPU-hours.")
-            objective = "gpu_hours"
+        in_time, unpriced = keep_priced(in_time, lambda o: o[0].cost_usd, lambda o: o[0].accelerator)
+        assumptions.append(
+            "Cost is the on-demand cloud price per GPU-hour in effect (catalog or user prices)."
+        )
 
     def key(o: tuple[Candidate, _Evaluated, int]) -> tuple[float, float]:
         return (o[0].objective(objective), o[0].step_time_s)
@@ -291,8 +289,9 @@ def plan_training(
         if c.accelerator not in seen:
             seen.add(c.accelerator)
             alternatives.append((c, explain_difference(c, best, objective)))
+    rejected.extend(Rejection(a, no_price_reason(a)) for a in unpriced)
     for ev in evaluated:
-        if ev.acc.id not in seen and ev.best_idx.size:
+        if ev.acc.id not in seen and ev.acc.id not in unpriced and ev.best_idx.size:
             rejected.append(
                 Rejection(
                     ev.acc.id,

@@ -33,7 +33,7 @@ from rightsize.perf.vision import (
 )
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
 from rightsize.sizing.reliability import goodput
 from rightsize.spec.vision import VisionModel, VisionSpec
 
@@ -330,11 +330,9 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         )
     if deadline is None and not tgt.gpus:
         assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
-    if objective == "cost" and not any(o.cost_usd is not None for o in in_time):
-        assumptions.append("No allowed accelerator has a price: the cost objective ranks by GPU-hours.")
-        objective = "gpu_hours"
     if objective == "cost":
-        in_time = [o for o in in_time if o.cost_usd is not None]
+        in_time, unpriced = keep_priced(in_time, lambda o: o.cost_usd, lambda o: o.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     in_time.sort(key=lambda o: (o.objective(objective), o.time_to_train_s or 0.0))
     best = in_time[0]
     alternatives, seen = [], {best.accelerator}
@@ -343,7 +341,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
             seen.add(o.accelerator)
             alternatives.append((o, explain(o, best, objective)))
     for acc_id in dict.fromkeys(o.accelerator for o in options):
-        if acc_id not in seen:
+        if acc_id not in seen and acc_id not in {a for a, _ in rejected}:
             rejected.append(
                 (
                     acc_id,
@@ -526,12 +524,9 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             ("; ".join(f"{a}: {r}" for a, r in rejected) + "." + got).strip(),
             "Relax inference.latency_p99, use a smaller model or a lower precision, or allow faster accelerators.",
         )
-    if objective == "cost" and not all(o.cost_usd is not None for o in options):
-        priced = [o for o in options if o.cost_usd is not None]
-        if priced:
-            options = priced
-        else:
-            objective = "gpus"
+    if objective == "cost":
+        options, unpriced = keep_priced(options, lambda o: o.cost_usd, lambda o: o.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     options.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
     best = options[0]
     alternatives = [(o, explain(o, best, objective)) for o in options[1:]]

@@ -305,12 +305,16 @@ def _cloud(
             return _per_million(month, work.units_per_month)
         return _per_million(run, work.units_per_run)
 
-    od_run, od_month = run_used(price.on_demand), month_used(price.on_demand)
-    options["on_demand"] = CloudOption(
-        "on_demand", price.on_demand, od_run, od_month, per_million(od_run, od_month), "hours used"
-    )
+    if price.on_demand is not None:
+        od_run, od_month = run_used(price.on_demand), month_used(price.on_demand)
+        options["on_demand"] = CloudOption(
+            "on_demand", price.on_demand, od_run, od_month, per_million(od_run, od_month), "hours used"
+        )
 
-    for name, rate in (("reserved_1y", price.reserved_1y), ("reserved_3y", price.reserved_3y)):
+    for name, maybe_rate in (("reserved_1y", price.reserved_1y), ("reserved_3y", price.reserved_3y)):
+        if maybe_rate is None:  # an accelerator priced by the user without this figure
+            continue
+        rate = maybe_rate
         term_h = _TERMS_H[name]
         committed = gpus * rate * term_h
         if work.schedule == "one-off":
@@ -343,10 +347,12 @@ def _cloud(
                 "used_hours_usd": used,
                 "commitment_used_fraction": busy,
                 "usd_per_used_gpu_hour": rate / busy if busy > 0 else None,
-                "beats_on_demand_above_fraction": rate / price.on_demand,
+                "beats_on_demand_above_fraction": rate / price.on_demand if price.on_demand else None,
             },
         )
 
+    if price.spot is None:
+        return options
     sp_run, sp_month = run_used(price.spot, slow.factor), month_used(price.spot, slow.factor)
     options["spot"] = CloudOption(
         "spot",

@@ -30,6 +30,7 @@ from pydantic import (
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
 from rightsize.spec.model import ModelArch
+from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, POSITIVE, all_means_every, resolve_model_field
 from rightsize.spec.units import Count, CountInt, DurationS
 
@@ -391,6 +392,13 @@ class InferenceSpec(BaseModel):
     infrastructure: Infrastructure = Field(
         default_factory=Infrastructure,
         description="Facility, fabric, storage, cost, growth around the replicas (margins come from `policy`).",
+    )
+    prices: UserPrices = Field(
+        default_factory=UserPrices,
+        description=(
+            "Negotiated prices merged over the catalog, keyed by accelerator or node id, e.g. "
+            "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
+        ),
     )
     seed: int = Field(default=0, description="Seed of the request simulation, for reproducible results.")
 

@@ -22,6 +22,7 @@ from pydantic import (
 
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.model import ModelArch
+from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, all_means_every, resolve_model_field
 from rightsize.spec.shared import POSITIVE as _POSITIVE
 from rightsize.spec.units import Count, CountInt, DurationS
@@ -260,6 +261,13 @@ class TrainingSpec(BaseModel):
     infrastructure: Infrastructure = Field(
         default_factory=Infrastructure,
         description="Facility, fabric, storage, cost, margins, growth and schedule around the accelerators.",
+    )
+    prices: UserPrices = Field(
+        default_factory=UserPrices,
+        description=(
+            "Negotiated prices merged over the catalog, keyed by accelerator or node id, e.g. "
+            "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
+        ),
     )
 
     @field_validator("model", mode="before")
