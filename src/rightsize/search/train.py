@@ -25,6 +25,7 @@ from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.demand import Demand
+from rightsize.search.layout_check import no_layout_reason
 from rightsize.search.pareto import pareto_front
 from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
@@ -144,7 +145,11 @@ def _evaluate_accelerator(
 ) -> _Evaluated | str:
     cfg, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
     if len(cfg) == 0:
-        return "no parallel layout satisfies the divisibility rules for these GPU counts and fixed settings"
+        gpus = int(counts[0]) if len(counts) == 1 else None
+        what, why, _ = no_layout_reason(
+            w.arch, w.seq_len, w.global_batch, gpus, hw.domain_gpus, spec.parallel
+        )
+        return f"{what} {why}"
     st = train_step(w, cfg, hw)
     best = _best_per_count(cfg.gpus, st.step_time, st.memory.fits)
     return _Evaluated(acc, node, hw, cfg, st, best)
@@ -207,6 +212,7 @@ def plan_training(
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
     rejected: list[Rejection] = []
     evaluated: list[_Evaluated] = []
+    layout_rejected: list[tuple[str, Hardware]] = []
     n_configs = 0
     for acc_id in ids:
         acc = get_accelerator(acc_id)
@@ -229,6 +235,7 @@ def plan_training(
         ev = _evaluate_accelerator(spec, w, acc, node, hw, counts)
         if isinstance(ev, str):
             rejected.append(Rejection(acc.id, ev))
+            layout_rejected.append((acc.id, hw))
             continue
         n_configs += len(ev.cfg)
         evaluated.append(ev)
@@ -240,6 +247,12 @@ def plan_training(
         for i in ev.best_idx:
             c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, train_tokens)
             options.append((c, ev, int(i)))
+    if not evaluated and layout_rejected:
+        acc0, hw0 = layout_rejected[0]
+        gpus0 = tgt.gpus if tgt.gpus is not None else None
+        raise BadInput(
+            *no_layout_reason(w.arch, w.seq_len, w.global_batch, gpus0, hw0.domain_gpus, spec.parallel)
+        )
     if not options:
         hint = _smallest_memory_hint(evaluated)
         raise Infeasible(
