@@ -82,8 +82,10 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: Pr
         table = merge_user_prices(table, given, "--prices file")
     with prices_in_effect(table):
         result = _run_priced(spec, calibration)
-    if table.user_notes and isinstance(getattr(result, "assumptions", None), list):
-        result.assumptions.append("User prices (source 'user'): " + "; ".join(table.user_notes) + ".")
+    if isinstance(getattr(result, "assumptions", None), list):
+        if table.user_notes:
+            result.assumptions.append("User prices (source 'user'): " + "; ".join(table.user_notes) + ".")
+        result.assumptions.extend(n[0].upper() + n[1:] + "." for n in getattr(spec, "_notes", ()))
     return result
 
 

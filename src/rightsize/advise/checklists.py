@@ -93,11 +93,13 @@ def _economics(v: PlanView) -> tuple[str, str]:
             else ""
         )
         bits.append(f"{_usd(b.cost_usd_per_hour)}/h on demand{per_m}")
-    be = c.get("break_even_utilisation", c.get("breakeven_utilisation"))
+    be = c.get("breakeven_utilisation_fraction", c.get("breakeven_utilisation"))
     if isinstance(be, dict):
-        be = min((x for x in be.values() if isinstance(x, int | float)), default=None)
-    if isinstance(be, int | float):
-        bits.append(f"owning breaks even above {be:.0%} utilisation")
+        be = be.get("on_demand")
+    if isinstance(be, int | float) and be > 1.0:
+        bits.append("renting on demand is cheaper than owning even at full utilisation")
+    elif isinstance(be, int | float):
+        bits.append(f"owning beats on-demand above {be:.0%} utilisation")
     if not bits:
         return (
             TO_DECIDE,

@@ -234,6 +234,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         chat=args.chat,
         model=args.served_model,
         slo=args.slo or {},
+        tokenizer=args.tokenizer,
     )
     res = run_serve_profile(cfg, Path(args.out) if args.out else None, _progress)
     return _write(args, res, render_serve)
@@ -317,7 +318,14 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         "--duration", type=_seconds, default=60.0, help="stop issuing after this long (default 60s)"
     )
     sp.add_argument("--max-requests", type=int, default=1000)
-    sp.add_argument("--input-len", type=int, default=64)
+    sp.add_argument(
+        "--input-len",
+        type=int,
+        default=64,
+        help="prompt length in tokens: exact with `transformers` and --tokenizer (or --served-model), "
+        "else one-token words (an estimate; the profile says which)",
+    )
+    sp.add_argument("--tokenizer", help="Hugging Face tokenizer id or folder for exact prompt token counts")
     sp.add_argument("--output-len", type=int, default=32)
     sp.add_argument("--chat", action="store_true", help="use /chat/completions instead of /completions")
     sp.add_argument("--served-model", help="the `model` field to send")

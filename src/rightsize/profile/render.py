@@ -127,6 +127,9 @@ def render_serve(res: dict[str, Any]) -> str:
     ]
     if s.get("goodput_requests_per_s") is not None:
         lines.append(f"goodput {s['goodput_requests_per_s']:.2f} req/s against SLOs {s['slo']}")
+    counts = (res.get("header") or {}).get("config", {}).get("input_len_counts")
+    if counts:
+        lines.append(f"prompt length counted in {counts}")
     lines += ["", f"{'metric':<6} {'mean ms':>9} {'median':>9} {'p90':>9} {'p95':>9} {'p99':>9}"]
     for k in ("ttft_s", "tpot_s", "itl_s", "e2el_s"):
         m = s.get(k) or {}

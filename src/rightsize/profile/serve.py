@@ -34,6 +34,7 @@ import numpy as np
 
 from rightsize.errors import BadInput
 from rightsize.profile import jsonl
+from rightsize.profile.prompts import prompt_source
 
 
 @dataclass
@@ -43,13 +44,14 @@ class ServeConfig:
     concurrency: int | None = None
     duration_s: float = 60.0
     max_requests: int = 1000
-    input_len: int = 64  # prompt characters (tokens for a byte-level model)
+    input_len: int = 64  # prompt tokens (exact with a tokenizer, else one-token words: see prompts.py)
     output_len: int = 32
     request_timeout_s: float = 60.0
     chat: bool = False
     model: str | None = None
     slo: dict[str, float] = field(default_factory=dict)  # ttft_s, tpot_s, e2el_s
     seed: int = 0
+    tokenizer: str | None = None  # a Hugging Face tokenizer id or folder; default: `model`
 
 
 @dataclass
@@ -82,14 +84,6 @@ class _Req:
         else:
             rec["error"] = self.error or "no tokens received"
         return rec
-
-
-def _prompt(rng: random.Random, n: int) -> str:
-    words = ["alpha", "beta", "gamma", "delta", "sizing", "token", "cluster", "rack"]
-    text = ""
-    while len(text) < n:
-        text += rng.choice(words) + " "
-    return text[:n]
 
 
 def _send(cfg: ServeConfig, req: _Req, prompt: str) -> None:
@@ -210,7 +204,8 @@ def run_serve_profile(
     say = progress or (lambda _m: None)
     rng = random.Random(cfg.seed)
     writer = jsonl.ProfileWriter(out)
-    hdr = jsonl.header("serve", {k: v for k, v in cfg.__dict__.items()})
+    prompts = prompt_source(cfg.tokenizer or cfg.model)
+    hdr = jsonl.header("serve", {**cfg.__dict__, "input_len_counts": prompts.unit})
     writer.write(hdr)
     records: list[dict[str, Any]] = []
     lock = threading.Lock()
@@ -220,7 +215,7 @@ def run_serve_profile(
 
     def one(i: int) -> None:
         r = _Req(i)
-        _send(cfg, r, _prompt(random.Random(cfg.seed * 100003 + i), cfg.input_len))
+        _send(cfg, r, prompts.make(random.Random(cfg.seed * 100003 + i), cfg.input_len))
         rec = r.record()
         with lock:
             records.append(rec)

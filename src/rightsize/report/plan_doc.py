@@ -29,7 +29,7 @@ def _gpn(node_id: str) -> int:
 
 
 def _days(s: float | None) -> str:
-    return "-" if s is None else f"{s / DAY_S:,.1f} d"
+    return units.duration(s)
 
 
 def _range(unc: dict[str, Any] | None, key: str, fmt: Any) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rightsize.constants import DAY_S, GiB
+from rightsize.report import units
 from rightsize.search.candidates import Candidate
 from rightsize.search.train import TrainingPlan
 
@@ -43,7 +44,7 @@ def layout(c: Candidate) -> str:
 
 
 def _fmt_days(s: float | None) -> str:
-    return "-" if s is None else f"{s / DAY_S:,.1f} d"
+    return units.duration(s)
 
 
 def candidate_lines(c: Candidate) -> list[str]:

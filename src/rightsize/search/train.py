@@ -113,6 +113,11 @@ def _candidate(
     )
 
 
+def _span(seconds: float) -> str:
+    """A deadline in days, or in hours when under two days ('1.7 h', not '0.1 days')."""
+    return f"{seconds / DAY_S:.1f} days" if seconds >= 2 * DAY_S else f"{seconds / HOUR_S:.3g} h"
+
+
 def _cloud_cost(acc_id: str, gpus: int, seconds: float | None) -> float | None:
     """On-demand cloud cost of the run from the dated price table, when it has the accelerator."""
     hourly = replica_cost_usd_per_hour(acc_id, gpus)
@@ -192,7 +197,7 @@ def plan_training(
     if deadline and bare_deadline:
         assumptions.append(
             f"Safety margin {margin:.0%} on the time budget: the plan aims to finish within "
-            f"{deadline / DAY_S:.1f} of the {bare_deadline / DAY_S:.1f} days."
+            f"{_span(deadline)} of the {_span(bare_deadline)}."
         )
     if tgt.gpus is None and train_tokens is None:
         raise BadInput(

@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
@@ -393,6 +394,7 @@ class InferenceSpec(BaseModel):
         default_factory=Infrastructure,
         description="Facility, fabric, storage, cost, growth around the replicas (margins come from `policy`).",
     )
+    _notes: tuple[str, ...] = PrivateAttr(default=())  # how unit-less figures were read (spec.load)
     prices: UserPrices = Field(
         default_factory=UserPrices,
         description=(

@@ -92,11 +92,15 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
             f"Known kinds: {', '.join(SPEC_KINDS)}.",
             (hint[0].upper() + hint[1:] + " " if hint else "") + "Set `kind:` to one of them.",
         )
-    context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
+    context: dict[str, Any] = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
     try:
-        return spec_cls.model_validate(dict(data), context=context)
+        spec = spec_cls.model_validate(dict(data), context=context)
     except ValidationError as err:
         raise validation_error(err, spec_cls, source) from None
+    notes = tuple(context.get("unit_notes", ()))
+    if notes:
+        spec._notes = notes  # how unit-less figures were read; the plan repeats them
+    return spec
 
 
 def validation_error(err: ValidationError, model: type[BaseModel], source: str) -> BadInput:

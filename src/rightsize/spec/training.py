@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -262,6 +263,7 @@ class TrainingSpec(BaseModel):
         default_factory=Infrastructure,
         description="Facility, fabric, storage, cost, margins, growth and schedule around the accelerators.",
     )
+    _notes: tuple[str, ...] = PrivateAttr(default=())  # how unit-less figures were read (spec.load)
     prices: UserPrices = Field(
         default_factory=UserPrices,
         description=(

@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rightsize.errors import did_you_mean
 from rightsize.spec.inference import Policy
@@ -271,6 +271,7 @@ class VisionSpec(BaseModel):
         default_factory=Infrastructure,
         description="Facility, fabric, storage, cost, margins, growth and schedule around the accelerators.",
     )
+    _notes: tuple[str, ...] = PrivateAttr(default=())  # how unit-less figures were read (spec.load)
     prices: UserPrices = Field(
         default_factory=UserPrices,
         description=(
