@@ -20,6 +20,7 @@ from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION
+from rightsize.perf.reliability import checkpoint_bytes, goodput
 from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
@@ -30,7 +31,6 @@ from rightsize.search.pareto import pareto_front
 from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
-from rightsize.sizing.reliability import checkpoint_bytes, goodput
 from rightsize.spec.training import TrainingSpec
 
 # Largest cluster the search considers unless the user fixes a count.
