@@ -131,6 +131,7 @@ class PriceTable:
     defaults: OnPremDefaults
     basis: dict[str, PriceBasis]
     default_preemptions: Sourced
+    spot_replacement: Sourced  # how long a preempted spot node stays gone
     user_notes: tuple[str, ...] = ()  # what the user's prices changed, for the plan to show
 
 
@@ -215,7 +216,10 @@ def parse_prices(
     )
     basis = parse_basis(raw, file)
     spot_block = require_mapping(raw, "spot", file, "<document>")
-    check_keys(spot_block, frozenset({"default_preemptions_per_hour"}), file, "spot")
+    check_keys(spot_block, frozenset({"default_preemptions_per_hour", "replacement_s"}), file, "spot")
+    replacement = sourced(
+        spot_block.get("replacement_s"), file, "spot.replacement_s", minimum=60, maximum=7 * 86400
+    )
     p_lo, p_hi = _PREEMPTIONS_PER_HOUR
     default_preemptions = sourced(
         spot_block.get("default_preemptions_per_hour"),
@@ -252,6 +256,7 @@ def parse_prices(
         defaults=parse_onprem_defaults(raw, file),
         basis=basis,
         default_preemptions=default_preemptions,
+        spot_replacement=replacement,
     )
 
 
@@ -317,6 +322,11 @@ def prices_in_effect(table: PriceTable) -> Iterator[PriceTable]:
         yield table
     finally:
         _ACTIVE.reset(token)
+
+
+def spot_replacement() -> Sourced:
+    """How long a preempted spot node stays gone before capacity returns (sizes the spare pool)."""
+    return active_prices().spot_replacement
 
 
 def price_basis() -> dict[str, PriceBasis]:

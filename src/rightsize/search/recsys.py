@@ -39,7 +39,7 @@ from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -289,7 +289,7 @@ def _train_option(
     nodes = math.ceil(gpus / node.gpus_per_node)
     gp = goodput(gpus, nodes, ckpt, reliability()).goodput
     ttt = samples / sps / gp
-    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
     return RecsysOption(
         accelerator=acc.id,
         node=node.id,
@@ -499,7 +499,7 @@ def _serve_option(
     capacity = util * batch / service
     replicas = max(1, math.ceil(design_sps / capacity))
     gpus = replicas * g
-    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
     return RecsysOption(
         accelerator=acc.id,
         node=node.id,

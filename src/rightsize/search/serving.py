@@ -24,7 +24,12 @@ from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.traffic import arrival_times, sample_lengths
 from rightsize.search.calibrated import Calibration
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
+from rightsize.search.serving_costs import (
+    billed_cost_usd_per_hour,
+    keep_priced,
+    no_price_reason,
+    replica_cost_usd_per_hour,
+)
 from rightsize.search.serving_demand import serving_demand
 from rightsize.spec.inference import InferenceSpec, LengthDist
 
@@ -433,9 +438,11 @@ def _candidate(
 
 def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResult, design: float) -> None:
     c.output_tokens_per_s = res.output_tokens_per_s * c.replicas
-    hourly = replica_cost_usd_per_hour(rep.hw.accelerator_id, rep.tp)
+    hourly = billed_cost_usd_per_hour(
+        rep.hw.accelerator_id, rep.tp * c.replicas, get_node(c.node).gpus_per_node
+    )
     if hourly is not None:
-        c.cost_usd_per_hour = hourly * c.replicas
+        c.cost_usd_per_hour = hourly  # whole nodes: the replicas' GPUs rounded up to nodes
         in_tps = res.input_tokens_per_s * c.replicas
         # split the hour between input and output by where the GPU time goes:
         # prefill work is ~ prefill time per input token; the rest is decode
@@ -527,9 +534,9 @@ def _plan_batch_scenario(
                     "kv_capacity_tokens": rep.kv_capacity_tokens,
                 },
             )
-            hourly = replica_cost_usd_per_hour(acc.id, tp)
+            hourly = billed_cost_usd_per_hour(acc.id, tp * replicas, node.gpus_per_node)
             if hourly is not None:
-                c.cost_usd_per_hour = hourly * replicas
+                c.cost_usd_per_hour = hourly
                 c.cost_usd_per_m_output_tokens = c.cost_usd_per_hour / (c.output_tokens_per_s * 3600) * 1e6
             c.output_tokens_per_joule = c.output_tokens_per_s / (tp * rep.hw.tdp_w * replicas)
             cands.append(c)

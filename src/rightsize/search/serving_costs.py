@@ -6,6 +6,7 @@ price is not a price of zero), and `no_price_reason` is what a rejection says.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -22,6 +23,16 @@ def replica_cost_usd_per_hour(accelerator: str, gpus: int) -> float | None:
     except BadInput:
         return None
     return None if rate is None else rate * gpus
+
+
+def billed_gpus(gpus: int, gpus_per_node: int) -> int:
+    """GPUs paid for: instances and servers come whole, so a job pays for every GPU of its nodes."""
+    return math.ceil(gpus / gpus_per_node) * gpus_per_node
+
+
+def billed_cost_usd_per_hour(accelerator: str, gpus: int, gpus_per_node: int) -> float | None:
+    """On-demand USD per hour of the whole nodes `gpus` accelerators occupy (None: no price)."""
+    return replica_cost_usd_per_hour(accelerator, billed_gpus(gpus, gpus_per_node))
 
 
 def no_price_reason(accelerator: str) -> str:

@@ -28,7 +28,7 @@ from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.demand import Demand
 from rightsize.search.layout_check import no_layout_reason
 from rightsize.search.pareto import pareto_front
-from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
 from rightsize.spec.training import TrainingSpec
@@ -109,7 +109,7 @@ def _candidate(
         time_to_train_s=ttt,
         gpu_hours=gpus * ttt / HOUR_S if ttt is not None else None,
         reliability=notes,
-        cost_usd=_cloud_cost(acc.id, gpus, ttt),
+        cost_usd=_cloud_cost(acc.id, gpus, node.gpus_per_node, ttt),
     )
 
 
@@ -118,9 +118,9 @@ def _span(seconds: float) -> str:
     return f"{seconds / DAY_S:.1f} days" if seconds >= 2 * DAY_S else f"{seconds / HOUR_S:.3g} h"
 
 
-def _cloud_cost(acc_id: str, gpus: int, seconds: float | None) -> float | None:
-    """On-demand cloud cost of the run from the dated price table, when it has the accelerator."""
-    hourly = replica_cost_usd_per_hour(acc_id, gpus)
+def _cloud_cost(acc_id: str, gpus: int, gpus_per_node: int, seconds: float | None) -> float | None:
+    """On-demand cloud cost of the run (whole nodes billed) under the prices in effect, if any."""
+    hourly = billed_cost_usd_per_hour(acc_id, gpus, gpus_per_node)
     return hourly * seconds / HOUR_S if hourly is not None and seconds is not None else None
 
 

@@ -34,7 +34,7 @@ from rightsize.perf.vision import (
 )
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import keep_priced, no_price_reason, replica_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.spec.vision import VisionModel, VisionSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -235,7 +235,7 @@ def _train_option(
     ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
     gp = goodput(gpus, nodes, ckpt, reliability()).goodput
     ttt = images_total / total_ips / gp
-    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
     mem = train_memory(arch, hw, batch, 2.0, optimizer)
     return VisionOption(
         accelerator=acc.id,
@@ -484,7 +484,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             per_gpu = util * min(b / service, decode_fps)
             gpus = max(1, math.ceil(design_fps / per_gpu))
             cores = SERVING_CPU_CORES_PER_GPU + datapipe.video_cpu_cores(design_fps / gpus, decode, pixels)
-            hourly = replica_cost_usd_per_hour(acc.id, gpus)
+            hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
             opt = VisionOption(
                 accelerator=acc.id,
                 node=node.id,
