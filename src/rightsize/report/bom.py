@@ -68,7 +68,14 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
         rows.append(["fabric", str(fabric.get("reason", "none"))])
     fs = _get(storage, "parallel_file_system") or {}
     cap = _get(storage, "capacity", "file_system_with_margin_bytes")
-    line = f"{fs.get('blocks', 0)} x {fs.get('building_block', 'file-system block')}" if fs else "file system"
+    if fs.get("tier") == "node_local":
+        line = "node-local NVMe (no shared file system: a one-node job)"
+    else:
+        line = (
+            f"{fs.get('blocks', 0)} x {fs.get('building_block', 'file-system block')}"
+            if fs
+            else "file system"
+        )
     if isinstance(cap, int | float):
         line += f"; {units.nbytes(cap)} hot tier"
     obj = _get(storage, "capacity", "object_store_with_margin_bytes")
