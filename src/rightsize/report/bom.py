@@ -148,7 +148,7 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
         rows.append(
             [
                 "growth",
-                f"{len(stages) - 1} expansion stages to {last.get('nodes', 0):,} nodes "
+                f"{units.plural(len(stages) - 1, 'purchase')} (one a budget cycle) to {last.get('nodes', 0):,} nodes "
                 f"({last.get('gpus', 0):,} GPUs) over {_get(sizing, 'growth', 'horizon_years')} years",
             ]
         )
