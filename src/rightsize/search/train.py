@@ -14,12 +14,13 @@ from typing import Any
 import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
-from rightsize.catalog.prices import onprem_defaults
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION
+from rightsize.perf.power import default_pue
+from rightsize.perf.power import facility_power_estimate_w as facility_power_w
 from rightsize.perf.reliability import checkpoint_bytes, goodput
 from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
@@ -351,22 +352,12 @@ def plan_training(
     )
 
 
-# Fabric switches and storage add to the nodes' own maximum power; a few percent at scale
-# (a 64-port 400G switch draws ~1.7 kW against ~80 kW for the 8 nodes on its ports).
-FACILITY_OVERHEAD_FRACTION = 0.05
-
-
-def facility_power_w(gpus: int, node: NodeType, pue: float) -> float:
-    """Facility power of a cluster at the nodes' maximum draw, with fabric and storage, x PUE."""
-    return math.ceil(gpus / node.gpus_per_node) * node.max_power_w * (1 + FACILITY_OVERHEAD_FRACTION) * pue
-
-
 def _under_power_cap(
     options: list[tuple[Candidate, _Evaluated, int]], cap_w: float, spec: TrainingSpec, assumptions: list[str]
 ) -> list[tuple[Candidate, _Evaluated, int]]:
     """Drop clusters whose facility power exceeds the cap; none left is infeasible, with the
     cap the smallest cluster would need."""
-    pue = spec.infrastructure.facility.pue or onprem_defaults().pue
+    pue = default_pue(spec.infrastructure.facility.pue)
     fits = [o for o in options if facility_power_w(o[0].gpus, o[1].node, pue) <= cap_w]
     if fits:
         assumptions.append(
