@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rightsize.advise.bottleneck import one_bottleneck
 from rightsize.advise.view import PlanView, view
 from rightsize.constants import DAY_S, GiB
 
@@ -523,7 +524,15 @@ def growth_limits(v: PlanView) -> Finding | None:
         "growth_limits",
         "under-provisioning",
         REBUILD_IMPACT,
-        f"Growth outruns {what} in year {year} ({s.get('gpus')} GPUs)",
+        f"Growth outruns {what} "
+        + (
+            "with the first purchase, due now"
+            if isinstance(year, int | float) and year < 0.05
+            else f"with the purchase due in year {year:g}"
+            if isinstance(year, int | float)
+            else f"in year {year}"
+        )
+        + f" ({s.get('gpus'):,} GPUs)",
         {"year": year, "gpus": s.get("gpus"), "stages_over_limit": len(bad)},
         "Build the day-one fabric for the final stage (spine ports, an extra tier) and reserve facility power "
         "for it now: adding them later means re-cabling and downtime.",
@@ -696,6 +705,8 @@ def training_cluster_for_serving(v: PlanView) -> Finding | None:
     b = v.best
     if v.kind != "serving" or b is None or v.node is None or b.tp > v.node.gpus_per_node:
         return None
+    if not v.section("fabric").get("needed"):  # the plan buys no back-end fabric: nothing to warn of
+        return None
     gbps = _nic_gbps(v)
     if gbps is None or gbps < TRAINING_FABRIC_GBPS_PER_GPU:
         return None
@@ -738,8 +749,8 @@ def serving_cluster_for_training(v: PlanView) -> Finding | None:
             "scaleup_bytes_per_s": v.acc.scaleup_bytes_per_s,
             "exposed_comm_fraction": exposed,
         },
-        "Train multi-node jobs on NVLink-class nodes with 200-400 Gb/s per GPU (an HGX/MI300X platform), or "
-        "keep the job inside one node.",
+        "Train multi-node jobs on nodes whose GPUs share a fast scale-up domain (NVIDIA NVLink, AMD Infinity "
+        "Fabric: an HGX or MI300X platform) with 200-400 Gb/s per GPU of scale-out, or keep the job inside one node.",
     )
 
 
@@ -747,7 +758,7 @@ def serving_cluster_for_training(v: PlanView) -> Finding | None:
 
 
 def prototype_wont_scale(v: PlanView) -> Finding | None:
-    """A single-node layout: all its gradient traffic rides NVLink today. Scaled out, data
+    """A single-node layout: all its gradient traffic rides the scale-up links today. Scaled out, data
     parallelism crosses the NICs; if the reduction no longer hides under the backward, the
     prototype's throughput per GPU will not carry over."""
     b = v.best
@@ -807,5 +818,5 @@ RULES: tuple[Rule, ...] = (
 def advise(plan: Any) -> list[Finding]:
     """Every rule's finding for the plan, highest impact first."""
     v = plan if isinstance(plan, PlanView) else view(plan)
-    found = [f for rule in RULES if (f := rule(v)) is not None]
+    found = one_bottleneck([f for rule in RULES if (f := rule(v)) is not None])
     return sorted(found, key=lambda f: (-f.impact, f.rule))

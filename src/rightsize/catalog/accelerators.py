@@ -37,6 +37,7 @@ _KEYS = frozenset(
         "hbm_bytes_per_s",
         "scaleup_bytes_per_s",
         "scaleup_domain_gpus",
+        "scaleup_link",
         "tdp_w",
         "sm_count",
     }
@@ -73,6 +74,7 @@ class Accelerator:
     default_node: str  # an id in nodes.yaml
     efficiency: Efficiency
     sources: dict[str, Sourced]  # "hbm_bytes", "peak_dense_flops_per_s.bf16", ... -> figure
+    scaleup_link: str = "scale-up links"  # the vendor's name for them: NVLink, Infinity Fabric, PCIe
 
     def supports(self, dtype: str) -> bool:
         """Whether the catalog has a peak rate for ``dtype`` on this accelerator."""
@@ -161,6 +163,7 @@ def parse_accelerator(
         default_node=require_str(raw, "default_node", file, key),
         efficiency=efficiencies.get(acc_id, default_eff),
         sources=sources,
+        scaleup_link=require_str(raw, "scaleup_link", file, key),
     )
 
 

@@ -65,6 +65,7 @@ from rightsize.catalog.fabric import (
     transceiver_for,
 )
 from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.registry import get_accelerator
 from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.search.demand import Demand
@@ -340,7 +341,8 @@ def size_fabric(
             node,
             nodes,
             fabric,
-            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links (NVLink). "
+            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links "
+            f"({get_accelerator(node.accelerator).scaleup_link}). "
             "Front-end and storage networking are sized with storage.",
             1,
             sensitivity,

@@ -120,7 +120,8 @@ def _fit(budget_kw: float, node: NodeType, usable_units: int, overhead_w: float)
 
 def _too_small(node: NodeType, budget_kw: float, source: str, need_nodes: int, overhead_w: float) -> BadInput:
     need_kw = (need_nodes * node.max_power_w + overhead_w) / KILO
-    what = f"one {node.name}" if need_nodes == 1 else f"{need_nodes} {node.name} nodes (one NVLink domain)"
+    link = get_accelerator(node.accelerator).scaleup_link
+    what = f"one {node.name}" if need_nodes == 1 else f"{need_nodes} {node.name} nodes (one {link} domain)"
     types = cooling_types()
     fits = next((ct for ct in types.values() if ct.max_rack_kw >= need_kw), None)
     cooling_hint = (
@@ -172,7 +173,7 @@ def size_nodes_racks(
         domain_nodes = min(math.ceil(acc.scaleup_domain_gpus / node.gpus_per_node), nodes)
         if domain_nodes * node.gpus_per_node < acc.scaleup_domain_gpus:
             warnings.append(
-                f"{demand.gpus} GPUs fill only part of one {acc.scaleup_domain_gpus}-GPU NVLink domain "
+                f"{demand.gpus} GPUs fill only part of one {acc.scaleup_domain_gpus}-GPU {acc.scaleup_link} domain "
                 f"({acc.name}); such racks are usually bought whole."
             )
 
@@ -198,7 +199,8 @@ def size_nodes_racks(
         raise _too_small(node, budget_kw, budget_from, domain_nodes, overhead_w)
     if by_units < domain_nodes:
         raise BadInput(
-            f"A {facility.rack_units}U rack cannot hold {domain_nodes} {node.name} nodes (one NVLink domain).",
+            f"A {facility.rack_units}U rack cannot hold {domain_nodes} {node.name} nodes "
+            f"(one {acc.scaleup_link} domain).",
             f"They need {domain_nodes * node.rack_units}U plus {reserved_u}U reserved for switches and cabling.",
             f"Set {RACK_UNITS_FIELD} to at least {domain_nodes * node.rack_units + reserved_u}.",
         )
