@@ -46,4 +46,5 @@ def _mark(f: Any, is_bottleneck: bool) -> Any:
     title = f.title
     if not is_bottleneck and claim and title.startswith(claim):
         title = plain + title[len(claim) :]
-    return replace(f, title=title, evidence={**f.evidence, "is_bottleneck": is_bottleneck})
+    role = "the bottleneck" if is_bottleneck else "a secondary loss"
+    return replace(f, title=title, evidence={**f.evidence, "role": role})

@@ -574,7 +574,7 @@ def low_utilisation(v: PlanView) -> Finding | None:
                 "replica_capacity_rps": b.replica_capacity_rps,
                 "utilisation_fraction": util,
             },
-            f"{need} replica(s) carry the design peak at 80% of capacity; scale down, or autoscale on load.",
+            f"{need} replica{'' if need == 1 else 's'} carry the design peak at 80% of capacity; scale down, or autoscale on load.",
         )
     return None
 

@@ -438,7 +438,7 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
     unc = getattr(plan, "uncertainty", None)
     sub = f"model {plan.model}, scenario {plan.scenario}, objective {plan.objective}"
     decision = (
-        f"{b.replicas} replica(s) x tp{b.tp} on {b.accelerator} = {b.gpus} GPUs "
+        f"{units.plural(b.replicas, 'replica')} x tp{b.tp} on {b.accelerator} = {units.plural(b.gpus, 'GPU')} "
         f"(weights {b.weight_precision}, KV cache {b.kv_precision})"
     )
     doc = Document("serving_plan", f"{title}: {plan.name}", sub, decision)

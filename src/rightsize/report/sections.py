@@ -182,7 +182,7 @@ def uncertainty_section(
     r = unc.get("replicas")
     if r:
         sec.bullets.append(
-            f"The planned {r['planned']} replica(s) suffice in {r['probability_sufficient']:.0%} of samples."
+            f"The planned {units.plural(r['planned'], 'replica')} suffice in {r['probability_sufficient']:.0%} of samples."
         )
     for k in ("time_to_train_s", "replicas", "cost_usd_per_hour"):
         m = metrics.get(k)

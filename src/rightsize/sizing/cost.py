@@ -126,7 +126,9 @@ class OnPremCost:
     def as_dict(self) -> dict[str, Any]:
         return {
             "capex_usd": self.capex_usd,
-            "capex_breakdown_usd": dict(self.capex_breakdown_usd),
+            "capex_breakdown_usd": {
+                k: v for k, v in self.capex_breakdown_usd.items() if v > 0
+            },  # bought parts
             "amortisation_years": self.amortisation_years,
             "usd_per_year": self.usd_per_year,
             "usd_per_year_breakdown": dict(self.usd_per_year_breakdown),

@@ -356,8 +356,8 @@ def _node_local_tier(needs: _Needs, margin: float, nvme: dict[str, Any], nodes: 
         "read_bytes_per_s": read_bw,
         "write_bytes_per_s": write_bw,
         "rack_units": 0,
-        "capex_usd": 0.0,  # the drives are in the node's price
-        "power_w": 0.0,  # and in its power
+        "capex_usd": None,  # nothing bought: the drives are in the node's price
+        "power_w": None,  # and in its power
     }
 
 
@@ -432,7 +432,7 @@ def size_storage(
             "tier": None,
             "provisioned_bytes": 0.0,
             "throughput_bytes_per_s": local["read_bytes_per_s"],
-            "usd_per_month": 0.0,
+            "usd_per_month": None,  # nothing rented
             "reason": local["reason"],
         }
     obj = cat.object_store
@@ -470,9 +470,9 @@ def size_storage(
         parallel_file_system=pfs,
         object_store=obj_plan,
         cloud_file_system=cfs,
-        capex_usd=pfs["capex_usd"] + obj_plan["onprem_capex_usd"],
-        power_w=pfs["power_w"] + obj_plan["onprem_power_w"],
-        cloud_usd_per_month=cfs["usd_per_month"] + obj_plan["cloud_usd_per_month"],
+        capex_usd=(pfs["capex_usd"] or 0.0) + obj_plan["onprem_capex_usd"],
+        power_w=(pfs["power_w"] or 0.0) + obj_plan["onprem_power_w"],
+        cloud_usd_per_month=(cfs["usd_per_month"] or 0.0) + obj_plan["cloud_usd_per_month"],
         notes=tuple(needs.notes),
         sources=tuple(sources),
     )
