@@ -210,12 +210,12 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
         sub += f", deadline {bare / DAY_S:,.0f} d, planned to {plan.deadline_s / DAY_S:,.0f} d with the safety margin"
     elif plan.deadline_s:
         sub += f", deadline {plan.deadline_s / DAY_S:,.0f} d"
-    decision = f"{b.gpus:,} x {b.accelerator} ({nodes:,} x {b.node} nodes), layout {layout(b)}"
+    decision = f"{b.gpus:,} x {b.accelerator} ({nodes:,} x {b.node} {'node' if nodes == 1 else 'nodes'}), layout {layout(b)}"
     if b.time_to_train_s is not None:
         decision += f": {_days(b.time_to_train_s)} to train"
     doc = Document("training_plan", f"{title}: {plan.name}", sub, decision)
     kn = doc.key_numbers
-    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({nodes:,} nodes)"))
+    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({units.plural(nodes, 'node')})"))
     kn.append(("step time", f"{b.step_time_s:.3f} s{_range(unc, 'step_time_s', lambda v: f'{v:.3f} s')}"))
     kn.append(("MFU / HFU", f"{b.mfu:.1%} / {b.hfu:.1%}"))
     kn.append(("tokens/s per GPU", f"{b.tokens_per_s_per_gpu:,.0f}"))
