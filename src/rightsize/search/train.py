@@ -236,7 +236,9 @@ def plan_training(
         counts = (
             np.array([float(tgt.gpus)])
             if tgt.gpus is not None
-            else gpu_count_candidates(node.gpus_per_node, MAX_GPUS)
+            else gpu_count_candidates(
+                node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
+            )
         )
         ev = _evaluate_accelerator(spec, w, acc, node, hw, counts)
         if isinstance(ev, str):

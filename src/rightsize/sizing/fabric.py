@@ -65,7 +65,6 @@ from rightsize.catalog.fabric import (
     transceiver_for,
 )
 from rightsize.catalog.nodes import NodeType
-from rightsize.catalog.registry import get_accelerator
 from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.search.demand import Demand
@@ -249,6 +248,13 @@ def count_topology(
     return Topology(3, leaves, spines, cores, pods, leaf_spine_links, max_3tier)
 
 
+def _scaleup_name(node: NodeType) -> str:
+    """The node's scale-up link in its vendor's words (NVLink, Infinity Fabric, ICI, ...)."""
+    from rightsize.catalog import get_accelerator
+
+    return get_accelerator(node.accelerator).scaleup_name
+
+
 def _no_fabric(
     node: NodeType,
     nodes: int,
@@ -345,8 +351,7 @@ def size_fabric(
             nodes,
             fabric,
             "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links "
-            f"({get_accelerator(node.accelerator).scaleup_link}). "
-            "Front-end and storage networking are sized with storage.",
+            f"({_scaleup_name(node)}). Front-end and storage networking are sized with storage.",
             1,
             sensitivity,
             recommended,

@@ -120,7 +120,7 @@ def _fit(budget_kw: float, node: NodeType, usable_units: int, overhead_w: float)
 
 def _too_small(node: NodeType, budget_kw: float, source: str, need_nodes: int, overhead_w: float) -> BadInput:
     need_kw = (need_nodes * node.max_power_w + overhead_w) / KILO
-    link = get_accelerator(node.accelerator).scaleup_link
+    link = get_accelerator(node.accelerator).scaleup_name
     what = f"one {node.name}" if need_nodes == 1 else f"{need_nodes} {node.name} nodes (one {link} domain)"
     types = cooling_types()
     fits = next((ct for ct in types.values() if ct.max_rack_kw >= need_kw), None)
@@ -169,11 +169,13 @@ def size_nodes_racks(
 
     acc = get_accelerator(node.accelerator)
     domain_nodes = 1
-    if acc.scaleup_domain_gpus > node.gpus_per_node:
+    # A switched domain that spans nodes (NVL72's copper NVLink spine) must sit in one rack; a
+    # torus (TPU ICI, Trainium NeuronLink) is cabled across racks with optics, so it need not.
+    if acc.scaleup_domain_gpus > node.gpus_per_node and acc.scaleup_topology == "switch":
         domain_nodes = min(math.ceil(acc.scaleup_domain_gpus / node.gpus_per_node), nodes)
         if domain_nodes * node.gpus_per_node < acc.scaleup_domain_gpus:
             warnings.append(
-                f"{demand.gpus} GPUs fill only part of one {acc.scaleup_domain_gpus}-GPU {acc.scaleup_link} domain "
+                f"{demand.gpus} GPUs fill only part of one {acc.scaleup_domain_gpus}-GPU {acc.scaleup_name} domain "
                 f"({acc.name}); such racks are usually bought whole."
             )
 
@@ -200,7 +202,7 @@ def size_nodes_racks(
     if by_units < domain_nodes:
         raise BadInput(
             f"A {facility.rack_units}U rack cannot hold {domain_nodes} {node.name} nodes "
-            f"(one {acc.scaleup_link} domain).",
+            f"(one {acc.scaleup_name} domain).",
             f"They need {domain_nodes * node.rack_units}U plus {reserved_u}U reserved for switches and cabling.",
             f"Set {RACK_UNITS_FIELD} to at least {domain_nodes * node.rack_units + reserved_u}.",
         )
