@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rightsize.catalog.prices import prices_in_effect, shipped_prices
-from rightsize.catalog.user_prices import merge_user_prices
+from typing import TYPE_CHECKING
+
 from rightsize.errors import BadInput
-from rightsize.spec import InferenceSpec, TrainingSpec, load_spec, parse_spec
-from rightsize.spec.prices import UserPrices, load_user_prices
+
+if TYPE_CHECKING:
+    from rightsize.spec.prices import UserPrices
 
 AnySpec = Any  # any spec kind a Workload is registered for (rightsize.search.workload)
 Calibration = dict[str, dict[str, float]]  # accelerator id -> Hardware field overrides
@@ -33,9 +34,10 @@ def __getattr__(name: str) -> Any:
 
 
 def _as_spec(spec: str | Path | dict[str, Any] | AnySpec) -> AnySpec:
-    from rightsize.search.workload import spec_types
+    from rightsize.search.workload import is_spec
+    from rightsize.spec.load import load_spec, parse_spec
 
-    if isinstance(spec, spec_types()):
+    if is_spec(spec):
         return spec
     if isinstance(spec, dict):
         return parse_spec(spec, Path.cwd())
@@ -50,10 +52,12 @@ def _calibration(calibration: str | Path | Calibration | None) -> Calibration | 
     return load_calibration(Path(calibration))
 
 
-PricesArg = str | Path | UserPrices | dict[str, Any] | None
+PricesArg = Any  # a YAML file path, a mapping of the spec's `prices:` shape, a UserPrices, or None
 
 
 def _user_prices(prices: PricesArg) -> UserPrices | None:
+    from rightsize.spec.prices import UserPrices, load_user_prices
+
     if prices is None or isinstance(prices, UserPrices):
         return prices
     if isinstance(prices, dict):
@@ -63,6 +67,9 @@ def _user_prices(prices: PricesArg) -> UserPrices | None:
 
 def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: PricesArg = None) -> Any:
     """Plan under the prices in effect: `prices` (a `--prices FILE`) over the spec's `prices:` over the catalog."""
+    from rightsize.catalog.prices import prices_in_effect, shipped_prices
+    from rightsize.catalog.user_prices import merge_user_prices
+
     table = shipped_prices()
     spec_prices = getattr(spec, "prices", None)
     table = merge_user_prices(table, spec_prices, "spec prices:")
@@ -103,6 +110,9 @@ def estimate(
 ) -> Any:
     """Evaluate one configuration: the spec must fix the accelerator (and, for training,
     the GPU count). Settings it leaves blank are chosen by search on that hardware."""
+    from rightsize.spec.inference import InferenceSpec
+    from rightsize.spec.training import TrainingSpec
+
     s = _as_spec(spec)
     accs = s.targets.accelerators or []
     if isinstance(s, InferenceSpec):

@@ -88,14 +88,14 @@ def _plan_extras(result: Any) -> dict[str, Any]:
 
 def result_dict(result: Any) -> dict[str, Any]:
     """The versioned JSON-ready dict of any result."""
+    from rightsize.advise.view import plan_kind
     from rightsize.report.plan_json import plan_dict
     from rightsize.report.serving_text import serving_dict
-    from rightsize.search.serving import ServingPlan
-    from rightsize.search.train import TrainingPlan
 
-    if isinstance(result, TrainingPlan):
+    kind = plan_kind(result)
+    if kind == "training":
         return _clean({**plan_dict(result), **_plan_extras(result)})
-    if isinstance(result, ServingPlan):
+    if kind == "serving":
         return _clean({**serving_dict(result), **_plan_extras(result)})
     if _is_profile(result):
         from rightsize.report.other_docs import profile_from_records
@@ -115,14 +115,14 @@ def result_dict(result: Any) -> dict[str, Any]:
 
 def document(result: Any, title: str = "Plan") -> Document:
     """The format-neutral document of any result."""
+    from rightsize.advise.view import plan_kind
     from rightsize.report.other_docs import generic_document, profile_document, validation_document
     from rightsize.report.plan_doc import serving_document, training_document
-    from rightsize.search.serving import ServingPlan
-    from rightsize.search.train import TrainingPlan
 
-    if isinstance(result, TrainingPlan):
+    kind = plan_kind(result)
+    if kind == "training":
         return training_document(result, title)
-    if isinstance(result, ServingPlan):
+    if kind == "serving":
         return serving_document(result, f"Serving {title.lower()}" if title[:1].isupper() else title)
     if _is_profile(result):
         return profile_document(result, title if title != "Plan" else "Profile")
@@ -145,11 +145,21 @@ def render(result: Any, fmt: str, title: str = "Plan") -> str:
     if fmt == "table" and hasattr(result, "render_text") and not hasattr(result, "best"):
         # A plan kind with its own terminal text: keep it, and add the advisor's top findings.
         from rightsize.advise import advise
-        from rightsize.report.sections import findings_section
+        from rightsize.advise.view import sizing_dict
+        from rightsize.report.sections import findings_section, uncertainty_section
         from rightsize.report.terminal import render_terminal
 
         text = str(result.render_text(title)).rstrip()
-        extra = render_terminal(Document("findings", "Advisor", sections=[findings_section(advise(result))]))
+        margins = sizing_dict(result).get("margins")
+        shared = [
+            uncertainty_section(
+                getattr(result, "uncertainty", None), margins if isinstance(margins, list) else None
+            )
+        ]
+        shared.append(findings_section(advise(result)))
+        extra = render_terminal(
+            Document("findings", "Advisor", sections=[s for s in shared if s is not None])
+        )
         return text + "\n\n" + extra
     if fmt == "table" and isinstance(result, dict) and "rows" in result and "summary" in result:
         from rightsize.report.validation_text import render_validation

@@ -10,12 +10,11 @@ latency meets the SLO, and size the replicas for the query rate.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, node_for
+from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
 from rightsize.catalog.reliability import reliability
-from rightsize.constants import GB, HOUR_S, REPORT_SCHEMA_VERSION, GiB
+from rightsize.constants import HOUR_S
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf import datapipe
 from rightsize.perf.hardware import Hardware
@@ -38,7 +37,15 @@ from rightsize.perf.recsys import (
 from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
 from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.constraints import (
+    deadline_note,
+    margins_of,
+    planned_deadline,
+    training_extra,
+    under_power_cap,
+)
 from rightsize.search.demand import Demand
+from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
@@ -50,141 +57,6 @@ VALUE_BYTES = 4.0  # stored label, dense feature and index values (int32 / fp32)
 TRAIN_CPU_CORES_PER_GPU = 2.0  # reading pre-processed binary samples; no decode
 SERVE_CPU_CORES_PER_GPU = 2.0  # request parsing, feature assembly, the server itself
 Calibration = dict[str, dict[str, float]]
-
-
-@dataclass
-class RecsysOption:
-    """One evaluated configuration, as plain values."""
-
-    accelerator: str
-    node: str
-    gpus: int
-    batch: int  # training: global samples per step; inference: samples per replica batch
-    samples_per_s: float
-    samples_per_s_per_gpu: float
-    step: dict[str, float]  # seconds, broken down; step_s is the total
-    placement: dict[str, float]  # bytes per tier, cache hit rate, lookups per sample by tier
-    comm: dict[str, float]  # bytes one GPU sends, per direction
-    memory: dict[str, float]  # bytes per GPU
-    gpus_per_replica: int | None = None
-    replicas: int | None = None
-    latency_p99_s: float | None = None
-    time_to_train_s: float | None = None
-    gpu_hours: float | None = None
-    cost_usd: float | None = None  # training: the run; inference: per hour
-    goodput: float | None = None
-
-    def objective(self, name: str) -> float:
-        if name == "time" and self.time_to_train_s is not None:
-            return self.time_to_train_s
-        if name == "cost" and self.cost_usd is not None:
-            return self.cost_usd
-        if self.gpu_hours is not None and name != "gpus":
-            return self.gpu_hours
-        return float(self.gpus)
-
-
-def explain(loser: RecsysOption, winner: RecsysOption, objective: str) -> str:
-    ratio = loser.objective(objective) / winner.objective(objective) - 1.0
-    label = {"time": "time to train", "gpu_hours": "GPU-hours", "cost": "cost", "gpus": "GPUs"}[objective]
-    parts = [f"{ratio:+.0%} {label}" if abs(ratio) >= 0.005 else f"same {label}"]
-    parts.append(
-        f"{loser.samples_per_s_per_gpu:,.0f} vs {winner.samples_per_s_per_gpu:,.0f} samples/s per GPU"
-    )
-    if loser.placement.get("host_bytes", 0) + loser.placement.get("ssd_bytes", 0) > 0:
-        parts.append(f"tables spill beyond HBM (cache hit {loser.placement['cache_hit_rate']:.0%})")
-    return "; ".join(parts)
-
-
-@dataclass
-class RecsysPlan:
-    """The outcome of a recommendation search."""
-
-    name: str
-    model: str
-    mode: str
-    objective: str
-    best: RecsysOption
-    alternatives: list[tuple[RecsysOption, str]]
-    rejected: list[tuple[str, str]]
-    assumptions: list[str]
-    tables: dict[str, Any]
-    targets: dict[str, Any] = field(default_factory=dict)
-    demand: Demand | None = None
-    sizing: Any = None
-    uncertainty: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, versioned; every quantity key carries its unit."""
-        return {
-            "kind": "recommendation_plan",
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "name": self.name,
-            "model": self.model,
-            "mode": self.mode,
-            "objective": self.objective,
-            "targets": self.targets,
-            "tables": self.tables,
-            "best": asdict(self.best),
-            "alternatives": [{**asdict(o), "why_not": why} for o, why in self.alternatives],
-            "rejected": [{"accelerator": a, "reason": r} for a, r in self.rejected],
-            "assumptions": self.assumptions,
-            "demand": self.demand.as_dict() if self.demand else None,
-            "sizing": self.sizing.as_dict() if hasattr(self.sizing, "as_dict") else self.sizing,
-        }
-
-    def render_text(self, title: str) -> str:
-        b = self.best
-        t = self.tables
-        lines = [f"{title}: {self.name}", "=" * (len(title) + len(self.name) + 2)]
-        lines.append(
-            f"model {self.model}: {t['count']} tables, {t['rows']:,.0f} rows x {t['embedding_dim']} = "
-            f"{t['total_bytes'] / GB:,.1f} GB ({t['precision']}), {t['lookups_per_sample']:g} lookups per sample, "
-            f"dense {t['dense_params'] / 1e6:.1f}M parameters"
-        )
-        head = f"best: {b.gpus} x {b.accelerator} ({b.node})"
-        if self.mode == "inference":
-            head += f" = {b.replicas} replicas of {b.gpus_per_replica} GPU(s), batch {b.batch:,} samples"
-        else:
-            head += f", global batch {b.batch:,}"
-        lines.append(head)
-        if self.mode == "training":
-            assert b.time_to_train_s is not None
-            lines.append(
-                f"  {b.samples_per_s:,.0f} samples/s ({b.samples_per_s_per_gpu:,.0f} per GPU); time to train "
-                f"{b.time_to_train_s / HOUR_S:.2f} h, {b.gpu_hours or 0:,.1f} GPU-hours"
-                + (f", ${b.cost_usd:,.0f} on demand" if b.cost_usd is not None else "")
-            )
-        else:
-            assert b.latency_p99_s is not None
-            lines.append(
-                f"  p99 latency {b.latency_p99_s * 1e3:.2f} ms; {b.samples_per_s_per_gpu:,.0f} samples/s per GPU "
-                "at the utilisation target"
-                + (f"; ${b.cost_usd:,.2f}/h on demand" if b.cost_usd is not None else "")
-            )
-        p = b.placement
-        lines.append(
-            f"  tables: HBM {p['hbm_table_bytes'] / GB:,.1f} GB, host {p['host_bytes'] / GB:,.1f} GB, "
-            f"SSD {p['ssd_bytes'] / GB:,.1f} GB; HBM cache {p['hbm_cache_bytes'] / GB:,.1f} GB hits "
-            f"{p['cache_hit_rate']:.0%}"
-        )
-        step = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.3f} ms" for k, v in b.step.items() if v)
-        lines.append(f"  step breakdown: {step}")
-        if b.comm.get("pooled_all_to_all_bytes"):
-            lines.append(
-                f"  all-to-all per GPU: {b.comm['pooled_all_to_all_bytes'] / 1e6:,.1f} MB per direction"
-            )
-        lines.append(
-            f"  memory per GPU: embeddings {b.memory['embedding_budget_bytes'] / GiB:.1f} GiB of "
-            f"{b.memory['capacity_bytes'] / GiB:.1f} GiB"
-        )
-        for opt, why in self.alternatives:
-            lines.append(f"alternative: {opt.gpus} x {opt.accelerator}: {why}")
-        for acc, why in self.rejected:
-            lines.append(f"rejected: {acc}: {why}")
-        lines += [f"assumption: {a}" for a in self.assumptions]
-        return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -370,18 +242,24 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Allow more accelerators or GPUs, or lower train.global_batch.",
         )
-    deadline = tgt.deadline_s
+    assumptions: list[str] = []
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
+    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
+    deadline = planned_deadline(bare, margin)
+    if bare:
+        assumptions.append(deadline_note(bare, margin, HOUR_S, "hours"))
     in_time = [o for o in options if deadline is None or (o.time_to_train_s or 0.0) <= deadline]
     if not in_time:
         fastest = min(options, key=lambda o: o.time_to_train_s or math.inf)
-        assert fastest.time_to_train_s is not None and deadline is not None
+        assert fastest.time_to_train_s is not None and deadline is not None and bare is not None
         raise Infeasible(
-            f"The deadline of {deadline / HOUR_S:.1f} h cannot be met.",
+            f"The deadline of {bare / HOUR_S:.1f} h (planned to {deadline / HOUR_S:.1f} h with the "
+            f"{margin:.0%} safety margin) cannot be met.",
             f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h ({fastest.gpus} x {fastest.accelerator}).",
-            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s / HOUR_S)}h, "
-            "train on fewer samples, or allow a faster accelerator.",
+            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s * (1 + margin) / HOUR_S)}h "
+            "(or lower infrastructure.margins.safety_margin), train on fewer samples, or allow a faster accelerator.",
         )
-    assumptions = [
+    assumptions += [
         "Embedding all-to-all is exposed (between the lookups and the dense part); the dense gradient "
         "all-reduce overlaps the dense backward pass in DDP buckets.",
         "Tables are balanced over the GPUs (as a sharding planner does); capacity is checked in aggregate, "
@@ -429,7 +307,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         * best.samples_per_s_per_gpu
         / Hardware.from_catalog(acc, node, t.precision).peak_flops_per_s,
         duty_cycle=1.0,
-        run_s=best.time_to_train_s,
+        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
         runs_per_month=None,
         work_unit="sample",
         work_units_per_s=best.samples_per_s,
@@ -464,6 +342,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
             "global_batch": t.global_batch,
         },
         demand=demand,
+        extra=training_extra(options, best, bare, margin),
     )
 
 
@@ -495,7 +374,7 @@ def _serve_option(
     latency = batched_latency_s(service)
     if latency > inf.latency_p99_s:
         return f"{latency * 1e3:.1f} ms p99 at batch {batch:,}"
-    util = spec.policy.utilisation_target
+    util = margins_of(spec).utilisation_target
     capacity = util * batch / service
     replicas = max(1, math.ceil(design_sps / capacity))
     gpus = replicas * g
@@ -536,7 +415,8 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
     m = spec.arch
     tgt = spec.targets
     objective = "cost" if tgt.objective == "cost" else "gpus"
-    design_qps = inf.qps * (1.0 + spec.policy.headroom)
+    margins = margins_of(spec)
+    design_qps = inf.qps * (1.0 + margins.headroom)
     design_sps = design_qps * inf.samples_per_query
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
@@ -572,6 +452,8 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
         )
+    cap_notes: list[str] = []
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, cap_notes)
     if objective == "cost":
         options, unpriced = keep_priced(options, lambda o: o.cost_usd, lambda o: o.accelerator)
         rejected.extend((a, no_price_reason(a)) for a in unpriced)
@@ -583,13 +465,14 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
     request_bytes = inf.samples_per_query * _sample_bytes(m)
     assert best.replicas is not None and best.gpus_per_replica is not None
     node = node_for(best.accelerator)
-    load = inf.qps * inf.samples_per_query / (best.samples_per_s / spec.policy.utilisation_target)
+    load = inf.qps * inf.samples_per_query / (best.samples_per_s / margins.utilisation_target)
     assumptions = [
         "Latency = two batch service times (the batch in flight, then its own) under dynamic batching; "
         "queueing jitter beyond that is not modelled.",
         "Replicas on one node share one read-only host-memory copy of the tables that spill from HBM.",
-        f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {spec.policy.headroom:.0%}) x "
-        f"{inf.samples_per_query} candidates at {spec.policy.utilisation_target:.0%} utilisation.",
+        f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {margins.headroom:.0%}) x "
+        f"{inf.samples_per_query} candidates at {margins.utilisation_target:.0%} utilisation.",
+        *cap_notes,
     ]
     demand = Demand(
         workload="serving",
@@ -600,7 +483,7 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
         compute_utilisation=2
         * dense_macs_per_sample(m)
         * best.samples_per_s_per_gpu
-        / spec.policy.utilisation_target
+        / margins.utilisation_target
         / Hardware.from_catalog(get_accelerator(best.accelerator), node, inf.precision).peak_flops_per_s,
         duty_cycle=min(1.0, load),
         run_s=None,
@@ -638,8 +521,16 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             "qps": inf.qps,
             "samples_per_query": inf.samples_per_query,
             "latency_p99_s": inf.latency_p99_s,
-            "headroom": spec.policy.headroom,
-            "utilisation_target": spec.policy.utilisation_target,
+            "headroom": margins.headroom,
+            "utilisation_target": margins.utilisation_target,
         },
         demand=demand,
+        extra={
+            # A replica's capacity at full load (the plan keeps it at the utilisation target).
+            "replica_capacity_rps": best.samples_per_s
+            / margins.utilisation_target
+            / inf.samples_per_query
+            / best.replicas,
+            "safety_margin": margins.headroom,
+        },
     )

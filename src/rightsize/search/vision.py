@@ -7,14 +7,12 @@ cost each from perf.vision and perf.datapipe, keep the feasible, rank by the obj
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, node_for
+from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
 from rightsize.catalog.reliability import reliability
-from rightsize.constants import GB, HOUR_S, REPORT_SCHEMA_VERSION, GiB
+from rightsize.constants import HOUR_S
 from rightsize.errors import Infeasible
 from rightsize.perf import datapipe
 from rightsize.perf.collectives import all_reduce_s, group_link
@@ -33,8 +31,16 @@ from rightsize.perf.vision import (
     train_memory,
 )
 from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.constraints import (
+    deadline_note,
+    margins_of,
+    planned_deadline,
+    training_extra,
+    under_power_cap,
+)
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
+from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -50,138 +56,6 @@ NV12_BYTES_PER_PIXEL = 1.5
 PIXELS_1080P = 1920 * 1080
 SERVING_CPU_CORES_PER_GPU = 1.0  # the inference server process itself
 Calibration = dict[str, dict[str, float]]
-
-
-@dataclass
-class VisionOption:
-    """One evaluated configuration with everything a report needs, as plain values."""
-
-    accelerator: str
-    node: str
-    gpus: int
-    batch_per_gpu: int
-    images_per_s_per_gpu: float
-    images_per_s: float
-    step: dict[str, float]  # seconds, broken down (step_s is the total)
-    memory: dict[str, float]  # bytes per GPU
-    mfu: float
-    cpu_cores_per_gpu: float
-    input_bound: bool = False
-    time_to_train_s: float | None = None
-    gpu_hours: float | None = None
-    cost_usd: float | None = None  # training: the run; inference: per hour
-    latency_p99_s: float | None = None
-    goodput: float | None = None
-
-    def objective(self, name: str) -> float:
-        if name == "time" and self.time_to_train_s is not None:
-            return self.time_to_train_s
-        if name == "cost" and self.cost_usd is not None:
-            return self.cost_usd
-        if self.gpu_hours is not None and name != "gpus":
-            return self.gpu_hours
-        return float(self.gpus)
-
-
-def explain(loser: VisionOption, winner: VisionOption, objective: str) -> str:
-    """Why `loser` ranks below `winner`, from the numbers."""
-    ratio = loser.objective(objective) / winner.objective(objective) - 1.0
-    label = {"time": "time to train", "gpu_hours": "GPU-hours", "cost": "cost", "gpus": "GPUs"}[objective]
-    parts = [f"{ratio:+.0%} {label}" if abs(ratio) >= 0.005 else f"same {label}"]
-    parts.append(f"{loser.images_per_s_per_gpu:,.0f} vs {winner.images_per_s_per_gpu:,.0f} images/s per GPU")
-    if loser.input_bound:
-        parts.append("input bound (decode cannot keep up with compute)")
-    return "; ".join(parts)
-
-
-@dataclass
-class VisionPlan:
-    """The outcome of a vision search."""
-
-    name: str
-    model: str
-    mode: str
-    objective: str
-    best: VisionOption
-    alternatives: list[tuple[VisionOption, str]]
-    rejected: list[tuple[str, str]]
-    assumptions: list[str]
-    counts: VisionCounts
-    pipeline: dict[str, Any]
-    targets: dict[str, Any] = field(default_factory=dict)
-    demand: Demand | None = None
-    sizing: Any = None
-    uncertainty: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, versioned; every quantity key carries its unit."""
-        return {
-            "kind": "vision_plan",
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "name": self.name,
-            "model": self.model,
-            "mode": self.mode,
-            "objective": self.objective,
-            "targets": self.targets,
-            "model_counts": {
-                "macs_per_image": self.counts.macs_per_image,
-                "flops_per_image": self.counts.flops_per_image,
-                "params": self.counts.params,
-                "stored_activation_elements_per_image": self.counts.stored_activation_elements_per_image,
-            },
-            "pipeline": self.pipeline,
-            "best": asdict(self.best),
-            "alternatives": [{**asdict(o), "why_not": why} for o, why in self.alternatives],
-            "rejected": [{"accelerator": a, "reason": r} for a, r in self.rejected],
-            "assumptions": self.assumptions,
-            "demand": self.demand.as_dict() if self.demand else None,
-            "sizing": self.sizing.as_dict() if hasattr(self.sizing, "as_dict") else self.sizing,
-        }
-
-    def render_text(self, title: str) -> str:
-        b = self.best
-        lines = [f"{title}: {self.name}", "=" * (len(title) + len(self.name) + 2)]
-        c = self.counts
-        lines.append(
-            f"model {self.model}: {c.macs_per_image / 1e9:.2f} GMACs ({c.flops_per_image / 1e9:.2f} GFLOPs) "
-            f"per image, {c.params / 1e6:.1f}M parameters"
-        )
-        lines.append(f"best: {b.gpus} x {b.accelerator} ({b.node}), batch {b.batch_per_gpu} per GPU")
-        if self.mode == "training":
-            assert b.time_to_train_s is not None
-            lines.append(
-                f"  {b.images_per_s_per_gpu:,.0f} images/s per GPU, {b.images_per_s:,.0f} images/s total, "
-                f"MFU {b.mfu:.0%}{' (input bound)' if b.input_bound else ''}"
-            )
-            lines.append(
-                f"  time to train {b.time_to_train_s / HOUR_S:.2f} h, {b.gpu_hours or 0:,.1f} GPU-hours"
-                + (f", ${b.cost_usd:,.0f} on demand" if b.cost_usd is not None else "")
-            )
-        else:
-            assert b.latency_p99_s is not None
-            lines.append(
-                f"  {b.images_per_s_per_gpu:,.0f} frames/s per GPU at the utilisation target, "
-                f"p99 latency {b.latency_p99_s * 1e3:.1f} ms"
-                + (f", ${b.cost_usd:,.2f}/h on demand" if b.cost_usd is not None else "")
-            )
-        step = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.2f} ms" for k, v in b.step.items() if v)
-        lines.append(f"  step breakdown: {step}")
-        mem = b.memory
-        lines.append(
-            f"  memory per GPU: {mem['total_bytes'] / GiB:.1f} of {mem['capacity_bytes'] / GiB:.1f} GiB"
-        )
-        p = self.pipeline
-        lines.append(
-            f"data pipeline: {b.cpu_cores_per_gpu:.1f} CPU cores per GPU, "
-            f"read {p.get('read_bytes_per_s', 0.0) / GB:.2f} GB/s in total"
-        )
-        for opt, why in self.alternatives:
-            lines.append(f"alternative: {opt.gpus} x {opt.accelerator}: {why}")
-        for acc, why in self.rejected:
-            lines.append(f"rejected: {acc}: {why}")
-        lines += [f"assumption: {a}" for a in self.assumptions]
-        return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------ common
@@ -318,17 +192,22 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Allow more accelerators or lower train.batch_per_gpu.",
         )
-    deadline = tgt.deadline_s
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
+    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
+    deadline = planned_deadline(bare, margin)
+    if bare:
+        assumptions.append(deadline_note(bare, margin, HOUR_S, "hours"))
     in_time = [o for o in options if deadline is None or (o.time_to_train_s or 0) <= deadline]
     if not in_time:
         fastest = min(options, key=lambda o: o.time_to_train_s or math.inf)
-        assert fastest.time_to_train_s is not None and deadline is not None
+        assert fastest.time_to_train_s is not None and deadline is not None and bare is not None
         raise Infeasible(
-            f"The deadline of {deadline / HOUR_S:.1f} h cannot be met.",
+            f"The deadline of {bare / HOUR_S:.1f} h (planned to {deadline / HOUR_S:.1f} h with the "
+            f"{margin:.0%} safety margin) cannot be met.",
             f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h "
             f"({fastest.gpus} x {fastest.accelerator}, global batch {fastest.gpus * fastest.batch_per_gpu:,}).",
-            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s / HOUR_S)}h, "
-            "train fewer epochs, or allow a faster accelerator.",
+            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s * (1 + margin) / HOUR_S)}h "
+            "(or lower infrastructure.margins.safety_margin), train fewer epochs, or allow a faster accelerator.",
         )
     if deadline is None and not tgt.gpus:
         assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
@@ -382,7 +261,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         gpus=best.gpus,
         compute_utilisation=best.mfu,
         duty_cycle=1.0,
-        run_s=best.time_to_train_s,
+        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
         runs_per_month=None,
         work_unit="image",
         work_units_per_s=best.images_per_s,
@@ -412,6 +291,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         pipeline=pipeline,
         targets={"deadline_s": deadline, "gpus": tgt.gpus, "images": t.images, "epochs": t.epochs},
         demand=demand,
+        extra=training_extra(options, best, bare, margin),
     )
 
 
@@ -433,8 +313,9 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
     arch = spec.arch
     counts = count_model(arch)
     base_fps = inf.streams * inf.fps
-    design_fps = base_fps * (1.0 + spec.policy.headroom)
-    util = spec.policy.utilisation_target
+    margins = margins_of(spec)
+    design_fps = base_fps * (1.0 + margins.headroom)
+    util = margins.utilisation_target
     objective = "cost" if spec.targets.objective == "cost" else "gpus"
     weight_bytes = DTYPE_BYTES[inf.precision]
     stream_bytes_per_s = inf.stream_bitrate or datapipe.default_stream_bytes_per_s()
@@ -444,7 +325,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
         "dynamic batching below saturation; queueing jitter beyond that is not modelled.",
         "Inference engine fuses BatchNorm into convolutions and ReLU, residual adds and GELU into GEMM "
         "epilogues (TensorRT-style); pooling and LayerNorm stay memory-bound.",
-        f"Capacity sized for {base_fps:,.0f} frames/s x (1 + headroom {spec.policy.headroom:.0%}) at "
+        f"Capacity sized for {base_fps:,.0f} frames/s x (1 + headroom {margins.headroom:.0%}) at "
         f"{util:.0%} utilisation of compute and decoders.",
     ]
     options: list[VisionOption] = []
@@ -526,6 +407,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             ("; ".join(f"{a}: {r}" for a, r in rejected) + "." + got).strip(),
             "Relax inference.latency_p99, use a smaller model or a lower precision, or allow faster accelerators.",
         )
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
     if objective == "cost":
         options, unpriced = keep_priced(options, lambda o: o.cost_usd, lambda o: o.accelerator)
         rejected.extend((a, no_price_reason(a)) for a in unpriced)
@@ -587,7 +469,9 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             "fps": inf.fps,
             "latency_p99_s": inf.latency_p99_s,
             "utilisation_target": util,
-            "headroom": spec.policy.headroom,
+            "headroom": margins.headroom,
         },
         demand=demand,
+        # One GPU is one replica; its capacity at full load (the plan keeps it at `util`).
+        extra={"replica_capacity_rps": best.images_per_s_per_gpu / util, "safety_margin": margins.headroom},
     )

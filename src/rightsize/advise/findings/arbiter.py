@@ -14,13 +14,13 @@ from dataclasses import replace
 from typing import Any
 
 COMPUTE_RULE = "compute_bound"
-# rule -> (the words that claim a bottleneck, what the finding is called when it is not the bottleneck)
-LOSS_RULES: dict[str, tuple[str, str]] = {
-    "network_bound": ("Network-bound:", "Exposed communication:"),
-    "pipeline_bubble": ("", ""),
-    "memory_bandwidth_bound": ("Memory-bandwidth-bound", "Memory traffic in the"),
-    "input_bound": ("Input-bound:", "Input shortfall:"),
-    "storage_bound": ("Storage-bound checkpoints:", "Checkpoint stalls:"),
+# rule -> [(the words that claim a bottleneck, what the finding says when it is not the bottleneck)]
+LOSS_RULES: dict[str, list[tuple[str, str]]] = {
+    "network_bound": [("Network-bound:", "Exposed communication:")],
+    "pipeline_bubble": [],
+    "memory_bandwidth_bound": [("Memory-bandwidth-bound", "Memory traffic in the")],
+    "input_bound": [("Input-bound:", "Input shortfall:"), ("Decode-bound:", "Decode shortfall:")],
+    "storage_bound": [("Storage-bound checkpoints:", "Checkpoint stalls:")],
 }
 
 
@@ -42,9 +42,9 @@ def one_bottleneck(found: list[Any]) -> list[Any]:
 
 
 def _mark(f: Any, is_bottleneck: bool) -> Any:
-    claim, plain = LOSS_RULES.get(f.rule, ("", ""))
     title = f.title
-    if not is_bottleneck and claim and title.startswith(claim):
-        title = plain + title[len(claim) :]
+    for claim, plain in LOSS_RULES.get(f.rule, []):
+        if not is_bottleneck and title.startswith(claim):
+            title = plain + title[len(claim) :]
     role = "the bottleneck" if is_bottleneck else "a secondary loss"
     return replace(f, title=title, evidence={**f.evidence, "role": role})
