@@ -10,9 +10,7 @@ the typed bill of materials (rightsize.sizing.plan.Sizing).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rightsize.errors import BadInput
 

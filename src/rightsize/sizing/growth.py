@@ -32,8 +32,8 @@ SUPERPOD_SU_NODES = 32
 
 
 def _when(years: float) -> str:
-    """Today's build is sized to today's need, so the first growth stage is due at once."""
-    return "needed as soon as the need grows" if years < 0.05 else f"needed in year {years:.1f}"
+    """Purchases are bought ahead of the need at the start of a budget cycle; the first is due at once."""
+    return "due now, with the initial build" if years < 0.05 else f"due in year {years:g}"
 
 
 def yearly_factor(demand: Demand, growth: Growth) -> float:
@@ -133,13 +133,13 @@ def growth_plan(
     if not last.fabric_ok:
         first_bad = next(s for s in stages if not s.fabric_ok)
         checks.append(
-            f"Stage {first_bad.stage} ({first_bad.nodes} nodes, {_when(first_bad.needed_at_years)}) outgrows the "
+            f"Purchase {first_bad.stage} ({first_bad.nodes:,} nodes, {_when(first_bad.needed_at_years)}) outgrows the "
             f"fabric's {fabric_max_nodes}-node limit: plan the extra switch tier (or larger-radix switches) now."
         )
     if not last.power_ok:
         first_bad = next(s for s in stages if not s.power_ok)
         checks.append(
-            f"Stage {first_bad.stage} needs {first_bad.facility_power_w / 1e6:.2f} MW of facility power, over the "
+            f"Purchase {first_bad.stage} needs {first_bad.facility_power_w / 1e6:.2f} MW of facility power, over the "
             f"{(power_cap_w or 0) / 1e6:.2f} MW cap, {_when(first_bad.needed_at_years)}."
         )
     if last.fabric_ok and last.power_ok and factor > 1.0:

@@ -67,10 +67,19 @@ class NodePrices(BaseModel):
     capex_usd: float = Field(gt=0, description="Capital cost of one node, USD.")
 
 
+def _flat_form_schema(schema: dict[str, Any]) -> None:
+    """The JSON Schema says what a spec may write: catalog ids as keys (any id, so additionalProperties)."""
+    schema["additionalProperties"] = {
+        "anyOf": [AcceleratorPrices.model_json_schema(), NodePrices.model_json_schema()],
+        "description": "An accelerator id with its cloud prices, or a node id with its capex_usd.",
+    }
+    schema["examples"] = [{"h100-sxm": {"on_demand_usd_per_gpu_hour": 2.2}, "power_usd_per_kwh": 0.07}]
+
+
 class UserPrices(BaseModel):
     """Negotiated prices merged over the catalog; keys are accelerator or node ids from `rightsize catalog`."""
 
-    model_config = _CFG
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_flat_form_schema)
 
     accelerators: dict[str, AcceleratorPrices] = Field(
         default_factory=dict, description="Accelerator id -> cloud prices per GPU-hour."
