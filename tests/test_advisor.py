@@ -215,6 +215,10 @@ CASES: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
         lambda: tplan(sizing={"nodes": {"gpus": 1280, "gpus_per_node": 8}}),
         lambda: tplan(sizing={"nodes": {"gpus": 1024, "gpus_per_node": 8}}),
     ),
+    "idle_billed_gpus": (  # issue 13: whole-node billing, GPUs paid for and unused
+        lambda: splan(sizing={"cost": {"gpus_billed": 8, "gpus_used": 6}}),
+        lambda: splan(sizing={"cost": {"gpus_billed": 8, "gpus_used": 8}}),
+    ),
     "cheaper_per_unit": (
         lambda: tplan(
             alternatives=[

@@ -31,6 +31,7 @@ from rightsize.advise.findings.fit import (
 from rightsize.advise.findings.over import (
     cheaper_per_unit,
     faster_than_needed,
+    idle_billed_gpus,
     low_utilisation,
     unplanned_spare_gpus,
 )
@@ -90,6 +91,7 @@ RULES: tuple[Rule, ...] = (
     low_utilisation,
     faster_than_needed,
     unplanned_spare_gpus,
+    idle_billed_gpus,
     cheaper_per_unit,
     training_cluster_for_serving,
     serving_cluster_for_training,

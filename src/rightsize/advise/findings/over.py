@@ -117,6 +117,30 @@ def unplanned_spare_gpus(v: PlanView) -> Finding | None:
     )
 
 
+def idle_billed_gpus(v: PlanView) -> Finding | None:
+    """Whole nodes are rented and bought: GPUs of the last node the plan pays for and leaves idle."""
+    cost = v.section("cost")
+    billed, used = _num(cost, "gpus_billed"), _num(cost, "gpus_used")
+    if v.best is None or billed is None or used is None or billed <= used:
+        return None
+    idle = billed - used
+    if v.is_job:
+        fix = (
+            f"Use all {billed:,.0f} (targets.gpus: {billed:,.0f}): the bill is the same and the run shorter; "
+            "or rent an instance type with fewer GPUs."
+        )
+    else:
+        fix = "Run more replicas on them for free headroom, or rent an instance type with fewer GPUs."
+    return Finding(
+        "idle_billed_gpus",
+        "over-provisioning",
+        idle / billed,
+        f"{idle:,.0f} of the {billed:,.0f} GPUs billed sit idle: nodes come whole",
+        {"gpus_billed": billed, "gpus_used": used, "idle_fraction": idle / billed},
+        fix,
+    )
+
+
 def cheaper_per_unit(v: PlanView) -> Finding | None:
     """A faster (or chosen) accelerator that costs more per useful token than an alternative
     that also meets the targets."""
