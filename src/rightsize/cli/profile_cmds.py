@@ -252,6 +252,26 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_metrics(
+    func: Callable[[argparse.Namespace], int], command: str
+) -> Callable[[argparse.Namespace], int]:
+    """Run `func` with the telemetry exporter serving while it runs, when --metrics-port is given."""
+
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "metrics_port", None) is None:
+            return func(args)
+        from rightsize.profile.metrics_export import MetricsExporter
+
+        exporter = MetricsExporter(args.metrics_port, command).start()
+        _progress(f"telemetry as Prometheus metrics on http://{exporter.addr}:{exporter.port}/metrics")
+        try:
+            return func(args)
+        finally:
+            exporter.stop()
+
+    return run
+
+
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     """Add `profile train|memory|comms|serve` and `calibrate` to the `rightsize` parser."""
     prof = sub.add_parser(
@@ -274,6 +294,12 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         sp.add_argument("--resume", action="store_true", help="skip points already recorded in --out")
         sp.add_argument(
             "--timeout", type=_seconds, default=300.0, help="limit per measured run (default 300s)"
+        )
+        sp.add_argument(
+            "--metrics-port",
+            type=int,
+            metavar="N",
+            help="serve the run's telemetry as Prometheus metrics (DCGM names) on port N while it runs",
         )
         return sp
 
@@ -330,6 +356,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--served-model", help="the `model` field to send")
     sp.add_argument("--slo", type=_slo, help="e.g. ttft:500ms,tpot:50ms,e2el:10s (for goodput)")
     sp.set_defaults(func=cmd_serve, timeout=60.0)
+    for name, parser in psub.choices.items():
+        parser.set_defaults(func=_with_metrics(parser.get_default("func"), f"profile {name}"))
 
     sp = add("calibrate", "fit the performance model's efficiencies to profiles; write a calibration file")
     sp.add_argument("profile", nargs="+", help="profiles (JSON Lines) from `rightsize profile train|comms`")

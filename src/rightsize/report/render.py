@@ -64,6 +64,13 @@ def _is_profile(result: Any) -> bool:
     )
 
 
+def _is_monitor(result: Any) -> bool:
+    """A `rightsize monitor` result (object, or its dict)."""
+    if isinstance(result, dict):
+        return result.get("kind") == "monitor"
+    return type(result).__name__ == "MonitorResult"
+
+
 def _plan_extras(result: Any) -> dict[str, Any]:
     """What every plan adds to its JSON: sizing, uncertainty, findings, checklists."""
     from rightsize.advise import advise, checklists
@@ -92,6 +99,8 @@ def result_dict(result: Any) -> dict[str, Any]:
     from rightsize.report.plan_json import plan_dict
     from rightsize.report.serving_text import serving_dict
 
+    if _is_monitor(result):
+        return _clean(result if isinstance(result, dict) else result.to_dict())
     kind = plan_kind(result)
     if kind == "training":
         return _clean({**plan_dict(result), **_plan_extras(result)})
@@ -119,6 +128,10 @@ def document(result: Any, title: str = "Plan") -> Document:
     from rightsize.report.other_docs import generic_document, profile_document, validation_document
     from rightsize.report.plan_doc import serving_document, training_document
 
+    if _is_monitor(result):
+        from rightsize.report.monitor_doc import monitor_document
+
+        return monitor_document(result_dict(result), title if title != "Plan" else "Monitor")
     kind = plan_kind(result)
     if kind == "training":
         return training_document(result, title)
