@@ -15,6 +15,12 @@ from rightsize.spec.model import ModelArch
 from rightsize.spec.training import ParallelSettings
 
 
+class LayoutRejection(str):
+    """A rejection whose cause is a divisibility rule (the planner turns it into the error)."""
+
+    __slots__ = ()
+
+
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small) | {n // d for d in small})

@@ -26,7 +26,7 @@ from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.constraints import margins_of, planned_deadline, under_power_cap
 from rightsize.search.demand import Demand
-from rightsize.search.layout_check import no_layout_reason
+from rightsize.search.layout_check import LayoutRejection, no_layout_reason
 from rightsize.search.pareto import pareto_front
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
@@ -154,7 +154,7 @@ def _evaluate_accelerator(
         what, why, _ = no_layout_reason(
             w.arch, w.seq_len, w.global_batch, gpus, hw.domain_gpus, spec.parallel
         )
-        return f"{what} {why}"
+        return LayoutRejection(f"{what} {why}")
     st = train_step(w, cfg, hw)
     best = _best_per_count(cfg.gpus, st.step_time, st.memory.fits)
     return _Evaluated(acc, node, hw, cfg, st, best)
@@ -176,6 +176,46 @@ def _smallest_memory_hint(evaluated: list[_Evaluated]) -> str:
         f"The smallest footprint found is {need / GiB:.1f} GiB per GPU on {ev.acc.id} ({layout}), "
         f"against {usable / GiB:.1f} GiB usable"
     )
+
+
+def _evaluate_all(
+    spec: TrainingSpec, w: TrainWorkload, ids: list[str], hw_overrides: dict[str, dict[str, float]] | None
+) -> tuple[list[_Evaluated], list[Rejection], int]:
+    """Every allowed accelerator's layouts over its GPU counts, evaluated; the accelerators
+    that cannot run the workload, with why; and how many configurations were evaluated."""
+    tgt = spec.targets
+    rejected: list[Rejection] = []
+    evaluated: list[_Evaluated] = []
+    n_configs = 0
+    for acc_id in ids:
+        acc = get_accelerator(acc_id)
+        node = get_node(tgt.node) if tgt.node else node_for(acc.id)
+        if node.accelerator != acc.id:
+            raise BadInput(
+                f"Node type '{node.id}' holds {node.accelerator}, not {acc.id}.",
+                "targets.node must be a node type of the allowed accelerator.",
+                "Remove targets.node, or allow only that node's accelerator.",
+            )
+        if not acc.supports(w.precision):
+            rejected.append(Rejection(acc.id, f"has no {w.precision} support"))
+            continue
+        hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
+        counts = (
+            np.array([float(tgt.gpus)])
+            if tgt.gpus is not None
+            else gpu_count_candidates(
+                node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
+            )
+        )
+        ev = _evaluate_accelerator(spec, w, acc, node, hw, counts)
+        if isinstance(ev, str):
+            rejected.append(Rejection(acc.id, ev))
+            continue
+        n_configs += len(ev.cfg)
+        evaluated.append(ev)
+        if ev.best_idx.size == 0:
+            rejected.append(Rejection(acc.id, "no layout fits in its memory"))
+    return evaluated, rejected, n_configs
 
 
 def plan_training(
@@ -215,51 +255,16 @@ def plan_training(
         assumptions.append("Attention without flash attention: s x s scores are materialised.")
 
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    rejected: list[Rejection] = []
-    evaluated: list[_Evaluated] = []
-    layout_rejected: list[tuple[str, Hardware]] = []
-    n_configs = 0
-    for acc_id in ids:
-        acc = get_accelerator(acc_id)
-        node = get_node(tgt.node) if tgt.node else node_for(acc.id)
-        if node.accelerator != acc.id:
-            raise BadInput(
-                f"Node type '{node.id}' holds {node.accelerator}, not {acc.id}.",
-                "targets.node must be a node type of the allowed accelerator.",
-                "Remove targets.node, or allow only that node's accelerator.",
-            )
-        if not acc.supports(w.precision):
-            rejected.append(Rejection(acc.id, f"has no {w.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
-        counts = (
-            np.array([float(tgt.gpus)])
-            if tgt.gpus is not None
-            else gpu_count_candidates(
-                node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
-            )
-        )
-        ev = _evaluate_accelerator(spec, w, acc, node, hw, counts)
-        if isinstance(ev, str):
-            rejected.append(Rejection(acc.id, ev))
-            layout_rejected.append((acc.id, hw))
-            continue
-        n_configs += len(ev.cfg)
-        evaluated.append(ev)
-        if ev.best_idx.size == 0:
-            rejected.append(Rejection(acc.id, "no layout fits in its memory"))
-
+    evaluated, rejected, n_configs = _evaluate_all(spec, w, ids, hw_overrides)
     options: list[tuple[Candidate, _Evaluated, int]] = []
     for ev in evaluated:
         for i in ev.best_idx:
             c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, train_tokens)
             options.append((c, ev, int(i)))
-    if not evaluated and layout_rejected:
-        acc0, hw0 = layout_rejected[0]
-        gpus0 = tgt.gpus if tgt.gpus is not None else None
-        raise BadInput(
-            *no_layout_reason(w.arch, w.seq_len, w.global_batch, gpus0, hw0.domain_gpus, spec.parallel)
-        )
+    layout_rejected = [r for r in rejected if isinstance(r.reason, LayoutRejection)]
+    if not evaluated and layout_rejected:  # the real cause is a divisibility rule, never memory
+        domain = get_accelerator(layout_rejected[0].accelerator).scaleup_domain_gpus
+        raise BadInput(*no_layout_reason(w.arch, w.seq_len, w.global_batch, tgt.gpus, domain, spec.parallel))
     if not options:
         hint = _smallest_memory_hint(evaluated)
         raise Infeasible(
