@@ -86,7 +86,12 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: Pr
 def _run_priced(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
     from rightsize.sizing.pipeline import run_pipeline
 
-    return run_pipeline(spec, _calibration(calibration))
+    result = run_pipeline(spec, _calibration(calibration))
+    if isinstance(getattr(result, "extra", None), dict) and hasattr(spec, "model_dump"):
+        # The spec as planned travels with the plan (JSON `spec`), so a saved plan can be
+        # exported to job files without the YAML it came from.
+        result.extra["spec"] = spec.model_dump(mode="json")
+    return result
 
 
 def plan(

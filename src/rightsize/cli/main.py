@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("schema", "print the JSON Schema of the workload spec", fmt=("json",)).set_defaults(func=cmd_schema)
     register_profile_commands(sub, add)
     register_monitor_command(sub, add)
+    from rightsize.cli.export_cmd import register as register_export
+
+    register_export(sub, add)
     return p
 
 

@@ -86,6 +86,9 @@ def _plan_extras(result: Any) -> dict[str, Any]:
     cal = (getattr(result, "extra", None) or {}).get("calibration")
     if cal:
         out["calibration"] = cal
+    spec = (getattr(result, "extra", None) or {}).get("spec")
+    if spec:
+        out["spec"] = spec
     out["findings"] = [f.as_dict() for f in advise(result)]
     lists = checklists(result)
     if any(lists.values()):
