@@ -135,10 +135,19 @@ def scand(**kw: Any) -> ServingCandidate:
 
 
 def splan(
-    best: ServingCandidate | None = None, alternatives: list[tuple[ServingCandidate, str]] | None = None
+    best: ServingCandidate | None = None,
+    alternatives: list[tuple[ServingCandidate, str]] | None = None,
+    sizing: dict[str, Any] | None = None,
 ) -> ServingPlan:
     b = best or scand()
-    return ServingPlan("s", "llama3-70b", "serving", "cost", b, alternatives or [], [b], [], [], 0.0)
+    p = ServingPlan("s", "llama3-70b", "serving", "cost", b, alternatives or [], [b], [], [], 0.0)
+    if sizing is not None:
+        p.sizing = FakeSizing(sizing)  # type: ignore[assignment]
+    return p
+
+
+# a serving plan that bought a back-end fabric (issue 13: only then is it a training cluster)
+_SERVING_FABRIC = {"fabric": {"needed": True, "nic_gbps_per_gpu": 400, "capex_usd": 1e6}}
 
 
 def _growth(ok: bool) -> dict[str, Any]:
@@ -206,6 +215,10 @@ CASES: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
         lambda: tplan(sizing={"nodes": {"gpus": 1280, "gpus_per_node": 8}}),
         lambda: tplan(sizing={"nodes": {"gpus": 1024, "gpus_per_node": 8}}),
     ),
+    "idle_billed_gpus": (  # issue 13: whole-node billing, GPUs paid for and unused
+        lambda: splan(sizing={"cost": {"gpus_billed": 8, "gpus_used": 6}}),
+        lambda: splan(sizing={"cost": {"gpus_billed": 8, "gpus_used": 8}}),
+    ),
     "cheaper_per_unit": (
         lambda: tplan(
             alternatives=[
@@ -219,8 +232,8 @@ CASES: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
         ),
     ),
     "training_cluster_for_serving": (
-        lambda: splan(),
-        lambda: splan(scand(accelerator="l40s", node="l40s-server")),
+        lambda: splan(sizing=_SERVING_FABRIC),
+        lambda: splan(),  # no fabric sized: no RDMA advice (issue 13)
     ),
     "serving_cluster_for_training": (
         lambda: tplan(cand(accelerator="l40s", node="l40s-server", gpus=16)),

@@ -101,6 +101,7 @@ DIMENSIONLESS = {
     "cpu_cores_per_gpu",
     "cpu_cores_need_per_gpu",
     "preemptions_per_hour",
+    "spare_nodes",
 }
 
 

@@ -572,11 +572,16 @@ def test_schema_unknown_kind() -> None:
         spec_json_schema("inferenc")
 
 
+ANY_KEY = "<any id>"
+
+
 def _schema_keys(schema: dict[str, Any], node: dict[str, Any]) -> set[str]:
     """The keys an object schema (following $ref and anyOf) accepts."""
     if "$ref" in node:
         return _schema_keys(schema, schema["$defs"][node["$ref"].rsplit("/", 1)[-1]])
     keys = set(node.get("properties", {}))
+    if isinstance(node.get("additionalProperties"), dict):  # a map keyed by ids (prices: {h100-sxm: ...})
+        keys |= {ANY_KEY}
     for option in node.get("anyOf", []):
         keys |= _schema_keys(schema, option)
     return keys
@@ -587,7 +592,7 @@ def _assert_keys_in_schema(schema: dict[str, Any], node: dict[str, Any], data: A
         return
     allowed = _schema_keys(schema, node)
     for key, value in data.items():
-        assert key in allowed, f"{where}.{key} is not in the schema"
+        assert key in allowed or ANY_KEY in allowed, f"{where}.{key} is not in the schema"
         props = {}
         for candidate in [node, *node.get("anyOf", [])]:
             target = candidate

@@ -286,4 +286,4 @@ def test_per_accelerator_preemption_rate_overrides_the_default() -> None:
     table = _parse(doc)
     assert table.cloud["h100-sxm"].spot_preemptions_per_hour == 0.2
     default = doc["spot"]["default_preemptions_per_hour"]["value"]
-    assert table.cloud["a100-sxm-80gb"].spot_preemptions_per_hour == default
+    assert table.cloud["b200"].spot_preemptions_per_hour == default

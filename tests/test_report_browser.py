@@ -98,9 +98,55 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+# Widths a report is read at: a desktop window and a laptop with a side panel open.
+WIDTHS = (1280, 800)
+
+# Everything a reader would stumble on, measured in the page: a chart wider than its box, a
+# label outside its chart, an axis that runs past its data (p120 on a percentile axis), a
+# table cut off instead of scrolling.
+LAYOUT_JS = """() => {
+  const out = [];
+  for (const s of document.querySelectorAll('svg[data-chart]')) {
+    const name = s.dataset.chart, r = s.getBoundingClientRect(), p = s.parentElement.getBoundingClientRect();
+    if (r.left < p.left - 0.5 || r.right > p.right + 0.5) out.push(`${name}: ${r.width}px wide in a ${p.width}px box`);
+    for (const t of s.querySelectorAll('text')) {
+      const b = t.getBoundingClientRect();  // after rotation and scaling, in page pixels
+      if (b.width === 0) continue;
+      if (b.left < r.left - 0.5 || b.right > r.right + 0.5 || b.top < r.top - 0.5 || b.bottom > r.bottom + 0.5)
+        out.push(`${name}: label '${t.textContent}' outside the chart`);
+    }
+    for (const a of s.querySelectorAll('[data-axis]')) {
+      const lo = +a.dataset.axisLo, hi = +a.dataset.axisHi, dlo = +a.dataset.dataLo, dhi = +a.dataset.dataHi;
+      const step = +a.dataset.step, slack = 1e-9 * Math.max(Math.abs(hi), 1);
+      const past = a.dataset.log === '1'
+        ? (hi / dhi > 1.3 || dlo / lo > 1.3)
+        : (hi - dhi > step + slack || (lo !== 0 && dlo - lo > step + slack));
+      if (past) out.push(`${name}: ${a.dataset.axis} axis ${lo}..${hi} runs past its data ${dlo}..${dhi}`);
+    }
+  }
+  for (const t of document.querySelectorAll('table')) {
+    const w = t.parentElement;
+    const scrolls = w.classList.contains('table-wrap') && getComputedStyle(w).overflowX === 'auto';
+    const sec = t.closest('section') || document.body;
+    if (w.getBoundingClientRect().right > sec.getBoundingClientRect().right + 0.5)
+      out.push(`table '${(t.caption || {}).textContent || ''}' sticks out of its section`);
+    if (t.scrollWidth > w.clientWidth + 1 && !scrolls)
+      out.push(`table '${(t.caption || {}).textContent || ''}' is clipped (${t.scrollWidth}px in ${w.clientWidth}px)`);
+  }
+  return out;
+}"""
+
+
 def _check(browser: Any, html: str, tmp_path: Path, name: str, charts: set[str]) -> None:
     path = tmp_path / f"{name}.html"
     path.write_text(html, encoding="utf-8")
+    for width in WIDTHS:
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        problems = page.evaluate(LAYOUT_JS)
+        page.close()
+        assert not problems, f"{name} at {width} px: {problems[:8]}"
     page = browser.new_page(viewport={"width": 1200, "height": 900})
     problems: list[str] = []
     page.on(
@@ -157,6 +203,17 @@ def test_training_report_in_browser(browser: Any, tmp_path: Path) -> None:
 def test_serving_report_in_browser(browser: Any, tmp_path: Path) -> None:
     p = _planned("llama3-70b-chat-serving")
     _check(browser, render(p, "html"), tmp_path, "serving", {"latency", "memory", "pareto", "uncertainty"})
+
+
+def test_growth_and_spot_report_in_browser(browser: Any, tmp_path: Path) -> None:
+    # a three-year growth plan bought once a year, and spot marked not applicable
+    p = _planned("llama3.1-405b-pretrain")
+    _check(browser, render(p, "html"), tmp_path, "growth", {"growth", "cost-options", "step-breakdown"})
+
+
+def test_vision_serving_report_in_browser(browser: Any, tmp_path: Path) -> None:
+    p = run_plan(ROOT / "examples" / "resnet50-video-inference.yaml")
+    _check(browser, render(p, "html"), tmp_path, "vision", {"cost-options"})
 
 
 def test_profile_report_in_browser(browser: Any, tmp_path: Path) -> None:

@@ -151,7 +151,8 @@ def test_terminal_summary_is_short_and_plain(plans: dict[str, Any]) -> None:
 
 def test_serving_terminal_summary(plans: dict[str, Any]) -> None:
     text = render(plans["llama3-70b-chat-serving"], "table")
-    assert "replica(s) x tp" in text and "latency" in text and "top findings" in text
+    assert "replicas x tp" in text and "latency" in text and "Advisor" in text
+    assert "replica(s)" not in text  # issue 13: plurals agree with their counts
 
 
 def test_html_is_self_contained_with_inline_charts(plans: dict[str, Any]) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from rightsize.perf.step import model_flops_per_token
@@ -85,21 +83,31 @@ def test_margins_outside_typical_ranges_are_called_out() -> None:
 
 
 def test_growth_stages_follow_the_compounded_need() -> None:
-    """Model x2 and data x1.5 a year: need x3 a year. 64 nodes today in SUs of 32:
-    after 2 years 576 nodes, i.e. 16 more SUs; stage k comes at ln(installed/64)/ln 3."""
+    """Model x2 and data x1.5 a year: need x3 a year. 64 nodes today in SUs of 32, bought once a
+    year ahead of the need: at year 0 up to year 1's 192 nodes, at year 1 up to year 2's 576."""
     d = _demand()
     g = Growth(horizon_years=2, model_growth_per_year=1.0, data_growth_per_year=0.5)
     assert yearly_factor(d, g) == pytest.approx(3.0)
     plan = growth_plan(d, g, 64, 8, 400_000.0, 1e6, fabric_max_nodes=256, power_cap_w=None)
-    assert plan.stages[0].nodes == 64
-    assert plan.stages[-1].nodes == 576
-    assert len(plan.stages) == 1 + (576 - 64) // 32
-    assert plan.stages[1].needed_at_years == pytest.approx(0.0)  # 64 nodes are full on day one
-    assert plan.stages[2].needed_at_years == pytest.approx(math.log(96 / 64) / math.log(3))
-    assert plan.stages[1].added_capex_usd == pytest.approx(32 * 400_000.0)
+    assert [s.nodes for s in plan.stages] == [64, 192, 576]
+    assert [s.needed_at_years for s in plan.stages] == [0.0, 0.0, 1.0]
+    assert plan.stages[1].added_capex_usd == pytest.approx(128 * 400_000.0)
     first_over = next(s for s in plan.stages if not s.fabric_ok)
-    assert first_over.nodes == 288
+    assert first_over.nodes == 576
     assert any("256-node limit" in c for c in plan.checks)
+
+
+def test_scalable_units_are_merged_into_one_purchase_a_budget_cycle() -> None:
+    """Issue 13: 52 stages of one SU each became 52 purchases; a person buys once a cycle."""
+    d = _demand()
+    g = Growth(horizon_years=3, model_growth_per_year=0.5, data_growth_per_year=0.3)
+    plan = growth_plan(d, g, 256, 8, 400_000.0, 1e6, fabric_max_nodes=100_000, power_cap_w=None)
+    assert len(plan.stages) == 1 + 3  # today, then one purchase a year
+    half = growth_plan(
+        d, g.model_copy(update={"purchase_interval_years": 0.5}), 256, 8, 4e5, 1e6, 100_000, None
+    )
+    assert len(half.stages) == 1 + 6
+    assert half.stages[-1].nodes == plan.stages[-1].nodes  # the same capacity at the horizon
 
 
 def test_no_growth_is_a_single_stage() -> None:

@@ -10,9 +10,12 @@ the typed bill of materials (rightsize.sizing.plan.Sizing).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rightsize.errors import BadInput
+
+if TYPE_CHECKING:
+    from rightsize.spec.prices import UserPrices
 
 AnySpec = Any  # any spec kind a Workload is registered for (rightsize.search.workload)
 Calibration = dict[str, dict[str, float]]  # accelerator id -> Hardware field overrides
@@ -47,7 +50,40 @@ def _calibration(calibration: str | Path | Calibration | None) -> Calibration | 
     return load_calibration(Path(calibration))
 
 
-def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
+PricesArg = Any  # a YAML file path, a mapping of the spec's `prices:` shape, a UserPrices, or None
+
+
+def _user_prices(prices: PricesArg) -> UserPrices | None:
+    from rightsize.spec.prices import UserPrices, load_user_prices
+
+    if prices is None or isinstance(prices, UserPrices):
+        return prices
+    if isinstance(prices, dict):
+        return UserPrices.model_validate(prices)
+    return load_user_prices(prices)
+
+
+def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: PricesArg = None) -> Any:
+    """Plan under the prices in effect: `prices` (a `--prices FILE`) over the spec's `prices:` over the catalog."""
+    from rightsize.catalog.prices import prices_in_effect, shipped_prices
+    from rightsize.catalog.user_prices import merge_user_prices
+
+    table = shipped_prices()
+    spec_prices = getattr(spec, "prices", None)
+    table = merge_user_prices(table, spec_prices, "spec prices:")
+    given = _user_prices(prices)
+    if given is not None:
+        table = merge_user_prices(table, given, "--prices file")
+    with prices_in_effect(table):
+        result = _run_priced(spec, calibration)
+    if isinstance(getattr(result, "assumptions", None), list):
+        if table.user_notes:
+            result.assumptions.append("User prices (source 'user'): " + "; ".join(table.user_notes) + ".")
+        result.assumptions.extend(n[0].upper() + n[1:] + "." for n in getattr(spec, "_notes", ()))
+    return result
+
+
+def _run_priced(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
     from rightsize.sizing.pipeline import run_pipeline
 
     result = run_pipeline(spec, _calibration(calibration))
@@ -59,14 +95,21 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
 
 
 def plan(
-    spec: str | Path | dict[str, Any] | AnySpec, calibration: str | Path | Calibration | None = None
+    spec: str | Path | dict[str, Any] | AnySpec,
+    calibration: str | Path | Calibration | None = None,
+    prices: PricesArg = None,
 ) -> Any:
-    """Search hardware and layouts for the spec; the best plan with alternatives and its sizing."""
-    return _run(_as_spec(spec), calibration)
+    """Search hardware and layouts for the spec; the best plan with alternatives and its sizing.
+
+    `prices` (a YAML file path, a mapping or `UserPrices`, the shape of the spec's `prices:`)
+    is merged over the spec's own prices, which are merged over the catalog."""
+    return _run(_as_spec(spec), calibration, prices)
 
 
 def estimate(
-    spec: str | Path | dict[str, Any] | AnySpec, calibration: str | Path | Calibration | None = None
+    spec: str | Path | dict[str, Any] | AnySpec,
+    calibration: str | Path | Calibration | None = None,
+    prices: PricesArg = None,
 ) -> Any:
     """Evaluate one configuration: the spec must fix the accelerator (and, for training,
     the GPU count). Settings it leaves blank are chosen by search on that hardware."""
@@ -89,4 +132,4 @@ def estimate(
             f"gpus={s.targets.gpus}).",
             "Set `targets.accelerators: [h100-sxm]` and `targets.gpus: 1024`, or use `rightsize plan` to search.",
         )
-    return _run(s, calibration)
+    return _run(s, calibration, prices)

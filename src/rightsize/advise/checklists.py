@@ -95,11 +95,13 @@ def _economics(v: PlanView) -> tuple[str, str]:
             else ""
         )
         bits.append(f"{_usd(b.cost_usd_per_hour)}/h on demand{per_m}")
-    be = c.get("break_even_utilisation", c.get("breakeven_utilisation"))
+    be = c.get("breakeven_utilisation_fraction", c.get("breakeven_utilisation"))
     if isinstance(be, dict):
-        be = min((x for x in be.values() if isinstance(x, int | float)), default=None)
-    if isinstance(be, int | float):
-        bits.append(f"owning breaks even above {be:.0%} utilisation")
+        be = be.get("on_demand")
+    if isinstance(be, int | float) and be > 1.0:
+        bits.append("renting on demand is cheaper than owning even at full utilisation")
+    elif isinstance(be, int | float):
+        bits.append(f"owning beats on-demand above {be:.0%} utilisation")
     if not bits:
         return (
             TO_DECIDE,
@@ -133,7 +135,7 @@ def _scale(v: PlanView) -> list[Item]:
                 "scale",
                 "How big is the workload?",
                 ANSWERED,
-                f"{p.model}, sized for {b.design_rate_rps:,.1f} req/s (peak plus headroom) with {b.replicas} replica(s)."
+                f"{p.model}, sized for {b.design_rate_rps:,.1f} req/s (peak plus headroom) with {b.replicas} replica{'' if b.replicas == 1 else 's'}."
                 if b.design_rate_rps
                 else f"{p.model}, {p.scenario} scenario, {b.output_tokens_per_s:,.0f} output tokens/s.",
             )
@@ -210,7 +212,7 @@ def _scale(v: PlanView) -> list[Item]:
                 "compute",
                 "Which accelerator, how many, how busy?",
                 ANSWERED,
-                f"{b.gpus:,} x {b.accelerator}: {b.replicas} replica(s) of tp{b.tp}, each serving "
+                f"{b.gpus:,} x {b.accelerator}: {b.replicas} replica{'' if b.replicas == 1 else 's'} of tp{b.tp}, each serving "
                 f"{b.replica_capacity_rps:,.2f} req/s within the SLOs.",
             )
         )
@@ -364,9 +366,9 @@ def _deploy(v: PlanView) -> list[Item]:
         if duty and v.kind == "serving":
             low = max(1, math.ceil(b.replicas * duty))
             text = (
-                f"Off peak, {low} replica(s) carry the average load; autoscale between {low} and {b.replicas}."
+                f"Off peak, {low} replica{'' if low == 1 else 's'} carry the average load; autoscale between {low} and {b.replicas}."
                 if low < b.replicas
-                else f"The load is steady: all {b.replicas} replica(s) stay up; revisit when the traffic changes."
+                else f"The load is steady: all {b.replicas} replica{'' if b.replicas == 1 else 's'} stay up; revisit when the traffic changes."
             )
             items.append(Item("DEPLOY", "yield plan", "When is the capacity given back?", ANSWERED, text))
         else:

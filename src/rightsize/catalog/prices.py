@@ -9,7 +9,9 @@ operations). Lookups are pure functions over a table read and cross-checked once
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -21,6 +23,7 @@ from rightsize.catalog.loader import (
     check_schema,
     read_data_file,
     require_mapping,
+    require_str,
     sourced,
 )
 from rightsize.catalog.registry import accelerators, nodes
@@ -34,14 +37,15 @@ RESERVED_1Y = "reserved_1y_usd_per_gpu_hour"
 RESERVED_3Y = "reserved_3y_usd_per_gpu_hour"
 SPOT = "spot_usd_per_gpu_hour"
 PREEMPTIONS = "spot_preemptions_per_hour"
-_PRICE_FIELDS = (ON_DEMAND, RESERVED_1Y, RESERVED_3Y, SPOT)
-_CLOUD_KEYS = frozenset({*_PRICE_FIELDS, PREEMPTIONS})
+USER_SOURCE = "user"
+PRICE_FIELDS = (ON_DEMAND, RESERVED_1Y, RESERVED_3Y, SPOT)
+_CLOUD_KEYS = frozenset({*PRICE_FIELDS, PREEMPTIONS})
 
 # Sanity bounds that catch unit slips: a GPU-hour above $30 is almost surely a whole
 # 8-GPU instance's price; more than 10 preemptions an hour is a per-day figure.
-_USD_PER_GPU_HOUR = (0.05, 30.0)
+USD_PER_GPU_HOUR_RANGE = (0.05, 30.0)
 _PREEMPTIONS_PER_HOUR = (1e-6, 10.0)
-_CAPEX_USD = (1_000.0, 10_000_000.0)
+CAPEX_USD_RANGE = (1_000.0, 10_000_000.0)
 
 # (field, minimum, maximum) of onprem_defaults.
 _DEFAULT_FIELDS: tuple[tuple[str, float, float], ...] = (
@@ -57,15 +61,42 @@ _DEFAULT_FIELDS: tuple[tuple[str, float, float], ...] = (
 
 @dataclass(frozen=True)
 class CloudPrice:
-    """Renting one accelerator in the cloud, USD per GPU-hour; `sources` is keyed by the YAML field name."""
+    """Renting one accelerator in the cloud, USD per GPU-hour; `sources` is keyed by the YAML field name.
+
+    Every catalog entry has all four prices; an accelerator priced only by the user may lack
+    some (None: that way of renting has no price).
+    """
 
     accelerator: str  # an id in accelerators.yaml
-    on_demand: float  # USD per GPU-hour, no commitment
-    reserved_1y: float  # USD per GPU-hour with a 1-year commitment
-    reserved_3y: float  # USD per GPU-hour with a 3-year commitment
-    spot: float  # USD per GPU-hour, preemptible
+    on_demand: float | None  # USD per GPU-hour, no commitment
+    reserved_1y: float | None  # USD per GPU-hour with a 1-year commitment
+    reserved_3y: float | None  # USD per GPU-hour with a 3-year commitment
+    spot: float | None  # USD per GPU-hour, preemptible
     spot_preemptions_per_hour: float  # per spot INSTANCE (node); N instances see N times as many
     sources: dict[str, Sourced]
+
+    def rate(self, field: str) -> float | None:
+        """The price in the column named by its YAML field (e.g. ``on_demand_usd_per_gpu_hour``)."""
+        return {
+            ON_DEMAND: self.on_demand,
+            RESERVED_1Y: self.reserved_1y,
+            RESERVED_3Y: self.reserved_3y,
+            SPOT: self.spot,
+        }[field]
+
+    def from_user(self) -> list[str]:
+        """The columns whose figure the user gave."""
+        return [k for k, s in self.sources.items() if s.source == USER_SOURCE]
+
+
+@dataclass(frozen=True)
+class PriceBasis:
+    """What every figure in one price column is (e.g. hyperscaler list price), and since when."""
+
+    column: str
+    basis: str
+    sources_start_with: tuple[str, ...]
+    as_of: str
 
 
 @dataclass(frozen=True)
@@ -98,6 +129,10 @@ class PriceTable:
     cloud: dict[str, CloudPrice]
     onprem: dict[str, NodeCapex]
     defaults: OnPremDefaults
+    basis: dict[str, PriceBasis]
+    default_preemptions: Sourced
+    spot_replacement: Sourced  # how long a preempted spot node stays gone
+    user_notes: tuple[str, ...] = ()  # what the user's prices changed, for the plan to show
 
 
 def _check_not_above(
@@ -116,9 +151,9 @@ def parse_cloud_price(raw: Any, file: str, key: str, acc_id: str, default_preemp
     if not isinstance(raw, Mapping):
         raise CatalogDataError(file, key, f"expected a mapping, got {type(raw).__name__}")
     check_keys(raw, _CLOUD_KEYS, file, key)
-    lo, hi = _USD_PER_GPU_HOUR
+    lo, hi = USD_PER_GPU_HOUR_RANGE
     figures: dict[str, Sourced] = {}
-    for field in _PRICE_FIELDS:
+    for field in PRICE_FIELDS:
         if field not in raw:
             raise CatalogDataError(file, key, f"missing '{field}'")
         figures[field] = sourced(raw[field], file, f"{key}.{field}", minimum=lo, maximum=hi)
@@ -174,10 +209,17 @@ def parse_prices(
     """
     check_schema(raw, file)
     check_keys(
-        raw, frozenset({"schema_version", "cloud", "spot", "onprem", "onprem_defaults"}), file, "<document>"
+        raw,
+        frozenset({"schema_version", "basis", "cloud", "spot", "onprem", "onprem_defaults"}),
+        file,
+        "<document>",
     )
+    basis = parse_basis(raw, file)
     spot_block = require_mapping(raw, "spot", file, "<document>")
-    check_keys(spot_block, frozenset({"default_preemptions_per_hour"}), file, "spot")
+    check_keys(spot_block, frozenset({"default_preemptions_per_hour", "replacement_s"}), file, "spot")
+    replacement = sourced(
+        spot_block.get("replacement_s"), file, "spot.replacement_s", minimum=60, maximum=7 * 86400
+    )
     p_lo, p_hi = _PREEMPTIONS_PER_HOUR
     default_preemptions = sourced(
         spot_block.get("default_preemptions_per_hour"),
@@ -194,6 +236,7 @@ def parse_prices(
                 file, key, f"unknown accelerator {acc_id!r}; known: {', '.join(sorted(accelerator_ids))}"
             )
         cloud[acc_id] = parse_cloud_price(entry, file, key, acc_id, default_preemptions)
+        check_basis(cloud[acc_id], basis, file, key)
     onprem: dict[str, NodeCapex] = {}
     for node_id, entry in require_mapping(raw, "onprem", file, "<document>").items():
         key = f"onprem.{node_id}"
@@ -204,15 +247,91 @@ def parse_prices(
         if not isinstance(entry, Mapping):
             raise CatalogDataError(file, key, f"expected a mapping, got {type(entry).__name__}")
         check_keys(entry, frozenset({"capex_usd"}), file, key)
-        lo, hi = _CAPEX_USD
+        lo, hi = CAPEX_USD_RANGE
         capex = sourced(entry.get("capex_usd"), file, f"{key}.capex_usd", minimum=lo, maximum=hi)
         onprem[node_id] = NodeCapex(node=node_id, capex_usd=capex.value, source=capex)
-    return PriceTable(cloud=cloud, onprem=onprem, defaults=parse_onprem_defaults(raw, file))
+    return PriceTable(
+        cloud=cloud,
+        onprem=onprem,
+        defaults=parse_onprem_defaults(raw, file),
+        basis=basis,
+        default_preemptions=default_preemptions,
+        spot_replacement=replacement,
+    )
+
+
+def parse_basis(raw: Mapping[str, Any], file: str) -> dict[str, PriceBasis]:
+    """The ``basis`` block: one basis per cloud price column."""
+    block = require_mapping(raw, "basis", file, "<document>")
+    check_keys(block, frozenset(PRICE_FIELDS), file, "basis")
+    out: dict[str, PriceBasis] = {}
+    for column in PRICE_FIELDS:
+        key = f"basis.{column}"
+        entry = require_mapping(block, column, file, "basis")
+        check_keys(entry, frozenset({"basis", "sources_start_with", "as_of"}), file, key)
+        prefixes = entry.get("sources_start_with")
+        if not isinstance(prefixes, list) or not prefixes or not all(isinstance(p, str) for p in prefixes):
+            raise CatalogDataError(file, f"{key}.sources_start_with", "must be a non-empty list of strings")
+        out[column] = PriceBasis(
+            column,
+            require_str(entry, "basis", file, key),
+            tuple(prefixes),
+            require_str(entry, "as_of", file, key),
+        )
+    return out
+
+
+def check_basis(price: CloudPrice, basis: Mapping[str, PriceBasis], file: str, key: str) -> None:
+    """Each figure in a column must be on that column's basis (its source says which provider it is)."""
+    for column, b in basis.items():
+        src = price.sources[column].source
+        if not src.startswith(b.sources_start_with):
+            raise CatalogDataError(
+                file,
+                f"{key}.{column}.source",
+                f"{src[:60]!r}... is not on the column's basis ({b.basis}); "
+                f"a source must start with one of {list(b.sources_start_with)}",
+            )
 
 
 @cache
 def _shipped() -> PriceTable:
     return parse_prices(read_data_file(PRICES_FILE), PRICES_FILE, accelerators(), nodes())
+
+
+# The table in effect while one plan is made: the shipped one, or it with the user's prices
+# merged over it (`prices_in_effect`). A context variable, so concurrent plans do not mix.
+_ACTIVE: ContextVar[PriceTable | None] = ContextVar("rightsize_prices", default=None)
+
+
+def shipped_prices() -> PriceTable:
+    """The price table shipped with the package, without any user prices."""
+    return _shipped()
+
+
+def active_prices() -> PriceTable:
+    """The price table in effect: the user's prices merged over the catalog, or the catalog alone."""
+    return _ACTIVE.get() or _shipped()
+
+
+@contextmanager
+def prices_in_effect(table: PriceTable) -> Iterator[PriceTable]:
+    """Make `table` the one every price lookup uses inside the block."""
+    token = _ACTIVE.set(table)
+    try:
+        yield table
+    finally:
+        _ACTIVE.reset(token)
+
+
+def spot_replacement() -> Sourced:
+    """How long a preempted spot node stays gone before capacity returns (sizes the spare pool)."""
+    return active_prices().spot_replacement
+
+
+def price_basis() -> dict[str, PriceBasis]:
+    """One basis per cloud price column (what the figures are, and since when)."""
+    return dict(_shipped().basis)
 
 
 def _key(name: str) -> str:
@@ -230,8 +349,14 @@ def _no_price(
     else:
         why = f"'{name}' is not in the hardware catalog either."
         hint = did_you_mean(name, choices)
+    example = (
+        f"{{{_key(name)}: {{on_demand_usd_per_gpu_hour: 2.5}}}}"
+        if section == "cloud"
+        else f"{{{_key(name)}: {{capex_usd: 300000}}}}"
+    )
     fix = (hint[0].upper() + hint[1:] + " " if hint else "") + (
-        f"Add one under `{section}:` in {_DATA_PATH} (each figure as value, source, as_of), "
+        f"Give your own price in the spec (`prices: {example}`) or with `--prices FILE`, "
+        f"add a sourced one under `{section}:` in {_DATA_PATH} (each figure as value, source, as_of), "
         f"or choose a priced {kind}: {', '.join(choices)}."
     )
     return BadInput(
@@ -241,12 +366,12 @@ def _no_price(
 
 def cloud_prices() -> dict[str, CloudPrice]:
     """All cloud prices, accelerator id -> CloudPrice, in file order (a fresh dict over cached objects)."""
-    return dict(_shipped().cloud)
+    return dict(active_prices().cloud)
 
 
 def cloud_price(acc_id: str) -> CloudPrice:
     """Cloud price of one accelerator (case-insensitive, ``_`` taken as ``-``); `BadInput` with a fix if none."""
-    table = _shipped().cloud
+    table = active_prices().cloud
     price = table.get(_key(acc_id))
     if price is None:
         raise _no_price("accelerator", acc_id, table, accelerators(), "cloud")
@@ -255,12 +380,12 @@ def cloud_price(acc_id: str) -> CloudPrice:
 
 def node_capexes() -> dict[str, NodeCapex]:
     """All node purchase prices, node id -> NodeCapex, in file order (a fresh dict over cached objects)."""
-    return dict(_shipped().onprem)
+    return dict(active_prices().onprem)
 
 
 def node_capex(node_id: str) -> NodeCapex:
     """Purchase price of one node type (case-insensitive, ``_`` taken as ``-``); `BadInput` with a fix if none."""
-    table = _shipped().onprem
+    table = active_prices().onprem
     capex = table.get(_key(node_id))
     if capex is None:
         raise _no_price("node type", node_id, table, nodes(), "onprem")
@@ -269,4 +394,4 @@ def node_capex(node_id: str) -> NodeCapex:
 
 def onprem_defaults() -> OnPremDefaults:
     """Amortisation, power, PUE, network, storage, facility and operations defaults for on-premises costs."""
-    return _shipped().defaults
+    return active_prices().defaults

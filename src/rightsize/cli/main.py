@@ -78,7 +78,7 @@ def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     _refuse_overwriting_inputs(args.output, [args.spec, args.calibration])
     run = run_estimate if estimate else run_plan
     with _spinner("planning" if not estimate else "estimating"):
-        result = run(args.spec, calibration=args.calibration)
+        result = run(args.spec, calibration=args.calibration, prices=args.prices)
     if args.calibration and hasattr(result, "extra"):
         from rightsize.profile.calibrate import compare_calibrated
 
@@ -142,6 +142,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+_PRICES_HELP = (
+    "your negotiated prices (YAML, the shape of the spec's `prices:`, e.g. "
+    "`h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}`), merged over the spec's and the catalog's"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rightsize",
@@ -171,10 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("plan", "search accelerators, counts and parallel layouts for a workload spec", FORMATS)
     sp.add_argument("spec", help="workload spec (YAML); see `rightsize schema` and examples/")
     sp.add_argument("--calibration", metavar="FILE", help="calibration file from `rightsize calibrate`")
+    sp.add_argument("--prices", metavar="FILE", help=_PRICES_HELP)
     sp.set_defaults(func=cmd_plan)
     sp = add("estimate", "evaluate one configuration (fixed accelerator and GPU count)", FORMATS)
     sp.add_argument("spec", help="workload spec (YAML) with targets.gpus and one accelerator")
     sp.add_argument("--calibration", metavar="FILE", help="calibration file from `rightsize calibrate`")
+    sp.add_argument("--prices", metavar="FILE", help=_PRICES_HELP)
     sp.set_defaults(func=lambda a: cmd_plan(a, estimate=True))
     sp = add("validate", "prediction error against published runs", FORMATS)
     sp.add_argument("csv", nargs="*", help="CSV files of cases (default: the bundled published runs)")

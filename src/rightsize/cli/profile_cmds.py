@@ -319,6 +319,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         model=args.served_model,
         slo=args.slo or {},
         slo_attainment=args.slo_attainment,
+        tokenizer=args.tokenizer,
     )
     res = run_serve_profile(cfg, Path(args.out) if args.out else None, _progress, args.force)
     _write(args, res, render_serve)
@@ -476,7 +477,14 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         "--duration", type=_seconds, default=60.0, help="stop issuing after this long (default 60s)"
     )
     sp.add_argument("--max-requests", type=_positive_int, default=1000)
-    sp.add_argument("--input-len", type=_positive_int, default=64)
+    sp.add_argument(
+        "--input-len",
+        type=_positive_int,
+        default=64,
+        help="prompt length in tokens: exact with `transformers` and --tokenizer (or --served-model), "
+        "else one-token words (an estimate; the profile says which)",
+    )
+    sp.add_argument("--tokenizer", help="Hugging Face tokenizer id or folder for exact prompt token counts")
     sp.add_argument("--output-len", type=_positive_int, default=32)
     sp.add_argument(
         "--read-timeout",

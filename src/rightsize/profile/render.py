@@ -134,6 +134,9 @@ def render_serve(res: dict[str, Any]) -> str:
             f"SLO {'met' if s.get('slo_met') else 'NOT met'}: {s['slo_attainment']:.1%} of all requests "
             f"met every SLO (target {s['slo_attainment_target']:.0%})"
         )
+    counts = (res.get("header") or {}).get("config", {}).get("input_len_counts")
+    if counts:
+        lines.append(f"prompt length counted in {counts}")
     lines += ["", f"{'metric':<6} {'mean ms':>9} {'median':>9} {'p90':>9} {'p95':>9} {'p99':>9}"]
     for k in ("ttft_s", "tpot_s", "itl_s", "e2el_s"):
         m = s.get(k) or {}

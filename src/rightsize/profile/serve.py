@@ -39,6 +39,7 @@ import numpy as np
 
 from rightsize.errors import BadInput
 from rightsize.profile import jsonl
+from rightsize.profile.prompts import prompt_source
 from rightsize.profile.serve_client import FAILURE_KINDS, StreamResult, stream_request
 
 
@@ -49,7 +50,7 @@ class ServeConfig:
     concurrency: int | None = None
     duration_s: float = 60.0
     max_requests: int = 1000
-    input_len: int = 64  # prompt characters (tokens for a byte-level model)
+    input_len: int = 64  # prompt tokens (exact with a tokenizer, else one-token words: see prompts.py)
     output_len: int = 32
     request_timeout_s: float = 60.0  # the whole request, first byte to [DONE]
     read_timeout_s: float | None = None  # the longest wait for the next byte (default: request_timeout_s)
@@ -58,6 +59,7 @@ class ServeConfig:
     slo: dict[str, float] = field(default_factory=dict)  # ttft_s, tpot_s, e2el_s
     slo_attainment: float = 0.95  # the SLO is met when this share of all requests meets every SLO
     seed: int = 0
+    tokenizer: str | None = None  # a Hugging Face tokenizer id or folder; default: `model`
 
 
 def _record(index: int, res: StreamResult) -> dict[str, Any]:
@@ -82,14 +84,6 @@ def _record(index: int, res: StreamResult) -> dict[str, Any]:
         rec["failure"] = res.failure
         rec["error"] = res.error or res.failure
     return rec
-
-
-def _prompt(rng: random.Random, n: int) -> str:
-    words = ["alpha", "beta", "gamma", "delta", "sizing", "token", "cluster", "rack"]
-    text = ""
-    while len(text) < n:
-        text += rng.choice(words) + " "
-    return text[:n]
 
 
 def _send(cfg: ServeConfig, index: int, prompt: str) -> dict[str, Any]:
@@ -235,7 +229,8 @@ def run_serve_profile(
     check_config(cfg)
     say = progress or (lambda _m: None)
     rng = random.Random(cfg.seed)
-    hdr = jsonl.header("serve", {k: v for k, v in cfg.__dict__.items()})
+    prompts = prompt_source(cfg.tokenizer or cfg.model)
+    hdr = jsonl.header("serve", {**cfg.__dict__, "input_len_counts": prompts.unit})
     writer, _ = jsonl.start_run(out, hdr, False, force)
     records: dict[int, dict[str, Any]] = {}
     issued: dict[int, float] = {}
@@ -248,7 +243,7 @@ def run_serve_profile(
         with lock:
             issued[i] = time.perf_counter()
         try:
-            rec = _send(cfg, i, _prompt(random.Random(cfg.seed * 100003 + i), cfg.input_len))
+            rec = _send(cfg, i, prompts.make(random.Random(cfg.seed * 100003 + i), cfg.input_len))
         except Exception as err:  # a bug in the client must not lose the request
             rec = _record(
                 i,

@@ -17,6 +17,25 @@ def _get(d: Any, *path: str) -> Any:
     return d
 
 
+def breakeven_text(u: float) -> str:
+    """Owning against renting on demand, in words; a break-even above 100% is no break-even."""
+    if u > 1.0:
+        return (
+            "renting on demand is cheaper even with the owned cluster busy every hour "
+            f"(owning would need {units.pct(u, 0)} of the hours)"
+        )
+    return f"owning beats on-demand above {units.pct(u)} utilisation"
+
+
+def _gpus(nodes: dict[str, Any], cost: dict[str, Any]) -> str:
+    """GPUs billed (whole nodes) and, when fewer, GPUs the job uses."""
+    billed = cost.get("gpus_billed") or nodes.get("gpus", 0)
+    used = cost.get("gpus_used") or billed
+    if used < billed:
+        return f"{units.plural(billed, 'GPU')} billed, {used:,} used"
+    return units.plural(billed, "GPU")
+
+
 def bom_section(sizing: dict[str, Any]) -> Section | None:
     nodes, fabric, storage = (
         sizing.get("nodes") or {},
@@ -30,8 +49,8 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
     rows.append(
         [
             "compute",
-            f"{nodes.get('nodes', 0):,} x {nodes.get('node', '?')} ({nodes.get('gpus', 0):,} GPUs) in "
-            f"{nodes.get('racks', 0):,} racks of {nodes.get('nodes_per_rack', 0)} "
+            f"{nodes.get('nodes', 0):,} x {nodes.get('node', '?')} ({_gpus(nodes, cost)}) in "
+            f"{units.plural(nodes.get('racks', 0), 'rack')} of {nodes.get('nodes_per_rack', 0)} "
             f"({units.number(nodes.get('kw_per_rack', 0))} kW, {nodes.get('cooling', '?')} cooled)",
         ]
     )
@@ -39,7 +58,7 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
         rows.append(
             [
                 "fabric",
-                f"{fabric.get('kind', '')} {fabric.get('topology', '')}, {fabric.get('tiers', 0)} tiers, "
+                f"{fabric.get('kind', '')} {fabric.get('topology', '')}, {units.plural(fabric.get('tiers', 0), 'tier')}, "
                 f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per GPU: {fabric.get('leaves', 0)} leaf + "
                 f"{fabric.get('spines', 0)} spine + {fabric.get('cores', 0)} core {fabric.get('switch', '')}, "
                 f"{fabric.get('transceivers', 0):,} transceivers; {units.usd(fabric.get('capex_usd', 0))}",
@@ -49,7 +68,14 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
         rows.append(["fabric", str(fabric.get("reason", "none"))])
     fs = _get(storage, "parallel_file_system") or {}
     cap = _get(storage, "capacity", "file_system_with_margin_bytes")
-    line = f"{fs.get('blocks', 0)} x {fs.get('building_block', 'file-system block')}" if fs else "file system"
+    if fs.get("tier") == "node_local":
+        line = "node-local NVMe (no shared file system: a one-node job)"
+    else:
+        line = (
+            f"{fs.get('blocks', 0)} x {fs.get('building_block', 'file-system block')}"
+            if fs
+            else "file system"
+        )
     if isinstance(cap, int | float):
         line += f"; {units.nbytes(cap)} hot tier"
     obj = _get(storage, "capacity", "object_store_with_margin_bytes")
@@ -112,7 +138,7 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
         )
     be = cost.get("breakeven_utilisation_fraction") or {}
     if isinstance(be.get("on_demand"), int | float):
-        rows.append(["break-even", f"owning beats on-demand above {units.pct(be['on_demand'])} utilisation"])
+        rows.append(["break-even", breakeven_text(be["on_demand"])])
     for reason in ("cloud_unavailable", "onprem_unavailable"):
         if cost.get(reason):
             rows.append([reason.replace("_", " "), str(cost[reason])])
@@ -122,7 +148,7 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
         rows.append(
             [
                 "growth",
-                f"{len(stages) - 1} expansion stages to {last.get('nodes', 0):,} nodes "
+                f"{units.plural(len(stages) - 1, 'purchase')} (one a budget cycle) to {last.get('nodes', 0):,} nodes "
                 f"({last.get('gpus', 0):,} GPUs) over {_get(sizing, 'growth', 'horizon_years')} years",
             ]
         )

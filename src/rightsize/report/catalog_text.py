@@ -8,7 +8,11 @@ from typing import Any
 from rightsize.catalog import accelerators, nodes
 from rightsize.constants import GB, TERA
 from rightsize.perf.params import active_params, count_params
+from rightsize.perf.recsys import dense_params
+from rightsize.perf.vision import count_model
 from rightsize.spec import preset_aliases, presets
+from rightsize.spec.recsys import get_recsys_model, recsys_model_names
+from rightsize.spec.vision import get_vision_model, vision_model_names
 
 
 def catalog_dict() -> dict[str, Any]:
@@ -59,6 +63,43 @@ def models_dict() -> dict[str, Any]:
             "params": count_params(m).total,
             "active_params": active_params(m),
         }
+    # one namespace of preset names; `kind` says which spec kind takes each
+    out = {name: {"kind": "language", **v} for name, v in out.items()}
+    out.update({name: {"kind": "vision", **v} for name, v in _vision_dict().items()})
+    out.update({name: {"kind": "recommendation", **v} for name, v in _recsys_dict().items()})
+    return out
+
+
+def _vision_dict() -> dict[str, Any]:
+    out = {}
+    for name in vision_model_names():
+        m = get_vision_model(name)
+        counts = count_model(m)
+        out[name] = {
+            "title": m.title,
+            "family": m.family,
+            "image_size": m.image_size,
+            "params": counts.params,
+            "optimizer": m.optimizer,
+            "source": m.source,
+        }
+    return out
+
+
+def _recsys_dict() -> dict[str, Any]:
+    out = {}
+    for name in recsys_model_names():
+        m = get_recsys_model(name)
+        out[name] = {
+            "title": m.title,
+            "tables": len(m.tables),
+            "embedding_rows": m.total_rows,
+            "embedding_dim": m.embedding_dim,
+            "embedding_params": m.total_rows * m.embedding_dim,
+            "dense_params": dense_params(m),
+            "interaction": m.interaction,
+            "source": m.source,
+        }
     return out
 
 
@@ -73,5 +114,25 @@ def render_models() -> str:
         lines.append(
             f"{name:<16} {total / 1e9:>7.1f}B {active / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
             f"{m.kv_heads:>4} {m.ffn_hidden:>6} {m.vocab:>7} {m.mlp:<6} {experts}"
+        )
+    lines = ["Language models (`model:` in training and inference specs):", *lines]
+    lines += [
+        "",
+        "Vision models (`kind: vision`):",
+        f"{'preset':<16} {'params':>8} {'family':<6} {'image':>5}  title",
+    ]
+    for name, v in _vision_dict().items():
+        lines.append(
+            f"{name:<16} {v['params'] / 1e6:>7.1f}M {v['family']:<6} {v['image_size']:>5}  {v['title']}"
+        )
+    lines += [
+        "",
+        "Recommendation models (`kind: recommendation`):",
+        f"{'preset':<18} {'tables':>6} {'rows':>8} {'dim':>4} {'dense':>7}  title",
+    ]
+    for name, r in _recsys_dict().items():
+        lines.append(
+            f"{name:<18} {r['tables']:>6} {r['embedding_rows'] / 1e6:>7.0f}M {r['embedding_dim']:>4} "
+            f"{r['dense_params'] / 1e6:>6.2f}M  {r['title']}"
         )
     return "\n".join(lines)

@@ -8,6 +8,8 @@ from html import escape
 from rightsize._version import __version__
 from rightsize.report.document import Document, Section, Table
 
+SOURCE_PREFIX = "source: "  # a section bullet naming where a figure came from
+
 CSS = """
 :root { color-scheme: light; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0;
@@ -31,9 +33,15 @@ th, td { border-bottom: 1px solid #e6e9ed; padding: 4px 8px; vertical-align: top
 th { background: #f0f2f5; text-align: left; }
 td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
 caption { text-align: left; font-weight: 600; padding: 4px 0; }
-figure { margin: 10px 0 16px; overflow-x: auto; }
+figure { margin: 10px 0 16px; }
 figcaption { color: #5a6472; font-size: .85rem; }
-svg.chart { max-width: 100%; height: auto; border: 1px solid #eceff3; border-radius: 4px; }
+svg.chart { box-sizing: border-box; display: block; width: 100%; max-width: 720px; height: auto;
+            border: 1px solid #eceff3; border-radius: 4px; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
+td { overflow-wrap: break-word; }
+td.r, th.r { white-space: nowrap; }
+details.sources { margin: 8px 0; font-size: .85rem; color: #3d4652; }
+details.sources summary { cursor: pointer; font-weight: 600; }
 ul.checks { list-style: none; padding-left: 4px; }
 ul.checks li { margin: 4px 0; }
 .mark { display: inline-block; width: 1.3em; font-weight: 700; }
@@ -47,7 +55,7 @@ footer { color: #7a8491; font-size: .8rem; margin-top: 28px; }
 
 def _table(t: Table) -> str:
     al = t.aligns()
-    out = ["<table>"]
+    out = ['<div class="table-wrap">', "<table>"]
     if t.title:
         out.append(f"<caption>{escape(t.title)}</caption>")
     out.append(
@@ -68,6 +76,7 @@ def _table(t: Table) -> str:
             cells.append(f'<td class="{cls}">{inner}</td>')
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
+    out.append("</div>")
     return "\n".join(out)
 
 
@@ -78,8 +87,16 @@ def _section(s: Section) -> str:
         cap = f"<figcaption>{escape(c.caption)}</figcaption>" if c.caption else ""
         out.append(f'<figure class="chart-figure">{c.svg}{cap}</figure>')
     out += [_table(t) for t in s.tables]
-    if s.bullets:
-        out.append("<ul>" + "".join(f"<li>{escape(b)}</li>" for b in s.bullets) + "</ul>")
+    sources = [b[len(SOURCE_PREFIX) :] for b in s.bullets if b.startswith(SOURCE_PREFIX)]
+    bullets = [b for b in s.bullets if not b.startswith(SOURCE_PREFIX)]
+    if bullets:
+        out.append("<ul>" + "".join(f"<li>{escape(b)}</li>" for b in bullets) + "</ul>")
+    if sources:  # where each figure came from: there for the asking, not in the reader's way
+        out.append(
+            f'<details class="sources"><summary>Sources of these figures ({len(sources)})</summary><ul>'
+            + "".join(f"<li>{escape(b)}</li>" for b in sources)
+            + "</ul></details>"
+        )
     if s.checks:
         out.append(
             '<ul class="checks">'

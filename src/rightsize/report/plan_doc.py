@@ -31,7 +31,7 @@ def _gpn(node_id: str) -> int:
 
 
 def _days(s: float | None) -> str:
-    return "-" if s is None else f"{s / DAY_S:,.1f} d"
+    return units.duration(s)
 
 
 def _range(unc: dict[str, Any] | None, key: str, fmt: Any) -> str:
@@ -212,12 +212,12 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
         sub += f", deadline {bare / DAY_S:,.0f} d, planned to {plan.deadline_s / DAY_S:,.0f} d with the safety margin"
     elif plan.deadline_s:
         sub += f", deadline {plan.deadline_s / DAY_S:,.0f} d"
-    decision = f"{b.gpus:,} x {b.accelerator} ({nodes:,} x {b.node} nodes), layout {layout(b)}"
+    decision = f"{b.gpus:,} x {b.accelerator} ({nodes:,} x {b.node} {'node' if nodes == 1 else 'nodes'}), layout {layout(b)}"
     if b.time_to_train_s is not None:
         decision += f": {_days(b.time_to_train_s)} to train"
     doc = Document("training_plan", f"{title}: {plan.name}", sub, decision)
     kn = doc.key_numbers
-    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({nodes:,} nodes)"))
+    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({units.plural(nodes, 'node')})"))
     kn.append(("step time", f"{b.step_time_s:.3f} s{_range(unc, 'step_time_s', lambda v: f'{v:.3f} s')}"))
     kn.append(("MFU / HFU", f"{b.mfu:.1%} / {b.hfu:.1%}"))
     kn.append(("tokens/s per GPU", f"{b.tokens_per_s_per_gpu:,.0f}"))
@@ -440,7 +440,7 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
     unc = getattr(plan, "uncertainty", None)
     sub = f"model {plan.model}, scenario {plan.scenario}, objective {plan.objective}"
     decision = (
-        f"{b.replicas} replica(s) x tp{b.tp} on {b.accelerator} = {b.gpus} GPUs "
+        f"{units.plural(b.replicas, 'replica')} x tp{b.tp} on {b.accelerator} = {units.plural(b.gpus, 'GPU')} "
         f"(weights {b.weight_precision}, KV cache {b.kv_precision})"
     )
     doc = Document("serving_plan", f"{title}: {plan.name}", sub, decision)

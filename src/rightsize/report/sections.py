@@ -10,7 +10,7 @@ from typing import Any
 from rightsize.advise.checklists import ANSWERED, Item
 from rightsize.advise.findings import Finding
 from rightsize.report import svg, units
-from rightsize.report.document import Chart, Section, Table, generic_section, mapping_table, records_table
+from rightsize.report.document import Chart, Section, Table, generic_section, records_table
 
 SIZING_TITLES = {
     "nodes": "Nodes and racks",
@@ -192,7 +192,7 @@ def uncertainty_section(
     r = unc.get("replicas")
     if r:
         sec.bullets.append(
-            f"The planned {r['planned']} replica(s) suffice in {r['probability_sufficient']:.0%} of samples."
+            f"The planned {units.plural(r['planned'], 'replica')} suffice in {r['probability_sufficient']:.0%} of samples."
         )
     for k in ("time_to_train_s", "replicas", "cost_usd_per_hour"):
         m = metrics.get(k)
@@ -221,9 +221,12 @@ def _growth_chart(g: dict[str, Any]) -> Chart | None:
         capex = s.get("added_capex_usd")
         note = f"+{units.usd(capex)}" if isinstance(capex, int | float) and capex else ""
         ok = s.get("fabric_ok") is not False and s.get("power_ok") is not False
-        when = f"year {year:.1f}" if isinstance(year, float) else f"year {year}"
+        if s is stages[0]:
+            when = "today"
+        else:
+            when = f"year {year:g}" if isinstance(year, int | float) else f"year {year}"
         bars.append((when, float(s["gpus"]), note, ok))
-    title = "Growth timeline: GPUs installed per stage (added capital cost above)"
+    title = "Growth: GPUs after each purchase, one a budget cycle (capital cost added above)"
     return Chart("growth", title, svg.vbars("growth", title, bars, "GPUs", lambda v: f"{v:,.0f}"))
 
 
@@ -297,6 +300,7 @@ def _cost_chart(c: dict[str, Any]) -> Chart | None:
 
 def sizing_sections(sizing: dict[str, Any]) -> list[Section]:
     from rightsize.report.bom import bom_section
+    from rightsize.report.cost_section import cost_section
 
     bom = bom_section(sizing)
     out = [bom] if bom else []
@@ -324,17 +328,19 @@ def sizing_sections(sizing: dict[str, Any]) -> list[Section]:
             out.append(sec)
             continue
         body = {k: v for k, v in data.items() if k != "sources"} if isinstance(data, dict) else data
+        if key == "cost" and isinstance(data, dict):
+            sec = cost_section(data)
+            cost_chart = _cost_chart(data)
+            if cost_chart:
+                sec.charts.append(cost_chart)
+            out.append(sec)
+            continue
         sec = generic_section(f"sizing-{key}", title, body)
         if isinstance(data, dict):
-            chart = {"growth": _growth_chart, "fabric": _fabric_chart, "cost": _cost_chart}.get(key)
+            chart = {"growth": _growth_chart, "fabric": _fabric_chart}.get(key)
             c = chart(data) if chart else None
             if c:
                 sec.charts.insert(0, c)
-            if key == "cost":
-                for sub in ("cloud",):
-                    if isinstance(data.get(sub), dict):
-                        sec.tables = [t for t in sec.tables if t.title != units.label(sub)]
-                        sec.tables.insert(1, mapping_table(data[sub], "cloud options"))
             sources = data.get("sources")
             if isinstance(sources, list):
                 sec.bullets.extend(

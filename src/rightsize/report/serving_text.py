@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from rightsize.constants import GB, REPORT_SCHEMA_VERSION
+from rightsize.report import units
 
 if TYPE_CHECKING:
     from rightsize.search.serving import ServingCandidate, ServingPlan
@@ -46,7 +47,7 @@ def render_serving(plan: ServingPlan, title: str = "Serving plan") -> str:
     ]
     out.append("Chosen:")
     out.append(
-        f"  {b.replicas} replica(s) x tp{b.tp} on {b.accelerator} = {b.gpus} GPUs  "
+        f"  {units.plural(b.replicas, 'replica')} x tp{b.tp} on {b.accelerator} = {units.plural(b.gpus, 'GPU')}  "
         f"(weights {b.weight_precision}, KV cache {b.kv_precision})"
     )
     if plan.scenario == "serving":

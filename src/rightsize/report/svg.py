@@ -89,6 +89,9 @@ class _Axis:
     start: float  # pixel of lo
     end: float  # pixel of hi
     log: bool = False
+    data_lo: float = math.nan  # the data the axis was fitted to (the browser test checks the
+    data_hi: float = math.nan  # axis ends within one tick of it: no axis passes its data)
+    tick_values: tuple[float, ...] = ()  # the ticks the axis was fitted with (its ends are two of them)
 
     @classmethod
     def fit(
@@ -102,12 +105,25 @@ class _Axis:
             if hi / lo < 3:  # too narrow for a log axis to help
                 log = False
             else:
-                return cls(lo / 1.25, hi * 1.25, start, end, True)
+                return cls(lo / 1.25, hi * 1.25, start, end, True, lo, hi)
+        data_lo, data_hi = lo, hi
         if zero:
             lo = min(lo, 0.0)
-        pad = (hi - lo) * 0.08 or abs(hi) * 0.1 or 1.0
-        ticks = _nice_ticks(lo if zero else lo - pad, hi + pad)
-        return cls(ticks[0], ticks[-1], start, end, False)
+        if hi == lo:  # one value: a little room either side
+            lo, hi = (lo - (abs(lo) or 1.0) * 0.1, hi + (abs(hi) or 1.0) * 0.1)
+        # the axis ends at the first tick at or past the data, never a padded step beyond it
+        ticks = _nice_ticks(lo, hi)
+        return cls(ticks[0], ticks[-1], start, end, False, data_lo, data_hi, tuple(ticks))
+
+    def marker(self, name: str) -> str:
+        """An empty element the browser test reads: the axis's ends, its data's ends, its tick step."""
+        ticks = self.ticks()
+        step = (ticks[1] - ticks[0]) if len(ticks) > 1 and not self.log else 0.0
+        return (
+            f'<g data-axis="{name}" data-axis-lo="{self.lo:.6g}" data-axis-hi="{self.hi:.6g}" '
+            f'data-data-lo="{self.data_lo:.6g}" data-data-hi="{self.data_hi:.6g}" data-step="{step:.6g}" '
+            f'data-log="{int(self.log)}"></g>'
+        )
 
     def __call__(self, v: float) -> float:
         if self.log:
@@ -117,7 +133,11 @@ class _Axis:
         return self.start + f * (self.end - self.start)
 
     def ticks(self) -> list[float]:
-        return _log_ticks(self.lo, self.hi) if self.log else _nice_ticks(self.lo, self.hi)
+        if self.log:
+            return _log_ticks(self.lo, self.hi)
+        if self.tick_values:
+            return list(self.tick_values)
+        return [t for t in _nice_ticks(self.lo, self.hi) if self.lo - 1e-12 <= t <= self.hi + 1e-12]
 
 
 def _axes(
@@ -139,6 +159,7 @@ def _axes(
             )
             out.append(_t(px, bottom + 16, xfmt(v), "middle", 11, f' fill="{AXIS}"'))
     out.append(f'<path d="M{x.start:.1f},{top:.1f} V{bottom:.1f} H{x.end:.1f}" fill="none" stroke="{AXIS}"/>')
+    out += [x.marker("x"), y.marker("y")]
     out.append(_t((x.start + x.end) / 2, bottom + 34, xlabel, "middle", 12))
     out.append(
         f'<text x="14" y="{(top + bottom) / 2:.1f}" text-anchor="middle" font-size="12" '
@@ -346,19 +367,24 @@ def vbars(
         parts.append(f'<line x1="{x0}" y1="{py:.1f}" x2="{x1}" y2="{py:.1f}" stroke="{GRID}"/>')
         parts.append(_t(x0 - 6, py + 4, yfmt(v), "end", 11, f' fill="{AXIS}"'))
     slot = (x1 - x0) / n
-    every = max(1, math.ceil(n / 12))  # label at most ~12 bars so the text stays legible
+    bar_w = min(slot * 0.6, 90.0)
+    # label only as many bars as their text fits (about 7 px a character at 11 px)
+    widest = max([len(lab) for lab, _, _, _ in bars] + [len(note) for _, _, note, _ in bars] + [1])
+    every = max(1, math.ceil(widest * 7.0 / slot))
     for i, (lab, v, note, ok) in enumerate(bars):
-        shown = i % every == 0 or i == n - 1
-        bx = x0 + slot * i + slot * 0.2
+        shown = (n - 1 - i) % every == 0  # evenly spaced, the last (the horizon) always labelled
+        cx = x0 + slot * (i + 0.5)
+        bx = cx - bar_w / 2
         by = y(v)
         parts.append(
-            f'<rect x="{bx:.1f}" y="{by:.1f}" width="{slot * 0.6:.1f}" height="{max(bottom - by, 1.0):.1f}" '
+            f'<rect x="{bx:.1f}" y="{by:.1f}" width="{bar_w:.1f}" height="{max(bottom - by, 1.0):.1f}" '
             f'fill="{GOOD if ok else BAD}"><title>{escape(lab)}: {escape(yfmt(v))} {escape(note)}</title></rect>'
         )
         if shown:
-            parts.append(_t(bx + slot * 0.3, by - 6, note, "middle", 11))
-            parts.append(_t(bx + slot * 0.3, bottom + 16, lab, "middle", 11))
+            parts.append(_t(cx, by - 6, note, "middle", 11))
+            parts.append(_t(cx, bottom + 16, lab, "middle", 11))
     parts.append(f'<path d="M{x0},{top} V{bottom} H{x1}" fill="none" stroke="{AXIS}"/>')
+    parts.append(y.marker("y"))
     parts.append(
         f'<text x="14" y="{(top + bottom) / 2:.1f}" text-anchor="middle" font-size="12" '
         f'transform="rotate(-90 14 {(top + bottom) / 2:.1f})">{escape(ylabel)}</text>'
@@ -425,6 +451,7 @@ def intervals(
         f'<line x1="{x(0):.1f}" y1="{top}" x2="{x(0):.1f}" y2="{bottom}" stroke="{AXIS}" stroke-width="1.5"/>'
     )
     parts.append(_t(x(0) + 4, top - 4, "plan", size=10))
+    parts.append(x.marker("x"))
     for i, (lab, p10, p50, p90) in enumerate(rows):
         y = top + 30 * i + 15
         parts.append(_t(left - 8, y + 4, lab, "end"))

@@ -4,6 +4,7 @@ plain text (no colour codes) so it reads the same in a pipe, a file or a termina
 
 from __future__ import annotations
 
+import shutil
 from io import StringIO
 
 from rich import box
@@ -13,7 +14,16 @@ from rich.text import Text
 
 from rightsize.report.document import Document, Section, Table
 
-WIDTH = 110
+WIDTH = 110  # when the output goes to a pipe or a file (no terminal to measure)
+MIN_WIDTH, MAX_WIDTH = 60, 160
+
+
+def terminal_width() -> int:
+    """The terminal's width in columns (COLUMNS, then the terminal itself), kept readable."""
+    cols = shutil.get_terminal_size((WIDTH, 24)).columns
+    return max(MIN_WIDTH, min(MAX_WIDTH, cols))
+
+
 TOP_FINDINGS = 5
 MAX_ROWS = 12
 MAX_CELL_CHARS = 400
@@ -71,7 +81,9 @@ def _findings_table(s: Section) -> Table | None:
     )
 
 
-def render_terminal(doc: Document, width: int = WIDTH) -> str:
+def render_terminal(doc: Document, width: int | None = None) -> str:
+    """Plain text at `width` columns (default: the terminal's width, 110 in a pipe)."""
+    width = width or terminal_width()
     buf = StringIO()
     con = Console(
         file=buf, width=width, color_system=None, force_terminal=False, highlight=False, emoji=False

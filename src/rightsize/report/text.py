@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rightsize.constants import DAY_S, GiB
+from rightsize.report import units
 
 if TYPE_CHECKING:
     from rightsize.search.candidates import Candidate
@@ -49,7 +50,7 @@ def layout(c: Candidate) -> str:
 
 
 def _fmt_days(s: float | None) -> str:
-    return "-" if s is None else f"{s / DAY_S:,.1f} d"
+    return units.duration(s)
 
 
 def candidate_lines(c: Candidate) -> list[str]:

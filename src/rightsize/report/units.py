@@ -50,6 +50,19 @@ def seconds(v: float) -> str:
     return f"{v / DAY_S:,.1f} d"
 
 
+def plural(n: float, word: str, many: str | None = None) -> str:
+    """'1 rack', '2 racks', '1,024 GPUs': a count with its noun agreeing."""
+    text = f"{n:,}" if isinstance(n, int) or float(n).is_integer() else f"{n:,.3g}"
+    if isinstance(n, float) and n.is_integer():
+        text = f"{int(n):,}"
+    return f"{text} {word if n == 1 else (many or word + 's')}"
+
+
+def duration(v: float | None) -> str:
+    """A duration in the unit that reads best (ms, s, min, h, d); '-' for none. Never '0.0 d'."""
+    return "-" if v is None else seconds(v)
+
+
 def _scaled(v: float, units: tuple[tuple[float, str], ...], digits: int = 2) -> str:
     a = abs(v)
     for div, unit in units:

@@ -46,7 +46,7 @@ from rightsize.search.constraints import (
 )
 from rightsize.search.demand import Demand
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
-from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -161,7 +161,7 @@ def _train_option(
     nodes = math.ceil(gpus / node.gpus_per_node)
     gp = goodput(gpus, nodes, ckpt, reliability()).goodput
     ttt = samples / sps / gp
-    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
     return RecsysOption(
         accelerator=acc.id,
         node=node.id,
@@ -269,10 +269,9 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
         "and written once per step.",
     ]
-    if objective == "cost" and any(o.cost_usd is not None for o in in_time):
-        in_time = [o for o in in_time if o.cost_usd is not None]
-    elif objective == "cost":
-        objective = "gpu_hours"
+    if objective == "cost":
+        in_time, unpriced = keep_priced(in_time, lambda o: o.cost_usd, lambda o: o.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     in_time.sort(key=lambda o: (o.objective(objective), o.time_to_train_s or 0.0))
     best = in_time[0]
     alternatives, seen = [], {best.accelerator}
@@ -379,7 +378,7 @@ def _serve_option(
     capacity = util * batch / service
     replicas = max(1, math.ceil(design_sps / capacity))
     gpus = replicas * g
-    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
     return RecsysOption(
         accelerator=acc.id,
         node=node.id,
@@ -455,10 +454,9 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
         )
     cap_notes: list[str] = []
     options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, cap_notes)
-    if objective == "cost" and any(o.cost_usd is not None for o in options):
-        options = [o for o in options if o.cost_usd is not None]
-    elif objective == "cost":
-        objective = "gpus"
+    if objective == "cost":
+        options, unpriced = keep_priced(options, lambda o: o.cost_usd, lambda o: o.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     options.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
     best = options[0]
     alternatives = [(o, explain(o, best, objective)) for o in options[1:]]

@@ -25,7 +25,12 @@ from rightsize.perf.traffic import arrival_times, sample_lengths
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_costs import (
+    billed_cost_usd_per_hour,
+    keep_priced,
+    no_price_reason,
+    replica_cost_usd_per_hour,
+)
 from rightsize.search.serving_demand import serving_demand
 from rightsize.spec.inference import InferenceSpec, LengthDist
 
@@ -349,6 +354,9 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
             "Relax slo.ttft / slo.tpot / slo.e2e, shorten prompts, or allow faster accelerators.",
         )
     evaluated = under_power_cap(evaluated, lambda c: c.gpus, lambda c: get_node(c.node), spec, assumptions)
+    if spec.targets.objective == "cost":
+        evaluated, unpriced = keep_priced(evaluated, lambda c: c.cost_usd_per_hour, lambda c: c.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
     _report(best, spec, REPORT_REQUESTS, cal)
@@ -376,7 +384,8 @@ def _score(c: ServingCandidate, objective: str) -> float:
         return float(c.gpus)
     if objective == "latency":
         return c.latency_s.get("ttft_p95_s", 0.0) + c.latency_s.get("e2e_p95_s", 0.0)
-    return c.cost_usd_per_hour if c.cost_usd_per_hour is not None else float(c.gpus)
+    # a missing price is not a price of zero: unpriced options rank after every priced one
+    return c.cost_usd_per_hour if c.cost_usd_per_hour is not None else math.inf
 
 
 def _why(loser: ServingCandidate, winner: ServingCandidate, objective: str) -> str:
@@ -433,9 +442,11 @@ def _candidate(
 
 def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResult, design: float) -> None:
     c.output_tokens_per_s = res.output_tokens_per_s * c.replicas
-    hourly = replica_cost_usd_per_hour(rep.hw.accelerator_id, rep.tp)
+    hourly = billed_cost_usd_per_hour(
+        rep.hw.accelerator_id, rep.tp * c.replicas, get_node(c.node).gpus_per_node
+    )
     if hourly is not None:
-        c.cost_usd_per_hour = hourly * c.replicas
+        c.cost_usd_per_hour = hourly  # whole nodes: the replicas' GPUs rounded up to nodes
         in_tps = res.input_tokens_per_s * c.replicas
         # split the hour between input and output by where the GPU time goes:
         # prefill work is ~ prefill time per input token; the rest is decode
@@ -535,9 +546,9 @@ def _plan_batch_scenario(
                     "kv_capacity_tokens": rep.kv_capacity_tokens,
                 },
             )
-            hourly = replica_cost_usd_per_hour(acc.id, tp)
+            hourly = billed_cost_usd_per_hour(acc.id, tp * replicas, node.gpus_per_node)
             if hourly is not None:
-                c.cost_usd_per_hour = hourly * replicas
+                c.cost_usd_per_hour = hourly
                 c.cost_usd_per_m_output_tokens = c.cost_usd_per_hour / (c.output_tokens_per_s * 3600) * 1e6
             c.output_tokens_per_joule = c.output_tokens_per_s / (tp * rep.hw.tdp_w * replicas)
             cands.append(c)

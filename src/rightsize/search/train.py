@@ -26,9 +26,10 @@ from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.constraints import margins_of, planned_deadline, under_power_cap
 from rightsize.search.demand import Demand
+from rightsize.search.layout_check import LayoutRejection, no_layout_reason
 from rightsize.search.pareto import pareto_front
 from rightsize.search.risk import P50, P90, pick_per_count
-from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
 from rightsize.spec.training import TrainingSpec
@@ -110,15 +111,20 @@ def _candidate(
         time_to_train_s=ttt,
         gpu_hours=gpus * ttt / HOUR_S if ttt is not None else None,
         reliability=notes,
-        cost_usd=_cloud_cost(acc.id, gpus, ttt),
+        cost_usd=_cloud_cost(acc.id, gpus, node.gpus_per_node, ttt),
         risk_factor=risk[0],
         risk_quantile=risk[1],
     )
 
 
-def _cloud_cost(acc_id: str, gpus: int, seconds: float | None) -> float | None:
-    """On-demand cloud cost of the run from the dated price table, when it has the accelerator."""
-    hourly = replica_cost_usd_per_hour(acc_id, gpus)
+def _span(seconds: float) -> str:
+    """A deadline in days, or in hours when under two days ('1.7 h', not '0.1 days')."""
+    return f"{seconds / DAY_S:.1f} days" if seconds >= 2 * DAY_S else f"{seconds / HOUR_S:.3g} h"
+
+
+def _cloud_cost(acc_id: str, gpus: int, gpus_per_node: int, seconds: float | None) -> float | None:
+    """On-demand cloud cost of the run (whole nodes billed) under the prices in effect, if any."""
+    hourly = billed_cost_usd_per_hour(acc_id, gpus, gpus_per_node)
     return hourly * seconds / HOUR_S if hourly is not None and seconds is not None else None
 
 
@@ -145,7 +151,11 @@ def _evaluate_accelerator(
 ) -> _Evaluated | str:
     cfg, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
     if len(cfg) == 0:
-        return "no parallel layout satisfies the divisibility rules for these GPU counts and fixed settings"
+        gpus = int(counts[0]) if len(counts) == 1 else None
+        what, why, _ = no_layout_reason(
+            w.arch, w.seq_len, w.global_batch, gpus, hw.domain_gpus, spec.parallel
+        )
+        return LayoutRejection(f"{what} {why}")
     st = train_step(w, cfg, hw)
     # Per GPU count, the layout with the lowest risk-aware step time (search.risk).
     best, risk = pick_per_count(w, cfg, hw, st.step_time, st.memory.fits, quantile)
@@ -233,7 +243,7 @@ def plan_training(
     if deadline and bare_deadline:
         assumptions.append(
             f"Safety margin {margin:.0%} on the time budget: the plan aims to finish within "
-            f"{deadline / DAY_S:.1f} of the {bare_deadline / DAY_S:.1f} days."
+            f"{_span(deadline)} of the {_span(bare_deadline)}."
         )
     if tgt.gpus is None and train_tokens is None:
         raise BadInput(
@@ -264,6 +274,10 @@ def plan_training(
             risk = (ev.risk.get(int(i), 1.0), ev.quantile)
             c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, train_tokens, risk)
             options.append((c, ev, int(i)))
+    layout_rejected = [r for r in rejected if isinstance(r.reason, LayoutRejection)]
+    if not evaluated and layout_rejected:  # the real cause is a divisibility rule, never memory
+        domain = get_accelerator(layout_rejected[0].accelerator).scaleup_domain_gpus
+        raise BadInput(*no_layout_reason(w.arch, w.seq_len, w.global_batch, tgt.gpus, domain, spec.parallel))
     if not options:
         hint = _smallest_memory_hint(evaluated)
         raise Infeasible(
@@ -294,14 +308,12 @@ def plan_training(
             ),
         )
     objective = tgt.objective
+    unpriced: list[str] = []
     if objective == "cost":
-        priced = [o for o in in_time if o[0].cost_usd is not None]
-        if priced:
-            assumptions.append("Cost is the on-demand cloud price per GPU-hour from the dated price table.")
-            in_time = priced
-        else:
-            assumptions.append("No allowed accelerator has a price: the cost objective ranks by GPU-hours.")
-            objective = "gpu_hours"
+        in_time, unpriced = keep_priced(in_time, lambda o: o[0].cost_usd, lambda o: o[0].accelerator)
+        assumptions.append(
+            "Cost is the on-demand cloud price per GPU-hour in effect (catalog or user prices)."
+        )
 
     def key(o: tuple[Candidate, _Evaluated, int]) -> tuple[float, float]:
         return (o[0].objective(objective), o[0].step_time_s)
@@ -314,8 +326,9 @@ def plan_training(
         if c.accelerator not in seen:
             seen.add(c.accelerator)
             alternatives.append((c, explain_difference(c, best, objective)))
+    rejected.extend(Rejection(a, no_price_reason(a)) for a in unpriced)
     for ev in evaluated:
-        if ev.acc.id not in seen and ev.best_idx.size:
+        if ev.acc.id not in seen and ev.acc.id not in unpriced and ev.best_idx.size:
             rejected.append(
                 Rejection(
                     ev.acc.id,

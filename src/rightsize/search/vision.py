@@ -39,7 +39,7 @@ from rightsize.search.constraints import (
     under_power_cap,
 )
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import replica_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
 
@@ -109,7 +109,7 @@ def _train_option(
     ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
     gp = goodput(gpus, nodes, ckpt, reliability()).goodput
     ttt = images_total / total_ips / gp
-    hourly = replica_cost_usd_per_hour(acc.id, gpus)
+    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
     mem = train_memory(arch, hw, batch, 2.0, optimizer)
     return VisionOption(
         accelerator=acc.id,
@@ -211,11 +211,9 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         )
     if deadline is None and not tgt.gpus:
         assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
-    if objective == "cost" and not any(o.cost_usd is not None for o in in_time):
-        assumptions.append("No allowed accelerator has a price: the cost objective ranks by GPU-hours.")
-        objective = "gpu_hours"
     if objective == "cost":
-        in_time = [o for o in in_time if o.cost_usd is not None]
+        in_time, unpriced = keep_priced(in_time, lambda o: o.cost_usd, lambda o: o.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     in_time.sort(key=lambda o: (o.objective(objective), o.time_to_train_s or 0.0))
     best = in_time[0]
     alternatives, seen = [], {best.accelerator}
@@ -224,7 +222,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
             seen.add(o.accelerator)
             alternatives.append((o, explain(o, best, objective)))
     for acc_id in dict.fromkeys(o.accelerator for o in options):
-        if acc_id not in seen:
+        if acc_id not in seen and acc_id not in {a for a, _ in rejected}:
             rejected.append(
                 (
                     acc_id,
@@ -367,7 +365,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             per_gpu = util * min(b / service, decode_fps)
             gpus = max(1, math.ceil(design_fps / per_gpu))
             cores = SERVING_CPU_CORES_PER_GPU + datapipe.video_cpu_cores(design_fps / gpus, decode, pixels)
-            hourly = replica_cost_usd_per_hour(acc.id, gpus)
+            hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
             opt = VisionOption(
                 accelerator=acc.id,
                 node=node.id,
@@ -410,12 +408,9 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             "Relax inference.latency_p99, use a smaller model or a lower precision, or allow faster accelerators.",
         )
     options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
-    if objective == "cost" and not all(o.cost_usd is not None for o in options):
-        priced = [o for o in options if o.cost_usd is not None]
-        if priced:
-            options = priced
-        else:
-            objective = "gpus"
+    if objective == "cost":
+        options, unpriced = keep_priced(options, lambda o: o.cost_usd, lambda o: o.accelerator)
+        rejected.extend((a, no_price_reason(a)) for a in unpriced)
     options.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
     best = options[0]
     alternatives = [(o, explain(o, best, objective)) for o in options[1:]]

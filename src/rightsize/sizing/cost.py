@@ -11,23 +11,11 @@ the time it is held.
   run pays the whole commitment (nothing else uses the rest of the term); recurring runs
   share the committed hours of each month; a service uses them all. A commitment beats
   on-demand once it is busy more than reserved / on-demand of its hours.
-- Spot: the spot price, slowed by preemptions. Each node is preempted at rate p per hour;
-  a synchronous job needs all its nodes, so it sees lambda_p = p x nodes. With failures at
-  1/M (M the cluster MTBF), the checkpoint interval tau and restart R the run already plans
-  for, Young's interval for the higher interruption rate lambda = 1/M + lambda_p is
-  tau_s = tau sqrt((1/M) / lambda): each preemption loses half an interval plus a restart,
-  and the shorter interval writes more checkpoints. The wall time per unit of useful work
-  under exponential interruptions is Daly's complete model (Daly 2006, "A higher order estimate of the optimum checkpoint interval for restart dumps"):
-
-      F(lambda, tau) = exp(lambda R) (exp(lambda (tau + delta)) - 1) / (lambda tau)
-
-  (-> (1 + delta / tau) as lambda -> 0; to first order it is the Young/Daly form that
-  `sizing.reliability` uses), with delta = tau^2 / (2M) the blocking checkpoint write that
-  makes tau Young's interval. The spot run takes run_s x F(lambda, tau_s) / F(1/M, tau):
-  exactly run_s with no preemptions. The complete model matters here: once preemptions
-  come faster than restarts finish, the first-order form understates the loss many times
-  over. A service (no checkpoint interval) loses R of a replica per preemption of any of its
-  nodes: capacity factor 1 + p x nodes-per-replica x R.
+- Spot: the spot price x the wall-time factor of preemptions x (nodes + spare pool) / nodes,
+  from `sizing.spot` (per-node preemption rates from the price catalog, checkpoint-restart
+  by Daly's complete model, a spare pool sized to the preemptions in one replacement time).
+  Where spot would cost no less than on-demand or stretch the run beyond
+  `spot.SPOT_MAX_SLOWDOWN`, it is marked not applicable with the reason, and has no cost.
 
 On premises (owning; figures from ``prices.yaml`` unless the spec's `cost:` overrides):
 
@@ -66,12 +54,16 @@ from rightsize.catalog.prices import (
     cloud_price,
     node_capex,
     onprem_defaults,
+    spot_replacement,
 )
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
+from rightsize.sizing.spot import SpotPlan, SpotSlowdown, daly_wall_factor, plan_spot, spot_slowdown
 from rightsize.spec.infrastructure import Cost
+
+__all__ = ["SpotSlowdown", "daly_wall_factor", "size_cost", "spot_slowdown"]  # spot_* re-exported
 
 MONTH_S = HOURS_PER_MONTH * HOUR_S
 MILLION = 1e6
@@ -89,59 +81,6 @@ def _per_million(usd: float | None, units: float | None) -> float | None:
     return usd / units * MILLION
 
 
-# --- spot ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SpotSlowdown:
-    """How much longer a run takes on spot; `factor` multiplies the on-demand wall time."""
-
-    factor: float
-    preemptions_per_hour: float  # whole job: per node-hour x nodes
-    interval_s: float | None  # checkpoint interval on spot
-    lost_s_per_preemption: float  # half an interval + restart
-    extra_checkpoints_per_run: float | None
-
-
-def daly_wall_factor(rate_per_s: float, interval_s: float, write_s: float, restart_s: float) -> float:
-    """Wall time per unit of useful work with exponential interruptions (Daly 2006, complete model)."""
-    if rate_per_s == 0:
-        return 1.0 + write_s / interval_s
-    x = rate_per_s * (interval_s + write_s)
-    return math.exp(rate_per_s * restart_s) * math.expm1(x) / (rate_per_s * interval_s)
-
-
-def spot_slowdown(
-    preemptions_per_node_hour: float,
-    nodes: int,
-    mtbf_s: float,
-    restart_s: float,
-    checkpoint_interval_s: float | None,
-    run_s: float | None,
-) -> SpotSlowdown:
-    """Wall-time factor of running on spot (formulas in the module docstring).
-
-    `nodes` is how many nodes must all be up at once: the whole job for training, one
-    replica's nodes for a service (then `checkpoint_interval_s` is None).
-    """
-    lam_p_h = preemptions_per_node_hour * nodes
-    lam_p = lam_p_h / HOUR_S
-    if checkpoint_interval_s is None:
-        return SpotSlowdown(1.0 + lam_p * restart_s, lam_p_h, None, restart_s, None)
-    tau = checkpoint_interval_s
-    lam_f = 1.0 / mtbf_s
-    lam = lam_f + lam_p
-    delta = tau**2 / (2.0 * mtbf_s)
-    tau_s = tau * math.sqrt(lam_f / lam)
-    base = daly_wall_factor(lam_f, tau, delta, restart_s)
-    spot = daly_wall_factor(lam, tau_s, delta, restart_s)
-    extra = None
-    if run_s is not None:
-        useful_s = run_s / base
-        extra = useful_s / tau_s - useful_s / tau
-    return SpotSlowdown(spot / base, lam_p_h, tau_s, tau_s / 2.0 + restart_s, extra)
-
-
 # --- the plan -----------------------------------------------------------------------------------
 
 
@@ -151,8 +90,8 @@ class CloudOption:
 
     option: str  # on_demand, reserved_1y, reserved_3y, spot
     usd_per_gpu_hour: float
-    usd_per_run: float | None  # what one run pays (None for a service)
-    usd_per_month: float  # a service's or recurring jobs' month; a one-off's burn rate while running
+    usd_per_run: float | None  # what one run pays (None for a service, or an option that does not apply)
+    usd_per_month: float | None  # a service's or recurring jobs' month; a one-off's burn rate while running
     usd_per_million_units: float | None
     pays: str  # what the per-run figure is
     details: dict[str, Any] = field(default_factory=dict)
@@ -187,7 +126,9 @@ class OnPremCost:
     def as_dict(self) -> dict[str, Any]:
         return {
             "capex_usd": self.capex_usd,
-            "capex_breakdown_usd": dict(self.capex_breakdown_usd),
+            "capex_breakdown_usd": {
+                k: v for k, v in self.capex_breakdown_usd.items() if v > 0
+            },  # bought parts
             "amortisation_years": self.amortisation_years,
             "usd_per_year": self.usd_per_year,
             "usd_per_year_breakdown": dict(self.usd_per_year_breakdown),
@@ -283,7 +224,7 @@ def _cloud(
     gpus: int,
     work: _Work,
     storage_month: float,
-    slow: SpotSlowdown,
+    spot: SpotPlan | None,
 ) -> dict[str, CloudOption]:
     options: dict[str, CloudOption] = {}
     storage_h = storage_month / HOURS_PER_MONTH
@@ -303,12 +244,16 @@ def _cloud(
             return _per_million(month, work.units_per_month)
         return _per_million(run, work.units_per_run)
 
-    od_run, od_month = run_used(price.on_demand), month_used(price.on_demand)
-    options["on_demand"] = CloudOption(
-        "on_demand", price.on_demand, od_run, od_month, per_million(od_run, od_month), "hours used"
-    )
+    if price.on_demand is not None:
+        od_run, od_month = run_used(price.on_demand), month_used(price.on_demand)
+        options["on_demand"] = CloudOption(
+            "on_demand", price.on_demand, od_run, od_month, per_million(od_run, od_month), "hours used"
+        )
 
-    for name, rate in (("reserved_1y", price.reserved_1y), ("reserved_3y", price.reserved_3y)):
+    for name, maybe_rate in (("reserved_1y", price.reserved_1y), ("reserved_3y", price.reserved_3y)):
+        if maybe_rate is None:  # an accelerator priced by the user without this figure
+            continue
+        rate = maybe_rate
         term_h = _TERMS_H[name]
         committed = gpus * rate * term_h
         if work.schedule == "one-off":
@@ -341,32 +286,55 @@ def _cloud(
                 "used_hours_usd": used,
                 "commitment_used_fraction": busy,
                 "usd_per_used_gpu_hour": rate / busy if busy > 0 else None,
-                "beats_on_demand_above_fraction": rate / price.on_demand,
+                "beats_on_demand_above_fraction": rate / price.on_demand if price.on_demand else None,
             },
         )
 
-    sp_run, sp_month = run_used(price.spot, slow.factor), month_used(price.spot, slow.factor)
-    options["spot"] = CloudOption(
-        "spot",
-        price.spot,
-        sp_run,
-        sp_month,
-        per_million(sp_run, sp_month),
-        "hours used, lengthened by preemptions",
-        {
-            "slowdown_factor": slow.factor,
-            "effective_usd_per_gpu_hour": price.spot * slow.factor,
-            "preemptions_per_hour": slow.preemptions_per_hour,
-            "preemptions_per_run": None
-            if work.run_s is None
-            else slow.preemptions_per_hour * work.run_h * slow.factor,
-            "lost_s_per_preemption": slow.lost_s_per_preemption,
-            "checkpoint_interval_s": slow.interval_s,
-            "extra_checkpoints_per_run": slow.extra_checkpoints_per_run,
-            "wall_s": None if work.run_s is None else work.run_s * slow.factor,
-        },
-    )
+    if price.spot is not None and spot is not None:
+        options["spot"] = _spot_option(price.spot, spot, gpus, work, storage_month, per_million)
     return options
+
+
+def _spot_option(
+    rate: float,
+    spot: SpotPlan,
+    gpus: int,
+    work: _Work,
+    storage_month: float,
+    per_million: Any,
+) -> CloudOption:
+    """Spot with its spare pool and preemption slowdown; no cost where it does not apply."""
+    slow = spot.slow
+    details: dict[str, Any] = {
+        "applicable": spot.applicable,
+        "not_applicable_reason": spot.reason,
+        "slowdown_factor": slow.factor,
+        "spare_nodes": spot.spare_nodes,
+        "effective_usd_per_gpu_hour": rate * spot.cost_factor if spot.applicable else None,
+        "preemptions_per_hour": slow.preemptions_per_hour,
+        "preemptions_per_run": None
+        if work.run_s is None or not spot.applicable
+        else slow.preemptions_per_hour * work.run_h * slow.factor,
+        "lost_s_per_preemption": slow.lost_s_per_preemption,
+        "checkpoint_interval_s": slow.interval_s,
+        "extra_checkpoints_per_run": slow.extra_checkpoints_per_run if spot.applicable else None,
+        "wall_s": None if work.run_s is None or not spot.applicable else work.run_s * slow.factor,
+    }
+    if not spot.applicable:
+        return CloudOption("spot", rate, None, None, None, "not applicable: " + (spot.reason or ""), details)
+    storage_h = storage_month / HOURS_PER_MONTH
+    if work.run_s is None:
+        run = None
+    else:  # GPUs and spares for the lengthened run, storage held for it
+        run = (gpus * rate * spot.cost_factor + storage_h * slow.factor) * work.run_h
+    if work.schedule == "one-off":  # burn rate while the run lasts
+        month = gpus * rate * spot.cost_factor / slow.factor * HOURS_PER_MONTH + storage_month
+    else:
+        month = gpus * rate * spot.cost_factor * work.busy_h_per_month + storage_month
+    pays = "hours used, lengthened by preemptions" + (
+        f", with {spot.spare_nodes} spare nodes" if spot.spare_nodes else ""
+    )
+    return CloudOption("spot", rate, run, month, per_million(run, month), pays, details)
 
 
 def _onprem(
@@ -498,13 +466,18 @@ def size_cost(
                 per_replica = demand.gpus_per_replica or node.gpus_per_node
                 together = max(1, math.ceil(per_replica / node.gpus_per_node))
                 checkpoint_interval_s = None
-            slow = spot_slowdown(per_node_h, together, mtbf, restart, checkpoint_interval_s, run_s)
-            cloud = _cloud(price, gpus, work, storage_cloud_usd_per_month, slow)
-            if slow.factor > 1.5:
-                notes.append(
-                    f"spot: {slow.preemptions_per_hour:.3g} preemptions/h make the work {slow.factor:.3g}x longer;"
-                    " spot does not suit a job of this size"
+            spot = None
+            if price.spot is not None:
+                slow = spot_slowdown(per_node_h, together, mtbf, restart, checkpoint_interval_s, run_s)
+                replacement = spot_replacement()
+                spot = plan_spot(
+                    slow, nodes, price.spot, price.on_demand, replacement.value, run_s is not None
                 )
+                if not spot.applicable:
+                    notes.append(f"spot is not applicable: {spot.reason}")
+                elif spot.spare_nodes:
+                    sources.append(_src("prices.spot.replacement_s", replacement))
+            cloud = _cloud(price, gpus, work, storage_cloud_usd_per_month, spot)
             sources += [_src(f"prices.cloud.{price.accelerator}.{k}", v) for k, v in price.sources.items()]
             if cost.spot_preemption_per_hour is not None:
                 notes.append("spot preemption rate from the spec's cost.spot_preemption_per_hour")
@@ -564,7 +537,9 @@ def size_cost(
         storage_per_gpu_h = storage_cloud_usd_per_month / (HOURS_PER_MONTH * gpus)
         breakeven = {}
         for name, opt in cloud.items():
-            rate = opt.details.get("effective_usd_per_gpu_hour", opt.usd_per_gpu_hour)
+            if opt.details.get("applicable") is False:
+                continue
+            rate = opt.details.get("effective_usd_per_gpu_hour") or opt.usd_per_gpu_hour
             breakeven[name] = breakeven_utilisation(onprem.usd_per_gpu_hour_owned, rate + storage_per_gpu_h)
         if all(u > 1.0 for u in breakeven.values()):
             notes.append("renting is cheaper than owning at every utilisation for every cloud option")

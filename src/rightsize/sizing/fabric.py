@@ -140,6 +140,9 @@ class FabricPlan:
         d["sensitivity"] = [asdict(s) for s in self.sensitivity]
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
+        if not self.needed:  # nothing bought: no cost figure (a $0 line reads as a priced item)
+            for k in [k for k in d if k.endswith("capex_usd")]:
+                d[k] = None
         return d
 
 

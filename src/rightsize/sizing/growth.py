@@ -9,10 +9,13 @@ policy keeps the cluster in its near-linear range).
 
 Capacity is bought in scalable units (SU) of nodes with their share of fabric and
 storage (NVIDIA's DGX SuperPOD reference architecture builds in SUs of 32 nodes; smaller
-clusters use their own size). Stage k is needed when the need first exceeds the capacity
-installed before it: at t = ln(installed_nodes / nodes_today) / ln(F) years. Each stage
-is checked against the fabric's largest size without a new switch tier and against the
-facility's power cap.
+clusters use their own size). SU k is needed when the need first exceeds the capacity
+installed before it: at t = ln(installed_nodes / nodes_today) / ln(F) years. Nobody buys
+52 times in three years: the SUs needed within one budget cycle
+(`growth.purchase_interval_years`, a year by default) are bought together at its start,
+ahead of the need, so each stage of the plan is one purchase. Each stage is checked
+against the fabric's largest size without a new switch tier and against the facility's
+power cap.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ SUPERPOD_SU_NODES = 32
 
 
 def _when(years: float) -> str:
-    """Today's build is sized to today's need, so the first growth stage is due at once."""
-    return "needed as soon as the need grows" if years < 0.05 else f"needed in year {years:.1f}"
+    """Purchases are bought ahead of the need at the start of a budget cycle; the first is due at once."""
+    return "due now, with the initial build" if years < 0.05 else f"due in year {years:g}"
 
 
 def yearly_factor(demand: Demand, growth: Growth) -> float:
@@ -113,27 +116,30 @@ def growth_plan(
     checks: list[str] = []
     if factor > 1.0:
         final_need = math.ceil(nodes_today * factor**growth.horizon_years - 1e-9)
-        while installed < final_need:
-            at = math.log(installed / nodes_today) / math.log(factor)
-            new = installed + su
-            stages.append(stage(len(stages), at, new, su))
-            installed = new
-            if len(stages) > 200:  # a runaway growth rate: stop listing, say so
-                checks.append("More than 200 expansion stages: raise scalable_unit_nodes or check the rates.")
-                break
+        cycle = growth.purchase_interval_years
+        k = 0
+        while installed < final_need and k * cycle < growth.horizon_years:
+            # bought at the start of cycle k: every SU needed before the next purchase
+            until = min((k + 1) * cycle, growth.horizon_years)
+            need = min(final_need, math.ceil(nodes_today * factor**until - 1e-9))
+            units = max(0, math.ceil((need - installed) / su - 1e-9))
+            if units:
+                stages.append(stage(len(stages), k * cycle, installed + units * su, units * su))
+                installed += units * su
+            k += 1
     else:
         checks.append("No growth rates given: today's build is the whole plan.")
     last = stages[-1]
     if not last.fabric_ok:
         first_bad = next(s for s in stages if not s.fabric_ok)
         checks.append(
-            f"Stage {first_bad.stage} ({first_bad.nodes} nodes, {_when(first_bad.needed_at_years)}) outgrows the "
+            f"Purchase {first_bad.stage} ({first_bad.nodes:,} nodes, {_when(first_bad.needed_at_years)}) outgrows the "
             f"fabric's {fabric_max_nodes}-node limit: plan the extra switch tier (or larger-radix switches) now."
         )
     if not last.power_ok:
         first_bad = next(s for s in stages if not s.power_ok)
         checks.append(
-            f"Stage {first_bad.stage} needs {first_bad.facility_power_w / 1e6:.2f} MW of facility power, over the "
+            f"Purchase {first_bad.stage} needs {first_bad.facility_power_w / 1e6:.2f} MW of facility power, over the "
             f"{(power_cap_w or 0) / 1e6:.2f} MW cap, {_when(first_bad.needed_at_years)}."
         )
     if last.fabric_ok and last.power_ok and factor > 1.0:

@@ -120,7 +120,8 @@ def _fit(budget_kw: float, node: NodeType, usable_units: int, overhead_w: float)
 
 def _too_small(node: NodeType, budget_kw: float, source: str, need_nodes: int, overhead_w: float) -> BadInput:
     need_kw = (need_nodes * node.max_power_w + overhead_w) / KILO
-    what = f"one {node.name}" if need_nodes == 1 else f"{need_nodes} {node.name} nodes (one NVLink domain)"
+    link = get_accelerator(node.accelerator).scaleup_name
+    what = f"one {node.name}" if need_nodes == 1 else f"{need_nodes} {node.name} nodes (one {link} domain)"
     types = cooling_types()
     fits = next((ct for ct in types.values() if ct.max_rack_kw >= need_kw), None)
     cooling_hint = (
@@ -200,7 +201,8 @@ def size_nodes_racks(
         raise _too_small(node, budget_kw, budget_from, domain_nodes, overhead_w)
     if by_units < domain_nodes:
         raise BadInput(
-            f"A {facility.rack_units}U rack cannot hold {domain_nodes} {node.name} nodes (one NVLink domain).",
+            f"A {facility.rack_units}U rack cannot hold {domain_nodes} {node.name} nodes "
+            f"(one {acc.scaleup_name} domain).",
             f"They need {domain_nodes * node.rack_units}U plus {reserved_u}U reserved for switches and cabling.",
             f"Set {RACK_UNITS_FIELD} to at least {domain_nodes * node.rack_units + reserved_u}.",
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
+from rightsize.constants import HOURS_PER_MONTH
 from rightsize.search.constraints import margins_of
 from rightsize.search.workload import Calibration, PlanResult, workload_for
 from rightsize.sizing.plan import Sizing, size
@@ -49,11 +50,17 @@ def settle(plan: Any) -> None:
     checkpoint figures and on-demand cost (training jobs; other kinds read the sizing)."""
     sizing: Sizing | None = getattr(plan, "sizing", None)
     best = getattr(plan, "best", None)
-    if sizing is None or best is None or not hasattr(best, "time_to_train_s") or best.time_to_train_s is None:
+    if sizing is None or best is None:
+        return
+    if not hasattr(best, "time_to_train_s") or best.time_to_train_s is None:
+        settle_service(plan)
         return
     run_s = sizing.run.run_s
     rel = sizing.reliability
-    if run_s is None or not isinstance(rel, JobReliability):
+    if run_s is None:
+        settle_service(plan)
+        return
+    if not isinstance(rel, JobReliability):
         return
     od = sizing.cost.cloud.get("on_demand") if sizing.cost.cloud else None
     factor = run_s / best.time_to_train_s
@@ -102,3 +109,32 @@ def settle(plan: Any) -> None:
         )
     if SETTLED_NOTE not in plan.assumptions:
         plan.assumptions.append(SETTLED_NOTE)
+
+
+# Per-hour cost fields a service's chosen configuration may carry, and the per-unit figures
+# derived from them (scaled with it).
+_HOURLY = ("cost_usd_per_hour", "cost_usd")
+_PER_UNIT = ("cost_usd_per_m_input_tokens", "cost_usd_per_m_output_tokens")
+
+
+def settle_service(plan: Any) -> None:
+    """A service's headline cost per hour is the bill of materials' on-demand month / 730 h:
+    whole nodes billed and cloud storage included, so the two never disagree."""
+    sizing: Sizing | None = getattr(plan, "sizing", None)
+    best = getattr(plan, "best", None)
+    if sizing is None or best is None or sizing.run.run_s is not None or not sizing.cost.cloud:
+        return
+    od = sizing.cost.cloud.get("on_demand")
+    if od is None or od.usd_per_month is None:
+        return
+    names = {f.name for f in fields(best)}
+    key = next((k for k in _HOURLY if k in names and getattr(best, k) is not None), None)
+    if key is None:
+        return
+    hourly = od.usd_per_month / HOURS_PER_MONTH
+    ratio = hourly / getattr(best, key) if getattr(best, key) else 1.0
+    update: dict[str, Any] = {key: hourly}
+    for k in _PER_UNIT:
+        if k in names and getattr(best, k) is not None:
+            update[k] = getattr(best, k) * ratio
+    plan.best = replace(best, **update)

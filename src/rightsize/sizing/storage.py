@@ -14,8 +14,8 @@ Tiers. The parallel file system (hot tier) holds the preprocessed copy, scratch 
 retained checkpoints; the object store (durable tier) holds the raw copy and a copy of the
 retained checkpoints. Node-local NVMe is a cache: the plan says whether the preprocessed
 dataset, or each node's shard of it, fits there. A serving plan has no dataset: the file
-system holds one copy of the weights and the request logs, the object store the retained
-model versions (checkpoints_retained x weights) and the logs.
+system holds one copy of the weights, the object store the retained model versions
+(checkpoints_retained x weights) and the request logs (appended, rarely read).
 
 Bandwidth. Reads: demand.data_read_bytes_per_s, sustained. A serving (or batch inference)
 plan adds the burst of loading the weights of every replica within `weights_load_s`:
@@ -31,6 +31,15 @@ delta <= f tau = f sqrt(2 delta M), squares to delta <= 2 f^2 M, so
 
 At that W, tau = 2 f M and delta / tau = f exactly (`tests/test_sizing_storage.py` checks it
 against the iterative Young computation).
+
+Proportion. A job on ONE node shares nothing with another node: its hot tier is the node's
+own NVMe (the DGX User Guide's /raid data cache: DGX systems ship 8x 3.84 TB NVMe in RAID-0
+"for caching datasets"; NVIDIA's multi-node DGX BasePOD and SuperPOD reference
+architectures are where shared parallel storage comes in), with the durable copy and the
+checkpoints in the object store. It gets no parallel file system (on premises) or managed
+file system (cloud) when its hot tier, with the margin, fits the node's NVMe and the
+drives meet its read and checkpoint-write needs; otherwise, and for every multi-node job,
+the shared tier below is sized.
 
 On premises the parallel file system is bought in whole building blocks, enough for every
 need at once: blocks = max(ceil(capacity / usable), ceil(read / read_bw), ceil(write / write_bw)).
@@ -235,7 +244,8 @@ def _serving_needs(demand: Demand, storage: Storage, cat: StorageCatalog, weight
             "model_versions_bytes": versions,
             "logs_bytes": logs,
         },
-        file_system_bytes=weights + logs,
+        # request logs are appended and rarely read: the object store's job, not a hot tier's
+        file_system_bytes=weights,
         object_store_bytes=versions + logs,
         read_bytes_per_s=read,
         write_bytes_per_s=log_rate,
@@ -318,6 +328,39 @@ def _parallel_file_system(needs: _Needs, margin: float, cat: StorageCatalog) -> 
     }
 
 
+def _node_local_tier(needs: _Needs, margin: float, nvme: dict[str, Any], nodes: int) -> dict[str, Any] | None:
+    """The node's own NVMe as the hot tier, for a one-node job it fits (module docstring,
+    Proportion); None when a shared tier is needed. Shaped like the parallel file system's
+    entry so the checkpoint rate and the reports read one place."""
+    cap = _with_margin(needs.file_system_bytes, margin)
+    read = _with_margin(needs.read_bytes_per_s, margin)
+    write = _with_margin(needs.write_bytes_per_s, margin)
+    usable = float(nvme["local_nvme_bytes_per_node"])
+    read_bw = float(nvme["read_bytes_per_s_per_node"])
+    write_bw = float(nvme["write_bytes_per_s_per_node"])
+    if nodes != 1 or cap > usable or read > read_bw or write > write_bw:
+        return None
+    return {
+        "tier": "node_local",
+        "building_block": "none: the node's own NVMe (one-node job)",
+        "blocks": 0,
+        "reason": (
+            f"a one-node job: its hot tier ({cap / TB:,.2f} TB with margin) fits the node's "
+            f"{usable / TB:,.2f} TB of NVMe, which reads {read_bw / 1e9:,.1f} GB/s and writes "
+            f"{write_bw / 1e9:,.1f} GB/s; the durable copy and checkpoints go to the object store"
+        ),
+        "capacity_needed_bytes": cap,
+        "read_needed_bytes_per_s": read,
+        "write_needed_bytes_per_s": write,
+        "usable_bytes": usable,
+        "read_bytes_per_s": read_bw,
+        "write_bytes_per_s": write_bw,
+        "rack_units": 0,
+        "capex_usd": None,  # nothing bought: the drives are in the node's price
+        "power_w": None,  # and in its power
+    }
+
+
 def _cloud_tier_cost(
     tier: CloudFileSystemTier, cap: float, read: float, write: float
 ) -> tuple[float, str, float]:
@@ -380,8 +423,18 @@ def size_storage(
         needs = _training_needs(demand, storage, mtbf_s, load_s)
 
     nvme = _node_nvme(demand, needs, node, nodes, cat)
-    pfs = _parallel_file_system(needs, safety_margin, cat)
+    local = _node_local_tier(needs, safety_margin, nvme, nodes)
+    pfs = local or _parallel_file_system(needs, safety_margin, cat)
     cfs, tier = _cloud_file_system(needs, safety_margin, cat)
+    if local is not None:
+        cfs = {
+            "service": "none: the instance's own NVMe (node-local) holds the hot tier",
+            "tier": None,
+            "provisioned_bytes": 0.0,
+            "throughput_bytes_per_s": local["read_bytes_per_s"],
+            "usd_per_month": None,  # nothing rented
+            "reason": local["reason"],
+        }
     obj = cat.object_store
     obj_tb = _with_margin(needs.object_store_bytes, safety_margin) / TB
     obj_plan = {
@@ -395,11 +448,12 @@ def size_storage(
     sources = list(needs.sources)
     sources += [_src(f"storage.node_nvme.{k}", v) for k, v in cat.node_nvme.sources.items()]
     sources.append(_src(f"nodes.{node.id}.local_nvme_bytes", node.sources["local_nvme_bytes"]))
-    sources += [
-        _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()
-    ]
+    if local is None:
+        sources += [
+            _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()
+        ]
+        sources += [_src(f"storage.cloud_file_system[{tier.name}].{k}", v) for k, v in tier.sources.items()]
     sources += [_src(f"storage.object_store.{k}", v) for k, v in obj.sources.items()]
-    sources += [_src(f"storage.cloud_file_system[{tier.name}].{k}", v) for k, v in tier.sources.items()]
     if needs.bandwidth.get("weights_load_bytes_per_s") and weights_load_s is None:
         sources.append(_src("storage.serving_defaults.weights_load_s", cat.serving.sources["weights_load_s"]))
 
@@ -416,9 +470,9 @@ def size_storage(
         parallel_file_system=pfs,
         object_store=obj_plan,
         cloud_file_system=cfs,
-        capex_usd=pfs["capex_usd"] + obj_plan["onprem_capex_usd"],
-        power_w=pfs["power_w"] + obj_plan["onprem_power_w"],
-        cloud_usd_per_month=cfs["usd_per_month"] + obj_plan["cloud_usd_per_month"],
+        capex_usd=(pfs["capex_usd"] or 0.0) + obj_plan["onprem_capex_usd"],
+        power_w=(pfs["power_w"] or 0.0) + obj_plan["onprem_power_w"],
+        cloud_usd_per_month=(cfs["usd_per_month"] or 0.0) + obj_plan["cloud_usd_per_month"],
         notes=tuple(needs.notes),
         sources=tuple(sources),
     )

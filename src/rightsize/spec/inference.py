@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
@@ -30,6 +31,7 @@ from pydantic import (
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
 from rightsize.spec.model import ModelArch
+from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import (
     ACCELERATORS_SCHEMA_EXTRA,
     MAX_ACCELERATORS,
@@ -421,6 +423,14 @@ class InferenceSpec(BaseModel):
     infrastructure: Infrastructure = Field(
         default_factory=Infrastructure,
         description="Facility, fabric, storage, cost, growth around the replicas (margins come from `policy`).",
+    )
+    _notes: tuple[str, ...] = PrivateAttr(default=())  # how unit-less figures were read (spec.load)
+    prices: UserPrices = Field(
+        default_factory=UserPrices,
+        description=(
+            "Negotiated prices merged over the catalog, keyed by accelerator or node id, e.g. "
+            "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
+        ),
     )
     seed: int = Field(default=0, description="Seed of the request simulation, for reproducible results.")
 

@@ -157,6 +157,15 @@ class Growth(BaseModel):
         gt=0,
         description="Nodes per building block (scalable unit); null picks one from the fabric.",
     )
+    purchase_interval_years: float = Field(
+        default=1.0,
+        gt=0,
+        le=10,
+        description=(
+            "How often capacity is bought (the budget cycle), in years; the scalable units a cycle "
+            "needs are bought together at its start, ahead of the need."
+        ),
+    )
 
 
 class Schedule(BaseModel):

@@ -151,7 +151,7 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
             f"Known kinds: {', '.join(SPEC_KINDS)}.",
             (hint[0].upper() + hint[1:] + " " if hint else "") + "Set `kind:` to one of them.",
         )
-    context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
+    context: dict[str, Any] = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
     try:
         spec: Spec = spec_cls.model_validate(dict(data), context=context)  # type: ignore[assignment]
     except ValidationError as err:
@@ -164,6 +164,9 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
             f"{count}:\n" + "\n".join(f"    - {line}" for line in problems),
             "Check the units and the number of zeros; every limit is far above anything published.",
         )
+    notes = tuple(context.get("unit_notes", ()))
+    if notes:
+        spec._notes = notes  # how unit-less figures were read; the plan repeats them
     return spec
 
 

@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -22,6 +23,7 @@ from pydantic import (
 
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.model import ModelArch
+from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import (
     ACCELERATORS_SCHEMA_EXTRA,
     MAX_ACCELERATORS,
@@ -274,6 +276,14 @@ class TrainingSpec(BaseModel):
     infrastructure: Infrastructure = Field(
         default_factory=Infrastructure,
         description="Facility, fabric, storage, cost, margins, growth and schedule around the accelerators.",
+    )
+    _notes: tuple[str, ...] = PrivateAttr(default=())  # how unit-less figures were read (spec.load)
+    prices: UserPrices = Field(
+        default_factory=UserPrices,
+        description=(
+            "Negotiated prices merged over the catalog, keyed by accelerator or node id, e.g. "
+            "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
+        ),
     )
 
     @field_validator("model", mode="before")

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, WithJsonSchema
+from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 
 from rightsize.constants import (
     BITS_PER_BYTE,
@@ -268,6 +268,34 @@ def _field_validator(parse: Callable[[object], Any]) -> BeforeValidator:
     return BeforeValidator(validate)
 
 
+def _duration_validator() -> BeforeValidator:
+    """`parse_duration_s` for pydantic; a bare number (seconds) is noted in the context's `unit_notes`,
+    so the plan can say how it was read instead of silently taking 60 as one minute."""
+
+    def validate(value: object, info: ValidationInfo) -> Any:
+        try:
+            seconds = parse_duration_s(value)
+        except BadInput as err:
+            raise ValueError(" ".join(part for part in (err.what, err.why, err.fix) if part)) from None
+        bare = isinstance(value, int | float) and not isinstance(value, bool)
+        if bare and isinstance(info.context, dict):
+            info.context.setdefault("unit_notes", []).append(
+                bare_duration_note(str(info.field_name), seconds)
+            )
+        return seconds
+
+    return BeforeValidator(validate)
+
+
+def bare_duration_note(field: str, seconds: float) -> str:
+    """What a unit-less duration was read as, and how to write what was meant."""
+    name = field[:-2] if field.endswith("_s") else field
+    return (
+        f"{name}: {seconds:g} has no unit, so it was read as {seconds:g} seconds; write it with its unit "
+        f"(e.g. '{seconds:g}s', '{seconds:g}h' or '{seconds:g}d') to say what you mean"
+    )
+
+
 def _number_or_string(unit_help: str, examples: list[Any], integer: bool = False) -> WithJsonSchema:
     """JSON Schema for a unit field: a plain number (SI) or a human string, with examples."""
     number: Mapping[str, Any] = {"type": "integer" if integer else "number", "minimum": 0}
@@ -281,7 +309,7 @@ def _number_or_string(unit_help: str, examples: list[Any], integer: bool = False
 
 DurationS = Annotated[
     float,
-    _field_validator(parse_duration_s),
+    _duration_validator(),
     _number_or_string("seconds, or a number with us, ms, s, m, h, d, w, y", ["30d", "12h", "500ms", 3600]),
 ]
 Count = Annotated[

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rightsize import yamlio
 from rightsize.errors import did_you_mean
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
+from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
 from rightsize.spec.units import Bytes, BytesPerS, Count, CountInt, DurationS
 
@@ -276,6 +277,14 @@ class VisionSpec(BaseModel):
     infrastructure: Infrastructure = Field(
         default_factory=Infrastructure,
         description="Facility, fabric, storage, cost, margins, growth and schedule around the accelerators.",
+    )
+    _notes: tuple[str, ...] = PrivateAttr(default=())  # how unit-less figures were read (spec.load)
+    prices: UserPrices = Field(
+        default_factory=UserPrices,
+        description=(
+            "Negotiated prices merged over the catalog, keyed by accelerator or node id, e.g. "
+            "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
+        ),
     )
 
     @field_validator("model")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.advise.findings.arbiter import one_bottleneck
 from rightsize.advise.findings.base import CATEGORIES, COMM_KEYS, Finding, Rule
 from rightsize.advise.findings.bottleneck import (
     compute_bound,
@@ -30,6 +31,7 @@ from rightsize.advise.findings.fit import (
 from rightsize.advise.findings.over import (
     cheaper_per_unit,
     faster_than_needed,
+    idle_billed_gpus,
     low_utilisation,
     unplanned_spare_gpus,
 )
@@ -89,6 +91,7 @@ RULES: tuple[Rule, ...] = (
     low_utilisation,
     faster_than_needed,
     unplanned_spare_gpus,
+    idle_billed_gpus,
     cheaper_per_unit,
     training_cluster_for_serving,
     serving_cluster_for_training,
@@ -101,5 +104,5 @@ def advise(plan: Any) -> list[Finding]:
     from rightsize.advise.evidence import thin_ground  # imports Finding from this package
 
     v = plan if isinstance(plan, PlanView) else view(plan)
-    found = [f for rule in (*RULES, thin_ground) if (f := rule(v)) is not None]
+    found = one_bottleneck([f for rule in (*RULES, thin_ground) if (f := rule(v)) is not None])
     return sorted(found, key=lambda f: (-f.impact, f.rule))

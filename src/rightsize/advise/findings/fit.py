@@ -28,6 +28,8 @@ def training_cluster_for_serving(v: PlanView) -> Finding | None:
     gbps = _nic_gbps(v)
     if gbps is None or gbps < TRAINING_FABRIC_GBPS_PER_GPU:
         return None
+    if not v.section("fabric").get("needed"):  # the plan buys no back-end fabric: nothing to warn of
+        return None
     fab, cost = v.section("fabric"), v.section("cost")
     capex = _num(fab, "capex_usd")
     total = _num(cost, "capex_usd", "onprem_capex_usd")
@@ -66,8 +68,8 @@ def serving_cluster_for_training(v: PlanView) -> Finding | None:
             "scaleup_bytes_per_s": v.acc.scaleup_bytes_per_s,
             "exposed_comm_fraction": exposed,
         },
-        "Train multi-node jobs on NVLink-class nodes with 200-400 Gb/s per GPU (an HGX/MI300X platform), or "
-        "keep the job inside one node.",
+        "Train multi-node jobs on nodes whose GPUs share a fast scale-up domain (NVIDIA NVLink, AMD Infinity "
+        "Fabric: an HGX or MI300X platform) with 200-400 Gb/s per GPU of scale-out, or keep the job inside one node.",
     )
 
 
@@ -75,7 +77,7 @@ def serving_cluster_for_training(v: PlanView) -> Finding | None:
 
 
 def prototype_wont_scale(v: PlanView) -> Finding | None:
-    """A single-node layout: all its gradient traffic rides NVLink today. Scaled out, data
+    """A single-node layout: all its gradient traffic rides the scale-up links today. Scaled out, data
     parallelism crosses the NICs; if the reduction no longer hides under the backward, the
     prototype's throughput per GPU will not carry over."""
     b = v.best

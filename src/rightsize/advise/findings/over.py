@@ -50,7 +50,7 @@ def low_utilisation(v: PlanView) -> Finding | None:
                 "replica_capacity_rps": b.replica_capacity_rps,
                 "utilisation_fraction": util,
             },
-            f"{need} replica(s) carry the design peak at 80% of capacity; scale down, or autoscale on load.",
+            f"{need} replica{'' if need == 1 else 's'} carry the design peak at 80% of capacity; scale down, or autoscale on load.",
         )
     return None
 
@@ -114,6 +114,30 @@ def unplanned_spare_gpus(v: PlanView) -> Finding | None:
         {"gpus_bought": bought, "gpus_used": need, "growth_max_gpus": future},
         "Buy what the plan uses and add the rest as a dated growth stage (infrastructure.growth), or "
         "keep them as rented burst capacity.",
+    )
+
+
+def idle_billed_gpus(v: PlanView) -> Finding | None:
+    """Whole nodes are rented and bought: GPUs of the last node the plan pays for and leaves idle."""
+    cost = v.section("cost")
+    billed, used = _num(cost, "gpus_billed"), _num(cost, "gpus_used")
+    if v.best is None or billed is None or used is None or billed <= used:
+        return None
+    idle = billed - used
+    if v.is_job:
+        fix = (
+            f"Use all {billed:,.0f} (targets.gpus: {billed:,.0f}): the bill is the same and the run shorter; "
+            "or rent an instance type with fewer GPUs."
+        )
+    else:
+        fix = "Run more replicas on them for free headroom, or rent an instance type with fewer GPUs."
+    return Finding(
+        "idle_billed_gpus",
+        "over-provisioning",
+        idle / billed,
+        f"{idle:,.0f} of the {billed:,.0f} GPUs billed sit idle: nodes come whole",
+        {"gpus_billed": billed, "gpus_used": used, "idle_fraction": idle / billed},
+        fix,
     )
 
 
@@ -208,5 +232,5 @@ def _service_utilisation(v: PlanView) -> Finding | None:
             "replica_capacity_rps": cap,
             "utilisation_fraction": util,
         },
-        f"{need} replica(s) carry the design peak at 80% of capacity; scale down, or autoscale on load.",
+        f"{need} replica{'' if need == 1 else 's'} carry the design peak at 80% of capacity; scale down, or autoscale on load.",
     )

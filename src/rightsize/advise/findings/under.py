@@ -200,7 +200,15 @@ def growth_limits(v: PlanView) -> Finding | None:
         "growth_limits",
         "under-provisioning",
         REBUILD_IMPACT,
-        f"Growth outruns {what} in year {year} ({s.get('gpus')} GPUs)",
+        f"Growth outruns {what} "
+        + (
+            "with the first purchase, due now"
+            if isinstance(year, int | float) and year < 0.05
+            else f"with the purchase due in year {year:g}"
+            if isinstance(year, int | float)
+            else f"in year {year}"
+        )
+        + f" ({s.get('gpus'):,} GPUs)",
         {"year": year, "gpus": s.get("gpus"), "stages_over_limit": len(bad)},
         "Build the day-one fabric for the final stage (spine ports, an extra tier) and reserve facility power "
         "for it now: adding them later means re-cabling and downtime.",

@@ -1,0 +1,110 @@
+"""The cost section in words a buyer reads: what each way of paying costs and why, not a
+dump of every key. Reads the sizing's cost dictionary (its JSON form) and decides nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rightsize.report import units
+from rightsize.report.bom import breakeven_text
+from rightsize.report.document import Section, Table
+
+_OPTION_NAMES = {
+    "on_demand": "on demand",
+    "reserved_1y": "reserved, 1 year",
+    "reserved_3y": "reserved, 3 years",
+    "spot": "spot",
+}
+
+
+def _money(v: Any) -> str:
+    return units.usd(v) if isinstance(v, int | float) else "-"
+
+
+def _note(name: str, opt: dict[str, Any]) -> str:
+    if name == "spot":
+        if opt.get("applicable") is False:
+            return "not applicable: " + str(opt.get("not_applicable_reason") or "")
+        bits = [f"{opt.get('preemptions_per_hour', 0):.2g} preemptions an hour"]
+        factor = opt.get("slowdown_factor")
+        if isinstance(factor, int | float) and factor > 1.0005:
+            bits.append(f"the work takes {factor:.3g}x as long")
+        if opt.get("spare_nodes"):
+            bits.append(f"{units.plural(int(opt['spare_nodes']), 'spare node')} kept up")
+        return "; ".join(bits)
+    used = opt.get("commitment_used_fraction")
+    if name.startswith("reserved") and isinstance(used, int | float):
+        return f"{units.pct(used, 0)} of the committed hours used"
+    return ""
+
+
+def cost_section(cost: dict[str, Any]) -> Section:
+    sec = Section("sizing-cost", "Cost")
+    per = "run" if cost.get("schedule") == "one-off" or cost.get("run_s") else "month"
+    used, billed = cost.get("gpus_used"), cost.get("gpus_billed")
+    summary = [
+        ["deployment", str(cost.get("deployment", "-"))],
+        ["accelerator", f"{cost.get('accelerator', '-')} in {cost.get('node', '-')} nodes"],
+        ["GPUs billed (whole nodes)", f"{billed:,}" if isinstance(billed, int) else "-"],
+        ["GPUs used", f"{used:,}" if isinstance(used, int) else "-"],
+        ["schedule", str(cost.get("schedule", "-"))],
+    ]
+    if isinstance(cost.get("run_s"), int | float):
+        summary.append(["one run takes", units.seconds(cost["run_s"])])
+    sec.tables.append(Table(["what", "value"], summary, "what is costed", ["l", "l"]))
+    cloud = cost.get("cloud") or {}
+    if cloud:
+        rows = [
+            [
+                _OPTION_NAMES.get(name, name.replace("_", " ")),
+                _money(opt.get("usd_per_gpu_hour")),
+                _money(opt.get(f"usd_per_{per}")),
+                str(opt.get("pays", "")).removeprefix("not applicable: ")
+                if opt.get("applicable") is not False
+                else "-",
+                _note(name, opt),
+            ]
+            for name, opt in cloud.items()
+            if isinstance(opt, dict)
+        ]
+        sec.tables.append(
+            Table(
+                ["option", "per GPU-hour", f"per {per}", "what it pays for", "notes"],
+                rows,
+                "renting in the cloud",
+                ["l", "r", "r", "l", "l"],
+            )
+        )
+    elif cost.get("cloud_unavailable"):
+        sec.text.append("Cloud: " + str(cost["cloud_unavailable"]).splitlines()[0])
+    onprem = cost.get("onprem") or {}
+    if onprem:
+        parts = ", ".join(f"{k} {units.usd(v)}" for k, v in (onprem.get("capex_breakdown_usd") or {}).items())
+        year = ", ".join(
+            f"{k} {units.usd(v)}" for k, v in (onprem.get("usd_per_year_breakdown") or {}).items()
+        )
+        rows = [
+            ["capital cost", f"{_money(onprem.get('capex_usd'))} ({parts})"],
+            ["a year", f"{_money(onprem.get('usd_per_year'))} ({year})"],
+            ["per GPU-hour owned", _money(onprem.get("usd_per_gpu_hour_owned"))],
+            [
+                f"per useful GPU-hour at {units.pct(onprem.get('utilisation_fraction', 0), 0)} busy",
+                _money(onprem.get("usd_per_useful_gpu_hour")),
+            ],
+            [f"per {per}", _money(onprem.get(f"usd_per_{per}"))],
+        ]
+        sec.tables.append(Table(["what", "value"], rows, "owning on premises", ["l", "l"]))
+    elif cost.get("onprem_unavailable"):
+        sec.text.append("On premises: " + str(cost["onprem_unavailable"]).splitlines()[0])
+    be = (cost.get("breakeven_utilisation_fraction") or {}).get("on_demand")
+    if isinstance(be, int | float):
+        sec.text.append("Break-even: " + breakeven_text(be) + ".")
+    sec.bullets.extend(
+        str(n) for n in cost.get("notes") or [] if not str(n).startswith("spot is not applicable")
+    )
+    sec.bullets.extend(
+        "source: " + ", ".join(f"{k}: {v}" for k, v in s.items())
+        for s in cost.get("sources") or []
+        if isinstance(s, dict)
+    )
+    return sec
