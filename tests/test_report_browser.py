@@ -180,7 +180,10 @@ def _check(browser: Any, html: str, tmp_path: Path, name: str, charts: set[str])
 
 
 def _planned(example: str) -> Any:
-    path = ROOT / "examples" / f"{example}.yaml"
+    return _planned_path(ROOT / "examples" / f"{example}.yaml")
+
+
+def _planned_path(path: Path) -> Any:
     p = run_plan(path)
     spec = load_spec(path)
     if getattr(p, "uncertainty", None) is None:
@@ -206,8 +209,15 @@ def test_serving_report_in_browser(browser: Any, tmp_path: Path) -> None:
 
 
 def test_growth_and_spot_report_in_browser(browser: Any, tmp_path: Path) -> None:
-    # a three-year growth plan bought once a year, and spot marked not applicable
-    p = _planned("llama3.1-405b-pretrain")
+    # a three-year growth plan bought once a year, and spot marked not applicable; held to
+    # hyperscaler-priced parts (the example may otherwise pick the unpriced GB300)
+    import yaml
+
+    raw = yaml.safe_load((ROOT / "examples" / "llama3.1-405b-pretrain.yaml").read_text())
+    raw["targets"]["accelerators"] = ["h100-sxm", "h200-sxm", "b200", "gb200", "mi300x"]
+    priced = tmp_path / "llama3.1-405b-priced.yaml"
+    priced.write_text(yaml.safe_dump(raw))
+    p = _planned_path(priced)
     _check(browser, render(p, "html"), tmp_path, "growth", {"growth", "cost-options", "step-breakdown"})
 
 
