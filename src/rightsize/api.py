@@ -43,8 +43,13 @@ PLANNERS: dict[type, Callable[[Any, Calibration | None], Any]] = {
 
 
 def _as_spec(spec: str | Path | dict[str, Any] | AnySpec) -> AnySpec:
-    if isinstance(spec, tuple(PLANNERS)):
+    from rightsize.spec.fleet_load import ResolvedFleet, as_fleet
+
+    if isinstance(spec, (*PLANNERS, ResolvedFleet)):
         return spec
+    fleet = as_fleet(spec)  # a `kind: fleet` file or mapping, else None
+    if fleet is not None:
+        return fleet
     if isinstance(spec, dict):
         return parse_spec(spec, Path.cwd())
     return load_spec(spec)
@@ -58,12 +63,20 @@ def _calibration(calibration: str | Path | Calibration | None) -> Calibration | 
     return load_calibration(Path(calibration))
 
 
-def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
+def _run(spec: AnySpec, calibration: str | Path | Calibration | None, uncertainty: bool = True) -> Any:
     cal = _calibration(calibration)
+    from rightsize.spec.fleet_load import ResolvedFleet
+
+    if isinstance(spec, ResolvedFleet):  # many workloads: each through this same pipeline, then the pool
+        from rightsize.fleet import plan_fleet
+
+        return plan_fleet(spec, lambda one: _run(one, cal, uncertainty=False))
     result = PLANNERS[type(spec)](spec, cal)
     from rightsize.search.uncertainty import serving_uncertainty, training_uncertainty
 
-    if isinstance(result, TrainingPlan):
+    if not uncertainty:
+        pass
+    elif isinstance(result, TrainingPlan):
         result.uncertainty = training_uncertainty(result, spec, calibration=cal)
     elif isinstance(result, ServingPlan):
         result.uncertainty = serving_uncertainty(result, spec)
