@@ -94,11 +94,12 @@ def _window(cal: Calendar, first: int, last: int) -> np.ndarray:
     return active
 
 
-def service_demand(
-    view: WorkloadView, w: FleetWorkload, cal: Calendar, first: int, last: int
-) -> np.ndarray:
+def service_demand(view: WorkloadView, w: FleetWorkload, cal: Calendar, first: int, last: int) -> np.ndarray:
     """GPUs a service needs each hour: its plan's replicas x the hour's load / the plan's design load."""
-    shape = daily_shape(w.load.hourly if w.load else None, (w.load.peak_to_average if w.load else None) or view.peak_to_average)
+    shape = daily_shape(
+        w.load.hourly if w.load else None,
+        (w.load.peak_to_average if w.load else None) or view.peak_to_average,
+    )
     g = w.growth_per_year if w.growth_per_year is not None else view.growth_per_year
     months_in = np.arange(cal.months) - cal.index(first)
     growth = (1.0 + g) ** (np.maximum(months_in, 0) / 12.0)
@@ -126,12 +127,22 @@ def batch_gpu_hours(view: WorkloadView, batch: BatchJob) -> float:
             f"batch: applies to inference specs (scenario offline); this one is {view.kind}.",
             "Point `spec:` at a `kind: inference` spec with serving.scenario: offline, or remove `batch:`.",
         )
-    tokens = batch.output_tokens if batch.output_tokens is not None else (batch.requests or 0.0) * view.mean_output_tokens
+    tokens = (
+        batch.output_tokens
+        if batch.output_tokens is not None
+        else (batch.requests or 0.0) * view.mean_output_tokens
+    )
     return tokens / view.output_tokens_per_s * view.gpus / 3600.0
 
 
 def job_demand(
-    view: WorkloadView, w: FleetWorkload, cal: Calendar, first: int, last: int, deferrable: bool, preemptible: bool
+    view: WorkloadView,
+    w: FleetWorkload,
+    cal: Calendar,
+    first: int,
+    last: int,
+    deferrable: bool,
+    preemptible: bool,
 ) -> WorkloadDemand:
     """A job's work to place (or, when it may not wait, its fixed load)."""
     days = cal.days
@@ -152,14 +163,20 @@ def job_demand(
         per_day = per_run * runs_day
         solo = gang * math.ceil(per_day / len(hours) / gang - 1e-9)
         max_gpus = float(gang * math.ceil(per_day / gang))
-        periods = [([i], per_day * days[i]) for i in np.flatnonzero(active)]
+        periods = [([int(i)], float(per_day * days[i])) for i in np.flatnonzero(active)]
         flat = False
     elif runs is not None:
         if view.run_s is None:
-            raise BadInput(f"Workload '{view.name}' has a cadence but its plan has no run time.", "Only jobs recur.", "Remove `cadence:`.")
+            raise BadInput(
+                f"Workload '{view.name}' has a cadence but its plan has no run time.",
+                "Only jobs recur.",
+                "Remove `cadence:`.",
+            )
         run_h = view.run_s / 3600.0
         max_gpus = float(gang * max(1, math.ceil(runs * 12.0 / 365.0 * run_h / 24.0)))
-        periods = [([i], runs * days[i] * 12.0 / 365.0 * gang * run_h) for i in np.flatnonzero(active)]
+        periods = [
+            ([int(i)], float(runs * days[i] * 12.0 / 365.0 * gang * run_h)) for i in np.flatnonzero(active)
+        ]
         flat = not preemptible
     else:
         if view.run_s is None:
@@ -170,12 +187,24 @@ def job_demand(
             )
         run_h = view.run_s / 3600.0
         max_gpus = float(gang)
-        periods = [(list(np.flatnonzero(active)), gang * run_h)]
+        periods = [([int(i) for i in np.flatnonzero(active)], gang * run_h)]
         flat = not preemptible
     d = WorkloadDemand(
-        view.name, view.accelerator, view.kind, gang, w.priority, deferrable, preemptible,
+        view.name,
+        view.accelerator,
+        view.kind,
+        gang,
+        w.priority,
+        deferrable,
+        preemptible,
         view.spot_slowdown_factor if preemptible else None,
-        np.zeros((cal.months, HOURS)), allowed, max_gpus, flat, periods, notes, solo,
+        np.zeros((cal.months, HOURS)),
+        allowed,
+        max_gpus,
+        flat,
+        periods,
+        notes,
+        solo,
     )
     if not deferrable:
         _fix_in_place(d, days)

@@ -58,7 +58,11 @@ def _idle(plan: FleetPlan) -> Finding | None:
         "over-provisioning",
         len(idle) / 24.0 * (1.0 - lowest[1]) * 0.5,
         f"The committed pool is under {IDLE_BELOW:.0%} busy for {len(idle)} hours a day (lowest {lowest[1]:.0%} at {lowest[0]:02d}:00)",
-        {"idle_hours": idle, "lowest_utilisation_fraction": lowest[1], "utilisation_by_hour_fraction": plan.utilisation_by_hour},
+        {
+            "idle_hours": idle,
+            "lowest_utilisation_fraction": lowest[1],
+            "utilisation_by_hour_fraction": plan.utilisation_by_hour,
+        },
         "Move deferrable work (batch inference, fine-tunes, evaluations) into these hours: give them "
         "windows there, or mark them deferrable so the plan can place them.",
     )
@@ -85,16 +89,18 @@ def _misses(plan: FleetPlan) -> list[Finding]:
             continue
         need, missed = d.get("gpu_hours_needed"), d.get("gpu_hours_missed")
         share = (missed / need) if need and missed else 1.0
-        out.append(Finding(
-            "fleet_deadline_missed",
-            "under-provisioning",
-            max(0.15, min(1.0, share)),
-            f"{d['workload']} misses its deadline ({d['window']}): "
-            + (f"{missed:,.0f} of {need:,.0f} GPU-hours left undone" if need else d.get("note", "")),
-            dict(d),
-            "In that busy month allow burst capacity (policy.capacity: on_demand or spot), raise the budget "
-            "or power limit, widen the job's window (end), or give it a higher priority than deferrable work.",
-        ))
+        out.append(
+            Finding(
+                "fleet_deadline_missed",
+                "under-provisioning",
+                max(0.15, min(1.0, share)),
+                f"{d['workload']} misses its deadline ({d['window']}): "
+                + (f"{missed:,.0f} of {need:,.0f} GPU-hours left undone" if need else d.get("note", "")),
+                dict(d),
+                "In that busy month allow burst capacity (policy.capacity: on_demand or spot), raise the budget "
+                "or power limit, widen the job's window (end), or give it a higher priority than deferrable work.",
+            )
+        )
     return out
 
 
@@ -106,17 +112,27 @@ def _spot(plan: FleetPlan) -> list[Finding]:
             continue
         suits = e["preemptible"] and factor is not None and factor <= SPOT_SUITS_BELOW
         why = (
-            "not preemptible" if not e["preemptible"]
-            else "no spot price" if factor is None
+            "not preemptible"
+            if not e["preemptible"]
+            else "no spot price"
+            if factor is None
             else f"spot makes its work {factor:.2f}x longer"
         )
-        out.append(Finding(
-            "fleet_spot_suitability",
-            "wrong-workload",
-            0.02 if suits else 0.011,
-            f"{e['name']}: spot {'suits' if suits else 'does not suit'} it ({why})",
-            {"workload": e["name"], "spot_slowdown_factor": factor, "preemptible": e["preemptible"], "suits_spot": suits},
-            "Let it run on spot (preemptible: true, spot in policy.capacity) with frequent checkpoints."
-            if suits else "Keep it on committed or on-demand capacity.",
-        ))
+        out.append(
+            Finding(
+                "fleet_spot_suitability",
+                "wrong-workload",
+                0.02 if suits else 0.011,
+                f"{e['name']}: spot {'suits' if suits else 'does not suit'} it ({why})",
+                {
+                    "workload": e["name"],
+                    "spot_slowdown_factor": factor,
+                    "preemptible": e["preemptible"],
+                    "suits_spot": suits,
+                },
+                "Let it run on spot (preemptible: true, spot in policy.capacity) with frequent checkpoints."
+                if suits
+                else "Keep it on committed or on-demand capacity.",
+            )
+        )
     return out

@@ -72,8 +72,13 @@ class FleetPlan:
         for name, od in self.solution.values.items():
             if name.startswith("od:"):
                 price = self.pools[name[3:]].usd_per_gpu_hour["on_demand"]
-                by_kind["on_demand"] = by_kind.get("on_demand", 0.0) + float(od.sum(axis=1) @ self._days() * price)
-        spot = sum(float(self.solution.values[n].sum(axis=1) @ self._days() * p) for n, p in self.solution.spot_prices.items())
+                by_kind["on_demand"] = by_kind.get("on_demand", 0.0) + float(
+                    od.sum(axis=1) @ self._days() * price
+                )
+        spot = sum(
+            float(self.solution.values[n].sum(axis=1) @ self._days() * p)
+            for n, p in self.solution.spot_prices.items()
+        )
         if spot:
             by_kind["spot"] = spot
         return {
@@ -117,8 +122,14 @@ def _plan_entry(entry: FleetEntry, policy: FleetPolicy, plan_one: PlanOne) -> tu
         return view, None
     targets = getattr(entry.spec, "targets", None)
     if targets is None or "accelerators" not in type(targets).model_fields:
-        raise BadInput(f"Workload '{entry.name}' cannot be moved to {policy.accelerator}.", "Its spec has no targets.accelerators.", "Use pools: per_accelerator.")
-    moved = entry.spec.model_copy(update={"targets": targets.model_copy(update={"accelerators": [policy.accelerator]})})
+        raise BadInput(
+            f"Workload '{entry.name}' cannot be moved to {policy.accelerator}.",
+            "Its spec has no targets.accelerators.",
+            "Use pools: per_accelerator.",
+        )
+    moved = entry.spec.model_copy(
+        update={"targets": targets.model_copy(update={"accelerators": [policy.accelerator]})}
+    )
     alone = view.accelerator
     view = view_of(entry.name, moved, plan_one(moved))
     return view, f"re-planned on {policy.accelerator} for the single pool (alone it chose {alone})"
@@ -135,18 +146,53 @@ def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDem
         )
     if view.is_service:
         if w.batch is not None:
-            raise BadInput(f"Workload '{entry.name}' is a service, but has `batch:`.", "batch: is for offline inference.", "Remove it, or use serving.scenario: offline.")
+            raise BadInput(
+                f"Workload '{entry.name}' is a service, but has `batch:`.",
+                "batch: is for offline inference.",
+                "Remove it, or use serving.scenario: offline.",
+            )
         fixed = service_demand(view, w, cal, entry.start_month, entry.end_month)
         mask = fixed > 0
         return WorkloadDemand(
-            view.name, view.accelerator, view.kind, view.gpus_per_replica or 1, w.priority, False, False, None,
-            fixed, mask, 0.0, False, [], [], view.gpus,
+            view.name,
+            view.accelerator,
+            view.kind,
+            view.gpus_per_replica or 1,
+            w.priority,
+            False,
+            False,
+            None,
+            fixed,
+            mask,
+            0.0,
+            False,
+            [],
+            [],
+            view.gpus,
         )
     return job_demand(view, w, cal, entry.start_month, entry.end_month, deferrable, preemptible)
 
 
 def _limits(policy: FleetPolicy, budget: bool = True) -> Limits:
     return Limits(policy.utilisation_target, policy.budget_usd if budget else None, policy.power_limit_w)
+
+
+def solve_pool(
+    days: np.ndarray, pools: dict[str, PoolPrices], demands: list[WorkloadDemand], policy: FleetPolicy
+) -> tuple[Solution, dict[str, Solution]]:
+    """The pooled solution and each workload's dedicated one (alone on its own capacity, no budget)."""
+    pooled = solve(days, pools, demands, _limits(policy))
+    dedicated = {
+        d.name: solve(days, {d.pool: pools[d.pool]}, [d], _limits(policy, budget=False)) for d in demands
+    }
+    summed = combine(list(dedicated.values()), days, pools, demands, _limits(policy))
+    if (
+        summed is not None
+        and summed.cost_usd + summed.penalty_usd < pooled.cost_usd + pooled.penalty_usd - 1e-6
+    ):
+        summed.seconds = pooled.seconds
+        pooled = summed
+    return pooled, dedicated
 
 
 def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne) -> FleetPlan:
@@ -163,22 +209,30 @@ def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne) -> FleetPlan:
     pools = _pools(views, policy, fleet)
     days = cal.days
     t1 = time.perf_counter()
-    pooled = solve(days, pools, demands, _limits(policy))
-    dedicated = {d.name: solve(days, {d.pool: pools[d.pool]}, [d], _limits(policy, budget=False)) for d in demands}
-    summed = combine(list(dedicated.values()), days, pools, demands, _limits(policy))
-    if summed is not None and summed.cost_usd + summed.penalty_usd < pooled.cost_usd + pooled.penalty_usd - 1e-6:
-        summed.seconds = pooled.seconds
-        pooled = summed
+    pooled, dedicated = solve_pool(days, pools, demands, policy)
     t_solve = time.perf_counter() - t1
     u = tl.usage(pooled, cal, pools, demands, policy.utilisation_target)
     line = tl.timeline(u, cal, demands, pools, pooled)
     peak = int(np.argmax([m["demand_gpus"] for m in line]))
     plan = FleetPlan(
-        fleet.name, month_text(fleet.start_month), fleet.horizon_months, policy, views, demands, pools, pooled,
-        dedicated, line, tl.hourly_profile(u, cal, peak), tl.utilisation_by_hour(u, cal),
-        tl.purchases(pooled, cal, pools), tl.deadlines(pooled, cal, demands, u),
+        fleet.name,
+        month_text(fleet.start_month),
+        fleet.horizon_months,
+        policy,
+        views,
+        demands,
+        pools,
+        pooled,
+        dedicated,
+        line,
+        tl.hourly_profile(u, cal, peak),
+        tl.utilisation_by_hour(u, cal),
+        tl.purchases(pooled, cal, pools),
+        tl.deadlines(pooled, cal, demands, u),
     )
-    plan.entries = [_entry_dict(e, v, d, n) for e, v, d, n in zip(fleet.entries, views, demands, notes, strict=True)]
+    plan.entries = [
+        _entry_dict(e, v, d, n) for e, v, d, n in zip(fleet.entries, views, demands, notes, strict=True)
+    ]
     _finish(plan, fleet, u)
     plan.seconds = {"planning_workloads_s": t_plan, "solver_s": t_solve, "total_s": time.perf_counter() - t0}
     return plan

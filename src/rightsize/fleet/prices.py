@@ -54,15 +54,24 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
         except BadInput as exc:
             missing.update({k: exc.what for k in cloud_kinds})
         else:
-            table = {"on_demand": cp.on_demand, "reserved_1y": cp.reserved_1y, "reserved_3y": cp.reserved_3y, "spot": cp.spot}
+            table = {
+                "on_demand": cp.on_demand,
+                "reserved_1y": cp.reserved_1y,
+                "reserved_3y": cp.reserved_3y,
+                "spot": cp.spot,
+            }
             for k in cloud_kinds:
                 prices[k] = table[k]
                 if k in TERM_MONTHS:
                     terms[k] = TERM_MONTHS[k]
     if "onprem" in allowed:
-        one_node = dataclasses.replace(demand, gpus=node.gpus_per_node, replicas=None, run_s=None, runs_per_month=None)
+        one_node = dataclasses.replace(
+            demand, gpus=node.gpus_per_node, replicas=None, run_s=None, runs_per_month=None
+        )
         try:
-            cost = size_cost(one_node, node, 1, None, 0.0, 0.0, 0.0, 0.0, 0.0, None, None, infra.cost, "onprem")
+            cost = size_cost(
+                one_node, node, 1, None, 0.0, 0.0, 0.0, 0.0, 0.0, None, None, infra.cost, "onprem"
+            )
         except BadInput as exc:
             missing["onprem"] = exc.what
         else:
@@ -71,4 +80,6 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
             terms["onprem"] = round(cost.onprem.amortisation_years * 12)
             facility_w = cost.onprem.facility_power_w
             capex = cost.onprem.capex_usd
-    return PoolPrices(demand.accelerator, node.id, node.gpus_per_node, prices, terms, facility_w, capex, missing)
+    return PoolPrices(
+        demand.accelerator, node.id, node.gpus_per_node, prices, terms, facility_w, capex, missing
+    )

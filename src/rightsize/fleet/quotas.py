@@ -42,7 +42,10 @@ def kueue_quotas(plan: FleetPlan, u: Usage) -> dict[str, Any]:
         reserved = int(round(float(committed.max()))) if committed.size else 0
         peaks = {}
         for g, names in groups.items():
-            pool = sum((u.on_pool[n] for n in names if n in u.on_pool and _pool_of(plan, n) == acc), np.zeros((plan.horizon_months, 24)))
+            pool = sum(
+                (u.on_pool[n] for n in names if n in u.on_pool and _pool_of(plan, n) == acc),
+                np.zeros((plan.horizon_months, 24)),
+            )
             peaks[g] = (float(pool.max()), float(pool[pool > 0].min()) if (pool > 0).any() else 0.0)
         total = sum(p for p, _ in peaks.values())
         scale = min(1.0, reserved / total) if total else 0.0
@@ -62,33 +65,59 @@ def kueue_quotas(plan: FleetPlan, u: Usage) -> dict[str, Any]:
                     "borrowing_limit": max(0, reserved - nominal),
                     "lending_limit": max(0, nominal - int(math.ceil(low * scale))) if service else nominal,
                 },
-                {"name": _flavor(acc, "on-demand"), "nominal_quota": int(math.ceil(od * (1 + margin))), "borrowing_limit": 0},
+                {
+                    "name": _flavor(acc, "on-demand"),
+                    "nominal_quota": int(math.ceil(od * (1 + margin))),
+                    "borrowing_limit": 0,
+                },
             ]
             if sp > 0:
-                entry.append({"name": _flavor(acc, "spot"), "nominal_quota": int(math.ceil(sp * (1 + margin))), "borrowing_limit": 0})
+                entry.append(
+                    {
+                        "name": _flavor(acc, "spot"),
+                        "nominal_quota": int(math.ceil(sp * (1 + margin))),
+                        "borrowing_limit": 0,
+                    }
+                )
             per_group[g][acc] = entry
         flavors += [
-            {"name": _flavor(acc, "reserved"), "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "reserved"}, "gpus": reserved},
-            {"name": _flavor(acc, "on-demand"), "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "on-demand"}},
-            {"name": _flavor(acc, "spot"), "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "spot"}},
+            {
+                "name": _flavor(acc, "reserved"),
+                "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "reserved"},
+                "gpus": reserved,
+            },
+            {
+                "name": _flavor(acc, "on-demand"),
+                "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "on-demand"},
+            },
+            {
+                "name": _flavor(acc, "spot"),
+                "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "spot"},
+            },
         ]
     for g, names in groups.items():
         prio = max(d.priority for d in plan.demands if d.name in names)
         preemptible = all(d.preemptible for d in plan.demands if d.name in names)
-        queues.append({
-            "name": f"{g.replace('_', '-')}-queue",
-            "cohort": f"{plan.name}-pool",
-            "workloads": names,
-            "priority": prio,
-            "resource": RESOURCE,
-            "flavors": [f for acc in plan.pools for f in per_group[g].get(acc, [])],
-            "preemption": {
-                "reclaim_within_cohort": "Any" if not preemptible else "Never",
-                "within_cluster_queue": "LowerPriority",
-            },
-        })
-    return {"api_version": "kueue.x-k8s.io/v1beta1", "cohort": f"{plan.name}-pool", "resource_flavors": flavors,
-            "cluster_queues": queues}
+        queues.append(
+            {
+                "name": f"{g.replace('_', '-')}-queue",
+                "cohort": f"{plan.name}-pool",
+                "workloads": names,
+                "priority": prio,
+                "resource": RESOURCE,
+                "flavors": [f for acc in plan.pools for f in per_group[g].get(acc, [])],
+                "preemption": {
+                    "reclaim_within_cohort": "Any" if not preemptible else "Never",
+                    "within_cluster_queue": "LowerPriority",
+                },
+            }
+        )
+    return {
+        "api_version": "kueue.x-k8s.io/v1beta1",
+        "cohort": f"{plan.name}-pool",
+        "resource_flavors": flavors,
+        "cluster_queues": queues,
+    }
 
 
 def _pool_of(plan: FleetPlan, name: str) -> str:

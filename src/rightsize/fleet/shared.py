@@ -70,27 +70,38 @@ def _owned(plan: FleetPlan, infra: Infrastructure, fabric_w: float) -> list[dict
     """Racks, power and cooling of the owned nodes of each pool at their most."""
     out = []
     for acc, pr in plan.pools.items():
-        peak = max((sum(p.get("gpus", 0) for p in plan.purchases if p["pool"] == acc and p["kind"] == "onprem"), 0))
+        peak = max(
+            (sum(p.get("gpus", 0) for p in plan.purchases if p["pool"] == acc and p["kind"] == "onprem"), 0)
+        )
         if peak <= 0:
             continue
         base = next(v.demand for v in plan.views if v.accelerator == acc and v.demand is not None)
-        used = [m["reserved_utilisation_fraction"] for m in plan.timeline if m["reserved_utilisation_fraction"]]
+        used = [
+            m["reserved_utilisation_fraction"] for m in plan.timeline if m["reserved_utilisation_fraction"]
+        ]
         duty = sum(used) / len(used) if used else 1.0
-        demand = dataclasses.replace(base, gpus=int(peak), duty_cycle=min(1.0, duty), run_s=None, runs_per_month=None)
+        demand = dataclasses.replace(
+            base, gpus=int(peak), duty_cycle=min(1.0, duty), run_s=None, runs_per_month=None
+        )
         node = get_node(pr.node)
         nr = size_nodes_racks(demand, node, infra.facility)
-        pw = size_power(demand, node, nr.nodes, nr.racks, fabric_w, 0.0, infra.facility, None, cooling=nr.cooling)
-        out.append({
-            "pool": acc,
-            "gpus": int(peak),
-            "nodes": nr.nodes,
-            "racks": nr.racks,
-            "kw_per_rack": pw.kw_per_rack,
-            "cooling": pw.cooling,
-            "it_power_max_w": pw.it_power_max_w,
-            "facility_power_w": pw.facility_power_w,
-            "facility_power_typical_w": pw.facility_power_typical_w,
-            "energy_per_month_mwh": pw.energy_per_month_mwh,
-            "within_power_limit": plan.policy.power_limit_w is None or pw.facility_power_w <= plan.policy.power_limit_w,
-        })
+        pw = size_power(
+            demand, node, nr.nodes, nr.racks, fabric_w, 0.0, infra.facility, None, cooling=nr.cooling
+        )
+        out.append(
+            {
+                "pool": acc,
+                "gpus": int(peak),
+                "nodes": nr.nodes,
+                "racks": nr.racks,
+                "kw_per_rack": pw.kw_per_rack,
+                "cooling": pw.cooling,
+                "it_power_max_w": pw.it_power_max_w,
+                "facility_power_w": pw.facility_power_w,
+                "facility_power_typical_w": pw.facility_power_typical_w,
+                "energy_per_month_mwh": pw.energy_per_month_mwh,
+                "within_power_limit": plan.policy.power_limit_w is None
+                or pw.facility_power_w <= plan.policy.power_limit_w,
+            }
+        )
     return out

@@ -83,8 +83,15 @@ class _Model:
         self.n = 0
         self.rows: list[tuple[np.ndarray, np.ndarray, float, float]] = []
 
-    def add(self, name: str, shape: tuple[int, ...], cost: Any, ub: Any = np.inf, integer: bool = False,
-            penalty: bool = False) -> np.ndarray:
+    def add(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        cost: Any,
+        ub: Any = np.inf,
+        integer: bool = False,
+        penalty: bool = False,
+    ) -> np.ndarray:
         size = int(np.prod(shape))
         idx = np.arange(self.n, self.n + size).reshape(shape)
         self.n += size
@@ -212,7 +219,9 @@ def _cover_rows(
                 md.row(np.concatenate(c), np.concatenate(v), float(fixed[acc][m, h]))
 
 
-def solve(days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDemand], limits: Limits) -> Solution:
+def solve(
+    days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDemand], limits: Limits
+) -> Solution:
     """Build and solve the program; Infeasible when even unlimited misses cannot make it fit."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -240,13 +249,26 @@ def solve(days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDem
     values = {name: xv[idx] for name, idx in md.blocks.items()}
     gap = getattr(res, "mip_gap", None)
     return Solution(
-        values, float(cost @ xv), float(pen @ xv), str(res.message), seconds, md.n, int(integ.sum()),
-        len(md.rows), float(gap) if gap is not None else None, _spot_prices(md, pools, work),
+        values,
+        float(cost @ xv),
+        float(pen @ xv),
+        str(res.message),
+        seconds,
+        md.n,
+        int(integ.sum()),
+        len(md.rows),
+        float(gap) if gap is not None else None,
+        _spot_prices(md, pools, work),
     )
 
 
-def combine(parts: list[Solution], days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDemand],
-            limits: Limits) -> Solution | None:
+def combine(
+    parts: list[Solution],
+    days: np.ndarray,
+    pools: dict[str, PoolPrices],
+    work: list[WorkloadDemand],
+    limits: Limits,
+) -> Solution | None:
     """The sum of separate solutions as one solution of the pooled program, if it is feasible there."""
     md = build(days, pools, work, limits)
     x = np.zeros(md.n)
@@ -262,6 +284,14 @@ def combine(parts: list[Solution], days: np.ndarray, pools: dict[str, PoolPrices
     cost, pen = np.concatenate(md.cost), np.concatenate(md.penalty)
     values = {name: x[idx] for name, idx in md.blocks.items()}
     return Solution(
-        values, float(cost @ x), float(pen @ x), "sum of the dedicated plans", 0.0, md.n,
-        int(np.concatenate(md.integer).sum()), len(md.rows), None, _spot_prices(md, pools, work),
+        values,
+        float(cost @ x),
+        float(pen @ x),
+        "sum of the dedicated plans",
+        0.0,
+        md.n,
+        int(np.concatenate(md.integer).sum()),
+        len(md.rows),
+        None,
+        _spot_prices(md, pools, work),
     )

@@ -34,8 +34,13 @@ class Usage:
     usable: dict[str, np.ndarray]  # pool -> committed GPUs x utilisation target, per month
 
 
-def usage(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices], work: list[WorkloadDemand],
-          utilisation_target: float) -> Usage:
+def usage(
+    sol: Solution,
+    cal: Calendar,
+    pools: dict[str, PoolPrices],
+    work: list[WorkloadDemand],
+    utilisation_target: float,
+) -> Usage:
     shape = (cal.months, HOURS)
     total, pool_use, od_use, spot_use = {}, {}, {}, {}
     committed: dict[str, dict[str, np.ndarray]] = {}
@@ -64,8 +69,9 @@ def usage(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices], work: list
     return Usage(total, pool_use, od_use, spot_use, committed, usable)
 
 
-def timeline(u: Usage, cal: Calendar, work: list[WorkloadDemand], pools: dict[str, PoolPrices],
-             sol: Solution) -> list[dict[str, Any]]:
+def timeline(
+    u: Usage, cal: Calendar, work: list[WorkloadDemand], pools: dict[str, PoolPrices], sol: Solution
+) -> list[dict[str, Any]]:
     """One entry per month: demand, committed and burst GPUs (peak hour), GPU-hours, cost, by workload."""
     days = cal.days
     demand = sum(u.total.values(), np.zeros((cal.months, HOURS)))
@@ -77,26 +83,34 @@ def timeline(u: Usage, cal: Calendar, work: list[WorkloadDemand], pools: dict[st
     for m in range(cal.months):
         reserved = sum(float(k[m]) for p in u.committed.values() for k in p.values())
         res_h = reserved * days[m] * HOURS
-        by_kind = {kind: sum(float(p[kind][m]) for p in u.committed.values() if kind in p) for kind in COMMITTED}
-        out.append({
-            "month": month_text(cal.start_month + m),
-            "demand_gpus": float(demand[m].max()),
-            "reserved_gpus": reserved,
-            "burst_gpus": float((od[m] + sp[m]).max()),
-            "reserved_by_kind_gpus": {k: v for k, v in by_kind.items() if v > 0},
-            "on_demand_gpus": float(od[m].max()),
-            "spot_gpus": float(sp[m].max()),
-            "demand_gpu_hours": float(demand[m].sum() * days[m]),
-            "reserved_gpu_hours": res_h,
-            "reserved_used_gpu_hours": float(used[m].sum() * days[m]),
-            "burst_gpu_hours": float((od[m] + sp[m]).sum() * days[m]),
-            "reserved_utilisation_fraction": float(used[m].sum() * days[m] / res_h) if res_h else None,
-            "cost_usd": costs[m],
-            "by_workload": {
-                w.name: {"gpus": float(u.total[w.name][m].max()), "gpu_hours": float(u.total[w.name][m].sum() * days[m])}
-                for w in work if u.total[w.name][m].max() > EPS
-            },
-        })
+        by_kind = {
+            kind: sum(float(p[kind][m]) for p in u.committed.values() if kind in p) for kind in COMMITTED
+        }
+        out.append(
+            {
+                "month": month_text(cal.start_month + m),
+                "demand_gpus": float(demand[m].max()),
+                "reserved_gpus": reserved,
+                "burst_gpus": float((od[m] + sp[m]).max()),
+                "reserved_by_kind_gpus": {k: v for k, v in by_kind.items() if v > 0},
+                "on_demand_gpus": float(od[m].max()),
+                "spot_gpus": float(sp[m].max()),
+                "demand_gpu_hours": float(demand[m].sum() * days[m]),
+                "reserved_gpu_hours": res_h,
+                "reserved_used_gpu_hours": float(used[m].sum() * days[m]),
+                "burst_gpu_hours": float((od[m] + sp[m]).sum() * days[m]),
+                "reserved_utilisation_fraction": float(used[m].sum() * days[m] / res_h) if res_h else None,
+                "cost_usd": costs[m],
+                "by_workload": {
+                    w.name: {
+                        "gpus": float(u.total[w.name][m].max()),
+                        "gpu_hours": float(u.total[w.name][m].sum() * days[m]),
+                    }
+                    for w in work
+                    if u.total[w.name][m].max() > EPS
+                },
+            }
+        )
     return out
 
 
@@ -129,14 +143,16 @@ def hourly_profile(u: Usage, cal: Calendar, m: int) -> dict[str, Any]:
     hours = []
     for h in range(HOURS):
         pool = sum(float(v[m, h]) for v in u.on_pool.values())
-        hours.append({
-            "hour": h,
-            "by_workload_gpus": {n: float(v[m, h]) for n, v in u.total.items() if v[m, h] > EPS},
-            "reserved_used_gpus": pool,
-            "on_demand_gpus": sum(float(v[m, h]) for v in u.on_demand.values()),
-            "spot_gpus": sum(float(v[m, h]) for v in u.spot.values()),
-            "reserved_idle_gpus": max(0.0, committed - pool),
-        })
+        hours.append(
+            {
+                "hour": h,
+                "by_workload_gpus": {n: float(v[m, h]) for n, v in u.total.items() if v[m, h] > EPS},
+                "reserved_used_gpus": pool,
+                "on_demand_gpus": sum(float(v[m, h]) for v in u.on_demand.values()),
+                "spot_gpus": sum(float(v[m, h]) for v in u.spot.values()),
+                "reserved_idle_gpus": max(0.0, committed - pool),
+            }
+        )
     return {"month": month_text(cal.start_month + m), "reserved_gpus": committed, "hours": hours}
 
 
@@ -156,22 +172,26 @@ def purchases(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> lis
             n = sol.values.get(f"n:{acc}:{kind}")
             if n is None:
                 continue
-            for s in np.flatnonzero(n > 0.5):
+            for s in (int(i) for i in np.flatnonzero(n > 0.5)):
                 term = pr.term_months[kind]
                 last = min(cal.months, s + term) - 1
                 hours = float(cal.days[s : last + 1].sum() * HOURS)
                 gpus = int(round(n[s])) * pr.gpus_per_node
-                out.append({
-                    "month": month_text(cal.start_month + int(s)),
-                    "pool": acc,
-                    "kind": kind,
-                    "nodes": int(round(n[s])),
-                    "gpus": gpus,
-                    "term_months": term,
-                    "ends": month_text(cal.start_month + int(s) + term - 1),
-                    "usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours,
-                    "capex_usd": int(round(n[s])) * pr.onprem_capex_usd_per_node if kind == "onprem" else None,
-                })
+                out.append(
+                    {
+                        "month": month_text(cal.start_month + int(s)),
+                        "pool": acc,
+                        "kind": kind,
+                        "nodes": int(round(n[s])),
+                        "gpus": gpus,
+                        "term_months": term,
+                        "ends": month_text(cal.start_month + int(s) + term - 1),
+                        "usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours,
+                        "capex_usd": int(round(n[s])) * pr.onprem_capex_usd_per_node
+                        if kind == "onprem"
+                        else None,
+                    }
+                )
     return sorted(out, key=lambda p: (p["month"], p["pool"], p["kind"]))
 
 
@@ -183,15 +203,26 @@ def deadlines(sol: Solution, cal: Calendar, work: list[WorkloadDemand], u: Usage
         for q, (ms, need) in enumerate(w.periods):
             missed = float(miss[q]) if miss is not None else 0.0
             ran = [m for m in ms if u.total[w.name][m].max() > EPS]
-            out.append({
-                "workload": w.name,
-                "window": f"{month_text(cal.start_month + ms[0])} to {month_text(cal.start_month + ms[-1])}",
-                "gpu_hours_needed": float(need),
-                "gpu_hours_missed": missed,
-                "met": bool(missed <= 1e-6 * max(float(need), 1.0)),
-                "finished": month_text(cal.start_month + ran[-1]) if ran else None,
-            })
+            out.append(
+                {
+                    "workload": w.name,
+                    "window": f"{month_text(cal.start_month + ms[0])} to {month_text(cal.start_month + ms[-1])}",
+                    "gpu_hours_needed": float(need),
+                    "gpu_hours_missed": missed,
+                    "met": bool(missed <= 1e-6 * max(float(need), 1.0)),
+                    "finished": month_text(cal.start_month + ran[-1]) if ran else None,
+                }
+            )
         for note in w.notes:
-            out.append({"workload": w.name, "window": "fixed schedule", "gpu_hours_needed": None,
-                        "gpu_hours_missed": None, "met": False, "finished": None, "note": note})
+            out.append(
+                {
+                    "workload": w.name,
+                    "window": "fixed schedule",
+                    "gpu_hours_needed": None,
+                    "gpu_hours_missed": None,
+                    "met": False,
+                    "finished": None,
+                    "note": note,
+                }
+            )
     return out

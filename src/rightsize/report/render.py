@@ -55,6 +55,12 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
+def _is_fleet(result: Any) -> bool:
+    from rightsize.fleet import FleetPlan
+
+    return isinstance(result, FleetPlan)
+
+
 def _is_profile(result: Any) -> bool:
     if isinstance(result, dict):
         return result.get("kind") == "profile"
@@ -92,6 +98,8 @@ def result_dict(result: Any) -> dict[str, Any]:
     from rightsize.search.serving import ServingPlan
     from rightsize.search.train import TrainingPlan
 
+    if _is_fleet(result):
+        return _clean(result.to_dict())
     if isinstance(result, TrainingPlan):
         return _clean({**plan_dict(result), **_plan_extras(result)})
     if isinstance(result, ServingPlan):
@@ -119,6 +127,10 @@ def document(result: Any, title: str = "Plan") -> Document:
     from rightsize.search.serving import ServingPlan
     from rightsize.search.train import TrainingPlan
 
+    if _is_fleet(result):
+        from rightsize.report.fleet_doc import fleet_document
+
+        return fleet_document(result, title)
     if isinstance(result, TrainingPlan):
         return training_document(result, title)
     if isinstance(result, ServingPlan):

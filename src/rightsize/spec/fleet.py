@@ -82,7 +82,9 @@ class DailyLoad(BaseModel):
     @classmethod
     def _24(cls, value: list[float] | None) -> list[float] | None:
         if value is not None and (len(value) != 24 or max(value) <= 0):
-            raise ValueError(f"give 24 hourly factors (hour 0 to 23), at least one above 0 (got {len(value)})")
+            raise ValueError(
+                f"give 24 hourly factors (hour 0 to 23), at least one above 0 (got {len(value)})"
+            )
         return value
 
 
@@ -137,14 +139,22 @@ class FleetWorkload(BaseModel):
             "workloads), or the spec inline."
         )
     )
-    name: str | None = Field(default=None, min_length=1, description="Name in reports; defaults to the spec's.")
-    start: str | None = Field(default=None, description="First month it runs, YYYY-MM; null: the fleet's start.")
-    end: str | None = Field(
-        default=None, description="Last month it runs (a job: its deadline), YYYY-MM; null: the horizon's end."
+    name: str | None = Field(
+        default=None, min_length=1, description="Name in reports; defaults to the spec's."
     )
-    priority: int = Field(default=0, description="Higher is served first when capacity is short (Kueue priority).")
+    start: str | None = Field(
+        default=None, description="First month it runs, YYYY-MM; null: the fleet's start."
+    )
+    end: str | None = Field(
+        default=None,
+        description="Last month it runs (a job: its deadline), YYYY-MM; null: the horizon's end.",
+    )
+    priority: int = Field(
+        default=0, description="Higher is served first when capacity is short (Kueue priority)."
+    )
     deferrable: bool | None = Field(
-        default=None, description="May wait for capacity within its window; null: yes for jobs, no for services."
+        default=None,
+        description="May wait for capacity within its window; null: yes for jobs, no for services.",
     )
     preemptible: bool | None = Field(
         default=None,
@@ -182,7 +192,9 @@ class FleetWorkload(BaseModel):
     @model_validator(mode="after")
     def _order(self) -> FleetWorkload:
         if self.start and self.end and month_index(self.end) < month_index(self.start):
-            raise ValueError(f"end ({self.end}) is before start ({self.start}); a workload ends after it starts")
+            raise ValueError(
+                f"end ({self.end}) is before start ({self.start}); a workload ends after it starts"
+            )
         return self
 
 
