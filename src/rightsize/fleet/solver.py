@@ -34,7 +34,7 @@ from rightsize.fleet.prices import COMMITTED, PoolPrices
 
 MISS_PENALTY_FACTOR = 20.0  # a missed GPU-hour costs this many times the dearest price in the fleet
 TIME_LIMIT_S = 20.0
-MIP_REL_GAP = 2e-3  # 0.2% of the cost: far inside the price table's own uncertainty
+MIP_REL_GAP = 1e-3  # 0.1% of the cost: far inside the price table's own uncertainty
 BUY_EVERY_MONTHS = 3  # commitments start at quarter boundaries (procurement runs quarterly)
 
 
