@@ -142,11 +142,16 @@ def test_hopper_fp8_is_twice_bf16(acc_id: str) -> None:
 
 def test_fp8_is_about_twice_bf16_everywhere() -> None:
     # 2% rather than exact: the L40S datasheet prints BF16 362.05 but FP8 733 (= 2 x 366.5).
+    # AWS prints Trainium2 FP8 1,299 against BF16 667 TFLOPS (1.95x): 3% for it.
+    # Gaudi 3's MMEs run FP8 at the BF16 rate (Intel, Hot Chips 2024: 1,835 TFLOPS for both).
+    same_rate = {"gaudi3"}
     for acc in accelerators().values():
-        if acc.supports("fp8"):
-            assert acc.peak_flops_per_s("fp8") == pytest.approx(2 * acc.peak_flops_per_s("bf16"), rel=0.02), (
-                acc.id
-            )
+        if acc.id in same_rate:
+            assert acc.peak_flops_per_s("fp8") == acc.peak_flops_per_s("bf16"), acc.id
+        elif acc.supports("fp8"):
+            assert acc.peak_flops_per_s("fp8") == pytest.approx(
+                2 * acc.peak_flops_per_s("bf16"), rel=0.03 if acc.id == "trn2" else 0.02
+            ), acc.id
 
 
 def test_bf16_equals_fp16_everywhere() -> None:
@@ -165,7 +170,7 @@ def test_units() -> None:
     assert get_accelerator("b200").scaleup_bytes_per_s == 900e9
     assert get_accelerator("gb200").scaleup_domain_gpus == 72
     for acc in accelerators().values():
-        assert 16 * GB < acc.hbm_bytes < 400 * GB, acc.id
+        assert 15 * GB <= acc.hbm_bytes < 400 * GB, acc.id  # T4 reports 15 GiB; TPU v5e has 16 GB
         assert 1e11 < acc.hbm_bytes_per_s < 2e13, acc.id
         assert acc.tdp_w >= 50, acc.id
 
@@ -215,9 +220,9 @@ def test_dtype_aliases(alias: str, canonical: str) -> None:
     assert acc.peak_flops_per_s(alias) == acc.peak_flops_per_s(canonical)
 
 
-def test_fp4_only_on_blackwell() -> None:
+def test_fp4_only_on_blackwell_and_cdna4() -> None:
     with_fp4 = {a.id for a in accelerators().values() if a.supports("fp4")}
-    assert with_fp4 == {"b200", "gb200"}
+    assert with_fp4 == {"b200", "gb200", "b300", "gb300", "rtx-pro-6000", "mi355x", "mi350x"}
 
 
 def test_every_node_points_to_a_known_accelerator_and_back() -> None:

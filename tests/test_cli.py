@@ -25,7 +25,7 @@ def test_plan_example_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "plan", str(EX / "llama3-70b-pretrain.yaml"), "--format", "json")
     assert code == 0, err
     d = json.loads(out)
-    assert d["schema_version"] == 1 and d["kind"] == "training_plan"
+    assert d["schema_version"] == 2 and d["kind"] == "training_plan"
     best = d["best"]
     assert best["time_to_train_days"] <= 60
     step = best["step"]

@@ -205,9 +205,10 @@ def mlperf_rows() -> list[dict]:  # type: ignore[type-arg]
 
 
 def test_mlperf_lora_rows_are_bundled_and_predicted(mlperf_rows: list[dict]) -> None:  # type: ignore[type-arg]
-    assert len(mlperf_rows) == 4
+    assert len(mlperf_rows) == 6
     assert all(r["predicted"] is not None for r in mlperf_rows)
-    assert all(r["chosen"]["parallel"]["tp"] in (2, 4) for r in mlperf_rows)  # published layout kept
+    nvidia = [r for r in mlperf_rows if "mi35" not in r["id"]]
+    assert all(r["chosen"]["parallel"]["tp"] in (2, 4) for r in nvidia)  # published layout kept
 
 
 def test_mlperf_lora_accuracy(mlperf_rows: list[dict]) -> None:  # type: ignore[type-arg]
@@ -217,5 +218,9 @@ def test_mlperf_lora_accuracy(mlperf_rows: list[dict]) -> None:  # type: ignore[
     errors = {r["id"]: abs(r["error"]) for r in mlperf_rows}
     assert errors["mlperf-t4.0-llama2-70b-lora-8xh100"] <= 0.10
     assert errors["mlperf-t4.0-llama2-70b-lora-8xh200"] <= 0.10
+    # MLPerf v5.1 CDNA 4 rows (issue 19), layout unpublished and chosen by search; their
+    # efficiencies are estimates by analogy with MI325X, so they are held to the 20% of the rest.
+    assert errors["mlperf-t5.1-llama2-70b-lora-8xmi355x"] <= 0.20
+    assert errors["mlperf-t5.1-llama2-70b-lora-8xmi350x"] <= 0.20
     assert max(errors.values()) <= 0.35
     assert float(np.median(list(errors.values()))) <= 0.20

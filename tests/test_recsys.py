@@ -12,6 +12,7 @@ import pytest
 
 from rightsize.api import plan
 from rightsize.catalog import get_accelerator, node_for
+from rightsize.constants import REPORT_SCHEMA_VERSION
 from rightsize.errors import BadInput
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.recsys import (
@@ -127,7 +128,7 @@ def test_serving_example_spills_and_meets_slo() -> None:
     d = p.demand
     assert d is not None and d.workload == "serving" and d.work_unit == "query" and d.base_rate_rps == 20_000
     out = p.to_dict()
-    assert out["kind"] == "recommendation_plan" and out["schema_version"] == 1
+    assert out["kind"] == "recommendation_plan" and out["schema_version"] == REPORT_SCHEMA_VERSION
     json.dumps(out, default=str)
     assert "tables" in p.render_text("Plan")
 

@@ -17,6 +17,7 @@ import pytest
 from rightsize.advise.view import sizing_dict
 from rightsize.api import plan as run_plan
 from rightsize.cli.main import main
+from rightsize.constants import REPORT_SCHEMA_VERSION
 from rightsize.errors import BadInput
 from rightsize.report.render import FORMATS, document, json_schema, render, render_profile, result_dict
 from rightsize.search.serving import ServingPlan
@@ -122,7 +123,7 @@ def test_example_json_validates_and_has_every_section(plans: dict[str, Any], nam
     d = json.loads(render(plan, "json"))
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in VALIDATOR.iter_errors(d)]
     assert not errors, errors[:5]
-    assert d["schema_version"] == 1 and isinstance(d["findings"], list)
+    assert d["schema_version"] == REPORT_SCHEMA_VERSION and isinstance(d["findings"], list)
     if sizing_dict(plan):
         assert isinstance(d["sizing"], dict) and d["sizing"]
     if isinstance(plan, TrainingPlan | ServingPlan):
@@ -222,7 +223,11 @@ def test_other_plan_kinds_render_generically() -> None:
     md = render(p, "markdown")
     assert "Best" in _headings(md) and "1,234" in md
     d = json.loads(render(p, "json"))
-    assert d["kind"] == "vision_plan" and d["schema_version"] == 1 and not list(VALIDATOR.iter_errors(d))
+    assert (
+        d["kind"] == "vision_plan"
+        and d["schema_version"] == REPORT_SCHEMA_VERSION
+        and not list(VALIDATOR.iter_errors(d))
+    )
     assert "<svg" not in render(p, "html") or 'data-chart="' in render(p, "html")
 
 

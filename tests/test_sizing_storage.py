@@ -144,7 +144,7 @@ def test_llama3_70b_write_need_by_hand() -> None:
     plan = size_storage(_training(), Storage(), H100, 256, mtbf, 0.2)
     assert plan.write_bytes_per_s_needed == pytest.approx(980e9 / (2 * 0.05**2 * mtbf))
     assert plan.write_bytes_per_s_needed == pytest.approx(2.197e9, rel=1e-3)
-    assert plan.bandwidth["checkpoint_interval_s"] == pytest.approx(2 * 0.05 * mtbf)
+    assert plan.bandwidth["checkpoint_interval_target_s"] == pytest.approx(2 * 0.05 * mtbf)
 
 
 def test_missing_mtbf_comes_from_the_reliability_catalog() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from rightsize.api import plan
 from rightsize.catalog import get_accelerator, node_for
+from rightsize.constants import REPORT_SCHEMA_VERSION
 from rightsize.errors import BadInput
 from rightsize.perf import datapipe
 from rightsize.perf.hardware import Hardware
@@ -116,7 +117,7 @@ def test_training_example_plan() -> None:
     assert list(sorted(d.step_s_by_nic_gbps)) == [100.0, 200.0, 400.0, 800.0, 1600.0]
     assert all(a >= b2 - 1e-12 for a, b2 in zip(sweep, sweep[1:], strict=False))
     out = p.to_dict()
-    assert out["kind"] == "vision_plan" and out["schema_version"] == 1
+    assert out["kind"] == "vision_plan" and out["schema_version"] == REPORT_SCHEMA_VERSION
     json.dumps(out, default=str)
     assert "ResNet-50" in p.render_text("Plan")
 

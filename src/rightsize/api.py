@@ -1,51 +1,39 @@
 """The Python API, mirroring the command line: `plan(spec)` and `estimate(spec)`.
 
 A spec is a path to a YAML file, a dict of the same shape, or a parsed spec; the spec's
-type picks the planner in `PLANNERS`. Every planner returns a plan whose `demand` says what
-the chosen configuration asks of the infrastructure; `plan` then sizes that (nodes, fabric,
-storage, power, reliability, cost, margins, growth) into `plan.sizing`.
+type picks its `Workload` (rightsize.search.workload), and every workload goes through the
+one pipeline (rightsize.sizing.pipeline): search -> size -> settle -> uncertainty. The plan's
+`demand` says what the chosen configuration asks of the infrastructure and `plan.sizing` is
+the typed bill of materials (rightsize.sizing.plan.Sizing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rightsize.errors import BadInput
-from rightsize.search.recsys import plan_recsys
-from rightsize.search.serving import ServingPlan, plan_serving
-from rightsize.search.train import TrainingPlan, plan_training
-from rightsize.search.vision import plan_vision
 from rightsize.spec import InferenceSpec, TrainingSpec, load_spec, parse_spec
-from rightsize.spec.recsys import RecsysSpec
-from rightsize.spec.vision import VisionSpec
 
-AnySpec = Any  # TrainingSpec | InferenceSpec | any spec kind registered in PLANNERS
+AnySpec = Any  # any spec kind a Workload is registered for (rightsize.search.workload)
 Calibration = dict[str, dict[str, float]]  # accelerator id -> Hardware field overrides
 
 
-def _plan_training(spec: TrainingSpec, calibration: Calibration | None) -> TrainingPlan:
-    return plan_training(spec, calibration)
+def __getattr__(name: str) -> Any:
+    # PLANNERS (spec class -> planner(spec, calibration)) is kept for callers of the old
+    # registry; the Workload registry in rightsize.search.workload is the one source.
+    if name == "PLANNERS":
+        from rightsize.search.workload import spec_types, workload_for
 
-
-def _plan_serving(spec: InferenceSpec, calibration: Calibration | None) -> ServingPlan:
-    return plan_serving(spec)
-
-
-# spec class -> planner(spec, calibration). A new workload kind adds its entry here.
-PLANNERS: dict[type, Callable[[Any, Calibration | None], Any]] = {
-    TrainingSpec: _plan_training,
-    InferenceSpec: _plan_serving,
-    VisionSpec: plan_vision,
-    RecsysSpec: plan_recsys,
-}
+        return {t: (lambda spec, cal: workload_for(spec).search(cal)) for t in spec_types()}
+    raise AttributeError(name)
 
 
 def _as_spec(spec: str | Path | dict[str, Any] | AnySpec) -> AnySpec:
+    from rightsize.search.workload import spec_types
     from rightsize.spec.fleet_load import ResolvedFleet, as_fleet
 
-    if isinstance(spec, (*PLANNERS, ResolvedFleet)):
+    if isinstance(spec, (*spec_types(), ResolvedFleet)):
         return spec
     fleet = as_fleet(spec)  # a `kind: fleet` file or mapping, else None
     if fleet is not None:
@@ -63,33 +51,16 @@ def _calibration(calibration: str | Path | Calibration | None) -> Calibration | 
     return load_calibration(Path(calibration))
 
 
-def _run(spec: AnySpec, calibration: str | Path | Calibration | None, uncertainty: bool = True) -> Any:
-    cal = _calibration(calibration)
+def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
+    from rightsize.sizing.pipeline import run_pipeline
     from rightsize.spec.fleet_load import ResolvedFleet
 
+    cal = _calibration(calibration)
     if isinstance(spec, ResolvedFleet):  # many workloads: each through this same pipeline, then the pool
         from rightsize.fleet import plan_fleet
 
-        return plan_fleet(spec, lambda one: _run(one, cal, uncertainty=False))
-    result = PLANNERS[type(spec)](spec, cal)
-    from rightsize.search.uncertainty import serving_uncertainty, training_uncertainty
-
-    if not uncertainty:
-        pass
-    elif isinstance(result, TrainingPlan):
-        result.uncertainty = training_uncertainty(result, spec, calibration=cal)
-    elif isinstance(result, ServingPlan):
-        result.uncertainty = serving_uncertainty(result, spec)
-    demand = getattr(result, "demand", None)
-    if demand is not None:
-        from rightsize.sizing.plan import size
-
-        extra = dict(getattr(result, "extra", None) or {})
-        best = getattr(result, "best", None)
-        if best is not None and hasattr(best, "replica_capacity_rps"):
-            extra["replica_capacity_rps"] = best.replica_capacity_rps
-        result.sizing = size(demand, spec.infrastructure, getattr(spec, "policy", None), extra)
-    return result
+        return plan_fleet(spec, lambda one: run_pipeline(one, cal, uncertainty=False))
+    return run_pipeline(spec, cal)
 
 
 def plan(

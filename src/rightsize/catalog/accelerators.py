@@ -23,7 +23,15 @@ from rightsize.catalog.loader import (
 from rightsize.errors import BadInput
 
 VENDORS = ("nvidia", "amd", "google", "intel", "aws")
-FORM_FACTORS = ("sxm", "pcie", "oam", "superchip")
+FORM_FACTORS = ("sxm", "pcie", "oam", "superchip", "chip")
+# How the scale-up domain is wired: an NVSwitch-style switch (every pair at full link rate),
+# a full point-to-point mesh (Infinity Fabric, Gaudi's on-chip RoCE), PCIe through host
+# switches, or a 2D / 3D torus (TPU ICI, Trainium NeuronLink) where collectives run a ring
+# per axis.
+TOPOLOGIES = ("switch", "mesh", "pcie", "torus2d", "torus3d")
+TORUS_DIMS = {"torus2d": 2, "torus3d": 3}
+# Each vendor's own name for its scale-up link, used when the accelerator does not say.
+_DEFAULT_SCALEUP_NAME = {"nvidia": "NVLink", "amd": "Infinity Fabric", "google": "ICI", "aws": "NeuronLink"}
 
 _KEYS = frozenset(
     {
@@ -39,6 +47,8 @@ _KEYS = frozenset(
         "scaleup_domain_gpus",
         "tdp_w",
         "sm_count",
+        "scaleup_name",
+        "scaleup_topology",
     }
 )
 
@@ -73,6 +83,13 @@ class Accelerator:
     default_node: str  # an id in nodes.yaml
     efficiency: Efficiency
     sources: dict[str, Sourced]  # "hbm_bytes", "peak_dense_flops_per_s.bf16", ... -> figure
+    scaleup_name: str = "NVLink"  # the vendor's own term: NVLink, Infinity Fabric, ICI, NeuronLink, PCIe
+    scaleup_topology: str = "switch"  # one of TOPOLOGIES
+
+    @property
+    def torus_dims(self) -> int:
+        """Axes of the scale-up torus (2 or 3), 0 where the domain is switched, meshed or PCIe."""
+        return TORUS_DIMS.get(self.scaleup_topology, 0)
 
     def supports(self, dtype: str) -> bool:
         """Whether the catalog has a peak rate for ``dtype`` on this accelerator."""
@@ -146,7 +163,18 @@ def parse_accelerator(
         values[field] = s.value
         sources[field] = s
 
+    topology = str(
+        raw.get("scaleup_topology", "pcie" if form_factor == "pcie" else _default_topology(vendor))
+    )
+    if topology not in TOPOLOGIES:
+        raise CatalogDataError(
+            file, f"{key}.scaleup_topology", f"unknown topology {topology!r}; use one of {TOPOLOGIES}"
+        )
+    default_name = "PCIe" if topology == "pcie" else _DEFAULT_SCALEUP_NAME.get(vendor, "scale-up link")
+    scaleup_name = str(raw.get("scaleup_name", default_name))
     return Accelerator(
+        scaleup_name=scaleup_name,
+        scaleup_topology=topology,
         id=acc_id,
         name=require_str(raw, "name", file, key),
         vendor=vendor,
@@ -162,6 +190,11 @@ def parse_accelerator(
         efficiency=efficiencies.get(acc_id, default_eff),
         sources=sources,
     )
+
+
+def _default_topology(vendor: str) -> str:
+    """NVIDIA SXM parts sit behind NVSwitch; AMD's 8-GPU platforms are a full mesh."""
+    return "mesh" if vendor in ("amd", "intel") else "switch"
 
 
 def parse_accelerators(

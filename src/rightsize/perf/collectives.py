@@ -36,9 +36,34 @@ def group_link(size: np.ndarray, stride: np.ndarray, hw: Hardware) -> tuple[np.n
     up_bw = hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction
     members_per_domain = np.clip(np.floor(hw.domain_gpus / stride), 1.0, size)
     out_bw = np.minimum(up_bw, members_per_domain * hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction)
-    bw = np.where(inside, up_bw, out_bw)
-    latency = np.where(inside, hw.scaleup_latency_s, hw.scaleout_latency_s)
+    up_scale, up_steps_ratio = torus_scale(size * stride, size, hw)
+    bw = np.where(inside, up_bw * up_scale, out_bw)
+    latency = np.where(inside, hw.scaleup_latency_s * up_steps_ratio, hw.scaleout_latency_s)
     return bw, latency
+
+
+def torus_scale(span: np.ndarray, size: np.ndarray, hw: Hardware) -> tuple[np.ndarray, np.ndarray]:
+    """(bandwidth factor, latency-step factor) for a group inside a torus scale-up domain.
+
+    On a D-dimensional torus (TPU ICI, Trainium NeuronLink) a collective runs one ring per
+    axis (Google Cloud TPU docs: "all-reduce bandwidth per pod"; Jouppi et al., TPU v4, ISCA
+    2023). A chip's per-direction bandwidth is split evenly over its D axes, so a group that
+    spans only k of them drives k/D of it; and a ring per axis takes sum(k_i - 1) latency
+    steps for n = prod(k_i) members, against what `_steps` charges a switched domain.
+    Both factors are 1 where the domain is switched or meshed (torus_dims 0).
+    """
+    size = np.asarray(size, dtype=np.float64)
+    dims = hw.torus_dims
+    if dims <= 0:
+        one = np.ones_like(size)
+        return one, one
+    axis_len = max(float(hw.domain_gpus) ** (1.0 / dims), 2.0)
+    span = np.maximum(np.asarray(span, dtype=np.float64), 1.0)
+    axes = np.clip(np.ceil(np.log(span) / np.log(axis_len) - 1e-9), 1.0, dims)
+    per_axis = np.maximum(size ** (1.0 / axes), 1.0)
+    torus_steps = axes * (per_axis - 1.0)
+    switched = np.maximum(_steps(size), 1e-9)
+    return axes / dims, np.where(size > 1, torus_steps / switched, 1.0)
 
 
 def _steps(n: np.ndarray) -> np.ndarray:

@@ -48,6 +48,7 @@ class Hardware:
     kernel_overhead_s: float
     tdp_w: float = 0.0
     peak_16bit_flops_per_s: float = 0.0  # for attention kernels, which run in 16 bit
+    torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
 
     @classmethod
     def from_catalog(cls, acc: Accelerator, node: NodeType, dtype: str) -> Hardware:
@@ -77,6 +78,7 @@ class Hardware:
             kernel_overhead_s=eff.kernel_overhead_s,
             tdp_w=acc.tdp_w,
             peak_16bit_flops_per_s=peak16,
+            torus_dims=acc.torus_dims,
         )
 
     def with_overrides(self, **fields: float) -> Hardware:

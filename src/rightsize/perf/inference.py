@@ -109,7 +109,10 @@ class Replica:
         tp: int,
         weight_precision: str,
         kv_precision: str,
+        overrides: dict[str, float] | None = None,
     ) -> Replica:
+        """A replica of `arch` at tensor parallelism `tp`; `overrides` replace catalog
+        efficiencies (a calibration's fit for this accelerator)."""
         if weight_precision not in BYTES_PER_ELEMENT or kv_precision not in BYTES_PER_ELEMENT:
             raise BadInput(
                 f"Unknown precision {weight_precision!r} / {kv_precision!r}.",
@@ -118,6 +121,8 @@ class Replica:
             )
         dequant = weight_only(acc, weight_precision)
         hw = Hardware.from_catalog(acc, node, compute_dtype(acc, weight_precision))
+        if overrides:
+            hw = hw.with_overrides(**overrides)
         return cls(arch, tp, weight_precision, kv_precision, hw, dequant)
 
     # --- bytes -----------------------------------------------------------------------------

@@ -20,10 +20,16 @@ def catalog_dict() -> dict[str, Any]:
     return {"accelerators": accs, "nodes": {n.id: asdict(n) for n in nodes().values()}}
 
 
+def _link(acc: Any) -> str:
+    """The scale-up link in the vendor's own words, with its topology: "ICI (3D torus)"."""
+    topo = {"switch": "switched", "mesh": "full mesh", "pcie": "host PCIe", "torus2d": "2D torus"}
+    return f"{acc.scaleup_name} ({topo.get(acc.scaleup_topology, '3D torus')})"
+
+
 def render_catalog() -> str:
     head = (
         f"{'id':<15} {'bf16 TFLOP/s':>12} {'fp8 TFLOP/s':>11} {'HBM GB':>7} {'HBM TB/s':>8} "
-        f"{'scale-up GB/s':>13} {'domain':>6} {'TDP W':>6}  default node"
+        f"{'scale-up GB/s':>13} {'domain':>6} {'TDP W':>6}  {'scale-up link':<24} default node"
     )
     lines = ["Accelerators (dense peak; scale-up per direction):", head]
     for a in accelerators().values():
@@ -32,7 +38,7 @@ def render_catalog() -> str:
         lines.append(
             f"{a.id:<15} {bf16 / TERA:>12,.0f} {fp8:>11} {a.hbm_bytes / GB:>7,.0f} "
             f"{a.hbm_bytes_per_s / 1e12:>8.2f} {a.scaleup_bytes_per_s / GB:>13,.0f} "
-            f"{a.scaleup_domain_gpus:>6} {a.tdp_w:>6,.0f}  {a.default_node}"
+            f"{a.scaleup_domain_gpus:>6} {a.tdp_w:>6,.0f}  {_link(a):<24} {a.default_node}"
         )
     lines += ["", "Node types:", f"{'id':<22} {'accelerator':<15} {'GPUs':>4} {'NICs':>9} {'max kW':>7}"]
     for n in nodes().values():

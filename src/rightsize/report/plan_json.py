@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.constants import DAY_S
+from rightsize.constants import DAY_S, REPORT_SCHEMA_VERSION
 from rightsize.search.candidates import Candidate
 from rightsize.search.train import TrainingPlan
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = REPORT_SCHEMA_VERSION
 
 
 def candidate_dict(c: Candidate) -> dict[str, Any]:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rightsize.constants import REPORT_SCHEMA_VERSION
 from rightsize.errors import BadInput
 from rightsize.report.document import Document
 
 FORMATS = ("table", "json", "markdown", "html")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = REPORT_SCHEMA_VERSION
 
 
 def to_json(obj: Any) -> str:
@@ -115,7 +116,7 @@ def result_dict(result: Any) -> dict[str, Any]:
     if hasattr(result, "to_dict"):
         d = result.to_dict()
         d.setdefault("kind", type(result).__name__)
-        d.setdefault("schema_version", SCHEMA_VERSION)
+        d["schema_version"] = SCHEMA_VERSION
         return _clean({**d, **_plan_extras(result)})
     raise TypeError(f"no renderer for {type(result).__name__}")
 

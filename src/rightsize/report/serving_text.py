@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from rightsize.constants import GB
+from rightsize.constants import GB, REPORT_SCHEMA_VERSION
 from rightsize.search.serving import ServingCandidate, ServingPlan
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = REPORT_SCHEMA_VERSION
 
 
 def serving_dict(plan: ServingPlan) -> dict[str, Any]:

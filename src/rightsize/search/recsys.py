@@ -15,7 +15,7 @@ from typing import Any
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, node_for
 from rightsize.catalog.reliability import reliability
-from rightsize.constants import GB, HOUR_S, GiB
+from rightsize.constants import GB, HOUR_S, REPORT_SCHEMA_VERSION, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf import datapipe
 from rightsize.perf.hardware import Hardware
@@ -35,11 +35,11 @@ from rightsize.perf.recsys import (
     row_bytes,
     state_bytes_per_row,
 )
+from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
-from rightsize.sizing.reliability import goodput
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -112,12 +112,14 @@ class RecsysPlan:
     targets: dict[str, Any] = field(default_factory=dict)
     demand: Demand | None = None
     sizing: Any = None
+    uncertainty: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, versioned; every quantity key carries its unit."""
         return {
             "kind": "recommendation_plan",
-            "schema_version": 1,
+            "schema_version": REPORT_SCHEMA_VERSION,
             "name": self.name,
             "model": self.model,
             "mode": self.mode,

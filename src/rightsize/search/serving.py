@@ -22,6 +22,7 @@ from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throughput
 from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.traffic import arrival_times, sample_lengths
+from rightsize.search.calibrated import Calibration
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.search.serving_demand import serving_demand
@@ -258,14 +259,17 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
     return "Quantise the weights further or use a smaller model."
 
 
-def plan_serving(spec: InferenceSpec) -> ServingPlan:
+def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) -> ServingPlan:
+    """Search accelerators x tensor parallelism x weight precisions for the SLOs at the
+    design rate; `calibration` replaces catalog efficiencies per accelerator."""
     started = time.perf_counter()
+    cal = calibration or {}
     tgt, pol = spec.targets, spec.policy
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
     assumptions: list[str] = []
     rejected: list[tuple[str, str]] = []
     if spec.serving.scenario != "serving":
-        return _plan_batch_scenario(spec, ids, started)
+        return _plan_batch_scenario(spec, ids, started, cal)
     peak = spec.traffic.peak_rate_per_s or spec.traffic.rate_per_s
     if peak is None:
         raise BadInput(
@@ -294,7 +298,7 @@ def plan_serving(spec: InferenceSpec) -> ServingPlan:
         fitted = False
         precisions = list(dict.fromkeys(tgt.weight_precisions or [spec.serving.weight_precision]))
         for tp, prec in ((t, p) for t in tps for p in precisions):
-            rep = Replica.build(spec.model, acc, node, tp, prec, spec.serving.kv_precision)
+            rep = Replica.build(spec.model, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id))
             if not rep.fits:
                 continue
             fitted = True
@@ -343,7 +347,7 @@ def plan_serving(spec: InferenceSpec) -> ServingPlan:
         )
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
-    _report(best, spec, REPORT_REQUESTS)
+    _report(best, spec, REPORT_REQUESTS, cal)
     alternatives: list[tuple[ServingCandidate, str]] = []
     for c in evaluated[1:]:
         if c.accelerator not in {a.accelerator for a, _ in alternatives} | {best.accelerator}:
@@ -448,17 +452,21 @@ def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResul
         c.goodput = res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s)
 
 
-def _report(c: ServingCandidate, spec: InferenceSpec, n: int) -> None:
+def _report(c: ServingCandidate, spec: InferenceSpec, n: int, cal: Calibration) -> None:
     """Re-simulate the chosen option with more requests for the reported percentiles."""
     acc = get_accelerator(c.accelerator)
-    rep = Replica.build(spec.model, acc, get_node(c.node), c.tp, c.weight_precision, c.kv_precision)
+    rep = Replica.build(
+        spec.model, acc, get_node(c.node), c.tp, c.weight_precision, c.kv_precision, cal.get(acc.id)
+    )
     wl = _workload(spec, n)
     res = _run(rep, spec, wl, c.design_rate_rps / c.replicas)
     c.latency_s = _latencies(res)
     _costs(c, rep, spec, res, c.design_rate_rps)
 
 
-def _plan_batch_scenario(spec: InferenceSpec, ids: list[str], started: float) -> ServingPlan:
+def _plan_batch_scenario(
+    spec: InferenceSpec, ids: list[str], started: float, cal: Calibration
+) -> ServingPlan:
     """fixed_batch and offline: the engine's latency and throughput for each option."""
     tr = spec.traffic
     prompt = max(1, round(tr.prompt_tokens.mean_tokens))
@@ -475,7 +483,13 @@ def _plan_batch_scenario(spec: InferenceSpec, ids: list[str], started: float) ->
         )
         for tp in tps:
             rep = Replica.build(
-                spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
+                spec.model,
+                acc,
+                node,
+                tp,
+                spec.serving.weight_precision,
+                spec.serving.kv_precision,
+                cal.get(acc.id),
             )
             if not rep.fits:
                 rejected.append((acc.id, f"tp{tp}: weights do not fit"))

@@ -36,10 +36,14 @@ def pp_options(layers: int) -> np.ndarray:
     return np.array(sorted(divisors | powers), dtype=np.float64)
 
 
-def gpu_count_candidates(gpus_per_node: int, max_gpus: int) -> np.ndarray:
+def gpu_count_candidates(gpus_per_node: int, max_gpus: int, slice_gpus: int = 0) -> np.ndarray:
     """Counts a buyer would consider: powers of two below a node, then whole nodes in
     powers of two and 1.5x powers of two (8, 12, 16, 24, 32, 48 ... nodes). Batches are
-    usually powers of two, so counts with other prime factors rarely divide them."""
+    usually powers of two, so counts with other prime factors rarely divide them.
+
+    `slice_gpus` > 0 is the largest slice of a torus (Cloud TPU, Trainium): beyond it a job
+    runs as several equal slices joined over the data-centre network (TPU Multislice), so
+    larger counts must be whole multiples of the slice."""
     counts = {g for g in (1, 2, 4) if g < gpus_per_node}
     nodes = 1
     while nodes * gpus_per_node <= max_gpus:
@@ -47,6 +51,8 @@ def gpu_count_candidates(gpus_per_node: int, max_gpus: int) -> np.ndarray:
         if nodes >= 2 and nodes * 3 // 2 * gpus_per_node <= max_gpus:
             counts.add(nodes * 3 // 2 * gpus_per_node)
         nodes *= 2
+    if slice_gpus > 0:
+        counts = {c for c in counts if c <= slice_gpus or c % slice_gpus == 0}
     return np.array(sorted(counts), dtype=np.float64)
 
 

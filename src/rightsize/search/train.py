@@ -20,6 +20,7 @@ from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION
+from rightsize.perf.reliability import checkpoint_bytes, goodput
 from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
@@ -29,7 +30,6 @@ from rightsize.search.pareto import pareto_front
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.search.space import enumerate_configs, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
-from rightsize.sizing.reliability import checkpoint_bytes, goodput
 from rightsize.spec.training import TrainingSpec
 
 # Largest cluster the search considers unless the user fixes a count.
@@ -224,7 +224,9 @@ def plan_training(
         counts = (
             np.array([float(tgt.gpus)])
             if tgt.gpus is not None
-            else gpu_count_candidates(node.gpus_per_node, MAX_GPUS)
+            else gpu_count_candidates(
+                node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
+            )
         )
         ev = _evaluate_accelerator(spec, w, acc, node, hw, counts)
         if isinstance(ev, str):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.params import count_params
+from rightsize.perf.reliability import checkpoint_bytes
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.candidates import Candidate
 from rightsize.search.demand import Demand, WorkloadKind
-from rightsize.sizing.reliability import checkpoint_bytes
 from rightsize.spec.training import TrainingSpec
 
 # Line rates per GPU the fabric sizing compares (Gb/s): 100G to 1.6T NIC generations.

@@ -268,11 +268,18 @@ def serving_uncertainty(
     samples: int = SAMPLES,
     seed: int = SEED,
     measured_sigma: float | None = None,
+    calibration: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     """P10/P50/P90 of replica capacity, replicas needed, cost per hour and latency percentiles."""
     b = plan.best
     rep = Replica.build(
-        spec.model, get_accelerator(b.accelerator), get_node(b.node), b.tp, b.weight_precision, b.kv_precision
+        spec.model,
+        get_accelerator(b.accelerator),
+        get_node(b.node),
+        b.tp,
+        b.weight_precision,
+        b.kv_precision,
+        (calibration or {}).get(b.accelerator),
     )
     prefill_tokens, output, batch, ctx = _serving_point(plan, spec)
 

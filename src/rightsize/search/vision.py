@@ -14,11 +14,12 @@ import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, node_for
 from rightsize.catalog.reliability import reliability
-from rightsize.constants import GB, HOUR_S, GiB
+from rightsize.constants import GB, HOUR_S, REPORT_SCHEMA_VERSION, GiB
 from rightsize.errors import Infeasible
 from rightsize.perf import datapipe
 from rightsize.perf.collectives import all_reduce_s, group_link
 from rightsize.perf.hardware import Hardware
+from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import (
     DTYPE_BYTES,
     GRAD_BYTES_PER_PARAM,
@@ -34,7 +35,6 @@ from rightsize.perf.vision import (
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
-from rightsize.sizing.reliability import goodput
 from rightsize.spec.vision import VisionModel, VisionSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -111,12 +111,14 @@ class VisionPlan:
     targets: dict[str, Any] = field(default_factory=dict)
     demand: Demand | None = None
     sizing: Any = None
+    uncertainty: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, versioned; every quantity key carries its unit."""
         return {
             "kind": "vision_plan",
-            "schema_version": 1,
+            "schema_version": REPORT_SCHEMA_VERSION,
             "name": self.name,
             "model": self.model,
             "mode": self.mode,

@@ -68,13 +68,11 @@ from rightsize.catalog.prices import (
     onprem_defaults,
 )
 from rightsize.catalog.reliability import reliability
-from rightsize.constants import HOUR_S
+from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
 from rightsize.spec.infrastructure import Cost
 
-HOURS_PER_MONTH = 730.0
-HOURS_PER_YEAR = 8760.0
 MONTH_S = HOURS_PER_MONTH * HOUR_S
 MILLION = 1e6
 DEPLOYMENTS = ("cloud", "onprem", "both")

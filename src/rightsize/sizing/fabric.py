@@ -245,6 +245,13 @@ def count_topology(
     return Topology(3, leaves, spines, cores, pods, leaf_spine_links, max_3tier)
 
 
+def _scaleup_name(node: NodeType) -> str:
+    """The node's scale-up link in its vendor's words (NVLink, Infinity Fabric, ICI, ...)."""
+    from rightsize.catalog import get_accelerator
+
+    return get_accelerator(node.accelerator).scaleup_name
+
+
 def _no_fabric(
     node: NodeType,
     nodes: int,
@@ -340,8 +347,8 @@ def size_fabric(
             node,
             nodes,
             fabric,
-            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links (NVLink). "
-            "Front-end and storage networking are sized with storage.",
+            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links "
+            f"({_scaleup_name(node)}). Front-end and storage networking are sized with storage.",
             1,
             sensitivity,
             recommended,

@@ -168,11 +168,13 @@ def size_nodes_racks(
 
     acc = get_accelerator(node.accelerator)
     domain_nodes = 1
-    if acc.scaleup_domain_gpus > node.gpus_per_node:
+    # A switched domain that spans nodes (NVL72's copper NVLink spine) must sit in one rack; a
+    # torus (TPU ICI, Trainium NeuronLink) is cabled across racks with optics, so it need not.
+    if acc.scaleup_domain_gpus > node.gpus_per_node and acc.scaleup_topology == "switch":
         domain_nodes = min(math.ceil(acc.scaleup_domain_gpus / node.gpus_per_node), nodes)
         if domain_nodes * node.gpus_per_node < acc.scaleup_domain_gpus:
             warnings.append(
-                f"{demand.gpus} GPUs fill only part of one {acc.scaleup_domain_gpus}-GPU NVLink domain "
+                f"{demand.gpus} GPUs fill only part of one {acc.scaleup_domain_gpus}-GPU {acc.scaleup_name} domain "
                 f"({acc.name}); such racks are usually bought whole."
             )
 

@@ -16,6 +16,7 @@ from typing import Any
 from rightsize.catalog import get_node
 from rightsize.catalog.prices import node_capex, onprem_defaults
 from rightsize.catalog.reliability import Reliability, reliability
+from rightsize.constants import HOURS_PER_MONTH
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
 from rightsize.sizing.cost import CostPlan, size_cost
@@ -31,7 +32,8 @@ from rightsize.sizing.margins import (
 from rightsize.sizing.nodes_racks import NodesRacks, size_nodes_racks
 from rightsize.sizing.pool import PoolPlan, size_pool
 from rightsize.sizing.power import PowerPlan, size_power
-from rightsize.sizing.reliability import HOURS_PER_MONTH, job_reliability, service_reliability
+from rightsize.sizing.reliability import job_reliability, service_reliability
+from rightsize.sizing.results import JobReliability, RunTime, ServiceReliability
 from rightsize.sizing.sensitivity import (
     CLOUD_PRICE_RANGE,
     EFFICIENCY_RANGE,
@@ -53,10 +55,10 @@ class Sizing:
     nodes: NodesRacks
     fabric: FabricPlan
     storage: StoragePlan
-    reliability: dict[str, Any]
+    reliability: JobReliability | ServiceReliability
     power: PowerPlan
     cost: CostPlan
-    run: dict[str, Any]
+    run: RunTime
     margins: list[MarginLine]
     growth: GrowthPlan
     sensitivity: list[Swing]
@@ -66,11 +68,11 @@ class Sizing:
     def as_dict(self) -> dict[str, Any]:
         return {
             "workload": self.demand.workload,
-            "run": self.run,
+            "run": self.run.as_dict(),
             "nodes": self.nodes.as_dict(),
             "fabric": self.fabric.as_dict(),
             "storage": self.storage.as_dict(),
-            "reliability": self.reliability,
+            "reliability": self.reliability.as_dict(),
             "power": self.power.as_dict(),
             "cost": self.cost.as_dict(),
             "pool": self.pool.as_dict() if self.pool else None,
@@ -115,20 +117,20 @@ def size(
     job = not demand.continuous and demand.checkpoint_bytes > 0
     mtbf_s = 3600.0 / (demand.gpus * rel.failure_rate_per_gpu_hour)
     st = size_storage(demand, infra.storage, node, n, mtbf_s if job else None, margin)
-    run: dict[str, Any] = {}
     interval_s = restart_s = None
+    rel_out: JobReliability | ServiceReliability
     if job:
         # The checkpoint goes out at what the file system provides, limited by the nodes'
         # client bandwidth (the catalog's per-node write rate).
         provided = float(st.parallel_file_system.get("write_bytes_per_s") or 0.0)
         client = rel.checkpoint_write_bytes_per_s_per_node * n
         write = min(provided, client) if provided else client
-        gp, rel_dict = job_reliability(demand.gpus, n, demand.checkpoint_bytes, rel, write)
+        gp, rel_out = job_reliability(demand.gpus, n, demand.checkpoint_bytes, rel, write)
         interval_s, restart_s = gp.checkpoint_interval_s, gp.restart_s
         run_ideal = demand.run_s or 0.0
         run_failures = run_ideal / gp.goodput
     else:
-        rel_dict = service_reliability(demand.gpus, demand.gpus_per_replica or 1, demand.replicas or 1, rel)
+        rel_out = service_reliability(demand.gpus, demand.gpus_per_replica or 1, demand.replicas or 1, rel)
         run_ideal = run_failures = demand.run_s or 0.0
     pw = size_power(
         demand,
@@ -143,16 +145,15 @@ def size(
     )
     run_s = run_failures * (1.0 + pw.throttle_slowdown) if run_failures else None
     if demand.run_s:
-        run = {
-            "ideal_run_s": run_ideal,
-            "with_failures_run_s": run_failures,
-            "run_s": run_s,
-            "run_days": (run_s or 0.0) / 86400.0,
-            "gpu_hours": demand.gpus * (run_s or 0.0) / 3600.0,
-            "thermal_slowdown_fraction": pw.throttle_slowdown,
-        }
+        run = RunTime(
+            ideal_run_s=run_ideal,
+            with_failures_run_s=run_failures,
+            run_s=run_s,
+            gpu_hours=demand.gpus * (run_s or 0.0) / 3600.0,
+            thermal_slowdown_fraction=pw.throttle_slowdown,
+        )
     else:
-        run = {"hours_per_month": HOURS_PER_MONTH, "gpu_hours_per_month": demand.gpus * HOURS_PER_MONTH}
+        run = RunTime(hours_per_month=HOURS_PER_MONTH, gpu_hours_per_month=demand.gpus * HOURS_PER_MONTH)
     cost = size_cost(
         demand,
         node,
@@ -201,7 +202,7 @@ def size(
     warnings += list(getattr(nr, "warnings", []) or [])
     warnings += list(getattr(pw, "warnings", []) or [])
     warnings += [c for c in gr.checks if "outgrows" in c or "over the" in c]
-    return Sizing(demand, nr, fab, st, rel_dict, pw, cost, run, margins, gr, swings, pool, warnings)
+    return Sizing(demand, nr, fab, st, rel_out, pw, cost, run, margins, gr, swings, pool, warnings)
 
 
 def _capex_per_node(node_id: str, fabric_usd: float, storage_usd: float, nodes: int) -> float | None:

@@ -1,0 +1,89 @@
+"""One pipeline for every workload: each quantity has one value wherever a plan shows it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rightsize.api import plan
+from rightsize.report.render import render
+from rightsize.search.workload import PlanResult, workload_for
+from rightsize.sizing.plan import Sizing
+from rightsize.sizing.results import JobReliability, RunTime, ServiceReliability
+from rightsize.spec import load_spec
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+@pytest.fixture(scope="module")
+def llama405() -> Any:
+    return plan(EXAMPLES / "llama3.1-405b-pretrain.yaml")
+
+
+def test_every_example_has_a_workload_and_a_typed_sizing() -> None:
+    kinds = set()
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        w = workload_for(load_spec(path))
+        kinds.add(w.kind)
+        assert w.work_unit in {"token", "output_token", "image", "sample"}
+    assert kinds == {"training", "serving", "vision", "recommendation"}
+
+
+def test_training_quantities_have_one_value(llama405: Any) -> None:
+    p = llama405
+    assert isinstance(p, PlanResult)
+    s = p.sizing
+    assert isinstance(s, Sizing) and isinstance(s.run, RunTime) and isinstance(s.reliability, JobReliability)
+    b = p.best
+    # run time, GPU-hours, goodput, checkpoint figures and cost: the sizing's, in the headline too
+    assert b.time_to_train_s == s.run.run_s
+    assert b.gpu_hours == s.run.gpu_hours
+    assert b.reliability["goodput"] == s.reliability.goodput_fraction
+    assert b.reliability["checkpoint_write_s"] == s.reliability.checkpoint_write_s
+    assert b.reliability["checkpoint_interval_s"] == s.reliability.checkpoint_interval_s
+    assert b.cost_usd == s.cost.cloud["on_demand"].usd_per_run
+    assert b.gpus == s.demand.gpus == s.cost.gpus_used
+    # the uncertainty is sampled around the same values
+    m = p.uncertainty["metrics"]
+    assert m["time_to_train_s"]["base"] == s.run.run_s
+    assert m["cost_usd"]["base"] == s.cost.cloud["on_demand"].usd_per_run
+
+
+def test_json_and_text_show_one_value(llama405: Any) -> None:
+    d = json.loads(render(llama405, "json"))
+    sz = d["sizing"]
+    assert d["best"]["time_to_train_s"] == pytest.approx(sz["run"]["run_s"])
+    assert d["best"]["reliability"]["goodput"] == pytest.approx(sz["reliability"]["goodput_fraction"])
+    assert d["best"]["cloud_cost_usd"] == pytest.approx(sz["cost"]["cloud"]["on_demand"]["usd_per_run"])
+    # every checkpoint write time in the document is the sized one (storage shows its target apart)
+    writes = set()
+
+    def walk(o: Any) -> None:
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k == "checkpoint_write_s" and v is not None:
+                    writes.add(round(v, 6))
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk({k: d[k] for k in ("best", "sizing", "findings")})
+    assert writes == {round(sz["reliability"]["checkpoint_write_s"], 6)}
+    text = render(llama405, "table")
+    days = f"{sz['run']['run_s'] / 86400:.1f} d"
+    goodput = f"{sz['reliability']['goodput_fraction']:.1%}"
+    assert text.count(days) >= 2 and goodput in text  # decision line, key numbers; BOM goodput
+
+
+def test_serving_sizing_is_typed() -> None:
+    p = plan(EXAMPLES / "llama3-70b-chat-serving.yaml")
+    assert isinstance(p.sizing.reliability, ServiceReliability)
+    assert p.sizing.run.run_s is None and p.sizing.run.hours_per_month == 730.0
+    assert (
+        p.sizing.as_dict()["reliability"]["capacity_lost_fraction"]
+        == p.sizing.reliability.capacity_lost_fraction
+    )
