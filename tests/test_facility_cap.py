@@ -9,7 +9,8 @@ import pytest
 from rightsize.api import plan
 from rightsize.catalog import get_node
 from rightsize.errors import BadInput, Infeasible
-from rightsize.search.train import FACILITY_OVERHEAD_FRACTION, facility_power_w
+from rightsize.perf.power import FACILITY_OVERHEAD_FRACTION
+from rightsize.perf.power import facility_power_estimate_w as facility_power_w
 from rightsize.spec import parse_spec
 
 

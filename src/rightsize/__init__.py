@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from rightsize._version import __version__
+
+__all__ = ["__version__", "estimate", "plan"]
 
 
 def plan(spec: Any) -> Any:

@@ -84,8 +84,10 @@ def _economics(v: PlanView) -> tuple[str, str]:
     c = v.section("cost")
     b = v.best
     bits = []
-    if v.kind == "training" and b.cost_usd is not None:
+    if v.is_job and getattr(b, "cost_usd", None) is not None and getattr(b, "gpu_hours", None) is not None:
         bits.append(f"{_usd(b.cost_usd)} per run on demand ({b.gpu_hours:,.0f} GPU-hours)")
+    if v.kind in ("vision", "recommendation") and not v.is_job and b.cost_usd is not None:
+        bits.append(f"{_usd(b.cost_usd)}/h on demand")
     if v.kind == "serving" and b.cost_usd_per_hour is not None:
         per_m = (
             f", {_usd(b.cost_usd_per_m_output_tokens)} per 1M output tokens"
@@ -381,8 +383,14 @@ def _deploy(v: PlanView) -> list[Item]:
 
 
 def checklists(plan: Any) -> dict[str, list[Item]]:
-    """{"SCALE": [...], "DEPLOY": [...]} for a training or serving plan; empty for others."""
+    """{"SCALE": [...], "DEPLOY": [...]} for any plan with a chosen configuration."""
     v = plan if isinstance(plan, PlanView) else view(plan)
-    if v.kind not in ("training", "serving") or v.best is None:
+    if v.best is None:
+        return {"SCALE": [], "DEPLOY": []}
+    if v.kind in ("vision", "recommendation"):
+        from rightsize.advise.checklists_other import deploy_other, scale_other
+
+        return {"SCALE": scale_other(v), "DEPLOY": deploy_other(v)}
+    if v.kind not in ("training", "serving"):
         return {"SCALE": [], "DEPLOY": []}
     return {"SCALE": _scale(v), "DEPLOY": _deploy(v)}

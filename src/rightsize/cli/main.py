@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rightsize import __version__
+from rightsize._version import __version__
 from rightsize.cli.profile_cmds import register as register_profile_commands
 from rightsize.errors import BadInput, RightsizeError
 from rightsize.report.render import FORMATS
@@ -50,10 +50,11 @@ def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
         result = run(args.spec, calibration=args.calibration)
     if args.calibration and hasattr(result, "extra"):
         from rightsize.profile.calibrate import compare_calibrated
-        from rightsize.spec import load_spec
 
         # default against calibrated: the same search without and with the overrides
-        result.extra["calibration"] = compare_calibrated(load_spec(args.spec), args.calibration)
+        with _spinner("planning without the calibration"):
+            default = run(args.spec)
+        result.extra["calibration"] = compare_calibrated(default, result, args.calibration)
     _emit(render(result, args.format, "Estimate" if estimate else "Plan"), args.output)
     return 0
 

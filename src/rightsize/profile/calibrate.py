@@ -346,21 +346,15 @@ def predict_train_step(
     return predict_points(hardware_from_calibration(doc), arch, [(batch, seq_len)], precision, flash)[0]
 
 
-def compare_calibrated(spec: Any, calibration: dict[str, dict[str, float]] | str | Path) -> dict[str, Any]:
-    """Default against calibrated predictions for a spec: the same search with and without
-    the calibration's overrides. For `api` / the plan report to show both."""
-    from rightsize.api import estimate, plan
+def compare_calibrated(
+    default: Any, calibrated: Any, calibration: dict[str, dict[str, float]] | str | Path
+) -> dict[str, Any]:
+    """Default against calibrated predictions: the same plan (or estimate) made without and
+    with the calibration's overrides, side by side, for the plan report to show both. The
+    caller (the CLI) runs both plans; this module never reaches up to the API."""
     from rightsize.profile.calibration_file import load_calibration
-    from rightsize.spec import TrainingSpec
 
     overrides = load_calibration(Path(calibration)) if isinstance(calibration, str | Path) else calibration
-    fixed = (
-        isinstance(spec, TrainingSpec)
-        and spec.targets.gpus is not None
-        and len(spec.targets.accelerators or []) == 1
-    )
-    run = estimate if fixed else plan
-    default, calibrated = run(spec), run(spec, calibration=overrides)
 
     def summary(p: Any) -> dict[str, Any]:
         best = getattr(p, "best", None)

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from rightsize import __version__
+from rightsize._version import __version__
 from rightsize.errors import BadInput
 
 SCHEMA_VERSION = 1

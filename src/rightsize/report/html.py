@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from rightsize import __version__
+from rightsize._version import __version__
 from rightsize.report.document import Document, Section, Table
 
 CSS = """

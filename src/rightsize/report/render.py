@@ -157,11 +157,21 @@ def render(result: Any, fmt: str, title: str = "Plan") -> str:
     if fmt == "table" and hasattr(result, "render_text") and not hasattr(result, "best"):
         # A plan kind with its own terminal text: keep it, and add the advisor's top findings.
         from rightsize.advise import advise
-        from rightsize.report.sections import findings_section
+        from rightsize.advise.view import sizing_dict
+        from rightsize.report.sections import findings_section, uncertainty_section
         from rightsize.report.terminal import render_terminal
 
         text = str(result.render_text(title)).rstrip()
-        extra = render_terminal(Document("findings", "Advisor", sections=[findings_section(advise(result))]))
+        margins = sizing_dict(result).get("margins")
+        shared = [
+            uncertainty_section(
+                getattr(result, "uncertainty", None), margins if isinstance(margins, list) else None
+            )
+        ]
+        shared.append(findings_section(advise(result)))
+        extra = render_terminal(
+            Document("findings", "Advisor", sections=[s for s in shared if s is not None])
+        )
         return text + "\n\n" + extra
     if fmt == "table" and isinstance(result, dict) and "rows" in result and "summary" in result:
         from rightsize.report.validation_text import render_validation

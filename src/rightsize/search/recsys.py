@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, node_for
+from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import GB, HOUR_S, REPORT_SCHEMA_VERSION, GiB
 from rightsize.errors import BadInput, Infeasible
@@ -38,6 +38,13 @@ from rightsize.perf.recsys import (
 from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
 from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.constraints import (
+    deadline_note,
+    margins_of,
+    planned_deadline,
+    training_extra,
+    under_power_cap,
+)
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
@@ -370,18 +377,24 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Allow more accelerators or GPUs, or lower train.global_batch.",
         )
-    deadline = tgt.deadline_s
+    assumptions: list[str] = []
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
+    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
+    deadline = planned_deadline(bare, margin)
+    if bare:
+        assumptions.append(deadline_note(bare, margin, HOUR_S, "hours"))
     in_time = [o for o in options if deadline is None or (o.time_to_train_s or 0.0) <= deadline]
     if not in_time:
         fastest = min(options, key=lambda o: o.time_to_train_s or math.inf)
-        assert fastest.time_to_train_s is not None and deadline is not None
+        assert fastest.time_to_train_s is not None and deadline is not None and bare is not None
         raise Infeasible(
-            f"The deadline of {deadline / HOUR_S:.1f} h cannot be met.",
+            f"The deadline of {bare / HOUR_S:.1f} h (planned to {deadline / HOUR_S:.1f} h with the "
+            f"{margin:.0%} safety margin) cannot be met.",
             f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h ({fastest.gpus} x {fastest.accelerator}).",
-            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s / HOUR_S)}h, "
-            "train on fewer samples, or allow a faster accelerator.",
+            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s * (1 + margin) / HOUR_S)}h "
+            "(or lower infrastructure.margins.safety_margin), train on fewer samples, or allow a faster accelerator.",
         )
-    assumptions = [
+    assumptions += [
         "Embedding all-to-all is exposed (between the lookups and the dense part); the dense gradient "
         "all-reduce overlaps the dense backward pass in DDP buckets.",
         "Tables are balanced over the GPUs (as a sharding planner does); capacity is checked in aggregate, "
@@ -430,7 +443,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         * best.samples_per_s_per_gpu
         / Hardware.from_catalog(acc, node, t.precision).peak_flops_per_s,
         duty_cycle=1.0,
-        run_s=best.time_to_train_s,
+        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
         runs_per_month=None,
         work_unit="sample",
         work_units_per_s=best.samples_per_s,
@@ -465,6 +478,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
             "global_batch": t.global_batch,
         },
         demand=demand,
+        extra=training_extra(options, best, bare, margin),
     )
 
 
@@ -496,7 +510,7 @@ def _serve_option(
     latency = batched_latency_s(service)
     if latency > inf.latency_p99_s:
         return f"{latency * 1e3:.1f} ms p99 at batch {batch:,}"
-    util = spec.policy.utilisation_target
+    util = margins_of(spec).utilisation_target
     capacity = util * batch / service
     replicas = max(1, math.ceil(design_sps / capacity))
     gpus = replicas * g
@@ -537,7 +551,8 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
     m = spec.arch
     tgt = spec.targets
     objective = "cost" if tgt.objective == "cost" else "gpus"
-    design_qps = inf.qps * (1.0 + spec.policy.headroom)
+    margins = margins_of(spec)
+    design_qps = inf.qps * (1.0 + margins.headroom)
     design_sps = design_qps * inf.samples_per_query
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
@@ -573,6 +588,8 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
         )
+    cap_notes: list[str] = []
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, cap_notes)
     if objective == "cost" and any(o.cost_usd is not None for o in options):
         options = [o for o in options if o.cost_usd is not None]
     elif objective == "cost":
@@ -585,13 +602,14 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
     request_bytes = inf.samples_per_query * _sample_bytes(m)
     assert best.replicas is not None and best.gpus_per_replica is not None
     node = node_for(best.accelerator)
-    load = inf.qps * inf.samples_per_query / (best.samples_per_s / spec.policy.utilisation_target)
+    load = inf.qps * inf.samples_per_query / (best.samples_per_s / margins.utilisation_target)
     assumptions = [
         "Latency = two batch service times (the batch in flight, then its own) under dynamic batching; "
         "queueing jitter beyond that is not modelled.",
         "Replicas on one node share one read-only host-memory copy of the tables that spill from HBM.",
-        f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {spec.policy.headroom:.0%}) x "
-        f"{inf.samples_per_query} candidates at {spec.policy.utilisation_target:.0%} utilisation.",
+        f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {margins.headroom:.0%}) x "
+        f"{inf.samples_per_query} candidates at {margins.utilisation_target:.0%} utilisation.",
+        *cap_notes,
     ]
     demand = Demand(
         workload="serving",
@@ -602,7 +620,7 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
         compute_utilisation=2
         * dense_macs_per_sample(m)
         * best.samples_per_s_per_gpu
-        / spec.policy.utilisation_target
+        / margins.utilisation_target
         / Hardware.from_catalog(get_accelerator(best.accelerator), node, inf.precision).peak_flops_per_s,
         duty_cycle=min(1.0, load),
         run_s=None,
@@ -640,8 +658,16 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             "qps": inf.qps,
             "samples_per_query": inf.samples_per_query,
             "latency_p99_s": inf.latency_p99_s,
-            "headroom": spec.policy.headroom,
-            "utilisation_target": spec.policy.utilisation_target,
+            "headroom": margins.headroom,
+            "utilisation_target": margins.utilisation_target,
         },
         demand=demand,
+        extra={
+            # A replica's capacity at full load (the plan keeps it at the utilisation target).
+            "replica_capacity_rps": best.samples_per_s
+            / margins.utilisation_target
+            / inf.samples_per_query
+            / best.replicas,
+            "safety_margin": margins.headroom,
+        },
     )

@@ -23,6 +23,7 @@ from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throu
 from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.traffic import arrival_times, sample_lengths
 from rightsize.search.calibrated import Calibration
+from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.search.serving_demand import serving_demand
@@ -264,7 +265,7 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
     design rate; `calibration` replaces catalog efficiencies per accelerator."""
     started = time.perf_counter()
     cal = calibration or {}
-    tgt, pol = spec.targets, spec.policy
+    tgt, pol = spec.targets, margins_of(spec)
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
     assumptions: list[str] = []
     rejected: list[tuple[str, str]] = []
@@ -345,6 +346,7 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
             "Every allowed accelerator and tensor-parallel degree misses an SLO even with one request at a time.",
             "Relax slo.ttft / slo.tpot / slo.e2e, shorten prompts, or allow faster accelerators.",
         )
+    evaluated = under_power_cap(evaluated, lambda c: c.gpus, lambda c: get_node(c.node), spec, assumptions)
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
     _report(best, spec, REPORT_REQUESTS, cal)

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
-from rightsize.catalog.prices import onprem_defaults
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
@@ -25,6 +24,7 @@ from rightsize.perf.step import StepBreakdown, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
+from rightsize.search.constraints import margins_of, planned_deadline, under_power_cap
 from rightsize.search.demand import Demand
 from rightsize.search.pareto import pareto_front
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
@@ -179,9 +179,9 @@ def plan_training(
     train_tokens = spec.training.train_tokens
     schedule = spec.infrastructure.schedule
     bare_deadline = tgt.deadline_s or (schedule.turnaround if schedule else None)
-    margin = spec.infrastructure.margins.safety_margin
+    margin = margins_of(spec).safety_margin
     # The safety margin applies to the time budget: plan to finish by deadline / (1 + m).
-    deadline = bare_deadline / (1.0 + margin) if bare_deadline else None
+    deadline = planned_deadline(bare_deadline, margin)
     if bare_deadline and not tgt.deadline_s:
         assumptions.append(f"The recurring job's turnaround ({bare_deadline / 3600:g} h) is the deadline.")
     if deadline and bare_deadline:
@@ -251,8 +251,7 @@ def plan_training(
             "or shorten training.seq_len / the micro-batch.",
         )
     cap = spec.infrastructure.facility.power_cap_w
-    if cap is not None:
-        options = _under_power_cap(options, cap, spec, assumptions)
+    options = under_power_cap(options, lambda o: o[0].gpus, lambda o: o[1].node, spec, assumptions)
     if knee:
         options = _knee(options)
     in_time = [o for o in options if deadline is None or (o[0].time_to_train_s or 0.0) <= deadline]
@@ -333,40 +332,6 @@ def plan_training(
         search_seconds=time.perf_counter() - started,
         demand=demand,
         extra=extra,
-    )
-
-
-# Fabric switches and storage add to the nodes' own maximum power; a few percent at scale
-# (a 64-port 400G switch draws ~1.7 kW against ~80 kW for the 8 nodes on its ports).
-FACILITY_OVERHEAD_FRACTION = 0.05
-
-
-def facility_power_w(gpus: int, node: NodeType, pue: float) -> float:
-    """Facility power of a cluster at the nodes' maximum draw, with fabric and storage, x PUE."""
-    return math.ceil(gpus / node.gpus_per_node) * node.max_power_w * (1 + FACILITY_OVERHEAD_FRACTION) * pue
-
-
-def _under_power_cap(
-    options: list[tuple[Candidate, _Evaluated, int]], cap_w: float, spec: TrainingSpec, assumptions: list[str]
-) -> list[tuple[Candidate, _Evaluated, int]]:
-    """Drop clusters whose facility power exceeds the cap; none left is infeasible, with the
-    cap the smallest cluster would need."""
-    pue = spec.infrastructure.facility.pue or onprem_defaults().pue
-    fits = [o for o in options if facility_power_w(o[0].gpus, o[1].node, pue) <= cap_w]
-    if fits:
-        assumptions.append(
-            f"Facility power cap {cap_w / 1e6:.2f} MW (PUE {pue:g}, nodes at maximum draw): "
-            f"{len(options) - len(fits)} of {len(options)} cluster sizes exceed it."
-        )
-        return fits
-    smallest = min(options, key=lambda o: facility_power_w(o[0].gpus, o[1].node, pue))
-    need = facility_power_w(smallest[0].gpus, smallest[1].node, pue)
-    raise Infeasible(
-        f"No cluster fits under the facility power cap of {cap_w / 1e6:.3g} MW.",
-        f"The smallest feasible cluster ({smallest[0].gpus} x {smallest[0].accelerator}) needs {need / 1e6:.3g} MW "
-        f"at the nodes' maximum draw with PUE {pue:g}.",
-        f"Raise infrastructure.facility.power_cap to at least {math.ceil(need / 1e3)} kW, lower the PUE, "
-        "or allow a smaller model or more memory per GPU.",
     )
 
 

@@ -38,6 +38,7 @@ from rightsize.perf.inference import Replica
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
 from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.constraints import margins_of
 
 SAMPLES = 2000
 SEED = 0
@@ -320,7 +321,7 @@ def serving_uncertainty(
         "metrics": metrics,
     }
     if plan.scenario == "serving" and b.design_rate_rps > 0:
-        util = float(spec.policy.utilisation_target)
+        util = margins_of(spec).utilisation_target
         cap = b.replica_capacity_rps / gpu_time_factor
         needed = np.maximum(1.0, np.ceil(b.design_rate_rps / (cap * util) - 1e-9))
         metrics["replicas"] = summary(needed, b.replicas)

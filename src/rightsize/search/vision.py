@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, node_for
+from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import GB, HOUR_S, REPORT_SCHEMA_VERSION, GiB
 from rightsize.errors import Infeasible
@@ -33,6 +33,13 @@ from rightsize.perf.vision import (
     train_memory,
 )
 from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.constraints import (
+    deadline_note,
+    margins_of,
+    planned_deadline,
+    training_extra,
+    under_power_cap,
+)
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import replica_cost_usd_per_hour
 from rightsize.spec.vision import VisionModel, VisionSpec
@@ -318,17 +325,22 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Allow more accelerators or lower train.batch_per_gpu.",
         )
-    deadline = tgt.deadline_s
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
+    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
+    deadline = planned_deadline(bare, margin)
+    if bare:
+        assumptions.append(deadline_note(bare, margin, HOUR_S, "hours"))
     in_time = [o for o in options if deadline is None or (o.time_to_train_s or 0) <= deadline]
     if not in_time:
         fastest = min(options, key=lambda o: o.time_to_train_s or math.inf)
-        assert fastest.time_to_train_s is not None and deadline is not None
+        assert fastest.time_to_train_s is not None and deadline is not None and bare is not None
         raise Infeasible(
-            f"The deadline of {deadline / HOUR_S:.1f} h cannot be met.",
+            f"The deadline of {bare / HOUR_S:.1f} h (planned to {deadline / HOUR_S:.1f} h with the "
+            f"{margin:.0%} safety margin) cannot be met.",
             f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h "
             f"({fastest.gpus} x {fastest.accelerator}, global batch {fastest.gpus * fastest.batch_per_gpu:,}).",
-            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s / HOUR_S)}h, "
-            "train fewer epochs, or allow a faster accelerator.",
+            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s * (1 + margin) / HOUR_S)}h "
+            "(or lower infrastructure.margins.safety_margin), train fewer epochs, or allow a faster accelerator.",
         )
     if deadline is None and not tgt.gpus:
         assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
@@ -384,7 +396,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         gpus=best.gpus,
         compute_utilisation=best.mfu,
         duty_cycle=1.0,
-        run_s=best.time_to_train_s,
+        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
         runs_per_month=None,
         work_unit="image",
         work_units_per_s=best.images_per_s,
@@ -414,6 +426,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         pipeline=pipeline,
         targets={"deadline_s": deadline, "gpus": tgt.gpus, "images": t.images, "epochs": t.epochs},
         demand=demand,
+        extra=training_extra(options, best, bare, margin),
     )
 
 
@@ -435,8 +448,9 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
     arch = spec.arch
     counts = count_model(arch)
     base_fps = inf.streams * inf.fps
-    design_fps = base_fps * (1.0 + spec.policy.headroom)
-    util = spec.policy.utilisation_target
+    margins = margins_of(spec)
+    design_fps = base_fps * (1.0 + margins.headroom)
+    util = margins.utilisation_target
     objective = "cost" if spec.targets.objective == "cost" else "gpus"
     weight_bytes = DTYPE_BYTES[inf.precision]
     stream_bytes_per_s = inf.stream_bitrate or datapipe.default_stream_bytes_per_s()
@@ -446,7 +460,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
         "dynamic batching below saturation; queueing jitter beyond that is not modelled.",
         "Inference engine fuses BatchNorm into convolutions and ReLU, residual adds and GELU into GEMM "
         "epilogues (TensorRT-style); pooling and LayerNorm stay memory-bound.",
-        f"Capacity sized for {base_fps:,.0f} frames/s x (1 + headroom {spec.policy.headroom:.0%}) at "
+        f"Capacity sized for {base_fps:,.0f} frames/s x (1 + headroom {margins.headroom:.0%}) at "
         f"{util:.0%} utilisation of compute and decoders.",
     ]
     options: list[VisionOption] = []
@@ -528,6 +542,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             ("; ".join(f"{a}: {r}" for a, r in rejected) + "." + got).strip(),
             "Relax inference.latency_p99, use a smaller model or a lower precision, or allow faster accelerators.",
         )
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
     if objective == "cost" and not all(o.cost_usd is not None for o in options):
         priced = [o for o in options if o.cost_usd is not None]
         if priced:
@@ -592,7 +607,9 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             "fps": inf.fps,
             "latency_p99_s": inf.latency_p99_s,
             "utilisation_target": util,
-            "headroom": spec.policy.headroom,
+            "headroom": margins.headroom,
         },
         demand=demand,
+        # One GPU is one replica; its capacity at full load (the plan keeps it at `util`).
+        extra={"replica_capacity_rps": best.images_per_s_per_gpu / util, "safety_margin": margins.headroom},
     )

@@ -48,6 +48,11 @@ class Workload(ABC):
     def __init__(self, spec: Any) -> None:
         self.spec = spec
 
+    @property
+    def unit(self) -> str:
+        """The unit this plan reports its work in."""
+        return self.work_unit
+
     @abstractmethod
     def search(self, calibration: Calibration | None) -> PlanResult:
         """Enumerate, evaluate and rank the candidates; the best with its Demand."""
@@ -102,6 +107,11 @@ class VisionWorkload(Workload):
 
         return plan_vision(self.spec, calibration)
 
+    def uncertainty(self, plan: PlanResult, calibration: Calibration | None) -> dict[str, Any] | None:
+        from rightsize.search.uncertainty_steps import vision_uncertainty
+
+        return vision_uncertainty(plan, self.spec, calibration)
+
 
 class RecommendationWorkload(Workload):
     """Recommendation models (DLRM): training and online inference."""
@@ -109,10 +119,20 @@ class RecommendationWorkload(Workload):
     kind = "recommendation"
     work_unit = "sample"
 
+    @property
+    def unit(self) -> str:
+        """Training counts samples; online inference counts queries."""
+        return "query" if self.spec.mode == "inference" else "sample"
+
     def search(self, calibration: Calibration | None) -> PlanResult:
         from rightsize.search.recsys import plan_recsys
 
         return plan_recsys(self.spec, calibration)
+
+    def uncertainty(self, plan: PlanResult, calibration: Calibration | None) -> dict[str, Any] | None:
+        from rightsize.search.uncertainty_steps import recsys_uncertainty
+
+        return recsys_uncertainty(plan, self.spec, calibration)
 
 
 def _registry() -> dict[type, type[Workload]]:

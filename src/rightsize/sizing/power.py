@@ -44,15 +44,16 @@ from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.prices import onprem_defaults
 from rightsize.catalog.registry import get_accelerator
-from rightsize.constants import HOUR_S, KILO, MEGA, YEAR_S
+from rightsize.constants import HOUR_S, HOURS_PER_MONTH, KILO, MEGA
 from rightsize.errors import BadInput, Infeasible
+from rightsize.perf import power as perf_power
 from rightsize.search.demand import Demand
 from rightsize.sizing.nodes_racks import COOLING_FIELD, RACK_POWER_FIELD, choose_cooling, source_entry
 from rightsize.spec.infrastructure import Facility
 
 J_PER_KWH = KILO * HOUR_S
 J_PER_MWH = MEGA * HOUR_S
-MONTH_S = YEAR_S / 12.0
+MONTH_S = HOURS_PER_MONTH * HOUR_S
 POWER_CAP_FIELD = "infrastructure.facility.power_cap_w"
 
 
@@ -106,8 +107,7 @@ class PowerPlan:
 
 def gpu_activity(demand: Demand, utilisation_at_tdp: float) -> float:
     """f = duty_cycle x min(1, compute_utilisation / utilisation_at_tdp), in [0, 1]."""
-    working = min(1.0, max(demand.compute_utilisation, 0.0) / utilisation_at_tdp)
-    return min(1.0, max(demand.duty_cycle, 0.0)) * working
+    return perf_power.gpu_activity(demand.compute_utilisation, demand.duty_cycle, utilisation_at_tdp)
 
 
 def _cap_error(
@@ -150,9 +150,9 @@ def size_power(
     warnings: list[str] = []
 
     tdp = acc.tdp_w
-    idle = defaults.gpu_idle_fraction_of_tdp * tdp
+    idle = perf_power.gpu_draw_w(tdp, defaults.gpu_idle_fraction_of_tdp, 0.0)
     f = gpu_activity(demand, defaults.gpu_utilisation_at_tdp)
-    gpu_typical = idle + (tdp - idle) * f
+    gpu_typical = perf_power.gpu_draw_w(tdp, defaults.gpu_idle_fraction_of_tdp, f)
     slots = nodes * node.gpus_per_node
     working = min(demand.gpus, slots)
     acc_max = slots * tdp
@@ -177,7 +177,7 @@ def size_power(
         pue = facility.pue
         pue_src = Sourced(pue, "infrastructure.facility.pue (spec)", "spec")
     else:
-        pue = onprem_defaults().pue
+        pue = perf_power.default_pue(None)
         pue_src = onprem_defaults().sources["pue"]
     facility_max = it_max * pue
     facility_typical = it_typical * pue
