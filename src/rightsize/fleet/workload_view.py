@@ -75,8 +75,8 @@ def view_of(name: str, spec: Any, result: Any) -> WorkloadView:
             f"Its planner ({type(result).__name__}) returned no demand or sizing.",
             "Plan it alone with `rightsize plan` to see why; only fully sized workloads join a fleet.",
         )
-    run = dict(getattr(sizing, "run", None) or {})
-    run_s = run.get("run_s") or demand.run_s
+    run = getattr(sizing, "run", None)  # typed RunTime (older plans: a dict)
+    run_s = (run.get("run_s") if isinstance(run, dict) else getattr(run, "run_s", None)) or demand.run_s
     traffic = getattr(spec, "traffic", None)
     infra = getattr(spec, "infrastructure", None)
     schedule = getattr(infra, "schedule", None)
