@@ -20,7 +20,9 @@ from rightsize.spec.fleet import FleetPolicy
 START = 2027 * 12
 
 
-def _pool(od: float, r1: float, r3: float, spot: float, onprem: float, kinds: list[str], gpn: int = 8) -> PoolPrices:
+def _pool(
+    od: float, r1: float, r3: float, spot: float, onprem: float, kinds: list[str], gpn: int = 8
+) -> PoolPrices:
     table = {"on_demand": od, "reserved_1y": r1, "reserved_3y": r3, "spot": spot, "onprem": onprem}
     terms = {"reserved_1y": 12, "reserved_3y": 36, "onprem": 60}
     return PoolPrices(
@@ -36,15 +38,35 @@ def _service(name: str, months: int, peak: int, per: int, ratio: float) -> Workl
 
 
 def _job(
-    name: str, months: int, gang: int, first: int, last: int, share: float, hours: list[int], flat: bool, spot: float | None, cal: Calendar
+    name: str,
+    months: int,
+    gang: int,
+    first: int,
+    last: int,
+    share: float,
+    hours: list[int],
+    flat: bool,
+    spot: float | None,
+    cal: Calendar,
 ) -> WorkloadDemand:
     allowed = np.zeros((months, HOURS), dtype=bool)
     allowed[first : last + 1, hours] = True
     window = [int(m) for m in range(first, last + 1)]
     capacity = gang * len(hours) * float(cal.days[first : last + 1].sum())
     return WorkloadDemand(
-        name, "acc", "pretraining", gang, 10, True, spot is not None, spot, np.zeros((months, HOURS)), allowed,
-        float(gang), flat, [(window, share * capacity)],
+        name,
+        "acc",
+        "pretraining",
+        gang,
+        10,
+        True,
+        spot is not None,
+        spot,
+        np.zeros((months, HOURS)),
+        allowed,
+        float(gang),
+        flat,
+        [(window, share * capacity)],
     )
 
 
@@ -58,11 +80,25 @@ def fleets(draw: st.DrawFn) -> tuple[Calendar, dict[str, PoolPrices], list[Workl
         kinds.append("on_demand")
     if not set(kinds) - {"spot"}:
         kinds.append("on_demand")
-    pool = _pool(od, od * draw(st.floats(0.5, 0.7)), od * draw(st.floats(0.35, 0.5)), od * draw(st.floats(0.2, 0.4)),
-                 od * draw(st.floats(0.2, 0.6)), kinds)
+    pool = _pool(
+        od,
+        od * draw(st.floats(0.5, 0.7)),
+        od * draw(st.floats(0.35, 0.5)),
+        od * draw(st.floats(0.2, 0.4)),
+        od * draw(st.floats(0.2, 0.6)),
+        kinds,
+    )
     work: list[WorkloadDemand] = []
     for i in range(draw(st.integers(0, 2))):
-        work.append(_service(f"svc{i}", months, draw(st.integers(1, 6)), draw(st.sampled_from([1, 2, 4])), draw(st.floats(1.0, 3.0))))
+        work.append(
+            _service(
+                f"svc{i}",
+                months,
+                draw(st.integers(1, 6)),
+                draw(st.sampled_from([1, 2, 4])),
+                draw(st.floats(1.0, 3.0)),
+            )
+        )
     for i in range(draw(st.integers(1, 3))):
         first = draw(st.integers(0, months - 1))
         last = draw(st.integers(first, months - 1))
@@ -70,15 +106,29 @@ def fleets(draw: st.DrawFn) -> tuple[Calendar, dict[str, PoolPrices], list[Workl
         hours = [(start_h + k) % HOURS for k in range(draw(st.integers(4, 24)))]
         flat = len(hours) == HOURS and draw(st.booleans())
         spot = draw(st.one_of(st.none(), st.floats(1.0, 2.0)))
-        work.append(_job(f"job{i}", months, draw(st.sampled_from([1, 8, 16])), first, last,
-                         draw(st.floats(0.05, 1.2)), hours, flat, spot, cal))
+        work.append(
+            _job(
+                f"job{i}",
+                months,
+                draw(st.sampled_from([1, 8, 16])),
+                first,
+                last,
+                draw(st.floats(0.05, 1.2)),
+                hours,
+                flat,
+                spot,
+                cal,
+            )
+        )
     policy = FleetPolicy(capacity=kinds, utilisation_target=draw(st.floats(0.6, 1.0)))  # type: ignore[arg-type]
     return cal, {"acc": pool}, work, policy
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fleets())
-def test_unseen_fleets(fleet: tuple[Calendar, dict[str, PoolPrices], list[WorkloadDemand], FleetPolicy]) -> None:
+def test_unseen_fleets(
+    fleet: tuple[Calendar, dict[str, PoolPrices], list[WorkloadDemand], FleetPolicy],
+) -> None:
     cal, pools, work, policy = fleet
     pooled, dedicated = solve_pool(cal.days, pools, work, policy)
     u = tl.usage(pooled, cal, pools, work, policy.utilisation_target)
@@ -98,7 +148,9 @@ def test_unseen_fleets(fleet: tuple[Calendar, dict[str, PoolPrices], list[Worklo
     # deadlines: met, or the miss reported
     for d in tl.deadlines(pooled, cal, work, u):
         w = next(w for w in work if w.name == d["workload"])
-        done = float(((u.total[w.name] - w.fixed) / np.where(w.spot_factor or 1.0, 1.0, 1.0)).sum(axis=1) @ cal.days)
+        done = float(
+            ((u.total[w.name] - w.fixed) / np.where(w.spot_factor or 1.0, 1.0, 1.0)).sum(axis=1) @ cal.days
+        )
         assert d["met"] == (d["gpu_hours_missed"] <= 1e-6 * max(d["gpu_hours_needed"], 1.0))
         if not d["met"]:
             assert d["gpu_hours_missed"] > 0
@@ -120,7 +172,9 @@ def test_committed_level_is_the_duration_curve_break_even(ratio: float) -> None:
     when demand reaches k for at least `reserved / on-demand` of the hours: the duration curve's level."""
     months = 12
     cal = Calendar(START, months)
-    hourly = np.array([3, 3, 2, 2, 2, 3, 5, 8, 11, 13, 14, 15, 16, 16, 15, 14, 13, 12, 10, 9, 7, 6, 5, 4], float)
+    hourly = np.array(
+        [3, 3, 2, 2, 2, 3, 5, 8, 11, 13, 14, 15, 16, 16, 15, 14, 13, 12, 10, 9, 7, 6, 5, 4], float
+    )
     fixed = np.repeat(hourly[None, :], months, axis=0)
     svc = WorkloadDemand("svc", "acc", "serving", 1, 0, False, False, None, fixed, fixed > 0, 0.0, False)
     od = 10.0

@@ -61,8 +61,12 @@ def test_self_include_is_a_cycle(tmp_path: Path) -> None:
 
 def test_an_included_fleet_adds_its_workloads(tmp_path: Path) -> None:
     _write(tmp_path, "lora.yaml", LORA)
-    _write(tmp_path, "inner.yaml", {"kind": "fleet", "workloads": [{"spec": "lora.yaml", "name": "inner-lora"}]})
-    fleet = load_fleet(_write(tmp_path, "outer.yaml", _fleet([{"spec": "inner.yaml"}, {"spec": "lora.yaml"}])))
+    _write(
+        tmp_path, "inner.yaml", {"kind": "fleet", "workloads": [{"spec": "lora.yaml", "name": "inner-lora"}]}
+    )
+    fleet = load_fleet(
+        _write(tmp_path, "outer.yaml", _fleet([{"spec": "inner.yaml"}, {"spec": "lora.yaml"}]))
+    )
     assert [e.name for e in fleet.entries] == ["inner-lora", "lora"]
 
 

@@ -41,7 +41,11 @@ def _peaks(plan: FleetPlan, u: Usage) -> Finding | None:
         "over-provisioning",
         share,
         f"Peaks never coincide: the workloads' own peaks add up to {summed:,.0f} GPUs, the pool peaks at {together:,.0f}",
-        {"sum_of_peaks_gpus": summed, "pooled_peak_gpus": together, "peaks_gpus": own},
+        {
+            "sum_of_peaks_gpus": summed,
+            "pooled_peak_gpus": together,
+            **{f"{n}_peak_gpus": v for n, v in own.items()},
+        },
         "Size shared capacity for the pooled peak, not the sum: let Kueue lend idle quota across queues "
         "(the borrowing limits in the quotas) instead of giving each workload its own peak.",
     )
@@ -59,9 +63,9 @@ def _idle(plan: FleetPlan) -> Finding | None:
         len(idle) / 24.0 * (1.0 - lowest[1]) * 0.5,
         f"The committed pool is under {IDLE_BELOW:.0%} busy for {len(idle)} hours a day (lowest {lowest[1]:.0%} at {lowest[0]:02d}:00)",
         {
-            "idle_hours": idle,
+            "idle_hours": ", ".join(f"{h:02d}:00" for h in idle),
             "lowest_utilisation_fraction": lowest[1],
-            "utilisation_by_hour_fraction": plan.utilisation_by_hour,
+            "lowest_hour": f"{lowest[0]:02d}:00",
         },
         "Move deferrable work (batch inference, fine-tunes, evaluations) into these hours: give them "
         "windows there, or mark them deferrable so the plan can place them.",
@@ -96,7 +100,7 @@ def _misses(plan: FleetPlan) -> list[Finding]:
                 max(0.15, min(1.0, share)),
                 f"{d['workload']} misses its deadline ({d['window']}): "
                 + (f"{missed:,.0f} of {need:,.0f} GPU-hours left undone" if need else d.get("note", "")),
-                dict(d),
+                {k: v for k, v in d.items() if not isinstance(v, bool)},
                 "In that busy month allow burst capacity (policy.capacity: on_demand or spot), raise the budget "
                 "or power limit, widen the job's window (end), or give it a higher priority than deferrable work.",
             )
@@ -127,8 +131,8 @@ def _spot(plan: FleetPlan) -> list[Finding]:
                 {
                     "workload": e["name"],
                     "spot_slowdown_factor": factor,
-                    "preemptible": e["preemptible"],
-                    "suits_spot": suits,
+                    "preemptible": "yes" if e["preemptible"] else "no",
+                    "suits_spot": "yes" if suits else "no",
                 },
                 "Let it run on spot (preemptible: true, spot in policy.capacity) with frequent checkpoints."
                 if suits

@@ -9,13 +9,10 @@ from rightsize.fleet.demand import HOURS
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.fleet.plan import FleetPlan
 
-SCHEMA_VERSION = 1
-
 
 def fleet_dict(plan: FleetPlan) -> dict[str, Any]:
     sol = plan.solution
     return {
-        "schema_version": SCHEMA_VERSION,
         "kind": "fleet_plan",
         "name": plan.name,
         "start": plan.start,

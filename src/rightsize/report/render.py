@@ -100,7 +100,7 @@ def result_dict(result: Any) -> dict[str, Any]:
     from rightsize.search.train import TrainingPlan
 
     if _is_fleet(result):
-        return _clean(result.to_dict())
+        return _clean({"schema_version": SCHEMA_VERSION, **result.to_dict()})
     if isinstance(result, TrainingPlan):
         return _clean({**plan_dict(result), **_plan_extras(result)})
     if isinstance(result, ServingPlan):

@@ -27,7 +27,9 @@ SETTLED_NOTE = (
 )
 
 
-def run_pipeline(spec: Any, calibration: Calibration | None = None, *, uncertainty: bool = True) -> PlanResult:
+def run_pipeline(
+    spec: Any, calibration: Calibration | None = None, *, uncertainty: bool = True
+) -> PlanResult:
     """Search, size, settle and sample the uncertainty of one workload spec (a fleet skips the
     uncertainty of its workloads: `uncertainty=False`)."""
     workload = workload_for(spec)
