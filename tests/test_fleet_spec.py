@@ -117,3 +117,9 @@ def test_bad_inline_workload_spec_names_where(tmp_path: Path, capsys: pytest.Cap
     bad = {**LORA, "training": {**LORA["training"], "seq_len": -1}}
     err = _cli_error(_write(tmp_path, "fleet.yaml", _fleet([{"spec": bad}])), capsys)
     assert "workloads[0] inline" in err and "seq_len" in err
+
+
+def test_estimate_refuses_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "fleet.yaml", _fleet([{"spec": LORA}]))
+    assert main(["estimate", str(path)]) == 2
+    assert "rightsize plan FLEET.yaml" in capsys.readouterr().err

@@ -76,6 +76,12 @@ def estimate(
     """Evaluate one configuration: the spec must fix the accelerator (and, for training,
     the GPU count). Settings it leaves blank are chosen by search on that hardware."""
     s = _as_spec(spec)
+    if not hasattr(s, "targets"):  # a fleet: many workloads, each searched
+        raise BadInput(
+            "`estimate` evaluates one configuration, but this spec is a fleet of workloads.",
+            "A fleet is planned as a whole: each workload is searched, then the shared pool is sized.",
+            "Use `rightsize plan FLEET.yaml`, or `rightsize estimate` on one workload's spec.",
+        )
     accs = s.targets.accelerators or []
     if isinstance(s, InferenceSpec):
         if len(accs) != 1:
