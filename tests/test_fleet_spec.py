@@ -123,3 +123,19 @@ def test_estimate_refuses_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[
     path = _write(tmp_path, "fleet.yaml", _fleet([{"spec": LORA}]))
     assert main(["estimate", str(path)]) == 2
     assert "rightsize plan FLEET.yaml" in capsys.readouterr().err
+
+
+def test_a_workload_that_cannot_be_planned_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An infeasible workload (a deadline no allowed hardware meets) stops the fleet with exit 1, naming it."""
+    hopeless = {
+        **LORA,
+        "name": "hopeless",
+        "training": {**LORA["training"], "method": "full", "train_tokens": "15T"},
+        "targets": {"accelerators": ["h100-sxm"], "gpus": 8, "deadline": "1h"},
+    }
+    path = _write(tmp_path, "fleet.yaml", _fleet([{"spec": hopeless}]))
+    assert main(["plan", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "Workload 'hopeless'" in err and "Traceback" not in err

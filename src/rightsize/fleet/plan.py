@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.errors import BadInput
+from rightsize.errors import BadInput, RightsizeError
 from rightsize.fleet import timeline as tl
 from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
 from rightsize.fleet.prices import PoolPrices, pool_prices
@@ -116,7 +116,7 @@ def _flags(view: WorkloadView, entry: FleetEntry) -> tuple[bool, bool]:
 
 def _plan_entry(entry: FleetEntry, policy: FleetPolicy, plan_one: PlanOne) -> tuple[WorkloadView, str | None]:
     """Plan one workload alone; on a single pool of another accelerator, again restricted to it."""
-    result = plan_one(entry.spec)
+    result = _planned(entry, plan_one, entry.spec)
     view = view_of(entry.name, entry.spec, result)
     if policy.pools != "single" or view.accelerator == policy.accelerator:
         return view, None
@@ -131,8 +131,16 @@ def _plan_entry(entry: FleetEntry, policy: FleetPolicy, plan_one: PlanOne) -> tu
         update={"targets": targets.model_copy(update={"accelerators": [policy.accelerator]})}
     )
     alone = view.accelerator
-    view = view_of(entry.name, moved, plan_one(moved))
+    view = view_of(entry.name, moved, _planned(entry, plan_one, moved))
     return view, f"re-planned on {policy.accelerator} for the single pool (alone it chose {alone})"
+
+
+def _planned(entry: FleetEntry, plan_one: PlanOne, spec: Any) -> Any:
+    """Plan one workload; its errors say which workload of the fleet they belong to."""
+    try:
+        return plan_one(spec)
+    except RightsizeError as exc:
+        raise type(exc)(f"Workload '{entry.name}' ({entry.source}): {exc.what}", exc.why, exc.fix) from None
 
 
 def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDemand:

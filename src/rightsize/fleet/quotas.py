@@ -30,84 +30,33 @@ def _flavor(acc: str, kind: str) -> str:
 
 
 def kueue_quotas(plan: FleetPlan, u: Usage) -> dict[str, Any]:
-    margin = plan.policy.safety_margin
     groups: dict[str, list[str]] = {}
     for d in plan.demands:
         groups.setdefault(d.kind, []).append(d.name)
-    queues: list[dict[str, Any]] = []
     flavors: list[dict[str, Any]] = []
-    per_group: dict[str, dict[str, list[dict[str, Any]]]] = {g: {} for g in groups}
+    per_group: dict[str, list[dict[str, Any]]] = {g: [] for g in groups}
     for acc in plan.pools:
-        committed = sum((v for v in u.committed[acc].values()), np.zeros(plan.horizon_months))
-        reserved = int(round(float(committed.max()))) if committed.size else 0
-        peaks = {}
-        for g, names in groups.items():
-            pool = sum(
-                (u.on_pool[n] for n in names if n in u.on_pool and _pool_of(plan, n) == acc),
-                np.zeros((plan.horizon_months, 24)),
-            )
-            peaks[g] = (float(pool.max()), float(pool[pool > 0].min()) if (pool > 0).any() else 0.0)
-        total = sum(p for p, _ in peaks.values())
-        scale = min(1.0, reserved / total) if total else 0.0
-        for g, names in groups.items():
-            mine = [n for n in names if _pool_of(plan, n) == acc]
-            if not mine:
-                continue
-            peak, low = peaks[g]
-            nominal = int(math.floor(peak * scale))
-            od = max((float(u.on_demand[n].max()) for n in mine), default=0.0)
-            sp = max((float(u.spot[n].max()) for n in mine), default=0.0)
-            service = g == "serving"
-            entry = [
-                {
-                    "name": _flavor(acc, "reserved"),
-                    "nominal_quota": nominal,
-                    "borrowing_limit": max(0, reserved - nominal),
-                    "lending_limit": max(0, nominal - int(math.ceil(low * scale))) if service else nominal,
-                },
-                {
-                    "name": _flavor(acc, "on-demand"),
-                    "nominal_quota": int(math.ceil(od * (1 + margin))),
-                    "borrowing_limit": 0,
-                },
-            ]
-            if sp > 0:
-                entry.append(
-                    {
-                        "name": _flavor(acc, "spot"),
-                        "nominal_quota": int(math.ceil(sp * (1 + margin))),
-                        "borrowing_limit": 0,
-                    }
-                )
-            per_group[g][acc] = entry
+        reserved, entries = _pool_quotas(plan, u, acc, groups)
+        for g, entry in entries.items():
+            per_group[g] += entry
         flavors += [
-            {
-                "name": _flavor(acc, "reserved"),
-                "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "reserved"},
-                "gpus": reserved,
-            },
-            {
-                "name": _flavor(acc, "on-demand"),
-                "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "on-demand"},
-            },
-            {
-                "name": _flavor(acc, "spot"),
-                "node_labels": {"rightsize/pool": acc, "rightsize/capacity": "spot"},
-            },
+            {"name": _flavor(acc, kind), "node_labels": {"rightsize/pool": acc, "rightsize/capacity": kind}}
+            for kind in ("reserved", "on-demand", "spot")
         ]
+        flavors[-3]["gpus"] = reserved
+    queues = []
     for g, names in groups.items():
-        prio = max(d.priority for d in plan.demands if d.name in names)
-        preemptible = all(d.preemptible for d in plan.demands if d.name in names)
+        members = [d for d in plan.demands if d.name in names]
         queues.append(
             {
                 "name": f"{g.replace('_', '-')}-queue",
                 "cohort": f"{plan.name}-pool",
                 "workloads": names,
-                "priority": prio,
+                "priority": max(d.priority for d in members),
                 "resource": RESOURCE,
-                "flavors": [f for acc in plan.pools for f in per_group[g].get(acc, [])],
+                "flavors": per_group[g],
                 "preemption": {
-                    "reclaim_within_cohort": "Any" if not preemptible else "Never",
+                    "reclaim_within_cohort": "Never" if all(d.preemptible for d in members) else "Any",
                     "within_cluster_queue": "LowerPriority",
                 },
             }
@@ -118,6 +67,53 @@ def kueue_quotas(plan: FleetPlan, u: Usage) -> dict[str, Any]:
         "resource_flavors": flavors,
         "cluster_queues": queues,
     }
+
+
+def _pool_quotas(
+    plan: FleetPlan, u: Usage, acc: str, groups: dict[str, list[str]]
+) -> tuple[int, dict[str, list[dict[str, Any]]]]:
+    """The committed GPUs of pool `acc` and each group's flavor quotas there."""
+    margin = plan.policy.safety_margin
+    committed = sum((v for v in u.committed[acc].values()), np.zeros(plan.horizon_months))
+    reserved = int(round(float(committed.max()))) if committed.size else 0
+    mine = {g: [n for n in names if _pool_of(plan, n) == acc] for g, names in groups.items()}
+    peaks = {}
+    for g, names in mine.items():
+        pool = sum((u.on_pool[n] for n in names), np.zeros((plan.horizon_months, 24)))
+        peaks[g] = (float(pool.max()), float(pool[pool > 0].min()) if (pool > 0).any() else 0.0)
+    total = sum(p for p, _ in peaks.values())
+    scale = min(1.0, reserved / total) if total else 0.0  # peaks that never coincide share the pool
+    out: dict[str, list[dict[str, Any]]] = {}
+    for g, names in mine.items():
+        if not names:
+            continue
+        peak, low = peaks[g]
+        nominal = int(math.floor(peak * scale))
+        od = max(float(u.on_demand[n].max()) for n in names)
+        sp = max(float(u.spot[n].max()) for n in names)
+        lend = max(0, nominal - int(math.ceil(low * scale))) if g == "serving" else nominal
+        out[g] = [
+            {
+                "name": _flavor(acc, "reserved"),
+                "nominal_quota": nominal,
+                "borrowing_limit": max(0, reserved - nominal),
+                "lending_limit": lend,
+            },
+            {
+                "name": _flavor(acc, "on-demand"),
+                "nominal_quota": math.ceil(od * (1 + margin)),
+                "borrowing_limit": 0,
+            },
+        ]
+        if sp > 0:
+            out[g].append(
+                {
+                    "name": _flavor(acc, "spot"),
+                    "nominal_quota": math.ceil(sp * (1 + margin)),
+                    "borrowing_limit": 0,
+                }
+            )
+    return reserved, out
 
 
 def _pool_of(plan: FleetPlan, name: str) -> str:

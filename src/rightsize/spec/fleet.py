@@ -226,7 +226,7 @@ class FleetPolicy(BaseModel):
         default=0.1,
         ge=0,
         lt=1,
-        description="Margin on the burst peak in the cloud quota and on the owned racks' power.",
+        description="Margin over the planned burst peak in the cloud quotas (on-demand and spot flavors).",
     )
     budget_usd: Annotated[float, POSITIVE] | None = Field(
         default=None, description="Most the fleet may cost over the horizon, USD; null: no limit."
