@@ -188,7 +188,7 @@ def job_demand(
         run_h = view.run_s / 3600.0
         max_gpus = float(gang)
         periods = [([int(i) for i in np.flatnonzero(active)], gang * run_h)]
-        flat = not preemptible
+        flat = True  # one long run holds its gang through the day; preemption moves it between days
     d = WorkloadDemand(
         view.name,
         view.accelerator,

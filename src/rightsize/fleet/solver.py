@@ -35,6 +35,7 @@ from rightsize.fleet.prices import COMMITTED, PoolPrices
 MISS_PENALTY_FACTOR = 20.0  # a missed GPU-hour costs this many times the dearest price in the fleet
 TIME_LIMIT_S = 20.0
 MIP_REL_GAP = 1e-3  # 0.1% of the cost: far inside the price table's own uncertainty
+TIE_BREAK_USD_PER_GPU_HOUR = 1e-4
 BUY_EVERY_MONTHS = 3  # commitments start at quarter boundaries (procurement runs quarterly)
 
 
@@ -79,6 +80,7 @@ class _Model:
         self.ub: list[np.ndarray] = []
         self.cost: list[np.ndarray] = []
         self.penalty: list[np.ndarray] = []
+        self.tie: list[np.ndarray] = []
         self.integer: list[np.ndarray] = []
         self.n = 0
         self.rows: list[tuple[np.ndarray, np.ndarray, float, float]] = []
@@ -90,15 +92,17 @@ class _Model:
         cost: Any,
         ub: Any = np.inf,
         integer: bool = False,
-        penalty: bool = False,
+        role: str = "cost",  # cost | penalty (misses) | tie (tie-break, far below any price)
     ) -> np.ndarray:
         size = int(np.prod(shape))
         idx = np.arange(self.n, self.n + size).reshape(shape)
         self.n += size
         self.blocks[name] = idx
         c = np.broadcast_to(np.asarray(cost, dtype=float), shape).ravel()
-        self.cost.append(np.zeros(size) if penalty else c)
-        self.penalty.append(c if penalty else np.zeros(size))
+        zero = np.zeros(size)
+        self.cost.append(c if role == "cost" else zero)
+        self.penalty.append(c if role == "penalty" else zero)
+        self.tie.append(c if role == "tie" else zero)
         self.lb.append(np.zeros(size))
         self.ub.append(np.broadcast_to(np.asarray(ub, dtype=float), shape).ravel().copy())
         self.integer.append(np.full(size, 1 if integer else 0))
@@ -172,7 +176,10 @@ def _jobs(
         if not w.placed:
             continue
         ub = np.where(w.allowed, w.max_gpus, 0.0)
-        x = md.add(f"x:{w.name}", (months, HOURS), 0.0, ub)
+        # Among schedules of equal cost, the earliest: a tie-break far below any price, kept out of
+        # the reported cost (it rides with the penalties).
+        early = TIE_BREAK_USD_PER_GPU_HOUR * (np.arange(months)[:, None] + np.arange(HOURS)[None, :] / HOURS)
+        x = md.add(f"x:{w.name}", (months, HOURS), early * days[:, None] / months, ub, role="tie")
         blocks = [x]
         spot = pools[w.pool].usd_per_gpu_hour.get("spot")
         if spot is not None and w.spot_factor is not None:
@@ -180,7 +187,7 @@ def _jobs(
             blocks.append(xs)
             for m, h in zip(*np.nonzero(w.allowed), strict=True):
                 md.row([x[m, h], xs[m, h]], [1.0, 1.0], -np.inf, w.max_gpus)
-        miss = md.add(f"miss:{w.name}", (len(w.periods),), penalty, penalty=True)
+        miss = md.add(f"miss:{w.name}", (len(w.periods),), penalty, role="penalty")
         for q, (ms, gpu_hours) in enumerate(w.periods):
             cols = [b[ms, :].ravel() for b in blocks] + [np.array([miss[q]])]
             vals = [np.repeat(days[ms], HOURS) for _ in blocks] + [np.ones(1)]
@@ -231,7 +238,7 @@ def solve(
     cost, pen = np.concatenate(md.cost), np.concatenate(md.penalty)
     integ = np.concatenate(md.integer)
     res = milp(
-        cost + pen,
+        cost + pen + np.concatenate(md.tie),
         integrality=integ,
         bounds=Bounds(np.concatenate(md.lb), np.concatenate(md.ub)),
         constraints=[LinearConstraint(a, lo, hi)],

@@ -15,6 +15,10 @@ def _g(v: float | None) -> str:
     return "" if v is None else f"{v:,.0f}" if abs(v) >= 10 else f"{v:,.1f}"
 
 
+def _hour(v: float) -> str:
+    return f"{v:.0f}h" if 0 <= v <= 23 else ""
+
+
 def _pct(v: float | None) -> str:
     return "" if v is None else units.pct(v, 0)
 
@@ -202,7 +206,7 @@ def _typical_day(d: dict[str, Any]) -> Section:
                 series,
                 "hour",
                 "GPUs",
-                lambda v: f"{v:.0f}h",
+                _hour,
                 lambda v: f"{v:,.0f}",
                 hlines=[(prof["reserved_gpus"], "committed")],
             ),
@@ -228,7 +232,7 @@ def _utilisation(d: dict[str, Any]) -> Section:
                 [("busy", list(range(24)), by_h)],
                 "hour",
                 "busy",
-                lambda v: f"{v:.0f}h",
+                _hour,
                 lambda v: f"{v:.0%}",
             ),
         )
