@@ -303,6 +303,9 @@ def _assumptions(plan: FleetPlan) -> list[str]:
         f"The committed pool is planned busy at most {p.utilisation_target:.0%} of its GPUs "
         "(policy.utilisation_target); commitments are bought in whole nodes.",
         "Commitments running past the horizon are charged only for their months inside it.",
-        "Spot work takes more GPU-hours by each workload's spot slowdown (preemptions and restarts).",
+        "Spot work takes more GPU-hours by each workload's spot slowdown (preemptions and restarts); the "
+        "timeline counts those GPU-hours as GPUs of the hour (a run 1.1x slower on spot shows 1.1x its gang).",
+        "A one-off run keeps its whole gang through the day when it runs (it may move between days "
+        "and months in its window); recurring and batch jobs may use any hours of their window.",
         f"Cloud quotas carry a {p.safety_margin:.0%} margin over the planned burst peak (policy.safety_margin).",
     ]
