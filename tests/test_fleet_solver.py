@@ -199,3 +199,18 @@ def test_a_capped_pool_reports_the_miss_instead_of_failing() -> None:
     (d,) = tl.deadlines(pooled, cal, [job], u)
     assert not d["met"] and d["gpu_hours_missed"] > 0
     assert float(pooled.values["n:acc:onprem"].sum()) <= 2
+
+
+def test_a_budget_caps_spending_and_the_shortfall_is_reported() -> None:
+    months = 2
+    cal = Calendar(START, months)
+    pool = _pool(10.0, 6.0, 4.5, 3.0, 3.0, ["on_demand"])
+    job = _job("job", months, 8, 0, 1, 0.5, list(range(24)), False, None, cal)
+    need = job.periods[0][1]
+    budget = 0.5 * need * 10.0
+    policy = FleetPolicy(capacity=["on_demand"], budget_usd=budget)
+    pooled, _ = solve_pool(cal.days, {"acc": pool}, [job], policy)
+    assert pooled.cost_usd <= budget * (1 + 1e-9)
+    u = tl.usage(pooled, cal, {"acc": pool}, [job], policy.utilisation_target)
+    (d,) = tl.deadlines(pooled, cal, [job], u)
+    assert not d["met"] and d["gpu_hours_missed"] == pytest.approx(need / 2, rel=1e-6)
