@@ -1,5 +1,9 @@
-"""Search speed: configurations evaluated per second on one core, and the wall time of
-`rightsize plan` for Llama 3.1 405B over every catalog accelerator.
+"""Search speed on one core, end to end first: the Llama 3.1 405B training search over every
+catalog accelerator (enumerate, evaluate, keep the feasible, rank, build the candidates),
+configurations per second over its whole wall time. Then the evaluator alone (`train_step`
+on an already enumerated space, and on a million random layouts), which leaves out the
+enumeration and the ranking and so reads about twice the end-to-end rate: it is labelled
+`evaluator_only_*` for that reason.
 
 Run: `python benchmarks/bench_search.py` (prints JSON). numpy's element-wise kernels
 run on one thread, so this measures one core.
@@ -73,17 +77,23 @@ def random_space_configs_per_second(n: int = 1_000_000) -> dict[str, float]:
     return {"configs": float(n), "seconds": dt, "configs_per_s": n / dt}
 
 
-def plan_405b_seconds() -> dict[str, float]:
+def plan_405b_seconds(repeats: int = 3) -> dict[str, float]:
+    """End to end: the whole training search, best of `repeats` after a warm-up run."""
     spec = load_spec(EXAMPLES / "llama3.1-405b-pretrain.yaml")
-    t0 = time.perf_counter()
-    plan = plan_training(spec)
-    return {"seconds": time.perf_counter() - t0, "configs_evaluated": float(plan.configs_evaluated)}
+    plan = plan_training(spec)  # warm-up: catalog files, imports
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        plan = plan_training(spec)
+        best = min(best, time.perf_counter() - t0)
+    n = float(plan.configs_evaluated)
+    return {"seconds": best, "configs_evaluated": n, "configs_per_s": n / best}
 
 
 if __name__ == "__main__":
     result = {
-        "enumerated_space": configs_per_second(),
-        "random_space": random_space_configs_per_second(),
-        "plan_llama3.1_405b": plan_405b_seconds(),
+        "end_to_end_search_llama3.1_405b": plan_405b_seconds(),
+        "evaluator_only_enumerated_space": configs_per_second(),
+        "evaluator_only_random_space": random_space_configs_per_second(),
     }
     print(json.dumps(result, indent=2))

@@ -87,3 +87,26 @@ def test_serving_sizing_is_typed() -> None:
         p.sizing.as_dict()["reliability"]["capacity_lost_fraction"]
         == p.sizing.reliability.capacity_lost_fraction
     )
+
+
+def test_quantiles_match_numpy() -> None:
+    import numpy as np
+
+    from rightsize.search.uncertainty import QUANTILE_STEPS, quantiles
+
+    x = np.random.default_rng(3).lognormal(size=1999)
+    assert np.allclose(quantiles(x, QUANTILE_STEPS), np.quantile(x, QUANTILE_STEPS), rtol=0, atol=1e-12)
+
+
+def test_reading_a_serving_spec_builds_no_other_spec_models() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from rightsize.spec import load_spec; "
+        f"load_spec({str(EXAMPLES / 'llama2-7b-batch1.yaml')!r}); "
+        "print(sorted(m for m in ('rightsize.spec.training', 'rightsize.spec.vision', 'rightsize.spec.recsys') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.errors import BadInput
-from rightsize.spec import InferenceSpec, TrainingSpec, load_spec, parse_spec
 
 AnySpec = Any  # any spec kind a Workload is registered for (rightsize.search.workload)
 Calibration = dict[str, dict[str, float]]  # accelerator id -> Hardware field overrides
@@ -30,10 +29,11 @@ def __getattr__(name: str) -> Any:
 
 
 def _as_spec(spec: str | Path | dict[str, Any] | AnySpec) -> AnySpec:
-    from rightsize.search.workload import spec_types
+    from rightsize.search.workload import is_spec
     from rightsize.spec.fleet_load import ResolvedFleet, as_fleet
+    from rightsize.spec.load import load_spec, parse_spec
 
-    if isinstance(spec, (*spec_types(), ResolvedFleet)):
+    if is_spec(spec) or isinstance(spec, ResolvedFleet):
         return spec
     fleet = as_fleet(spec)  # a `kind: fleet` file or mapping, else None
     if fleet is not None:
@@ -75,6 +75,9 @@ def estimate(
 ) -> Any:
     """Evaluate one configuration: the spec must fix the accelerator (and, for training,
     the GPU count). Settings it leaves blank are chosen by search on that hardware."""
+    from rightsize.spec.inference import InferenceSpec
+    from rightsize.spec.training import TrainingSpec
+
     s = _as_spec(spec)
     if not hasattr(s, "targets"):  # a fleet: many workloads, each searched
         raise BadInput(

@@ -132,21 +132,21 @@ def _lookup(fn: Any, key: Any) -> Any:
         return None
 
 
+# Plan classes of the workloads (rightsize.search.*), by name, so telling them apart does not
+# import every planner.
+_PLAN_KINDS = {
+    "TrainingPlan": "training",
+    "ServingPlan": "serving",
+    "VisionPlan": "vision",
+    "RecsysPlan": "recommendation",
+}
+
+
 def plan_kind(plan: Any) -> str:
     """Which workload made the plan: training, serving, vision, recommendation or other."""
-    from rightsize.search.recsys import RecsysPlan
-    from rightsize.search.serving import ServingPlan
-    from rightsize.search.train import TrainingPlan
-    from rightsize.search.vision import VisionPlan
-
-    for cls, kind in (
-        (TrainingPlan, "training"),
-        (ServingPlan, "serving"),
-        (VisionPlan, "vision"),
-        (RecsysPlan, "recommendation"),
-    ):
-        if isinstance(plan, cls):
-            return kind
+    for cls in type(plan).__mro__:
+        if cls.__module__.startswith("rightsize.search.") and cls.__name__ in _PLAN_KINDS:
+            return _PLAN_KINDS[cls.__name__]
     return "other"
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from rightsize import yamlio
+
 SCHEMA_VERSION = 1
 DATA_PACKAGE = "rightsize.catalog"
 
@@ -52,7 +54,7 @@ def read_data_file(name: str) -> dict[str, Any]:
 def parse_document(text: str, file: str) -> dict[str, Any]:
     """Parse YAML text and check ``schema_version``; ``file`` is only used in errors."""
     try:
-        raw = yaml.safe_load(text)
+        raw = yamlio.safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogDataError(file, "<document>", f"not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):

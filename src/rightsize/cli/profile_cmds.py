@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rightsize import yamlio
 from rightsize.errors import BadInput
 
 
@@ -63,10 +64,8 @@ def _arch(name: str) -> Any:
 
     p = Path(name)
     if p.suffix.lower() in (".yaml", ".yml", ".json") and p.exists():
-        import yaml
-
         try:
-            return ModelArch.model_validate(yaml.safe_load(p.read_text(encoding="utf-8")))
+            return ModelArch.model_validate(yamlio.safe_load(p.read_text(encoding="utf-8")))
         except Exception as err:
             raise BadInput(f"Cannot read the model file {p}.", str(err), "Give ModelArch fields.") from None
     return get_preset(name)

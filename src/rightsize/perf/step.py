@@ -76,11 +76,11 @@ class StepBreakdown:
             + self.optimizer
         )
 
-    @property
+    @cached_property
     def mfu(self) -> np.ndarray:
         return self.model_flops / (self.step_time * self.gpus * self.peak_flops_per_s)
 
-    @property
+    @cached_property
     def hfu(self) -> np.ndarray:
         return self.hardware_flops / (self.step_time * self.gpus * self.peak_flops_per_s)
 

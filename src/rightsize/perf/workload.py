@@ -4,6 +4,7 @@ the parallel configurations to evaluate, as a struct of numpy arrays."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -127,8 +128,9 @@ class ParallelConfigs:
     def __len__(self) -> int:
         return int(self.tp.shape[0])
 
-    @property
+    @cached_property
     def gpus(self) -> np.ndarray:
+        """tp x pp x dp x cp per configuration (computed once: the search reads it often)."""
         return self.tp * self.pp * self.dp * self.cp
 
     def take(self, index: np.ndarray | int) -> ParallelConfigs:

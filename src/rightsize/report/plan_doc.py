@@ -5,7 +5,7 @@ memory breakdowns, the alternatives and the Pareto front, then the shared sectio
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rightsize.advise import advise, checklists
 from rightsize.advise.view import sizing_dict
@@ -14,9 +14,11 @@ from rightsize.report import sections as common
 from rightsize.report import svg, units
 from rightsize.report.document import Chart, Document, Section, Table
 from rightsize.report.text import _MEM_LABELS, _STEP_LABELS, layout
-from rightsize.search.candidates import Candidate
-from rightsize.search.serving import ServingCandidate, ServingPlan
-from rightsize.search.train import TrainingPlan
+
+if TYPE_CHECKING:
+    from rightsize.search.candidates import Candidate
+    from rightsize.search.serving import ServingCandidate, ServingPlan
+    from rightsize.search.train import TrainingPlan
 
 
 def _gpn(node_id: str) -> int:

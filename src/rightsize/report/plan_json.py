@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rightsize.constants import DAY_S, REPORT_SCHEMA_VERSION
-from rightsize.search.candidates import Candidate
-from rightsize.search.train import TrainingPlan
+
+if TYPE_CHECKING:
+    from rightsize.search.candidates import Candidate
+    from rightsize.search.train import TrainingPlan
+
 
 SCHEMA_VERSION = REPORT_SCHEMA_VERSION
 

@@ -94,16 +94,16 @@ def _plan_extras(result: Any) -> dict[str, Any]:
 
 def result_dict(result: Any) -> dict[str, Any]:
     """The versioned JSON-ready dict of any result."""
+    from rightsize.advise.view import plan_kind
     from rightsize.report.plan_json import plan_dict
     from rightsize.report.serving_text import serving_dict
-    from rightsize.search.serving import ServingPlan
-    from rightsize.search.train import TrainingPlan
 
     if _is_fleet(result):
         return _clean({"schema_version": SCHEMA_VERSION, **result.to_dict()})
-    if isinstance(result, TrainingPlan):
+    kind = plan_kind(result)
+    if kind == "training":
         return _clean({**plan_dict(result), **_plan_extras(result)})
-    if isinstance(result, ServingPlan):
+    if kind == "serving":
         return _clean({**serving_dict(result), **_plan_extras(result)})
     if _is_profile(result):
         from rightsize.report.other_docs import profile_from_records
@@ -123,18 +123,18 @@ def result_dict(result: Any) -> dict[str, Any]:
 
 def document(result: Any, title: str = "Plan") -> Document:
     """The format-neutral document of any result."""
+    from rightsize.advise.view import plan_kind
     from rightsize.report.other_docs import generic_document, profile_document, validation_document
     from rightsize.report.plan_doc import serving_document, training_document
-    from rightsize.search.serving import ServingPlan
-    from rightsize.search.train import TrainingPlan
 
     if _is_fleet(result):
         from rightsize.report.fleet_doc import fleet_document
 
         return fleet_document(result, title)
-    if isinstance(result, TrainingPlan):
+    kind = plan_kind(result)
+    if kind == "training":
         return training_document(result, title)
-    if isinstance(result, ServingPlan):
+    if kind == "serving":
         return serving_document(result, f"Serving {title.lower()}" if title[:1].isupper() else title)
     if _is_profile(result):
         return profile_document(result, title if title != "Plan" else "Profile")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rightsize.constants import GB, REPORT_SCHEMA_VERSION
-from rightsize.search.serving import ServingCandidate, ServingPlan
+
+if TYPE_CHECKING:
+    from rightsize.search.serving import ServingCandidate, ServingPlan
+
 
 SCHEMA_VERSION = REPORT_SCHEMA_VERSION
 

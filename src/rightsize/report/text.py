@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rightsize.constants import DAY_S, GiB
-from rightsize.search.candidates import Candidate
-from rightsize.search.train import TrainingPlan
+
+if TYPE_CHECKING:
+    from rightsize.search.candidates import Candidate
+    from rightsize.search.train import TrainingPlan
+
 
 _STEP_LABELS = {
     "compute_s": "compute (fwd + bwd + recompute)",

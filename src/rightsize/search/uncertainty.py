@@ -136,13 +136,21 @@ def _factor(elasticity: dict[str, float], mult: dict[str, np.ndarray]) -> np.nda
     return np.exp(np.asarray(log_k, dtype=np.float64))
 
 
+def quantiles(samples: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """numpy's default ('linear') quantiles by sorting once and interpolating the order
+    statistics: the same numbers as np.quantile, without its masked-array import."""
+    x = np.sort(np.asarray(samples, dtype=np.float64).ravel())
+    return np.interp(np.asarray(q, dtype=np.float64) * (x.size - 1), np.arange(x.size), x)
+
+
 def summary(samples: np.ndarray, base: float | None = None) -> dict[str, Any]:
     """P10/P50/P90, the mean and every 5% quantile of one sampled quantity."""
-    q = np.quantile(samples, QUANTILE_STEPS)
+    q = quantiles(samples, QUANTILE_STEPS)
+    p10, p50, p90 = quantiles(samples, np.array([0.1, 0.5, 0.9]))
     out: dict[str, Any] = {
-        "p10": float(np.quantile(samples, 0.1)),
-        "p50": float(np.quantile(samples, 0.5)),
-        "p90": float(np.quantile(samples, 0.9)),
+        "p10": float(p10),
+        "p50": float(p50),
+        "p90": float(p90),
         "mean": float(np.mean(samples)),
         "quantiles": [float(v) for v in q],
     }

@@ -135,31 +135,36 @@ class RecommendationWorkload(Workload):
         return recsys_uncertainty(plan, self.spec, calibration)
 
 
-def _registry() -> dict[type, type[Workload]]:
-    from rightsize.spec import InferenceSpec, TrainingSpec
-    from rightsize.spec.recsys import RecsysSpec
-    from rightsize.spec.vision import VisionSpec
-
-    return {
-        TrainingSpec: TrainingWorkload,
-        InferenceSpec: ServingWorkload,
-        VisionSpec: VisionWorkload,
-        RecsysSpec: RecommendationWorkload,
-    }
+# spec kind (the spec's `kind` field) -> the workload that plans it. A new kind adds its line.
+WORKLOADS: dict[str, type[Workload]] = {
+    "training": TrainingWorkload,
+    "inference": ServingWorkload,
+    "vision": VisionWorkload,
+    "recommendation": RecommendationWorkload,
+}
 
 
 def spec_types() -> tuple[type, ...]:
-    """Every spec type a workload is registered for."""
-    return tuple(_registry())
+    """Every spec type a workload is registered for (imports every spec module)."""
+    from rightsize.spec.load import SPEC_KINDS
+
+    return tuple(SPEC_KINDS[k] for k in WORKLOADS)
+
+
+def is_spec(obj: Any) -> bool:
+    """Whether `obj` is a parsed spec of a kind some workload plans (imports nothing)."""
+    from pydantic import BaseModel
+
+    return isinstance(obj, BaseModel) and getattr(obj, "kind", None) in WORKLOADS
 
 
 def workload_for(spec: Any) -> Workload:
     """The workload that plans this spec."""
-    cls = _registry().get(type(spec))
+    cls = WORKLOADS.get(getattr(spec, "kind", None)) if is_spec(spec) else None  # type: ignore[arg-type]
     if cls is None:
         raise BadInput(
             f"No workload plans a spec of type {type(spec).__name__}.",
-            f"Workload kinds: {', '.join(c.kind for c in _registry().values())}.",
+            f"Workload kinds: {', '.join(c.kind for c in WORKLOADS.values())}.",
             "Give a training, serving, vision or recommendation spec.",
         )
     return cls(spec)

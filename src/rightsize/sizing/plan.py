@@ -32,7 +32,7 @@ from rightsize.sizing.margins import (
 from rightsize.sizing.nodes_racks import NodesRacks, size_nodes_racks
 from rightsize.sizing.pool import PoolPlan, size_pool
 from rightsize.sizing.power import PowerPlan, size_power
-from rightsize.sizing.reliability import job_reliability, service_reliability
+from rightsize.sizing.reliability import Goodput, job_reliability, service_reliability
 from rightsize.sizing.results import JobReliability, RunTime, ServiceReliability
 from rightsize.sizing.sensitivity import (
     CLOUD_PRICE_RANGE,
@@ -117,21 +117,10 @@ def size(
     job = not demand.continuous and demand.checkpoint_bytes > 0
     mtbf_s = 3600.0 / (demand.gpus * rel.failure_rate_per_gpu_hour)
     st = size_storage(demand, infra.storage, node, n, mtbf_s if job else None, margin)
-    interval_s = restart_s = None
-    rel_out: JobReliability | ServiceReliability
-    if job:
-        # The checkpoint goes out at what the file system provides, limited by the nodes'
-        # client bandwidth (the catalog's per-node write rate).
-        provided = float(st.parallel_file_system.get("write_bytes_per_s") or 0.0)
-        client = rel.checkpoint_write_bytes_per_s_per_node * n
-        write = min(provided, client) if provided else client
-        gp, rel_out = job_reliability(demand.gpus, n, demand.checkpoint_bytes, rel, write)
-        interval_s, restart_s = gp.checkpoint_interval_s, gp.restart_s
-        run_ideal = demand.run_s or 0.0
-        run_failures = run_ideal / gp.goodput
-    else:
-        rel_out = service_reliability(demand.gpus, demand.gpus_per_replica or 1, demand.replicas or 1, rel)
-        run_ideal = run_failures = demand.run_s or 0.0
+    rel_out, gp = _reliability(demand, st, rel, n, job)
+    interval_s, restart_s = (gp.checkpoint_interval_s, gp.restart_s) if gp else (None, None)
+    run_ideal = demand.run_s or 0.0
+    run_failures = run_ideal / gp.goodput if gp else run_ideal
     pw = size_power(
         demand,
         node,
@@ -144,16 +133,7 @@ def size(
         cooling=nr.cooling,
     )
     run_s = run_failures * (1.0 + pw.throttle_slowdown) if run_failures else None
-    if demand.run_s:
-        run = RunTime(
-            ideal_run_s=run_ideal,
-            with_failures_run_s=run_failures,
-            run_s=run_s,
-            gpu_hours=demand.gpus * (run_s or 0.0) / 3600.0,
-            thermal_slowdown_fraction=pw.throttle_slowdown,
-        )
-    else:
-        run = RunTime(hours_per_month=HOURS_PER_MONTH, gpu_hours_per_month=demand.gpus * HOURS_PER_MONTH)
+    run = _run_time(demand, run_ideal, run_failures, run_s, pw.throttle_slowdown)
     cost = size_cost(
         demand,
         node,
@@ -177,16 +157,7 @@ def size(
                 f"A job takes {pool.job_hours:.1f} h, over the {pool.turnaround_hours:.1f} h turnaround target."
             )
 
-    margins: list[MarginLine] = []
-    if demand.continuous:
-        cap = (demand.design_rate_rps or 0.0) and extra.get("replica_capacity_rps", 0.0)
-        margins += serving_margins(demand, float(cap or 0.0), margin, util)
-    else:
-        margins += training_margins(
-            extra.get("bare_deadline_s"), run_s, extra.get("base_gpus"), demand.gpus, margin
-        )
-    margins.append(storage_margin(st.file_system_bytes + st.object_store_bytes, margin))
-
+    margins = _margin_lines(demand, extra, run_s, st, margin, util)
     per_node_capex = _capex_per_node(node.id, fab.capex_usd, st.capex_usd, n)
     gr = growth_plan(
         demand,
@@ -203,6 +174,52 @@ def size(
     warnings += list(getattr(pw, "warnings", []) or [])
     warnings += [c for c in gr.checks if "outgrows" in c or "over the" in c]
     return Sizing(demand, nr, fab, st, rel_out, pw, cost, run, margins, gr, swings, pool, warnings)
+
+
+def _reliability(
+    demand: Demand, st: StoragePlan, rel: Reliability, nodes: int, job: bool
+) -> tuple[JobReliability | ServiceReliability, Goodput | None]:
+    """A job's goodput with the checkpoint written at what the file system provides (limited by
+    the nodes' client bandwidth, the catalog's per-node write rate); a service's replica losses."""
+    if not job:
+        svc = service_reliability(demand.gpus, demand.gpus_per_replica or 1, demand.replicas or 1, rel)
+        return svc, None
+    provided = float(st.parallel_file_system.get("write_bytes_per_s") or 0.0)
+    client = rel.checkpoint_write_bytes_per_s_per_node * nodes
+    write = min(provided, client) if provided else client
+    gp, out = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel, write)
+    return out, gp
+
+
+def _run_time(
+    demand: Demand, ideal_s: float, with_failures_s: float, run_s: float | None, throttle: float
+) -> RunTime:
+    if not demand.run_s:
+        return RunTime(hours_per_month=HOURS_PER_MONTH, gpu_hours_per_month=demand.gpus * HOURS_PER_MONTH)
+    return RunTime(
+        ideal_run_s=ideal_s,
+        with_failures_run_s=with_failures_s,
+        run_s=run_s,
+        gpu_hours=demand.gpus * (run_s or 0.0) / 3600.0,
+        thermal_slowdown_fraction=throttle,
+    )
+
+
+def _margin_lines(
+    demand: Demand, extra: dict[str, Any], run_s: float | None, st: StoragePlan, margin: float, util: float
+) -> list[MarginLine]:
+    """The margins shown apart from the base need: a service's rate and replicas, or a job's
+    time budget and GPUs; the storage capacity for both."""
+    lines: list[MarginLine] = []
+    if demand.continuous:
+        cap = (demand.design_rate_rps or 0.0) and extra.get("replica_capacity_rps", 0.0)
+        lines += serving_margins(demand, float(cap or 0.0), margin, util)
+    else:
+        lines += training_margins(
+            extra.get("bare_deadline_s"), run_s, extra.get("base_gpus"), demand.gpus, margin
+        )
+    lines.append(storage_margin(st.file_system_bytes + st.object_store_bytes, margin))
+    return lines
 
 
 def _capex_per_node(node_id: str, fabric_usd: float, storage_usd: float, nodes: int) -> float | None:
@@ -248,100 +265,141 @@ def _sensitivity(
             at_time(time_at_efficiency(base_time, share, hi)),
         )
     )
-    if run_s and demand.checkpoint_bytes > 0 and demand.run_s:
-        ends = []
-        for f in FAILURE_RATE_FACTORS:
-            r = Reliability(
-                rel.failure_rate_per_gpu_hour * f,
-                rel.restart_s,
-                rel.checkpoint_write_bytes_per_s_per_node,
-                rel.sources,
-            )
-            gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, r)
-            ends.append(at_time(demand.run_s / gp.goodput * (1.0 + pw.throttle_slowdown)))
-        base_gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel)
-        base_t = demand.run_s / base_gp.goodput * (1.0 + pw.throttle_slowdown)
-        out.append(
-            swing(
-                "failure rate",
-                (f"x{FAILURE_RATE_FACTORS[0]:g}", f"x{FAILURE_RATE_FACTORS[1]:g}"),
-                at_time(base_t),
-                ends[0],
-                ends[1],
-            )
-        )
-    if demand.step_s_by_nic_gbps and demand.step_s:
-        rates = sorted(demand.step_s_by_nic_gbps)
-        own = min(rates, key=lambda g: abs(demand.step_s_by_nic_gbps[g] - demand.step_s))  # type: ignore[operator]
-        i = rates.index(own)
-        if 0 < i < len(rates) - 1:
-            ratio_lo = demand.step_s_by_nic_gbps[rates[i - 1]] / demand.step_s
-            ratio_hi = demand.step_s_by_nic_gbps[rates[i + 1]] / demand.step_s
-            out.append(
-                swing(
-                    "scale-out bandwidth per GPU",
-                    (f"{rates[i - 1]:g} Gb/s", f"{rates[i + 1]:g} Gb/s"),
-                    (base_time, base_cost),
-                    at_time(base_time * ratio_lo),
-                    at_time(base_time * ratio_hi),
-                )
-            )
-    if priced_cost is None:
-        pass
-    elif cloud_headline:
-        out.append(
-            swing(
-                "cloud price",
-                (f"-{CLOUD_PRICE_RANGE:.0%}", f"+{CLOUD_PRICE_RANGE:.0%}"),
-                (base_time, base_cost),
-                (base_time, base_cost * (1 - CLOUD_PRICE_RANGE)),
-                (base_time, base_cost * (1 + CLOUD_PRICE_RANGE)),
-            )
-        )
-    else:
-        usd_per_kwh = infra.cost.electricity_usd_per_kwh or onprem_defaults().power_usd_per_kwh
-        energy_usd = pw.facility_power_typical_w / 1000.0 * hours * usd_per_kwh
-        out.append(
-            swing(
-                "energy price",
-                (f"-{ENERGY_PRICE_RANGE:.0%}", f"+{ENERGY_PRICE_RANGE:.0%}"),
-                (base_time, base_cost),
-                (base_time, base_cost - energy_usd * ENERGY_PRICE_RANGE),
-                (base_time, base_cost + energy_usd * ENERGY_PRICE_RANGE),
-            )
-        )
-    g = infra.growth
-    if per_node_capex is not None and gr.yearly_need_factor > 1.0:
-        total = sum(s.added_capex_usd or 0.0 for s in gr.stages)
-        capex_ends: list[float] = []
-        for f in GROWTH_FACTORS:
-            scaled = g.model_copy(
-                update={
-                    "model_growth_per_year": g.model_growth_per_year * f,
-                    "data_growth_per_year": g.data_growth_per_year * f,
-                    "traffic_growth_per_year": g.traffic_growth_per_year * f,
-                }
-            )
-            alt = growth_plan(
-                demand,
-                scaled,
-                nodes,
-                gpus_per_node,
-                per_node_capex,
-                pw.facility_power_w,
-                fab.max_nodes,
-                infra.facility.power_cap_w,
-            )
-            capex_ends.append(sum(s.added_capex_usd or 0.0 for s in alt.stages))
-        out.append(
-            Swing(
-                "growth rates (horizon capital)",
-                f"x{GROWTH_FACTORS[0]:g}",
-                f"x{GROWTH_FACTORS[1]:g}",
-                0.0,
-                0.0,
-                capex_ends[0] / total - 1.0 if total else 0.0,
-                capex_ends[1] / total - 1.0 if total else 0.0,
-            )
-        )
+    fail = _failure_swing(demand, rel, nodes, run_s, pw, at_time)
+    if fail is not None:
+        out.append(fail)
+    bw = _bandwidth_swing(demand, (base_time, base_cost), at_time)
+    if bw is not None:
+        out.append(bw)
+    price = _price_swing(infra, pw, hours, priced_cost, cloud_headline, (base_time, base_cost))
+    if price is not None:
+        out.append(price)
+    grow = _growth_swing(demand, infra, nodes, gpus_per_node, per_node_capex, pw, gr, fab)
+    if grow is not None:
+        out.append(grow)
     return ranked(out)
+
+
+Point = tuple[float, float]  # (time, cost)
+
+
+def _failure_swing(
+    demand: Demand, rel: Reliability, nodes: int, run_s: float | None, pw: PowerPlan, at_time: Any
+) -> Swing | None:
+    if not (run_s and demand.checkpoint_bytes > 0 and demand.run_s):
+        return None
+    ends = []
+    for f in FAILURE_RATE_FACTORS:
+        r = Reliability(
+            rel.failure_rate_per_gpu_hour * f,
+            rel.restart_s,
+            rel.checkpoint_write_bytes_per_s_per_node,
+            rel.sources,
+        )
+        gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, r)
+        ends.append(at_time(demand.run_s / gp.goodput * (1.0 + pw.throttle_slowdown)))
+    base_gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel)
+    base_t = demand.run_s / base_gp.goodput * (1.0 + pw.throttle_slowdown)
+    return swing(
+        "failure rate",
+        (f"x{FAILURE_RATE_FACTORS[0]:g}", f"x{FAILURE_RATE_FACTORS[1]:g}"),
+        at_time(base_t),
+        ends[0],
+        ends[1],
+    )
+
+
+def _bandwidth_swing(demand: Demand, base: Point, at_time: Any) -> Swing | None:
+    if not (demand.step_s_by_nic_gbps and demand.step_s):
+        return None
+    rates = sorted(demand.step_s_by_nic_gbps)
+    own = min(rates, key=lambda g: abs(demand.step_s_by_nic_gbps[g] - demand.step_s))  # type: ignore[operator]
+    i = rates.index(own)
+    if not 0 < i < len(rates) - 1:
+        return None
+    ratio_lo = demand.step_s_by_nic_gbps[rates[i - 1]] / demand.step_s
+    ratio_hi = demand.step_s_by_nic_gbps[rates[i + 1]] / demand.step_s
+    return swing(
+        "scale-out bandwidth per GPU",
+        (f"{rates[i - 1]:g} Gb/s", f"{rates[i + 1]:g} Gb/s"),
+        base,
+        at_time(base[0] * ratio_lo),
+        at_time(base[0] * ratio_hi),
+    )
+
+
+def _price_swing(
+    infra: Infrastructure,
+    pw: PowerPlan,
+    hours: float,
+    priced_cost: float | None,
+    cloud_headline: bool,
+    base: Point,
+) -> Swing | None:
+    """The cloud price when the headline cost is the cloud's, else the energy price."""
+    base_time, base_cost = base
+    if priced_cost is None:
+        return None
+    if cloud_headline:
+        return swing(
+            "cloud price",
+            (f"-{CLOUD_PRICE_RANGE:.0%}", f"+{CLOUD_PRICE_RANGE:.0%}"),
+            base,
+            (base_time, base_cost * (1 - CLOUD_PRICE_RANGE)),
+            (base_time, base_cost * (1 + CLOUD_PRICE_RANGE)),
+        )
+    usd_per_kwh = infra.cost.electricity_usd_per_kwh or onprem_defaults().power_usd_per_kwh
+    energy_usd = pw.facility_power_typical_w / 1000.0 * hours * usd_per_kwh
+    return swing(
+        "energy price",
+        (f"-{ENERGY_PRICE_RANGE:.0%}", f"+{ENERGY_PRICE_RANGE:.0%}"),
+        base,
+        (base_time, base_cost - energy_usd * ENERGY_PRICE_RANGE),
+        (base_time, base_cost + energy_usd * ENERGY_PRICE_RANGE),
+    )
+
+
+def _growth_swing(
+    demand: Demand,
+    infra: Infrastructure,
+    nodes: int,
+    gpus_per_node: int,
+    per_node_capex: float | None,
+    pw: PowerPlan,
+    gr: GrowthPlan,
+    fab: FabricPlan,
+) -> Swing | None:
+    """How the horizon's capital moves when every growth rate is scaled."""
+    g = infra.growth
+    if per_node_capex is None or gr.yearly_need_factor <= 1.0:
+        return None
+    total = sum(s.added_capex_usd or 0.0 for s in gr.stages)
+    capex_ends: list[float] = []
+    for f in GROWTH_FACTORS:
+        scaled = g.model_copy(
+            update={
+                "model_growth_per_year": g.model_growth_per_year * f,
+                "data_growth_per_year": g.data_growth_per_year * f,
+                "traffic_growth_per_year": g.traffic_growth_per_year * f,
+            }
+        )
+        alt = growth_plan(
+            demand,
+            scaled,
+            nodes,
+            gpus_per_node,
+            per_node_capex,
+            pw.facility_power_w,
+            fab.max_nodes,
+            infra.facility.power_cap_w,
+        )
+        capex_ends.append(sum(s.added_capex_usd or 0.0 for s in alt.stages))
+    return Swing(
+        "growth rates (horizon capital)",
+        f"x{GROWTH_FACTORS[0]:g}",
+        f"x{GROWTH_FACTORS[1]:g}",
+        0.0,
+        0.0,
+        capex_ends[0] / total - 1.0 if total else 0.0,
+        capex_ends[1] / total - 1.0 if total else 0.0,
+    )

@@ -11,29 +11,51 @@ from __future__ import annotations
 import json
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import import_module
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from rightsize import yamlio
 from rightsize.errors import BadInput, did_you_mean
-from rightsize.spec.inference import InferenceSpec
-from rightsize.spec.recsys import RecsysSpec
-from rightsize.spec.training import TrainingSpec
-from rightsize.spec.vision import VisionSpec
 
-Spec: TypeAlias = TrainingSpec | InferenceSpec | VisionSpec | RecsysSpec
+if TYPE_CHECKING:
+    from rightsize.spec.inference import InferenceSpec
+    from rightsize.spec.recsys import RecsysSpec
+    from rightsize.spec.training import TrainingSpec
+    from rightsize.spec.vision import VisionSpec
+
+Spec: TypeAlias = "TrainingSpec | InferenceSpec | VisionSpec | RecsysSpec"
 """Any spec `load_spec` returns; tell them apart with isinstance or `spec.kind`."""
 
-# kind -> spec model; the first is the default when a spec has no `kind:`.
-SPEC_KINDS: dict[str, type[Spec]] = {
-    "training": TrainingSpec,
-    "inference": InferenceSpec,
-    "vision": VisionSpec,
-    "recommendation": RecsysSpec,
-}
+
+class _SpecKinds(Mapping[str, type[BaseModel]]):
+    """kind -> spec model, importing a model's module only when that kind is asked for; the
+    first kind is the default when a spec has no `kind:`."""
+
+    _where = {
+        "training": ("rightsize.spec.training", "TrainingSpec"),
+        "inference": ("rightsize.spec.inference", "InferenceSpec"),
+        "vision": ("rightsize.spec.vision", "VisionSpec"),
+        "recommendation": ("rightsize.spec.recsys", "RecsysSpec"),
+    }
+
+    def __getitem__(self, kind: str) -> type[BaseModel]:
+        module, name = self._where[kind]
+        cls: type[BaseModel] = getattr(import_module(module), name)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
+SPEC_KINDS: Mapping[str, type[BaseModel]] = _SpecKinds()
 _SCHEMA_FIX = (
     "Run `rightsize schema` to see every field with its description, or start from a file in examples/."
 )
@@ -53,7 +75,7 @@ def load_spec(path: str | Path) -> Spec:
             f"Cannot read the spec {path}.", str(err), "Check the file's permissions and encoding."
         ) from None
     try:
-        data = yaml.safe_load(text)
+        data = yamlio.safe_load(text)
     except yaml.YAMLError as err:
         raise _yaml_error(path, err) from None
     return parse_spec(data, path.parent, source=str(path))
@@ -94,7 +116,8 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
         )
     context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
     try:
-        return spec_cls.model_validate(dict(data), context=context)
+        spec: Spec = spec_cls.model_validate(dict(data), context=context)  # type: ignore[assignment]
+        return spec
     except ValidationError as err:
         raise validation_error(err, spec_cls, source) from None
 

@@ -11,8 +11,7 @@ import re
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from rightsize import yamlio
 from rightsize.errors import unknown_name
 from rightsize.spec.model import ModelArch
 
@@ -28,7 +27,7 @@ def _normalize(name: str) -> str:
 def _table() -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, tuple[str, ...]]]:
     """(raw fields by id, normalized name -> id, aliases by id), read once from the packaged YAML."""
     text = resources.files("rightsize.spec").joinpath("data/presets.yaml").read_text(encoding="utf-8")
-    doc = yaml.safe_load(text)
+    doc = yamlio.safe_load(text)
     fields_by_id: dict[str, dict[str, Any]] = {}
     lookup: dict[str, str] = {}
     aliases_by_id: dict[str, tuple[str, ...]] = {}

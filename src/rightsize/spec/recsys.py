@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rightsize import yamlio
 from rightsize.errors import did_you_mean
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
@@ -71,7 +71,7 @@ def _normalize(name: str) -> str:
 @functools.cache
 def _table() -> tuple[dict[str, RecsysModel], dict[str, str]]:
     text = resources.files("rightsize.spec").joinpath("data/recsys_models.yaml").read_text(encoding="utf-8")
-    doc = yaml.safe_load(text)
+    doc = yamlio.safe_load(text)
     models: dict[str, RecsysModel] = {}
     lookup: dict[str, str] = {}
     for name, e in doc["models"].items():

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rightsize import yamlio
 from rightsize.errors import did_you_mean
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
@@ -95,7 +95,7 @@ def _layer(raw: dict[str, Any], where: str) -> VisionLayer:
 @functools.cache
 def _table() -> tuple[dict[str, VisionModel], dict[str, str]]:
     text = resources.files("rightsize.spec").joinpath("data/vision_models.yaml").read_text(encoding="utf-8")
-    doc = yaml.safe_load(text)
+    doc = yamlio.safe_load(text)
     models: dict[str, VisionModel] = {}
     lookup: dict[str, str] = {}
     for name, entry in doc["models"].items():
