@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from rightsize import yamlio
 from rightsize.errors import BadInput
 from rightsize.spec.fleet import FleetSpec, FleetWorkload, month_index, month_text
 from rightsize.spec.load import Spec, load_spec, parse_spec, validation_error
@@ -64,7 +65,7 @@ def _read_yaml(path: Path, chain: tuple[Path, ...]) -> Any:
             "Paths in a fleet's `spec:` are relative to the fleet file; check the name and folder.",
         )
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yamlio.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise BadInput(f"Cannot read the spec {path}.", str(err).split("\n")[0], "Check the file.") from None
 
@@ -168,7 +169,7 @@ def as_fleet(spec: Any) -> ResolvedFleet | None:
     if not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlio.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None  # load_spec reports it
     return load_fleet(path) if is_fleet_data(data) else None
