@@ -26,7 +26,7 @@ def test_gloo_collectives_bandwidth_and_latency(tmp_path) -> None:  # type: igno
     assert len(rows) == len(OPS) * len(sizes)
     for r in rows:
         assert r["time_s"]["median"] > 0 and r["bus_bytes_per_s"] > 0
-        factor = 2 * (2 - 1) / 2 if r["op"] == "all_reduce" else (2 - 1) / 2
+        factor = {"all_reduce": 2 * (2 - 1) / 2, "p2p": 1.0}.get(r["op"], (2 - 1) / 2)
         assert r["bus_bytes_per_s"] == pytest.approx(r["alg_bytes_per_s"] * factor)
     assert jsonl.read_profile(out)[0]["environment"]["torch"]
     # the calibration's link fit: positive bandwidth and latency from the all-reduce rows

@@ -60,7 +60,12 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
         from rightsize.fleet import plan_fleet
 
         return plan_fleet(spec, lambda one: run_pipeline(one, cal, uncertainty=False))
-    return run_pipeline(spec, cal)
+    result = run_pipeline(spec, cal)
+    if isinstance(getattr(result, "extra", None), dict) and hasattr(spec, "model_dump"):
+        # The spec as planned travels with the plan (JSON `spec`), so a saved plan can be
+        # exported to job files without the YAML it came from.
+        result.extra["spec"] = spec.model_dump(mode="json")
+    return result
 
 
 def plan(

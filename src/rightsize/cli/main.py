@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rightsize._version import __version__
+from rightsize.cli.monitor_cmd import register as register_monitor_command
 from rightsize.cli.profile_cmds import register as register_profile_commands
 from rightsize.errors import BadInput, RightsizeError
 from rightsize.report.render import FORMATS
@@ -141,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("models", "list model presets").set_defaults(func=cmd_models)
     add("schema", "print the JSON Schema of the workload spec", fmt=("json",)).set_defaults(func=cmd_schema)
     register_profile_commands(sub, add)
+    register_monitor_command(sub, add)
+    from rightsize.cli.export_cmd import register as register_export
+
+    register_export(sub, add)
     return p
 
 

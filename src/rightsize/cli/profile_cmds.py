@@ -153,6 +153,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         threads=args.threads,
         micro=not args.no_micro,
     )
+    from rightsize.profile.launcher import detect
+
+    launch = detect()  # under torchrun or srun: data-parallel steps across the launched ranks
+    if launch is not None:
+        from rightsize.profile.dist_train import run_distributed_train
+        from rightsize.profile.train import _need_torch, resolve_device
+
+        _need_torch()
+        if cfg.arch is None:
+            raise BadInput(
+                "Under torchrun or srun, `profile train` needs --model.",
+                "The distributed profiler builds the same decoder on every rank.",
+                "Use --model with a preset or a ModelArch YAML.",
+            )
+        job = {**cfg.job(resolve_device(args.device)), "batches": cfg.batches, "seqs": cfg.seqs}
+        res = run_distributed_train(launch, job, Path(args.out) if args.out else None, _progress)
+        return _write(args, res, render_train) if launch.rank == 0 else 0
     res = run_train_profile(cfg, Path(args.out) if args.out else None, args.resume, _progress)
     return _write(args, res, render_train)
 
@@ -184,8 +201,23 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 def cmd_comms(args: argparse.Namespace) -> int:
     from rightsize.profile.comms import OPS, default_sizes, run_comms_profile
+    from rightsize.profile.launcher import detect
     from rightsize.profile.render import render_comms
 
+    launch = detect()  # under torchrun or srun: this process is one rank of the job
+    if launch is not None:
+        from rightsize.profile.dist_comms import run_distributed_comms
+        from rightsize.profile.train import _need_torch
+
+        _need_torch()
+        job = {
+            "backend": args.backend,
+            "sizes": args.sizes or default_sizes(int(args.max_bytes)),
+            "ops": list(args.ops.split(",")) if args.ops else list(OPS),
+            "iters": args.iters,
+        }
+        res = run_distributed_comms(launch, job, Path(args.out) if args.out else None, _progress)
+        return _write(args, res, render_comms) if launch.rank == 0 else 0
     res = run_comms_profile(
         backend=args.backend,
         world_size=args.world_size,
@@ -251,6 +283,26 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_metrics(
+    func: Callable[[argparse.Namespace], int], command: str
+) -> Callable[[argparse.Namespace], int]:
+    """Run `func` with the telemetry exporter serving while it runs, when --metrics-port is given."""
+
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "metrics_port", None) is None:
+            return func(args)
+        from rightsize.profile.metrics_export import MetricsExporter
+
+        exporter = MetricsExporter(args.metrics_port, command).start()
+        _progress(f"telemetry as Prometheus metrics on http://{exporter.addr}:{exporter.port}/metrics")
+        try:
+            return func(args)
+        finally:
+            exporter.stop()
+
+    return run
+
+
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     """Add `profile train|memory|comms|serve` and `calibrate` to the `rightsize` parser."""
     prof = sub.add_parser(
@@ -273,6 +325,12 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         sp.add_argument("--resume", action="store_true", help="skip points already recorded in --out")
         sp.add_argument(
             "--timeout", type=_seconds, default=300.0, help="limit per measured run (default 300s)"
+        )
+        sp.add_argument(
+            "--metrics-port",
+            type=int,
+            metavar="N",
+            help="serve the run's telemetry as Prometheus metrics (DCGM names) on port N while it runs",
         )
         return sp
 
@@ -304,7 +362,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--world-size", type=int, default=2)
     sp.add_argument("--sizes", type=_ints, help="message sizes in bytes (default 1 KiB x4 up to --max-bytes)")
     sp.add_argument("--max-bytes", type=_bytes, default=float(16 * 2**20))
-    sp.add_argument("--ops", help="comma-separated subset of all_reduce,all_gather,reduce_scatter,all_to_all")
+    sp.add_argument(
+        "--ops", help="comma-separated subset of all_reduce,all_gather,reduce_scatter,all_to_all,p2p"
+    )
     sp.add_argument("--iters", type=int, default=5)
     sp.set_defaults(func=cmd_comms)
 
@@ -322,6 +382,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--served-model", help="the `model` field to send")
     sp.add_argument("--slo", type=_slo, help="e.g. ttft:500ms,tpot:50ms,e2el:10s (for goodput)")
     sp.set_defaults(func=cmd_serve, timeout=60.0)
+    for name, parser in psub.choices.items():
+        parser.set_defaults(func=_with_metrics(parser.get_default("func"), f"profile {name}"))
 
     sp = add("calibrate", "fit the performance model's efficiencies to profiles; write a calibration file")
     sp.add_argument("profile", nargs="+", help="profiles (JSON Lines) from `rightsize profile train|comms`")

@@ -12,9 +12,11 @@ Fitted, by minimising the squared log error of predicted against measured times
 - `attention_fraction` (attention kernels) and `memory_bw_fraction` (memory-bound kernels
   and the optimizer update) and `kernel_overhead_s` (fixed cost per kernel) from the
   same points, the optimizer phase pinning the memory-bound efficiency;
-- `scaleup_bw_fraction` and `scaleup_latency_s` from a comms profile (all-reduce time
-  against message size: t = 2 (n-1)/n x bytes / bw + 2 steps x latency, linear least
-  squares).
+- per tier, from a comms profile (collective and point-to-point time against message
+  size: t = bus factor x bytes / bw + steps x latency, linear least squares over every
+  op): within a node `scaleup_bw_fraction` and `scaleup_latency_s`; across nodes (records
+  from `profile comms` under torchrun/srun on several hosts) `scaleout_bw_fraction` and
+  `scaleout_latency_s`, which the fabric model of `plan --calibration` then uses.
 
 The base Hardware is the catalog accelerator matching the profiled GPU's name, or, for a CPU
 profile, a "cpu-host" Hardware whose peak and bandwidth are the host's measured best GEMM
@@ -182,7 +184,13 @@ def _profile_parts(paths: list[Path]) -> dict[str, Any]:
             parts["config"] = parts["config"] or hdr.get("config")
             parts["device"] = hdr.get("config", {}).get("device", "cpu")
         res = jsonl.results(recs)
-        parts["train"] += [r for r in res if r.get("kind") == "train" and r.get("status") == "ok"]
+        # single-process steps only: a data-parallel step (profile train under torchrun/srun)
+        # includes the gradient all-reduce, which the compute fit must not absorb
+        parts["train"] += [
+            r
+            for r in res
+            if r.get("kind") == "train" and r.get("status") == "ok" and r.get("world_size", 1) == 1
+        ]
         parts["micro"] += [r for r in res if r.get("kind") in ("gemm", "membw") and r.get("status") == "ok"]
         parts["comms"] += [r for r in res if r.get("kind") == "comms" and r.get("status") == "ok"]
     return parts
@@ -299,27 +307,70 @@ def calibrate_profiles(
     }
 
 
-def _fit_comms(base: Hardware, comms: list[dict[str, Any]]) -> dict[str, Any]:
-    """Bus bandwidth and per-step latency from all-reduce times (see the module docstring)."""
-    rows = [r for r in comms if r.get("op") == "all_reduce"]
-    if len(rows) < 2:
-        return {}
+# Latency steps per collective as the model counts them (perf.collectives): all-reduce is a
+# reduce-scatter plus an all-gather, each min(n-1, 2 log2 n) steps; ring point-to-point is one.
+_STEPS = {
+    "all_reduce": lambda n: 2.0 * np.minimum(n - 1.0, 2.0 * np.log2(n)),
+    "all_gather": lambda n: np.minimum(n - 1.0, 2.0 * np.log2(n)),
+    "reduce_scatter": lambda n: np.minimum(n - 1.0, 2.0 * np.log2(n)),
+    "all_to_all": lambda n: n - 1.0,
+    "p2p": lambda n: np.ones_like(n),
+}
+_BUS = {
+    "all_reduce": lambda n: 2.0 * (n - 1.0) / n,
+    "all_gather": lambda n: (n - 1.0) / n,
+    "reduce_scatter": lambda n: (n - 1.0) / n,
+    "all_to_all": lambda n: (n - 1.0) / n,
+    "p2p": lambda n: np.ones_like(n),
+}
+# tier -> (Hardware bandwidth it calibrates, override names)
+_TIER_FIELDS = {
+    "intra_node": ("scaleup_bytes_per_s", "scaleup_bw_fraction", "scaleup_latency_s"),
+    "inter_node": ("scaleout_bytes_per_s_per_gpu", "scaleout_bw_fraction", "scaleout_latency_s"),
+}
+
+
+def _fit_tier(base: Hardware, rows: list[dict[str, Any]], tier: str) -> dict[str, Any]:
+    """t = steps(op, n) x latency + bus(op, n) x bytes / bandwidth over every op's rows,
+    by relative non-negative least squares (each row divided by its time)."""
     n = np.array([float(r["world_size"]) for r in rows])
     nbytes = np.array([float(r["bytes"]) for r in rows])
     t = np.array([r["time_s"]["median"] for r in rows])
-    steps = np.minimum(n - 1.0, 2.0 * np.log2(n))
-    a = np.column_stack([2.0 * (n - 1.0) / n * nbytes, 2.0 * steps])
-    # relative least squares: divide each row by its time
+    bus = np.array([_BUS[r["op"]](np.array([ni]))[0] for r, ni in zip(rows, n, strict=True)])
+    steps = np.array([_STEPS[r["op"]](np.array([ni]))[0] for r, ni in zip(rows, n, strict=True)])
+    a = np.column_stack([bus * nbytes, steps])
     coef = nnls(a / t[:, None], np.ones_like(t))
     inv_bw, lat = float(coef[0]), float(coef[1])
     bw = 1.0 / inv_bw if inv_bw > 0 else float("inf")
-    pred = a @ coef
+    peak_field, frac_field, lat_field = _TIER_FIELDS[tier]
     return {
         "bus_bytes_per_s": bw,
         "latency_s": lat,
-        "max_relative_error": float(np.max(np.abs(pred / t - 1.0))),
-        "overrides": {"scaleup_bw_fraction": bw / base.scaleup_bytes_per_s, "scaleup_latency_s": lat},
+        "rows": len(rows),
+        "ops": sorted({r["op"] for r in rows}),
+        "max_relative_error": float(np.max(np.abs(a @ coef / t - 1.0))),
+        "overrides": {frac_field: bw / getattr(base, peak_field), lat_field: lat},
     }
+
+
+def _fit_comms(base: Hardware, comms: list[dict[str, Any]]) -> dict[str, Any]:
+    """Bandwidth and per-step latency per tier (within a node: the scale-up link; across
+    nodes: the scale-out fabric) from collective and point-to-point times. A record
+    without a tier (the single-host profiler) is within a node."""
+    by_tier: dict[str, list[dict[str, Any]]] = {}
+    for r in comms:
+        if r.get("op") in _STEPS and r.get("world_size", 0) >= 2:
+            by_tier.setdefault(str(r.get("tier") or "intra_node"), []).append(r)
+    tiers = {
+        t: _fit_tier(base, rows, t) for t, rows in by_tier.items() if len(rows) >= 2 and t in _TIER_FIELDS
+    }
+    if not tiers:
+        return {}
+    overrides: dict[str, float] = {}
+    for fit in tiers.values():
+        overrides.update(fit.pop("overrides"))
+    first = tiers.get("intra_node") or next(iter(tiers.values()))
+    return {**first, "tiers": tiers, "overrides": overrides}
 
 
 def write_calibration(doc: dict[str, Any], path: Path) -> None:

@@ -29,8 +29,9 @@ from rightsize.errors import BadInput
 from rightsize.profile import jsonl
 from rightsize.profile.telemetry import Sampler, summarise
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p")
 BUS_FACTOR = {
+    "p2p": lambda n: 1.0,  # ring send/recv: every rank sends its buffer to the next
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
     "reduce_scatter": lambda n: (n - 1) / n,
@@ -169,8 +170,28 @@ def _collective(op: str, buf: Any, shard_numel: int, dist: Any, ag: Any, rs: Any
     if op == "reduce_scatter":
         out = torch.empty(shard_numel, device=buf.device)
         return lambda: rs(out, buf)
+    if op == "p2p":
+        return _ring_sendrecv(buf, dist)
     dst = torch.empty_like(buf)
     return lambda: dist.all_to_all_single(dst, buf)
+
+
+def _ring_sendrecv(buf: Any, dist: Any, group: Any = None) -> Callable[[], None]:
+    """Point-to-point: each rank sends `buf` to the next rank of the ring and receives the
+    previous rank's, all pairs at once (the slowest link sets the time)."""
+    import torch
+
+    ranks = dist.get_process_group_ranks(group) if group is not None else list(range(dist.get_world_size()))
+    me = ranks.index(dist.get_rank())
+    nxt, prev = ranks[(me + 1) % len(ranks)], ranks[(me - 1) % len(ranks)]
+    dst = torch.empty_like(buf)
+
+    def call() -> None:
+        ops = [dist.P2POp(dist.isend, buf, nxt, group), dist.P2POp(dist.irecv, dst, prev, group)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+
+    return call
 
 
 def _rank_main(rank: int, port: int, job: dict[str, Any]) -> int:  # pragma: no cover - runs in a child

@@ -70,6 +70,13 @@ def _is_profile(result: Any) -> bool:
     )
 
 
+def _is_monitor(result: Any) -> bool:
+    """A `rightsize monitor` result (object, or its dict)."""
+    if isinstance(result, dict):
+        return result.get("kind") == "monitor"
+    return type(result).__name__ == "MonitorResult"
+
+
 def _plan_extras(result: Any) -> dict[str, Any]:
     """What every plan adds to its JSON: sizing, uncertainty, findings, checklists."""
     from rightsize.advise import advise, checklists
@@ -85,6 +92,9 @@ def _plan_extras(result: Any) -> dict[str, Any]:
     cal = (getattr(result, "extra", None) or {}).get("calibration")
     if cal:
         out["calibration"] = cal
+    spec = (getattr(result, "extra", None) or {}).get("spec")
+    if spec:
+        out["spec"] = spec
     out["findings"] = [f.as_dict() for f in advise(result)]
     lists = checklists(result)
     if any(lists.values()):
@@ -100,6 +110,8 @@ def result_dict(result: Any) -> dict[str, Any]:
 
     if _is_fleet(result):
         return _clean({"schema_version": SCHEMA_VERSION, **result.to_dict()})
+    if _is_monitor(result):
+        return _clean(result if isinstance(result, dict) else result.to_dict())
     kind = plan_kind(result)
     if kind == "training":
         return _clean({**plan_dict(result), **_plan_extras(result)})
@@ -131,6 +143,10 @@ def document(result: Any, title: str = "Plan") -> Document:
         from rightsize.report.fleet_doc import fleet_document
 
         return fleet_document(result, title)
+    if _is_monitor(result):
+        from rightsize.report.monitor_doc import monitor_document
+
+        return monitor_document(result_dict(result), title if title != "Plan" else "Monitor")
     kind = plan_kind(result)
     if kind == "training":
         return training_document(result, title)

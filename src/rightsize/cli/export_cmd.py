@@ -1,0 +1,77 @@
+"""`rightsize export PLAN_OR_SPEC --target slurm|kubernetes|prometheus --out DIR`: argument
+parsing only. A spec (YAML) is planned first; a saved `--format json` plan is read as it is."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rightsize.errors import BadInput
+
+
+def load_plan_or_spec(path: str, calibration: str | None = None) -> dict[str, Any]:
+    """The plan's versioned JSON dict: read from a JSON plan, or planned from a spec."""
+    p = Path(path)
+    if not p.exists():
+        raise BadInput(
+            f"{path} does not exist.", "Export reads a plan (JSON) or a spec (YAML).", "Check the path."
+        )
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise BadInput(
+                f"Cannot read the plan {path}.", str(err), "Pass a file from `rightsize plan --format json`."
+            ) from None
+        if not isinstance(data, dict) or "kind" not in data:
+            raise BadInput(
+                f"{path} is JSON but not a plan (no `kind`).",
+                "Export reads what `rightsize plan SPEC --format json` writes.",
+                "Re-plan with `rightsize plan SPEC --format json -o plan.json`.",
+            )
+        return data
+    from rightsize.api import plan
+    from rightsize.report.render import result_dict
+
+    return result_dict(plan(p, calibration=calibration))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from rightsize.export import export_plan
+
+    data = load_plan_or_spec(args.plan, args.calibration)
+    written = export_plan(data, args.target, Path(args.out), args.framework, args.profile_device)
+    for path in written:
+        sys.stdout.write(f"{path}\n")
+    return 0
+
+
+def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
+    from rightsize.export import TARGETS
+    from rightsize.export.frameworks import FRAMEWORKS
+
+    help_ = "job files from a plan: Slurm scripts, Kubernetes manifests, Prometheus rules"
+    sp = sub.add_parser("export", help=help_, description=help_)
+    sp.add_argument(
+        "plan", metavar="PLAN_OR_SPEC", help="a plan (JSON from `plan --format json`) or a spec (YAML)"
+    )
+    sp.add_argument("--target", required=True, choices=TARGETS)
+    sp.add_argument(
+        "--framework",
+        choices=("auto", *FRAMEWORKS),
+        default="auto",
+        help="training framework whose arguments the job uses (default: auto = NeMo for LoRA, else Megatron-LM)",
+    )
+    sp.add_argument("--out", required=True, metavar="DIR", help="folder to write the files into")
+    sp.add_argument("--calibration", metavar="FILE", help="plan a spec with this calibration file")
+    sp.add_argument(
+        "--profile-device",
+        choices=("gpu", "cpu"),
+        default="gpu",
+        help="slurm: the profiling job on GPUs (NCCL) or CPU ranks (gloo, to check the launcher)",
+    )
+    sp.set_defaults(func=cmd_export)

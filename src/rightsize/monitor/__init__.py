@@ -1,0 +1,16 @@
+"""Keep measuring: read a running system from Prometheus (NVIDIA's DCGM exporter and vLLM
+metrics), compare it with its plan over the window and by hour of day, and re-plan from
+what was observed. It reports; it never acts on the system.
+
+- `prom`: the Prometheus HTTP API (httpx, bounded) and saved captures.
+- `queries`: which names to ask (catalog metric map), and the answers in SI units.
+- `plan_view`: the one adapter that reads a plan (object or JSON).
+- `compare`: measured against planned as advisor findings.
+- `replan`: a recommender's demand, the spec re-planned, the difference.
+"""
+
+from rightsize.monitor.plan_view import Planned, load_plan_or_spec, planned
+from rightsize.monitor.result import MonitorResult
+from rightsize.monitor.run import monitor
+
+__all__ = ["MonitorResult", "Planned", "load_plan_or_spec", "monitor", "planned"]

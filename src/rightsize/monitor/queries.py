@@ -1,0 +1,319 @@
+"""What rightsize asks Prometheus, and the measurements it gets back, in SI units.
+
+Names come from the catalog's map (`rightsize.catalog.metric_names`): for each quantity
+the first name the server knows is used (newest first, so ``vllm:kv_cache_usage_perc``
+before ``vllm:gpu_cache_usage_perc``), and its unit for that name turns values into SI
+(percent to a ratio, MiB to bytes, mJ to joules, ns to seconds). Values a unit cannot
+hold (a "ratio" of 87, a GPU drawing 300,000 W) stop the run with a message instead of
+a wrong report.
+
+GPU quantities are kept per GPU (host and index) so a straggler shows; serving
+quantities are summed over the deployment's replicas; latency percentiles come from
+`histogram_quantile` over the summed bucket rates; prompt and output lengths from the
+window's bucket counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rightsize.catalog.metric_names import MetricName, metric_spec
+from rightsize.errors import BadInput
+from rightsize.monitor.prom import Series, Source, Window, on_grid
+
+GPU_GAUGES = {  # key -> PromQL aggregation over each step's range
+    "gr_engine_active": "avg_over_time",
+    "gpu_util": "avg_over_time",
+    "tensor_active": "avg_over_time",
+    "dram_active": "avg_over_time",
+    "power_usage": "avg_over_time",
+    "fb_used": "max_over_time",
+}
+GPU_COUNTERS = ("total_energy", "power_violation", "thermal_violation")
+GPU_BY = "Hostname, instance, gpu"
+# Plausible ranges in SI, to catch a unit that is not what the name promises.
+SANE_MAX = {"ratio": 1.05, "W": 5000.0, "bytes": 2.0e12}
+
+
+@dataclass
+class Used:
+    """Which name answered for a quantity, in which unit, with which query."""
+
+    key: str
+    name: str
+    unit: str
+    query: str
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "name": self.name,
+            "unit": self.unit,
+            "query": self.query,
+            "source": self.source,
+        }
+
+
+@dataclass
+class LengthHistogram:
+    """A token-length histogram over the whole window: bucket upper bounds and counts in each."""
+
+    upper: np.ndarray  # le bounds, +inf last
+    cumulative: np.ndarray  # requests with length <= upper
+    sum_tokens: float
+    count: float
+
+    @property
+    def mean(self) -> float:
+        return self.sum_tokens / self.count if self.count > 0 else float("nan")
+
+    def quantile(self, q: float) -> float:
+        """Linear interpolation inside the bucket, as histogram_quantile does."""
+        if self.count <= 0 or self.cumulative.size == 0:
+            return float("nan")
+        rank = q * self.cumulative[-1]
+        i = int(np.searchsorted(self.cumulative, rank, side="left"))
+        i = min(i, self.upper.size - 1)
+        hi = self.upper[i] if np.isfinite(self.upper[i]) else self.upper[max(i - 1, 0)]
+        lo = self.upper[i - 1] if i > 0 else 0.0
+        below = self.cumulative[i - 1] if i > 0 else 0.0
+        inside = self.cumulative[i] - below
+        frac = (rank - below) / inside if inside > 0 else 1.0
+        return float(lo + (hi - lo) * frac)
+
+    def std(self) -> float:
+        """Spread from bucket midpoints (the +inf bucket at its lower bound)."""
+        if self.count <= 0:
+            return float("nan")
+        counts = np.diff(np.concatenate([[0.0], self.cumulative]))
+        lows = np.concatenate([[0.0], self.upper[:-1]])
+        highs = np.where(np.isfinite(self.upper), self.upper, lows)
+        mids = (lows + highs) / 2.0
+        total = counts.sum()
+        if total <= 0:
+            return float("nan")
+        mean = float((counts * mids).sum() / total)
+        return float(np.sqrt(max((counts * (mids - mean) ** 2).sum() / total, 0.0)))
+
+
+@dataclass
+class Observed:
+    """Everything measured over the window, on one time grid, in SI units."""
+
+    window: Window
+    grid: np.ndarray
+    gpu: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # key -> gpu id -> series
+    serving: dict[str, np.ndarray] = field(default_factory=dict)  # key -> series
+    lengths: dict[str, LengthHistogram] = field(default_factory=dict)  # prompt / output
+    used: dict[str, Used] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def has_gpu(self) -> bool:
+        return any(self.gpu.values())
+
+    @property
+    def has_serving(self) -> bool:
+        return bool(self.serving)
+
+    def activity(self) -> dict[str, np.ndarray]:
+        """Per-GPU activity (ratio): DCP engine activity where exported, else NVML utilisation."""
+        return self.gpu.get("gr_engine_active") or self.gpu.get("gpu_util") or {}
+
+
+def matcher(selector: str | None) -> str:
+    """'{job="x", env="p"}' -> 'job="x", env="p"'; empty or None -> ''."""
+    if not selector:
+        return ""
+    s = selector.strip()
+    if not (s.startswith("{") and s.endswith("}")):
+        raise BadInput(
+            f"--selector {selector!r} is not a PromQL label matcher.",
+            "It must be a set of label matchers in braces.",
+            'Write it like \'{job="dcgm-exporter", cluster="east"}\' (quote it for the shell).',
+        )
+    return s[1:-1].strip()
+
+
+def _sel(name: str, inner: str, suffix: str = "") -> str:
+    return f"{name}{suffix}{{{inner}}}" if inner else f"{name}{suffix}"
+
+
+def _gpu_id(labels: dict[str, str]) -> str:
+    host = labels.get("Hostname") or labels.get("instance") or "host"
+    return f"{host}/gpu{labels.get('gpu', '?')}"
+
+
+class Collector:
+    """Runs the queries for one window against one source and fills an `Observed`."""
+
+    def __init__(
+        self, source: Source, window: Window, gpu_sel: str, serving_sel: str, quantile: float
+    ) -> None:
+        self.source = source
+        self.window = window
+        self.gpu_inner = matcher(gpu_sel)
+        self.serving_inner = matcher(serving_sel)
+        self.q = quantile
+        self.known = source.metric_names()
+        self.obs = Observed(window=window, grid=window.grid())
+
+    def _candidates(self, key: str) -> list[MetricName]:
+        spec = metric_spec(key)
+        seen: list[MetricName] = []
+        for name in spec.distinct_names():
+            if self.known is None or name in self.known or f"{name}_bucket" in self.known:
+                seen.append(spec.entry(name))
+        return seen
+
+    def _first(self, key: str, build: Any) -> tuple[MetricName, str, list[Series]] | None:
+        for entry in self._candidates(key):
+            query = build(entry.name)
+            series = self.source.query_range(query, self.window)
+            if any(np.isfinite(s.values).any() for s in series):
+                return entry, query, series
+        self.obs.missing.append(key)
+        return None
+
+    def _record(self, key: str, entry: MetricName, query: str) -> None:
+        self.obs.used[key] = Used(key, entry.name, entry.unit, query, entry.source)
+
+    def _check_unit(self, key: str, entry: MetricName, values: np.ndarray, si_unit: str) -> None:
+        limit = SANE_MAX.get(si_unit)
+        finite = values[np.isfinite(values)]
+        if limit is None or finite.size == 0 or float(finite.max()) <= limit:
+            return
+        top = float(finite.max()) / entry.to_si
+        raise BadInput(
+            f"{entry.name} reports values up to {top:,.4g}, which its unit ({entry.unit}) cannot hold.",
+            f"In {entry.exporter} this name is in {entry.unit} ({entry.source}); {top:,.4g} {entry.unit} is "
+            f"{top * entry.to_si:,.4g} {si_unit}, above the plausible {limit:g}.",
+            "Check the exporter's version and any recording rule that rescales it (a ratio exported as a "
+            "percent, bytes written where MiB are expected), or select the raw series with --gpu-selector.",
+        )
+
+    def collect_gpu(self) -> None:
+        r = self.window.range_s
+        for key, fn in GPU_GAUGES.items():
+            found = self._first(
+                key, lambda n, fn=fn: f"avg by ({GPU_BY}) ({fn}({_sel(n, self.gpu_inner)}[{r}s]))"
+            )
+            if found:
+                self._store_gpu(key, *found)
+        for key in GPU_COUNTERS:
+            found = self._first(key, lambda n: f"sum by ({GPU_BY}) (rate({_sel(n, self.gpu_inner)}[{r}s]))")
+            if found:
+                self._store_gpu(key, *found)
+
+    def _store_gpu(self, key: str, entry: MetricName, query: str, series: list[Series]) -> None:
+        si = metric_spec(key).si_unit
+        # energy and violation counters become rates: W and seconds throttled per second
+        check = "W" if key == "total_energy" else ("ratio" if key.endswith("violation") else si)
+        per: dict[str, np.ndarray] = {}
+        for s in series:
+            self._check_unit(key, entry, s.values * entry.to_si, check)
+            per[_gpu_id(s.labels)] = on_grid(s, self.obs.grid) * entry.to_si
+        self.obs.gpu[key] = dict(sorted(per.items()))
+        self._record(key, entry, query)
+
+    def collect_serving(self) -> None:
+        r, inner, q = self.window.range_s, self.serving_inner, self.q
+        simple = {
+            "request_success": lambda n: f"sum(rate({_sel(n, inner)}[{r}s]))",
+            "num_requests_running": lambda n: f"sum(avg_over_time({_sel(n, inner)}[{r}s]))",
+            "num_requests_waiting": lambda n: f"sum(avg_over_time({_sel(n, inner)}[{r}s]))",
+            "kv_cache_usage": lambda n: f"max(max_over_time({_sel(n, inner)}[{r}s]))",
+            "time_to_first_token": lambda n: (
+                f"histogram_quantile({q:g}, sum by (le) (rate({_sel(n, inner, '_bucket')}[{r}s])))"
+            ),
+            "inter_token_latency": lambda n: (
+                f"histogram_quantile({q:g}, sum by (le) (rate({_sel(n, inner, '_bucket')}[{r}s])))"
+            ),
+            "request_prompt_tokens": lambda n: (
+                f"sum(rate({_sel(n, inner, '_sum')}[{r}s])) / sum(rate({_sel(n, inner, '_count')}[{r}s]))"
+            ),
+            "request_generation_tokens": lambda n: (
+                f"sum(rate({_sel(n, inner, '_sum')}[{r}s])) / sum(rate({_sel(n, inner, '_count')}[{r}s]))"
+            ),
+        }
+        for key, build in simple.items():
+            found = self._first(key, build)
+            if not found:
+                continue
+            entry, query, series = found
+            if key == "kv_cache_usage":
+                self._check_unit(key, entry, series[0].values * entry.to_si, "ratio")
+            values = on_grid(series[0], self.obs.grid) * entry.to_si
+            self.obs.serving[key] = values
+            self._record(key, entry, query)
+        for key, label in (("request_prompt_tokens", "prompt"), ("request_generation_tokens", "output")):
+            if key in self.obs.used:
+                hist = self._length_histogram(self.obs.used[key].name)
+                if hist is not None:
+                    self.obs.lengths[label] = hist
+
+    def _length_histogram(self, name: str) -> LengthHistogram | None:
+        w = self.window
+        span = int(w.duration_s)
+        point = Window(w.end_s, w.end_s, w.step_s)
+        inner = self.serving_inner
+        buckets = self.source.query_range(
+            f"sum by (le) (increase({_sel(name, inner, '_bucket')}[{span}s]))", point
+        )
+        total = self.source.query_range(f"sum(increase({_sel(name, inner, '_sum')}[{span}s]))", point)
+        count = self.source.query_range(f"sum(increase({_sel(name, inner, '_count')}[{span}s]))", point)
+        rows = sorted(
+            (float(s.labels.get("le", "nan")), float(s.values[-1]))
+            for s in buckets
+            if s.values.size and "le" in s.labels
+        )
+        if not rows or not total or not count or not total[0].values.size or not count[0].values.size:
+            return None
+        upper = np.array([u for u, _ in rows])
+        cum = np.maximum.accumulate(np.array([c for _, c in rows]))
+        return LengthHistogram(upper, cum, float(total[0].values[-1]), float(count[0].values[-1]))
+
+
+def collect(
+    source: Source, window: Window, gpu_selector: str | None, serving_selector: str | None, quantile: float
+) -> Observed:
+    """Query every quantity; raise when nothing at all came back (with the reason)."""
+    c = Collector(source, window, gpu_selector or "", serving_selector or "", quantile)
+    c.collect_gpu()
+    c.collect_serving()
+    obs = c.obs
+    if not obs.has_gpu and not obs.has_serving:
+        _explain_nothing(c)
+    return obs
+
+
+def _explain_nothing(c: Collector) -> None:
+    """Nothing measured: say whether the names are unknown or the window is empty."""
+    keys = ["gr_engine_active", "gpu_util", "request_success", "num_requests_running"]
+    tried = [n for k in keys for n in metric_spec(k).distinct_names()]
+    known = c.known or set()
+    present = [n for n in tried if n in known]
+    window = f"{c.window.duration_s / 3600:g} h ending {np.datetime64(int(c.window.end_s), 's')} UTC"
+    sel = ", ".join(
+        f"{k} {v!r}" for k, v in (("GPU selector", c.gpu_inner), ("serving selector", c.serving_inner)) if v
+    )
+    if present:
+        from rightsize.errors import Infeasible
+
+        raise Infeasible(
+            f"{c.source.where} has {', '.join(present[:3])} but no samples of them in the window ({window})"
+            + (f" matching {sel}" if sel else "")
+            + ".",
+            "An empty window has nothing to compare with the plan.",
+            "Move the window (--window, --end) to when the system ran, or loosen --selector.",
+        )
+    raise BadInput(
+        f"{c.source.where} has none of the DCGM exporter or vLLM metrics rightsize reads.",
+        f"Tried {', '.join(tried)}" + (f" with {sel}" if sel else "") + ".",
+        "Scrape NVIDIA's dcgm-exporter and vLLM's /metrics into this Prometheus, or point --prometheus at the "
+        "one that does.",
+    )

@@ -1,0 +1,112 @@
+"""`monitor(...)`: read the running system, compare it with its plan, re-plan. Report only.
+
+The window ends now (or at ``end_s``) and reaches back ``window_s``; the step defaults to
+a week in about 2,000 steps (5 minutes), never under a minute. With ``capture_path`` the
+answers of a live Prometheus are also written to a file that ``--from`` reads later.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rightsize.errors import BadInput
+from rightsize.monitor.compare import compare
+from rightsize.monitor.plan_view import planned
+from rightsize.monitor.prom import FileSource, PrometheusSource, Source, Window, new_capture
+from rightsize.monitor.queries import collect
+from rightsize.monitor.replan import replan
+from rightsize.monitor.result import MonitorResult
+
+TARGET_STEPS = 2016  # a week at 5-minute steps
+MIN_STEP_S = 60.0
+MAX_WINDOW_S = 90 * 86400.0
+
+
+def choose_window(window_s: float, end_s: float | None, step_s: float | None) -> Window:
+    if not (math.isfinite(window_s) and window_s > 0):
+        raise BadInput(
+            f"--window {window_s!r} s is not a positive duration.", fix="Use e.g. --window 7d or 12h."
+        )
+    if window_s > MAX_WINDOW_S:
+        raise BadInput(
+            f"--window {window_s / 86400:g} d is longer than {MAX_WINDOW_S / 86400:g} d.",
+            "Prometheus rarely keeps that much at full resolution, and the hour-of-day view needs no more.",
+            "Use --window 30d or less.",
+        )
+    end = float(end_s if end_s is not None else time.time())
+    step = float(step_s) if step_s else max(MIN_STEP_S, math.ceil(window_s / TARGET_STEPS / 60.0) * 60.0)
+    if step <= 0 or window_s / step > 11000:
+        raise BadInput(
+            f"--step {step:g} s gives {window_s / step:,.0f} points over the window; Prometheus allows 11,000.",
+            fix="Raise --step or shorten --window.",
+        )
+    end = math.floor(end / step) * step
+    return Window(end - window_s, end, step)
+
+
+def monitor(
+    plan: Any,
+    spec: Any,
+    *,
+    prometheus_url: str | None = None,
+    from_file: str | None = None,
+    window_s: float = 7 * 86400.0,
+    end_s: float | None = None,
+    step_s: float | None = None,
+    selector: str | None = None,
+    gpu_selector: str | None = None,
+    serving_selector: str | None = None,
+    timeout_s: float = 30.0,
+    max_response_bytes: int | None = None,
+    capture_path: str | None = None,
+    plan_fn: Callable[..., Any] | None = None,
+) -> MonitorResult:
+    """Compare the running system with ``plan`` (``spec`` too, to re-plan with ``plan_fn``)."""
+    if bool(prometheus_url) == bool(from_file):
+        raise BadInput(
+            "Give exactly one of --prometheus URL and --from FILE.",
+            "monitor reads a live Prometheus or a capture saved from one.",
+            "Use --prometheus http://prometheus:9090, or --from capture.json.",
+        )
+    p = planned(plan, spec)
+    gsel = gpu_selector if gpu_selector is not None else selector
+    ssel = serving_selector if serving_selector is not None else selector
+    selectors = {k: v for k, v in (("gpu", gsel), ("serving", ssel)) if v}
+    quantile = p.slo_percentile / 100.0
+    source: Source
+    if from_file:
+        fsrc = FileSource.load(from_file)
+        window = fsrc.window()
+        source = fsrc
+        # a capture answers only the queries it holds: use the selectors it was made with
+        gsel = fsrc.capture.get("selectors", {}).get("gpu", gsel)
+        ssel = fsrc.capture.get("selectors", {}).get("serving", ssel)
+    else:
+        window = choose_window(window_s, end_s, step_s)
+        record = new_capture(window, selectors) if capture_path else None
+        kwargs: dict[str, Any] = {"timeout_s": timeout_s, "record": record}
+        if max_response_bytes:
+            kwargs["max_response_bytes"] = max_response_bytes
+        source = PrometheusSource(str(prometheus_url), **kwargs)
+    try:
+        obs = collect(source, window, gsel, ssel, quantile)
+    finally:
+        if isinstance(source, PrometheusSource):
+            source.close()
+    if capture_path and isinstance(source, PrometheusSource) and source.record is not None:
+        _write_capture(capture_path, source.record)
+    findings = compare(obs, p)
+    rp = replan(obs, p, spec, plan_fn) if p.kind == "serving" else None
+    return MonitorResult(p, obs, findings, rp, source.where, selectors)
+
+
+def _write_capture(path: str, record: dict[str, Any]) -> None:
+    try:
+        Path(path).write_text(json.dumps(record), encoding="utf-8")
+    except OSError as err:
+        raise BadInput(f"--save {path}: cannot write the capture: {err}.") from None

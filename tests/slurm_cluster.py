@@ -1,0 +1,166 @@
+"""A throwaway single-host Slurm cluster for tests: munged, slurmctld and slurmd from
+Debian's packages, started with a generated slurm.conf on free loopback ports, all state
+in a temporary folder, every daemon stopped (by its own pid) afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol")
+
+
+def missing() -> list[str]:
+    return [d for d in DAEMONS if shutil.which(d) is None and not Path(f"/usr/sbin/{d}").exists()]
+
+
+def _exe(name: str) -> str:
+    return shutil.which(name) or f"/usr/sbin/{name}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _conf(root: Path, cpus: int) -> str:
+    host = socket.gethostname().split(".")[0]
+    return f"""ClusterName=rightsize-test
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={root}/munge.socket
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/slurmctld.pid
+SlurmdPidFile={root}/slurmd.pid
+SlurmctldLogFile={root}/slurmctld.log
+SlurmdLogFile={root}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+SlurmdParameters=config_overrides
+ReturnToService=2
+SchedulerType=sched/builtin
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=5
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+def _wait_for(check, timeout_s: float) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.3)
+    return False
+
+
+@contextlib.contextmanager
+def slurm_cluster(root: Path, cpus: int = 4) -> Iterator[dict[str, str]]:
+    """Start the daemons; yield the environment that points Slurm's clients at them."""
+    for sub in ("state", "spool"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    key = root / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    conf = root / "slurm.conf"
+    conf.write_text(_conf(root, cpus), encoding="utf-8")
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        munge = [_exe("munged"), "-F", "--force", f"--socket={root}/munge.socket", f"--key-file={key}",
+                 f"--pid-file={root}/munged.pid", f"--log-file={root}/munged.log", f"--seed-file={root}/munge.seed"]  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                munge, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        )
+        if not _wait_for(lambda: (root / "munge.socket").exists(), 10):
+            raise RuntimeError("munged did not start")
+        procs.append(
+            subprocess.Popen(
+                [_exe("slurmctld"), "-D", "-i", "-f", str(conf)],
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        procs.append(
+            subprocess.Popen(
+                [_exe("slurmd"), "-D", "-f", str(conf)],
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+
+        def idle() -> bool:
+            out = subprocess.run([_exe("sinfo"), "-h", "-o", "%t"], env=env, capture_output=True, text=True)
+            return out.returncode == 0 and out.stdout.strip() in ("idle", "mix")
+
+        if not _wait_for(idle, 40):
+            logs = "".join(
+                (root / f).read_text() for f in ("slurmctld.log", "slurmd.log") if (root / f).exists()
+            )
+            raise RuntimeError("Slurm did not come up:\n" + logs[-3000:])
+        yield env
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGTERM)
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def wait_job(job_id: str, env: dict[str, str], timeout_s: float) -> str:
+    """The job's final state (COMPLETED, FAILED, ...) from scontrol, or TIMEOUT here."""
+    end = time.monotonic() + timeout_s
+    state = "UNKNOWN"
+    while time.monotonic() < end:
+        out = subprocess.run(
+            [_exe("scontrol"), "show", "job", job_id], env=env, capture_output=True, text=True
+        )
+        for tok in out.stdout.split():
+            if tok.startswith("JobState="):
+                state = tok.split("=", 1)[1]
+        if state in (
+            "COMPLETED",
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "OUT_OF_MEMORY",
+            "PREEMPTED",
+        ):
+            return state
+        time.sleep(1.0)
+    return f"still {state} after {timeout_s:g} s"

@@ -1,0 +1,207 @@
+"""`rightsize export --target slurm`: the job scripts match the plan, and the generated
+profiling job runs to completion on a real (single-host) Slurm cluster: the comms profiler
+as two srun tasks and a tiny CPU training job under srun + torchrun, records coming back."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from rightsize.cli.main import main
+from rightsize.export import render_files
+from rightsize.export.plan_view import training_view
+from rightsize.export.slurm import time_limit
+
+sys.path.insert(0, str(Path(__file__).parent))
+from slurm_cluster import missing, slurm_cluster, wait_job  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def plan_70b(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("plan") / "plan.json"
+    assert (
+        main(["plan", str(ROOT / "examples/llama3-70b-pretrain.yaml"), "--format", "json", "-o", str(out)])
+        == 0
+    )
+    return json.loads(out.read_text())
+
+
+def _sbatch(text: str, key: str) -> str:
+    m = re.search(rf"^#SBATCH --{key}(?:=(.*))?$", text, re.M)
+    assert m, f"no --{key} in the script"
+    return m.group(1) or ""
+
+
+def _arg(text: str, flag: str) -> str:
+    m = re.search(rf"{flag} (\S+)", text)
+    assert m, f"no {flag}"
+    return m.group(1)
+
+
+def test_train_sbatch_matches_the_plan(plan_70b: dict) -> None:
+    files = render_files(plan_70b, "slurm", "megatron")
+    s = files["train.sbatch"]
+    best, sizing = plan_70b["best"], plan_70b["sizing"]
+    par = best["parallel"]
+    assert int(_sbatch(s, "nodes")) == sizing["nodes"]["nodes"]
+    gpn = int(_sbatch(s, "gpus-per-node"))
+    assert gpn * int(_sbatch(s, "nodes")) == best["gpus"]
+    assert int(_arg(s, "--tensor-model-parallel-size")) == par["tp"]
+    assert int(_arg(s, "--pipeline-model-parallel-size")) == par["pp"]
+    assert int(_arg(s, "--micro-batch-size")) == par["micro_batch"]
+    assert int(_arg(s, "--num-layers-per-virtual-pipeline-stage")) * par["pp"] * par["vpp"] == 80
+    # DP is what is left: gpus / (tp pp cp)
+    assert best["gpus"] // (par["tp"] * par["pp"] * par["cp"]) == par["dp"]
+    assert ("--use-distributed-optimizer" in s) == (par["zero_stage"] in (1, 2))
+    assert "--sequence-parallel" in s
+    # time limit: planned run + safety margin, rounded up to the minute
+    margin = plan_70b["spec"]["infrastructure"]["margins"]["safety_margin"]
+    assert _sbatch(s, "time") == time_limit(sizing["run"]["run_s"] * (1 + margin))
+    # checkpoint interval from the reliability model, in steps
+    steps = round(sizing["reliability"]["checkpoint_interval_s"] / best["step"]["step_time_s"])
+    assert int(_arg(s, "--save-interval")) == steps
+    assert _sbatch(s, "requeue") == "" and "scontrol requeue" in s
+    assert "NCCL_IB_HCA=mlx5" in s and "NCCL_CROSS_NIC=0" in s  # rail-optimised InfiniBand
+    assert 'rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"' in s
+    assert f"plan schema version {plan_70b['schema_version']}" in s and "plan: llama3-70b-pretrain" in s
+    assert subprocess.run(["bash", "-n"], input=s, text=True).returncode == 0
+    assert subprocess.run(["bash", "-n"], input=files["profile.sbatch"], text=True).returncode == 0
+
+
+@pytest.mark.parametrize("framework", ["torchtitan", "nemo"])
+def test_other_frameworks_carry_the_layout(plan_70b: dict, framework: str) -> None:
+    files = render_files(plan_70b, "slurm", framework)
+    par = plan_70b["best"]["parallel"]
+    if framework == "torchtitan":
+        toml = files["torchtitan.toml"]
+        import tomllib
+
+        cfg = tomllib.loads(toml)["parallelism"]
+        assert cfg["tensor_parallel_degree"] == par["tp"] and cfg["pipeline_parallel_degree"] == par["pp"]
+        assert cfg["data_parallel_shard_degree"] * cfg["data_parallel_replicate_degree"] == par["dp"]
+        assert "torchtitan.toml" in files["train.sbatch"]
+    else:
+        py = files["nemo_train.py"]
+        compile(py, "nemo_train.py", "exec")
+        assert f"s.tensor_model_parallel_size = {par['tp']}" in py
+        assert f"virtual_pipeline_model_parallel_size = {par['vpp']}" in py
+        assert "--ntasks-per-node=8" in files["train.sbatch"]  # one task per GPU under srun
+
+
+def test_lora_plan_needs_nemo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = ROOT / "examples/llama3-8b-lora-weekly.yaml"
+    code = main(["export", str(spec), "--target", "slurm", "--framework", "megatron", "--out", str(tmp_path)])
+    assert code == 2 and "--framework nemo" in capsys.readouterr().err
+    assert (
+        main(["export", str(spec), "--target", "slurm", "--framework", "nemo", "--out", str(tmp_path)]) == 0
+    )
+    assert 'peft_scheme="lora"' in (tmp_path / "nemo_train.py").read_text()
+
+
+def test_serving_sbatch_one_server_per_replica(tmp_path: Path) -> None:
+    spec = ROOT / "examples/llama3-70b-chat-serving.yaml"
+    plan_file = tmp_path / "plan.json"
+    assert main(["plan", str(spec), "--format", "json", "-o", str(plan_file)]) == 0
+    plan = json.loads(plan_file.read_text())
+    assert main(["export", str(plan_file), "--target", "slurm", "--out", str(tmp_path / "out")]) == 0
+    s = (tmp_path / "out/serve.sbatch").read_text()
+    assert _sbatch(s, "array") == f"0-{plan['best']['replicas'] - 1}"
+    assert int(_sbatch(s, "gpus-per-node")) == plan["best"]["tp"]
+    assert int(_arg(s, "--tensor-parallel-size")) == plan["best"]["tp"]
+    assert "--kv-cache-dtype fp8" in s if plan["best"]["kv_precision"] == "fp8" else True
+    assert subprocess.run(["bash", "-n"], input=s, text=True).returncode == 0
+
+
+def test_bad_inputs_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("[1, 2]")
+    assert main(["export", str(bad), "--target", "slurm", "--out", str(tmp_path)]) == 2
+    assert "not a plan" in capsys.readouterr().err
+    bad.write_text(json.dumps({"kind": "training_plan", "schema_version": 99}))
+    assert main(["export", str(bad), "--target", "slurm", "--out", str(tmp_path)]) == 2
+    assert "schema_version" in capsys.readouterr().err
+
+
+def _skip_reason() -> str | None:
+    if os.environ.get("RIGHTSIZE_REQUIRE_SLURM"):
+        return None  # CI installs Slurm: a missing piece is a failure there, not a skip
+    if missing():
+        return f"Slurm/munge not installed ({', '.join(missing())}); .ci/run installs slurm-wlm and munge"
+    if os.geteuid() != 0:
+        return "the test Slurm cluster runs its daemons as root"
+    if shutil.which("torchrun", path=os.path.dirname(sys.executable)) is None:
+        return "torch (torchrun) is not installed: pip install 'rightsize[profile]'"
+    return None
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_profile_job_runs_under_slurm(plan_70b: dict) -> None:
+    root = Path(tempfile.mkdtemp(prefix="rightsize-slurm-", dir="/tmp"))
+    root.chmod(0o755)
+    try:
+        job_dir = root / "job"
+        plan_file = root / "plan.json"
+        plan_file.write_text(json.dumps(plan_70b))
+        out = [
+            "export",
+            str(plan_file),
+            "--target",
+            "slurm",
+            "--profile-device",
+            "cpu",
+            "--out",
+            str(job_dir),
+        ]
+        assert main(out) == 0
+        v = training_view(plan_70b)
+        assert int(_sbatch((job_dir / "profile.sbatch").read_text(), "nodes")) == min(v.nodes, 2)
+        bindir = os.path.dirname(sys.executable)
+        with slurm_cluster(root / "cluster") as env:
+            env = {
+                **env,
+                "PATH": bindir + os.pathsep + env["PATH"],
+                "RIGHTSIZE": os.path.join(bindir, "rightsize"),
+            }
+            env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+            # one host here: the job's other options as generated
+            sub = subprocess.run(
+                ["sbatch", "--parsable", "--nodes=1", "profile.sbatch"],
+                cwd=job_dir, env=env, capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            job = sub.stdout.strip().split(";")[0]
+            state = wait_job(job, env, 240)
+            log = next(job_dir.glob(f"*-{job}.out"), None)
+            assert state == "COMPLETED", f"job {state}:\n{log.read_text()[-3000:] if log else ''}"
+        comms = [json.loads(x) for x in (job_dir / f"profiles/comms-{job}.jsonl").read_text().splitlines()]
+        res = [r for r in comms if r.get("type") == "result"]
+        assert {r["op"] for r in res} == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"}
+        assert all(r["world_size"] == 2 and r["launcher"] == "srun" for r in res)
+        assert all(len(r["per_rank_time_s"]) == 2 and r["time_s"]["median"] > 0 for r in res)
+        assert comms[0]["type"] == "header" and comms[0]["config"]["launcher"] == "srun"
+        train = [json.loads(x) for x in (job_dir / f"profiles/train-{job}.jsonl").read_text().splitlines()]
+        steps = [r for r in train if r.get("type") == "result"]
+        assert len(steps) == 2 and all(r["world_size"] == 2 and r["launcher"] == "torchrun" for r in steps)
+        assert all(r["step_time_s"] == max(r["per_rank_step_s"].values()) for r in steps)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("layers", "pp", "vpp"), [(61, 16, 2), (80, 4, 3), (7, 2, 1)])
+def test_uneven_pipeline_layout_holds_every_layer(layers: int, pp: int, vpp: int) -> None:
+    from rightsize.export.frameworks import pipeline_layout
+
+    stages = pipeline_layout(layers, pp, vpp).split("|")
+    assert len(stages) == pp * vpp and sum(s.count("t") for s in stages) == layers
+    assert stages[0].startswith("E") and stages[-1].endswith("L")
+    counts = [s.count("t") for s in stages]
+    assert max(counts) - min(counts) <= 1
