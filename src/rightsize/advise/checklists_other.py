@@ -76,7 +76,7 @@ def scale_other(v: PlanView) -> list[Item]:
 
 
 def deploy_other(v: PlanView) -> list[Item]:
-    b, p, u = v.best, v.plan, v.uncertainty
+    b, p = v.best, v.plan
     gpn = v.node.gpus_per_node if v.node else 8
     targets = ", ".join(
         f"{k} {val:g}" for k, val in (getattr(p, "targets", {}) or {}).items() if isinstance(val, int | float)
@@ -88,43 +88,53 @@ def deploy_other(v: PlanView) -> list[Item]:
             "Are the workload, targets and SLOs defined?",
             ANSWERED,
             f"{p.model}: objective {p.objective}" + (f", {targets}" if targets else "") + ".",
-        )
-    ]
-    key = "time_to_train_s" if v.is_job else "replicas"
-    m = _pct(u, key)
-    if m:
-        fmt = _span if v.is_job else (lambda x: f"{x:,.0f}")
-        label = "time to train" if v.is_job else "replicas"
-        text = f"{label}: P10 {fmt(m['p10'])}, P50 {fmt(m['p50'])}, P90 {fmt(m['p90'])}."
-        items.append(Item("DEPLOY", "estimate", "Is there an estimate with a range?", ANSWERED, text))
-    else:
-        items.append(
-            Item(
-                "DEPLOY",
-                "estimate",
-                "Is there an estimate with a range?",
-                TO_DECIDE,
-                f"Point estimate only ({b.gpus} GPUs); no spread computed.",
-            )
-        )
-    items.append(
+        ),
+        _estimate(v),
         Item(
             "DEPLOY",
             "pick platform",
             "Which platform?",
             ANSWERED,
             f"{math.ceil(b.gpus / gpn):,} x {b.node} ({b.gpus:,} x {b.accelerator}).",
-        )
-    )
-    items.append(
+        ),
         Item(
             "DEPLOY",
             "pick platform",
             "Which provider and region?",
             TO_DECIDE,
             "Decide the provider (or own data centre) and region; check capacity is available at this size.",
-        )
-    )
+        ),
+        _load_test(v),
+        Item(
+            "DEPLOY",
+            "observe",
+            "What to monitor, against which numbers?",
+            TO_DECIDE,
+            f"Watch {_unit(v)}s/s per GPU against the plan ({_rate_per_gpu(v)}); wire the alerts to the telemetry.",
+        ),
+    ]
+    if v.is_job and b.time_to_train_s:
+        text = f"After {_span(b.time_to_train_s)} the {b.gpus:,} GPUs are free: queue the next job or end the reservation."
+        items.append(Item("DEPLOY", "yield plan", "When is the capacity given back?", ANSWERED, text))
+    else:
+        text = "Decide the scale-down policy: how many replicas off peak, and when reserved capacity ends."
+        items.append(Item("DEPLOY", "yield plan", "When is the capacity given back?", TO_DECIDE, text))
+    return items
+
+
+def _estimate(v: PlanView) -> Item:
+    m = _pct(v.uncertainty, "time_to_train_s" if v.is_job else "replicas")
+    if not m:
+        text = f"Point estimate only ({v.best.gpus} GPUs); no spread computed."
+        return Item("DEPLOY", "estimate", "Is there an estimate with a range?", TO_DECIDE, text)
+    fmt = _span if v.is_job else (lambda x: f"{x:,.0f}")
+    label = "time to train" if v.is_job else "replicas"
+    text = f"{label}: P10 {fmt(m['p10'])}, P50 {fmt(m['p50'])}, P90 {fmt(m['p90'])}."
+    return Item("DEPLOY", "estimate", "Is there an estimate with a range?", ANSWERED, text)
+
+
+def _load_test(v: PlanView) -> Item:
+    b = v.best
     step = b.step.get("step_s") if isinstance(b.step, dict) else None
     test = (
         f"Profile one node: a step should take {step * 1e3:,.1f} ms at the planned batch"
@@ -133,37 +143,7 @@ def deploy_other(v: PlanView) -> list[Item]:
     )
     if not v.is_job and getattr(b, "latency_p99_s", None):
         test += f"; p99 latency should stay near {b.latency_p99_s * 1e3:,.1f} ms"
-    items.append(Item("DEPLOY", "load-test", "What must a load test confirm?", TO_DECIDE, test + "."))
-    items.append(
-        Item(
-            "DEPLOY",
-            "observe",
-            "What to monitor, against which numbers?",
-            TO_DECIDE,
-            f"Watch {_unit(v)}s/s per GPU against the plan ({_rate_per_gpu(v)}); wire the alerts to the telemetry.",
-        )
-    )
-    if v.is_job and b.time_to_train_s:
-        items.append(
-            Item(
-                "DEPLOY",
-                "yield plan",
-                "When is the capacity given back?",
-                ANSWERED,
-                f"After {_span(b.time_to_train_s)} the {b.gpus:,} GPUs are free: queue the next job or end the reservation.",
-            )
-        )
-    else:
-        items.append(
-            Item(
-                "DEPLOY",
-                "yield plan",
-                "When is the capacity given back?",
-                TO_DECIDE,
-                "Decide the scale-down policy: how many replicas off peak, and when reserved capacity ends.",
-            )
-        )
-    return items
+    return Item("DEPLOY", "load-test", "What must a load test confirm?", TO_DECIDE, test + ".")
 
 
 def _rate_per_gpu(v: PlanView) -> str:

@@ -168,6 +168,46 @@ def _smallest_memory_hint(evaluated: list[_Evaluated]) -> str:
     )
 
 
+def _evaluate_all(
+    spec: TrainingSpec, w: TrainWorkload, ids: list[str], hw_overrides: dict[str, dict[str, float]] | None
+) -> tuple[list[_Evaluated], list[Rejection], int]:
+    """Every allowed accelerator's layouts over its GPU counts, evaluated; the accelerators
+    that cannot run the workload, with why; and how many configurations were evaluated."""
+    tgt = spec.targets
+    rejected: list[Rejection] = []
+    evaluated: list[_Evaluated] = []
+    n_configs = 0
+    for acc_id in ids:
+        acc = get_accelerator(acc_id)
+        node = get_node(tgt.node) if tgt.node else node_for(acc.id)
+        if node.accelerator != acc.id:
+            raise BadInput(
+                f"Node type '{node.id}' holds {node.accelerator}, not {acc.id}.",
+                "targets.node must be a node type of the allowed accelerator.",
+                "Remove targets.node, or allow only that node's accelerator.",
+            )
+        if not acc.supports(w.precision):
+            rejected.append(Rejection(acc.id, f"has no {w.precision} support"))
+            continue
+        hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
+        counts = (
+            np.array([float(tgt.gpus)])
+            if tgt.gpus is not None
+            else gpu_count_candidates(
+                node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
+            )
+        )
+        ev = _evaluate_accelerator(spec, w, acc, node, hw, counts)
+        if isinstance(ev, str):
+            rejected.append(Rejection(acc.id, ev))
+            continue
+        n_configs += len(ev.cfg)
+        evaluated.append(ev)
+        if ev.best_idx.size == 0:
+            rejected.append(Rejection(acc.id, "no layout fits in its memory"))
+    return evaluated, rejected, n_configs
+
+
 def plan_training(
     spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] | None = None
 ) -> TrainingPlan:
@@ -205,38 +245,7 @@ def plan_training(
         assumptions.append("Attention without flash attention: s x s scores are materialised.")
 
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    rejected: list[Rejection] = []
-    evaluated: list[_Evaluated] = []
-    n_configs = 0
-    for acc_id in ids:
-        acc = get_accelerator(acc_id)
-        node = get_node(tgt.node) if tgt.node else node_for(acc.id)
-        if node.accelerator != acc.id:
-            raise BadInput(
-                f"Node type '{node.id}' holds {node.accelerator}, not {acc.id}.",
-                "targets.node must be a node type of the allowed accelerator.",
-                "Remove targets.node, or allow only that node's accelerator.",
-            )
-        if not acc.supports(w.precision):
-            rejected.append(Rejection(acc.id, f"has no {w.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
-        counts = (
-            np.array([float(tgt.gpus)])
-            if tgt.gpus is not None
-            else gpu_count_candidates(
-                node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
-            )
-        )
-        ev = _evaluate_accelerator(spec, w, acc, node, hw, counts)
-        if isinstance(ev, str):
-            rejected.append(Rejection(acc.id, ev))
-            continue
-        n_configs += len(ev.cfg)
-        evaluated.append(ev)
-        if ev.best_idx.size == 0:
-            rejected.append(Rejection(acc.id, "no layout fits in its memory"))
-
+    evaluated, rejected, n_configs = _evaluate_all(spec, w, ids, hw_overrides)
     options: list[tuple[Candidate, _Evaluated, int]] = []
     for ev in evaluated:
         for i in ev.best_idx:
