@@ -11,7 +11,12 @@ import pytest
 
 from rightsize.api import plan
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.yaml"))
+# Single-workload examples; fleets (kind: fleet) have their own tests (test_fleet_*.py).
+EXAMPLES = sorted(
+    p
+    for p in (Path(__file__).parent.parent / "examples").glob("*.yaml")
+    if "\nkind: fleet" not in p.read_text()
+)
 SECTIONS = (
     "run",
     "nodes",

@@ -26,7 +26,8 @@ from rightsize.search.uncertainty import serving_uncertainty, training_uncertain
 from rightsize.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+# Single-workload examples; fleets (kind: fleet) have their own tests (test_fleet_*.py).
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml") if "\nkind: fleet" not in p.read_text())
 VALIDATOR = jsonschema.Draft202012Validator(json_schema())
 
 PROFILE: dict[str, Any] = {

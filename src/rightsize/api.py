@@ -33,10 +33,14 @@ def __getattr__(name: str) -> Any:
 
 def _as_spec(spec: str | Path | dict[str, Any] | AnySpec) -> AnySpec:
     from rightsize.search.workload import is_spec
+    from rightsize.spec.fleet_load import ResolvedFleet, as_fleet
     from rightsize.spec.load import load_spec, parse_spec
 
-    if is_spec(spec):
+    if is_spec(spec) or isinstance(spec, ResolvedFleet):
         return spec
+    fleet = as_fleet(spec)  # a `kind: fleet` file or mapping, else None
+    if fleet is not None:
+        return fleet
     if isinstance(spec, dict):
         return parse_spec(spec, Path.cwd())
     return load_spec(spec)
@@ -85,8 +89,14 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: Pr
 
 def _run_priced(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
     from rightsize.sizing.pipeline import run_pipeline
+    from rightsize.spec.fleet_load import ResolvedFleet
 
-    result = run_pipeline(spec, _calibration(calibration))
+    cal = _calibration(calibration)
+    if isinstance(spec, ResolvedFleet):  # many workloads: each through this same pipeline, then the pool
+        from rightsize.fleet import plan_fleet
+
+        return plan_fleet(spec, lambda one: run_pipeline(one, cal, uncertainty=False))
+    result = run_pipeline(spec, cal)
     if isinstance(getattr(result, "extra", None), dict) and hasattr(spec, "model_dump"):
         # The spec as planned travels with the plan (JSON `spec`), so a saved plan can be
         # exported to job files without the YAML it came from.
@@ -117,6 +127,12 @@ def estimate(
     from rightsize.spec.training import TrainingSpec
 
     s = _as_spec(spec)
+    if not hasattr(s, "targets"):  # a fleet: many workloads, each searched
+        raise BadInput(
+            "`estimate` evaluates one configuration, but this spec is a fleet of workloads.",
+            "A fleet is planned as a whole: each workload is searched, then the shared pool is sized.",
+            "Use `rightsize plan FLEET.yaml`, or `rightsize estimate` on one workload's spec.",
+        )
     accs = s.targets.accelerators or []
     if isinstance(s, InferenceSpec):
         if len(accs) != 1:

@@ -56,6 +56,12 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
+def _is_fleet(result: Any) -> bool:
+    from rightsize.fleet import FleetPlan
+
+    return isinstance(result, FleetPlan)
+
+
 def _is_profile(result: Any) -> bool:
     if isinstance(result, dict):
         return result.get("kind") == "profile"
@@ -102,6 +108,8 @@ def result_dict(result: Any) -> dict[str, Any]:
     from rightsize.report.plan_json import plan_dict
     from rightsize.report.serving_text import serving_dict
 
+    if _is_fleet(result):
+        return _clean({"schema_version": SCHEMA_VERSION, **result.to_dict()})
     if _is_monitor(result):
         return _clean(result if isinstance(result, dict) else result.to_dict())
     kind = plan_kind(result)
@@ -131,6 +139,10 @@ def document(result: Any, title: str = "Plan") -> Document:
     from rightsize.report.other_docs import generic_document, profile_document, validation_document
     from rightsize.report.plan_doc import serving_document, training_document
 
+    if _is_fleet(result):
+        from rightsize.report.fleet_doc import fleet_document
+
+        return fleet_document(result, title)
     if _is_monitor(result):
         from rightsize.report.monitor_doc import monitor_document
 

@@ -28,8 +28,11 @@ SETTLED_NOTE = (
 )
 
 
-def run_pipeline(spec: Any, calibration: Calibration | None = None) -> PlanResult:
-    """Search, size, settle and sample the uncertainty of one workload spec."""
+def run_pipeline(
+    spec: Any, calibration: Calibration | None = None, *, uncertainty: bool = True
+) -> PlanResult:
+    """Search, size, settle and sample the uncertainty of one workload spec (a fleet skips the
+    uncertainty of its workloads: `uncertainty=False`)."""
     workload = workload_for(spec)
     plan = workload.search(calibration)
     if calibration:
@@ -41,7 +44,8 @@ def run_pipeline(spec: Any, calibration: Calibration | None = None) -> PlanResul
             extra["replica_capacity_rps"] = best.replica_capacity_rps
         plan.sizing = size(plan.demand, spec.infrastructure, margins_of(spec), extra)
         settle(plan)
-    plan.uncertainty = workload.uncertainty(plan, calibration)
+    if uncertainty:
+        plan.uncertainty = workload.uncertainty(plan, calibration)
     return plan
 
 

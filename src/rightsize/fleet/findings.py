@@ -1,0 +1,142 @@
+"""Fleet findings, each from the plan's own numbers, in the advisor's `Finding` form.
+
+- Peaks that never coincide: the sum of the workloads' own peaks against the pool's peak.
+- A committed pool idle at night: hours of the day when the pool is mostly idle.
+- Jobs that miss a deadline (the month, how much is left undone).
+- Spot suitability per workload: preemptible, and how much longer spot makes it.
+- What pooling saves against each workload on its own capacity.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rightsize.advise import Finding
+from rightsize.fleet.timeline import Usage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rightsize.fleet.plan import FleetPlan
+
+IDLE_BELOW = 0.5  # an hour when less than this share of the committed pool is busy is idle
+SPOT_SUITS_BELOW = 1.25  # spot suits a workload whose work takes at most this much longer on it
+
+
+def fleet_findings(plan: FleetPlan, u: Usage) -> list[Finding]:
+    out = [f for f in (_peaks(plan, u), _idle(plan), _saving(plan)) if f is not None]
+    out += _misses(plan) + _spot(plan)
+    return sorted(out, key=lambda f: -f.impact)
+
+
+def _peaks(plan: FleetPlan, u: Usage) -> Finding | None:
+    own = {n: float(v.max()) for n, v in u.total.items()}
+    together = float(sum(u.total.values(), np.zeros_like(next(iter(u.total.values())))).max())
+    summed = sum(own.values())
+    if summed <= together + 1e-6 or len(own) < 2:
+        return None
+    share = 1.0 - together / summed
+    return Finding(
+        "fleet_peaks_do_not_coincide",
+        "over-provisioning",
+        share,
+        f"Peaks never coincide: the workloads' own peaks add up to {summed:,.0f} GPUs, the pool peaks at {together:,.0f}",
+        {
+            "sum_of_peaks_gpus": summed,
+            "pooled_peak_gpus": together,
+            **{f"{n}_peak_gpus": v for n, v in own.items()},
+        },
+        "Size shared capacity for the pooled peak, not the sum: let Kueue lend idle quota across queues "
+        "(the borrowing limits in the quotas) instead of giving each workload its own peak.",
+    )
+
+
+def _idle(plan: FleetPlan) -> Finding | None:
+    util = [(h, x) for h, x in enumerate(plan.utilisation_by_hour) if x is not None]
+    idle = [h for h, x in util if x < IDLE_BELOW]
+    if not util or not idle:
+        return None
+    lowest = min(util, key=lambda t: t[1])
+    return Finding(
+        "fleet_pool_idle_hours",
+        "over-provisioning",
+        len(idle) / 24.0 * (1.0 - lowest[1]) * 0.5,
+        f"The committed pool is under {IDLE_BELOW:.0%} busy for {len(idle)} hours a day (lowest {lowest[1]:.0%} at {lowest[0]:02d}:00)",
+        {
+            "idle_hours": ", ".join(f"{h:02d}:00" for h in idle),
+            "lowest_utilisation_fraction": lowest[1],
+            "lowest_hour": f"{lowest[0]:02d}:00",
+        },
+        "Move deferrable work (batch inference, fine-tunes, evaluations) into these hours: give them "
+        "windows there, or mark them deferrable so the plan can place them.",
+    )
+
+
+def _saving(plan: FleetPlan) -> Finding | None:
+    if plan.dedicated_usd <= 0:
+        return None
+    saving = plan.dedicated_usd - plan.pooled_usd
+    return Finding(
+        "fleet_pooling_saving",
+        "over-provisioning",
+        max(0.0, saving / plan.dedicated_usd),
+        f"Pooling saves ${saving:,.0f} ({saving / plan.dedicated_usd:.0%}) against each workload on its own capacity",
+        {"pooled_usd": plan.pooled_usd, "dedicated_usd": plan.dedicated_usd},
+        "Run the workloads on one pool with shared quotas (see the Kueue quotas).",
+    )
+
+
+def _misses(plan: FleetPlan) -> list[Finding]:
+    out = []
+    for d in plan.deadlines:
+        if d["met"]:
+            continue
+        need, missed = d.get("gpu_hours_needed"), d.get("gpu_hours_missed")
+        share = (missed / need) if need and missed else 1.0
+        out.append(
+            Finding(
+                "fleet_deadline_missed",
+                "under-provisioning",
+                max(0.15, min(1.0, share)),
+                f"{d['workload']} misses its deadline ({d['window']}): "
+                + (f"{missed:,.0f} of {need:,.0f} GPU-hours left undone" if need else d.get("note", "")),
+                {k: v for k, v in d.items() if not isinstance(v, bool)},
+                "In that busy month allow burst capacity (policy.capacity: on_demand or spot), raise the budget "
+                "or power limit, widen the job's window (end), or give it a higher priority than deferrable work.",
+            )
+        )
+    return out
+
+
+def _spot(plan: FleetPlan) -> list[Finding]:
+    out = []
+    for e in plan.entries:
+        factor = e["spot_slowdown_factor"]
+        if e["kind"] == "serving":
+            continue
+        suits = e["preemptible"] and factor is not None and factor <= SPOT_SUITS_BELOW
+        why = (
+            "not preemptible"
+            if not e["preemptible"]
+            else "no spot price"
+            if factor is None
+            else f"spot makes its work {factor:.2f}x longer"
+        )
+        out.append(
+            Finding(
+                "fleet_spot_suitability",
+                "wrong-workload",
+                0.02 if suits else 0.011,
+                f"{e['name']}: spot {'suits' if suits else 'does not suit'} it ({why})",
+                {
+                    "workload": e["name"],
+                    "spot_slowdown_factor": factor,
+                    "preemptible": "yes" if e["preemptible"] else "no",
+                    "suits_spot": "yes" if suits else "no",
+                },
+                "Let it run on spot (preemptible: true, spot in policy.capacity) with frequent checkpoints."
+                if suits
+                else "Keep it on committed or on-demand capacity.",
+            )
+        )
+    return out

@@ -1,0 +1,311 @@
+"""Plan a fleet: each workload alone through the existing pipeline, then the pool for all of them.
+
+`plan_fleet(fleet, plan_one)` takes a resolved fleet (`spec.fleet_load`) and the single-workload
+planner (`api` passes its own, since `fleet` sits below `api` in the layers). Each workload keeps the
+plan it gets alone (accelerator, GPUs, layout or replicas); only with `pools: single` and a different
+accelerator is it re-planned on the pool's accelerator. Demand over time (`fleet.demand`) and the
+prices of each capacity kind (`fleet.prices`) go to one mixed-integer program (`fleet.solver`); the
+same program with each workload alone gives the dedicated cost. The pooled plan is never worse than
+the dedicated ones together: their sum is a solution of the pooled program, and is used if the
+solver's (within its gap) costs more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rightsize.errors import BadInput, RightsizeError
+from rightsize.fleet import timeline as tl
+from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
+from rightsize.fleet.prices import PoolPrices, pool_prices
+from rightsize.fleet.solver import Limits, Solution, combine, solve
+from rightsize.fleet.workload_view import WorkloadView, view_of
+from rightsize.spec.fleet import FleetPolicy, month_text
+from rightsize.spec.fleet_load import FleetEntry, ResolvedFleet
+
+PlanOne = Callable[[Any], Any]
+
+
+@dataclass
+class FleetPlan:
+    """Everything the fleet reports; `to_dict` is the JSON (kind 'fleet_plan')."""
+
+    name: str
+    start: str
+    horizon_months: int
+    policy: FleetPolicy
+    views: list[WorkloadView]
+    demands: list[WorkloadDemand]
+    pools: dict[str, PoolPrices]
+    solution: Solution
+    dedicated: dict[str, Solution]
+    timeline: list[dict[str, Any]]
+    hourly_profile: dict[str, Any]
+    utilisation_by_hour: list[float | None]
+    purchases: list[dict[str, Any]]
+    deadlines: list[dict[str, Any]]
+    shared: dict[str, Any] = field(default_factory=dict)
+    quotas: dict[str, Any] = field(default_factory=dict)
+    findings: list[Any] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def pooled_usd(self) -> float:
+        return self.solution.cost_usd
+
+    @property
+    def dedicated_usd(self) -> float:
+        return sum(s.cost_usd for s in self.dedicated.values())
+
+    def cost(self) -> dict[str, Any]:
+        saving = self.dedicated_usd - self.pooled_usd
+        by_kind: dict[str, float] = {}
+        for p in self.purchases:
+            by_kind[p["kind"]] = by_kind.get(p["kind"], 0.0) + p["usd_in_horizon"]
+        for name, od in self.solution.values.items():
+            if name.startswith("od:"):
+                price = self.pools[name[3:]].usd_per_gpu_hour["on_demand"]
+                by_kind["on_demand"] = by_kind.get("on_demand", 0.0) + float(
+                    od.sum(axis=1) @ self._days() * price
+                )
+        spot = sum(
+            float(self.solution.values[n].sum(axis=1) @ self._days() * p)
+            for n, p in self.solution.spot_prices.items()
+        )
+        if spot:
+            by_kind["spot"] = spot
+        return {
+            "pooled_usd": self.pooled_usd,
+            "dedicated_usd": self.dedicated_usd,
+            "saving_usd": saving,
+            "saving_fraction": saving / self.dedicated_usd if self.dedicated_usd else 0.0,
+            "pooled_by_kind_usd": by_kind,
+            "dedicated_by_workload_usd": {n: s.cost_usd for n, s in self.dedicated.items()},
+            "horizon_months": self.horizon_months,
+            "what": "accelerator capacity over the horizon (owned at its hourly total cost of ownership, "
+            "reserved commitments, on-demand and spot hours); shared fabric and storage are listed apart",
+        }
+
+    def _days(self) -> np.ndarray:
+        return Calendar(_month_index(self.start), self.horizon_months).days
+
+    def to_dict(self) -> dict[str, Any]:
+        from rightsize.fleet.report_data import fleet_dict
+
+        return fleet_dict(self)
+
+
+def _month_index(text: str) -> int:
+    from rightsize.spec.fleet import month_index
+
+    return month_index(text)
+
+
+def _flags(view: WorkloadView, entry: FleetEntry) -> tuple[bool, bool]:
+    job = not view.is_service
+    w = entry.workload
+    return (job if w.deferrable is None else w.deferrable), (job if w.preemptible is None else w.preemptible)
+
+
+def _plan_entry(entry: FleetEntry, policy: FleetPolicy, plan_one: PlanOne) -> tuple[WorkloadView, str | None]:
+    """Plan one workload alone; on a single pool of another accelerator, again restricted to it."""
+    result = _planned(entry, plan_one, entry.spec)
+    view = view_of(entry.name, entry.spec, result)
+    if policy.pools != "single" or view.accelerator == policy.accelerator:
+        return view, None
+    targets = getattr(entry.spec, "targets", None)
+    if targets is None or "accelerators" not in type(targets).model_fields:
+        raise BadInput(
+            f"Workload '{entry.name}' cannot be moved to {policy.accelerator}.",
+            "Its spec has no targets.accelerators.",
+            "Use pools: per_accelerator.",
+        )
+    moved = entry.spec.model_copy(
+        update={"targets": targets.model_copy(update={"accelerators": [policy.accelerator]})}
+    )
+    alone = view.accelerator
+    view = view_of(entry.name, moved, _planned(entry, plan_one, moved))
+    return view, f"re-planned on {policy.accelerator} for the single pool (alone it chose {alone})"
+
+
+def _planned(entry: FleetEntry, plan_one: PlanOne, spec: Any) -> Any:
+    """Plan one workload; its errors say which workload of the fleet they belong to."""
+    try:
+        return plan_one(spec)
+    except RightsizeError as exc:
+        raise type(exc)(f"Workload '{entry.name}' ({entry.source}): {exc.what}", exc.why, exc.fix) from None
+
+
+def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDemand:
+    deferrable, preemptible = _flags(view, entry)
+    w = entry.workload
+    if view.kind == "batch_inference" and w.batch is None:
+        raise BadInput(
+            f"Workload '{entry.name}' is offline batch inference but says nothing of its volume.",
+            "A batch job's GPU-hours follow from how much it processes per run and when it may run.",
+            "Add `batch: {requests: 2M, window: '22:00-06:00'}` to its entry in the fleet.",
+        )
+    if view.is_service:
+        if w.batch is not None:
+            raise BadInput(
+                f"Workload '{entry.name}' is a service, but has `batch:`.",
+                "batch: is for offline inference.",
+                "Remove it, or use serving.scenario: offline.",
+            )
+        fixed = service_demand(view, w, cal, entry.start_month, entry.end_month)
+        mask = fixed > 0
+        return WorkloadDemand(
+            view.name,
+            view.accelerator,
+            view.kind,
+            view.gpus_per_replica or 1,
+            w.priority,
+            False,
+            False,
+            None,
+            fixed,
+            mask,
+            0.0,
+            False,
+            [],
+            [],
+            view.gpus,
+        )
+    return job_demand(view, w, cal, entry.start_month, entry.end_month, deferrable, preemptible)
+
+
+def _limits(policy: FleetPolicy, budget: bool = True) -> Limits:
+    return Limits(policy.utilisation_target, policy.budget_usd if budget else None, policy.power_limit_w)
+
+
+def solve_pool(
+    days: np.ndarray, pools: dict[str, PoolPrices], demands: list[WorkloadDemand], policy: FleetPolicy
+) -> tuple[Solution, dict[str, Solution]]:
+    """The pooled solution and each workload's dedicated one (alone on its own capacity, no budget)."""
+    pooled = solve(days, pools, demands, _limits(policy))
+    dedicated = {
+        d.name: solve(days, {d.pool: pools[d.pool]}, [d], _limits(policy, budget=False)) for d in demands
+    }
+    summed = combine(list(dedicated.values()), days, pools, demands, _limits(policy))
+    if (
+        summed is not None
+        and summed.cost_usd + summed.penalty_usd < pooled.cost_usd + pooled.penalty_usd - 1e-6
+    ):
+        summed.seconds = pooled.seconds
+        pooled = summed
+    return pooled, dedicated
+
+
+def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne) -> FleetPlan:
+    policy = fleet.spec.policy
+    t0 = time.perf_counter()
+    cal = Calendar(fleet.start_month, fleet.horizon_months)
+    views, notes = [], []
+    for entry in fleet.entries:
+        view, note = _plan_entry(entry, policy, plan_one)
+        views.append(view)
+        notes.append(note)
+    t_plan = time.perf_counter() - t0
+    demands = [_demand(v, e, cal) for v, e in zip(views, fleet.entries, strict=True)]
+    pools = _pools(views, policy, fleet)
+    days = cal.days
+    t1 = time.perf_counter()
+    pooled, dedicated = solve_pool(days, pools, demands, policy)
+    t_solve = time.perf_counter() - t1
+    u = tl.usage(pooled, cal, pools, demands, policy.utilisation_target)
+    line = tl.timeline(u, cal, demands, pools, pooled)
+    peak = int(np.argmax([m["demand_gpus"] for m in line]))
+    plan = FleetPlan(
+        fleet.name,
+        month_text(fleet.start_month),
+        fleet.horizon_months,
+        policy,
+        views,
+        demands,
+        pools,
+        pooled,
+        dedicated,
+        line,
+        tl.hourly_profile(u, cal, peak),
+        tl.utilisation_by_hour(u, cal),
+        tl.purchases(pooled, cal, pools),
+        tl.deadlines(pooled, cal, demands, u),
+    )
+    plan.entries = [
+        _entry_dict(e, v, d, n) for e, v, d, n in zip(fleet.entries, views, demands, notes, strict=True)
+    ]
+    _finish(plan, fleet, u)
+    plan.seconds = {"planning_workloads_s": t_plan, "solver_s": t_solve, "total_s": time.perf_counter() - t0}
+    return plan
+
+
+def _finish(plan: FleetPlan, fleet: ResolvedFleet, u: tl.Usage) -> None:
+    from rightsize.fleet.findings import fleet_findings
+    from rightsize.fleet.quotas import kueue_quotas
+    from rightsize.fleet.shared import shared_parts
+
+    plan.shared = shared_parts(plan, fleet.spec.infrastructure)
+    plan.quotas = kueue_quotas(plan, u)
+    plan.findings = fleet_findings(plan, u)
+    plan.assumptions = _assumptions(plan)
+
+
+def _pools(views: list[WorkloadView], policy: FleetPolicy, fleet: ResolvedFleet) -> dict[str, PoolPrices]:
+    pools: dict[str, PoolPrices] = {}
+    for v in views:
+        if v.accelerator not in pools and v.demand is not None:
+            pools[v.accelerator] = pool_prices(v.demand, list(policy.capacity), fleet.spec.infrastructure)
+    for acc, pr in pools.items():
+        if not set(pr.usd_per_gpu_hour) - {"spot"}:
+            why = "; ".join(f"{k}: {w}" for k, w in pr.unavailable.items()) or "only spot is allowed"
+            raise BadInput(
+                f"The {acc} pool has no capacity it may use for services and fixed work.",
+                why,
+                "Allow another capacity kind in policy.capacity, or add a price for it (cost overrides).",
+            )
+    return pools
+
+
+def _entry_dict(entry: FleetEntry, view: WorkloadView, d: WorkloadDemand, note: str | None) -> dict[str, Any]:
+    return {
+        "name": view.name,
+        "kind": view.kind,
+        "source": entry.source,
+        "start": month_text(entry.start_month),
+        "end": month_text(entry.end_month),
+        "priority": d.priority,
+        "deferrable": d.deferrable,
+        "preemptible": d.preemptible,
+        "pool": d.pool,
+        "plan": dict(view.summary),
+        "solo_gpus": d.solo_gpus,
+        "gang_gpus": d.gang_gpus,
+        "spot_slowdown_factor": view.spot_slowdown_factor,
+        "note": note,
+    }
+
+
+def _assumptions(plan: FleetPlan) -> list[str]:
+    p = plan.policy
+    return [
+        "Each workload is planned alone by the same pipeline as `rightsize plan` and keeps that plan in the pool.",
+        "Demand is modelled per month on a representative day of 24 hours: a grid value is the average "
+        "GPUs in use in that hour over the month's days.",
+        "Services: their own plan's replicas scaled by the hour's share of the daily peak and by traffic "
+        "growth, rounded up to whole replicas, at least one.",
+        f"The committed pool is planned busy at most {p.utilisation_target:.0%} of its GPUs "
+        "(policy.utilisation_target); commitments are bought in whole nodes.",
+        "Commitments running past the horizon are charged only for their months inside it.",
+        "Spot work takes more GPU-hours by each workload's spot slowdown (preemptions and restarts); the "
+        "timeline counts those GPU-hours as GPUs of the hour (a run 1.1x slower on spot shows 1.1x its gang).",
+        "A one-off run keeps its whole gang through the day when it runs (it may move between days "
+        "and months in its window); recurring and batch jobs may use any hours of their window.",
+        f"Cloud quotas carry a {p.safety_margin:.0%} margin over the planned burst peak (policy.safety_margin).",
+    ]

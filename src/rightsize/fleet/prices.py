@@ -1,0 +1,85 @@
+"""What one GPU-hour of each kind of capacity costs in a pool, from the dated price table.
+
+Cloud kinds (on-demand, 1- and 3-year reserved, spot) are the catalog's USD per GPU-hour. Owning
+is the on-premises total cost of one node per GPU-hour, every hour of the year (amortised capex,
+energy at the facility power, facility and operations), from `sizing.cost.size_cost`; the shared
+fabric and storage are sized once for the pool and reported apart. A commitment (owned or
+reserved) is paid for every hour of its term inside the horizon, used or not; its months beyond
+the horizon are left to whatever comes next.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from rightsize.catalog import get_node
+from rightsize.catalog.prices import cloud_price
+from rightsize.errors import BadInput
+from rightsize.search.demand import Demand
+from rightsize.sizing.cost import size_cost
+from rightsize.spec.infrastructure import Infrastructure
+
+COMMITTED = ("onprem", "reserved_3y", "reserved_1y")
+BURST = ("on_demand", "spot")
+TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
+
+
+@dataclass(frozen=True)
+class PoolPrices:
+    accelerator: str
+    node: str
+    gpus_per_node: int
+    usd_per_gpu_hour: dict[str, float]  # capacity kind -> price; kinds without a price are absent
+    term_months: dict[str, int]  # committed kind -> months it is paid for
+    onprem_facility_w_per_node: float = 0.0
+    onprem_capex_usd_per_node: float = 0.0
+    unavailable: dict[str, str] = field(default_factory=dict)  # kind -> why it has no price
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> PoolPrices:
+    """Prices of every allowed capacity kind for the pool of `demand`'s accelerator and node."""
+    node = get_node(demand.node)
+    prices: dict[str, float] = {}
+    terms: dict[str, int] = {}
+    missing: dict[str, str] = {}
+    facility_w = capex = 0.0
+    cloud_kinds = [k for k in allowed if k != "onprem"]
+    if cloud_kinds:
+        try:
+            cp = cloud_price(demand.accelerator)
+        except BadInput as exc:
+            missing.update({k: exc.what for k in cloud_kinds})
+        else:
+            table = {
+                "on_demand": cp.on_demand,
+                "reserved_1y": cp.reserved_1y,
+                "reserved_3y": cp.reserved_3y,
+                "spot": cp.spot,
+            }
+            for k in cloud_kinds:
+                prices[k] = table[k]
+                if k in TERM_MONTHS:
+                    terms[k] = TERM_MONTHS[k]
+    if "onprem" in allowed:
+        one_node = dataclasses.replace(
+            demand, gpus=node.gpus_per_node, replicas=None, run_s=None, runs_per_month=None
+        )
+        try:
+            cost = size_cost(
+                one_node, node, 1, None, 0.0, 0.0, 0.0, 0.0, 0.0, None, None, infra.cost, "onprem"
+            )
+        except BadInput as exc:
+            missing["onprem"] = exc.what
+        else:
+            assert cost.onprem is not None  # deployment onprem either costs or raises
+            prices["onprem"] = cost.onprem.usd_per_gpu_hour_owned
+            terms["onprem"] = round(cost.onprem.amortisation_years * 12)
+            facility_w = cost.onprem.facility_power_w
+            capex = cost.onprem.capex_usd
+    return PoolPrices(
+        demand.accelerator, node.id, node.gpus_per_node, prices, terms, facility_w, capex, missing
+    )

@@ -1,0 +1,228 @@
+"""From a solution to what the reports show: usage per workload, the monthly timeline, the typical
+day, the pool's utilisation, the purchases and the deadlines.
+
+Usage of a workload in a slot is its fixed load, its placed work on the pool or on-demand, and its
+spot work times the spot slowdown (the GPUs spot takes). Which of the pool's GPUs serve whom is not
+a decision the program needs; for quotas and the split by workload the committed pool goes first to
+workloads that may not be preempted, then by priority, the rest of each slot is on-demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rightsize.fleet.demand import HOURS, Calendar, WorkloadDemand
+from rightsize.fleet.prices import COMMITTED, PoolPrices
+from rightsize.fleet.solver import Solution, _active
+from rightsize.spec.fleet import month_text
+
+EPS = 1e-6
+
+
+@dataclass
+class Usage:
+    """Per-slot GPUs ([months, 24]) by workload and by source of capacity."""
+
+    total: dict[str, np.ndarray]  # workload -> GPUs in use
+    on_pool: dict[str, np.ndarray]  # workload -> GPUs from the committed pool
+    on_demand: dict[str, np.ndarray]  # workload -> on-demand GPUs
+    spot: dict[str, np.ndarray]  # workload -> spot GPUs
+    committed: dict[str, dict[str, np.ndarray]]  # pool -> kind -> GPUs committed per month
+    usable: dict[str, np.ndarray]  # pool -> committed GPUs x utilisation target, per month
+
+
+def usage(
+    sol: Solution,
+    cal: Calendar,
+    pools: dict[str, PoolPrices],
+    work: list[WorkloadDemand],
+    utilisation_target: float,
+) -> Usage:
+    shape = (cal.months, HOURS)
+    total, pool_use, od_use, spot_use = {}, {}, {}, {}
+    committed: dict[str, dict[str, np.ndarray]] = {}
+    usable: dict[str, np.ndarray] = {}
+    for acc, pr in pools.items():
+        committed[acc] = {}
+        for kind in COMMITTED:
+            n = sol.values.get(f"n:{acc}:{kind}")
+            if n is not None:
+                committed[acc][kind] = pr.gpus_per_node * (n @ _active(pr.term_months[kind], cal.months))
+        usable[acc] = utilisation_target * sum(committed[acc].values(), np.zeros(cal.months))
+    for w in work:
+        placed = sol.get(f"x:{w.name}", shape)
+        spot = sol.get(f"xs:{w.name}", shape) * (w.spot_factor or 1.0)
+        spot_use[w.name] = spot
+        total[w.name] = w.fixed + placed + spot
+    for acc in pools:
+        left = np.repeat(usable[acc][:, None], HOURS, axis=1)
+        order = sorted((w for w in work if w.pool == acc), key=lambda w: (w.preemptible, -w.priority))
+        for w in order:
+            want = total[w.name] - spot_use[w.name]
+            got = np.minimum(want, np.maximum(left, 0.0))
+            pool_use[w.name] = got
+            od_use[w.name] = want - got
+            left = left - got
+    return Usage(total, pool_use, od_use, spot_use, committed, usable)
+
+
+def timeline(
+    u: Usage, cal: Calendar, work: list[WorkloadDemand], pools: dict[str, PoolPrices], sol: Solution
+) -> list[dict[str, Any]]:
+    """One entry per month: demand, committed and burst GPUs (peak hour), GPU-hours, cost, by workload."""
+    days = cal.days
+    demand = sum(u.total.values(), np.zeros((cal.months, HOURS)))
+    od = sum(u.on_demand.values(), np.zeros_like(demand))
+    sp = sum(u.spot.values(), np.zeros_like(demand))
+    used = sum(u.on_pool.values(), np.zeros_like(demand))
+    costs = month_costs(sol, cal, pools)
+    out = []
+    for m in range(cal.months):
+        reserved = sum(float(k[m]) for p in u.committed.values() for k in p.values())
+        res_h = reserved * days[m] * HOURS
+        by_kind = {
+            kind: sum(float(p[kind][m]) for p in u.committed.values() if kind in p) for kind in COMMITTED
+        }
+        out.append(
+            {
+                "month": month_text(cal.start_month + m),
+                "demand_gpus": float(demand[m].max()),
+                "reserved_gpus": reserved,
+                "burst_gpus": float((od[m] + sp[m]).max()),
+                "reserved_by_kind_gpus": {k: v for k, v in by_kind.items() if v > 0},
+                "on_demand_gpus": float(od[m].max()),
+                "spot_gpus": float(sp[m].max()),
+                "demand_gpu_hours": float(demand[m].sum() * days[m]),
+                "reserved_gpu_hours": res_h,
+                "reserved_used_gpu_hours": float(used[m].sum() * days[m]),
+                "burst_gpu_hours": float((od[m] + sp[m]).sum() * days[m]),
+                "reserved_utilisation_fraction": float(used[m].sum() * days[m] / res_h) if res_h else None,
+                "cost_usd": costs[m],
+                "by_workload": {
+                    w.name: {
+                        "gpus": float(u.total[w.name][m].max()),
+                        "gpu_hours": float(u.total[w.name][m].sum() * days[m]),
+                    }
+                    for w in work
+                    if u.total[w.name][m].max() > EPS
+                },
+            }
+        )
+    return out
+
+
+def month_costs(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> list[float]:
+    """Capacity cost of each month: committed hours, on-demand and spot hours."""
+    days = cal.days
+    out = np.zeros(cal.months)
+    for acc, pr in pools.items():
+        for kind in COMMITTED:
+            n = sol.values.get(f"n:{acc}:{kind}")
+            if n is not None:
+                gpus = pr.gpus_per_node * (n @ _active(pr.term_months[kind], cal.months))
+                out += gpus * pr.usd_per_gpu_hour[kind] * days * HOURS
+        od = sol.values.get(f"od:{acc}")
+        if od is not None:
+            out += od.sum(axis=1) * days * pr.usd_per_gpu_hour["on_demand"]
+    return list(out + _spot_month_costs(sol, cal))
+
+
+def _spot_month_costs(sol: Solution, cal: Calendar) -> np.ndarray:
+    out = np.zeros(cal.months)
+    for name, price in sol.spot_prices.items():
+        out += sol.values[name].sum(axis=1) * cal.days * price
+    return out
+
+
+def hourly_profile(u: Usage, cal: Calendar, m: int) -> dict[str, Any]:
+    """The typical day of month m: per hour, GPUs by workload and by source, idle committed GPUs."""
+    committed = sum(float(k[m]) for p in u.committed.values() for k in p.values())
+    hours = []
+    for h in range(HOURS):
+        pool = sum(float(v[m, h]) for v in u.on_pool.values())
+        hours.append(
+            {
+                "hour": h,
+                "by_workload_gpus": {n: float(v[m, h]) for n, v in u.total.items() if v[m, h] > EPS},
+                "reserved_used_gpus": pool,
+                "on_demand_gpus": sum(float(v[m, h]) for v in u.on_demand.values()),
+                "spot_gpus": sum(float(v[m, h]) for v in u.spot.values()),
+                "reserved_idle_gpus": max(0.0, committed - pool),
+            }
+        )
+    return {"month": month_text(cal.start_month + m), "reserved_gpus": committed, "hours": hours}
+
+
+def utilisation_by_hour(u: Usage, cal: Calendar) -> list[float | None]:
+    """Share of the committed GPUs busy at each hour of the day, over the whole horizon."""
+    days = cal.days
+    committed = sum((k for p in u.committed.values() for k in p.values()), np.zeros(cal.months))
+    used = sum(u.on_pool.values(), np.zeros((cal.months, HOURS)))
+    denom = float(committed @ days)
+    return [float(used[:, h] @ days / denom) if denom else None for h in range(HOURS)]
+
+
+def purchases(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> list[dict[str, Any]]:
+    out = []
+    for acc, pr in pools.items():
+        for kind in COMMITTED:
+            n = sol.values.get(f"n:{acc}:{kind}")
+            if n is None:
+                continue
+            for s in (int(i) for i in np.flatnonzero(n > 0.5)):
+                term = pr.term_months[kind]
+                last = min(cal.months, s + term) - 1
+                hours = float(cal.days[s : last + 1].sum() * HOURS)
+                gpus = int(round(n[s])) * pr.gpus_per_node
+                out.append(
+                    {
+                        "month": month_text(cal.start_month + int(s)),
+                        "pool": acc,
+                        "kind": kind,
+                        "nodes": int(round(n[s])),
+                        "gpus": gpus,
+                        "term_months": term,
+                        "ends": month_text(cal.start_month + int(s) + term - 1),
+                        "usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours,
+                        "capex_usd": int(round(n[s])) * pr.onprem_capex_usd_per_node
+                        if kind == "onprem"
+                        else None,
+                    }
+                )
+    return sorted(out, key=lambda p: (p["month"], p["pool"], p["kind"]))
+
+
+def deadlines(sol: Solution, cal: Calendar, work: list[WorkloadDemand], u: Usage) -> list[dict[str, Any]]:
+    """Each job period: GPU-hours needed and placed, when it finished, and whether it met its deadline."""
+    out = []
+    for w in work:
+        miss = sol.values.get(f"miss:{w.name}")
+        for q, (ms, need) in enumerate(w.periods):
+            missed = float(miss[q]) if miss is not None else 0.0
+            ran = [m for m in ms if u.total[w.name][m].max() > EPS]
+            out.append(
+                {
+                    "workload": w.name,
+                    "window": f"{month_text(cal.start_month + ms[0])} to {month_text(cal.start_month + ms[-1])}",
+                    "gpu_hours_needed": float(need),
+                    "gpu_hours_missed": missed,
+                    "met": bool(missed <= 1e-6 * max(float(need), 1.0)),
+                    "finished": month_text(cal.start_month + ran[-1]) if ran else None,
+                }
+            )
+        for note in w.notes:
+            out.append(
+                {
+                    "workload": w.name,
+                    "window": "fixed schedule",
+                    "gpu_hours_needed": None,
+                    "gpu_hours_missed": None,
+                    "met": False,
+                    "finished": None,
+                    "note": note,
+                }
+            )
+    return out
