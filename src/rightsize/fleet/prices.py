@@ -61,7 +61,11 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
                 "spot": cp.spot,
             }
             for k in cloud_kinds:
-                prices[k] = table[k]
+                price = table[k]
+                if price is None:  # the catalog or the user leaves this kind unpriced
+                    missing[k] = f"no {k.replace('_', ' ')} price for {demand.accelerator}"
+                    continue
+                prices[k] = price
                 if k in TERM_MONTHS:
                     terms[k] = TERM_MONTHS[k]
     if "onprem" in allowed:
