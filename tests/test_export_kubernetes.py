@@ -145,8 +145,9 @@ def test_crd_validation_catches_a_wrong_field() -> None:
         _validate(dep)
 
 
-def test_fleet_plan_is_not_yet(tmp_path: Path) -> None:
+def test_fleet_plan_without_quotas_is_refused(tmp_path: Path) -> None:
     from rightsize.errors import BadInput
 
-    with pytest.raises(BadInput, match="Fleet plans cannot be exported yet"):
+    # A fleet plan's export is held by tests/test_export_fleet.py; one with no quotas says so.
+    with pytest.raises(BadInput, match="carries no Kueue quotas"):
         render_files({"schema_version": 2, "kind": "fleet_plan", "name": "f"}, "kubernetes")

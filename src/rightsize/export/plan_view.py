@@ -384,3 +384,16 @@ def serving_view(plan: dict[str, Any]) -> ServingView:
         cpu_cores_need_per_gpu=float(nodes.get("cpu_cores_need_per_gpu") or 2.0),
         host_memory_need_bytes_per_gpu=float(nodes.get("host_memory_need_bytes_per_gpu") or 32 * 2**30),
     )
+
+
+def fleet_quotas(plan: dict[str, Any]) -> dict[str, Any]:
+    """The Kueue quotas a fleet plan computed (`quotas` in its JSON): flavors, the cohort and
+    one ClusterQueue per workload group with nominal, borrowing and lending limits."""
+    q = plan.get("quotas")
+    if not isinstance(q, dict) or not q.get("cluster_queues") or not q.get("resource_flavors"):
+        raise BadInput(
+            "The fleet plan carries no Kueue quotas.",
+            "A fleet plan's `quotas` section (resource_flavors, cluster_queues) is what export writes.",
+            "Re-plan the fleet with this rightsize (`rightsize plan FLEET.yaml --format json`).",
+        )
+    return q
