@@ -6,8 +6,10 @@ calibration can override any efficiency without touching catalog data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.catalog import Accelerator, NodeType
@@ -87,6 +89,16 @@ class Hardware:
             torus_dims=acc.torus_dims,
         )
 
-    def with_overrides(self, **fields: float) -> Hardware:
-        """A copy with some figures replaced (calibration, sensitivity, property tests)."""
+    def with_overrides(self, **fields: float | np.ndarray) -> Hardware:
+        """A copy with some figures replaced (calibration, sensitivity, property tests).
+        An efficiency may be an array aligned with the configurations evaluated, one value
+        per configuration (`perf.step.step_time_variants`)."""
         return replace(self, **fields)  # type: ignore[arg-type]
+
+    def take(self, index: np.ndarray | slice) -> Hardware:
+        """The figures of the configurations at `index`: array-valued figures indexed,
+        scalars kept (the counterpart of `ParallelConfigs.take`)."""
+        picked = {
+            f.name: v[index] for f in fields(self) if isinstance(v := getattr(self, f.name), np.ndarray)
+        }
+        return replace(self, **picked) if picked else self  # type: ignore[arg-type]

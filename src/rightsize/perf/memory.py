@@ -31,7 +31,12 @@ from rightsize.constants import GiB
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.layer import moe_load_factor
 from rightsize.perf.params import ParamCounts, count_params, lora_counts, qk_head_dim, v_head_dim
-from rightsize.perf.workload import OPTIMIZER_STATE_BYTES_PER_PARAM, ParallelConfigs, TrainWorkload
+from rightsize.perf.workload import (
+    EVAL_CHUNK_ROWS,
+    OPTIMIZER_STATE_BYTES_PER_PARAM,
+    ParallelConfigs,
+    TrainWorkload,
+)
 
 # CUDA context, cuBLAS/cuDNN workspaces and NCCL channel buffers: PyTorch reports
 # 0.5-1 GiB of context and NCCL allocates up to ~1 GiB of buffers per communicator
@@ -53,6 +58,7 @@ LOGITS_BYTES_PER_ENTRY = 6.0
 
 # ZeRO-3 / FSDP: unsharded units alive at once (the one computing, the one prefetched).
 GATHERED_UNITS = 2.0
+ZERO_STAGES = (0, 1, 2, 3)
 
 
 @dataclass
@@ -76,6 +82,13 @@ class TrainMemory:
     @property
     def fits(self) -> np.ndarray:
         return self.total <= self.capacity * ALLOCATOR_USABLE_FRACTION
+
+    @classmethod
+    def concat(cls, parts: list[TrainMemory]) -> TrainMemory:
+        """The memory of consecutive runs of configurations, as one (same capacity)."""
+        names = ("weights", "gradients", "optimizer", "activations", "logits", "framework")
+        joined = {k: np.concatenate([getattr(p, k) for p in parts]) for k in names}
+        return cls(**joined, capacity=parts[0].capacity)
 
     def as_dict(self, i: int) -> dict[str, float]:
         return {
@@ -224,10 +237,25 @@ def train_memory(
 ) -> TrainMemory:
     """Memory per GPU. `params` and `act_per_token` may be passed in when the caller
     already computed them (the search evaluates them once per distinct layer shape)."""
-    dense, expert = params if params is not None else stage_params(w, cfg)
-    kept, rebuilt_per_token = (
-        act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
+    weights, gradients, optimizer = state_memory(w, cfg, params)
+    activations, logits = activation_memory(w, cfg, act_per_token)
+    return TrainMemory(
+        weights=weights,
+        gradients=gradients,
+        optimizer=optimizer,
+        activations=activations,
+        logits=logits,
+        framework=np.full(len(cfg), FRAMEWORK_BYTES),
+        capacity=hw.hbm_bytes,
     )
+
+
+def state_memory(
+    w: TrainWorkload, cfg: ParallelConfigs, params: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights, gradients, optimizer states) bytes per GPU: what the ZeRO stage shards;
+    the micro-batch and recomputation do not change them."""
+    dense, expert = params if params is not None else stage_params(w, cfg)
     # Megatron shards the distributed optimizer (and ZeRO-3 weights) over the data-parallel
     # group *with* context parallelism: CP ranks hold the same weights (parallel_state's
     # data_parallel_group_with_cp), so the shard count is dp x cp.
@@ -266,7 +294,17 @@ def train_memory(
     weights = weights + np.where(z >= 3, np.where(cfg.pp > 1, stage_16bit, GATHERED_UNITS * unit), 0.0)
     if not w.frozen_base:  # (LoRA's adapters are too small to matter here)
         gradients = gradients + np.where((z >= 3) & (cfg.pp > 1), stage_16bit, 0.0)
+    return weights, gradients, optimizer
 
+
+def activation_memory(
+    w: TrainWorkload, cfg: ParallelConfigs, act_per_token: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(activations, logits) bytes per GPU on the heavier of the first and last stages:
+    what the micro-batch and recomputation set; the ZeRO stage does not change them."""
+    kept, rebuilt_per_token = (
+        act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
+    )
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
     layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     num_micro = w.global_batch / (cfg.dp * cfg.micro_batch)
@@ -283,16 +321,7 @@ def train_memory(
     first_heavier = first_stage >= last_stage + logits_last
     activations = np.where(first_heavier, first_stage, last_stage)
     logits = np.where(first_heavier, 0.0, logits_last)
-    n = len(cfg)
-    return TrainMemory(
-        weights=weights,
-        gradients=gradients,
-        optimizer=optimizer,
-        activations=activations,
-        logits=logits,
-        framework=np.full(n, FRAMEWORK_BYTES),
-        capacity=hw.hbm_bytes,
-    )
+    return activations, logits
 
 
 def _full_layer_bytes(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
@@ -309,3 +338,31 @@ def _full_layer_bytes(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
         zero_stage=cfg.zero_stage,
     )
     return activation_bytes_per_token_layer(w, none)
+
+
+def memory_grid(
+    w: TrainWorkload, rows: ParallelConfigs, recompute: np.ndarray, zero: np.ndarray
+) -> np.ndarray:
+    """Bytes per GPU of every (row, recompute, ZeRO stage) layout, shape (rows, recompute,
+    ZeRO): the `train_memory` total of each, from two evaluations a grid's edge long.
+
+    The ZeRO stage changes only weights, gradients and optimizer states (`state_memory`);
+    recomputation only activations and logits (`activation_memory`). So the total is the static part at
+    each stage plus the activations under each recomputation: rows x (stages + modes)
+    evaluations instead of rows x stages x modes (in runs of EVAL_CHUNK_ROWS evaluations).
+    The sum's order differs from
+    `TrainMemory.total`, so the two agree to rounding (about 1e-16 relative), not bit
+    for bit: callers that cut on it leave a margin and let the exact total decide."""
+    if len(rows) > EVAL_CHUNK_ROWS // max(zero.size, recompute.size, 1):
+        step = max(EVAL_CHUNK_ROWS // max(zero.size, recompute.size, 1), 1)
+        runs = [slice(a, a + step) for a in range(0, len(rows), step)]
+        return np.concatenate([memory_grid(w, rows.take(r), recompute, zero) for r in runs])
+    n = len(rows)
+    weights, gradients, optimizer = state_memory(
+        w, replace(rows.take(np.repeat(np.arange(n), zero.size)), zero_stage=np.tile(zero, n))
+    )
+    static = (weights + gradients + optimizer + FRAMEWORK_BYTES).reshape(n, zero.size)
+    activations, logits = activation_memory(
+        w, replace(rows.take(np.repeat(np.arange(n), recompute.size)), recompute=np.tile(recompute, n))
+    )
+    return static[:, None, :] + (activations + logits).reshape(n, recompute.size)[:, :, None]

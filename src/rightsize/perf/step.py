@@ -19,8 +19,10 @@ prefetching overlaps with that micro-batch's compute.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -105,6 +107,13 @@ class StepBreakdown:
     def hfu(self) -> np.ndarray:
         return self.hardware_flops / (self.step_time * self.gpus * self.peak_flops_per_s)
 
+    @classmethod
+    def concat(cls, parts: Sequence[StepBreakdown]) -> StepBreakdown:
+        """The evaluations of consecutive runs of configurations, as one."""
+        joined: dict[str, Any] = {f.name: _concat([getattr(p, f.name) for p in parts]) for f in fields(cls)}
+        joined["memory"] = TrainMemory.concat([p.memory for p in parts])
+        return cls(**joined)
+
     def as_dict(self, i: int) -> dict[str, float]:
         return {
             "step_time_s": float(self.step_time[i]),
@@ -118,6 +127,11 @@ class StepBreakdown:
             "optimizer_s": float(self.optimizer[i]),
             "straggler_s": float(self.straggler[i]),
         }
+
+
+def _concat(values: list[Any]) -> Any:
+    """Arrays joined; anything else (a scalar, the same for every run) kept."""
+    return np.concatenate(values) if isinstance(values[0], np.ndarray) else values[0]
 
 
 def model_flops_per_token(w: TrainWorkload) -> float:
@@ -166,13 +180,17 @@ def _stage_layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> 
     return LayerTimes(**mixed)
 
 
-def _layer_key(cfg: ParallelConfigs) -> np.ndarray:
+def _layer_key(cfg: ParallelConfigs, variant: np.ndarray | None = None) -> np.ndarray:
     """One integer per distinct (tp, cp, ep, micro-batch, recompute, sequence-parallel):
-    the only settings a layer's time depends on."""
+    the only settings a layer's time depends on; and per hardware variant, when the
+    configurations carry their own efficiencies (`step_time_variants`)."""
     key = cfg.tp.astype(np.int64)
     for arr, span in ((cfg.cp, 1 << 12), (cfg.ep, 1 << 12), (cfg.micro_batch, 1 << 12), (cfg.recompute, 4)):
         key = key * span + arr.astype(np.int64)
-    return key * 2 + cfg.sequence_parallel
+    key = key * 2 + cfg.sequence_parallel
+    if variant is not None:
+        key = key * (int(variant.max(initial=0)) + 1) + variant
+    return key
 
 
 @dataclass
@@ -189,14 +207,17 @@ class _PerLayer:
     act_rebuilt: np.ndarray  # bytes per token rebuilt by full recomputation
 
 
-def _unique_layer_costs(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> _PerLayer:
+def _unique_layer_costs(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, variant: np.ndarray | None = None
+) -> _PerLayer:
     """Layer costs evaluated once per distinct layer shape, then gathered.
 
     A search evaluates millions of configurations but only a few hundred distinct
     layer shapes; this keeps the GEMM model off the per-configuration path.
     """
-    _, first, inverse = np.unique(_layer_key(cfg), return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(_layer_key(cfg, variant), return_index=True, return_inverse=True)
     sub = cfg.take(first)
+    hw = hw.take(first)
     lt = _stage_layer_times(w, sub, hw)
     lf, lb = logits_times(w, sub, hw)
     kept, rebuilt = activation_per_token_layer_pair(w, sub)
@@ -263,9 +284,26 @@ def _zero3_per_microbatch(
     return exposed, np.maximum(total - exposed, 0.0)
 
 
-def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBreakdown:
-    """Evaluate every configuration in `cfg` for workload `w` on hardware `hw`."""
-    lc = _unique_layer_costs(w, cfg, hw)
+def train_step(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, variant: np.ndarray | None = None
+) -> StepBreakdown:
+    """Evaluate every configuration in `cfg` for workload `w` on hardware `hw` (in runs of
+    EVAL_CHUNK_ROWS configurations).
+
+    `variant` (one integer per configuration) is given when `hw` carries per-configuration
+    efficiencies: configurations of one variant share them (`step_time_variants`)."""
+    parts = cfg.chunks()
+    if len(parts) <= 1:
+        return _train_step(w, cfg, hw, variant)
+    return StepBreakdown.concat(
+        [_train_step(w, cfg.take(p), hw.take(p), None if variant is None else variant[p]) for p in parts]
+    )
+
+
+def _train_step(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, variant: np.ndarray | None
+) -> StepBreakdown:
+    lc = _unique_layer_costs(w, cfg, hw, variant)
     # Layers per stage: the heaviest stage holds ceil(layers / pp) when they do not divide.
     # With vpp chunks per stage, each chunk holds ceil(layers / (pp vpp)).
     lps = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
@@ -361,3 +399,30 @@ def train_step(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> StepBrea
         gpus=cfg.gpus.astype(np.float64),
         peak_flops_per_s=hw.peak_flops_per_s,
     )
+
+
+def step_time_variants(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, variants: Sequence[Mapping[str, float]]
+) -> np.ndarray:
+    """Step time of every configuration under each variant of the hardware's figures, shape
+    (variants, configurations): the same model as `train_step(w, cfg, hw.with_overrides(**v))`
+    for each variant v, evaluated in one vectorised pass over the configurations repeated
+    once per variant (a sensitivity needs a dozen variants of a few hundred layouts, where
+    one call per variant would cost its fixed overhead a dozen times)."""
+    n, v = len(cfg), len(variants)
+    if v == 0 or n == 0:
+        return np.zeros((v, n))
+    names = sorted({k for var in variants for k in var})
+    per_row = {k: np.repeat([float(var.get(k, getattr(hw, k))) for var in variants], n) for k in names}
+    tiled = cfg.take(np.tile(np.arange(n), v))
+    st = train_step(w, tiled, hw.with_overrides(**per_row), variant=np.repeat(np.arange(v), n))
+    return st.step_time.reshape(v, n)
+
+
+def train_memory_only(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> TrainMemory:
+    """Memory per GPU of every configuration, without its step time: the search checks
+    every layout against memory first and times only those that fit. The same figures as
+    `train_step(w, cfg, hw).memory` (activations per distinct layer shape, then gathered)."""
+    _, first, inverse = np.unique(_layer_key(cfg), return_index=True, return_inverse=True)
+    kept, rebuilt = activation_per_token_layer_pair(w, cfg.take(first))
+    return train_memory(w, cfg, hw, act_per_token=(kept[inverse], rebuilt[inverse]))

@@ -23,6 +23,7 @@ and the model error's log-sigma grows with it, each step an independent error te
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ def position(
     return Position(accelerator, precision_class(precision), params, seq_len, tp * pp * dp * cp, mech)
 
 
+@functools.cache  # the shipped catalog is fixed for the process; the search asks for few pairs
 def _accelerator_step(a: str, b: str) -> float:
     if a == b:
         return 0.0
@@ -109,6 +111,26 @@ def distance_terms(p: Position, r: GroundRun) -> dict[str, float]:
     return {k: round(v, 3) for k, v in terms.items() if v > 0}
 
 
+def distance(p: Position, r: GroundRun) -> float:
+    """The sum of `distance_terms(p, r)`, term by term in the same order and rounding (so
+    the same float), without building the dict: the search asks for it per layout."""
+    total: float = 0  # as sum() of no terms: 0, not 0.0
+    for v in (
+        _accelerator_step(p.accelerator, r.accelerator),
+        0.0 if p.precision == r.precision else 1.0,
+        abs(math.log10(max(p.params, 1.0) / max(r.params, 1.0))),
+        abs(math.log2(p.seq_len / r.seq_len)) / 2.0,
+        abs(math.log2(p.gpus / r.gpus)) / 3.0 if r.gpus else 0.5,
+    ):
+        if v > 0:
+            total += round(v, 3)
+    for _ in p.mechanisms - r.mechanisms:
+        total += 1.0
+    for _ in r.mechanisms - p.mechanisms:
+        total += 0.5
+    return total
+
+
 def model_sigma(distance: float) -> float:
     return math.sqrt(SIGMA_VALIDATED**2 + SIGMA_PER_STEP**2 * max(distance, 0.0))
 
@@ -117,7 +139,7 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """Distance to the nearest validated runs, the model-error sigma it implies, and the
     mechanisms of the prediction that no validated run on a like accelerator exercised."""
     runs = [r for r in validated_runs() if r.id not in exclude]
-    scored = sorted(((sum(distance_terms(p, r).values()), r) for r in runs), key=lambda x: x[0])
+    scored = sorted(((distance(p, r), r) for r in runs), key=lambda x: x[0])
     if not scored:
         return {
             "distance": 6.0,
@@ -140,6 +162,14 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
         "method": "distance to the nearest validated public run (accelerator, precision, mechanisms, "
         f"size, sequence, scale); sigma^2 = {SIGMA_VALIDATED:.2f}^2 + {SIGMA_PER_STEP:.2f}^2 x distance",
     }
+
+
+@functools.cache
+def ground_sigma(p: Position) -> float:
+    """`ground_report(p)["sigma"]` over every validated run, remembered per position (the
+    search's risk ranking asks it for thousands of layouts that share few positions)."""
+    d = min((distance(p, r) for r in validated_runs()), default=None)
+    return model_sigma(6.0 if d is None else d)
 
 
 def serving_ground_report(

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.step import train_step
+from rightsize.perf.step import step_time_variants
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
-from rightsize.search.ground import ground_report, position
+from rightsize.search.ground import ground_sigma, position
 from rightsize.search.uncertainty import EFFICIENCY_RANGES, FD_STEP, MAX_EFFICIENCY, _capped, _triangular
 
 # Layouts per GPU count re-ranked by risk (the rest are slower at their base already).
@@ -36,6 +36,9 @@ def top_per_count(gpus: np.ndarray, step_time: np.ndarray, fits: np.ndarray, k: 
     idx = np.flatnonzero(fits)
     if idx.size == 0:
         return idx
+    g = gpus[idx]
+    if np.all(g[1:] >= g[:-1]):  # grouped by count already (as the search enumerates)
+        return _top_per_sorted_group(idx, g, step_time[idx], k)
     order = idx[np.lexsort((step_time[idx], gpus[idx]))]
     g = gpus[order]
     starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
@@ -43,20 +46,42 @@ def top_per_count(gpus: np.ndarray, step_time: np.ndarray, fits: np.ndarray, k: 
     return order[rank < k]
 
 
+def _top_per_sorted_group(idx: np.ndarray, g: np.ndarray, t: np.ndarray, k: int) -> np.ndarray:
+    """`top_per_count` where the counts `g` are already in order: per group, the k smallest
+    times, ties by position (as a stable sort), without sorting whole groups."""
+    bounds = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1, g.size]
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
+        seg = t[a:b]
+        if seg.size > k:  # every time up to the k-th smallest (all its ties), then a stable sort
+            kth = np.partition(seg, k - 1)[k - 1]
+            cand = np.flatnonzero(seg <= kth)
+        else:
+            cand = np.arange(seg.size)
+        out.append(a + cand[np.argsort(seg[cand], kind="stable")[:k]])
+    return idx[np.concatenate(out)]
+
+
 def risk_factors(
     w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, quantile: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """(quantile of step-time multiplier, model-error sigma) for each configuration of `cfg`."""
-    log_el = []
+    # Central differences of every efficiency, all variants in one vectorised pass.
+    steps: dict[str, tuple[float, float]] = {}
     for r in EFFICIENCY_RANGES:
         base = float(getattr(hw, r.field))
-        if base <= 0:
+        if base > 0:
+            steps[r.field] = (min(base * (1 + FD_STEP), MAX_EFFICIENCY), base * (1 - FD_STEP))
+    variants = [{f: x} for f, (hi, lo) in steps.items() for x in (hi, lo)]
+    times = step_time_variants(w, cfg, hw, variants)
+    log_el = []
+    for r in EFFICIENCY_RANGES:
+        if r.field not in steps:
             log_el.append(np.zeros(len(cfg)))
             continue
-        hi, lo = min(base * (1 + FD_STEP), MAX_EFFICIENCY), base * (1 - FD_STEP)
-        t_hi = train_step(w, cfg, hw.with_overrides(**{r.field: hi})).step_time
-        t_lo = train_step(w, cfg, hw.with_overrides(**{r.field: lo})).step_time
-        log_el.append((np.log(t_hi) - np.log(t_lo)) / (np.log(hi) - np.log(lo)))
+        hi, lo = steps[r.field]
+        j = 2 * list(steps).index(r.field)
+        log_el.append((np.log(times[j]) - np.log(times[j + 1])) / (np.log(hi) - np.log(lo)))
     el = np.stack(log_el)  # (fields, configs)
     rng = np.random.default_rng(RISK_SEED)
     mult = _capped(_triangular(rng, RISK_SAMPLES), hw)
@@ -69,7 +94,7 @@ def risk_factors(
 
 def _sigma(w: TrainWorkload, hw: Hardware, parallel: Mapping[str, object]) -> float:
     pos = position(w.arch, w.seq_len, w.precision, w.method, hw.accelerator_id, parallel)
-    return float(ground_report(pos)["sigma"])
+    return ground_sigma(pos)
 
 
 def pick_per_count(

@@ -8,10 +8,11 @@ materialises combinations that a rule already excludes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from rightsize.perf.memory import ZERO_STAGES
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
 from rightsize.spec.model import ModelArch
 from rightsize.spec.training import ParallelSettings
@@ -21,7 +22,7 @@ CP_OPTIONS = (1, 2, 4, 8, 16, 32)
 EP_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 MICRO_BATCH_OPTIONS = (1, 2, 4, 8, 16)
 VPP_OPTIONS = (1, 2, 3, 4, 6, 8)
-ZERO_OPTIONS = (0, 1, 2, 3)
+ZERO_OPTIONS = ZERO_STAGES
 # Context parallelism only pays off when each rank still holds a long chunk.
 MIN_TOKENS_PER_CP_RANK = 2048
 MAX_PP = 128
@@ -67,6 +68,55 @@ def _keep(cols: Columns, mask: np.ndarray) -> Columns:
     return {k: v[mask] for k, v in cols.items()}
 
 
+def _cross_where(
+    cols: Columns, name: str, options: np.ndarray, rule: Callable[[Columns], np.ndarray]
+) -> Columns:
+    """`_cross` followed by `_keep(rule)`, without materialising the rows the rule drops:
+    the rule sees each column as (n, 1) and the options as (1, k), so the same expressions
+    broadcast to the (n, k) mask; each row's kept children then follow it, in order."""
+    opts = np.asarray(options, dtype=np.float64)
+    n, k = len(next(iter(cols.values()))), opts.size
+    view = {key: v[:, None] for key, v in cols.items()}
+    view[name] = opts[None, :]
+    mask = np.broadcast_to(rule(view), (n, k))
+    counts = np.count_nonzero(mask, axis=1)
+    out = {key: np.repeat(v, counts) for key, v in cols.items()}
+    out[name] = np.broadcast_to(opts, (n, k))[mask]
+    return out
+
+
+# (rows, recompute options, ZeRO options) -> mask (rows, recompute, ZeRO) of the layouts kept.
+LayoutRule = Callable[[ParallelConfigs, np.ndarray, np.ndarray], np.ndarray]
+
+
+def _cross_recompute_zero(
+    cols: Columns, rc: np.ndarray, zero: np.ndarray, zero_fixed: bool, layout_ok: LayoutRule | None
+) -> tuple[Columns, int]:
+    """`_cross` by recompute, then by ZeRO stage, keeping only stage 0 on a single replica
+    (dp = 1) unless the stage is fixed, and only the layouts `layout_ok` accepts: the last
+    and largest crosses, so each row's children are chosen on a (rows, recompute, ZeRO)
+    mask first and every column repeated once. Returns (columns, valid layouts rejected
+    by `layout_ok`, counted but not built)."""
+    n = len(cols["tp"])
+    every_stage = (cols["dp"] > 1) | zero_fixed
+    valid = np.broadcast_to(every_stage[:, None, None] | (zero == 0)[None, None, :], (n, rc.size, zero.size))
+    mask = valid
+    if layout_ok is not None:
+        rows = ParallelConfigs(
+            **{k: cols[k] for k in _CONFIG_COLUMNS}, recompute=np.zeros(n), zero_stage=np.zeros(n)
+        )
+        mask = valid & layout_ok(rows, rc, zero)
+    counts = np.count_nonzero(mask.reshape(n, -1), axis=1)
+    out = {k: np.repeat(v, counts) for k, v in cols.items()}
+    kept = mask.reshape(n, -1)
+    out["recompute"] = np.broadcast_to(np.repeat(rc, zero.size), kept.shape)[kept]
+    out["zero_stage"] = np.broadcast_to(np.tile(zero, rc.size), kept.shape)[kept]
+    return out, int(np.count_nonzero(valid)) - int(counts.sum())
+
+
+_CONFIG_COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "sequence_parallel")
+
+
 def _fixed_or(fixed: int | None, options: Sequence[int] | np.ndarray) -> np.ndarray:
     return np.array([fixed], dtype=np.float64) if fixed is not None else np.asarray(options, dtype=np.float64)
 
@@ -80,6 +130,25 @@ def enumerate_configs(
     fixed: ParallelSettings,
 ) -> tuple[ParallelConfigs, np.ndarray]:
     """All valid configurations for the given GPU counts; returns (configs, gpus)."""
+    cfg, _ = enumerate_by_shape(arch, seq_len, global_batch, gpu_counts, domain_gpus, fixed)
+    return cfg, cfg.gpus
+
+
+def enumerate_by_shape(
+    arch: ModelArch,
+    seq_len: int,
+    global_batch: int,
+    gpu_counts: np.ndarray,
+    domain_gpus: int,
+    fixed: ParallelSettings,
+    layout_ok: LayoutRule | None = None,
+) -> tuple[ParallelConfigs, int]:
+    """All valid configurations that `layout_ok` accepts (all of them by default), and how
+    many valid configurations it rejected (counted, not built).
+
+    `layout_ok(rows, recompute, zero)` sees every other setting decided (`rows`, with
+    recompute and ZeRO 0) and returns a (rows, recompute, ZeRO) mask. Configurations come
+    grouped by GPU count, in the order of `gpu_counts`."""
     cols: Columns = {"gpus": np.asarray(gpu_counts, dtype=np.float64)}
     tp_opts = [t for t in TP_OPTIONS if t <= domain_gpus and arch.heads % t == 0]
     cols = _cross(cols, "tp", _fixed_or(fixed.tp, tp_opts))
@@ -96,44 +165,41 @@ def enumerate_configs(
     cols = _cross(cols, "ep", _fixed_or(fixed.ep, ep_opts))
     cols = _keep(cols, (cols["ep"] <= cols["dp"]) & (cols["dp"] % cols["ep"] == 0))
 
-    cols = _cross(cols, "micro_batch", _fixed_or(fixed.micro_batch, MICRO_BATCH_OPTIONS))
-    per_replica = global_batch / cols["dp"]
-    cols = _keep(cols, per_replica % cols["micro_batch"] == 0)
-    cols = _cross(cols, "vpp", _fixed_or(fixed.vpp, VPP_OPTIONS))
-    micro_batches = global_batch / (cols["dp"] * cols["micro_batch"])
-    # Interleaving needs a layer per chunk (or the embedding and the loss in chunks of their
-    # own, as Megatron-Core's account_for_embedding/loss_in_pipeline_split lays out 126 layers
-    # as PP16 x VP8: 128 chunks) and at least pp micro-batches in flight; uneven chunks are
-    # allowed (the heaviest stage is charged its ceil share).
-    interleaved_ok = (
-        (cols["pp"] > 1) & (cols["pp"] * cols["vpp"] <= arch.layers + 2) & (micro_batches >= cols["pp"])
+    cols = _cross_where(
+        cols,
+        "micro_batch",
+        _fixed_or(fixed.micro_batch, MICRO_BATCH_OPTIONS),
+        lambda c: (global_batch / c["dp"]) % c["micro_batch"] == 0,
     )
-    if fixed.vpp is None:  # a planner proposes even chunks; a user may fix uneven ones
-        interleaved_ok &= (arch.layers % (cols["pp"] * cols["vpp"]) == 0) | (
-            cols["vpp"] * np.ceil(arch.layers / (cols["pp"] * cols["vpp"]))
-            <= np.ceil(arch.layers / cols["pp"]) + 1
-        )
-    cols = _keep(cols, (cols["vpp"] == 1) | interleaved_ok)
 
-    rc = [RECOMPUTE_CODES[fixed.recompute]] if fixed.recompute is not None else list(RECOMPUTE_CODES.values())
-    cols = _cross(cols, "recompute", np.array(rc))
-    cols = _cross(cols, "zero_stage", _fixed_or(fixed.zero_stage, ZERO_OPTIONS))
-    # ZeRO stages are all the same thing on a single replica.
-    cols = _keep(cols, (cols["dp"] > 1) | (cols["zero_stage"] == 0) | (fixed.zero_stage is not None))
+    def interleaving(c: Columns) -> np.ndarray:
+        # Interleaving needs a layer per chunk (or the embedding and the loss in chunks of
+        # their own, as Megatron-Core's account_for_embedding/loss_in_pipeline_split lays out
+        # 126 layers as PP16 x VP8: 128 chunks) and at least pp micro-batches in flight;
+        # uneven chunks are allowed (the heaviest stage is charged its ceil share).
+        micro_batches = global_batch / (c["dp"] * c["micro_batch"])
+        ok = (c["pp"] > 1) & (c["pp"] * c["vpp"] <= arch.layers + 2) & (micro_batches >= c["pp"])
+        if fixed.vpp is None:  # a planner proposes even chunks; a user may fix uneven ones
+            ok &= (arch.layers % (c["pp"] * c["vpp"]) == 0) | (
+                c["vpp"] * np.ceil(arch.layers / (c["pp"] * c["vpp"])) <= np.ceil(arch.layers / c["pp"]) + 1
+            )
+        return (c["vpp"] == 1) | ok
+
+    cols = _cross_where(cols, "vpp", _fixed_or(fixed.vpp, VPP_OPTIONS), interleaving)
+
     if fixed.sequence_parallel is None:
         sp = cols["tp"] > 1  # never worse when tp > 1: same traffic, less memory and work
     else:
         sp = np.full(len(cols["tp"]), fixed.sequence_parallel) & (cols["tp"] > 1)
-    cfg = ParallelConfigs(
-        tp=cols["tp"],
-        pp=cols["pp"],
-        dp=cols["dp"],
-        cp=cols["cp"],
-        ep=cols["ep"],
-        vpp=cols["vpp"],
-        micro_batch=cols["micro_batch"],
-        recompute=cols["recompute"],
-        sequence_parallel=sp,
-        zero_stage=cols["zero_stage"],
+    cols["sequence_parallel"] = sp
+    rc = [RECOMPUTE_CODES[fixed.recompute]] if fixed.recompute is not None else list(RECOMPUTE_CODES.values())
+    # ZeRO stages are all the same thing on a single replica.
+    cols, excluded = _cross_recompute_zero(
+        cols,
+        np.array(rc, dtype=np.float64),
+        _fixed_or(fixed.zero_stage, ZERO_OPTIONS),
+        fixed.zero_stage is not None,
+        layout_ok,
     )
-    return cfg, cols["gpus"]
+    cfg = ParallelConfigs(**{k: cols[k] for k in (*_CONFIG_COLUMNS, "recompute", "zero_stage")})
+    return cfg, excluded

@@ -7,7 +7,9 @@ objective under the deadline. Enumerate, cost, solve; reporting is elsewhere.
 from __future__ import annotations
 
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +20,9 @@ from rightsize.catalog.reliability import reliability
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION
+from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION, memory_grid
 from rightsize.perf.reliability import checkpoint_bytes, goodput
-from rightsize.perf.step import StepBreakdown, train_step
+from rightsize.perf.step import StepBreakdown, train_memory_only, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
@@ -30,7 +32,7 @@ from rightsize.search.layout_check import LayoutRejection, no_layout_reason
 from rightsize.search.pareto import pareto_front
 from rightsize.search.risk import P50, P90, pick_per_count
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
-from rightsize.search.space import enumerate_configs, gpu_count_candidates
+from rightsize.search.space import enumerate_by_shape, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
 from rightsize.spec.training import TrainingSpec
 
@@ -40,6 +42,11 @@ MAX_GPUS = 32768
 # far as each GPU keeps at least this share of the best per-GPU throughput (the knee
 # of the scaling curve): the policy's default utilisation target, 80%.
 UTILISATION_TARGET = 0.8
+# A layout is rejected while enumerating only when its memory exceeds the usable memory
+# by more than rounding (`memory_grid` adds the same terms in another order).
+MEMORY_CUT_MARGIN = 1e-9
+# Threads that evaluate accelerators side by side (at most the machine's cores).
+SEARCH_THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass
@@ -130,12 +137,17 @@ def _cloud_cost(acc_id: str, gpus: int, gpus_per_node: int, seconds: float | Non
 
 @dataclass
 class _Evaluated:
+    """One accelerator's layouts: `cfg` and `st` hold those that may fit in memory
+    (indices refer to them; `st.memory.fits` says which do)."""
+
     acc: Accelerator
     node: NodeType
     hw: Hardware
     cfg: ParallelConfigs
     st: StepBreakdown
     best_idx: np.ndarray
+    counts: np.ndarray  # the GPU counts searched
+    n_configs: int  # every layout of the space: rejected on memory (alone or by shape), or timed
     risk: dict[int, float] = field(default_factory=dict)  # config index -> risk factor
     quantile: float = P50
 
@@ -149,31 +161,51 @@ def _evaluate_accelerator(
     counts: np.ndarray,
     quantile: float = P50,
 ) -> _Evaluated | str:
-    cfg, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
-    if len(cfg) == 0:
+    # Every layout's memory is evaluated as it is enumerated (by parts, `memory_grid`);
+    # those that cannot fit are counted and rejected, not built, and only the rest are
+    # timed: most of a large model's layouts do not fit.
+    usable = hw.hbm_bytes * ALLOCATOR_USABLE_FRACTION * (1.0 + MEMORY_CUT_MARGIN)
+    cfg, excluded = enumerate_by_shape(
+        w.arch,
+        w.seq_len,
+        w.global_batch,
+        counts,
+        hw.domain_gpus,
+        spec.parallel,
+        lambda rows, rc, zero: memory_grid(w, rows, rc, zero) <= usable,
+    )
+    if len(cfg) + excluded == 0:
         gpus = int(counts[0]) if len(counts) == 1 else None
         what, why, _ = no_layout_reason(
             w.arch, w.seq_len, w.global_batch, gpus, hw.domain_gpus, spec.parallel
         )
         return LayoutRejection(f"{what} {why}")
-    st = train_step(w, cfg, hw)
+    st = train_step(w, cfg, hw)  # its exact memory decides the layouts at the margin
     # Per GPU count, the layout with the lowest risk-aware step time (search.risk).
     best, risk = pick_per_count(w, cfg, hw, st.step_time, st.memory.fits, quantile)
-    return _Evaluated(acc, node, hw, cfg, st, best, risk, quantile)
+    return _Evaluated(acc, node, hw, cfg, st, best, counts, len(cfg) + excluded, risk, quantile)
 
 
-def _smallest_memory_hint(evaluated: list[_Evaluated]) -> str:
+def _smallest_memory_hint(evaluated: list[_Evaluated], w: TrainWorkload, spec: TrainingSpec) -> str:
+    """The smallest footprint of any layout (every layout built and its memory evaluated
+    again: only when nothing fits)."""
     best = None
     for ev in evaluated:
-        i = int(np.argmin(ev.st.memory.total))
-        need = float(ev.st.memory.total[i])
+        every, _ = enumerate_by_shape(
+            w.arch, w.seq_len, w.global_batch, ev.counts, ev.hw.domain_gpus, spec.parallel
+        )
+        total = train_memory_only(w, every, ev.hw).total
+        if total.size == 0:
+            continue
+        i = int(np.argmin(total))
+        need = float(total[i])
         usable = ev.hw.hbm_bytes * ALLOCATOR_USABLE_FRACTION
         if best is None or need / usable < best[0]:
-            best = (need / usable, ev, i, need, usable)
+            best = (need / usable, ev, every.row(i), need, usable)
     if best is None:
         return ""
-    _, ev, i, need, usable = best
-    layout = ", ".join(f"{k}={v}" for k, v in ev.cfg.row(i).items())
+    _, ev, row, need, usable = best
+    layout = ", ".join(f"{k}={v}" for k, v in row.items())
     return (
         f"The smallest footprint found is {need / GiB:.1f} GiB per GPU on {ev.acc.id} ({layout}), "
         f"against {usable / GiB:.1f} GiB usable"
@@ -193,6 +225,7 @@ def _evaluate_all(
     rejected: list[Rejection] = []
     evaluated: list[_Evaluated] = []
     n_configs = 0
+    tasks: list[tuple[Accelerator, NodeType, Hardware, np.ndarray] | Rejection] = []
     for acc_id in ids:
         acc = get_accelerator(acc_id)
         node = get_node(tgt.node) if tgt.node else node_for(acc.id)
@@ -203,7 +236,7 @@ def _evaluate_all(
                 "Remove targets.node, or allow only that node's accelerator.",
             )
         if not acc.supports(w.precision):
-            rejected.append(Rejection(acc.id, f"has no {w.precision} support"))
+            tasks.append(Rejection(acc.id, f"has no {w.precision} support"))
             continue
         hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
         counts = (
@@ -213,14 +246,33 @@ def _evaluate_all(
                 node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
             )
         )
-        ev = _evaluate_accelerator(spec, w, acc, node, hw, counts, quantile)
-        if isinstance(ev, str):
-            rejected.append(Rejection(acc.id, ev))
+        tasks.append((acc, node, hw, counts))
+
+    # Accelerators are independent, and numpy releases the GIL inside its array loops:
+    # evaluating them on a few threads uses the machine's cores (results in input order).
+    def run(
+        t: tuple[Accelerator, NodeType, Hardware, np.ndarray] | Rejection,
+    ) -> _Evaluated | str | Rejection:
+        return t if isinstance(t, Rejection) else _evaluate_accelerator(spec, w, *t, quantile)
+
+    threads = min(SEARCH_THREADS, len(tasks))
+    if threads <= 1:
+        results = [run(t) for t in tasks]
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            results = list(pool.map(run, tasks))
+    for task, ev in zip(tasks, results, strict=True):
+        if isinstance(ev, Rejection):
+            rejected.append(ev)
             continue
-        n_configs += len(ev.cfg)
+        assert isinstance(task, tuple)
+        if isinstance(ev, str):
+            rejected.append(Rejection(task[0].id, ev))
+            continue
+        n_configs += ev.n_configs
         evaluated.append(ev)
         if ev.best_idx.size == 0:
-            rejected.append(Rejection(acc.id, "no layout fits in its memory"))
+            rejected.append(Rejection(task[0].id, "no layout fits in its memory"))
     return evaluated, rejected, n_configs
 
 
@@ -279,7 +331,7 @@ def plan_training(
         domain = get_accelerator(layout_rejected[0].accelerator).scaleup_domain_gpus
         raise BadInput(*no_layout_reason(w.arch, w.seq_len, w.global_batch, tgt.gpus, domain, spec.parallel))
     if not options:
-        hint = _smallest_memory_hint(evaluated)
+        hint = _smallest_memory_hint(evaluated, w, spec)
         raise Infeasible(
             f"No configuration of {spec.model.name} fits in memory on {', '.join(ids)}.",
             (hint + ".") if hint else "Every layout was rejected.",
