@@ -1,12 +1,16 @@
-"""Search speed on one core, end to end first: the Llama 3.1 405B training search over every
-catalog accelerator (enumerate, evaluate, keep the feasible, rank, build the candidates),
-configurations per second over its whole wall time. Then the evaluator alone (`train_step`
-on an already enumerated space, and on a million random layouts), which leaves out the
-enumeration and the ranking and so reads about twice the end-to-end rate: it is labelled
-`evaluator_only_*` for that reason.
+"""Search speed, end to end first: the Llama 3.1 405B training search over every catalog
+accelerator (enumerate, check every layout against memory, time those that fit, rank by
+risk, build the candidates), configurations per second over its whole wall time, on one
+thread and on the search's default threads (one per core, at most 4).
 
-Run: `python benchmarks/bench_search.py` (prints JSON). numpy's element-wise kernels
-run on one thread, so this measures one core.
+Two rates, so neither is read for the other: `space_configs_per_s` counts every layout of
+the space (each is checked against memory while it is enumerated; the ones that cannot fit
+are counted there and never built), `timed_configs_per_s` only those the step model timed.
+Then the evaluator alone (`train_step` on an already enumerated space, and on a million
+random layouts), which leaves out enumeration and ranking: labelled `evaluator_only_*`.
+
+Run: `python benchmarks/bench_search.py` (prints JSON). numpy's element-wise kernels run
+on one thread each.
 """
 
 from __future__ import annotations
@@ -77,21 +81,37 @@ def random_space_configs_per_second(n: int = 1_000_000) -> dict[str, float]:
     return {"configs": float(n), "seconds": dt, "configs_per_s": n / dt}
 
 
-def plan_405b_seconds(repeats: int = 3) -> dict[str, float]:
-    """End to end: the whole training search, best of `repeats` after a warm-up run."""
-    spec = load_spec(EXAMPLES / "llama3.1-405b-pretrain.yaml")
-    plan = plan_training(spec)  # warm-up: catalog files, imports
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        plan = plan_training(spec)
-        best = min(best, time.perf_counter() - t0)
-    n = float(plan.configs_evaluated)
-    return {"seconds": best, "configs_evaluated": n, "configs_per_s": n / best}
+def plan_405b_seconds(repeats: int = 3, threads: int | None = None) -> dict[str, float]:
+    """End to end: the whole training search, best of `repeats` after a warm-up run, on
+    `threads` (the search's default when None)."""
+    from rightsize.search import train
+
+    default = train.SEARCH_THREADS
+    train.SEARCH_THREADS = threads or default
+    try:
+        spec = load_spec(EXAMPLES / "llama3.1-405b-pretrain.yaml")
+        plan = plan_training(spec)  # warm-up: catalog files, imports
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            plan = plan_training(spec)
+            best = min(best, time.perf_counter() - t0)
+    finally:
+        train.SEARCH_THREADS = default
+    n, timed = float(plan.configs_evaluated), float(plan.configs_timed)
+    return {
+        "threads": float(threads or default),
+        "seconds": best,
+        "configs_in_space": n,
+        "configs_timed": timed,
+        "space_configs_per_s": n / best,
+        "timed_configs_per_s": timed / best,
+    }
 
 
 if __name__ == "__main__":
     result = {
+        "end_to_end_search_llama3.1_405b_one_thread": plan_405b_seconds(threads=1),
         "end_to_end_search_llama3.1_405b": plan_405b_seconds(),
         "evaluator_only_enumerated_space": configs_per_second(),
         "evaluator_only_random_space": random_space_configs_per_second(),

@@ -245,7 +245,7 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
         Section(
             "search",
             "Search",
-            text=[f"Searched {plan.configs_evaluated:,} configurations in {plan.search_seconds:.2f} s."],
+            text=[plan.search_summary()],
         )
     )
     return doc

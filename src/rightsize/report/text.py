@@ -116,5 +116,5 @@ def render_plan(plan: TrainingPlan, title: str = "Plan") -> str:
             out.append(f"  {c.gpus:>6} x {c.accelerator:<14} {_fmt_days(c.time_to_train_s):>10}  {gh}")
     if plan.assumptions:
         out += ["", "Assumed:"] + [f"  - {a}" for a in plan.assumptions]
-    out += ["", f"Searched {plan.configs_evaluated:,} configurations in {plan.search_seconds:.2f} s."]
+    out += ["", plan.search_summary()]
     return "\n".join(out)

@@ -69,7 +69,7 @@ class TrainingPlan:
     pareto: list[Candidate]
     rejected: list[Rejection]
     assumptions: list[str]
-    configs_evaluated: int
+    configs_evaluated: int  # every layout of the space, each checked against memory
     search_seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
     # Filled after the search: what the chosen configuration asks of the infrastructure,
@@ -77,6 +77,16 @@ class TrainingPlan:
     demand: Demand | None = None
     sizing: Any = None
     uncertainty: dict[str, Any] | None = None  # P10/P50/P90 from search.uncertainty
+    configs_timed: int = 0  # of those, the ones that fit in memory and the step model timed
+
+    def search_summary(self) -> str:
+        """What the search did, in one sentence (the reports' last line)."""
+        timed = (
+            f": each checked against memory, the {self.configs_timed:,} that fit timed"
+            if self.configs_timed
+            else ""
+        )
+        return f"Searched {self.configs_evaluated:,} configurations in {self.search_seconds:.2f} s{timed}."
 
 
 def workload_from_spec(spec: TrainingSpec) -> TrainWorkload:
@@ -147,7 +157,7 @@ class _Evaluated:
     st: StepBreakdown
     best_idx: np.ndarray
     counts: np.ndarray  # the GPU counts searched
-    n_configs: int  # every layout of the space: rejected on memory (alone or by shape), or timed
+    n_configs: int  # every layout of the space: rejected on memory while enumerated, or timed
     risk: dict[int, float] = field(default_factory=dict)  # config index -> risk factor
     quantile: float = P50
 
@@ -218,13 +228,14 @@ def _evaluate_all(
     ids: list[str],
     hw_overrides: dict[str, dict[str, float]] | None,
     quantile: float = P50,
-) -> tuple[list[_Evaluated], list[Rejection], int]:
+) -> tuple[list[_Evaluated], list[Rejection], tuple[int, int]]:
     """Every allowed accelerator's layouts over its GPU counts, evaluated; the accelerators
-    that cannot run the workload, with why; and how many configurations were evaluated."""
+    that cannot run the workload, with why; and how many configurations were evaluated
+    (all, and those timed)."""
     tgt = spec.targets
     rejected: list[Rejection] = []
     evaluated: list[_Evaluated] = []
-    n_configs = 0
+    n_configs = n_timed = 0
     tasks: list[tuple[Accelerator, NodeType, Hardware, np.ndarray] | Rejection] = []
     for acc_id in ids:
         acc = get_accelerator(acc_id)
@@ -270,10 +281,11 @@ def _evaluate_all(
             rejected.append(Rejection(task[0].id, ev))
             continue
         n_configs += ev.n_configs
+        n_timed += len(ev.cfg)
         evaluated.append(ev)
         if ev.best_idx.size == 0:
             rejected.append(Rejection(task[0].id, "no layout fits in its memory"))
-    return evaluated, rejected, n_configs
+    return evaluated, rejected, (n_configs, n_timed)
 
 
 def plan_training(
@@ -319,7 +331,7 @@ def plan_training(
         "(efficiency spread and distance from validated runs), not by the optimistic base value."
     )
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    evaluated, rejected, n_configs = _evaluate_all(spec, w, ids, hw_overrides, quantile)
+    evaluated, rejected, (n_configs, n_timed) = _evaluate_all(spec, w, ids, hw_overrides, quantile)
     options: list[tuple[Candidate, _Evaluated, int]] = []
     for ev in evaluated:
         for i in ev.best_idx:
@@ -416,6 +428,7 @@ def plan_training(
         rejected=rejected,
         assumptions=assumptions,
         configs_evaluated=n_configs,
+        configs_timed=n_timed,
         search_seconds=time.perf_counter() - started,
         demand=demand,
         extra=extra,
