@@ -149,7 +149,12 @@ class ParallelConfigs:
 
     def take(self, index: np.ndarray | int | slice) -> ParallelConfigs:
         idx = index if isinstance(index, slice) else np.atleast_1d(np.asarray(index))
-        return ParallelConfigs(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+        # The columns are already of their dtype and one length: skip __post_init__'s
+        # conversions (the search takes subsets hundreds of times).
+        out = object.__new__(ParallelConfigs)
+        for f in fields(self):
+            setattr(out, f.name, np.ascontiguousarray(getattr(self, f.name)[idx]))
+        return out
 
     def chunks(self) -> list[slice]:
         """The configurations in runs of at most EVAL_CHUNK_ROWS (see there)."""

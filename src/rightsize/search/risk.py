@@ -14,8 +14,6 @@ wins: the median (P50) normally, the P90 when a deadline must be met.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from rightsize.perf.hardware import Hardware
@@ -86,15 +84,23 @@ def risk_factors(
     rng = np.random.default_rng(RISK_SEED)
     mult = _capped(_triangular(rng, RISK_SAMPLES), hw)
     log_m = np.stack([np.log(mult[r.field]) for r in EFFICIENCY_RANGES])  # (fields, samples)
-    sigma = np.array([_sigma(w, hw, cfg.row(i)) for i in range(len(cfg))])
+    sigma = _sigmas(w, hw, cfg)
     z = rng.standard_normal(RISK_SAMPLES)
     log_k = el.T @ log_m + sigma[:, None] * z[None, :]
     return np.exp(np.quantile(log_k, quantile, axis=1)), sigma
 
 
-def _sigma(w: TrainWorkload, hw: Hardware, parallel: Mapping[str, object]) -> float:
-    pos = position(w.arch, w.seq_len, w.precision, w.method, hw.accelerator_id, parallel)
-    return ground_sigma(pos)
+def _sigmas(w: TrainWorkload, hw: Hardware, cfg: ParallelConfigs) -> np.ndarray:
+    """Each configuration's model-error sigma from its distance to validated ground."""
+    names = ("tp", "pp", "dp", "cp", "vpp", "zero_stage")
+    columns = [getattr(cfg, k).astype(int).tolist() for k in names]
+    out = []
+    for values in zip(*columns, strict=True):
+        parallel = dict(zip(names, values, strict=True))
+        out.append(
+            ground_sigma(position(w.arch, w.seq_len, w.precision, w.method, hw.accelerator_id, parallel))
+        )
+    return np.array(out)
 
 
 def pick_per_count(
