@@ -288,15 +288,23 @@ def _evaluate_all(
     return evaluated, rejected, (n_configs, n_timed)
 
 
-def plan_training(
-    spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] | None = None
-) -> TrainingPlan:
-    """Search accelerators x GPU counts x parallel layouts for the spec's objective."""
-    started = time.perf_counter()
-    w = workload_from_spec(spec)
+Option = tuple[Candidate, _Evaluated, int]  # a candidate, its accelerator's evaluation, its index
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """The time budget of a training search and how it ranks."""
+
+    bare_deadline: float | None  # as the user gave it (or the recurring job's turnaround)
+    deadline: float | None  # planned: the bare deadline less the safety margin
+    margin: float
+    knee: bool  # neither a deadline nor a GPU count: scale to the knee of the scaling curve
+    quantile: float  # of step time that ranks layouts: P90 under a deadline, else P50
+
+
+def _budget(spec: TrainingSpec, assumptions: list[str]) -> _Budget:
+    """The deadline, margin and ranking quantile of the spec, with the assumptions they bring."""
     tgt = spec.targets
-    assumptions: list[str] = []
-    train_tokens = spec.training.train_tokens
     schedule = spec.infrastructure.schedule
     bare_deadline = tgt.deadline_s or (schedule.turnaround if schedule else None)
     margin = margins_of(spec).safety_margin
@@ -309,7 +317,7 @@ def plan_training(
             f"Safety margin {margin:.0%} on the time budget: the plan aims to finish within "
             f"{_span(deadline)} of the {_span(bare_deadline)}."
         )
-    if tgt.gpus is None and train_tokens is None:
+    if tgt.gpus is None and spec.training.train_tokens is None:
         raise BadInput(
             "Nothing to size against: neither a GPU count nor a run length was given.",
             "Without targets.gpus the planner needs training.train_tokens to compare cluster sizes.",
@@ -323,25 +331,35 @@ def plan_training(
         )
     if not spec.training.flash_attention:
         assumptions.append("Attention without flash attention: s x s scores are materialised.")
-
     # Rank by the median step time, or by its P90 when a deadline must be met.
-    quantile = P90 if deadline else P50
     assumptions.append(
         f"Layouts and clusters are ranked by the {'P90' if deadline else 'P50'} of their step time "
         "(efficiency spread and distance from validated runs), not by the optimistic base value."
     )
-    ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    evaluated, rejected, (n_configs, n_timed) = _evaluate_all(spec, w, ids, hw_overrides, quantile)
-    options: list[tuple[Candidate, _Evaluated, int]] = []
+    return _Budget(bare_deadline, deadline, margin, knee, P90 if deadline else P50)
+
+
+def _options(
+    spec: TrainingSpec,
+    w: TrainWorkload,
+    ids: list[str],
+    evaluated: list[_Evaluated],
+    rejected: list[Rejection],
+) -> list[Option]:
+    """The best layout of each (accelerator, GPU count) as a candidate; `BadInput` when no
+    layout is valid at all, `Infeasible` when none fits in memory."""
+    options: list[Option] = []
     for ev in evaluated:
         for i in ev.best_idx:
             risk = (ev.risk.get(int(i), 1.0), ev.quantile)
-            c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, train_tokens, risk)
+            c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, spec.training.train_tokens, risk)
             options.append((c, ev, int(i)))
     layout_rejected = [r for r in rejected if isinstance(r.reason, LayoutRejection)]
     if not evaluated and layout_rejected:  # the real cause is a divisibility rule, never memory
         domain = get_accelerator(layout_rejected[0].accelerator).scaleup_domain_gpus
-        raise BadInput(*no_layout_reason(w.arch, w.seq_len, w.global_batch, tgt.gpus, domain, spec.parallel))
+        raise BadInput(
+            *no_layout_reason(w.arch, w.seq_len, w.global_batch, spec.targets.gpus, domain, spec.parallel)
+        )
     if not options:
         hint = _smallest_memory_hint(evaluated, w, spec)
         raise Infeasible(
@@ -350,40 +368,50 @@ def plan_training(
             "Allow an accelerator with more memory, allow more GPUs (larger tp/pp shard the model further), "
             "or shorten training.seq_len / the micro-batch.",
         )
-    cap = spec.infrastructure.facility.power_cap_w
-    options = under_power_cap(options, lambda o: o[0].gpus, lambda o: o[1].node, spec, assumptions)
-    if knee:
-        options = _knee(options)
+    return options
+
+
+def _in_time(spec: TrainingSpec, options: list[Option], budget: _Budget, ids: list[str]) -> list[Option]:
+    """The options that meet the planned deadline; `Infeasible` with the deadline that
+    would do when none does."""
+    deadline = budget.deadline
     in_time = [o for o in options if deadline is None or (o[0].time_to_train_s or 0.0) <= deadline]
-    if not in_time:
-        fastest = min(options, key=lambda o: o[0].time_to_train_s or math.inf)[0]
-        assert fastest.time_to_train_s is not None and deadline is not None
-        assert bare_deadline is not None
-        need_days = math.ceil(fastest.time_to_train_s * (1.0 + margin) / DAY_S)
-        raise Infeasible(
-            f"The deadline of {bare_deadline / DAY_S:.1f} days (planned to {deadline / DAY_S:.1f} days with the "
-            f"{margin:.0%} safety margin) cannot be met with {', '.join(ids)}.",
-            f"The fastest plan found takes {fastest.time_to_train_s / DAY_S:.1f} days "
-            f"({fastest.gpus} x {fastest.accelerator}, MFU {fastest.mfu:.0%}).",
-            f"Extend targets.deadline to at least {need_days}d (or lower "
-            "infrastructure.margins.safety_margin), reduce training.train_tokens, or allow a faster accelerator"
-            + (
-                " or a higher infrastructure.facility.power_cap (it limits the cluster size)." if cap else "."
-            ),
-        )
-    objective = tgt.objective
+    if in_time:
+        return in_time
+    fastest = min(options, key=lambda o: o[0].time_to_train_s or math.inf)[0]
+    assert fastest.time_to_train_s is not None and deadline is not None
+    assert budget.bare_deadline is not None
+    need_days = math.ceil(fastest.time_to_train_s * (1.0 + budget.margin) / DAY_S)
+    capped = spec.infrastructure.facility.power_cap_w
+    raise Infeasible(
+        f"The deadline of {budget.bare_deadline / DAY_S:.1f} days (planned to {deadline / DAY_S:.1f} days with "
+        f"the {budget.margin:.0%} safety margin) cannot be met with {', '.join(ids)}.",
+        f"The fastest plan found takes {fastest.time_to_train_s / DAY_S:.1f} days "
+        f"({fastest.gpus} x {fastest.accelerator}, MFU {fastest.mfu:.0%}).",
+        f"Extend targets.deadline to at least {need_days}d (or lower "
+        "infrastructure.margins.safety_margin), reduce training.train_tokens, or allow a faster accelerator"
+        + (" or a higher infrastructure.facility.power_cap (it limits the cluster size)." if capped else "."),
+    )
+
+
+def _ranked(
+    in_time: list[Option],
+    objective: str,
+    evaluated: list[_Evaluated],
+    rejected: list[Rejection],
+    deadline: float | None,
+    assumptions: list[str],
+) -> tuple[Option, list[tuple[Candidate, str]]]:
+    """The winner by the objective, the best of each other accelerator with why it lost;
+    the accelerators with no option left join `rejected`, with why."""
     unpriced: list[str] = []
     if objective == "cost":
         in_time, unpriced = keep_priced(in_time, lambda o: o[0].cost_usd, lambda o: o[0].accelerator)
         assumptions.append(
             "Cost is the on-demand cloud price per GPU-hour in effect (catalog or user prices)."
         )
-
-    def key(o: tuple[Candidate, _Evaluated, int]) -> tuple[float, float]:
-        return (o[0].objective(objective), o[0].step_time_s)
-
-    in_time.sort(key=key)
-    best, best_ev, best_i = in_time[0]
+    in_time = sorted(in_time, key=lambda o: (o[0].objective(objective), o[0].step_time_s))
+    best = in_time[0][0]
     alternatives: list[tuple[Candidate, str]] = []
     seen = {best.accelerator}
     for c, _, _ in in_time[1:]:
@@ -391,36 +419,48 @@ def plan_training(
             seen.add(c.accelerator)
             alternatives.append((c, explain_difference(c, best, objective)))
     rejected.extend(Rejection(a, no_price_reason(a)) for a in unpriced)
+    why = f"no layout meets the {deadline / DAY_S:.0f}-day deadline" if deadline else "no feasible layout"
     for ev in evaluated:
         if ev.acc.id not in seen and ev.acc.id not in unpriced and ev.best_idx.size:
-            rejected.append(
-                Rejection(
-                    ev.acc.id,
-                    f"no layout meets the {deadline / DAY_S:.0f}-day deadline"
-                    if deadline
-                    else "no feasible layout",
-                )
-            )
-    runner = _runner_up_layout(best_ev, best_i, w, train_tokens, best, objective)
+            rejected.append(Rejection(ev.acc.id, why))
+    return in_time[0], alternatives
+
+
+def plan_training(
+    spec: TrainingSpec, hw_overrides: dict[str, dict[str, float]] | None = None
+) -> TrainingPlan:
+    """Search accelerators x GPU counts x parallel layouts for the spec's objective."""
+    started = time.perf_counter()
+    w = workload_from_spec(spec)
+    assumptions: list[str] = []
+    budget = _budget(spec, assumptions)
+    tgt = spec.targets
+    ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
+    evaluated, rejected, (n_configs, n_timed) = _evaluate_all(spec, w, ids, hw_overrides, budget.quantile)
+    options = _options(spec, w, ids, evaluated, rejected)
+    options = under_power_cap(options, lambda o: o[0].gpus, lambda o: o[1].node, spec, assumptions)
+    if budget.knee:
+        options = _knee(options)
+    in_time = _in_time(spec, options, budget, ids)
+    (best, best_ev, best_i), alternatives = _ranked(
+        in_time, tgt.objective, evaluated, rejected, budget.deadline, assumptions
+    )
+    runner = _runner_up_layout(best_ev, best_i, w, spec.training.train_tokens, best, tgt.objective)
     front = pareto_front([o[0] for o in options])
     demand = training_demand(spec, w, best_ev.cfg, best_i, best_ev.hw, best)
+    bare = budget.bare_deadline
     base = [
         o[0]
         for o in options
         if o[0].accelerator == best.accelerator
-        and bare_deadline is not None
-        and (o[0].time_to_train_s or math.inf) <= bare_deadline
+        and bare is not None
+        and (o[0].time_to_train_s or math.inf) <= bare
     ]
-    extra = {
-        "bare_deadline_s": bare_deadline,
-        "safety_margin": margin,
-        "base_gpus": min((c.gpus for c in base), default=None),
-    }
     return TrainingPlan(
         name=spec.name or spec.model.name,
         model=spec.model.name,
-        objective=objective,
-        deadline_s=deadline,
+        objective=tgt.objective,
+        deadline_s=budget.deadline,
         best=best,
         alternatives=alternatives,
         runner_up_layout=runner,
@@ -431,11 +471,15 @@ def plan_training(
         configs_timed=n_timed,
         search_seconds=time.perf_counter() - started,
         demand=demand,
-        extra=extra,
+        extra={
+            "bare_deadline_s": bare,
+            "safety_margin": budget.margin,
+            "base_gpus": min((c.gpus for c in base), default=None),
+        },
     )
 
 
-def _knee(options: list[tuple[Candidate, _Evaluated, int]]) -> list[tuple[Candidate, _Evaluated, int]]:
+def _knee(options: list[Option]) -> list[Option]:
     """Per accelerator, the fastest count whose per-GPU throughput stays within the
     utilisation target of that accelerator's best."""
     picked = []
