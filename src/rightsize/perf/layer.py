@@ -373,6 +373,53 @@ def _tp_exposed(comm: np.ndarray, gemm: np.ndarray, t: np.ndarray, hw: Hardware)
     return comm - hidden + TP_OVERLAP_INTERFERENCE * hidden
 
 
+def _moe_mlp_times(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, rows: np.ndarray, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) seconds of a mixture-of-experts layer's MLPs on one GPU: its
+    local experts at the busiest GPU's load, the shared experts, and the router."""
+    arch, eb, wgrad = w.arch, w.gemm_elem_bytes, not w.frozen_base
+    h, mats = float(arch.hidden), mlp_matrices(arch)
+    f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
+    k = float(arch.experts_per_token)
+    local_experts = arch.experts / cfg.ep
+    # Each GPU receives, on average, its share of the EP group's routed tokens; the
+    # busiest one (which the others wait for) its load factor times that.
+    rows_per_expert = rows * k * cfg.ep / arch.experts * moe_load_factor(w, cfg)
+    e_f, e_b = _mlp_times(rows_per_expert, h, f_e, t, mats, hw, eb, wgrad)
+    mlp_f, mlp_b = e_f * local_experts, e_b * local_experts
+    if arch.shared_experts:
+        s_f, s_b = _mlp_times(rows, h, f_e * arch.shared_experts, t, mats, hw, eb, wgrad)
+        mlp_f, mlp_b = mlp_f + s_f, mlp_b + s_b
+    r_f, r_b = train_gemm_time_s(rows, float(arch.experts), h, hw, eb)
+    return mlp_f + r_f, mlp_b + r_b
+
+
+def _cp_ring_exposed(
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    hw: Hardware,
+    rows: np.ndarray,
+    attn: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) exposed seconds of context parallelism: ring attention passes K
+    and V around the cp ranks, overlapped with the attention blocks (Liu et al. 2023);
+    only the excess is exposed."""
+    arch = w.arch
+    cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
+    kv_bytes = rows * float(arch.kv_heads) * float(qk_head_dim(arch) + v_head_dim(arch)) / cfg.tp * ACT_BYTES
+    # Each of the cp - 1 ring steps sends one block while the previous block's attention
+    # runs: a step is exposed only by what its send exceeds one block's compute (attn / cp,
+    # causal work balanced by Megatron's 2 cp chunking); the first block waits for nothing.
+    cp_steps = cfg.cp - 1.0
+    step_f = coll.p2p_s(kv_bytes, cp_bw, cp_lat)
+    step_b = 2.0 * step_f  # K, V forward and dK, dV back
+    attn_f, attn_b = attn
+    cp_f_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_f - attn_f / cfg.cp), 0.0)
+    cp_b_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_b - attn_b / cfg.cp), 0.0)
+    return cp_f_exp, cp_b_exp
+
+
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
     """Times of one dense (moe=False) or mixture-of-experts layer."""
     arch = w.arch
@@ -381,27 +428,14 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     b = cfg.micro_batch.astype(np.float64)
     rows = b * w.seq_len / cfg.cp
     h = float(arch.hidden)
-    g = float(arch.kv_heads)
-    mats = mlp_matrices(arch)
-    wgrad = not w.frozen_base
 
     attn_proj_f, attn_proj_b = _attention_linear_times(w, rows, t, hw, eb)
     if moe:
-        f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
-        k = float(arch.experts_per_token)
-        local_experts = arch.experts / cfg.ep
-        # Each GPU receives, on average, its share of the EP group's routed tokens; the
-        # busiest one (which the others wait for) its load factor times that.
-        rows_per_expert = rows * k * cfg.ep / arch.experts * moe_load_factor(w, cfg)
-        e_f, e_b = _mlp_times(rows_per_expert, h, f_e, t, mats, hw, eb, wgrad)
-        mlp_f, mlp_b = e_f * local_experts, e_b * local_experts
-        if arch.shared_experts:
-            s_f, s_b = _mlp_times(rows, h, f_e * arch.shared_experts, t, mats, hw, eb, wgrad)
-            mlp_f, mlp_b = mlp_f + s_f, mlp_b + s_b
-        r_f, r_b = train_gemm_time_s(rows, float(arch.experts), h, hw, eb)
-        mlp_f, mlp_b = mlp_f + r_f, mlp_b + r_b
+        mlp_f, mlp_b = _moe_mlp_times(w, cfg, hw, rows, t)
     else:
-        mlp_f, mlp_b = _mlp_times(rows, h, float(arch.ffn_hidden), t, mats, hw, eb, wgrad)
+        mlp_f, mlp_b = _mlp_times(
+            rows, h, float(arch.ffn_hidden), t, mlp_matrices(arch), hw, eb, not w.frozen_base
+        )
     lora_f, lora_b = lora_layer_times(w, cfg, hw, moe)
 
     attn_f, attn_b, _ = attention_core_times(w, cfg, hw)
@@ -418,18 +452,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     tp_f = 2.0 * coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat)
     tp_b = tp_f
 
-    # Context parallel: ring attention passes K and V around the cp ranks, overlapped
-    # with the attention blocks (Liu et al. 2023); only the excess is exposed.
-    cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
-    kv_bytes = rows * g * float(qk_head_dim(arch) + v_head_dim(arch)) / t * ACT_BYTES
-    # Each of the cp - 1 ring steps sends one block while the previous block's attention
-    # runs: a step is exposed only by what its send exceeds one block's compute (attn / cp,
-    # causal work balanced by Megatron's 2 cp chunking); the first block waits for nothing.
-    cp_steps = cfg.cp - 1.0
-    step_f = coll.p2p_s(kv_bytes, cp_bw, cp_lat)
-    step_b = 2.0 * step_f  # K, V forward and dK, dV back
-    cp_f_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_f - attn_f / cfg.cp), 0.0)
-    cp_b_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_b - attn_b / cfg.cp), 0.0)
+    cp_f_exp, cp_b_exp = _cp_ring_exposed(w, cfg, hw, rows, (attn_f, attn_b))
 
     # Expert parallel: dispatch and combine all-to-alls of the routed tokens.
     if moe:

@@ -300,6 +300,51 @@ def train_step(
     )
 
 
+def _pipeline_sends(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, m: np.ndarray) -> np.ndarray:
+    """Seconds per step of pipeline sends: one activation tensor per boundary per
+    micro-batch (`m` per step), each way, exposed or slowing the compute they overlap."""
+    pp_stride = cfg.tp * cfg.cp * cfg.dp
+    pp_bw, pp_lat = coll.group_link(np.full(len(cfg), 2), pp_stride, hw)
+    # Megatron's scatter/gather optimisation (Narayanan et al. 2021, section 4.1): each
+    # TP rank sends 1/tp of the activation across the fabric, then the receiving
+    # stage all-gathers it over the scale-up links.
+    act = cfg.micro_batch * w.seq_len / cfg.cp * w.arch.hidden * ACT_BYTES
+    tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
+    hop = coll.p2p_s(act / cfg.tp, pp_bw, pp_lat) + coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat)
+    hops = np.where(cfg.pp > 1, m * cfg.vpp + cfg.pp - 1.0, 0.0)
+    # Interleaved 1F1B overlaps its sends and receives with the next chunk's compute
+    # (Megatron-Core overlap_p2p_comm, on with virtual pipelining): only the warm-up and
+    # cool-down hops wait. Without interleaving every send sits between two chunks.
+    exposed_hops = np.where(cfg.vpp > 1, np.minimum(hops, 2.0 * (cfg.pp - 1.0)), hops)
+    interference = comm_compute_interference(hw)
+    return 2.0 * exposed_hops * hop + interference * 2.0 * (hops - exposed_hops) * hop
+
+
+def _gradient_collectives(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, t_dense: np.ndarray, t_expert: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(gradient all-reduce, gradient reduce-scatter, 16-bit parameter all-gather) seconds
+    over the dp x cp ranks (experts over the dp / ep replicas of each expert).
+
+    DDP: one gradient all-reduce, bucketed under the last backward. ZeRO-1/2: the gradients
+    are reduce-scattered under the backward, but the updated 16-bit parameters are
+    all-gathered after the optimizer step (DeepSpeed ZeRO-1/2, Megatron's distributed
+    optimizer), which only a stack that overlaps the parameter gather with the next
+    forward hides (param_gather_overlap)."""
+    dpc = cfg.dp * cfg.cp
+    dp_bw, dp_lat = coll.group_link(dpc, cfg.tp, hw)
+    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
+    grad_rs = coll.reduce_scatter_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
+    param_ag = coll.all_gather_s(t_dense * 2.0, dpc, dp_bw, dp_lat)
+    if w.arch.is_moe:
+        ep_dp = np.maximum(np.floor(dpc / cfg.ep), 1.0)
+        dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.ep, hw)
+        grad_sync = grad_sync + coll.all_reduce_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
+        grad_rs = grad_rs + coll.reduce_scatter_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
+        param_ag = param_ag + coll.all_gather_s(t_expert * 2.0, ep_dp, dpe_bw, dpe_lat)
+    return grad_sync, grad_rs, param_ag
+
+
 def _train_step(
     w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, variant: np.ndarray | None
 ) -> StepBreakdown:
@@ -319,22 +364,8 @@ def _train_step(
     tp_comm, cp_comm, ep_comm = m * tp_mb, m * cp_mb, m * ep_mb
     bubble = (cfg.pp - 1.0) / cfg.vpp * (stage_mb + last_stage_extra / cfg.pp)
 
-    # Pipeline sends: one activation tensor per boundary per micro-batch, each way.
-    pp_stride = cfg.tp * cfg.cp * cfg.dp
-    pp_bw, pp_lat = coll.group_link(np.full(len(cfg), 2), pp_stride, hw)
-    # Megatron's scatter/gather optimisation (Narayanan et al. 2021, section 4.1): each
-    # TP rank sends 1/tp of the activation across the fabric, then the receiving
-    # stage all-gathers it over the scale-up links.
-    act = cfg.micro_batch * w.seq_len / cfg.cp * w.arch.hidden * ACT_BYTES
-    tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
-    hop = coll.p2p_s(act / cfg.tp, pp_bw, pp_lat) + coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat)
-    hops = np.where(cfg.pp > 1, m * cfg.vpp + cfg.pp - 1.0, 0.0)
-    # Interleaved 1F1B overlaps its sends and receives with the next chunk's compute
-    # (Megatron-Core overlap_p2p_comm, on with virtual pipelining): only the warm-up and
-    # cool-down hops wait. Without interleaving every send sits between two chunks.
-    exposed_hops = np.where(cfg.vpp > 1, np.minimum(hops, 2.0 * (cfg.pp - 1.0)), hops)
+    pp_comm = _pipeline_sends(w, cfg, hw, m)
     interference = comm_compute_interference(hw)
-    pp_comm = 2.0 * exposed_hops * hop + interference * 2.0 * (hops - exposed_hops) * hop
 
     # Data-parallel gradient reduction (+ ZeRO weight gathers), over dp x cp ranks: context-
     # parallel ranks hold the same weights, so their gradients are reduced together
@@ -342,21 +373,7 @@ def _train_step(
     dense, expert = stage_params(w, cfg)
     t_dense, t_expert = stage_trainable(w, cfg) if w.frozen_base else (dense, expert)
     dpc = cfg.dp * cfg.cp
-    dp_bw, dp_lat = coll.group_link(dpc, cfg.tp, hw)
-    ep_dp = np.maximum(np.floor(dpc / cfg.ep), 1.0)
-    dpe_bw, dpe_lat = coll.group_link(ep_dp, cfg.tp * cfg.ep, hw)
-    # DDP: one gradient all-reduce, bucketed under the last backward. ZeRO-1/2: the gradients
-    # are reduce-scattered under the backward, but the updated 16-bit parameters are
-    # all-gathered after the optimizer step (DeepSpeed ZeRO-1/2, Megatron's distributed
-    # optimizer), which only a stack that overlaps the parameter gather with the next
-    # forward hides (param_gather_overlap).
-    grad_sync = coll.all_reduce_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
-    grad_rs = coll.reduce_scatter_s(t_dense * w.grad_bytes, dpc, dp_bw, dp_lat)
-    param_ag = coll.all_gather_s(t_dense * 2.0, dpc, dp_bw, dp_lat)
-    if w.arch.is_moe:  # expert gradients reduce over the dp / ep replicas of each expert
-        grad_sync = grad_sync + coll.all_reduce_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
-        grad_rs = grad_rs + coll.reduce_scatter_s(t_expert * w.grad_bytes, ep_dp, dpe_bw, dpe_lat)
-        param_ag = param_ag + coll.all_gather_s(t_expert * 2.0, ep_dp, dpe_bw, dpe_lat)
+    grad_sync, grad_rs, param_ag = _gradient_collectives(w, cfg, hw, t_dense, t_expert)
     window = DP_OVERLAP_FRACTION * lps * lc.backward
     z3 = cfg.zero_stage >= 3
     z12 = (cfg.zero_stage >= 1) & ~z3
