@@ -6,6 +6,7 @@ objective under the deadline. Enumerate, cost, solve; reporting is elsewhere.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import time
@@ -270,8 +271,10 @@ def _evaluate_all(
     if threads <= 1:
         results = [run(t) for t in tasks]
     else:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            results = list(pool.map(run, tasks))
+        with ThreadPoolExecutor(max_workers=threads) as pool:  # each task in a copy of the
+            # caller's context, so context-scoped settings (prices in effect) reach it
+            futures = [pool.submit(contextvars.copy_context().run, run, t) for t in tasks]
+            results = [f.result() for f in futures]
     for task, ev in zip(tasks, results, strict=True):
         if isinstance(ev, Rejection):
             rejected.append(ev)
