@@ -183,7 +183,11 @@ def test_replan_moves_by_the_observed_amount(prometheus: dict[str, Any]) -> None
     lo, hi = rp.replicas_range
     assert lo <= after["replicas"] <= hi
     assert rp.replicas_by_hour_after[3] == 1  # the idle night needs one replica
-    assert rp.replicas_by_hour_after[15] == max(rp.replicas_by_hour_after)
+    # The overloaded hours need the most replicas; which of them tops the others depends on
+    # the noise that falls into each hour (the synthetic week ends at the current time).
+    peak = [rp.replicas_by_hour_after[h] for h in synth.OVERLOAD_HOURS]
+    assert max(peak) == max(rp.replicas_by_hour_after)
+    assert min(peak) >= max(peak) - 1
     assert rp.recommendation.upper_factor == pytest.approx(1 + 1 / 7, rel=0.01)
 
 
