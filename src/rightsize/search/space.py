@@ -101,14 +101,14 @@ def _cross_recompute_zero(
     every_stage = (cols["dp"] > 1) | zero_fixed
     valid = np.broadcast_to(every_stage[:, None, None] | (zero == 0)[None, None, :], (n, rc.size, zero.size))
     mask = valid
-    if layout_ok is not None:
+    if layout_ok is not None and n:
         rows = ParallelConfigs(
             **{k: cols[k] for k in _CONFIG_COLUMNS}, recompute=np.zeros(n), zero_stage=np.zeros(n)
         )
         mask = valid & layout_ok(rows, rc, zero)
-    counts = np.count_nonzero(mask.reshape(n, -1), axis=1)
+    kept = mask.reshape(n, rc.size * zero.size)
+    counts = np.count_nonzero(kept, axis=1)
     out = {k: np.repeat(v, counts) for k, v in cols.items()}
-    kept = mask.reshape(n, -1)
     out["recompute"] = np.broadcast_to(np.repeat(rc, zero.size), kept.shape)[kept]
     out["zero_stage"] = np.broadcast_to(np.tile(zero, rc.size), kept.shape)[kept]
     return out, int(np.count_nonzero(valid)) - int(counts.sum())
