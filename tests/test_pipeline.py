@@ -119,3 +119,41 @@ def test_reading_a_serving_spec_builds_no_other_spec_models() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_serving_plan_from_the_command_line_loads_no_other_command() -> None:
+    """`rightsize plan` imports neither the exporters, the fleet planner, the monitor nor the
+    profilers (their modules load only for their own commands); `--help` still lists them."""
+    import subprocess
+    import sys
+
+    others = (
+        "rightsize.export",
+        "rightsize.fleet",
+        "rightsize.spec.fleet",
+        "rightsize.monitor",
+        "rightsize.cli.monitor_cmd",
+        "rightsize.cli.profile_cmds",
+        "rightsize.cli.export_cmd",
+        "rightsize.report.other_docs",
+    )
+    code = (
+        "import io, sys, contextlib; from rightsize.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['plan', {str(EXAMPLES / 'llama2-7b-batch1.yaml')!r}])\n"
+        f"print(code, sorted(m for m in {others!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0 []"
+    helped = subprocess.run(
+        [sys.executable, "-m", "rightsize.cli.main", "--help"], capture_output=True, text=True, check=True
+    )
+    for command in ("plan", "profile", "calibrate", "monitor", "export"):
+        assert command in helped.stdout
+    export_help = subprocess.run(
+        [sys.executable, "-m", "rightsize.cli.main", "export", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--target" in export_help.stdout

@@ -9,6 +9,7 @@ the typed bill of materials (rightsize.sizing.plan.Sizing).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,16 +32,39 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+def _is_resolved_fleet(spec: Any) -> bool:
+    """A resolved fleet (its module is imported only once a fleet is read)."""
+    fleet_load = sys.modules.get("rightsize.spec.fleet_load")
+    return fleet_load is not None and isinstance(spec, fleet_load.ResolvedFleet)
+
+
+def _names_a_fleet(spec: Any) -> bool:
+    """Whether `spec` is a `kind: fleet` mapping or file (read cheaply: the fleet reader, and
+    the fleet spec's models, load only for a fleet)."""
+    from rightsize import yamlio
+
+    data = spec
+    if isinstance(spec, str | Path):
+        try:
+            path = Path(spec).expanduser()
+            data = yamlio.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+        except (OSError, UnicodeDecodeError, ValueError, yamlio.yaml.YAMLError):
+            return False  # load_spec reports it
+    return isinstance(data, dict) and data.get("kind") == "fleet"
+
+
 def _as_spec(spec: str | Path | dict[str, Any] | AnySpec) -> AnySpec:
     from rightsize.search.workload import is_spec
-    from rightsize.spec.fleet_load import ResolvedFleet, as_fleet
     from rightsize.spec.load import load_spec, parse_spec
 
-    if is_spec(spec) or isinstance(spec, ResolvedFleet):
+    if is_spec(spec) or _is_resolved_fleet(spec):
         return spec
-    fleet = as_fleet(spec)  # a `kind: fleet` file or mapping, else None
-    if fleet is not None:
-        return fleet
+    if _names_a_fleet(spec):
+        from rightsize.spec.fleet_load import as_fleet
+
+        fleet = as_fleet(spec)
+        if fleet is not None:
+            return fleet
     if isinstance(spec, dict):
         return parse_spec(spec, Path.cwd())
     return load_spec(spec)
@@ -89,10 +113,9 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: Pr
 
 def _run_priced(spec: AnySpec, calibration: str | Path | Calibration | None) -> Any:
     from rightsize.sizing.pipeline import run_pipeline
-    from rightsize.spec.fleet_load import ResolvedFleet
 
     cal = _calibration(calibration)
-    if isinstance(spec, ResolvedFleet):  # many workloads: each through this same pipeline, then the pool
+    if _is_resolved_fleet(spec):  # many workloads: each through this same pipeline, then the pool
         from rightsize.fleet import plan_fleet
 
         return plan_fleet(spec, lambda one: run_pipeline(one, cal, uncertainty=False))

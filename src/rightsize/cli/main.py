@@ -5,6 +5,7 @@ logic of its own."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -17,8 +18,6 @@ from typing import Any
 
 from rightsize._version import __version__
 from rightsize.atomic_write import write_text_atomic
-from rightsize.cli.monitor_cmd import register as register_monitor_command
-from rightsize.cli.profile_cmds import register as register_profile_commands
 from rightsize.errors import BUG_REPORT, BadInput, RightsizeError, SpecNote
 from rightsize.report.render import FORMATS
 
@@ -148,7 +147,8 @@ _PRICES_HELP = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; given the `command` a line names, other commands' modules stay unloaded."""
     p = argparse.ArgumentParser(
         prog="rightsize",
         description="Right-size AI infrastructure: which accelerators, how many, how parallelised.",
@@ -199,12 +199,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("models", "list model presets").set_defaults(func=cmd_models)
     add("schema", "print the JSON Schema of the workload spec", fmt=("json",)).set_defaults(func=cmd_schema)
-    register_profile_commands(sub, add)
-    register_monitor_command(sub, add)
-    from rightsize.cli.export_cmd import register as register_export
-
-    register_export(sub, add)
+    _register_extensions(sub, add, command)
     return p
+
+
+# Commands whose modules (and what they import: torch, the exporters, the monitor) load only
+# when the command line names one of them, or asks for the whole help; in file order.
+EXTENSIONS = {
+    "profile": "rightsize.cli.profile_cmds",
+    "calibrate": "rightsize.cli.profile_cmds",
+    "monitor": "rightsize.cli.monitor_cmd",
+    "export": "rightsize.cli.export_cmd",
+}
+
+
+def _register_extensions(sub: Any, add: Any, command: str | None) -> None:
+    """Register the extension commands: each module's `register(sub, add)` when `command`
+    is one of them or unknown (None), else a bare entry per name, which argparse lists in
+    its 'invalid choice' message but never parses in this run."""
+    if command is None or command in EXTENSIONS:
+        for module in dict.fromkeys(EXTENSIONS.values()):
+            importlib.import_module(module).register(sub, add)
+        return
+    for name in EXTENSIONS:
+        sub.add_parser(name)
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command the line names (its first word that is not an option), None if none."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -213,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # --debug is accepted anywhere on the line (before or after the command)
     debug = "--debug" in argv or os.environ.get("RIGHTSIZE_DEBUG", "") not in ("", "0")
     argv = [arg for arg in argv if arg != "--debug"]
-    parser = build_parser()
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     try:
         code: int = _run_with_notes(args)

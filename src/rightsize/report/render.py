@@ -14,6 +14,7 @@ format or result kind is added here.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from rightsize.constants import REPORT_SCHEMA_VERSION
@@ -57,9 +58,9 @@ def _clean(obj: Any) -> Any:
 
 
 def _is_fleet(result: Any) -> bool:
-    from rightsize.fleet import FleetPlan
-
-    return isinstance(result, FleetPlan)
+    """A fleet plan (the fleet package is imported only once a fleet is planned)."""
+    fleet = sys.modules.get("rightsize.fleet")
+    return fleet is not None and isinstance(result, fleet.FleetPlan)
 
 
 def _is_profile(result: Any) -> bool:
@@ -136,7 +137,6 @@ def result_dict(result: Any) -> dict[str, Any]:
 def document(result: Any, title: str = "Plan") -> Document:
     """The format-neutral document of any result."""
     from rightsize.advise.view import plan_kind
-    from rightsize.report.other_docs import generic_document, profile_document, validation_document
     from rightsize.report.plan_doc import serving_document, training_document
 
     if _is_fleet(result):
@@ -152,6 +152,8 @@ def document(result: Any, title: str = "Plan") -> Document:
         return training_document(result, title)
     if kind == "serving":
         return serving_document(result, f"Serving {title.lower()}" if title[:1].isupper() else title)
+    from rightsize.report.other_docs import generic_document, profile_document, validation_document
+
     if _is_profile(result):
         return profile_document(result, title if title != "Plan" else "Profile")
     if isinstance(result, dict) and "rows" in result and "summary" in result:
