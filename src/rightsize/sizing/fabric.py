@@ -313,6 +313,67 @@ def _no_fabric(
     )
 
 
+def _switch_and_radix(fabric: Fabric, link_gbps: float, switch: str | None) -> tuple[Switch, int]:
+    """The switch (forced by id, else the catalog's for the fabric kind and link speed) and
+    its port count at the link speed; `BadInput` when it cannot serve the fabric."""
+    sw: Switch = get_switch(switch) if switch else switch_for(fabric.kind, link_gbps)
+    if fabric.kind not in sw.kinds:
+        raise BadInput(
+            f"Switch '{sw.id}' does not serve a {fabric.kind} fabric.",
+            f"It serves {', '.join(sw.kinds)}.",
+            f"Choose a {fabric.kind} switch from {FABRIC_FILE}, or change infrastructure.fabric.kind.",
+        )
+    k = sw.radix(link_gbps)
+    if k == 0:
+        raise BadInput(
+            f"Switch '{sw.id}' has no {link_gbps:g} Gb/s ports.",
+            f"Its fastest ports run {sw.native_gbps:g} Gb/s.",
+            f"Lower {NIC_FIELD}, or choose another switch.",
+        )
+    return sw, k
+
+
+def _fabric_warnings(
+    demand: Demand,
+    node: NodeType,
+    fabric: Fabric,
+    speeds: tuple[float, float],
+    parts: tuple[Any, Any, bool, int],
+    nic_advice: tuple[Any, float | None],
+) -> list[str]:
+    """What the plan should flag about its parts: optics or NICs the catalog lacks at the
+    link speed (`speeds`: link and per-GPU Gb/s), NICs that replace the node's own, a NIC
+    below the recommended speed, oversubscription under training."""
+    link_gbps, per_gpu = speeds
+    optic, nic, nic_in_node, nics = parts
+    sensitivity, recommended = nic_advice
+    warnings: list[str] = []
+    if optic.gbps < link_gbps:
+        warnings.append(f"No optic in {FABRIC_FILE} reaches {link_gbps:g} Gb/s; priced with {optic.id}.")
+    if nic is None:
+        warnings.append(
+            f"No {fabric.kind} NIC in {FABRIC_FILE} reaches {link_gbps:g} Gb/s; NICs are not priced."
+        )
+    if not nic_in_node:
+        warnings.append(
+            f"The plan runs {link_gbps:g} Gb/s NICs, not the node's own {node.nic_bits_per_s / GIGA:g} Gb/s: "
+            f"{nics} replacement NICs are priced into the fabric."
+        )
+    if recommended is not None and per_gpu < recommended:
+        row = next((r for r in sensitivity if math.isclose(r.nic_gbps, per_gpu)), None)
+        how_much = f" (the step is {row.slowdown_vs_fastest_fraction:.0%} slower)" if row else ""
+        warnings.append(
+            f"{per_gpu:g} Gb/s per GPU is below the recommended {recommended:g}{how_much}; "
+            f"set {NIC_FIELD}: {recommended:g} if switches and NICs that fast are available."
+        )
+    if fabric.oversubscription > 1 and demand.workload in ("pretraining", "fine_tuning"):
+        warnings.append(
+            f"Oversubscription {fabric.oversubscription:g}:1 slows cross-leaf collectives by up to that factor; "
+            "training fabrics are usually non-blocking."
+        )
+    return warnings
+
+
 def size_fabric(
     demand: Demand,
     node: NodeType,
@@ -357,25 +418,11 @@ def size_fabric(
             recommended,
             slowdown_threshold,
         )
-    warnings: list[str] = []
     node_gbps_per_gpu = node.scaleout_bytes_per_s_per_gpu * BITS_PER_BYTE / GIGA
     per_gpu = fabric.nic_gbps if fabric.nic_gbps is not None else node_gbps_per_gpu
     link_gbps = per_gpu * node.gpus_per_node / node.nics_per_node
     rails = node.nics_per_node
-    sw: Switch = get_switch(switch) if switch else switch_for(fabric.kind, link_gbps)
-    if fabric.kind not in sw.kinds:
-        raise BadInput(
-            f"Switch '{sw.id}' does not serve a {fabric.kind} fabric.",
-            f"It serves {', '.join(sw.kinds)}.",
-            f"Choose a {fabric.kind} switch from {FABRIC_FILE}, or change infrastructure.fabric.kind.",
-        )
-    k = sw.radix(link_gbps)
-    if k == 0:
-        raise BadInput(
-            f"Switch '{sw.id}' has no {link_gbps:g} Gb/s ports.",
-            f"Its fastest ports run {sw.native_gbps:g} Gb/s.",
-            f"Lower {NIC_FIELD}, or choose another switch.",
-        )
+    sw, k = _switch_and_radix(fabric, link_gbps, switch)
     rail_opt = fabric.topology == "rail_optimized"
     topo = count_topology(nodes, rails, k, fabric.oversubscription, rail_opt)
     down, up = leaf_ports(k, fabric.oversubscription)
@@ -393,34 +440,18 @@ def size_fabric(
     dac = dac_for(link_gbps)
     fibre = fiber()
     transceivers = 2 * optical_links
-    if optic.gbps < link_gbps:
-        warnings.append(f"No optic in {FABRIC_FILE} reaches {link_gbps:g} Gb/s; priced with {optic.id}.")
-
     nic = nic_for(fabric.kind, link_gbps)
     nics = nodes * rails
     nic_in_node = math.isclose(link_gbps * GIGA, node.nic_bits_per_s)
     nic_capex = nics * nic.price_usd if nic else 0.0
-    if nic is None:
-        warnings.append(
-            f"No {fabric.kind} NIC in {FABRIC_FILE} reaches {link_gbps:g} Gb/s; NICs are not priced."
-        )
-    if not nic_in_node:
-        warnings.append(
-            f"The plan runs {link_gbps:g} Gb/s NICs, not the node's own {node.nic_bits_per_s / GIGA:g} Gb/s: "
-            f"{nics} replacement NICs are priced into the fabric."
-        )
-    if recommended is not None and per_gpu < recommended:
-        row = next((r for r in sensitivity if math.isclose(r.nic_gbps, per_gpu)), None)
-        how_much = f" (the step is {row.slowdown_vs_fastest_fraction:.0%} slower)" if row else ""
-        warnings.append(
-            f"{per_gpu:g} Gb/s per GPU is below the recommended {recommended:g}{how_much}; "
-            f"set {NIC_FIELD}: {recommended:g} if switches and NICs that fast are available."
-        )
-    if fabric.oversubscription > 1 and demand.workload in ("pretraining", "fine_tuning"):
-        warnings.append(
-            f"Oversubscription {fabric.oversubscription:g}:1 slows cross-leaf collectives by up to that factor; "
-            "training fabrics are usually non-blocking."
-        )
+    warnings = _fabric_warnings(
+        demand,
+        node,
+        fabric,
+        (link_gbps, per_gpu),
+        (optic, nic, nic_in_node, nics),
+        (sensitivity, recommended),
+    )
 
     switches = topo.leaves + topo.spines + topo.cores
     switch_capex = switches * sw.price_usd
@@ -430,13 +461,8 @@ def size_fabric(
     switch_power = switches * sw.power_w
     optics_power = transceivers * optic.power_w
 
-    sources = [source_entry(f"{sw.id}.{k_}", s) for k_, s in sw.sources.items()]
-    sources += [source_entry(f"{optic.id}.{k_}", s) for k_, s in optic.sources.items()]
-    sources += [source_entry(f"{fibre.id}.{k_}", s) for k_, s in fibre.sources.items()]
-    if dac_links:
-        sources += [source_entry(f"{dac.id}.{k_}", s) for k_, s in dac.sources.items()]
-    if nic:
-        sources += [source_entry(f"{nic.id}.{k_}", s) for k_, s in nic.sources.items()]
+    parts = [sw, optic, fibre] + ([dac] if dac_links else []) + ([nic] if nic else [])
+    sources = [source_entry(f"{part.id}.{k_}", s) for part in parts for k_, s in part.sources.items()]
     sources += [
         source_entry(f"{node.id}.{k_}", node.sources[k_]) for k_ in ("nics_per_node", "nic_bits_per_s")
     ]
