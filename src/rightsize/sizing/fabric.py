@@ -313,6 +313,27 @@ def _no_fabric(
     )
 
 
+def _fabric_not_needed(demand: Demand, node: NodeType, nodes: int) -> tuple[str, int] | None:
+    """(why, the most nodes that stays true) when no scale-out fabric is needed: serving
+    replicas that each fit in a node, or a single node; None when one is."""
+    single_node_replicas = demand.workload in ("serving", "batch_inference") and (
+        demand.gpus_per_replica is None or demand.gpus_per_replica <= node.gpus_per_node
+    )
+    if single_node_replicas:
+        return (
+            "No scale-out fabric needed: every serving replica fits in one node and replicas exchange "
+            "nothing; requests arrive over the front-end network, sized with storage.",
+            UNLIMITED_NODES,
+        )
+    if nodes <= 1:
+        return (
+            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links "
+            f"({_scaleup_name(node)}). Front-end and storage networking are sized with storage.",
+            1,
+        )
+    return None
+
+
 def _switch_and_radix(fabric: Fabric, link_gbps: float, switch: str | None) -> tuple[Switch, int]:
     """The switch (forced by id, else the catalog's for the fabric kind and link speed) and
     its port count at the link speed; `BadInput` when it cannot serve the fabric."""
@@ -388,36 +409,16 @@ def size_fabric(
 
     ``switch`` forces a catalog switch id; ``nodes_per_rack`` (from the rack packing) lets
     top-of-rack leaf-spine leaves use DAC for node links.
+
+    Longer than 80 lines for one reason: it fills the FabricPlan record (45 fields) in one
+    place, so every field's derivation is read next to the others; the decisions live in
+    `_fabric_not_needed`, `_switch_and_radix`, `count_topology` and `_fabric_warnings`.
     """
     sensitivity, recommended = nic_sensitivity(demand, slowdown_threshold)
-    single_node_replicas = demand.workload in ("serving", "batch_inference") and (
-        demand.gpus_per_replica is None or demand.gpus_per_replica <= node.gpus_per_node
-    )
-    if single_node_replicas:
-        return _no_fabric(
-            node,
-            nodes,
-            fabric,
-            "No scale-out fabric needed: every serving replica fits in one node and replicas exchange "
-            "nothing; requests arrive over the front-end network, sized with storage.",
-            UNLIMITED_NODES,
-            sensitivity,
-            recommended,
-            slowdown_threshold,
-        )
-
-    if nodes <= 1:
-        return _no_fabric(
-            node,
-            nodes,
-            fabric,
-            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links "
-            f"({_scaleup_name(node)}). Front-end and storage networking are sized with storage.",
-            1,
-            sensitivity,
-            recommended,
-            slowdown_threshold,
-        )
+    unneeded = _fabric_not_needed(demand, node, nodes)
+    if unneeded is not None:
+        why, max_nodes = unneeded
+        return _no_fabric(node, nodes, fabric, why, max_nodes, sensitivity, recommended, slowdown_threshold)
     node_gbps_per_gpu = node.scaleout_bytes_per_s_per_gpu * BITS_PER_BYTE / GIGA
     per_gpu = fabric.nic_gbps if fabric.nic_gbps is not None else node_gbps_per_gpu
     link_gbps = per_gpu * node.gpus_per_node / node.nics_per_node
@@ -461,7 +462,7 @@ def size_fabric(
     switch_power = switches * sw.power_w
     optics_power = transceivers * optic.power_w
 
-    parts = [sw, optic, fibre] + ([dac] if dac_links else []) + ([nic] if nic else [])
+    parts: list[Any] = [sw, optic, fibre] + ([dac] if dac_links else []) + ([nic] if nic else [])
     sources = [source_entry(f"{part.id}.{k_}", s) for part in parts for k_, s in part.sources.items()]
     sources += [
         source_entry(f"{node.id}.{k_}", node.sources[k_]) for k_ in ("nics_per_node", "nic_bits_per_s")
