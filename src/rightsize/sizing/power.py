@@ -124,6 +124,84 @@ def _cap_error(
     )
 
 
+def _pue(facility: Facility) -> tuple[float, Sourced]:
+    """The facility's PUE: the spec's, else the on-premises default, with its source."""
+    if facility.pue is not None:
+        return facility.pue, Sourced(facility.pue, "infrastructure.facility.pue (spec)", "spec")
+    return perf_power.default_pue(None), onprem_defaults().sources["pue"]
+
+
+def _cooling_status(
+    kw_rack: float, kw_rack_typical: float, ct: Any, facility: Facility, warnings: list[str]
+) -> tuple[str, float]:
+    """(status, throttle slowdown) of the fullest rack against cooling `ct`: ok, peaks over
+    it, throttled (within the overshoot a derate covers), or `BadInput` beyond that."""
+    defaults = facility_defaults()
+    cap = ct.max_rack_kw
+    if kw_rack <= cap:
+        return "ok", 0.0
+    if kw_rack_typical <= cap:
+        warnings.append(
+            f"{kw_rack:.1f} kW per rack at nameplate exceeds {ct.id} cooling's {cap:g} kW, but the sustained "
+            f"{kw_rack_typical:.1f} kW fits: brief peaks may throttle."
+        )
+        return "peaks_exceed", 0.0
+    if kw_rack_typical <= cap * (1.0 + defaults.throttle_max_overshoot_fraction):
+        throttle = defaults.throttle_slowdown_fraction
+        warnings.append(
+            f"Sustained heat of {kw_rack_typical:.1f} kW per rack exceeds {ct.id} cooling's {cap:g} kW: GPUs will "
+            f"throttle and the step slows by ~{throttle:.0%}. Put fewer nodes in a rack ({RACK_POWER_FIELD}) "
+            f"or choose a more capable cooling ({COOLING_FIELD})."
+        )
+        return "throttled", throttle
+    better = choose_cooling(kw_rack_typical, facility, "auto")
+    raise BadInput(
+        f"{ct.id} cooling cannot remove {kw_rack_typical:.1f} kW per rack (sustained; {kw_rack:.1f} kW at "
+        "nameplate).",
+        f"It removes at most {cap:g} kW per rack (data/facility.yaml); more than "
+        f"{defaults.throttle_max_overshoot_fraction:.0%} over is not a derate but a failure.",
+        f"Set {COOLING_FIELD}: {better.id} (up to {better.max_rack_kw:g} kW), or lower {RACK_POWER_FIELD} "
+        f"to at most {cap:g} so fewer nodes share a rack.",
+    )
+
+
+def _energy(
+    demand: Demand, facility_typical_w: float, span_s: float | None
+) -> tuple[float | None, float | None, float | None]:
+    """(MWh per run, MWh per month, kWh per million work units) at the typical facility draw."""
+    per_run = per_month = None
+    if span_s is not None and not demand.continuous:
+        per_run = facility_typical_w * span_s / J_PER_MWH
+        if demand.runs_per_month:
+            per_month = per_run * demand.runs_per_month
+    else:
+        per_month = facility_typical_w * MONTH_S / J_PER_MWH
+    rate = demand.work_units_per_s * demand.duty_cycle
+    per_million = facility_typical_w / rate * 1e6 / J_PER_KWH if rate > 0 else None
+    return per_run, per_month, per_million
+
+
+def _power_sources(
+    acc: Any, node: NodeType, ct: Any, throttled: bool, pue_src: Sourced
+) -> list[dict[str, Any]]:
+    """Where each figure of the power plan came from."""
+    defaults = facility_defaults()
+    sources = [source_entry(f"{acc.id}.tdp_w", acc.sources["tdp_w"])]
+    sources.append(source_entry(f"{node.id}.max_power_w", node.sources["max_power_w"]))
+    sources += [source_entry(f"cooling.{ct.id}.{k}", s) for k, s in ct.sources.items()]
+    used = [
+        "gpu.idle_fraction_of_tdp",
+        "gpu.utilisation_at_tdp",
+        "host.typical_fraction_of_max",
+        "rack.overhead_w",
+    ]
+    if throttled:
+        used += ["throttle.slowdown_fraction", "throttle.max_overshoot_fraction"]
+    sources += [source_entry(k, defaults.sources[k]) for k in used]
+    sources.append(source_entry("pue", pue_src))
+    return sources
+
+
 def size_power(
     demand: Demand,
     node: NodeType,
@@ -142,6 +220,10 @@ def size_power(
     without it, ``facility.cooling`` ("auto": the least type whose ceiling handles the
     fullest rack at nameplate). ``run_s`` is one run's wall time, goodput-adjusted; None
     for a service (``demand.run_s`` is used when a job gives none).
+
+    Longer than 80 lines for one reason: it fills the PowerPlan record (35 fields) in one
+    place, beside the sums that make them; the decisions live in `_cooling_status`,
+    `_pue`, `_energy` and `_power_sources`.
     """
     if nodes < 1 or racks < 1:
         raise BadInput(f"Sizing power for {nodes} nodes in {racks} racks.", "Both must be at least 1.")
@@ -172,13 +254,7 @@ def size_power(
 
     it_max = acc_max + host_max + overhead + fabric_power_w + storage_power_w
     it_typical = acc_typical + host_typical + overhead + fabric_power_w + storage_power_w
-    pue_src: Sourced
-    if facility.pue is not None:
-        pue = facility.pue
-        pue_src = Sourced(pue, "infrastructure.facility.pue (spec)", "spec")
-    else:
-        pue = perf_power.default_pue(None)
-        pue_src = onprem_defaults().sources["pue"]
+    pue, pue_src = _pue(facility)
     facility_max = it_max * pue
     facility_typical = it_typical * pue
 
@@ -190,33 +266,7 @@ def size_power(
     kw_rack_typical = (in_fullest * node_typical + defaults.rack_overhead_w) / KILO
     ct = choose_cooling(kw_rack, facility, cooling)
     cap = ct.max_rack_kw
-    throttle = 0.0
-    if kw_rack <= cap:
-        status = "ok"
-    elif kw_rack_typical <= cap:
-        status = "peaks_exceed"
-        warnings.append(
-            f"{kw_rack:.1f} kW per rack at nameplate exceeds {ct.id} cooling's {cap:g} kW, but the sustained "
-            f"{kw_rack_typical:.1f} kW fits: brief peaks may throttle."
-        )
-    elif kw_rack_typical <= cap * (1.0 + defaults.throttle_max_overshoot_fraction):
-        status = "throttled"
-        throttle = defaults.throttle_slowdown_fraction
-        warnings.append(
-            f"Sustained heat of {kw_rack_typical:.1f} kW per rack exceeds {ct.id} cooling's {cap:g} kW: GPUs will "
-            f"throttle and the step slows by ~{throttle:.0%}. Put fewer nodes in a rack ({RACK_POWER_FIELD}) "
-            f"or choose a more capable cooling ({COOLING_FIELD})."
-        )
-    else:
-        better = choose_cooling(kw_rack_typical, facility, "auto")
-        raise BadInput(
-            f"{ct.id} cooling cannot remove {kw_rack_typical:.1f} kW per rack (sustained; {kw_rack:.1f} kW at "
-            "nameplate).",
-            f"It removes at most {cap:g} kW per rack (data/facility.yaml); more than "
-            f"{defaults.throttle_max_overshoot_fraction:.0%} over is not a derate but a failure.",
-            f"Set {COOLING_FIELD}: {better.id} (up to {better.max_rack_kw:g} kW), or lower {RACK_POWER_FIELD} "
-            f"to at most {cap:g} so fewer nodes share a rack.",
-        )
+    status, throttle = _cooling_status(kw_rack, kw_rack_typical, ct, facility, warnings)
 
     if facility.power_cap_w is not None and facility_max > facility.power_cap_w:
         per_node = (node_max + defaults.rack_overhead_w / in_fullest + fabric_power_w / nodes) * pue
@@ -224,31 +274,9 @@ def size_power(
             facility_max, facility.power_cap_w, node, nodes, per_node, storage_power_w * pue, demand.gpus
         )
 
-    # energy
     span_s = run_s if run_s is not None else demand.run_s
-    per_run = per_month = None
-    if span_s is not None and not demand.continuous:
-        per_run = facility_typical * span_s / J_PER_MWH
-        if demand.runs_per_month:
-            per_month = per_run * demand.runs_per_month
-    else:
-        per_month = facility_typical * MONTH_S / J_PER_MWH
-    rate = demand.work_units_per_s * demand.duty_cycle
-    per_million = facility_typical / rate * 1e6 / J_PER_KWH if rate > 0 else None
-
-    sources = [source_entry(f"{acc.id}.tdp_w", acc.sources["tdp_w"])]
-    sources.append(source_entry(f"{node.id}.max_power_w", node.sources["max_power_w"]))
-    sources += [source_entry(f"cooling.{ct.id}.{k}", s) for k, s in ct.sources.items()]
-    used = [
-        "gpu.idle_fraction_of_tdp",
-        "gpu.utilisation_at_tdp",
-        "host.typical_fraction_of_max",
-        "rack.overhead_w",
-    ]
-    if status == "throttled":
-        used += ["throttle.slowdown_fraction", "throttle.max_overshoot_fraction"]
-    sources += [source_entry(k, defaults.sources[k]) for k in used]
-    sources.append(source_entry("pue", pue_src))
+    per_run, per_month, per_million = _energy(demand, facility_typical, span_s)
+    sources = _power_sources(acc, node, ct, status == "throttled", pue_src)
 
     return PowerPlan(
         nodes=nodes,
