@@ -42,7 +42,7 @@ the reason, and the plan still costs the other side.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rightsize.catalog.loader import Sourced
@@ -60,10 +60,20 @@ from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
+from rightsize.sizing.cost_records import CloudOption, CostPlan, OnPremCost
 from rightsize.sizing.spot import SpotPlan, SpotSlowdown, daly_wall_factor, plan_spot, spot_slowdown
 from rightsize.spec.infrastructure import Cost
 
-__all__ = ["SpotSlowdown", "daly_wall_factor", "size_cost", "spot_slowdown"]  # spot_* re-exported
+# The records (cost_records) and the spot model's pieces are re-exported.
+__all__ = [
+    "CloudOption",
+    "CostPlan",
+    "OnPremCost",
+    "SpotSlowdown",
+    "daly_wall_factor",
+    "size_cost",
+    "spot_slowdown",
+]
 
 MONTH_S = HOURS_PER_MONTH * HOUR_S
 MILLION = 1e6
@@ -82,114 +92,6 @@ def _per_million(usd: float | None, units: float | None) -> float | None:
 
 
 # --- the plan -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CloudOption:
-    """One way of renting: its GPU-hour price and what the work costs with it."""
-
-    option: str  # on_demand, reserved_1y, reserved_3y, spot
-    usd_per_gpu_hour: float
-    usd_per_run: float | None  # what one run pays (None for a service, or an option that does not apply)
-    usd_per_month: float | None  # a service's or recurring jobs' month; a one-off's burn rate while running
-    usd_per_million_units: float | None
-    pays: str  # what the per-run figure is
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "usd_per_gpu_hour": self.usd_per_gpu_hour,
-            "usd_per_run": self.usd_per_run,
-            "usd_per_month": self.usd_per_month,
-            "usd_per_million_units": self.usd_per_million_units,
-            "pays": self.pays,
-            **self.details,
-        }
-
-
-@dataclass(frozen=True)
-class OnPremCost:
-    capex_usd: float
-    capex_breakdown_usd: dict[str, float]
-    amortisation_years: float
-    usd_per_year: float
-    usd_per_year_breakdown: dict[str, float]
-    usd_per_gpu_hour_owned: float  # every hour of the year, busy or not
-    utilisation_fraction: float
-    usd_per_useful_gpu_hour: float
-    usd_per_run: float | None
-    usd_per_month: float
-    usd_per_million_units: float | None
-    facility_power_w: float
-    it_power_w: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "capex_usd": self.capex_usd,
-            "capex_breakdown_usd": {
-                k: v for k, v in self.capex_breakdown_usd.items() if v > 0
-            },  # bought parts
-            "amortisation_years": self.amortisation_years,
-            "usd_per_year": self.usd_per_year,
-            "usd_per_year_breakdown": dict(self.usd_per_year_breakdown),
-            "tco_over_amortisation_usd": self.usd_per_year * self.amortisation_years,
-            "usd_per_gpu_hour_owned": self.usd_per_gpu_hour_owned,
-            "utilisation_fraction": self.utilisation_fraction,
-            "usd_per_useful_gpu_hour": self.usd_per_useful_gpu_hour,
-            "usd_per_run": self.usd_per_run,
-            "usd_per_month": self.usd_per_month,
-            "usd_per_million_units": self.usd_per_million_units,
-            "facility_power_w": self.facility_power_w,
-            "it_power_w": self.it_power_w,
-        }
-
-
-@dataclass(frozen=True)
-class CostPlan:
-    deployment: str
-    accelerator: str
-    node: str
-    nodes: int
-    gpus_used: int
-    gpus_billed: int  # whole nodes
-    schedule: str  # one-off, recurring, continuous
-    run_s: float | None
-    runs_per_month: float | None
-    work_unit: str
-    work_units_per_run: float | None
-    work_units_per_month: float | None
-    cloud: dict[str, CloudOption] | None
-    cloud_unavailable: str | None
-    onprem: OnPremCost | None
-    onprem_unavailable: str | None
-    breakeven_utilisation: dict[str, float] | None  # cloud option -> u*
-    notes: tuple[str, ...] = ()
-    sources: tuple[dict[str, Any], ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "deployment": self.deployment,
-            "accelerator": self.accelerator,
-            "node": self.node,
-            "nodes": self.nodes,
-            "gpus_used": self.gpus_used,
-            "gpus_billed": self.gpus_billed,
-            "schedule": self.schedule,
-            "run_s": self.run_s,
-            "runs_per_month": self.runs_per_month,
-            "work_unit": self.work_unit,
-            "work_units_per_run": self.work_units_per_run,
-            "work_units_per_month": self.work_units_per_month,
-            "cloud": None if self.cloud is None else {k: v.as_dict() for k, v in self.cloud.items()},
-            "cloud_unavailable": self.cloud_unavailable,
-            "onprem": None if self.onprem is None else self.onprem.as_dict(),
-            "onprem_unavailable": self.onprem_unavailable,
-            "breakeven_utilisation_fraction": (
-                None if self.breakeven_utilisation is None else dict(self.breakeven_utilisation)
-            ),
-            "notes": list(self.notes),
-            "sources": [dict(s) for s in self.sources],
-        }
 
 
 @dataclass(frozen=True)
@@ -406,6 +308,119 @@ def _asked(deployment: str, exc: BadInput) -> BadInput:
     )
 
 
+def _cloud_options(
+    demand: Demand,
+    node: NodeType,
+    nodes: int,
+    price: Any,
+    work: Any,
+    storage_cloud_usd_per_month: float,
+    cost: Cost,
+    timing: tuple[float | None, float | None, float | None, float | None],
+    notes: list[str],
+    sources: list[dict[str, Any]],
+) -> dict[str, CloudOption]:
+    """The cloud options at `price` (on demand, reserved, spot with its preemption model);
+    `timing` is (run, checkpoint interval, restart, cluster MTBF) seconds; what was assumed
+    goes to `notes` and `sources`."""
+    run_s, checkpoint_interval_s, restart_s, mtbf_s = timing
+    rel = reliability()
+    per_node_h = (
+        cost.spot_preemption_per_hour
+        if cost.spot_preemption_per_hour is not None
+        else price.spot_preemptions_per_hour
+    )
+    mtbf = mtbf_s if mtbf_s is not None else HOUR_S / (demand.gpus * rel.failure_rate_per_gpu_hour)
+    restart = restart_s if restart_s is not None else rel.restart_s
+    together = nodes
+    if run_s is None:  # a service: one replica's nodes fail together, not the fleet's
+        per_replica = demand.gpus_per_replica or node.gpus_per_node
+        together = max(1, math.ceil(per_replica / node.gpus_per_node))
+        checkpoint_interval_s = None
+    spot = None
+    if price.spot is not None:
+        slow = spot_slowdown(per_node_h, together, mtbf, restart, checkpoint_interval_s, run_s)
+        replacement = spot_replacement()
+        spot = plan_spot(slow, nodes, price.spot, price.on_demand, replacement.value, run_s is not None)
+        if not spot.applicable:
+            notes.append(f"spot is not applicable: {spot.reason}")
+        elif spot.spare_nodes:
+            sources.append(_src("prices.spot.replacement_s", replacement))
+    cloud = _cloud(price, nodes * node.gpus_per_node, work, storage_cloud_usd_per_month, spot)
+    sources += [_src(f"prices.cloud.{price.accelerator}.{k}", v) for k, v in price.sources.items()]
+    if cost.spot_preemption_per_hour is not None:
+        notes.append("spot preemption rate from the spec's cost.spot_preemption_per_hour")
+    if mtbf_s is None:
+        sources.append(
+            _src("reliability.failure_rate_per_gpu_hour", rel.sources["failure_rate_per_gpu_hour"])
+        )
+    if restart_s is None:
+        sources.append(_src("reliability.restart_s", rel.sources["restart_s"]))
+    if work.schedule == "one-off":
+        notes.append("a one-off run's usd_per_month is the burn rate while it runs")
+    return cloud
+
+
+def _owned(
+    capex: Any,
+    node: NodeType,
+    nodes: int,
+    work: Any,
+    cost: Cost,
+    other_capex_usd: tuple[float, float],
+    power_w: tuple[float, float],
+    notes: list[str],
+    sources: list[dict[str, Any]],
+) -> OnPremCost:
+    """The owned cluster's cost (`other_capex_usd`: network and storage; `power_w`: facility
+    and IT, each taken from the node's nameplate and the catalog PUE when not given); what
+    was assumed goes to `notes` and `sources`."""
+    defaults = onprem_defaults()
+    facility_power_w, it_power_w = power_w
+    if it_power_w <= 0:
+        it_power_w = node.max_power_w * nodes
+        notes.append("IT power not given: nodes x the node's max power")
+        sources.append(_src(f"nodes.{node.id}.max_power_w", node.sources["max_power_w"]))
+    if facility_power_w <= 0:
+        facility_power_w = it_power_w * defaults.pue
+        notes.append("facility power not given: IT power x the catalog PUE")
+        sources.append(_src("prices.onprem_defaults.pue", defaults.sources["pue"]))
+    network_capex_usd, storage_capex_usd = other_capex_usd
+    onprem = _onprem(
+        capex, defaults, cost, nodes, nodes * node.gpus_per_node, work,
+        network_capex_usd, storage_capex_usd, facility_power_w, it_power_w,
+    )  # fmt: skip
+    sources.append(_src(f"prices.onprem.{capex.node}.capex_usd", capex.source))
+    used = {"facility_usd_per_kw_per_month", "operations_fraction_of_capex_per_year"}
+    if cost.amortisation_years is None:
+        used.add("amortisation_years")
+    if cost.electricity_usd_per_kwh is None:
+        used.add("power_usd_per_kwh")
+    sources += [_src(f"prices.onprem_defaults.{k}", v) for k, v in defaults.sources.items() if k in used]
+    notes.append("owned cluster powered all year at the facility power (conservative)")
+    return onprem
+
+
+def _breakeven(
+    cloud: dict[str, CloudOption],
+    onprem: OnPremCost,
+    storage_cloud_usd_per_month: float,
+    gpus: int,
+    notes: list[str],
+) -> dict[str, float]:
+    """Per cloud option, the utilisation above which owning is cheaper than renting."""
+    storage_per_gpu_h = storage_cloud_usd_per_month / (HOURS_PER_MONTH * gpus)
+    breakeven: dict[str, float] = {}
+    for name, opt in cloud.items():
+        if opt.details.get("applicable") is False:
+            continue
+        rate = opt.details.get("effective_usd_per_gpu_hour") or opt.usd_per_gpu_hour
+        breakeven[name] = breakeven_utilisation(onprem.usd_per_gpu_hour_owned, rate + storage_per_gpu_h)
+    if all(u > 1.0 for u in breakeven.values()):
+        notes.append("renting is cheaper than owning at every utilisation for every cloud option")
+    return breakeven
+
+
 def size_cost(
     demand: Demand,
     node: NodeType,
@@ -427,6 +442,10 @@ def size_cost(
 
     `run_s` is one run's goodput-adjusted wall time (None: a continuous service, costed per
     730-hour month). `mtbf_s` (cluster MTBF) and `restart_s` default to the reliability catalog.
+
+    Over 80 lines only by its signature (the sizing stages' figures, one argument each) and
+    the CostPlan record it fills; the costing lives in `_cloud_options`, `_owned` and
+    `_breakeven`.
     """
     if deployment not in DEPLOYMENTS:
         raise BadInput(
@@ -442,7 +461,6 @@ def size_cost(
     sources: list[dict[str, Any]] = []
     if gpus > demand.gpus:
         notes.append(f"{gpus} GPUs billed for {demand.gpus} used: whole nodes are rented and bought")
-    rel = reliability()
 
     cloud: dict[str, CloudOption] | None = None
     cloud_missing: str | None = None
@@ -454,41 +472,10 @@ def size_cost(
                 raise _asked(deployment, exc) from None
             cloud_missing = exc.message()
         else:
-            per_node_h = (
-                cost.spot_preemption_per_hour
-                if cost.spot_preemption_per_hour is not None
-                else price.spot_preemptions_per_hour
-            )
-            mtbf = mtbf_s if mtbf_s is not None else HOUR_S / (demand.gpus * rel.failure_rate_per_gpu_hour)
-            restart = restart_s if restart_s is not None else rel.restart_s
-            together = nodes
-            if run_s is None:  # a service: one replica's nodes fail together, not the fleet's
-                per_replica = demand.gpus_per_replica or node.gpus_per_node
-                together = max(1, math.ceil(per_replica / node.gpus_per_node))
-                checkpoint_interval_s = None
-            spot = None
-            if price.spot is not None:
-                slow = spot_slowdown(per_node_h, together, mtbf, restart, checkpoint_interval_s, run_s)
-                replacement = spot_replacement()
-                spot = plan_spot(
-                    slow, nodes, price.spot, price.on_demand, replacement.value, run_s is not None
-                )
-                if not spot.applicable:
-                    notes.append(f"spot is not applicable: {spot.reason}")
-                elif spot.spare_nodes:
-                    sources.append(_src("prices.spot.replacement_s", replacement))
-            cloud = _cloud(price, gpus, work, storage_cloud_usd_per_month, spot)
-            sources += [_src(f"prices.cloud.{price.accelerator}.{k}", v) for k, v in price.sources.items()]
-            if cost.spot_preemption_per_hour is not None:
-                notes.append("spot preemption rate from the spec's cost.spot_preemption_per_hour")
-            if mtbf_s is None:
-                sources.append(
-                    _src("reliability.failure_rate_per_gpu_hour", rel.sources["failure_rate_per_gpu_hour"])
-                )
-            if restart_s is None:
-                sources.append(_src("reliability.restart_s", rel.sources["restart_s"]))
-            if work.schedule == "one-off":
-                notes.append("a one-off run's usd_per_month is the burn rate while it runs")
+            cloud = _cloud_options(
+                demand, node, nodes, price, work, storage_cloud_usd_per_month, cost,
+                (run_s, checkpoint_interval_s, restart_s, mtbf_s), notes, sources,
+            )  # fmt: skip
 
     onprem: OnPremCost | None = None
     onprem_missing: str | None = None
@@ -500,49 +487,14 @@ def size_cost(
                 raise _asked(deployment, exc) from None
             onprem_missing = exc.message()
         else:
-            defaults = onprem_defaults()
-            if it_power_w <= 0:
-                it_power_w = node.max_power_w * nodes
-                notes.append("IT power not given: nodes x the node's max power")
-                sources.append(_src(f"nodes.{node.id}.max_power_w", node.sources["max_power_w"]))
-            if facility_power_w <= 0:
-                facility_power_w = it_power_w * defaults.pue
-                notes.append("facility power not given: IT power x the catalog PUE")
-                sources.append(_src("prices.onprem_defaults.pue", defaults.sources["pue"]))
-            onprem = _onprem(
-                capex,
-                defaults,
-                cost,
-                nodes,
-                gpus,
-                work,
-                network_capex_usd,
-                storage_capex_usd,
-                facility_power_w,
-                it_power_w,
-            )
-            sources.append(_src(f"prices.onprem.{capex.node}.capex_usd", capex.source))
-            used = {"facility_usd_per_kw_per_month", "operations_fraction_of_capex_per_year"}
-            if cost.amortisation_years is None:
-                used.add("amortisation_years")
-            if cost.electricity_usd_per_kwh is None:
-                used.add("power_usd_per_kwh")
-            sources += [
-                _src(f"prices.onprem_defaults.{k}", v) for k, v in defaults.sources.items() if k in used
-            ]
-            notes.append("owned cluster powered all year at the facility power (conservative)")
+            onprem = _owned(
+                capex, node, nodes, work, cost, (network_capex_usd, storage_capex_usd),
+                (facility_power_w, it_power_w), notes, sources,
+            )  # fmt: skip
 
     breakeven: dict[str, float] | None = None
     if cloud is not None and onprem is not None:
-        storage_per_gpu_h = storage_cloud_usd_per_month / (HOURS_PER_MONTH * gpus)
-        breakeven = {}
-        for name, opt in cloud.items():
-            if opt.details.get("applicable") is False:
-                continue
-            rate = opt.details.get("effective_usd_per_gpu_hour") or opt.usd_per_gpu_hour
-            breakeven[name] = breakeven_utilisation(onprem.usd_per_gpu_hour_owned, rate + storage_per_gpu_h)
-        if all(u > 1.0 for u in breakeven.values()):
-            notes.append("renting is cheaper than owning at every utilisation for every cloud option")
+        breakeven = _breakeven(cloud, onprem, storage_cloud_usd_per_month, gpus, notes)
 
     return CostPlan(
         deployment=deployment,
