@@ -137,6 +137,78 @@ def _too_small(node: NodeType, budget_kw: float, source: str, need_nodes: int, o
     )
 
 
+def _domain_nodes(demand: Demand, node: NodeType, nodes: int, warnings: list[str]) -> int:
+    """Nodes that must share a rack: a switched scale-up domain that spans nodes (NVL72's
+    copper NVLink spine) sits in one rack; a torus (TPU ICI, Trainium NeuronLink) is cabled
+    across racks with optics, so it need not."""
+    acc = get_accelerator(node.accelerator)
+    if acc.scaleup_domain_gpus <= node.gpus_per_node or acc.scaleup_topology != "switch":
+        return 1
+    domain_nodes = min(math.ceil(acc.scaleup_domain_gpus / node.gpus_per_node), nodes)
+    if domain_nodes * node.gpus_per_node < acc.scaleup_domain_gpus:
+        warnings.append(
+            f"{demand.gpus} GPUs fill only part of one {acc.scaleup_domain_gpus}-GPU {acc.scaleup_name} domain "
+            f"({acc.name}); such racks are usually bought whole."
+        )
+    return domain_nodes
+
+
+def _rack_budget(
+    facility: Facility, wanted: str, node: NodeType, usable_u: int, domain_nodes: int
+) -> tuple[CoolingType | None, float, str]:
+    """(cooling chosen by the budget, if any; rack budget kW; where the budget came from): the
+    spec's rack power, else the given cooling's default, else (auto) the least capable cooling
+    whose default budget holds one scale-up domain."""
+    types = cooling_types()
+    if facility.rack_power_kw is not None:
+        return None, facility.rack_power_kw, RACK_POWER_FIELD
+    if wanted != "auto":
+        return types[wanted], types[wanted].default_rack_kw, f"default for {wanted} cooling"
+    overhead_w = facility_defaults().rack_overhead_w
+    chosen = None
+    for ct in types.values():
+        by_power, by_units = _fit(ct.default_rack_kw, node, usable_u, overhead_w)
+        if min(by_power, by_units) >= domain_nodes:
+            chosen = ct
+            break
+    if chosen is None:  # not even the most capable default holds one node: report against it
+        chosen = list(types.values())[-1]
+    return chosen, chosen.default_rack_kw, f"default for {chosen.id} cooling"
+
+
+def _host_shortfalls(demand: Demand, node: NodeType, mem_per_gpu: float, cores_per_gpu: float) -> list[str]:
+    """Warnings where the node's host memory or CPU cores per GPU fall short of the workload's."""
+    out = []
+    if demand.host_memory_bytes_per_gpu > mem_per_gpu:
+        out.append(
+            f"Host memory is short: the workload needs {demand.host_memory_bytes_per_gpu / GiB:.0f} GiB per GPU, "
+            f"{node.name} has {mem_per_gpu / GiB:.0f} GiB per GPU. Choose a node with more memory, or fewer "
+            "data-loader workers / less CPU offload."
+        )
+    if demand.cpu_cores_per_gpu > cores_per_gpu:
+        out.append(
+            f"CPU cores are short: the workload needs {demand.cpu_cores_per_gpu:g} cores per GPU, "
+            f"{node.name} has {cores_per_gpu:g}. Expect a data-loading bottleneck; preprocess offline "
+            "or choose a node with more cores."
+        )
+    return out
+
+
+def _cooling_reason(chosen: CoolingType, wanted: str, kw_per_rack: float, warnings: list[str]) -> str:
+    """Why this cooling (auto or given), warning when the racks' nameplate exceeds it."""
+    if kw_per_rack > chosen.max_rack_kw:
+        warnings.append(
+            f"{kw_per_rack:.1f} kW per rack at nameplate exceeds what {chosen.id} cooling removes "
+            f"({chosen.max_rack_kw:g} kW); see the power plan for whether the sustained heat fits."
+        )
+    if wanted == "auto":
+        return (
+            f"auto: the least capable cooling whose ceiling ({chosen.max_rack_kw:g} kW) handles "
+            f"{kw_per_rack:.1f} kW per rack"
+        )
+    return f"given ({COOLING_FIELD}); its ceiling is {chosen.max_rack_kw:g} kW per rack"
+
+
 def size_nodes_racks(
     demand: Demand, node: NodeType, facility: Facility, cooling: str | None = None
 ) -> NodesRacks:
@@ -168,33 +240,8 @@ def size_nodes_racks(
         )
 
     acc = get_accelerator(node.accelerator)
-    domain_nodes = 1
-    # A switched domain that spans nodes (NVL72's copper NVLink spine) must sit in one rack; a
-    # torus (TPU ICI, Trainium NeuronLink) is cabled across racks with optics, so it need not.
-    if acc.scaleup_domain_gpus > node.gpus_per_node and acc.scaleup_topology == "switch":
-        domain_nodes = min(math.ceil(acc.scaleup_domain_gpus / node.gpus_per_node), nodes)
-        if domain_nodes * node.gpus_per_node < acc.scaleup_domain_gpus:
-            warnings.append(
-                f"{demand.gpus} GPUs fill only part of one {acc.scaleup_domain_gpus}-GPU {acc.scaleup_name} domain "
-                f"({acc.name}); such racks are usually bought whole."
-            )
-
-    # The rack budget, and (with auto cooling and no budget) the cooling it implies.
-    chosen: CoolingType | None = None
-    if facility.rack_power_kw is not None:
-        budget_kw, budget_from = facility.rack_power_kw, RACK_POWER_FIELD
-    elif wanted != "auto":
-        chosen = types[wanted]
-        budget_kw, budget_from = chosen.default_rack_kw, f"default for {wanted} cooling"
-    else:
-        for ct in types.values():
-            by_power, by_units = _fit(ct.default_rack_kw, node, usable_u, overhead_w)
-            if min(by_power, by_units) >= domain_nodes:
-                chosen = ct
-                break
-        if chosen is None:  # not even the most capable default holds one node: report against it
-            chosen = list(types.values())[-1]
-        budget_kw, budget_from = chosen.default_rack_kw, f"default for {chosen.id} cooling"
+    domain_nodes = _domain_nodes(demand, node, nodes, warnings)
+    chosen, budget_kw, budget_from = _rack_budget(facility, wanted, node, usable_u, domain_nodes)
 
     by_power, by_units = _fit(budget_kw, node, usable_u, overhead_w)
     if by_power < domain_nodes:
@@ -216,33 +263,11 @@ def size_nodes_racks(
 
     if chosen is None:
         chosen = choose_cooling(kw_per_rack, facility, cooling)
-    if wanted == "auto":
-        reason = (
-            f"auto: the least capable cooling whose ceiling ({chosen.max_rack_kw:g} kW) handles "
-            f"{kw_per_rack:.1f} kW per rack"
-        )
-    else:
-        reason = f"given ({COOLING_FIELD}); its ceiling is {chosen.max_rack_kw:g} kW per rack"
-    if kw_per_rack > chosen.max_rack_kw:
-        warnings.append(
-            f"{kw_per_rack:.1f} kW per rack at nameplate exceeds what {chosen.id} cooling removes "
-            f"({chosen.max_rack_kw:g} kW); see the power plan for whether the sustained heat fits."
-        )
+    reason = _cooling_reason(chosen, wanted, kw_per_rack, warnings)
 
     mem_per_gpu = node.host_memory_bytes / node.gpus_per_node
     cores_per_gpu = node.cpu_cores / node.gpus_per_node
-    if demand.host_memory_bytes_per_gpu > mem_per_gpu:
-        warnings.append(
-            f"Host memory is short: the workload needs {demand.host_memory_bytes_per_gpu / GiB:.0f} GiB per GPU, "
-            f"{node.name} has {mem_per_gpu / GiB:.0f} GiB per GPU. Choose a node with more memory, or fewer "
-            "data-loader workers / less CPU offload."
-        )
-    if demand.cpu_cores_per_gpu > cores_per_gpu:
-        warnings.append(
-            f"CPU cores are short: the workload needs {demand.cpu_cores_per_gpu:g} cores per GPU, "
-            f"{node.name} has {cores_per_gpu:g}. Expect a data-loading bottleneck; preprocess offline "
-            "or choose a node with more cores."
-        )
+    warnings += _host_shortfalls(demand, node, mem_per_gpu, cores_per_gpu)
 
     sources = [source_entry(f"{node.id}.{k}", s) for k, s in node.sources.items()]
     sources += [source_entry(f"cooling.{chosen.id}.{k}", s) for k, s in chosen.sources.items()]
@@ -251,6 +276,35 @@ def size_nodes_racks(
     ]
     if domain_nodes > 1:
         sources.append(source_entry(f"{acc.id}.scaleup_domain_gpus", acc.sources["scaleup_domain_gpus"]))
+    return _nodes_racks_record(
+        demand,
+        node,
+        facility,
+        (nodes, nodes_per_rack, racks, limited_by, domain_nodes),
+        (budget_kw, budget_from, kw_per_rack, chosen, reason),
+        warnings,
+        sources,
+    )
+
+
+def _nodes_racks_record(
+    demand: Demand,
+    node: NodeType,
+    facility: Facility,
+    packing: tuple[int, int, int, str, int],
+    rack: tuple[float, str, float, CoolingType, str],
+    warnings: list[str],
+    sources: list[dict[str, Any]],
+) -> NodesRacks:
+    """The NodesRacks record: `packing` is (nodes, nodes per rack, racks, what limited the
+    packing, nodes per scale-up domain); `rack` is (budget kW, its origin, kW per rack at
+    nameplate, the cooling, why that cooling)."""
+    nodes, nodes_per_rack, racks, limited_by, domain_nodes = packing
+    budget_kw, budget_from, kw_per_rack, chosen, reason = rack
+    defaults = facility_defaults()
+    reserved_u = defaults.rack_reserved_units
+    mem_per_gpu = node.host_memory_bytes / node.gpus_per_node
+    cores_per_gpu = node.cpu_cores / node.gpus_per_node
     return NodesRacks(
         node=node.id,
         gpus=demand.gpus,
@@ -266,7 +320,7 @@ def size_nodes_racks(
         reserved_rack_units=reserved_u,
         rack_units_used=nodes_per_rack * node.rack_units + reserved_u,
         node_max_power_w=node.max_power_w,
-        rack_overhead_w=overhead_w,
+        rack_overhead_w=defaults.rack_overhead_w,
         kw_per_rack=kw_per_rack,
         scaleup_domain_nodes=domain_nodes,
         cooling=chosen.id,
