@@ -443,7 +443,7 @@ def size_cost(
     `run_s` is one run's goodput-adjusted wall time (None: a continuous service, costed per
     730-hour month). `mtbf_s` (cluster MTBF) and `restart_s` default to the reliability catalog.
 
-    Over 80 lines only by its signature (the sizing stages' figures, one argument each) and
+    Longer than 80 lines for one reason: its signature (the sizing stages' figures, one argument each) and
     the CostPlan record it fills; the costing lives in `_cloud_options`, `_owned` and
     `_breakeven`.
     """

@@ -394,6 +394,18 @@ def _cloud_file_system(
     }, tier
 
 
+def _object_store(capacity_bytes: float, safety_margin: float, obj: Any) -> dict[str, float]:
+    """The object store: capacity with the margin, its cloud price, and owned capex and power."""
+    obj_tb = _with_margin(capacity_bytes, safety_margin) / TB
+    return {
+        "capacity_bytes": capacity_bytes,
+        "capacity_with_margin_bytes": obj_tb * TB,
+        "cloud_usd_per_month": capacity_bytes / GiB * obj.cloud_usd_per_gib_month,
+        "onprem_capex_usd": obj_tb * obj.onprem_usd_per_tb,
+        "onprem_power_w": obj_tb * obj.onprem_power_w_per_tb,
+    }
+
+
 def size_storage(
     demand: Demand,
     storage: Storage,
@@ -436,14 +448,7 @@ def size_storage(
             "reason": local["reason"],
         }
     obj = cat.object_store
-    obj_tb = _with_margin(needs.object_store_bytes, safety_margin) / TB
-    obj_plan = {
-        "capacity_bytes": needs.object_store_bytes,
-        "capacity_with_margin_bytes": obj_tb * TB,
-        "cloud_usd_per_month": needs.object_store_bytes / GiB * obj.cloud_usd_per_gib_month,
-        "onprem_capex_usd": obj_tb * obj.onprem_usd_per_tb,
-        "onprem_power_w": obj_tb * obj.onprem_power_w_per_tb,
-    }
+    obj_plan = _object_store(needs.object_store_bytes, safety_margin, obj)
 
     sources = list(needs.sources)
     sources += [_src(f"storage.node_nvme.{k}", v) for k, v in cat.node_nvme.sources.items()]
