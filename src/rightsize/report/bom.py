@@ -36,36 +36,19 @@ def _gpus(nodes: dict[str, Any], cost: dict[str, Any]) -> str:
     return units.plural(billed, "GPU")
 
 
-def bom_section(sizing: dict[str, Any]) -> Section | None:
-    nodes, fabric, storage = (
-        sizing.get("nodes") or {},
-        sizing.get("fabric") or {},
-        sizing.get("storage") or {},
-    )
-    power, cost, rel = sizing.get("power") or {}, sizing.get("cost") or {}, sizing.get("reliability") or {}
-    if not nodes:
-        return None
-    rows: list[list[str]] = []
-    rows.append(
-        [
-            "compute",
-            f"{nodes.get('nodes', 0):,} x {nodes.get('node', '?')} ({_gpus(nodes, cost)}) in "
-            f"{units.plural(nodes.get('racks', 0), 'rack')} of {nodes.get('nodes_per_rack', 0)} "
-            f"({units.number(nodes.get('kw_per_rack', 0))} kW, {nodes.get('cooling', '?')} cooled)",
-        ]
-    )
-    if fabric.get("needed"):
-        rows.append(
-            [
-                "fabric",
-                f"{fabric.get('kind', '')} {fabric.get('topology', '')}, {units.plural(fabric.get('tiers', 0), 'tier')}, "
-                f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per GPU: {fabric.get('leaves', 0)} leaf + "
-                f"{fabric.get('spines', 0)} spine + {fabric.get('cores', 0)} core {fabric.get('switch', '')}, "
-                f"{fabric.get('transceivers', 0):,} transceivers; {units.usd(fabric.get('capex_usd', 0))}",
-            ]
-        )
-    else:
-        rows.append(["fabric", str(fabric.get("reason", "none"))])
+def _fabric_row(fabric: dict[str, Any]) -> list[str]:
+    if not fabric.get("needed"):
+        return ["fabric", str(fabric.get("reason", "none"))]
+    return [
+        "fabric",
+        f"{fabric.get('kind', '')} {fabric.get('topology', '')}, {units.plural(fabric.get('tiers', 0), 'tier')}, "
+        f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per GPU: {fabric.get('leaves', 0)} leaf + "
+        f"{fabric.get('spines', 0)} spine + {fabric.get('cores', 0)} core {fabric.get('switch', '')}, "
+        f"{fabric.get('transceivers', 0):,} transceivers; {units.usd(fabric.get('capex_usd', 0))}",
+    ]
+
+
+def _storage_line(storage: dict[str, Any]) -> str:
     fs = _get(storage, "parallel_file_system") or {}
     cap = _get(storage, "capacity", "file_system_with_margin_bytes")
     if fs.get("tier") == "node_local":
@@ -85,40 +68,44 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
     write = fs.get("write_needed_bytes_per_s")
     if isinstance(read, int | float) and isinstance(write, int | float):
         line += f"; needs read {units.rate(read)}, checkpoint write {units.rate(write)}"
-    rows.append(["storage", line])
-    rows.append(
-        [
-            "power",
-            f"IT {units.watts(power.get('it_power_typical_w', 0))} typical, "
-            f"{units.watts(power.get('it_power_max_w', 0))} max; facility {units.watts(power.get('facility_power_w', 0))} "
-            f"(PUE {power.get('pue', 0):g})"
-            + (
-                f"; {units.number(power['energy_per_run_mwh'])} MWh per run"
-                if isinstance(power.get("energy_per_run_mwh"), int | float)
-                else (
-                    f"; {units.number(power['energy_per_month_mwh'])} MWh per month"
-                    if isinstance(power.get("energy_per_month_mwh"), int | float)
-                    else ""
-                )
-            ),
-        ]
+    return line
+
+
+def _power_line(power: dict[str, Any]) -> str:
+    line = (
+        f"IT {units.watts(power.get('it_power_typical_w', 0))} typical, "
+        f"{units.watts(power.get('it_power_max_w', 0))} max; facility {units.watts(power.get('facility_power_w', 0))} "
+        f"(PUE {power.get('pue', 0):g})"
     )
+    if isinstance(power.get("energy_per_run_mwh"), int | float):
+        return line + f"; {units.number(power['energy_per_run_mwh'])} MWh per run"
+    if isinstance(power.get("energy_per_month_mwh"), int | float):
+        return line + f"; {units.number(power['energy_per_month_mwh'])} MWh per month"
+    return line
+
+
+def _reliability_rows(rel: dict[str, Any]) -> list[list[str]]:
     if "goodput_fraction" in rel:
-        rows.append(
+        return [
             [
                 "reliability",
                 f"MTBF {units.seconds(rel.get('cluster_mtbf_s', 0))}, checkpoint every "
                 f"{units.seconds(rel.get('checkpoint_interval_s', 0))}, goodput {units.pct(rel['goodput_fraction'])}",
             ]
-        )
-    elif "replica_failures_per_month" in rel:
-        rows.append(
+        ]
+    if "replica_failures_per_month" in rel:
+        return [
             [
                 "reliability",
                 f"{rel['replica_failures_per_month']:.2f} replica failures a month; "
                 f"{rel.get('spare_replicas_recommended', 0)} spare replica recommended",
             ]
-        )
+        ]
+    return []
+
+
+def _cost_rows(cost: dict[str, Any]) -> list[list[str]]:
+    rows: list[list[str]] = []
     per = "run" if cost.get("schedule") == "one-off" else "month"
     for name, opt in (cost.get("cloud") or {}).items():
         v = opt.get(f"usd_per_{per}")
@@ -142,16 +129,44 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
     for reason in ("cloud_unavailable", "onprem_unavailable"):
         if cost.get(reason):
             rows.append([reason.replace("_", " "), str(cost[reason])])
+    return rows
+
+
+def _growth_rows(sizing: dict[str, Any]) -> list[list[str]]:
     stages = _get(sizing, "growth", "stages") or []
-    if len(stages) > 1:
-        last = stages[-1]
-        rows.append(
-            [
-                "growth",
-                f"{units.plural(len(stages) - 1, 'purchase')} (one a budget cycle) to {last.get('nodes', 0):,} nodes "
-                f"({last.get('gpus', 0):,} GPUs) over {_get(sizing, 'growth', 'horizon_years')} years",
-            ]
-        )
+    if len(stages) <= 1:
+        return []
+    last = stages[-1]
+    return [
+        [
+            "growth",
+            f"{units.plural(len(stages) - 1, 'purchase')} (one a budget cycle) to {last.get('nodes', 0):,} nodes "
+            f"({last.get('gpus', 0):,} GPUs) over {_get(sizing, 'growth', 'horizon_years')} years",
+        ]
+    ]
+
+
+def bom_section(sizing: dict[str, Any]) -> Section | None:
+    """The bill of materials: one row per part of the plan (compute, fabric, storage, power,
+    reliability, each cost, growth), from the sizing's JSON view."""
+    nodes = sizing.get("nodes") or {}
+    if not nodes:
+        return None
+    cost = sizing.get("cost") or {}
+    rows: list[list[str]] = [
+        [
+            "compute",
+            f"{nodes.get('nodes', 0):,} x {nodes.get('node', '?')} ({_gpus(nodes, cost)}) in "
+            f"{units.plural(nodes.get('racks', 0), 'rack')} of {nodes.get('nodes_per_rack', 0)} "
+            f"({units.number(nodes.get('kw_per_rack', 0))} kW, {nodes.get('cooling', '?')} cooled)",
+        ],
+        _fabric_row(sizing.get("fabric") or {}),
+        ["storage", _storage_line(sizing.get("storage") or {})],
+        ["power", _power_line(sizing.get("power") or {})],
+    ]
+    rows += _reliability_rows(sizing.get("reliability") or {})
+    rows += _cost_rows(cost)
+    rows += _growth_rows(sizing)
     sec = Section("bill-of-materials", "Bill of materials", brief=True)
     sec.tables.append(Table(["item", "what"], rows, "bill of materials", ["l", "l"]))
     return sec
