@@ -98,6 +98,8 @@ def _tokens_per_s(p: dict[str, Any]) -> float | None:
 
 
 def profile_document(profile: dict[str, Any], title: str = "Profile") -> Document:
+    """A profile's report: key numbers, the scaling curves over the measured points, the
+    telemetry over time and the environment it ran in."""
     prof = profile_from_records(profile)
     points = [p for p in prof.get("points", []) if isinstance(p, dict)]
     tele = [t for t in prof.get("telemetry", []) if isinstance(t, dict)]
@@ -117,148 +119,109 @@ def profile_document(profile: dict[str, Any], title: str = "Profile") -> Documen
     if mems:
         kn.append(("largest peak memory", units.gib(max(mems))))
     if points:
-        sec = Section("scaling", "Scaling curves", brief=True)
-        seqs = sorted(
-            {p.get("seq") for p in points if p.get("batch") is not None}, key=lambda s: (s is None, s)
-        )
-        step_series, tps_series, mem_series = [], [], []
-        for s in seqs:
-            mine = sorted(
-                (p for p in points if p.get("seq") == s and p.get("batch") is not None),
-                key=lambda p: p["batch"],
-            )
-            lab = f"seq {s}" if s is not None else "measured"
-            step_series.append((lab, [float(p["batch"]) for p in mine], [float(p["step_s"]) for p in mine]))
-            tt = [(float(p["batch"]), _tokens_per_s(p)) for p in mine]
-            tps_series.append((lab, [b for b, t in tt if t is not None], [t for _, t in tt if t is not None]))
-            mm = [(float(p["batch"]), p.get("peak_memory_bytes")) for p in mine]
-            mem_series.append(
-                (
-                    lab,
-                    [b for b, m in mm if isinstance(m, int | float)],
-                    [float(m) / 2**30 for _, m in mm if isinstance(m, int | float)],
-                )
-            )
-        for pred in [prof.get("predicted")]:
-            if isinstance(pred, list) and pred:
-                pp = sorted(
-                    (p for p in pred if isinstance(p, dict) and p.get("batch") is not None),
-                    key=lambda p: p["batch"],
-                )
-                step_series.append(
-                    ("predicted", [float(p["batch"]) for p in pp], [float(p["step_s"]) for p in pp])
-                )
-        t = "Step time against batch size"
-        sec.charts.append(
-            Chart(
-                "scaling",
-                t,
-                svg.lines(
-                    "scaling",
-                    t,
-                    step_series,
-                    "batch (sequences)",
-                    "step time",
-                    lambda v: f"{v:,.0f}",
-                    units.seconds,
-                ),
-            )
-        )
-        if any(s[1] for s in tps_series):
-            t = "Throughput against batch size"
-            sec.charts.append(
-                Chart(
-                    "scaling-throughput",
-                    t,
-                    svg.lines(
-                        "scaling-throughput",
-                        t,
-                        tps_series,
-                        "batch (sequences)",
-                        "tokens/s",
-                        lambda v: f"{v:,.0f}",
-                        lambda v: f"{v:,.0f}",
-                    ),
-                )
-            )
-        if any(s[1] for s in mem_series):
-            cap = prof.get("memory_capacity_bytes")
-            h = [(float(cap) / 2**30, "capacity")] if isinstance(cap, int | float) else []
-            t = "Peak memory against batch size (GiB)"
-            sec.charts.append(
-                Chart(
-                    "scaling-memory",
-                    t,
-                    svg.lines(
-                        "scaling-memory",
-                        t,
-                        [s for s in mem_series if s[1]],
-                        "batch (sequences)",
-                        "GiB",
-                        lambda v: f"{v:,.0f}",
-                        lambda v: f"{v:,.0f}",
-                        hlines=h,
-                    ),
-                )
-            )
-        sec.tables.append(records_table(points, "measurements", first="batch"))
-        doc.sections.append(sec)
+        doc.sections.append(_scaling_section(prof, points))
     if tele:
-        sec = Section("telemetry", "Telemetry", brief=True)
-        ts = [float(t["t_s"]) for t in tele]
-        util = [
-            (
-                k.removesuffix("_fraction").replace("_", " "),
-                [ts[i] for i, t in enumerate(tele) if isinstance(t.get(k), int | float)],
-                [100.0 * float(t[k]) for t in tele if isinstance(t.get(k), int | float)],
-            )
-            for k in ("gpu_util_fraction", "cpu_util_fraction", "gpu_memory_util_fraction")
-        ]
-        util = [u for u in util if u[1]]
-        if util:
-            t = "Utilisation over time (%)"
-            sec.charts.append(
-                Chart(
-                    "telemetry",
-                    t,
-                    svg.lines(
-                        "telemetry", t, util, "time (s)", "%", lambda v: f"{v:,.0f}", lambda v: f"{v:,.0f}"
-                    ),
-                )
-            )
-        pw = [
-            (ts[i], float(t["power_w"]))
-            for i, t in enumerate(tele)
-            if isinstance(t.get("power_w"), int | float)
-        ]
-        if pw:
-            t = "Power over time (W)"
-            sec.charts.append(
-                Chart(
-                    "telemetry-power",
-                    t,
-                    svg.lines(
-                        "telemetry-power",
-                        t,
-                        [("power", [a for a, _ in pw], [b for _, b in pw])],
-                        "time (s)",
-                        "W",
-                        lambda v: f"{v:,.0f}",
-                        lambda v: f"{v:,.0f}",
-                    ),
-                )
-            )
-        keys = [k for k in tele[0] if k != "t_s" and isinstance(tele[0][k], int | float)]
-        rows = []
-        for k in keys:
-            vals = [float(t[k]) for t in tele if isinstance(t.get(k), int | float)]
-            rows.append([units.label(k), units.value(k, statistics.fmean(vals)), units.value(k, max(vals))])
-        sec.tables.append(Table(["signal", "mean", "max"], rows, "telemetry summary"))
-        doc.sections.append(sec)
+        doc.sections.append(_telemetry_section(tele))
     env = prof.get("environment")
     if isinstance(env, dict) and env:
         doc.sections.append(generic_section("environment", "Environment", env))
     return doc
+
+
+Series = list[tuple[str, list[float], list[float]]]
+
+
+def _line_chart(key: str, title: str, series: Series, x: str, y: str, y_fmt: Any = None, **kw: Any) -> Chart:
+    """A line chart whose x axis (and, unless given, y axis) reads as whole numbers."""
+    whole = lambda v: f"{v:,.0f}"  # noqa: E731
+    return Chart(key, title, svg.lines(key, title, series, x, y, whole, y_fmt or whole, **kw))
+
+
+def _scaling_series(prof: dict[str, Any], points: list[dict[str, Any]]) -> tuple[Series, Series, Series]:
+    """(step time, tokens/s, peak GiB) against batch, one line per sequence length; the
+    predicted step times as one more line."""
+    seqs = sorted({p.get("seq") for p in points if p.get("batch") is not None}, key=lambda s: (s is None, s))
+    step_series, tps_series, mem_series = [], [], []
+    for s in seqs:
+        mine = sorted(
+            (p for p in points if p.get("seq") == s and p.get("batch") is not None), key=lambda p: p["batch"]
+        )
+        lab = f"seq {s}" if s is not None else "measured"
+        step_series.append((lab, [float(p["batch"]) for p in mine], [float(p["step_s"]) for p in mine]))
+        tt = [(float(p["batch"]), _tokens_per_s(p)) for p in mine]
+        tps_series.append((lab, [b for b, t in tt if t is not None], [t for _, t in tt if t is not None]))
+        mm = [(float(p["batch"]), p.get("peak_memory_bytes")) for p in mine]
+        mem_series.append(
+            (
+                lab,
+                [b for b, m in mm if isinstance(m, int | float)],
+                [float(m) / 2**30 for _, m in mm if isinstance(m, int | float)],
+            )
+        )
+    pred = prof.get("predicted")
+    if isinstance(pred, list) and pred:
+        pp = sorted(
+            (p for p in pred if isinstance(p, dict) and p.get("batch") is not None), key=lambda p: p["batch"]
+        )
+        step_series.append(("predicted", [float(p["batch"]) for p in pp], [float(p["step_s"]) for p in pp]))
+    return step_series, tps_series, mem_series
+
+
+def _scaling_section(prof: dict[str, Any], points: list[dict[str, Any]]) -> Section:
+    sec = Section("scaling", "Scaling curves", brief=True)
+    step_series, tps_series, mem_series = _scaling_series(prof, points)
+    x = "batch (sequences)"
+    sec.charts.append(
+        _line_chart("scaling", "Step time against batch size", step_series, x, "step time", units.seconds)
+    )
+    if any(s[1] for s in tps_series):
+        sec.charts.append(
+            _line_chart("scaling-throughput", "Throughput against batch size", tps_series, x, "tokens/s")
+        )
+    if any(s[1] for s in mem_series):
+        cap = prof.get("memory_capacity_bytes")
+        h = [(float(cap) / 2**30, "capacity")] if isinstance(cap, int | float) else []
+        sec.charts.append(
+            _line_chart(
+                "scaling-memory",
+                "Peak memory against batch size (GiB)",
+                [s for s in mem_series if s[1]],
+                x,
+                "GiB",
+                hlines=h,
+            )
+        )
+    sec.tables.append(records_table(points, "measurements", first="batch"))
+    return sec
+
+
+def _telemetry_section(tele: list[dict[str, Any]]) -> Section:
+    sec = Section("telemetry", "Telemetry", brief=True)
+    ts = [float(t["t_s"]) for t in tele]
+    util = [
+        (
+            k.removesuffix("_fraction").replace("_", " "),
+            [ts[i] for i, t in enumerate(tele) if isinstance(t.get(k), int | float)],
+            [100.0 * float(t[k]) for t in tele if isinstance(t.get(k), int | float)],
+        )
+        for k in ("gpu_util_fraction", "cpu_util_fraction", "gpu_memory_util_fraction")
+    ]
+    util = [u for u in util if u[1]]
+    if util:
+        sec.charts.append(_line_chart("telemetry", "Utilisation over time (%)", util, "time (s)", "%"))
+    pw = [
+        (ts[i], float(t["power_w"])) for i, t in enumerate(tele) if isinstance(t.get("power_w"), int | float)
+    ]
+    if pw:
+        power = [("power", [a for a, _ in pw], [b for _, b in pw])]
+        sec.charts.append(_line_chart("telemetry-power", "Power over time (W)", power, "time (s)", "W"))
+    keys = [k for k in tele[0] if k != "t_s" and isinstance(tele[0][k], int | float)]
+    rows = []
+    for k in keys:
+        vals = [float(t[k]) for t in tele if isinstance(t.get(k), int | float)]
+        rows.append([units.label(k), units.value(k, statistics.fmean(vals)), units.value(k, max(vals))])
+    sec.tables.append(Table(["signal", "mean", "max"], rows, "telemetry summary"))
+    return sec
 
 
 def _candidate_charts(best: dict[str, Any], alternatives: Any) -> list[Chart]:
