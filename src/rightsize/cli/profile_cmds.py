@@ -374,46 +374,38 @@ def _with_metrics(
     return run
 
 
-def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
-    """Add `profile train|memory|comms|serve` and `calibrate` to the `rightsize` parser."""
-    prof = sub.add_parser(
-        "profile",
-        help="measure a real workload (needs the profile extra: pip install 'rightsize[profile]')",
-        description="Measure real workloads with PyTorch; results go to --out as JSON Lines as they are measured.",
+def _profile_options(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options every `profile` command takes: output, the record file, resume, limits."""
+    sp.add_argument(
+        "--format",
+        choices=("table", "json", "markdown", "html"),
+        default="table",
+        help="output format (default: %(default)s)",
     )
-    psub = prof.add_subparsers(dest="profile_command", required=True, metavar="WHAT")
+    sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
+    sp.add_argument("--out", metavar="PROFILE.jsonl", help="record every measurement here as it is made")
+    sp.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run recorded in --out (same configuration): skip its finished points",
+    )
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="append a new run to an --out that already holds records (never truncated)",
+    )
+    sp.add_argument("--timeout", type=_seconds, default=300.0, help="limit per measured run (default 300s)")
+    sp.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="serve the run's telemetry as Prometheus metrics (DCGM names) on port N while it runs",
+    )
+    return sp
 
-    def padd(name: str, help_: str) -> argparse.ArgumentParser:
-        sp = psub.add_parser(name, help=help_, description=help_)
-        sp.add_argument(
-            "--format",
-            choices=("table", "json", "markdown", "html"),
-            default="table",
-            help="output format (default: %(default)s)",
-        )
-        sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
-        sp.add_argument("--out", metavar="PROFILE.jsonl", help="record every measurement here as it is made")
-        sp.add_argument(
-            "--resume",
-            action="store_true",
-            help="continue the run recorded in --out (same configuration): skip its finished points",
-        )
-        sp.add_argument(
-            "--force",
-            action="store_true",
-            help="append a new run to an --out that already holds records (never truncated)",
-        )
-        sp.add_argument(
-            "--timeout", type=_seconds, default=300.0, help="limit per measured run (default 300s)"
-        )
-        sp.add_argument(
-            "--metrics-port",
-            type=int,
-            metavar="N",
-            help="serve the run's telemetry as Prometheus metrics (DCGM names) on port N while it runs",
-        )
-        return sp
 
+def _register_train(padd: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """`profile train`: a batch x sequence sweep of real training steps."""
     sp = padd("train", "time real training steps over a batch x sequence sweep (progressive load test)")
     sp.add_argument("--model", help="model preset (see `rightsize models`) or a ModelArch YAML/JSON file")
     sp.add_argument("--module", help="path/to/file.py:build_fn returning an nn.Module, or (module, loader)")
@@ -428,6 +420,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--no-micro", action="store_true", help="skip the GEMM / bandwidth microbenchmarks")
     sp.set_defaults(func=cmd_train)
 
+
+def _register_memory(padd: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """`profile memory`: exact training memory on the meta device."""
     sp = padd("memory", "count training memory exactly with the real module on the meta device")
     sp.add_argument("--model", required=True, help="model preset or ModelArch YAML/JSON file")
     sp.add_argument("--seq", type=int, default=2048, help="sequence length (default 2048)")
@@ -437,6 +432,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--no-flash", action="store_true", help="unfused attention (s x s scores kept)")
     sp.set_defaults(func=cmd_memory)
 
+
+def _register_comms(padd: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """`profile comms`: collectives over real process groups."""
     sp = padd("comms", "collective bandwidth and latency with real torch.distributed process groups")
     sp.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
     sp.add_argument("--world-size", type=int, default=2)
@@ -448,6 +446,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--iters", type=int, default=5)
     sp.set_defaults(func=cmd_comms)
 
+
+def _register_kernels(padd: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """`profile kernels`: a measured kernel table."""
     sp = padd(
         "kernels", "measure a kernel table (GEMM, attention, all-reduce) for measured-kernel predictions"
     )
@@ -469,6 +470,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--iters", type=int, default=3)
     sp.set_defaults(func=cmd_kernels)
 
+
+def _register_serve(padd: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """`profile serve`: a load test of a streaming endpoint."""
     sp = padd("serve", "load-test an OpenAI-compatible streaming endpoint (TTFT, TPOT, ITL, goodput)")
     sp.add_argument("--url", required=True, help="base URL, e.g. http://127.0.0.1:8000/v1")
     sp.add_argument("--rate", type=_positive_float, help="Poisson arrival rate, requests per second")
@@ -507,9 +511,10 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         "exit 1 when any request failed)",
     )
     sp.set_defaults(func=cmd_serve, timeout=60.0)
-    for name, parser in psub.choices.items():
-        parser.set_defaults(func=_with_metrics(parser.get_default("func"), f"profile {name}"))
 
+
+def _register_calibrate(add: Callable[..., argparse.ArgumentParser]) -> None:
+    """`calibrate`: fit the model's efficiencies to profiles."""
     sp = add("calibrate", "fit the performance model's efficiencies to profiles; write a calibration file")
     sp.add_argument("profile", nargs="+", help="profiles (JSON Lines) from `rightsize profile train|comms`")
     sp.add_argument(
@@ -521,3 +526,29 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         "--exclude-batch", type=_ints, help="batch sizes to leave out of the fit (to check prediction)"
     )
     sp.set_defaults(func=cmd_calibrate)
+
+
+def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add `profile train|memory|comms|kernels|serve` and `calibrate` to the `rightsize` parser."""
+    prof = sub.add_parser(
+        "profile",
+        help="measure a real workload (needs the profile extra: pip install 'rightsize[profile]')",
+        description="Measure real workloads with PyTorch; results go to --out as JSON Lines as they are measured.",
+    )
+    psub = prof.add_subparsers(dest="profile_command", required=True, metavar="WHAT")
+
+    def padd(name: str, help_: str) -> argparse.ArgumentParser:
+        return _profile_options(psub.add_parser(name, help=help_, description=help_))
+
+    for register_one in (
+        _register_train,
+        _register_memory,
+        _register_comms,
+        _register_kernels,
+        _register_serve,
+    ):
+        register_one(padd)
+    for name, parser in psub.choices.items():
+        parser.set_defaults(func=_with_metrics(parser.get_default("func"), f"profile {name}"))
+
+    _register_calibrate(add)
