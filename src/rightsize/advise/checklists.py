@@ -259,57 +259,67 @@ def _scale(v: PlanView) -> list[Item]:
 
 
 def _deploy(v: PlanView) -> list[Item]:
-    b, p, u = v.best, v.plan, v.uncertainty
-    items = []
-    if v.kind == "training":
-        goal = f"objective {p.objective}" + (f", deadline {_days(p.deadline_s)}" if p.deadline_s else "")
-    else:
-        goal = f"objective {p.objective}, scenario {p.scenario}"
-        if b.slo_headroom:
-            goal += ", SLOs on " + ", ".join(k.removesuffix("_s") for k in b.slo_headroom)
-    items.append(
-        Item(
-            "DEPLOY", "define", "Are the workload, targets and SLOs defined?", ANSWERED, f"{p.model}: {goal}."
-        )
-    )
-    key = "time_to_train_s" if v.kind == "training" else "replicas"
-    m = _pct(u, key)
-    if m:
-        fmt = _days if key == "time_to_train_s" else (lambda x: f"{x:,.0f}")
-        text = f"{key.removesuffix('_s').replace('_', ' ')}: P10 {fmt(m['p10'])}, P50 {fmt(m['p50'])}, P90 {fmt(m['p90'])}."
-        items.append(Item("DEPLOY", "estimate", "Is there an estimate with a range?", ANSWERED, text))
-    else:
-        est = _days(b.time_to_train_s) if v.kind == "training" and b.time_to_train_s else f"{b.gpus} GPUs"
-        items.append(
-            Item(
-                "DEPLOY",
-                "estimate",
-                "Is there an estimate with a range?",
-                TO_DECIDE,
-                f"Point estimate only ({est}); no spread computed.",
-            )
-        )
+    """The DEPLOY checklist: goal, estimate, platform, load test, monitoring, yield."""
+    b = v.best
     gpn = v.node.gpus_per_node if v.node else 8
-    items.append(
+    return [
+        _deploy_goal(v),
+        _deploy_estimate(v),
         Item(
             "DEPLOY",
             "pick platform",
             "Which platform?",
             ANSWERED,
             f"{math.ceil(b.gpus / gpn):,} x {b.node} ({b.gpus:,} x {b.accelerator}).",
-        )
-    )
-    items.append(
+        ),
         Item(
             "DEPLOY",
             "pick platform",
             "Which provider and region?",
             TO_DECIDE,
             "Decide the provider (or own data centre) and region; check capacity is available at this size.",
-        )
-    )
+        ),
+        _deploy_load_test(v, gpn),
+        _deploy_observe(v),
+        _deploy_yield(v),
+    ]
+
+
+def _deploy_goal(v: PlanView) -> Item:
+    b, p = v.best, v.plan
     if v.kind == "training":
-        st = _pct(u, "step_time_s")
+        goal = f"objective {p.objective}" + (f", deadline {_days(p.deadline_s)}" if p.deadline_s else "")
+    else:
+        goal = f"objective {p.objective}, scenario {p.scenario}"
+        if b.slo_headroom:
+            goal += ", SLOs on " + ", ".join(k.removesuffix("_s") for k in b.slo_headroom)
+    return Item(
+        "DEPLOY", "define", "Are the workload, targets and SLOs defined?", ANSWERED, f"{p.model}: {goal}."
+    )
+
+
+def _deploy_estimate(v: PlanView) -> Item:
+    b = v.best
+    key = "time_to_train_s" if v.kind == "training" else "replicas"
+    m = _pct(v.uncertainty, key)
+    if m:
+        fmt = _days if key == "time_to_train_s" else (lambda x: f"{x:,.0f}")
+        text = f"{key.removesuffix('_s').replace('_', ' ')}: P10 {fmt(m['p10'])}, P50 {fmt(m['p50'])}, P90 {fmt(m['p90'])}."
+        return Item("DEPLOY", "estimate", "Is there an estimate with a range?", ANSWERED, text)
+    est = _days(b.time_to_train_s) if v.kind == "training" and b.time_to_train_s else f"{b.gpus} GPUs"
+    return Item(
+        "DEPLOY",
+        "estimate",
+        "Is there an estimate with a range?",
+        TO_DECIDE,
+        f"Point estimate only ({est}); no spread computed.",
+    )
+
+
+def _deploy_load_test(v: PlanView, gpn: int) -> Item:
+    b = v.best
+    if v.kind == "training":
+        st = _pct(v.uncertainty, "step_time_s")
         bound = f"{st['p90']:.2f} s (P90)" if st else f"{b.step_time_s * 1.1:.2f} s (+10%)"
         text = (
             f"Profile one node with the chosen layout (`rightsize profile`): the step should take {b.step_time_s:.2f} s, "
@@ -324,7 +334,11 @@ def _deploy(v: PlanView) -> list[Item]:
             + (f" ({lim})" if lim else "")
             + "."
         )
-    items.append(Item("DEPLOY", "load-test", "What must a load test confirm?", TO_DECIDE, text))
+    return Item("DEPLOY", "load-test", "What must a load test confirm?", TO_DECIDE, text)
+
+
+def _deploy_observe(v: PlanView) -> Item:
+    b = v.best
     if v.kind == "training":
         gp = (b.reliability or {}).get("goodput")
         text = f"Alert when MFU falls below {b.mfu * 0.9:.0%} (plan {b.mfu:.0%})" + (
@@ -341,47 +355,43 @@ def _deploy(v: PlanView) -> list[Item]:
         text = ("Alert on " + ", ".join(alerts) + "; w" if alerts else "W") + (
             f"atch load per replica against {b.replica_capacity_rps:,.2f} req/s"
         )
-    items.append(
-        Item(
-            "DEPLOY",
-            "observe",
-            "What to monitor, against which numbers?",
-            TO_DECIDE,
-            text + "; wire the alerts to the telemetry.",
-        )
+    return Item(
+        "DEPLOY",
+        "observe",
+        "What to monitor, against which numbers?",
+        TO_DECIDE,
+        text + "; wire the alerts to the telemetry.",
     )
+
+
+def _deploy_yield(v: PlanView) -> Item:
+    b = v.best
+    question = "When is the capacity given back?"
     if v.kind == "training" and b.time_to_train_s:
-        items.append(
-            Item(
-                "DEPLOY",
-                "yield plan",
-                "When is the capacity given back?",
-                ANSWERED,
-                f"After {_days(b.time_to_train_s)} ({b.gpu_hours:,.0f} GPU-hours) the {b.gpus:,} GPUs are free: "
-                "queue the next job or end the reservation.",
-            )
+        return Item(
+            "DEPLOY",
+            "yield plan",
+            question,
+            ANSWERED,
+            f"After {_days(b.time_to_train_s)} ({b.gpu_hours:,.0f} GPU-hours) the {b.gpus:,} GPUs are free: "
+            "queue the next job or end the reservation.",
         )
-    else:
-        duty = getattr(v.demand, "duty_cycle", None)
-        if duty and v.kind == "serving":
-            low = max(1, math.ceil(b.replicas * duty))
-            text = (
-                f"Off peak, {low} replica{'' if low == 1 else 's'} carry the average load; autoscale between {low} and {b.replicas}."
-                if low < b.replicas
-                else f"The load is steady: all {b.replicas} replica{'' if b.replicas == 1 else 's'} stay up; revisit when the traffic changes."
-            )
-            items.append(Item("DEPLOY", "yield plan", "When is the capacity given back?", ANSWERED, text))
-        else:
-            items.append(
-                Item(
-                    "DEPLOY",
-                    "yield plan",
-                    "When is the capacity given back?",
-                    TO_DECIDE,
-                    "Decide the scale-down policy: how many replicas off peak, and when reserved capacity ends.",
-                )
-            )
-    return items
+    duty = getattr(v.demand, "duty_cycle", None)
+    if duty and v.kind == "serving":
+        low = max(1, math.ceil(b.replicas * duty))
+        text = (
+            f"Off peak, {low} replica{'' if low == 1 else 's'} carry the average load; autoscale between {low} and {b.replicas}."
+            if low < b.replicas
+            else f"The load is steady: all {b.replicas} replica{'' if b.replicas == 1 else 's'} stay up; revisit when the traffic changes."
+        )
+        return Item("DEPLOY", "yield plan", question, ANSWERED, text)
+    return Item(
+        "DEPLOY",
+        "yield plan",
+        question,
+        TO_DECIDE,
+        "Decide the scale-down policy: how many replicas off peak, and when reserved capacity ends.",
+    )
 
 
 def checklists(plan: Any) -> dict[str, list[Item]]:
