@@ -113,148 +113,133 @@ def _economics(v: PlanView) -> tuple[str, str]:
 
 
 def _scale(v: PlanView) -> list[Item]:
+    """The SCALE checklist: size, growth, compute, interconnect, locality, economics."""
+    growth_status, growth_text = _growth(v)
+    items = [_scale_size(v), Item("SCALE", "scale", "How will it grow?", growth_status, growth_text)]
+    items += _scale_training(v) if v.kind == "training" else _scale_serving(v)
+    status, text = _economics(v)
+    items.append(Item("SCALE", "economics", "What does it cost, rented or bought?", status, text))
+    return items
+
+
+def _scale_size(v: PlanView) -> Item:
     b, p = v.best, v.plan
-    items = []
     if v.kind == "training":
         d = v.demand
         what = f"{d.params / 1e9:,.0f}B-parameter " if d is not None and getattr(d, "params", None) else ""
         run = f" for {_days(b.time_to_train_s)}" if b.time_to_train_s else ""
-        items.append(
-            Item(
-                "SCALE",
-                "scale",
-                "How big is the workload?",
-                ANSWERED,
-                f"{what}{p.model} on {b.gpus:,} GPUs{run}.",
-            )
-        )
-    else:
-        items.append(
-            Item(
-                "SCALE",
-                "scale",
-                "How big is the workload?",
-                ANSWERED,
-                f"{p.model}, sized for {b.design_rate_rps:,.1f} req/s (peak plus headroom) with {b.replicas} replica{'' if b.replicas == 1 else 's'}."
-                if b.design_rate_rps
-                else f"{p.model}, {p.scenario} scenario, {b.output_tokens_per_s:,.0f} output tokens/s.",
-            )
-        )
-    status, text = _growth(v)
-    items.append(Item("SCALE", "scale", "How will it grow?", status, text))
-    gpn = v.node.gpus_per_node if v.node else 8
-    if v.kind == "training":
-        items.append(
-            Item(
-                "SCALE",
-                "compute",
-                "Which accelerator, how many, how busy?",
-                ANSWERED,
-                f"{b.gpus:,} x {b.accelerator} ({math.ceil(b.gpus / gpn):,} x {b.node}); MFU {b.mfu:.0%}, "
-                f"{b.tokens_per_s_per_gpu:,.0f} tokens/s per GPU.",
-            )
-        )
-        exposed = sum(b.step.get(k, 0.0) for k in b.step if k.endswith("_comm_exposed_s")) / b.step_time_s
-        domain = v.acc.scaleup_domain_gpus if v.acc else gpn
-        fab = _fabric(v)
+        text = f"{what}{p.model} on {b.gpus:,} GPUs{run}."
+    elif b.design_rate_rps:
         text = (
-            f"tp{b.parallel['tp']} inside the {domain}-GPU scale-up domain; {exposed:.0%} of the step is exposed "
-            "communication"
+            f"{p.model}, sized for {b.design_rate_rps:,.1f} req/s (peak plus headroom) with "
+            f"{b.replicas} replica{'' if b.replicas == 1 else 's'}."
         )
-        items.append(
-            Item(
-                "SCALE",
-                "accelerator interconnect",
-                "Does the layout fit the scale-up domain and the fabric?",
-                ANSWERED if fab or not v.spans_nodes else TO_DECIDE,
-                text
-                + (
-                    f"; fabric: {fab}."
-                    if fab
-                    else "."
-                    if not v.spans_nodes
-                    else "; still to decide: the fabric topology and NIC rate."
-                ),
-            )
-        )
-        st = v.section("storage")
-        need = getattr(v.demand, "data_read_bytes_per_s", None)
-        if st:
-            tiers = ", ".join(
-                str(t.get("name") or t.get("tier") or t.get("kind"))
-                for t in st.get("tiers", [])
-                if isinstance(t, dict)
-            )
-            items.append(
-                Item(
-                    "SCALE",
-                    "latency and locality",
-                    "Where do the data and checkpoints live?",
-                    ANSWERED,
-                    f"Storage tiers: {tiers or 'sized'}.",
-                )
-            )
-        else:
-            rate = f" of at least {_rate(need)}" if need else ""
-            items.append(
-                Item(
-                    "SCALE",
-                    "latency and locality",
-                    "Where do the data and checkpoints live?",
-                    TO_DECIDE,
-                    f"Decide the storage tier next to the GPUs: sustained reads{rate} and checkpoint writes.",
-                )
-            )
     else:
-        items.append(
-            Item(
-                "SCALE",
-                "compute",
-                "Which accelerator, how many, how busy?",
-                ANSWERED,
-                f"{b.gpus:,} x {b.accelerator}: {b.replicas} replica{'' if b.replicas == 1 else 's'} of tp{b.tp}, each serving "
-                f"{b.replica_capacity_rps:,.2f} req/s within the SLOs.",
-            )
+        text = f"{p.model}, {p.scenario} scenario, {b.output_tokens_per_s:,.0f} output tokens/s."
+    return Item("SCALE", "scale", "How big is the workload?", ANSWERED, text)
+
+
+def _scale_training(v: PlanView) -> list[Item]:
+    """Compute, interconnect and storage locality of a training plan."""
+    b = v.best
+    gpn = v.node.gpus_per_node if v.node else 8
+    compute = Item(
+        "SCALE",
+        "compute",
+        "Which accelerator, how many, how busy?",
+        ANSWERED,
+        f"{b.gpus:,} x {b.accelerator} ({math.ceil(b.gpus / gpn):,} x {b.node}); MFU {b.mfu:.0%}, "
+        f"{b.tokens_per_s_per_gpu:,.0f} tokens/s per GPU.",
+    )
+    exposed = sum(b.step.get(k, 0.0) for k in b.step if k.endswith("_comm_exposed_s")) / b.step_time_s
+    domain = v.acc.scaleup_domain_gpus if v.acc else gpn
+    fab = _fabric(v)
+    text = f"tp{b.parallel['tp']} inside the {domain}-GPU scale-up domain; {exposed:.0%} of the step is exposed communication"
+    if fab:
+        text += f"; fabric: {fab}."
+    elif not v.spans_nodes:
+        text += "."
+    else:
+        text += "; still to decide: the fabric topology and NIC rate."
+    interconnect = Item(
+        "SCALE",
+        "accelerator interconnect",
+        "Does the layout fit the scale-up domain and the fabric?",
+        ANSWERED if fab or not v.spans_nodes else TO_DECIDE,
+        text,
+    )
+    where = "Where do the data and checkpoints live?"
+    st = v.section("storage")
+    if st:
+        tiers = ", ".join(
+            str(t.get("name") or t.get("tier") or t.get("kind"))
+            for t in st.get("tiers", [])
+            if isinstance(t, dict)
         )
-        items.append(
-            Item(
-                "SCALE",
-                "accelerator interconnect",
-                "Does the layout fit the scale-up domain and the fabric?",
-                ANSWERED,
-                f"Each replica's tp{b.tp} stays inside one node's scale-up domain; replicas exchange no traffic, so a "
-                "front-end network suffices.",
-            )
+        locality = Item(
+            "SCALE", "latency and locality", where, ANSWERED, f"Storage tiers: {tiers or 'sized'}."
         )
-        lat = b.latency_s or {}
-        if lat:
-            parts = [
-                f"{m} p95 {lat[f'{m}_p95_s'] * 1e3:,.0f} ms"
-                for m in ("ttft", "tpot", "e2e")
-                if f"{m}_p95_s" in lat
-            ]
-            if not parts:
-                parts = [f"{k.removesuffix('_s')} {x * 1e3:,.1f} ms" for k, x in lat.items()]
-            items.append(
-                Item(
-                    "SCALE",
-                    "latency and locality",
-                    "What latency do users see?",
-                    ANSWERED,
-                    ", ".join(parts) + ".",
-                )
-            )
+    else:
+        need = getattr(v.demand, "data_read_bytes_per_s", None)
+        rate = f" of at least {_rate(need)}" if need else ""
+        locality = Item(
+            "SCALE",
+            "latency and locality",
+            where,
+            TO_DECIDE,
+            f"Decide the storage tier next to the GPUs: sustained reads{rate} and checkpoint writes.",
+        )
+    return [compute, interconnect, locality]
+
+
+def _scale_serving(v: PlanView) -> list[Item]:
+    """Compute, interconnect, latency and user locality of a serving plan."""
+    b = v.best
+    items = [
+        Item(
+            "SCALE",
+            "compute",
+            "Which accelerator, how many, how busy?",
+            ANSWERED,
+            f"{b.gpus:,} x {b.accelerator}: {b.replicas} replica{'' if b.replicas == 1 else 's'} of tp{b.tp}, each serving "
+            f"{b.replica_capacity_rps:,.2f} req/s within the SLOs.",
+        ),
+        Item(
+            "SCALE",
+            "accelerator interconnect",
+            "Does the layout fit the scale-up domain and the fabric?",
+            ANSWERED,
+            f"Each replica's tp{b.tp} stays inside one node's scale-up domain; replicas exchange no traffic, so a "
+            "front-end network suffices.",
+        ),
+    ]
+    lat = b.latency_s or {}
+    if lat:
+        parts = [
+            f"{m} p95 {lat[f'{m}_p95_s'] * 1e3:,.0f} ms"
+            for m in ("ttft", "tpot", "e2e")
+            if f"{m}_p95_s" in lat
+        ]
+        if not parts:
+            parts = [f"{k.removesuffix('_s')} {x * 1e3:,.1f} ms" for k, x in lat.items()]
         items.append(
             Item(
                 "SCALE",
                 "latency and locality",
-                "Where are the users, and where do the replicas run?",
-                TO_DECIDE,
-                "Decide the regions: network round trips add to every TTFT above; keep replicas near their users.",
+                "What latency do users see?",
+                ANSWERED,
+                ", ".join(parts) + ".",
             )
         )
-    status, text = _economics(v)
-    items.append(Item("SCALE", "economics", "What does it cost, rented or bought?", status, text))
+    items.append(
+        Item(
+            "SCALE",
+            "latency and locality",
+            "Where are the users, and where do the replicas run?",
+            TO_DECIDE,
+            "Decide the regions: network round trips add to every TTFT above; keep replicas near their users.",
+        )
+    )
     return items
 
 
