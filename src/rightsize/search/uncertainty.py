@@ -353,15 +353,22 @@ def serving_uncertainty(
             "planned": b.replicas,
             "probability_sufficient": float(np.mean(needed <= b.replicas)),
         }
-    lat = b.latency_s or {}
+    metrics.update(_latency_ranges(b.latency_s or {}, k_p, k_d))
+    return out
+
+
+def _latency_ranges(lat: dict[str, float], k_p: np.ndarray, k_d: np.ndarray) -> dict[str, Any]:
+    """Each latency's range: TTFT scales with prefill, TPOT with decode, end to end with
+    both in the planned shares of its median."""
     ttft50, e2e50 = lat.get("ttft_p50_s"), lat.get("e2e_p50_s")
     e2e_factor = k_d
     if ttft50 is not None and e2e50:
         w_p = min(1.0, ttft50 / e2e50)
         e2e_factor = w_p * k_p + (1.0 - w_p) * k_d
+    out = {}
     for key, value in lat.items():
         f = k_p if key.startswith("ttft") else k_d if key.startswith("tpot") else e2e_factor
-        metrics[f"latency_{key}"] = summary(value * f, value)
+        out[f"latency_{key}"] = summary(value * f, value)
     return out
 
 
