@@ -45,6 +45,7 @@ from rightsize.search.constraints import (
     under_power_cap,
 )
 from rightsize.search.demand import Demand
+from rightsize.search.inference_rank import rank_by_objective_then_latency
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
@@ -453,11 +454,7 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
         )
     cap_notes: list[str] = []
-    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, cap_notes)
-    if objective == "cost":
-        options, unpriced = keep_priced(options, lambda o: o.cost_usd, lambda o: o.accelerator)
-        rejected.extend((a, no_price_reason(a)) for a in unpriced)
-    options.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
+    options = rank_by_objective_then_latency(options, spec, objective, cap_notes, rejected)
     best = options[0]
     alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
     rows, _ = _tables(spec)

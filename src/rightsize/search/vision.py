@@ -7,6 +7,7 @@ cost each from perf.vision and perf.datapipe, keep the feasible, rank by the obj
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from rightsize.search.constraints import (
     under_power_cap,
 )
 from rightsize.search.demand import Demand
+from rightsize.search.inference_rank import rank_by_objective_then_latency
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
@@ -307,124 +309,109 @@ def _gpu_counts(node: NodeType) -> list[int]:
 # --------------------------------------------------------------------------------- inference
 
 
-def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> VisionPlan:
+def _inference_on(
+    spec: VisionSpec,
+    acc: Accelerator,
+    node: NodeType,
+    hw: Hardware,
+    sizing: tuple[float, float, str],
+    assumptions: list[str],
+) -> tuple[VisionOption | None, float | None]:
+    """The best batch on one accelerator under the latency target (by the objective, then
+    latency), and the lowest latency any batch reached there; `sizing` is (design frames/s,
+    utilisation target, objective)."""
     inf = spec.inference
     assert inf is not None
     arch = spec.arch
     counts = count_model(arch)
-    base_fps = inf.streams * inf.fps
-    margins = margins_of(spec)
-    design_fps = base_fps * (1.0 + margins.headroom)
-    util = margins.utilisation_target
-    objective = "cost" if spec.targets.objective == "cost" else "gpus"
-    weight_bytes = DTYPE_BYTES[inf.precision]
-    stream_bytes_per_s = inf.stream_bitrate or datapipe.default_stream_bytes_per_s()
+    design_fps, util, objective = sizing
     pixels = inf.resolution_vs_1080p
-    assumptions = [
-        "Latency = decode of one frame + two batch service times (the batch in flight, then its own): "
-        "dynamic batching below saturation; queueing jitter beyond that is not modelled.",
-        "Inference engine fuses BatchNorm into convolutions and ReLU, residual adds and GELU into GEMM "
-        "epilogues (TensorRT-style); pooling and LayerNorm stay memory-bound.",
-        f"Capacity sized for {base_fps:,.0f} frames/s x (1 + headroom {margins.headroom:.0%}) at "
-        f"{util:.0%} utilisation of compute and decoders.",
-    ]
-    options: list[VisionOption] = []
-    rejected: list[tuple[str, str]] = []
-    best_latency: tuple[float, str] | None = None
-    for acc_id in _accelerator_ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(inf.precision):
-            rejected.append((acc.id, f"has no {inf.precision} support"))
+    decode = inf.decode
+    if decode == "nvdec" and datapipe.nvdec_engines(acc.id) == 0:
+        decode = "cpu"
+        assumptions.append(f"{acc.id}: no NVDEC figure in the catalog; frames decoded on CPU cores.")
+    decode_fps = datapipe.video_decode_fps_per_gpu(acc.id, decode, pixels)
+    if decode == "nvdec":
+        decode_latency = pixels / datapipe.figures().value("video.nvdec_fps_per_engine_1080p")
+    else:
+        decode_latency = pixels / datapipe.figures().value("video.cpu_decode_fps_per_core_1080p")
+    prep_s = (NV12_BYTES_PER_PIXEL * PIXELS_1080P * pixels + 3 * arch.image_size**2 * 2.0) / (
+        hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    )
+    chosen: VisionOption | None = None
+    lowest: float | None = None
+    for b in BATCHES:
+        mem = inference_memory(arch, hw, b, DTYPE_BYTES[inf.precision])
+        if not mem.fits:
             continue
-        hw = calibrated_hardware(acc, node, inf.precision, calibration)
-        decode = inf.decode
-        if decode == "nvdec" and datapipe.nvdec_engines(acc.id) == 0:
-            decode = "cpu"
-            assumptions.append(f"{acc.id}: no NVDEC figure in the catalog; frames decoded on CPU cores.")
-        decode_fps = datapipe.video_decode_fps_per_gpu(acc.id, decode, pixels)
-        if decode == "nvdec":
-            decode_latency = pixels / datapipe.figures().value("video.nvdec_fps_per_engine_1080p")
-        else:
-            decode_latency = pixels / datapipe.figures().value("video.cpu_decode_fps_per_core_1080p")
-        prep_s = (NV12_BYTES_PER_PIXEL * PIXELS_1080P * pixels + 3 * arch.image_size**2 * 2.0) / (
-            hw.hbm_bytes_per_s * hw.memory_bw_fraction
+        st = step_time(arch, hw, b, training=False, act_bytes=2.0)
+        service = st.compute_s + b * prep_s
+        latency = batched_latency_s(service, decode_latency)
+        if lowest is None or latency < lowest:
+            lowest = latency
+        if latency > inf.latency_p99_s:
+            continue
+        per_gpu = util * min(b / service, decode_fps)
+        gpus = max(1, math.ceil(design_fps / per_gpu))
+        opt = VisionOption(
+            accelerator=acc.id,
+            node=node.id,
+            gpus=gpus,
+            batch_per_gpu=b,
+            images_per_s_per_gpu=per_gpu,
+            images_per_s=per_gpu * gpus,
+            step={
+                "step_s": service,
+                "gemm_s": st.gemm_s,
+                "attention_s": st.attention_s,
+                "memory_bound_s": st.memory_bound_s,
+                "overhead_s": st.overhead_s,
+                "preprocess_s": b * prep_s,
+                "decode_latency_s": decode_latency,
+            },
+            memory=mem.as_dict(),
+            mfu=counts.flops_per_image * (b / service) / hw.peak_flops_per_s,
+            cpu_cores_per_gpu=SERVING_CPU_CORES_PER_GPU
+            + datapipe.video_cpu_cores(design_fps / gpus, decode, pixels),
+            input_bound=decode_fps < b / service,
+            cost_usd=billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node),
+            latency_p99_s=latency,
         )
-        chosen: VisionOption | None = None
-        for b in BATCHES:
-            mem = inference_memory(arch, hw, b, weight_bytes)
-            if not mem.fits:
-                continue
-            st = step_time(arch, hw, b, training=False, act_bytes=2.0)
-            service = st.compute_s + b * prep_s
-            latency = batched_latency_s(service, decode_latency)
-            if best_latency is None or latency < best_latency[0]:
-                best_latency = (latency, acc.id)
-            if latency > inf.latency_p99_s:
-                continue
-            per_gpu = util * min(b / service, decode_fps)
-            gpus = max(1, math.ceil(design_fps / per_gpu))
-            cores = SERVING_CPU_CORES_PER_GPU + datapipe.video_cpu_cores(design_fps / gpus, decode, pixels)
-            hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
-            opt = VisionOption(
-                accelerator=acc.id,
-                node=node.id,
-                gpus=gpus,
-                batch_per_gpu=b,
-                images_per_s_per_gpu=per_gpu,
-                images_per_s=per_gpu * gpus,
-                step={
-                    "step_s": service,
-                    "gemm_s": st.gemm_s,
-                    "attention_s": st.attention_s,
-                    "memory_bound_s": st.memory_bound_s,
-                    "overhead_s": st.overhead_s,
-                    "preprocess_s": b * prep_s,
-                    "decode_latency_s": decode_latency,
-                },
-                memory=mem.as_dict(),
-                mfu=counts.flops_per_image * (b / service) / hw.peak_flops_per_s,
-                cpu_cores_per_gpu=cores,
-                input_bound=decode_fps < b / service,
-                cost_usd=hourly,
-                latency_p99_s=latency,
-            )
-            key = (opt.objective(objective), latency)
-            if chosen is None or key < (chosen.objective(objective), chosen.latency_p99_s or 0.0):
-                chosen = opt
-        if chosen is None:
-            rejected.append((acc.id, f"no batch meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency"))
-        else:
-            options.append(chosen)
-    if not options:
-        got = (
-            f" The lowest found is {best_latency[0] * 1e3:.1f} ms on {best_latency[1]}."
-            if best_latency
-            else ""
-        )
-        raise Infeasible(
-            f"No accelerator meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency for {arch.title}.",
-            ("; ".join(f"{a}: {r}" for a, r in rejected) + "." + got).strip(),
-            "Relax inference.latency_p99, use a smaller model or a lower precision, or allow faster accelerators.",
-        )
-    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
-    if objective == "cost":
-        options, unpriced = keep_priced(options, lambda o: o.cost_usd, lambda o: o.accelerator)
-        rejected.extend((a, no_price_reason(a)) for a in unpriced)
-    options.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
-    best = options[0]
-    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
-    load = base_fps / (best.gpus * best.batch_per_gpu / best.step["step_s"])
-    pipeline = {
-        "decode": inf.decode,
-        "nvdec_engines_per_gpu": float(datapipe.nvdec_engines(best.accelerator)),
-        "frames_per_s": base_fps,
-        "design_frames_per_s": design_fps,
-        "cpu_cores_per_gpu": best.cpu_cores_per_gpu,
-        "read_bytes_per_s": inf.streams * stream_bytes_per_s,
-        "stream_bytes_per_s": stream_bytes_per_s,
-    }
-    demand = Demand(
+        key = (opt.objective(objective), latency)
+        if chosen is None or key < (chosen.objective(objective), chosen.latency_p99_s or 0.0):
+            chosen = opt
+    return chosen, lowest
+
+
+def _no_latency_option(
+    spec: VisionSpec, rejected: list[tuple[str, str]], best_latency: tuple[float, str] | None
+) -> Infeasible:
+    """No accelerator meets the latency target: each one's reason and the lowest latency seen."""
+    inf = spec.inference
+    assert inf is not None
+    got = f" The lowest found is {best_latency[0] * 1e3:.1f} ms on {best_latency[1]}." if best_latency else ""
+    return Infeasible(
+        f"No accelerator meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency for {spec.arch.title}.",
+        ("; ".join(f"{a}: {r}" for a, r in rejected) + "." + got).strip(),
+        "Relax inference.latency_p99, use a smaller model or a lower precision, or allow faster accelerators.",
+    )
+
+
+def _inference_demand(
+    spec: VisionSpec,
+    best: VisionOption,
+    counts: Any,
+    rates: tuple[float, float, float],
+    stream_bytes_per_s: float,
+) -> Demand:
+    """What the chosen inference fleet asks of the infrastructure; `rates` is (frames/s,
+    design frames/s, load: the share of the fleet's capacity the base rate uses)."""
+    inf = spec.inference
+    assert inf is not None
+    arch = spec.arch
+    base_fps, design_fps, load = rates
+    weight_bytes = DTYPE_BYTES[inf.precision]
+    return Demand(
         workload="serving",
         name=spec.name or arch.title,
         accelerator=best.accelerator,
@@ -453,6 +440,60 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
         design_rate_rps=design_fps,
         base_rate_rps=base_fps,
     )
+
+
+def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> VisionPlan:
+    inf = spec.inference
+    assert inf is not None
+    arch = spec.arch
+    counts = count_model(arch)
+    base_fps = inf.streams * inf.fps
+    margins = margins_of(spec)
+    design_fps = base_fps * (1.0 + margins.headroom)
+    util = margins.utilisation_target
+    objective = "cost" if spec.targets.objective == "cost" else "gpus"
+    stream_bytes_per_s = inf.stream_bitrate or datapipe.default_stream_bytes_per_s()
+    assumptions = [
+        "Latency = decode of one frame + two batch service times (the batch in flight, then its own): "
+        "dynamic batching below saturation; queueing jitter beyond that is not modelled.",
+        "Inference engine fuses BatchNorm into convolutions and ReLU, residual adds and GELU into GEMM "
+        "epilogues (TensorRT-style); pooling and LayerNorm stay memory-bound.",
+        f"Capacity sized for {base_fps:,.0f} frames/s x (1 + headroom {margins.headroom:.0%}) at "
+        f"{util:.0%} utilisation of compute and decoders.",
+    ]
+    options: list[VisionOption] = []
+    rejected: list[tuple[str, str]] = []
+    best_latency: tuple[float, str] | None = None
+    for acc_id in _accelerator_ids(spec):
+        acc = get_accelerator(acc_id)
+        node = node_for(acc.id)
+        if not acc.supports(inf.precision):
+            rejected.append((acc.id, f"has no {inf.precision} support"))
+            continue
+        hw = calibrated_hardware(acc, node, inf.precision, calibration)
+        chosen, lowest = _inference_on(spec, acc, node, hw, (design_fps, util, objective), assumptions)
+        if lowest is not None and (best_latency is None or lowest < best_latency[0]):
+            best_latency = (lowest, acc.id)
+        if chosen is None:
+            rejected.append((acc.id, f"no batch meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency"))
+        else:
+            options.append(chosen)
+    if not options:
+        raise _no_latency_option(spec, rejected, best_latency)
+    options = rank_by_objective_then_latency(options, spec, objective, assumptions, rejected)
+    best = options[0]
+    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    load = base_fps / (best.gpus * best.batch_per_gpu / best.step["step_s"])
+    pipeline = {
+        "decode": inf.decode,
+        "nvdec_engines_per_gpu": float(datapipe.nvdec_engines(best.accelerator)),
+        "frames_per_s": base_fps,
+        "design_frames_per_s": design_fps,
+        "cpu_cores_per_gpu": best.cpu_cores_per_gpu,
+        "read_bytes_per_s": inf.streams * stream_bytes_per_s,
+        "stream_bytes_per_s": stream_bytes_per_s,
+    }
+    demand = _inference_demand(spec, best, counts, (base_fps, design_fps, load), stream_bytes_per_s)
     return VisionPlan(
         name=spec.name or arch.title,
         model=arch.name,
