@@ -38,16 +38,14 @@ from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import (
-    deadline_note,
     margins_of,
-    planned_deadline,
     training_extra,
     under_power_cap,
 )
 from rightsize.search.demand import Demand
-from rightsize.search.inference_rank import rank_by_objective_then_latency
+from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
-from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
+from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -246,20 +244,9 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
     assumptions: list[str] = []
     options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
     bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
-    deadline = planned_deadline(bare, margin)
-    if bare:
-        assumptions.append(deadline_note(bare, margin, HOUR_S, "hours"))
-    in_time = [o for o in options if deadline is None or (o.time_to_train_s or 0.0) <= deadline]
-    if not in_time:
-        fastest = min(options, key=lambda o: o.time_to_train_s or math.inf)
-        assert fastest.time_to_train_s is not None and deadline is not None and bare is not None
-        raise Infeasible(
-            f"The deadline of {bare / HOUR_S:.1f} h (planned to {deadline / HOUR_S:.1f} h with the "
-            f"{margin:.0%} safety margin) cannot be met.",
-            f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h ({fastest.gpus} x {fastest.accelerator}).",
-            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s * (1 + margin) / HOUR_S)}h "
-            "(or lower infrastructure.margins.safety_margin), train on fewer samples, or allow a faster accelerator.",
-        )
+    timely, deadline = in_time(
+        options, spec, assumptions, lambda o: f"{o.gpus} x {o.accelerator}", "train on fewer samples"
+    )
     assumptions += [
         "Embedding all-to-all is exposed (between the lookups and the dense part); the dense gradient "
         "all-reduce overlaps the dense backward pass in DDP buckets.",
@@ -270,16 +257,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
         "and written once per step.",
     ]
-    if objective == "cost":
-        in_time, unpriced = keep_priced(in_time, lambda o: o.cost_usd, lambda o: o.accelerator)
-        rejected.extend((a, no_price_reason(a)) for a in unpriced)
-    in_time.sort(key=lambda o: (o.objective(objective), o.time_to_train_s or 0.0))
-    best = in_time[0]
-    alternatives, seen = [], {best.accelerator}
-    for o in in_time[1:]:
-        if o.accelerator not in seen:
-            seen.add(o.accelerator)
-            alternatives.append((o, explain(o, best, objective)))
+    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
     acc = get_accelerator(best.accelerator)
     node = node_for(acc.id)
     sweep: dict[float, float] = {}

@@ -33,15 +33,13 @@ from rightsize.perf.vision import (
 )
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import (
-    deadline_note,
     margins_of,
-    planned_deadline,
     training_extra,
     under_power_cap,
 )
 from rightsize.search.demand import Demand
-from rightsize.search.inference_rank import rank_by_objective_then_latency
-from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
+from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
+from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
 
@@ -196,33 +194,17 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         )
     options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
     bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
-    deadline = planned_deadline(bare, margin)
-    if bare:
-        assumptions.append(deadline_note(bare, margin, HOUR_S, "hours"))
-    in_time = [o for o in options if deadline is None or (o.time_to_train_s or 0) <= deadline]
-    if not in_time:
-        fastest = min(options, key=lambda o: o.time_to_train_s or math.inf)
-        assert fastest.time_to_train_s is not None and deadline is not None and bare is not None
-        raise Infeasible(
-            f"The deadline of {bare / HOUR_S:.1f} h (planned to {deadline / HOUR_S:.1f} h with the "
-            f"{margin:.0%} safety margin) cannot be met.",
-            f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h "
-            f"({fastest.gpus} x {fastest.accelerator}, global batch {fastest.gpus * fastest.batch_per_gpu:,}).",
-            f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s * (1 + margin) / HOUR_S)}h "
-            "(or lower infrastructure.margins.safety_margin), train fewer epochs, or allow a faster accelerator.",
-        )
+    timely, deadline = in_time(
+        options,
+        spec,
+        assumptions,
+        lambda o: f"{o.gpus} x {o.accelerator}, global batch {o.gpus * o.batch_per_gpu:,}",
+        "train fewer epochs",
+    )
     if deadline is None and not tgt.gpus:
         assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
-    if objective == "cost":
-        in_time, unpriced = keep_priced(in_time, lambda o: o.cost_usd, lambda o: o.accelerator)
-        rejected.extend((a, no_price_reason(a)) for a in unpriced)
-    in_time.sort(key=lambda o: (o.objective(objective), o.time_to_train_s or 0.0))
-    best = in_time[0]
-    alternatives, seen = [], {best.accelerator}
-    for o in in_time[1:]:
-        if o.accelerator not in seen:
-            seen.add(o.accelerator)
-            alternatives.append((o, explain(o, best, objective)))
+    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
+    seen = {best.accelerator} | {o.accelerator for o, _ in alternatives}
     for acc_id in dict.fromkeys(o.accelerator for o in options):
         if acc_id not in seen and acc_id not in {a for a, _ in rejected}:
             rejected.append(
