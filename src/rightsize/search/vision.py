@@ -146,30 +146,69 @@ def _pick_batch(arch: VisionModel, hw: Hardware, fixed: int | None, optimizer: s
     return None
 
 
-def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionPlan:
+def _training_demand(
+    spec: VisionSpec,
+    best: VisionOption,
+    counts: Any,
+    data: tuple[float, str],
+    calibration: Calibration | None,
+) -> Demand:
+    """What the chosen training cluster asks of the infrastructure (`data`: mean image bytes,
+    optimizer), with the step time at each NIC speed of the sweep."""
     t = spec.train
     assert t is not None
     arch = spec.arch
-    counts = count_model(arch)
-    optimizer = t.optimizer or arch.optimizer
-    image_bytes = t.mean_image_bytes or datapipe.mean_image_bytes()
-    tgt = spec.targets
-    objective = "gpu_hours" if tgt.objective == "gpus" else tgt.objective
-    assumptions = [
-        f"Data parallel: every GPU holds the whole model; gradients ({counts.params * GRAD_BYTES_PER_PARAM / 1e6:.0f} MB "
-        "fp32) are all-reduced in 25 MB DDP buckets overlapping the backward pass.",
-        f"Epochs fixed at {t.epochs:g} for every global batch up to {MAX_GLOBAL_BATCH:,} images (LARS beyond ~8k).",
-        f"Mean image {image_bytes / 1e3:.0f} KB; decode + augmentation on the {t.decode.upper()}"
-        + (
-            f" at {datapipe.images_per_s_per_core():.0f} images/s per core (decode "
-            f"{datapipe.figures().value('images.decode_images_per_s_per_core'):.0f}/s, augmentation "
-            f"{datapipe.figures().value('images.augment_images_per_s_per_core'):.0f}/s, in series)."
-            if t.decode == "cpu"
-            else " (DALI; hardware/nvJPEG decode assumed not to slow the step)."
-        ),
-    ]
-    if optimizer not in OPTIMIZER_STATE_BYTES_PER_PARAM:
-        optimizer = "sgd"
+    image_bytes, optimizer = data
+    acc = get_accelerator(best.accelerator)
+    node = node_for(acc.id)
+    sweep = {}
+    for gbps in NIC_SWEEP_GBPS:
+        hw = calibrated_hardware(acc, node, t.precision, calibration).with_overrides(
+            scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
+        )
+        o = _train_option(
+            arch, counts, acc, node, hw, best.batch_per_gpu, best.gpus, spec, image_bytes, optimizer
+        )
+        sweep[gbps] = o.step["step_s"]
+    compute = best.step["step_s"] - best.step["allreduce_exposed_s"] - best.step["input_wait_s"]
+    ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
+    assert best.time_to_train_s is not None
+    return Demand(
+        workload="pretraining",
+        name=spec.name or arch.title,
+        accelerator=best.accelerator,
+        node=best.node,
+        gpus=best.gpus,
+        compute_utilisation=best.mfu,
+        duty_cycle=1.0,
+        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
+        runs_per_month=None,
+        work_unit="image",
+        work_units_per_s=best.images_per_s,
+        work_units_total=t.images * t.epochs,
+        dataset_bytes=t.images * image_bytes,
+        data_read_bytes_per_s=best.images_per_s * image_bytes,
+        bytes_per_work_unit=image_bytes,
+        params=counts.params,
+        weights_bytes=counts.params * 2.0,
+        checkpoint_bytes=ckpt,
+        host_memory_bytes_per_gpu=datapipe.dataloader_host_bytes(best.cpu_cores_per_gpu),
+        cpu_cores_per_gpu=best.cpu_cores_per_gpu,
+        step_s=best.step["step_s"],
+        step_s_by_nic_gbps=sweep,
+        compute_share_of_step=compute / best.step["step_s"],
+    )
+
+
+def _training_options(
+    spec: VisionSpec, counts: Any, data: tuple[float, str], calibration: Calibration | None
+) -> tuple[list[VisionOption], list[tuple[str, str]]]:
+    """Every (accelerator, GPU count) option at the largest batch per GPU that fits, and the
+    accelerators that cannot train the model, with why (`data`: mean image bytes, optimizer)."""
+    t = spec.train
+    assert t is not None
+    arch, tgt = spec.arch, spec.targets
+    image_bytes, optimizer = data
     options: list[VisionOption] = []
     rejected: list[tuple[str, str]] = []
     for acc_id in _accelerator_ids(spec):
@@ -186,6 +225,41 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         counts_g = [tgt.gpus] if tgt.gpus else [g for g in _gpu_counts(node) if g * batch <= MAX_GLOBAL_BATCH]
         for g in counts_g:
             options.append(_train_option(arch, counts, acc, node, hw, batch, g, spec, image_bytes, optimizer))
+    return options, rejected
+
+
+def _training_assumptions(spec: VisionSpec, counts: Any, image_bytes: float) -> list[str]:
+    """What a vision training plan assumes: data parallelism, fixed epochs, the input pipeline."""
+    t = spec.train
+    assert t is not None
+    return [
+        f"Data parallel: every GPU holds the whole model; gradients ({counts.params * GRAD_BYTES_PER_PARAM / 1e6:.0f} MB "
+        "fp32) are all-reduced in 25 MB DDP buckets overlapping the backward pass.",
+        f"Epochs fixed at {t.epochs:g} for every global batch up to {MAX_GLOBAL_BATCH:,} images (LARS beyond ~8k).",
+        f"Mean image {image_bytes / 1e3:.0f} KB; decode + augmentation on the {t.decode.upper()}"
+        + (
+            f" at {datapipe.images_per_s_per_core():.0f} images/s per core (decode "
+            f"{datapipe.figures().value('images.decode_images_per_s_per_core'):.0f}/s, augmentation "
+            f"{datapipe.figures().value('images.augment_images_per_s_per_core'):.0f}/s, in series)."
+            if t.decode == "cpu"
+            else " (DALI; hardware/nvJPEG decode assumed not to slow the step)."
+        ),
+    ]
+
+
+def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionPlan:
+    t = spec.train
+    assert t is not None
+    arch = spec.arch
+    counts = count_model(arch)
+    optimizer = t.optimizer or arch.optimizer
+    image_bytes = t.mean_image_bytes or datapipe.mean_image_bytes()
+    tgt = spec.targets
+    objective = "gpu_hours" if tgt.objective == "gpus" else tgt.objective
+    assumptions = _training_assumptions(spec, counts, image_bytes)
+    if optimizer not in OPTIMIZER_STATE_BYTES_PER_PARAM:
+        optimizer = "sgd"
+    options, rejected = _training_options(spec, counts, (image_bytes, optimizer), calibration)
     if not options:
         raise Infeasible(
             f"No accelerator can train {arch.title}.",
@@ -215,17 +289,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
                     else "ranked out",
                 )
             )
-    acc = get_accelerator(best.accelerator)
-    node = node_for(acc.id)
-    sweep = {}
-    for gbps in NIC_SWEEP_GBPS:
-        hw = calibrated_hardware(acc, node, t.precision, calibration).with_overrides(
-            scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
-        )
-        o = _train_option(
-            arch, counts, acc, node, hw, best.batch_per_gpu, best.gpus, spec, image_bytes, optimizer
-        )
-        sweep[gbps] = o.step["step_s"]
+    node = node_for(best.accelerator)
     pipeline = {
         "mean_image_bytes": image_bytes,
         "images_per_s_per_core": datapipe.images_per_s_per_core(),
@@ -234,34 +298,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         "read_bytes_per_s": best.images_per_s * image_bytes,
         "dataset_bytes": t.images * image_bytes,
     }
-    compute = best.step["step_s"] - best.step["allreduce_exposed_s"] - best.step["input_wait_s"]
-    ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
-    assert best.time_to_train_s is not None
-    demand = Demand(
-        workload="pretraining",
-        name=spec.name or arch.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=best.mfu,
-        duty_cycle=1.0,
-        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
-        runs_per_month=None,
-        work_unit="image",
-        work_units_per_s=best.images_per_s,
-        work_units_total=t.images * t.epochs,
-        dataset_bytes=t.images * image_bytes,
-        data_read_bytes_per_s=best.images_per_s * image_bytes,
-        bytes_per_work_unit=image_bytes,
-        params=counts.params,
-        weights_bytes=counts.params * 2.0,
-        checkpoint_bytes=ckpt,
-        host_memory_bytes_per_gpu=datapipe.dataloader_host_bytes(best.cpu_cores_per_gpu),
-        cpu_cores_per_gpu=best.cpu_cores_per_gpu,
-        step_s=best.step["step_s"],
-        step_s_by_nic_gbps=sweep,
-        compute_share_of_step=compute / best.step["step_s"],
-    )
+    demand = _training_demand(spec, best, counts, (image_bytes, optimizer), calibration)
     return VisionPlan(
         name=spec.name or arch.title,
         model=arch.name,
