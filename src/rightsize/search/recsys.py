@@ -201,19 +201,14 @@ def _gpu_counts(node: NodeType, batch: int) -> list[int]:
     return [g for g in counts if batch % g == 0]
 
 
-def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
+def _training_options(
+    spec: RecsysSpec, calibration: Calibration | None
+) -> tuple[list[RecsysOption], list[tuple[str, str]]]:
+    """Every (accelerator, GPU count) option that can train the model, and the accelerators
+    that cannot, with the last reason found."""
     t = spec.train
     assert t is not None
-    m = spec.arch
-    if t.samples is None and m.train_samples is None:
-        raise BadInput(
-            f"No training set size for {m.name}.",
-            "The preset has no dataset and train.samples is not given.",
-            "Set `train.samples: 4.2B`.",
-        )
     tgt = spec.targets
-    objective = "gpu_hours" if tgt.objective == "gpus" else tgt.objective
-    row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
     for acc_id in _ids(spec):
@@ -235,29 +230,16 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
                 found = True
         if not found:
             rejected.append((acc.id, why))
-    if not options:
-        raise Infeasible(
-            f"No configuration can train {m.title}.",
-            "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
-            "Allow more accelerators or GPUs, or lower train.global_batch.",
-        )
-    assumptions: list[str] = []
-    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
-    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
-    timely, deadline = in_time(
-        options, spec, assumptions, lambda o: f"{o.gpus} x {o.accelerator}", "train on fewer samples"
-    )
-    assumptions += [
-        "Embedding all-to-all is exposed (between the lookups and the dense part); the dense gradient "
-        "all-reduce overlaps the dense backward pass in DDP buckets.",
-        "Tables are balanced over the GPUs (as a sharding planner does); capacity is checked in aggregate, "
-        "and a table larger than one GPU's share is row-wise sharded.",
-        f"Sample stored as 4-byte values: {_sample_bytes(m):.0f} B (label, {m.dense_features} dense, "
-        f"{m.lookups_per_sample:g} indices).",
-        f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
-        "and written once per step.",
-    ]
-    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
+    return options, rejected
+
+
+def _training_demand(spec: RecsysSpec, best: RecsysOption, calibration: Calibration | None) -> Demand:
+    """What the chosen training cluster asks of the infrastructure, with the step time at
+    each NIC speed of the sweep."""
+    t = spec.train
+    assert t is not None
+    m = spec.arch
+    row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     acc = get_accelerator(best.accelerator)
     node = node_for(acc.id)
     sweep: dict[float, float] = {}
@@ -274,7 +256,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
     sample_bytes = t.bytes_per_sample or _sample_bytes(m)
     assert best.time_to_train_s is not None
     dense_share = (best.step["dense_s"]) / best.step["step_s"]
-    demand = Demand(
+    return Demand(
         workload="pretraining",
         name=spec.name or m.title,
         accelerator=best.accelerator,
@@ -304,6 +286,47 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         step_s_by_nic_gbps=sweep,
         compute_share_of_step=dense_share,
     )
+
+
+def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
+    t = spec.train
+    assert t is not None
+    m = spec.arch
+    if t.samples is None and m.train_samples is None:
+        raise BadInput(
+            f"No training set size for {m.name}.",
+            "The preset has no dataset and train.samples is not given.",
+            "Set `train.samples: 4.2B`.",
+        )
+    tgt = spec.targets
+    objective = "gpu_hours" if tgt.objective == "gpus" else tgt.objective
+    row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
+    options, rejected = _training_options(spec, calibration)
+    if not options:
+        raise Infeasible(
+            f"No configuration can train {m.title}.",
+            "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
+            "Allow more accelerators or GPUs, or lower train.global_batch.",
+        )
+    assumptions: list[str] = []
+    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
+    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
+    timely, deadline = in_time(
+        options, spec, assumptions, lambda o: f"{o.gpus} x {o.accelerator}", "train on fewer samples"
+    )
+    assumptions += [
+        "Embedding all-to-all is exposed (between the lookups and the dense part); the dense gradient "
+        "all-reduce overlaps the dense backward pass in DDP buckets.",
+        "Tables are balanced over the GPUs (as a sharding planner does); capacity is checked in aggregate, "
+        "and a table larger than one GPU's share is row-wise sharded.",
+        f"Sample stored as 4-byte values: {_sample_bytes(m):.0f} B (label, {m.dense_features} dense, "
+        f"{m.lookups_per_sample:g} indices).",
+        f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
+        "and written once per step.",
+    ]
+    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
+    samples = (t.samples or m.train_samples or 0.0) * t.epochs
+    demand = _training_demand(spec, best, calibration)
     return RecsysPlan(
         name=spec.name or m.title,
         model=m.name,
