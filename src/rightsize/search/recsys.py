@@ -411,15 +411,14 @@ def _serve_option(
     )
 
 
-def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
+def _serving_options(
+    spec: RecsysSpec, calibration: Calibration | None, objective: str, design_sps: float
+) -> tuple[list[RecsysOption], list[tuple[str, str]]]:
+    """Per accelerator, the best replica (GPUs per replica x batch) that meets the latency
+    target at the design rate (samples/s); the accelerators with none, with why."""
     inf = spec.inference
     assert inf is not None
-    m = spec.arch
     tgt = spec.targets
-    objective = "cost" if tgt.objective == "cost" else "gpus"
-    margins = margins_of(spec)
-    design_qps = inf.qps * (1.0 + margins.headroom)
-    design_sps = design_qps * inf.samples_per_query
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
     for acc_id in _ids(spec):
@@ -448,31 +447,21 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             continue
         mine.sort(key=lambda o: (o.objective(objective), o.latency_p99_s or 0.0))
         options.append(mine[0])
-    if not options:
-        raise Infeasible(
-            f"No deployment of {m.title} meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency.",
-            "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
-            "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
-        )
-    cap_notes: list[str] = []
-    options = rank_by_objective_then_latency(options, spec, objective, cap_notes, rejected)
-    best = options[0]
-    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    return options, rejected
+
+
+def _serving_demand(spec: RecsysSpec, best: RecsysOption, design_qps: float, load: float) -> Demand:
+    """What the chosen serving fleet asks of the infrastructure (`load`: the share of its
+    capacity the base rate uses)."""
+    inf = spec.inference
+    assert inf is not None and best.replicas is not None
+    m = spec.arch
+    margins = margins_of(spec)
     rows, _ = _tables(spec)
     row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     request_bytes = inf.samples_per_query * _sample_bytes(m)
-    assert best.replicas is not None and best.gpus_per_replica is not None
     node = node_for(best.accelerator)
-    load = inf.qps * inf.samples_per_query / (best.samples_per_s / margins.utilisation_target)
-    assumptions = [
-        "Latency = two batch service times (the batch in flight, then its own) under dynamic batching; "
-        "queueing jitter beyond that is not modelled.",
-        "Replicas on one node share one read-only host-memory copy of the tables that spill from HBM.",
-        f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {margins.headroom:.0%}) x "
-        f"{inf.samples_per_query} candidates at {margins.utilisation_target:.0%} utilisation.",
-        *cap_notes,
-    ]
-    demand = Demand(
+    return Demand(
         workload="serving",
         name=spec.name or m.title,
         accelerator=best.accelerator,
@@ -505,6 +494,41 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
         design_rate_rps=design_qps,
         base_rate_rps=inf.qps,
     )
+
+
+def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
+    inf = spec.inference
+    assert inf is not None
+    m = spec.arch
+    tgt = spec.targets
+    objective = "cost" if tgt.objective == "cost" else "gpus"
+    margins = margins_of(spec)
+    design_qps = inf.qps * (1.0 + margins.headroom)
+    design_sps = design_qps * inf.samples_per_query
+    options, rejected = _serving_options(spec, calibration, objective, design_sps)
+    if not options:
+        raise Infeasible(
+            f"No deployment of {m.title} meets the {inf.latency_p99_s * 1e3:.0f} ms p99 latency.",
+            "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
+            "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
+        )
+    cap_notes: list[str] = []
+    options = rank_by_objective_then_latency(options, spec, objective, cap_notes, rejected)
+    best = options[0]
+    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    rows, _ = _tables(spec)
+    row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
+    assert best.replicas is not None and best.gpus_per_replica is not None
+    load = inf.qps * inf.samples_per_query / (best.samples_per_s / margins.utilisation_target)
+    assumptions = [
+        "Latency = two batch service times (the batch in flight, then its own) under dynamic batching; "
+        "queueing jitter beyond that is not modelled.",
+        "Replicas on one node share one read-only host-memory copy of the tables that spill from HBM.",
+        f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {margins.headroom:.0%}) x "
+        f"{inf.samples_per_query} candidates at {margins.utilisation_target:.0%} utilisation.",
+        *cap_notes,
+    ]
+    demand = _serving_demand(spec, best, design_qps, load)
     return RecsysPlan(
         name=spec.name or m.title,
         model=m.name,
