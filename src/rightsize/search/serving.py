@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
-from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throughput
+from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.traffic import arrival_times, sample_lengths
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
-from rightsize.search.demand import Demand
+from rightsize.search.serving_batch import plan_batch_scenario
 from rightsize.search.serving_costs import (
     billed_cost_usd_per_hour,
     keep_priced,
@@ -32,60 +32,15 @@ from rightsize.search.serving_costs import (
     replica_cost_usd_per_hour,
 )
 from rightsize.search.serving_demand import serving_demand
+from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.spec.inference import InferenceSpec, LengthDist
 
-TP_OPTIONS = (1, 2, 4, 8, 16, 32, 64)
 CAPACITY_REQUESTS = 3000  # simulated requests per bisection step
 REPORT_REQUESTS = 20000  # simulated requests for the reported percentiles
 BISECTION_STEPS = 9
 # Draft-model cost per speculative step, relative to a target-model decode step
 # (a draft ~1/10 the size of the target, run draft_tokens times, mostly memory-bound).
 DRAFT_COST_PER_TOKEN = 0.05
-
-
-@dataclass
-class ServingCandidate:
-    accelerator: str
-    node: str
-    tp: int
-    replicas: int
-    weight_precision: str
-    kv_precision: str
-    replica_capacity_rps: float  # highest rate one replica sustains within every SLO
-    design_rate_rps: float  # peak x (1 + headroom)
-    latency_s: dict[str, float] = field(default_factory=dict)  # ttft/tpot/e2e at p50/p90/p95/p99
-    slo_headroom: dict[str, float] = field(default_factory=dict)  # limit / achieved at the SLO percentile
-    goodput: float | None = None
-    cost_usd_per_hour: float | None = None
-    cost_usd_per_m_input_tokens: float | None = None
-    cost_usd_per_m_output_tokens: float | None = None
-    output_tokens_per_joule: float | None = None
-    output_tokens_per_s: float = 0.0
-    memory: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.replicas
-
-
-@dataclass
-class ServingPlan:
-    name: str
-    model: str
-    scenario: str
-    objective: str
-    best: ServingCandidate
-    alternatives: list[tuple[ServingCandidate, str]]
-    pareto: list[ServingCandidate]
-    rejected: list[tuple[str, str]]
-    assumptions: list[str]
-    seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Filled after the search: what the chosen configuration asks of the infrastructure,
-    # and the bill of materials the sizing package derives from it (see api.plan).
-    demand: Demand | None = None
-    sizing: Any = None
-    uncertainty: dict[str, Any] | None = None  # P10/P50/P90 from search.uncertainty
 
 
 def _lengths(d: LengthDist, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -265,34 +220,22 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
     return "Quantise the weights further or use a smaller model."
 
 
-def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) -> ServingPlan:
-    """Search accelerators x tensor parallelism x weight precisions for the SLOs at the
-    design rate; `calibration` replaces catalog efficiencies per accelerator."""
-    started = time.perf_counter()
-    cal = calibration or {}
+Bounded = tuple[float, Replica, str, int]  # (lower bound of the objective, replica, node id, tp)
+
+
+def _fitting_replicas(
+    spec: InferenceSpec,
+    ids: list[str],
+    wl: Any,
+    design: float,
+    cal: Calibration,
+    rejected: list[tuple[str, str]],
+) -> list[Bounded]:
+    """Every replica (accelerator x tp x weight precision) that fits, with a lower bound of
+    its objective at the design rate (offline throughput as the capacity); accelerators on
+    which nothing fits join `rejected`."""
     tgt, pol = spec.targets, margins_of(spec)
-    ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    assumptions: list[str] = []
-    rejected: list[tuple[str, str]] = []
-    if spec.serving.scenario != "serving":
-        return _plan_batch_scenario(spec, ids, started, cal)
-    peak = spec.traffic.peak_rate_per_s or spec.traffic.rate_per_s
-    if peak is None:
-        raise BadInput(
-            "traffic.rate or traffic.peak_rate is required for serving.",
-            fix="Add `traffic: {peak_rate: 50}`.",
-        )
-    design = peak * (1.0 + pol.headroom)
-    assumptions.append(
-        f"Sized for the peak {peak:g} req/s plus {pol.headroom:.0%} headroom = {design:g} req/s, "
-        f"each replica at most {pol.utilisation_target:.0%} of its SLO capacity."
-    )
-    assumptions.append(
-        "Requests are spread evenly over replicas; each replica sees its share of the arrival process."
-    )
-    _check_tpot_possible(spec, ids)
-    wl = _workload(spec, CAPACITY_REQUESTS)
-    options: list[tuple[float, Replica, str, int]] = []  # (lower-bound cost, replica, node id, tp)
+    options: list[Bounded] = []
     for acc_id in ids:
         acc = get_accelerator(acc_id)
         node = get_node(tgt.node) if tgt.node else node_for(acc.id)
@@ -322,13 +265,15 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
             rejected.append(
                 (acc.id, f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp")
             )
-    if not options:
-        raise Infeasible(
-            f"{spec.model.name} does not fit on any allowed accelerator at any tensor-parallel degree.",
-            f"Its {spec.serving.weight_precision} weights and a minimal KV cache exceed what one scale-up "
-            "domain of the allowed accelerators holds.",
-            _smallest_fit_hint(spec, ids),
-        )
+    return options
+
+
+def _evaluate_bounded(
+    options: list[Bounded], spec: InferenceSpec, wl: Any, design: float, rejected: list[tuple[str, str]]
+) -> list[ServingCandidate]:
+    """The candidates worth simulating, cheapest bound first: each replica's SLO capacity
+    and the replicas the design rate needs."""
+    tgt, pol = spec.targets, margins_of(spec)
     options.sort(key=lambda o: o[0])
     evaluated: list[ServingCandidate] = []
     best_of: dict[str, float] = {}  # best score found per accelerator
@@ -347,6 +292,45 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         evaluated.append(cand)
         score = _score(cand, spec.targets.objective)
         best_of[acc_id] = min(best_of.get(acc_id, math.inf), score)
+    return evaluated
+
+
+def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) -> ServingPlan:
+    """Search accelerators x tensor parallelism x weight precisions for the SLOs at the
+    design rate; `calibration` replaces catalog efficiencies per accelerator."""
+    started = time.perf_counter()
+    cal = calibration or {}
+    tgt, pol = spec.targets, margins_of(spec)
+    ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
+    assumptions: list[str] = []
+    rejected: list[tuple[str, str]] = []
+    if spec.serving.scenario != "serving":
+        return plan_batch_scenario(spec, ids, started, cal)
+    peak = spec.traffic.peak_rate_per_s or spec.traffic.rate_per_s
+    if peak is None:
+        raise BadInput(
+            "traffic.rate or traffic.peak_rate is required for serving.",
+            fix="Add `traffic: {peak_rate: 50}`.",
+        )
+    design = peak * (1.0 + pol.headroom)
+    assumptions.append(
+        f"Sized for the peak {peak:g} req/s plus {pol.headroom:.0%} headroom = {design:g} req/s, "
+        f"each replica at most {pol.utilisation_target:.0%} of its SLO capacity."
+    )
+    assumptions.append(
+        "Requests are spread evenly over replicas; each replica sees its share of the arrival process."
+    )
+    _check_tpot_possible(spec, ids)
+    wl = _workload(spec, CAPACITY_REQUESTS)
+    options = _fitting_replicas(spec, ids, wl, design, cal, rejected)
+    if not options:
+        raise Infeasible(
+            f"{spec.model.name} does not fit on any allowed accelerator at any tensor-parallel degree.",
+            f"Its {spec.serving.weight_precision} weights and a minimal KV cache exceed what one scale-up "
+            "domain of the allowed accelerators holds.",
+            _smallest_fit_hint(spec, ids),
+        )
+    evaluated = _evaluate_bounded(options, spec, wl, design, rejected)
     if not evaluated:
         raise Infeasible(
             "No configuration meets the SLOs at any load.",
@@ -484,96 +468,3 @@ def _report(c: ServingCandidate, spec: InferenceSpec, n: int, cal: Calibration) 
     res = _run(rep, spec, wl, c.design_rate_rps / c.replicas)
     c.latency_s = _latencies(res)
     _costs(c, rep, spec, res, c.design_rate_rps)
-
-
-def _plan_batch_scenario(
-    spec: InferenceSpec, ids: list[str], started: float, cal: Calibration
-) -> ServingPlan:
-    """fixed_batch and offline: the engine's latency and throughput for each option."""
-    tr = spec.traffic
-    prompt = max(1, round(tr.prompt_tokens.mean_tokens))
-    output = max(1, round(tr.output_tokens.mean_tokens))
-    cands: list[ServingCandidate] = []
-    rejected: list[tuple[str, str]] = []
-    for acc_id in ids:
-        acc = get_accelerator(acc_id)
-        node = get_node(spec.targets.node) if spec.targets.node else node_for(acc.id)
-        tps = (
-            [spec.targets.tp]
-            if spec.targets.tp
-            else [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
-        )
-        for tp in tps:
-            rep = Replica.build(
-                spec.model,
-                acc,
-                node,
-                tp,
-                spec.serving.weight_precision,
-                spec.serving.kv_precision,
-                cal.get(acc.id),
-                spec.engine.name,
-            )
-            if not rep.fits:
-                rejected.append((acc.id, f"tp{tp}: weights do not fit"))
-                continue
-            if spec.serving.scenario == "fixed_batch":
-                m = fixed_batch_metrics(rep, int(spec.serving.batch or 1), prompt, output)
-                lat = {
-                    "ttft_p50_s": m["ttft_s"],
-                    "tpot_p50_s": m["tpot_s"],
-                    "e2e_p50_s": m["ttft_s"] + m["tpot_s"] * (output - 1),
-                }
-                tps_out = m["output_tokens_per_s"]
-            else:
-                m = offline_throughput(rep, prompt, output, spec.engine.block_tokens, spec.engine.max_batch)
-                lat = {}
-                tps_out = m["output_tokens_per_s"]
-            replicas = spec.targets.replicas or 1
-            c = ServingCandidate(
-                accelerator=acc.id,
-                node=node.id,
-                tp=tp,
-                replicas=replicas,
-                weight_precision=rep.weight_precision,
-                kv_precision=rep.kv_precision,
-                replica_capacity_rps=tps_out / output,
-                design_rate_rps=0.0,
-                latency_s=lat,
-                output_tokens_per_s=tps_out * replicas,
-                memory={
-                    "weights_bytes_per_gpu": rep.weight_bytes_per_gpu,
-                    "kv_capacity_tokens": rep.kv_capacity_tokens,
-                },
-            )
-            hourly = billed_cost_usd_per_hour(acc.id, tp * replicas, node.gpus_per_node)
-            if hourly is not None:
-                c.cost_usd_per_hour = hourly
-                c.cost_usd_per_m_output_tokens = c.cost_usd_per_hour / (c.output_tokens_per_s * 3600) * 1e6
-            c.output_tokens_per_joule = c.output_tokens_per_s / (tp * rep.hw.tdp_w * replicas)
-            cands.append(c)
-    if not cands:
-        raise Infeasible(
-            f"{spec.model.name} does not fit on the allowed accelerators.",
-            "; ".join(f"{a}: {r}" for a, r in rejected),
-            "Quantise the weights or allow a larger tp / accelerators with more memory.",
-        )
-    key = (
-        (lambda c: -c.output_tokens_per_s / c.gpus)
-        if spec.targets.objective != "latency"
-        else (lambda c: c.latency_s.get("tpot_p50_s", 0.0))
-    )
-    cands.sort(key=key)
-    return ServingPlan(
-        name=spec.name or spec.model.name,
-        model=spec.model.name,
-        scenario=spec.serving.scenario,
-        objective=spec.targets.objective,
-        best=cands[0],
-        demand=serving_demand(spec, cands[0]),
-        alternatives=[(c, "") for c in cands[1:6]],
-        pareto=[],
-        rejected=rejected,
-        assumptions=[],
-        seconds=time.perf_counter() - started,
-    )

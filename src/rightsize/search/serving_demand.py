@@ -9,7 +9,7 @@ from rightsize.search.demand import Demand
 from rightsize.spec.inference import InferenceSpec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rightsize.search.serving import ServingCandidate
+    from rightsize.search.serving_plan import ServingCandidate
 
 # While a replica is busy, LLM decode keeps the GPU's memory system saturated: measured
 # boards draw most of their TDP (MLPerf Inference v4.x power results: 8x H100 SXM systems

@@ -1,0 +1,56 @@
+"""The records of a serving plan: each candidate deployment and the plan; and the
+tensor-parallel degrees a serving search considers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rightsize.search.demand import Demand
+
+TP_OPTIONS = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass
+class ServingCandidate:
+    accelerator: str
+    node: str
+    tp: int
+    replicas: int
+    weight_precision: str
+    kv_precision: str
+    replica_capacity_rps: float  # highest rate one replica sustains within every SLO
+    design_rate_rps: float  # peak x (1 + headroom)
+    latency_s: dict[str, float] = field(default_factory=dict)  # ttft/tpot/e2e at p50/p90/p95/p99
+    slo_headroom: dict[str, float] = field(default_factory=dict)  # limit / achieved at the SLO percentile
+    goodput: float | None = None
+    cost_usd_per_hour: float | None = None
+    cost_usd_per_m_input_tokens: float | None = None
+    cost_usd_per_m_output_tokens: float | None = None
+    output_tokens_per_joule: float | None = None
+    output_tokens_per_s: float = 0.0
+    memory: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.replicas
+
+
+@dataclass
+class ServingPlan:
+    name: str
+    model: str
+    scenario: str
+    objective: str
+    best: ServingCandidate
+    alternatives: list[tuple[ServingCandidate, str]]
+    pareto: list[ServingCandidate]
+    rejected: list[tuple[str, str]]
+    assumptions: list[str]
+    seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+    # Filled after the search: what the chosen configuration asks of the infrastructure,
+    # and the bill of materials the sizing package derives from it (see api.plan).
+    demand: Demand | None = None
+    sizing: Any = None
+    uncertainty: dict[str, Any] | None = None  # P10/P50/P90 from search.uncertainty
