@@ -280,9 +280,9 @@ def _run_engine(
     kv_need: list[int],
     m: EngineModel,
 ) -> _Run:
-    """The event loop. One function on plain Python scalars and lists on purpose: this is
-    the hot path (a few events per request), and attribute lookups, numpy scalars and
-    calls would cost more than the work itself.
+    """The event loop. Longer than 80 lines for one reason: it is one function on plain
+    Python scalars and lists on purpose, the hot path (a few events per request), where
+    attribute lookups, numpy scalars and calls would cost more than the work itself.
 
     Decode bookkeeping: `it` counts iterations; a sequence that enters decode after
     iteration e (its `entry`) with S steps finishes after iteration e + S, and in

@@ -197,34 +197,70 @@ def _profile_parts(paths: list[Path]) -> dict[str, Any]:
     return parts
 
 
-def calibrate_profiles(
-    paths: list[Path], exclude_batches: set[int] | None = None, statistic: str = "median"
-) -> dict[str, Any]:
-    """Fit the efficiencies to one or more profiles; the calibration document.
-
-    `statistic` picks which per-point time is fitted: the median of the timed steps, or
-    their minimum, which is steadier on a shared machine (interference only adds time).
-    """
-    parts = _profile_parts(paths)
-    cfgd = parts["config"] or {}
-    dtype = cfgd.get("dtype", "fp32")
+def _base_hardware(parts: dict[str, Any], dtype: str) -> Hardware:
+    """What the fit starts from: the catalog's GPU the profile ran on, else this host's CPU
+    as its microbenchmarks measured it."""
     env = parts["env"]
     if parts["device"] == "cuda" or env.get("gpu_name"):
-        base = catalog_hardware(str(env.get("gpu_name", "")), dtype)
-    else:
-        base = cpu_host_hardware(env, parts["micro"], dtype)
-    train = [r for r in parts["train"] if not exclude_batches or int(r["batch"]) not in exclude_batches]
-    arch = ModelArch.model_validate(cfgd["arch"]) if cfgd.get("arch") else None
-    flash = bool(cfgd.get("flash", True))
-    gemms = [r for r in parts["micro"] if r.get("kind") == "gemm"]
-    if not train and not gemms and not parts["comms"]:
-        raise BadInput(
-            "Nothing to calibrate on: the profiles hold no successful measurement.",
-            "Calibration fits efficiencies to measured step, GEMM and collective times.",
-            "Profile with `rightsize profile train --model ...` (and `profile comms`) first.",
+        return catalog_hardware(str(env.get("gpu_name", "")), dtype)
+    return cpu_host_hardware(env, parts["micro"], dtype)
+
+
+def _overrides(base: Hardware, fitted: dict[str, float]) -> dict[str, float]:
+    """The calibration file's figures: the fitted ones, and a measured host's own peaks."""
+    overrides = dict(fitted)
+    if base.accelerator_id == CPU_HOST_ID:  # the base itself was measured: keep it in the file
+        overrides.update(
+            peak_flops_per_s=base.peak_flops_per_s,
+            peak_16bit_flops_per_s=base.peak_16bit_flops_per_s,
+            hbm_bytes_per_s=base.hbm_bytes_per_s,
+            scaleup_bytes_per_s=base.scaleup_bytes_per_s,
         )
+    return overrides
+
+
+def _residuals(
+    base: Hardware,
+    calibrated: Hardware,
+    arch: ModelArch,
+    train: list[dict[str, Any]],
+    how: tuple[str, bool, str],
+) -> list[dict[str, Any]]:
+    """Each measured point's step time against the default and the calibrated prediction
+    (`how`: dtype, flash attention, the statistic fitted)."""
+    dtype, flash, st = how
+    points = [(int(r["batch"]), int(r["seq_len"])) for r in train]
+    default = predict_points(base, arch, points, dtype, flash)
+    cal = predict_points(calibrated, arch, points, dtype, flash)
+    out = []
+    for r, d, c in zip(train, default, cal, strict=True):
+        m = sum(r["time_s"][ph][st] for ph in ("forward", "backward", "optimizer"))
+        out.append(
+            {
+                "batch": r["batch"],
+                "seq_len": r["seq_len"],
+                "measured_step_s": m,
+                "default_step_s": d["step_time_s"],
+                "calibrated_step_s": c["step_time_s"],
+                "default_error": d["step_time_s"] / m - 1.0,
+                "calibrated_error": c["step_time_s"] / m - 1.0,
+            }
+        )
+    return out
+
+
+def _fit_efficiencies(
+    base: Hardware,
+    arch: ModelArch | None,
+    train: list[dict[str, Any]],
+    gemms: list[dict[str, Any]],
+    how: tuple[str, bool, str],
+) -> tuple[dict[str, float], float]:
+    """(fitted efficiencies, RMS log error) over the measured step phases and GEMMs, by
+    Nelder-Mead in log space with a weak prior towards the catalog figures (`how`: dtype,
+    flash attention, the statistic fitted); nothing fitted without observations."""
+    dtype, flash, st = how
     points = [(int(r["batch"]), int(r["seq_len"])) for r in train] if arch is not None else []
-    st = statistic
     x0 = np.log(
         [base.gemm_fraction, base.attention_fraction, base.memory_bw_fraction, base.kernel_overhead_s]
     )
@@ -258,34 +294,42 @@ def calibrate_profiles(
         rms = math.sqrt(err / n_obs)
     else:
         rms = 0.0
+    return fitted, rms
+
+
+def calibrate_profiles(
+    paths: list[Path], exclude_batches: set[int] | None = None, statistic: str = "median"
+) -> dict[str, Any]:
+    """Fit the efficiencies to one or more profiles; the calibration document.
+
+    `statistic` picks which per-point time is fitted: the median of the timed steps, or
+    their minimum, which is steadier on a shared machine (interference only adds time).
+    """
+    parts = _profile_parts(paths)
+    cfgd = parts["config"] or {}
+    dtype = cfgd.get("dtype", "fp32")
+    env = parts["env"]
+    base = _base_hardware(parts, dtype)
+    train = [r for r in parts["train"] if not exclude_batches or int(r["batch"]) not in exclude_batches]
+    arch = ModelArch.model_validate(cfgd["arch"]) if cfgd.get("arch") else None
+    flash = bool(cfgd.get("flash", True))
+    gemms = [r for r in parts["micro"] if r.get("kind") == "gemm"]
+    if not train and not gemms and not parts["comms"]:
+        raise BadInput(
+            "Nothing to calibrate on: the profiles hold no successful measurement.",
+            "Calibration fits efficiencies to measured step, GEMM and collective times.",
+            "Profile with `rightsize profile train --model ...` (and `profile comms`) first.",
+        )
+    points = [(int(r["batch"]), int(r["seq_len"])) for r in train] if arch is not None else []
+    st = statistic
+    fitted, rms = _fit_efficiencies(base, arch, train, gemms, (dtype, flash, st))
     comms_fit = _fit_comms(base, parts["comms"])
     fitted.update(comms_fit.pop("overrides", {}))
     calibrated = base.with_overrides(**fitted)
-    overrides = dict(fitted)
-    if base.accelerator_id == CPU_HOST_ID:  # the base itself was measured: keep it in the file
-        overrides.update(
-            peak_flops_per_s=base.peak_flops_per_s,
-            peak_16bit_flops_per_s=base.peak_16bit_flops_per_s,
-            hbm_bytes_per_s=base.hbm_bytes_per_s,
-            scaleup_bytes_per_s=base.scaleup_bytes_per_s,
-        )
+    overrides = _overrides(base, fitted)
     residuals = []
     if points and arch is not None:
-        default = predict_points(base, arch, points, dtype, flash)
-        cal = predict_points(calibrated, arch, points, dtype, flash)
-        for r, d, c in zip(train, default, cal, strict=True):
-            m = sum(r["time_s"][ph][st] for ph in ("forward", "backward", "optimizer"))
-            residuals.append(
-                {
-                    "batch": r["batch"],
-                    "seq_len": r["seq_len"],
-                    "measured_step_s": m,
-                    "default_step_s": d["step_time_s"],
-                    "calibrated_step_s": c["step_time_s"],
-                    "default_error": d["step_time_s"] / m - 1.0,
-                    "calibrated_error": c["step_time_s"] / m - 1.0,
-                }
-            )
+        residuals = _residuals(base, calibrated, arch, train, (dtype, flash, st))
     errs = [abs(r["calibrated_error"]) for r in residuals]
     return {
         "schema_version": CALIBRATION_SCHEMA_VERSION,
