@@ -165,6 +165,45 @@ def _beyond_boundary(b: int, s: int, ooms: list[tuple[int, int]]) -> bool:
     return any(b >= ob and s >= os_ for ob, os_ in ooms)
 
 
+def _close_run(sampler: Sampler, windows: dict[str, tuple[float, float]], writer: Any) -> dict[str, Any]:
+    """Stop the telemetry, record its summary over the measured windows, close the record."""
+    tele = summarise(sampler.stop(), sampler.notes, windows)
+    writer.write({"type": "telemetry", "kind": "train", "summary": tele})
+    writer.close()
+    return tele
+
+
+def _start_worker(
+    cfg: TrainProfileConfig, job: dict[str, Any], writer: Any, results: list[dict[str, Any]]
+) -> _Worker:
+    """A worker process for `job`, ready to measure its points: the microbenchmarks it runs
+    first are recorded as they arrive; `BadInput` when it does not start or the user's
+    module fails."""
+    worker = _Worker(job)
+    try:
+        msg = worker.read(cfg.timeout_s * 2 + 60)
+        while msg is not None and msg.get("type") == "result":  # microbenchmarks
+            rec = {k: v for k, v in msg.items() if k != "event"}
+            writer.write(rec)
+            results.append(rec)
+            msg = worker.read(cfg.timeout_s * 2 + 60)
+    except KeyboardInterrupt:  # the caller never saw this worker: stop it here
+        worker.kill()
+        raise
+    if msg is None:
+        code = worker.proc.poll()
+        worker.kill()
+        raise BadInput(
+            "The profiler's worker did not start.",
+            f"It exited with status {code}" if code is not None else "It did not report within the timeout.",
+            "Check that torch imports (`python -c 'import torch'`), or raise --timeout.",
+        )
+    if msg.get("event") == "user_error":
+        worker.kill()
+        raise _user_error(cfg.module, msg["traceback"])
+    return worker
+
+
 def run_train_profile(
     cfg: TrainProfileConfig,
     out: Path | None = None,
@@ -196,28 +235,10 @@ def run_train_profile(
             todo = [p for p in todo if not _skip(p, ooms, writer, results, say)]
             if not todo:
                 break
-            job = {**cfg.job(device), "points": todo, "micro": micro_needed}
-            worker = _Worker(job)
-            msg = worker.read(cfg.timeout_s * 2 + 60)
-            while msg is not None and msg.get("type") == "result":  # microbenchmarks
-                rec = {k: v for k, v in msg.items() if k != "event"}
-                writer.write(rec)
-                results.append(rec)
-                msg = worker.read(cfg.timeout_s * 2 + 60)
+            worker = _start_worker(
+                cfg, {**cfg.job(device), "points": todo, "micro": micro_needed}, writer, results
+            )
             micro_needed = False
-            if msg is None:
-                code = worker.proc.poll()
-                worker.kill()
-                raise BadInput(
-                    "The profiler's worker did not start.",
-                    f"It exited with status {code}"
-                    if code is not None
-                    else "It did not report within the timeout.",
-                    "Check that torch imports (`python -c 'import torch'`), or raise --timeout.",
-                )
-            if msg.get("event") == "user_error":
-                worker.kill()
-                raise _user_error(cfg.module, msg["traceback"])
             # ready: read the points
             while todo:
                 b, s = todo[0]
@@ -227,11 +248,8 @@ def run_train_profile(
                 say(f"batch {b:>5} x seq {s:>6}: measuring")
                 oom_kills = _oom_kill_count()
                 start = worker.read(cfg.timeout_s)
-                res = (
-                    worker.read(cfg.timeout_s)
-                    if start is not None and start.get("event") == "start"
-                    else None
-                )
+                started = start is not None and start.get("event") == "start"
+                res = worker.read(cfg.timeout_s) if started else None
                 if res is not None and res.get("event") == "user_error":
                     worker.kill()
                     raise _user_error(cfg.module, res["traceback"])
@@ -260,10 +278,7 @@ def run_train_profile(
             worker.kill()
         raise
     finally:
-        samples = sampler.stop()
-        tele = summarise(samples, sampler.notes, windows)
-        writer.write({"type": "telemetry", "kind": "train", "summary": tele})
-        writer.close()
+        tele = _close_run(sampler, windows, writer)
     from rightsize.profile.fit import fit_sweep
 
     train = [r for r in results if r.get("kind") == "train"]
