@@ -53,6 +53,52 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _read_records(
+    rank0: subprocess.Popen[str],
+    timeout_s: float,
+    writer: Any,
+    results: list[dict[str, Any]],
+    say: Callable[[str], None],
+) -> None:
+    """Read rank 0's records as they come (stray library output skipped), each recorded at
+    once; `BadInput` when the ranks do not finish within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    stdout = rank0.stdout
+    assert stdout is not None
+    os.set_blocking(stdout.fileno(), True)
+    import select
+
+    buf = ""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stdout], [], [], 0.5)
+        if ready:
+            chunk = os.read(stdout.fileno(), 65536).decode()
+            if not chunk:
+                break
+            buf += chunk
+            while "\n" in buf:
+                line, buf = buf.split("\n", 1)
+                try:
+                    rec = json.loads(line)
+                except ValueError:  # a stray line from a rank's libraries is not a record
+                    continue
+                if not isinstance(rec, dict) or "op" not in rec:
+                    continue
+                writer.write(rec)
+                results.append(rec)
+                say(
+                    f"{rec['op']:<15} {rec['bytes']:>10} B  {rec.get('bus_bytes_per_s', 0) / 1e9:8.3f} GB/s bus"
+                )
+        elif rank0.poll() is not None:
+            break
+    else:
+        raise BadInput(
+            f"The collectives did not finish within {timeout_s:g} s.",
+            "A rank hung (a firewall on loopback, a missing GPU, or a deadlock in the backend).",
+            "Raise --timeout, use fewer sizes, or check `python -c 'import torch.distributed'`.",
+        )
+
+
 def run_comms_profile(
     backend: str = "gloo",
     world_size: int = 2,
@@ -65,6 +111,8 @@ def run_comms_profile(
     progress: Callable[[str], None] | None = None,
     force: bool = False,
 ) -> dict[str, Any]:
+    """Measure collectives over `world_size` real torch.distributed ranks on this host
+    (processes on loopback); every record is appended to `out` as it arrives."""
     import importlib.util
 
     if importlib.util.find_spec("torch") is None:
@@ -105,41 +153,7 @@ def run_comms_profile(
                     start_new_session=True,
                 )
             )
-        deadline = time.monotonic() + timeout_s
-        stdout = procs[0].stdout
-        assert stdout is not None
-        os.set_blocking(stdout.fileno(), True)
-        import select
-
-        buf = ""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([stdout], [], [], 0.5)
-            if ready:
-                chunk = os.read(stdout.fileno(), 65536).decode()
-                if not chunk:
-                    break
-                buf += chunk
-                while "\n" in buf:
-                    line, buf = buf.split("\n", 1)
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:  # a stray line from a rank's libraries is not a record
-                        continue
-                    if not isinstance(rec, dict) or "op" not in rec:
-                        continue
-                    writer.write(rec)
-                    results.append(rec)
-                    say(
-                        f"{rec['op']:<15} {rec['bytes']:>10} B  {rec.get('bus_bytes_per_s', 0) / 1e9:8.3f} GB/s bus"
-                    )
-            elif procs[0].poll() is not None:
-                break
-        else:
-            raise BadInput(
-                f"The collectives did not finish within {timeout_s:g} s.",
-                "A rank hung (a firewall on loopback, a missing GPU, or a deadlock in the backend).",
-                "Raise --timeout, use fewer sizes, or check `python -c 'import torch.distributed'`.",
-            )
+        _read_records(procs[0], timeout_s, writer, results, say)
         codes = [p.wait(timeout=30) for p in procs]
         if any(codes):
             assert procs[0].stderr is not None
