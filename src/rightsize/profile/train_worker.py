@@ -210,7 +210,34 @@ class Runner:
         )
         del a, bm, src, dst
 
+    def _memory_totals(self, memory: dict[str, float]) -> None:
+        """Add the parameter and optimizer-state bytes, and the peak: the allocator's on a
+        GPU, on a CPU the counted parts' sum and the process's maximum resident set."""
+        dev = self.device
+        memory["params_bytes"] = float(sum(p.numel() * p.element_size() for p in self.model.parameters()))
+        memory["optimizer_bytes"] = float(
+            sum(
+                v.numel() * v.element_size()
+                for st in self.opt.state.values()
+                for v in st.values()
+                if isinstance(v, torch.Tensor)
+            )
+        )
+        if dev.type == "cuda":
+            memory["peak_allocated_bytes"] = float(torch.cuda.max_memory_allocated(dev))
+            memory["peak_reserved_bytes"] = float(torch.cuda.max_memory_reserved(dev))
+        else:
+            memory["peak_estimate_bytes"] = (
+                memory["params_bytes"]
+                + memory["gradients_bytes"]
+                + memory["optimizer_bytes"]
+                + memory["activations_bytes"]
+            )
+            memory["max_rss_bytes"] = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
     def measure(self, b: int, s: int) -> dict[str, Any]:
+        """Time `warmup + steps` training steps at batch `b` x sequence `s` by phase; the
+        first warm-up step also counts memory (saved activations, gradients) and FLOPs."""
         dev = self.device
         batches = self._batches(b, s)
         warmup, steps = int(self.job.get("warmup", 2)), int(self.job.get("steps", 3))
@@ -272,26 +299,7 @@ class Runner:
                     phases[name].append(v)
                 phases["optimizer"].append(t4 - t3)
                 phases["step"].append(t4 - t0)
-        memory["params_bytes"] = float(sum(p.numel() * p.element_size() for p in self.model.parameters()))
-        memory["optimizer_bytes"] = float(
-            sum(
-                v.numel() * v.element_size()
-                for st in self.opt.state.values()
-                for v in st.values()
-                if isinstance(v, torch.Tensor)
-            )
-        )
-        if dev.type == "cuda":
-            memory["peak_allocated_bytes"] = float(torch.cuda.max_memory_allocated(dev))
-            memory["peak_reserved_bytes"] = float(torch.cuda.max_memory_reserved(dev))
-        else:
-            memory["peak_estimate_bytes"] = (
-                memory["params_bytes"]
-                + memory["gradients_bytes"]
-                + memory["optimizer_bytes"]
-                + memory["activations_bytes"]
-            )
-            memory["max_rss_bytes"] = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        self._memory_totals(memory)
         times = {k: _stats(v) for k, v in phases.items()}
         step = times["step"]["median"]
         data_frac = times["data"]["median"] / step if step > 0 else 0.0
