@@ -314,11 +314,6 @@ def nic_for(kind: str, link_gbps: float) -> Nic | None:
     return next(n for n in fits if n.gbps == best)
 
 
-def nic_speeds_gbps(kind: str) -> tuple[float, ...]:
-    """The line rates catalog NICs of this kind offer, ascending."""
-    return tuple(sorted({n.gbps for n in fabric_catalog().nics.values() if kind in n.kinds}))
-
-
 def transceiver_for(link_gbps: float) -> Transceiver:
     """The slowest optic end that reaches ``link_gbps`` (the fastest one if none does: reported, not hidden)."""
     optics = sorted(fabric_catalog().transceivers.values(), key=lambda t: t.gbps)

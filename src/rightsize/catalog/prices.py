@@ -84,10 +84,6 @@ class CloudPrice:
             SPOT: self.spot,
         }[field]
 
-    def from_user(self) -> list[str]:
-        """The columns whose figure the user gave."""
-        return [k for k, s in self.sources.items() if s.source == USER_SOURCE]
-
 
 @dataclass(frozen=True)
 class PriceBasis:

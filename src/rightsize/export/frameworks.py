@@ -19,7 +19,6 @@ sharded, gradients reduce-scattered); stage 3 is Megatron-FSDP
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from rightsize.errors import BadInput
@@ -294,7 +293,3 @@ def pipeline_layout(layers: int, pp: int, vpp: int) -> str:
 
 def tokens_per_step(v: TrainingView) -> int:
     return v.global_batch * v.seq_len
-
-
-def nodes_for(gpus: int, gpus_per_node: int) -> int:
-    return max(1, math.ceil(gpus / gpus_per_node))

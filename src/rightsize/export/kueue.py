@@ -24,7 +24,7 @@ def _gpu_resource(vendor: str) -> str:
     return "amd.com/gpu" if vendor == "amd" else "nvidia.com/gpu"
 
 
-def _meta(name: str, h: Header, namespaced: bool = False) -> dict[str, Any]:
+def _meta(name: str, h: Header) -> dict[str, Any]:
     return {"name": name, "annotations": k8s_annotations(h)}
 
 

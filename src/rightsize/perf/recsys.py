@@ -117,9 +117,6 @@ class Placement:
     def spilled(self) -> bool:
         return self.host_bytes + self.ssd_bytes > 0
 
-    def tier_bytes(self) -> dict[str, float]:
-        return {"hbm": self.hbm_table_bytes, "host": self.host_bytes, "ssd": self.ssd_bytes}
-
     def as_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["tables"] = [asdict(t) for t in self.tables]

@@ -150,11 +150,6 @@ def count_model(model: VisionModel) -> VisionCounts:
     )
 
 
-def train_flops_per_image(model: VisionModel) -> float:
-    """Model FLOPs of one training image: forward 2 MACs, backward 4 MACs."""
-    return 3.0 * count_model(model).flops_per_image
-
-
 # ------------------------------------------------------------------------------------------- time
 
 

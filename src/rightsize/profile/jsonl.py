@@ -9,7 +9,7 @@ Every line is one JSON object with a `type`:
 
 Each line is flushed and fsync'd as it is written, so a crash, an out-of-memory kill or
 Ctrl-C loses nothing already measured; `read_profile` skips a torn last line, and
-`done_keys` tells a rerun with `--resume` which points it can skip. torch-free.
+`start_run` gives a rerun with `--resume` the records it can skip. torch-free.
 """
 
 from __future__ import annotations
@@ -237,10 +237,3 @@ def read_profile(path: Path) -> list[dict[str, Any]]:
 
 def results(records: Iterable[dict[str, Any]], kind: str | None = None) -> list[dict[str, Any]]:
     return [r for r in records if r.get("type") == "result" and (kind is None or r.get("kind") == kind)]
-
-
-def done_keys(path: Path | None) -> set[str]:
-    """Keys of points a previous run already finished (any status but a crash mid-point)."""
-    if path is None or not path.exists():
-        return set()
-    return {str(r["key"]) for r in results(read_profile(path)) if "key" in r}
