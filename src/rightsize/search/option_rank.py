@@ -19,6 +19,34 @@ from rightsize.search.serving_costs import keep_priced, no_price_reason
 
 Option = TypeVar("Option")
 
+OBJECTIVE_LABELS = {"time": "time to train", "gpu_hours": "GPU-hours", "cost": "cost", "gpus": "GPUs"}
+
+
+class RankedOption:
+    """What a vision or recommendation option ranks by (mixed into their records, which
+    hold these fields): time to train, cost, GPU-hours, or GPUs."""
+
+    gpus: int
+    time_to_train_s: float | None
+    gpu_hours: float | None
+    cost_usd: float | None
+
+    def objective(self, name: str) -> float:
+        if name == "time" and self.time_to_train_s is not None:
+            return self.time_to_train_s
+        if name == "cost" and self.cost_usd is not None:
+            return self.cost_usd
+        if self.gpu_hours is not None and name != "gpus":
+            return self.gpu_hours
+        return float(self.gpus)
+
+
+def objective_gap(loser: RankedOption, winner: RankedOption, objective: str) -> str:
+    """How much worse `loser` is on the objective ('+12% GPU-hours', or 'same cost')."""
+    ratio = loser.objective(objective) / winner.objective(objective) - 1.0
+    label = OBJECTIVE_LABELS[objective]
+    return f"{ratio:+.0%} {label}" if abs(ratio) >= 0.005 else f"same {label}"
+
 
 def rank_by_objective_then_latency(
     options: list[Option], spec: Any, objective: str, notes: list[str], rejected: list[tuple[str, str]]

@@ -7,10 +7,11 @@ from typing import Any
 
 from rightsize.constants import GB, HOUR_S, REPORT_SCHEMA_VERSION, GiB
 from rightsize.search.demand import Demand
+from rightsize.search.option_rank import RankedOption, objective_gap
 
 
 @dataclass
-class RecsysOption:
+class RecsysOption(RankedOption):
     """One evaluated configuration, as plain values."""
 
     accelerator: str
@@ -31,20 +32,9 @@ class RecsysOption:
     cost_usd: float | None = None  # training: the run; inference: per hour
     goodput: float | None = None
 
-    def objective(self, name: str) -> float:
-        if name == "time" and self.time_to_train_s is not None:
-            return self.time_to_train_s
-        if name == "cost" and self.cost_usd is not None:
-            return self.cost_usd
-        if self.gpu_hours is not None and name != "gpus":
-            return self.gpu_hours
-        return float(self.gpus)
-
 
 def explain(loser: RecsysOption, winner: RecsysOption, objective: str) -> str:
-    ratio = loser.objective(objective) / winner.objective(objective) - 1.0
-    label = {"time": "time to train", "gpu_hours": "GPU-hours", "cost": "cost", "gpus": "GPUs"}[objective]
-    parts = [f"{ratio:+.0%} {label}" if abs(ratio) >= 0.005 else f"same {label}"]
+    parts = [objective_gap(loser, winner, objective)]
     parts.append(
         f"{loser.samples_per_s_per_gpu:,.0f} vs {winner.samples_per_s_per_gpu:,.0f} samples/s per GPU"
     )

@@ -10,10 +10,11 @@ from rightsize.perf.vision import (
     VisionCounts,
 )
 from rightsize.search.demand import Demand
+from rightsize.search.option_rank import RankedOption, objective_gap
 
 
 @dataclass
-class VisionOption:
+class VisionOption(RankedOption):
     """One evaluated configuration with everything a report needs, as plain values."""
 
     accelerator: str
@@ -33,21 +34,10 @@ class VisionOption:
     latency_p99_s: float | None = None
     goodput: float | None = None
 
-    def objective(self, name: str) -> float:
-        if name == "time" and self.time_to_train_s is not None:
-            return self.time_to_train_s
-        if name == "cost" and self.cost_usd is not None:
-            return self.cost_usd
-        if self.gpu_hours is not None and name != "gpus":
-            return self.gpu_hours
-        return float(self.gpus)
-
 
 def explain(loser: VisionOption, winner: VisionOption, objective: str) -> str:
     """Why `loser` ranks below `winner`, from the numbers."""
-    ratio = loser.objective(objective) / winner.objective(objective) - 1.0
-    label = {"time": "time to train", "gpu_hours": "GPU-hours", "cost": "cost", "gpus": "GPUs"}[objective]
-    parts = [f"{ratio:+.0%} {label}" if abs(ratio) >= 0.005 else f"same {label}"]
+    parts = [objective_gap(loser, winner, objective)]
     parts.append(f"{loser.images_per_s_per_gpu:,.0f} vs {winner.images_per_s_per_gpu:,.0f} images/s per GPU")
     if loser.input_bound:
         parts.append("input bound (decode cannot keep up with compute)")
