@@ -210,3 +210,39 @@ def test_threads_over_accelerators_give_the_sequential_plan(monkeypatch: pytest.
         (r.accelerator, r.reason) for r in three.rejected
     ]
     assert one.configs_evaluated == three.configs_evaluated
+
+
+@pytest.mark.parametrize(
+    "fixed",
+    [
+        {"zero_stage": 1, "recompute": "full"},
+        {"zero_stage": 3, "sequence_parallel": False},
+        {"tp": 8, "micro_batch": 2},
+        {"zero_stage": 0, "dp": 1},
+    ],
+)
+def test_fixed_settings_search_like_evaluating_every_layout(fixed: dict[str, Any]) -> None:
+    """User-fixed settings reach the memory check by parts as they reach the enumeration."""
+    spec = parse_spec(
+        {
+            "model": "llama3-70b",
+            "training": {"seq_len": 8192, "global_batch": 512, "train_tokens": "1T"},
+            "targets": {"accelerators": ["h100-sxm"], "deadline": "90d"},
+            "parallel": fixed,
+        },
+        Path("."),
+    )
+    w = workload_from_spec(spec)
+    acc, node = get_accelerator("h100-sxm"), node_for("h100-sxm")
+    hw = calibrated_hardware(acc, node, w.precision, None)
+    counts = gpu_count_candidates(node.gpus_per_node, 2048)
+    every, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
+    st_all = train_step(w, every, hw)
+    best_all, _ = pick_per_count(w, every, hw, st_all.step_time, st_all.memory.fits, 0.5)
+    ev = search_train._evaluate_accelerator(spec, w, acc, node, hw, counts, 0.5)
+    if isinstance(ev, str):  # no layout at all: the plain enumeration agrees
+        assert len(every) == 0
+        return
+    assert ev.n_configs == len(every)
+    assert len(best_all) > 0  # the case does pick layouts
+    assert [ev.cfg.row(int(i)) for i in ev.best_idx] == [every.row(int(i)) for i in best_all]
