@@ -27,7 +27,7 @@ from rightsize.search import train as search_train
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.ground import distance, distance_terms, ground_report, ground_sigma, position
 from rightsize.search.risk import pick_per_count, top_per_count
-from rightsize.search.space import enumerate_by_shape, enumerate_configs, gpu_count_candidates
+from rightsize.search.space import enumerate_configs, enumerate_where, gpu_count_candidates
 from rightsize.search.train import MEMORY_CUT_MARGIN, plan_training, workload_from_spec
 from rightsize.spec import load_spec, parse_spec
 
@@ -83,7 +83,7 @@ def test_enumeration_builds_exactly_the_layouts_that_may_fit(example: str, acc_i
     spec, w, hw, counts = _setup(example, acc_id)
     every, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
     usable = hw.hbm_bytes * ALLOCATOR_USABLE_FRACTION * (1.0 + MEMORY_CUT_MARGIN)
-    kept, excluded = enumerate_by_shape(
+    kept, excluded = enumerate_where(
         w.arch,
         w.seq_len,
         w.global_batch,

@@ -130,11 +130,11 @@ def enumerate_configs(
     fixed: ParallelSettings,
 ) -> tuple[ParallelConfigs, np.ndarray]:
     """All valid configurations for the given GPU counts; returns (configs, gpus)."""
-    cfg, _ = enumerate_by_shape(arch, seq_len, global_batch, gpu_counts, domain_gpus, fixed)
+    cfg, _ = enumerate_where(arch, seq_len, global_batch, gpu_counts, domain_gpus, fixed)
     return cfg, cfg.gpus
 
 
-def enumerate_by_shape(
+def enumerate_where(
     arch: ModelArch,
     seq_len: int,
     global_batch: int,

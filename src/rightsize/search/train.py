@@ -33,7 +33,7 @@ from rightsize.search.layout_check import LayoutRejection, no_layout_reason
 from rightsize.search.pareto import pareto_front
 from rightsize.search.risk import P50, P90, pick_per_count
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
-from rightsize.search.space import enumerate_by_shape, gpu_count_candidates
+from rightsize.search.space import enumerate_where, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
 from rightsize.spec.training import TrainingSpec
 
@@ -176,7 +176,7 @@ def _evaluate_accelerator(
     # those that cannot fit are counted and rejected, not built, and only the rest are
     # timed: most of a large model's layouts do not fit.
     usable = hw.hbm_bytes * ALLOCATOR_USABLE_FRACTION * (1.0 + MEMORY_CUT_MARGIN)
-    cfg, excluded = enumerate_by_shape(
+    cfg, excluded = enumerate_where(
         w.arch,
         w.seq_len,
         w.global_batch,
@@ -202,7 +202,7 @@ def _smallest_memory_hint(evaluated: list[_Evaluated], w: TrainWorkload, spec: T
     again: only when nothing fits)."""
     best = None
     for ev in evaluated:
-        every, _ = enumerate_by_shape(
+        every, _ = enumerate_where(
             w.arch, w.seq_len, w.global_batch, ev.counts, ev.hw.domain_gpus, spec.parallel
         )
         total = train_memory_only(w, every, ev.hw).total
