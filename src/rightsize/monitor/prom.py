@@ -1,9 +1,10 @@
 """Reading Prometheus: the HTTP API (`/api/v1/query_range`) or a saved capture of it.
 
-`PrometheusSource` asks a live server with httpx: a timeout on every request, a bounded
-number of retries with backoff (connection errors and 5xx only; a bad query is not
-retried), and a cap on the response size read while streaming, so a runaway query
-cannot fill memory. `FileSource` answers the same queries from a capture written by
+`PrometheusSource` asks a live server through `fetch`: a wall-clock limit on every try
+and on the whole command, a bounded number of retries with backoff (429 and 503 honouring
+Retry-After, connection errors and other 5xx; a bad query is not retried), capped
+redirects, and a cap on the response size read while streaming, so neither a runaway
+query nor a hostile server can fill memory or hold the command. `FileSource` answers the same queries from a capture written by
 ``rightsize monitor --save FILE`` (for air-gapped sites: capture where Prometheus is
 reachable, analyse anywhere). Both return `Series`: labels plus aligned numpy arrays.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,15 +25,33 @@ from typing import Any, Protocol
 import numpy as np
 
 from rightsize.errors import BadInput
+from rightsize.monitor import fetch
 
 CAPTURE_KIND = "rightsize-prometheus-capture"
 CAPTURE_VERSION = 1
 DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_RETRIES = 2  # attempts after the first, for connection errors and 5xx only
+DEFAULT_RETRIES = 2  # attempts after the first, for 429, 5xx and connection errors only
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20  # 64 MiB per query: ~1M samples of JSON
-BACKOFF_S = 0.5
+MAX_TIMEOUT_S = 3600.0
+MAX_RESPONSE_MIB = 4096.0
+DEADLINE_TIMEOUTS = 10  # the whole command may take this many --timeout
+MAX_DEADLINE_S = 86400.0
 # The question asked of `/api/v1/label/__name__/values`, stored in a capture like a query.
 NAMES_QUERY = "__names__"
+
+
+def check_limit(option: str, value: float, low: float, high: float, unit: str) -> None:
+    """BadInput naming the option when a limit is not a finite number in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise BadInput(
+            f"{option} {value!r} is not a finite number.", f"It is in {unit}.", f"Give {option} a number."
+        )
+    if not low <= value <= high:
+        raise BadInput(
+            f"{option} {value:g} {unit} is out of range.",
+            f"It must lie between {low:g} and {high:g} {unit}.",
+            f"Give {option} a value in that range.",
+        )
 
 
 @dataclass(frozen=True)
@@ -76,114 +96,179 @@ class Source(Protocol):
     def metric_names(self) -> set[str] | None: ...
 
 
+def _clip(text: Any, n: int = 200) -> str:
+    return " ".join(str(text).split())[:n]
+
+
 def parse_matrix(payload: Any, query: str, where: str) -> list[Series]:
-    """The series of a `query_range` JSON answer; a Prometheus error becomes a BadInput."""
+    """The series of a `query_range` JSON answer; a Prometheus error or a wrong shape becomes a BadInput."""
     if not isinstance(payload, dict):
         raise BadInput(f"{where} answered {query!r} with something that is not a Prometheus reply.")
     if payload.get("status") != "success":
         kind, err = payload.get("errorType", "error"), payload.get("error", "no reason given")
         raise BadInput(
             f"Prometheus at {where} rejected the query {query!r}.",
-            f"{kind}: {err}",
+            f"{_clip(kind, 40)}: {_clip(err)}",
             "Check --selector (a PromQL label matcher such as '{job=\"dcgm\"}').",
         )
-    data = payload.get("data") or {}
-    if data.get("resultType") not in ("matrix", None) or not isinstance(data.get("result", []), list):
-        raise BadInput(f"{where} answered {query!r} with a {data.get('resultType')!r}, not a matrix.")
-    out: list[Series] = []
-    for item in data.get("result", []):
-        values = item.get("values") or []
-        try:
-            arr = np.array([[float(ts), float(v)] for ts, v in values], dtype=np.float64).reshape(-1, 2)
-        except (TypeError, ValueError):
-            raise BadInput(f"{where} answered {query!r} with values that are not numbers.") from None
-        out.append(Series(dict(item.get("metric") or {}), arr[:, 0], arr[:, 1]))
-    return out
+    data = payload.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result", []), list):
+        raise _shape(where, query, "its 'data' is not an object with a 'result' list")
+    if data.get("resultType") not in ("matrix", None):
+        raise BadInput(
+            f"{where} answered {query!r} with a {_clip(data.get('resultType'), 40)!r}, not a matrix."
+        )
+    return [_series(item, query, where) for item in data.get("result", [])]
+
+
+def _shape(where: str, query: str, why: str) -> BadInput:
+    return BadInput(
+        f"{where} answered {query!r} with something that is not a Prometheus range-query reply.",
+        f"{why}.",
+        "Point --prometheus at a Prometheus server (or give --from a capture written by --save).",
+    )
+
+
+def _series(item: Any, query: str, where: str) -> Series:
+    """One `{"metric": {...}, "values": [[t, "v"], ...]}`: labels strings, times finite and increasing."""
+    if not isinstance(item, dict):
+        raise _shape(where, query, "a series is not an object")
+    labels, values = item.get("metric") or {}, item.get("values") or []
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise _shape(where, query, "a series' labels are not a map of strings")
+    if not isinstance(values, list):
+        raise _shape(where, query, "a series' values are not a list")
+    try:
+        arr = np.array([[_number(ts), _number(v)] for ts, v in values], dtype=np.float64).reshape(-1, 2)
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(
+            f"{where} answered {query!r} with samples that are not [time, number] pairs.",
+            'Prometheus writes each sample as [unix seconds, "value"] with a decimal value, NaN or +Inf.',
+            "Point --prometheus at a Prometheus server (or give --from a capture written by --save).",
+        ) from None
+    t = arr[:, 0]
+    if not np.isfinite(t).all() or (t.size > 1 and not (np.diff(t) > 0).all()):
+        raise BadInput(
+            f"{where} answered {query!r} with sample times that are not finite and increasing.",
+            "Prometheus returns each series' samples once each, in time order.",
+            "Point --prometheus at a Prometheus server (or give --from a capture written by --save).",
+        )
+    return Series({str(k): v for k, v in labels.items()}, t, arr[:, 1])
+
+
+def _number(value: Any) -> float:
+    """A sample's time or value: a number or a decimal string (NaN and +/-Inf kept for the caller)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise TypeError("not a number")
+    return float(value)
 
 
 @dataclass
 class PrometheusSource:
-    """A live Prometheus server, read over its HTTP API."""
+    """A live Prometheus server, read over its HTTP API within a time and size budget.
+
+    ``timeout_s`` bounds each try of a request from first byte to last; ``deadline_s`` bounds
+    the whole command (every query, retry and wait); ``max_response_bytes`` each answer."""
 
     url: str
     timeout_s: float = DEFAULT_TIMEOUT_S
     retries: int = DEFAULT_RETRIES
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     record: dict[str, Any] | None = None  # when set, every answer is kept for --save
-    _client: Any = field(default=None, repr=False)
+    deadline_s: float | None = None  # default: DEADLINE_TIMEOUTS x timeout_s
+    _deadline: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
         url = self.url.rstrip("/")
-        if not url.startswith(("http://", "https://")):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
             raise BadInput(
-                f"--prometheus {self.url!r} is not an http(s) URL.",
-                "rightsize reads the Prometheus HTTP API.",
+                f"--prometheus {self.url[:200]!r} is not an http(s) base URL.",
+                "rightsize reads the Prometheus HTTP API under the server's base URL.",
                 "Give the server's base URL, e.g. --prometheus http://prometheus:9090",
             )
         self.url = url
-        import httpx
-
-        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s), follow_redirects=True)
+        check_limit("--timeout", self.timeout_s, 1e-3, MAX_TIMEOUT_S, "seconds")
+        check_limit("--max-response-mib", self.max_response_bytes / 2**20, 1 / 1024, MAX_RESPONSE_MIB, "MiB")
+        total = self.deadline_s if self.deadline_s is not None else DEADLINE_TIMEOUTS * self.timeout_s
+        check_limit("--deadline", total, 1e-3, MAX_DEADLINE_S, "seconds")
+        self.deadline_s = total
+        self._deadline = time.monotonic() + total
 
     @property
     def where(self) -> str:
         return self.url
 
     def close(self) -> None:
-        self._client.close()
+        """Nothing is held between requests (each opens and closes its own connection)."""
 
     def _get(self, path: str, params: dict[str, Any]) -> Any:
-        import httpx
+        what = str(params.get("query", path))
+        url = self.url + path + (("?" + urllib.parse.urlencode(params)) if params else "")
+        limits = fetch.Limits(
+            deadline=self._deadline,
+            max_bytes=self.max_response_bytes,
+            attempt_s=self.timeout_s,
+            retries=self.retries,
+        )
+        try:
+            status, body = fetch.get(url, limits)
+        except fetch.FetchFailed as err:
+            raise self._failed(err, what) from None
+        if status not in (200, 400, 422):
+            raise BadInput(
+                f"{self.url}{path} answered HTTP {status}.",
+                "That is not a Prometheus query API (or it needs authentication).",
+                "Point --prometheus at the server's base URL, e.g. http://prometheus:9090",
+            )
+        return self._json(body, path)
 
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(BACKOFF_S * 2 ** (attempt - 1))
-            try:
-                with self._client.stream("GET", self.url + path, params=params) as resp:
-                    body = self._read_capped(resp, params.get("query", path))
-                    if resp.status_code >= 500:
-                        last = f"HTTP {resp.status_code}"
-                        continue
-                    if resp.status_code not in (200, 400, 422):
-                        raise BadInput(
-                            f"{self.url}{path} answered HTTP {resp.status_code}.",
-                            "That is not a Prometheus query API (or it needs authentication).",
-                            "Point --prometheus at the server's base URL, e.g. http://prometheus:9090",
-                        )
-            except httpx.TimeoutException:
-                last = f"no answer within {self.timeout_s:g} s"
-                continue
-            except httpx.TransportError as err:
-                last = f"{type(err).__name__}: {err}"
-                continue
-            try:
-                return json.loads(body)
-            except json.JSONDecodeError:
-                raise BadInput(
-                    f"{self.url}{path} did not answer JSON.",
-                    "That is not a Prometheus query API.",
-                    "Point --prometheus at the server's base URL, e.g. http://prometheus:9090",
-                ) from None
-        raise BadInput(
+    def _json(self, body: bytes, path: str) -> Any:
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, 400-digit numbers, nested too deep
+            raise BadInput(
+                f"{self.url}{path} did not answer Prometheus JSON.",
+                "That is not a Prometheus query API (an HTML page, a proxy's error, or a broken answer).",
+                "Point --prometheus at the server's base URL, e.g. http://prometheus:9090",
+            ) from None
+
+    def _failed(self, err: fetch.FetchFailed, what: str) -> BadInput:
+        """A fetch failure as the message a person can act on."""
+        tries = f"{err.attempts} attempt{'s' if err.attempts != 1 else ''}"
+        if err.kind == "too_large":
+            return BadInput(
+                f"Prometheus's answer to {what!r} is larger than {self.max_response_bytes / 2**20:.4g} MiB.",
+                "Too many series or steps for one query (a selector that matches every job?).",
+                "Narrow --selector, shorten --window, raise --step, or raise --max-response-mib.",
+            )
+        if err.kind == "rate_limited":
+            return BadInput(
+                f"Prometheus at {self.url} is rate limiting rightsize (HTTP 429 Too Many Requests).",
+                f"{tries} failed, waiting as long as it asked (Retry-After) within the time allowed; "
+                f"last: {err.detail}.",
+                "Try again later, raise --timeout (more time to wait), or ask the server's operators to "
+                "raise the limit for this client; --save a capture once and analyse it with --from.",
+            )
+        if err.kind == "deadline":
+            return BadInput(
+                f"Prometheus at {self.url} did not answer {what!r} in time.",
+                f"{err.detail}; each try may take {self.timeout_s:g} s and the whole command "
+                f"{self.deadline_s:g} s.",
+                "Check that the server is healthy (curl URL/-/ready), narrow the query (--selector, "
+                "--window, --step), or raise --timeout.",
+            )
+        if err.kind in ("encoding", "redirects"):
+            return BadInput(
+                f"{self.url} gave a broken answer to {what!r}: {err.detail}.",
+                "That is not how a Prometheus server (or a proxy in front of one) answers.",
+                "Point --prometheus at the Prometheus server itself, e.g. http://prometheus:9090",
+            )
+        return BadInput(
             f"Prometheus at {self.url} is unreachable.",
-            f"{self.retries + 1} attempts failed; last: {last}.",
+            f"{tries} failed; last: {err.detail}.",
             "Check the URL and that the server is up (curl URL/-/ready), or analyse a capture with --from FILE.",
         )
-
-    def _read_capped(self, resp: Any, what: str) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in resp.iter_bytes():
-            size += len(chunk)
-            if size > self.max_response_bytes:
-                raise BadInput(
-                    f"Prometheus's answer to {what!r} is larger than {self.max_response_bytes / 2**20:.0f} MiB.",
-                    "Too many series or steps for one query (a selector that matches every job?).",
-                    "Narrow --selector, shorten --window, raise --step, or raise --max-response-mib.",
-                )
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     def query_range(self, query: str, window: Window) -> list[Series]:
         params = {"query": query, "start": window.start_s, "end": window.end_s, "step": window.step_s}
@@ -196,9 +281,17 @@ class PrometheusSource:
         payload = self._get("/api/v1/label/__name__/values", {})
         if self.record is not None:
             self.record.setdefault("queries", {})[NAMES_QUERY] = payload
-        if not isinstance(payload, dict) or payload.get("status") != "success":
-            return None
-        return {str(n) for n in payload.get("data") or []}
+        return names(payload)
+
+
+def names(payload: Any) -> set[str] | None:
+    """The metric names of a `/api/v1/label/__name__/values` answer; None when it has none to give."""
+    if not isinstance(payload, dict) or payload.get("status") != "success":
+        return None
+    data = payload.get("data")
+    if not isinstance(data, list):
+        return None
+    return {n for n in data if isinstance(n, str)}
 
 
 def new_capture(window: Window, selectors: dict[str, str]) -> dict[str, Any]:
@@ -260,20 +353,26 @@ class FileSource:
         c = self.capture
         try:
             return Window(float(c["start_s"]), float(c["end_s"]), float(c["step_s"]))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise BadInput(f"--from {self.path}: the capture has no valid start_s/end_s/step_s.") from None
 
     def query_range(self, query: str, window: Window) -> list[Series]:
-        payload = (self.capture.get("queries") or {}).get(query)
+        payload = self._queries().get(query)
         if payload is None:
             return []  # not captured: the same as a metric Prometheus did not have
         return parse_matrix(payload, query, str(self.path))
 
     def metric_names(self) -> set[str] | None:
-        payload = (self.capture.get("queries") or {}).get(NAMES_QUERY)
-        if not isinstance(payload, dict) or payload.get("status") != "success":
-            return None
-        return {str(n) for n in payload.get("data") or []}
+        return names(self._queries().get(NAMES_QUERY))
+
+    def _queries(self) -> dict[str, Any]:
+        queries = self.capture.get("queries")
+        if not isinstance(queries, dict):
+            raise BadInput(
+                f"--from {self.path}: the capture's 'queries' is not a map of query to answer.",
+                fix="Give a capture written by `rightsize monitor --save`.",
+            )
+        return queries
 
 
 def on_grid(series: Series, grid: np.ndarray) -> np.ndarray:
@@ -282,7 +381,7 @@ def on_grid(series: Series, grid: np.ndarray) -> np.ndarray:
     if series.t_s.size == 0:
         return out
     step = grid[1] - grid[0] if grid.size > 1 else 1.0
-    idx = np.rint((series.t_s - grid[0]) / step).astype(np.int64)
-    ok = (idx >= 0) & (idx < grid.size)
-    out[idx[ok]] = series.values[ok]
+    pos = np.rint((series.t_s - grid[0]) / step)
+    ok = np.isfinite(pos) & (pos >= 0) & (pos < grid.size)  # checked before the cast: no overflow
+    out[pos[ok].astype(np.int64)] = series.values[ok]
     return out

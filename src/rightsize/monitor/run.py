@@ -17,7 +17,15 @@ from rightsize.atomic_write import write_text_atomic
 from rightsize.errors import BadInput
 from rightsize.monitor.compare import compare
 from rightsize.monitor.plan_view import planned
-from rightsize.monitor.prom import FileSource, PrometheusSource, Source, Window, new_capture
+from rightsize.monitor.prom import (
+    MAX_RESPONSE_MIB,
+    FileSource,
+    PrometheusSource,
+    Source,
+    Window,
+    check_limit,
+    new_capture,
+)
 from rightsize.monitor.queries import collect
 from rightsize.monitor.replan import replan
 from rightsize.monitor.result import MonitorResult
@@ -25,10 +33,12 @@ from rightsize.monitor.result import MonitorResult
 TARGET_STEPS = 2016  # a week at 5-minute steps
 MIN_STEP_S = 60.0
 MAX_WINDOW_S = 90 * 86400.0
+MAX_END_S = 1e10  # unix seconds: the year 2286
+MAX_POINTS = 11000  # per series: Prometheus's own limit on a range query
 
 
 def choose_window(window_s: float, end_s: float | None, step_s: float | None) -> Window:
-    if not (math.isfinite(window_s) and window_s > 0):
+    if not (isinstance(window_s, int | float) and math.isfinite(window_s) and window_s > 0):
         raise BadInput(
             f"--window {window_s!r} s is not a positive duration.", fix="Use e.g. --window 7d or 12h."
         )
@@ -38,15 +48,61 @@ def choose_window(window_s: float, end_s: float | None, step_s: float | None) ->
             "Prometheus rarely keeps that much at full resolution, and the hour-of-day view needs no more.",
             "Use --window 30d or less.",
         )
-    end = float(end_s if end_s is not None else time.time())
-    step = float(step_s) if step_s else max(MIN_STEP_S, math.ceil(window_s / TARGET_STEPS / 60.0) * 60.0)
-    if step <= 0 or window_s / step > 11000:
+    end = float(end_s) if end_s is not None else time.time()
+    if not (math.isfinite(end) and window_s <= end <= MAX_END_S):
         raise BadInput(
-            f"--step {step:g} s gives {window_s / step:,.0f} points over the window; Prometheus allows 11,000.",
-            fix="Raise --step or shorten --window.",
+            f"--end {end!r} is not a time rightsize can ask about.",
+            f"It must be finite unix seconds between {window_s:g} (the window must start after 1970) and "
+            f"{MAX_END_S:g} (the year 2286).",
+            "Give unix seconds or a UTC time such as --end 2026-11-20T12:00:00Z, or leave --end out for now.",
         )
+    if step_s is None:
+        step = max(MIN_STEP_S, math.ceil(window_s / TARGET_STEPS / 60.0) * 60.0)
+    else:
+        step = float(step_s)
+    check_window(Window(end - window_s, end, step), "--window and --step")
     end = math.floor(end / step) * step
     return Window(end - window_s, end, step)
+
+
+def response_cap_bytes(mib: float | None) -> int | None:
+    """`--max-response-mib` in bytes, refused unless a finite number in range (None: the default)."""
+    if mib is None:
+        return None
+    check_limit("--max-response-mib", mib, 1 / 1024, MAX_RESPONSE_MIB, "MiB")
+    return int(mib * 2**20)
+
+
+def check_window(window: Window, what: str) -> None:
+    """BadInput unless the window runs forward by a positive, finite step in at most MAX_POINTS points."""
+    start, end, step = window.start_s, window.end_s, window.step_s
+    if not all(math.isfinite(x) for x in (start, end, step)):
+        raise BadInput(
+            f"{what}: start {start!r}, end {end!r}, step {step!r} are not all finite numbers.",
+            "A window is a start, an end and a step, each in unix seconds.",
+            "Give finite times and a step such as 1m or 5m.",
+        )
+    if step <= 0:
+        raise BadInput(
+            f"{what}: the step is {step:g} s.",
+            "The step must be a positive number of seconds (allowed: above 0).",
+            "Use a step such as --step 1m or 5m.",
+        )
+    if end < start:
+        raise BadInput(
+            f"{what}: the window ends ({end:g}) before it starts ({start:g}).",
+            "A window must run forward in time.",
+            "Swap start and end, or capture the window again with `rightsize monitor --save`.",
+        )
+    points = (end - start) / step + 1
+    if points > MAX_POINTS:
+        raise BadInput(
+            f"{what}: {end - start:,.6g} s / {step:,.6g} s per step = {points:,.6g} points per series, over "
+            f"the {MAX_POINTS:,} allowed.",
+            f"Each series would need {points * 8 / 2**30:,.4g} GiB at 8 bytes a point (Prometheus itself "
+            f"answers at most {MAX_POINTS:,} points per series).",
+            "Raise --step or shorten --window.",
+        )
 
 
 def monitor(
@@ -63,6 +119,7 @@ def monitor(
     serving_selector: str | None = None,
     timeout_s: float = 30.0,
     max_response_bytes: int | None = None,
+    deadline_s: float | None = None,
     capture_path: str | None = None,
     plan_fn: Callable[..., Any] | None = None,
 ) -> MonitorResult:
@@ -82,15 +139,15 @@ def monitor(
     if from_file:
         fsrc = FileSource.load(from_file)
         window = fsrc.window()
+        check_window(window, f"--from {from_file}")
         source = fsrc
         # a capture answers only the queries it holds: use the selectors it was made with
-        gsel = fsrc.capture.get("selectors", {}).get("gpu", gsel)
-        ssel = fsrc.capture.get("selectors", {}).get("serving", ssel)
+        gsel, ssel = _captured_selectors(fsrc, gsel, ssel)
     else:
         window = choose_window(window_s, end_s, step_s)
         record = new_capture(window, selectors) if capture_path else None
-        kwargs: dict[str, Any] = {"timeout_s": timeout_s, "record": record}
-        if max_response_bytes:
+        kwargs: dict[str, Any] = {"timeout_s": timeout_s, "record": record, "deadline_s": deadline_s}
+        if max_response_bytes is not None:
             kwargs["max_response_bytes"] = max_response_bytes
         source = PrometheusSource(str(prometheus_url), **kwargs)
     try:
@@ -103,6 +160,21 @@ def monitor(
     findings = compare(obs, p)
     rp = replan(obs, p, spec, plan_fn) if p.kind == "serving" else None
     return MonitorResult(p, obs, findings, rp, source.where, selectors)
+
+
+def _captured_selectors(
+    fsrc: FileSource, gsel: str | None, ssel: str | None
+) -> tuple[str | None, str | None]:
+    got = fsrc.capture.get("selectors")
+    got = got if isinstance(got, dict) else {}
+    out = [got.get(k, mine) for k, mine in (("gpu", gsel), ("serving", ssel))]
+    for v in out:
+        if v is not None and not isinstance(v, str):
+            raise BadInput(
+                f"--from {fsrc.path}: the capture's selectors are not strings.",
+                fix="Give a capture written by `rightsize monitor --save`.",
+            )
+    return out[0], out[1]
 
 
 def _write_capture(path: str, record: dict[str, Any]) -> None:
