@@ -93,6 +93,8 @@ def replicas_by_hour(obs: Observed, p: Planned) -> list[int | None]:
     if rate is None or not p.replica_capacity_rps:
         return []
     per = p.replica_capacity_rps * p.utilisation_target
+    if not (math.isfinite(per) and per > 0 and math.isfinite(p.headroom) and p.headroom >= 0):
+        return []  # a plan without a usable capacity (hand-edited?) has no replica count to give
     return [
         None if r is None else max(1, math.ceil(r * (1.0 + p.headroom) / per - 1e-9))
         for r in by_hour(obs.grid, rate, "p95")

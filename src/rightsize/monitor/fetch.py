@@ -39,8 +39,9 @@ PIECE = 65536
 
 
 class FetchFailed(Exception):
-    """No usable answer: `kind` is one of deadline, too_large, encoding, redirects, rate_limited,
-    unavailable (retries spent on 5xx or connection errors)."""
+    """No usable answer: `kind` is one of deadline (tries timed out or the time allowed ran out),
+    too_large, encoding, redirects, rate_limited (429 to the last), unavailable (5xx or connection
+    errors to the last)."""
 
     def __init__(self, kind: str, detail: str, attempts: int = 1) -> None:
         super().__init__(detail)
@@ -50,11 +51,14 @@ class FetchFailed(Exception):
 
 
 class _Retry(Exception):
-    def __init__(self, detail: str, wait_s: float | None = None, status: int | None = None) -> None:
+    def __init__(
+        self, detail: str, wait_s: float | None = None, status: int | None = None, timed_out: bool = False
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.wait_s = wait_s
         self.status = status
+        self.timed_out = timed_out
 
 
 @dataclass
@@ -113,7 +117,7 @@ def get(url: str, limits: Limits, accept: str = "application/json") -> tuple[int
             last = err
     if last is None:
         raise FetchFailed("deadline", "the time allowed ran out before the first try", 0)
-    kind = "rate_limited" if last.status == 429 else "unavailable"
+    kind = "rate_limited" if last.status == 429 else "deadline" if last.timed_out else "unavailable"
     raise FetchFailed(kind, last.detail + why_stopped, tries)
 
 
@@ -183,7 +187,7 @@ def _one(url: str, limits: Limits, accept: str) -> tuple[int, dict[str, str], by
     except _Retry:
         raise
     except Exception as err:  # every way a socket or a response can break
-        if expired.is_set():
+        if expired.is_set() or isinstance(err, TimeoutError):
             _timed_out(limits, left)
         raise _Retry(f"{type(err).__name__}: {' '.join(str(err).split())[:160]}") from None
     finally:
@@ -198,8 +202,8 @@ def _one(url: str, limits: Limits, accept: str) -> tuple[int, dict[str, str], by
 def _timed_out(limits: Limits, took: float) -> None:
     """A try ran out of time: retry while the overall deadline allows, else stop."""
     if limits.left() > 0:
-        raise _Retry(f"no complete answer within {took:g} s") from None
-    raise FetchFailed("deadline", f"no complete answer within {took:g} s (the time allowed)") from None
+        raise _Retry(f"no complete answer within {took:.3g} s", timed_out=True) from None
+    raise FetchFailed("deadline", f"no complete answer within {took:.3g} s (the time allowed)") from None
 
 
 def _read_body(

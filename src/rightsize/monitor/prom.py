@@ -180,8 +180,18 @@ class PrometheusSource:
 
     def __post_init__(self) -> None:
         url = self.url.rstrip("/")
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        try:
+            parts = urllib.parse.urlsplit(url)
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:  # a port that is not a number, brackets that do not close
+            parts, port_ok = urllib.parse.urlsplit(""), False
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or not port_ok
+            or parts.query
+            or parts.fragment
+        ):
             raise BadInput(
                 f"--prometheus {self.url[:200]!r} is not an http(s) base URL.",
                 "rightsize reads the Prometheus HTTP API under the server's base URL.",

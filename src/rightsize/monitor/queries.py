@@ -15,6 +15,7 @@ window's bucket counts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,17 @@ GPU_COUNTERS = ("total_energy", "power_violation", "thermal_violation")
 GPU_BY = "Hostname, instance, gpu"
 # Plausible ranges in SI, to catch a unit that is not what the name promises.
 SANE_MAX = {"ratio": 1.05, "W": 5000.0, "bytes": 2.0e12}
+# What each serving query returns, and the range a real deployment can show (NaN: no sample).
+SERVING_RANGE = {
+    "request_success": ("req/s", 1e7),
+    "num_requests_running": ("requests", 1e9),
+    "num_requests_waiting": ("requests", 1e9),
+    "kv_cache_usage": ("ratio", 1.05),
+    "time_to_first_token": ("s", 1e6),
+    "inter_token_latency": ("s", 1e6),
+    "request_prompt_tokens": ("tokens per request", 1e9),
+    "request_generation_tokens": ("tokens per request", 1e9),
+}
 
 
 @dataclass
@@ -174,7 +186,7 @@ class Collector:
         for entry in self._candidates(key):
             query = build(entry.name)
             series = self.source.query_range(query, self.window)
-            if any(np.isfinite(s.values).any() for s in series):
+            if any((~np.isnan(s.values)).any() for s in series):  # infinities go on to be refused
                 return entry, query, series
         self.obs.missing.append(key)
         return None
@@ -182,8 +194,24 @@ class Collector:
     def _record(self, key: str, entry: MetricName, query: str) -> None:
         self.obs.used[key] = Used(key, entry.name, entry.unit, query, entry.source)
 
+    def _check_range(self, entry: MetricName, values: np.ndarray, unit: str, high: float) -> None:
+        """Every sample NaN (no data) or a finite number in [0, high]: nothing negative or infinite."""
+        bad = ~np.isnan(values) & ~(np.isfinite(values) & (values >= 0) & (values <= high))
+        if not bad.any():
+            return
+        worst = float(values[bad][0])
+        raise BadInput(
+            f"{self.source.where} reports {entry.name} as {worst:,.6g} {unit}, which it cannot be.",
+            f"It must be a finite number from 0 to {high:,.6g} {unit} (or NaN where there is no sample); "
+            "a negative or infinite value means a broken exporter, recording rule or server.",
+            "Check the exporter and any recording rule that produces this name, or select the raw series "
+            "with --gpu-selector / --serving-selector.",
+        )
+
     def _check_unit(self, key: str, entry: MetricName, values: np.ndarray, si_unit: str) -> None:
-        limit = SANE_MAX.get(si_unit)
+        high = SANE_MAX.get(si_unit)
+        self._check_range(entry, values, si_unit, math.inf)  # sign and finiteness; the unit's top below
+        limit = high
         finite = values[np.isfinite(values)]
         if limit is None or finite.size == 0 or float(finite.max()) <= limit:
             return
@@ -245,8 +273,10 @@ class Collector:
             if not found:
                 continue
             entry, query, series = found
+            unit, high = SERVING_RANGE[key]
             if key == "kv_cache_usage":
                 self._check_unit(key, entry, series[0].values * entry.to_si, "ratio")
+            self._check_range(entry, series[0].values * entry.to_si, unit, high)
             values = on_grid(series[0], self.obs.grid) * entry.to_si
             self.obs.serving[key] = values
             self._record(key, entry, query)
@@ -267,15 +297,45 @@ class Collector:
         total = self.source.query_range(f"sum(increase({_sel(name, inner, '_sum')}[{span}s]))", point)
         count = self.source.query_range(f"sum(increase({_sel(name, inner, '_count')}[{span}s]))", point)
         rows = sorted(
-            (float(s.labels.get("le", "nan")), float(s.values[-1]))
+            (_bucket_bound(s.labels["le"], name, self.source.where), float(s.values[-1]))
             for s in buckets
-            if s.values.size and "le" in s.labels
+            if s.values.size and "le" in s.labels and not np.isnan(s.values[-1])
         )
         if not rows or not total or not count or not total[0].values.size or not count[0].values.size:
             return None
         upper = np.array([u for u, _ in rows])
-        cum = np.maximum.accumulate(np.array([c for _, c in rows]))
-        return LengthHistogram(upper, cum, float(total[0].values[-1]), float(count[0].values[-1]))
+        counts = np.array([c for _, c in rows])
+        sums = np.array([float(total[0].values[-1]), float(count[0].values[-1])])
+        top = SERVING_RANGE["request_prompt_tokens"][1]
+        if (
+            not (np.isfinite(counts) & (counts >= 0)).all()
+            or not (np.isfinite(sums) & (sums >= 0)).all()
+            or sums[0] > top * max(sums[1], 1.0)
+        ):
+            raise BadInput(
+                f"{self.source.where} reports a length histogram {name} with negative, infinite or "
+                "impossible counts.",
+                "Request counts and token sums over the window must be finite numbers of 0 or more, "
+                f"and a request at most {top:,.0f} tokens long.",
+                "Check the vLLM exporter and any recording rule that produces this name.",
+            )
+        cum = np.maximum.accumulate(counts)
+        return LengthHistogram(upper, cum, float(sums[0]), float(sums[1]))
+
+
+def _bucket_bound(le: str, name: str, where: str) -> float:
+    """A histogram bucket's `le` label: a number above 0, or +Inf."""
+    try:
+        bound = float(le)
+    except ValueError:
+        bound = math.nan
+    if math.isnan(bound) or bound < 0:
+        raise BadInput(
+            f"{where} reports a bucket of {name} with le={le[:40]!r}.",
+            "A bucket's upper bound (le) is a number of 0 or more, or +Inf.",
+            "Check the vLLM exporter and any recording rule that produces this name.",
+        )
+    return bound
 
 
 def collect(

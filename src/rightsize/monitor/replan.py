@@ -99,7 +99,11 @@ def recommend(obs: Observed) -> Recommendation | None:
     days = max(finite.size * obs.window.step_s / DAY_S, 1e-3)
     up = (1.0 + UPPER_MULTIPLIER / days) ** UPPER_EXPONENT
     low = (1.0 + LOWER_MULTIPLIER / days) ** LOWER_EXPONENT
-    return Recommendation(days, mean, target, lower * low, upper * up, up, low)
+    # ordered by construction: 0 <= lower <= target <= upper, whatever the percentiles did
+    target = max(target, 0.0)
+    return Recommendation(
+        days, max(mean, 0.0), target, min(max(lower * low, 0.0), target), max(upper * up, target), up, low
+    )
 
 
 def _lengths(hist: LengthHistogram | None, original: Any) -> dict[str, Any] | None:
@@ -231,9 +235,10 @@ def replan(obs: Observed, before: Planned, spec: Any, plan_fn: Callable[..., Any
     out.replicas_by_hour_after = replicas_by_hour(obs, after)
     if after.replica_capacity_rps:
         per = after.replica_capacity_rps * after.utilisation_target
-        lo = max(1, math.ceil(rec.lower_rps * (1.0 + after.headroom) / per - 1e-9))
-        hi = max(lo, math.ceil(rec.upper_rps * (1.0 + after.headroom) / per - 1e-9))
-        out.replicas_range = (lo, hi)
+        ends = sorted(
+            max(1, math.ceil(r * (1.0 + after.headroom) / per - 1e-9)) for r in (rec.lower_rps, rec.upper_rps)
+        )
+        out.replicas_range = (ends[0], ends[1])  # lower <= upper by construction
     if rec.history_days < 7:
         out.notes.append(
             f"Only {rec.history_days:.1f} days of history: the upper bound is {rec.upper_factor:.2f}x the "

@@ -7,6 +7,7 @@ the window and the metric names that answered, a measured-against-planned summar
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +61,8 @@ class MonitorResult:
 
 def _row(what: str, measured: float | None, planned: float | None, unit: str, worse: str) -> dict[str, Any]:
     """One measured-against-planned line; `worse` says which direction is bad ("above"/"below"/"off")."""
-    ratio = measured / planned if measured is not None and planned else None
+    valid = measured is not None and math.isfinite(measured) and measured >= 0
+    ratio = measured / planned if valid and planned and math.isfinite(planned) and planned > 0 else None
     status = "n/a"
     if ratio is not None:
         bad = {"above": ratio > 1.0, "below": ratio < 1.0, "off": abs(ratio - 1.0) > 0.25}[worse]
