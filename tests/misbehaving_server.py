@@ -9,7 +9,10 @@ not_object (a chunk that is a JSON list), negative_usage (completion_tokens -5),
 (more tokens than max_tokens), undercount (fewer tokens than chunks), drip (one byte every 0.2 s,
 forever), drip_headers (the status line one byte at a time), stall (headers, then silence),
 long_line (megabytes without a newline), reset (an RST mid-stream), http_500, error_event (an
-error object in the stream), empty ([DONE] with no tokens), huge (valid chunks past any size).
+error object in the stream), empty ([DONE] with no tokens), huge (valid chunks past any size),
+inflated_prompt (usage claims 1e20 prompt tokens), bigint_prompt (a 400-digit prompt_tokens).
+
+The second half of the file is a hostile Prometheus for `rightsize monitor` (see below).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ MODES = (
     "error_event",
     "empty",
     "huge",
+    "inflated_prompt",
+    "bigint_prompt",
 )
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
 
@@ -128,6 +133,17 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def _undercount(self, sock: socket.socket, n: int) -> None:
         self._usage(sock, max(n, 2), 1)
+
+    def _inflated_prompt(self, sock: socket.socket, n: int) -> None:
+        sock.sendall(HEAD)
+        self._tokens(sock, n)
+        sock.sendall(_chunk(usage={"prompt_tokens": 1e20, "completion_tokens": n}) + b"data: [DONE]\n\n")
+
+    def _bigint_prompt(self, sock: socket.socket, n: int) -> None:
+        sock.sendall(HEAD)
+        self._tokens(sock, n)
+        usage = b'{"prompt_tokens": ' + b"9" * 400 + b', "completion_tokens": ' + str(n).encode() + b"}"
+        sock.sendall(b'data: {"choices": [], "usage": ' + usage + b"}\n\ndata: [DONE]\n\n")
 
     def _drip(self, sock: socket.socket, n: int) -> None:
         sock.sendall(HEAD)

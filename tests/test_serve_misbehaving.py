@@ -5,6 +5,7 @@ the SLO was met; bad options are refused without a traceback. torch-free."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,8 @@ EXPECTED = {
     "error_event": "http_error",
     "empty": "truncated",
     "huge": "token_mismatch",
+    "inflated_prompt": None,  # completed, but the usage report is not believed (see below)
+    "bigint_prompt": None,
 }
 
 
@@ -86,14 +89,16 @@ def test_a_mixed_load_counts_every_failure_and_exits_1(server: MisbehavingServer
     assert time.perf_counter() - started < 20
     s = res["summary"]
     assert s["requests"] == n  # every request issued has a record
-    assert s["completed"] == 2  # only the two "ok" ones
-    assert s["failed"] == n - 2 == sum(s["failures"].values())
+    good = 2 * sum(1 for kind in EXPECTED.values() if kind is None)
+    assert s["completed"] == good  # ok, and the two whose prompt usage is not believed
+    assert s["failed"] == n - good == sum(s["failures"].values())
     want: dict[str, int] = {}
     for kind in EXPECTED.values():
         if kind:
             want[kind] = want.get(kind, 0) + 2
     assert s["failures"] == want
-    assert s["slo_met"] is False and s["slo_attainment"] == pytest.approx(2 / n)
+    assert s["slo_met"] is False and s["slo_attainment"] == pytest.approx(good / n)
+    assert s["usage_untrusted"] == 4 and s["warnings"]
     # every throughput and latency figure is finite, failed requests add no tokens
     assert s["output_token_throughput_per_s"] > 0
     assert all(r["output_tokens"] >= 0 for r in res["results"])
@@ -144,3 +149,37 @@ def test_out_of_range_config_is_bad_input(server: MisbehavingServer) -> None:
         run_serve_profile(ServeConfig(url=server.url("ok"), concurrency=100_000))
     with pytest.raises(BadInput, match="--rate"):
         run_serve_profile(ServeConfig(url=server.url("ok"), rate=float("inf")))
+
+
+@pytest.mark.parametrize("mode", ["inflated_prompt", "bigint_prompt"])
+def test_impossible_prompt_usage_is_not_believed(
+    server: MisbehavingServer, mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server claiming 1e20 prompt tokens for a 64-word prompt: the record says the usage is not
+    trusted, the prompt is counted as sent, every figure stays finite and plausible, and the CLI warns."""
+    cfg = ServeConfig(
+        url=server.url(mode), concurrency=1, max_requests=2, output_len=4, request_timeout_s=5.0
+    )
+    res = run_serve_profile(cfg, tmp_path / "serve.jsonl")
+    for r in res["results"]:
+        assert r["status"] == "ok" and r["usage_trusted"] is False
+        assert r["prompt_tokens"] == cfg.input_len and "prompt tokens for a prompt of" in r["usage_note"]
+        assert len(r["usage_note"]) < 300
+    s = res["summary"]
+    assert s["usage_untrusted"] == 2 and "cannot be true" in s["warnings"][0]
+    tokens = (cfg.input_len + 4) * 2
+    assert 0 < s["total_token_throughput_per_s"] <= tokens / s["duration_s"] * 1.0001
+    base = ["profile", "serve", "--url", server.url(mode), "--concurrency", "1", "--max-requests", "2"]
+    assert main([*base, "--output-len", "4", "--timeout", "5s"]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: 2 of 2 completed requests reported token usage that cannot be true" in err
+    total = float(re.search(r"([0-9.e+]+) total tok/s", out).group(1))  # type: ignore[union-attr]
+    assert 0 < total < 1e6  # not 2e21 tokens/s
+
+
+def test_a_plausible_prompt_usage_is_kept(server: MisbehavingServer) -> None:
+    cfg = ServeConfig(
+        url=server.url("ok"), concurrency=1, max_requests=1, output_len=4, request_timeout_s=5.0
+    )
+    (r,) = run_serve_profile(cfg)["results"]
+    assert r["prompt_tokens"] == 3 and "usage_trusted" not in r  # the server's own count, believed

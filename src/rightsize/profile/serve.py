@@ -62,9 +62,48 @@ class ServeConfig:
     tokenizer: str | None = None  # a Hugging Face tokenizer id or folder; default: `model`
 
 
-def _record(index: int, res: StreamResult) -> dict[str, Any]:
-    """One request's JSON Lines record; `status` is "ok" only for a complete, counted stream."""
+# A chat template wraps the prompt in role markers and special tokens: allow this many more tokens.
+CHAT_TEMPLATE_TOKENS = 256
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What was sent: the prompt's length in bytes and in the units it was made of (`prompts.py`)."""
+
+    prompt_bytes: int
+    prompt_units: int
+    chat: bool = False
+
+    @property
+    def max_prompt_tokens(self) -> int:
+        """No tokenizer makes more tokens than bytes (byte-level BPE and byte fallback: one at most)."""
+        return self.prompt_bytes + (CHAT_TEMPLATE_TOKENS if self.chat else 16)
+
+
+def _prompt_tokens(res: StreamResult, sent: Sent | None) -> tuple[int, str | None]:
+    """The prompt tokens to count, and why the server's figure was not used (None: it was)."""
+    claimed = res.prompt_tokens
+    if sent is None:
+        return (claimed or 0), None
+    if claimed is None:
+        return sent.prompt_units, None  # no usage report: the count the prompt was made with
+    if 1 <= claimed <= sent.max_prompt_tokens:
+        return claimed, None
+    shown = str(claimed) if len(str(claimed)) <= 24 else f"a {len(str(claimed))}-digit number"
+    return sent.prompt_units, (
+        f"the server reported {shown} prompt tokens for a prompt of {sent.prompt_bytes} bytes "
+        f"(plausible: 1 to {sent.max_prompt_tokens}); counted {sent.prompt_units} instead"
+    )
+
+
+def _record(index: int, res: StreamResult, sent: Sent | None = None) -> dict[str, Any]:
+    """One request's JSON Lines record; `status` is "ok" only for a complete, counted stream.
+
+    A usage report that cannot be true (more prompt tokens than the prompt has bytes) is not
+    believed: the record says so (`usage_trusted: false`, `usage_note`) and counts the prompt
+    as it was made."""
     ok = res.failure is None
+    prompt_tokens, untrusted = _prompt_tokens(res, sent) if ok else (0, None)
     rec: dict[str, Any] = {
         "type": "result",
         "kind": "serve",
@@ -73,8 +112,11 @@ def _record(index: int, res: StreamResult) -> dict[str, Any]:
         "start": res.start,
         "e2el_s": max(res.end - res.start, 0.0),
         "output_tokens": res.output_tokens if ok else 0,
-        "prompt_tokens": res.prompt_tokens if ok else 0,
+        "prompt_tokens": prompt_tokens,
     }
+    if untrusted:
+        rec["usage_trusted"] = False
+        rec["usage_note"] = untrusted
     if ok:
         rec["ttft_s"] = res.chunks[0] - res.start
         rec["itl_s"] = [float(x) for x in np.diff(res.chunks)]
@@ -102,7 +144,7 @@ def _send(cfg: ServeConfig, index: int, prompt: str) -> dict[str, Any]:
     else:
         body["prompt"] = prompt
     res = stream_request(cfg.url, path, body, cfg.request_timeout_s, cfg.read_timeout_s)
-    return _record(index, res)
+    return _record(index, res, Sent(len(prompt.encode("utf-8")), cfg.input_len, cfg.chat))
 
 
 def _pct(values: list[float]) -> dict[str, float]:
@@ -165,7 +207,21 @@ def summarise_requests(
         "itl_s": _pct([x for r in ok for x in r["itl_s"]]),
         "e2el_s": _pct([r["e2el_s"] for r in ok]),
         "errors": sorted({r.get("error", "") for r in records if r["status"] != "ok"})[:5],
+        "usage_untrusted": sum(1 for r in ok if r.get("usage_trusted") is False),
+        "warnings": _warnings(ok),
     }
+
+
+def _warnings(ok: list[dict[str, Any]]) -> list[str]:
+    """What the reader must know about the figures: usage reports that were not believed."""
+    notes = [r["usage_note"] for r in ok if r.get("usage_trusted") is False]
+    if not notes:
+        return []
+    return [
+        f"{len(notes)} of {len(ok)} completed requests reported token usage that cannot be true; their "
+        f"prompt tokens are counted as sent, not as reported (e.g. {notes[0]}). Check the server's usage "
+        "accounting before trusting its token counts."
+    ]
 
 
 _LIMITS = {
@@ -291,6 +347,8 @@ def run_serve_profile(
             summary = summarise_requests(done, cfg.slo, cfg.slo_attainment)
             writer.write({"type": "summary", "kind": "serve", "summary": summary})
         writer.close()
+    for warning in summary["warnings"]:
+        say(f"warning: {warning}")
     return {"header": hdr, "summary": summary, "results": done}
 
 

@@ -58,7 +58,7 @@ class StreamResult:
     end: float = 0.0
     chunks: list[float] = field(default_factory=list)  # arrival time of each chunk with text
     output_tokens: int = 0
-    prompt_tokens: int = 0
+    prompt_tokens: int | None = None  # as the server reported it (None: it did not); see serve.py
     failure: str | None = None  # one of FAILURE_KINDS
     error: str | None = None
 
@@ -71,7 +71,7 @@ class _Stream:
     done: bool = False
     text_chunks: list[float] = field(default_factory=list)
     completion_tokens: int | None = None
-    prompt_tokens: int = 0
+    prompt_tokens: int | None = None
 
 
 def stream_request(
@@ -215,7 +215,7 @@ def _event(line: bytes, stream: _Stream) -> None:
         if not isinstance(usage, dict):
             raise _Failure("malformed", "`usage` is not an object")
         stream.completion_tokens = _count(usage, "completion_tokens", stream.completion_tokens)
-        stream.prompt_tokens = _count(usage, "prompt_tokens", stream.prompt_tokens) or 0
+        stream.prompt_tokens = _count(usage, "prompt_tokens", stream.prompt_tokens)
     choices = obj.get("choices") or []
     if not isinstance(choices, list):
         raise _Failure("malformed", "`choices` is not a list")
@@ -238,10 +238,12 @@ def _count(usage: dict[str, Any], key: str, previous: int | None) -> int | None:
     value = usage.get(key)
     if value is None:
         return previous
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Failure("malformed", f"usage.{key} is not a number")
+    if isinstance(value, float) and not math.isfinite(value):  # an int of 400 digits is checked by the caller
+        raise _Failure("malformed", f"usage.{key} is not a finite number")
     if value < 0 or value != int(value):
-        raise _Failure("malformed", f"usage.{key} is {value}, not a whole number of tokens >= 0")
+        raise _Failure("malformed", f"usage.{key} is {str(value)[:24]}, not a whole number of tokens >= 0")
     return int(value)
 
 
@@ -255,9 +257,10 @@ def _check_complete(stream: _Stream) -> None:
         if n < len(stream.text_chunks):
             raise _Failure(
                 "token_mismatch",
-                f"usage.completion_tokens is {n}, but {len(stream.text_chunks)} chunks carried text",
+                f"usage.completion_tokens is {str(n)[:24]}, but {len(stream.text_chunks)} chunks carried text",
             )
         if stream.max_tokens and n > stream.max_tokens:
             raise _Failure(
-                "token_mismatch", f"usage.completion_tokens is {n}, more than max_tokens {stream.max_tokens}"
+                "token_mismatch",
+                f"usage.completion_tokens is {str(n)[:24]}, more than max_tokens {stream.max_tokens}",
             )
