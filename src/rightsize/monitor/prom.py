@@ -49,7 +49,7 @@ def check_limit(option: str, value: float, low: float, high: float, unit: str) -
     if not low <= value <= high:
         raise BadInput(
             f"{option} {value:g} {unit} is out of range.",
-            f"It must lie between {low:g} and {high:g} {unit}.",
+            f"It must lie between {low:.3g} and {high:.6g} {unit}.",
             f"Give {option} a value in that range.",
         )
 

@@ -61,8 +61,9 @@ class MonitorResult:
 
 def _row(what: str, measured: float | None, planned: float | None, unit: str, worse: str) -> dict[str, Any]:
     """One measured-against-planned line; `worse` says which direction is bad ("above"/"below"/"off")."""
-    valid = measured is not None and math.isfinite(measured) and measured >= 0
-    ratio = measured / planned if valid and planned and math.isfinite(planned) and planned > 0 else None
+    ratio = None
+    if measured is not None and math.isfinite(measured) and measured >= 0:  # readers refuse the rest
+        ratio = measured / planned if planned and math.isfinite(planned) and planned > 0 else None
     status = "n/a"
     if ratio is not None:
         bad = {"above": ratio > 1.0, "below": ratio < 1.0, "off": abs(ratio - 1.0) > 0.25}[worse]
@@ -112,7 +113,8 @@ def summary_rows(o: Observed, p: Planned) -> list[dict[str, Any]]:
         rows.append(_row("GPU activity, mean", mean(act), p.gpu_activity, "ratio", "off"))
     power = o.gpu.get("power_usage")
     if power:
-        avg = float(np.mean([m for m in (mean(v) for v in power.values()) if m is not None] or [np.nan]))
+        per_gpu = [m for m in (mean(v) for v in power.values()) if m is not None]
+        avg = float(np.mean(per_gpu)) if per_gpu else None
         rows.append(_row("power per GPU, mean", avg, p.gpu_typical_w, "W", "above"))
     fb = o.gpu.get("fb_used")
     if fb:

@@ -4,6 +4,7 @@ charts (measured against the planned level) and the re-plan, from `MonitorResult
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -18,8 +19,8 @@ def _utc(t_s: float) -> str:
 
 
 def _fmt(v: Any, unit: str) -> str:
-    if v is None:
-        return "-"
+    if v is None or not math.isfinite(float(v)):
+        return "-"  # not measured (a reader refuses impossible values; nothing non-finite is shown)
     if unit == "ratio":
         return units.pct(float(v))
     if unit == "s":
