@@ -10,7 +10,8 @@ not_object (a chunk that is a JSON list), negative_usage (completion_tokens -5),
 forever), drip_headers (the status line one byte at a time), stall (headers, then silence),
 long_line (megabytes without a newline), reset (an RST mid-stream), http_500, error_event (an
 error object in the stream), empty ([DONE] with no tokens), huge (valid chunks past any size),
-inflated_prompt (usage claims 1e20 prompt tokens), bigint_prompt (a 400-digit prompt_tokens).
+inflated_prompt (usage claims 1e20 prompt tokens), bigint_prompt (a 400-digit prompt_tokens),
+http_429 (Too Many Requests).
 
 The second half of the file is a hostile Prometheus for `rightsize monitor` (see below).
 """
@@ -49,6 +50,7 @@ MODES = (
     "huge",
     "inflated_prompt",
     "bigint_prompt",
+    "http_429",
 )
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
 
@@ -182,6 +184,12 @@ class _Handler(socketserver.BaseRequestHandler):
             b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
             + body
+        )
+
+    def _http_429(self, sock: socket.socket, n: int) -> None:
+        sock.sendall(
+            b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 4\r\n"
+            b"Connection: close\r\n\r\nbusy"
         )
 
     def _error_event(self, sock: socket.socket, n: int) -> None:

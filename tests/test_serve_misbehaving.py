@@ -45,6 +45,7 @@ EXPECTED = {
     "huge": "token_mismatch",
     "inflated_prompt": None,  # completed, but the usage report is not believed (see below)
     "bigint_prompt": None,
+    "http_429": "rate_limited",
 }
 
 

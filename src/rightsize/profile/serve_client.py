@@ -5,7 +5,9 @@ token, and the server's token count (when it sends one) agrees with the stream. 
 is a failure of one kind:
 
 - `connect`: the connection was refused or the host is unknown;
-- `http_error`: a status other than 200, or an error object inside the stream;
+- `http_error`: a status other than 200 (and 429), or an error object inside the stream;
+- `rate_limited`: HTTP 429, the server turned the request away (not retried: a load test
+  measures what the server does under the load, refusals included);
 - `malformed`: a chunk that is not JSON or not in the OpenAI shape, a negative or non-integer
   token count, a line longer than `max_line_bytes`, a broken HTTP response;
 - `reset`: the server closed or reset the connection mid-response;
@@ -40,6 +42,7 @@ FAILURE_KINDS = (
     "token_mismatch",
     "too_large",
     "timeout",
+    "rate_limited",
     "client_error",
 )
 MAX_LINE_BYTES = 1 << 20
@@ -114,7 +117,8 @@ def stream_request(
         resp = conn.getresponse()
         if resp.status != 200:
             detail = resp.read(300).decode("utf-8", errors="replace")
-            raise _Failure("http_error", f"HTTP {resp.status}: {' '.join(detail.split())[:200]}")
+            kind = "rate_limited" if resp.status == 429 else "http_error"  # the server refused the load
+            raise _Failure(kind, f"HTTP {resp.status}: {' '.join(detail.split())[:200]}")
         _read_events(resp, held[0], stream, deadline, read_timeout, max_line_bytes, max_response_bytes)
         _check_complete(stream)
         res.output_tokens = (
