@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.parse
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 MAX_REDIRECTS = 5
@@ -70,7 +71,7 @@ class Limits:
     attempt_s: float = math.inf  # the longest one try may take
     retries: int = 2
     backoff_s: float = BACKOFF_S
-    sleep: object = field(default=time.sleep, repr=False)  # injected in tests
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -104,9 +105,9 @@ def get(url: str, limits: Limits, accept: str = "application/json") -> tuple[int
         if attempt:
             wait = _backoff(limits, attempt, last)
             if wait >= limits.left():
-                why_stopped = f"; the next try (in {wait:.3g} s) would pass the deadline"
+                why_stopped = f"; the next try (in {wait:,.1f} s) would pass the deadline"
                 break  # say why the last one failed
-            limits.sleep(wait)  # type: ignore[operator]
+            limits.sleep(wait)
         if limits.left() <= 0:
             why_stopped = "; the time allowed ran out"
             break
