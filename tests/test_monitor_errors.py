@@ -235,3 +235,71 @@ def test_a_slow_node_is_named_as_a_node() -> None:
     }
     (f,) = compare(obs, Planned(kind="training", name="t", accelerator="h100-sxm", gpus=12))
     assert f.rule == "monitor_straggler_node" and f.evidence["node"] == "c"
+
+
+def _series_answer(series: dict[str, bytes], names: list[str]) -> Answer:
+    """Answer the name list, and each query with the first body whose key the query contains."""
+
+    def answer(path: str, q: dict[str, list[str]]) -> tuple[int, bytes]:
+        if path.endswith("/values"):
+            return 200, _ok(names)
+        query = q.get("query", [""])[0]
+        body = next((b for k, b in series.items() if k in query), _ok({"resultType": "matrix", "result": []}))
+        return 200, body
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("values", "phrase"),
+    [
+        ([0.5, -0.16, 0.5], "as -0.16 ratio, which it cannot be"),
+        ([0.5, float("inf"), 0.5], "as inf ratio, which it cannot be"),
+    ],
+)
+def test_negative_or_infinite_gpu_activity_is_refused(
+    plan_json: Path, fake: dict[str, Any], capsys: Any, values: list[float], phrase: str
+) -> None:
+    body = _matrix(values, {"gpu": "0", "Hostname": "n1"})
+    fake["answer"] = _series_answer(
+        {"DCGM_FI_PROF_GR_ENGINE_ACTIVE": body}, ["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
+    )
+    assert _monitor(plan_json, fake["url"]) == 2
+    err = capsys.readouterr().err
+    assert phrase in err and "from 0 to" in err, err
+
+
+def _hist(le_rows: list[tuple[str, float]], total: float, count: float) -> dict[str, bytes]:
+    t = 1.7e9
+    buckets = _ok(
+        {
+            "resultType": "matrix",
+            "result": [{"metric": {"le": le}, "values": [[t, str(c)]]} for le, c in le_rows],
+        }
+    )
+    return {
+        "sum by (le) (increase(vllm:request_prompt_tokens_bucket": buckets,
+        "sum(increase(vllm:request_prompt_tokens_sum": _matrix([total]),
+        "sum(increase(vllm:request_prompt_tokens_count": _matrix([count]),
+        "vllm:request_prompt_tokens_sum": _matrix([500.0] * 3),  # the mean-length query
+        "vllm:request_success_total": _matrix([50.0] * 3),
+    }
+
+
+@pytest.mark.parametrize(
+    ("rows", "total", "count", "phrase"),
+    [
+        ([("100", 5.0), ("abc", 9.0)], 900.0, 9.0, "with le='abc'"),
+        ([("100", 5.0), ("+Inf", -9.0)], 900.0, 9.0, "negative, infinite or impossible counts"),
+        ([("100", 5.0), ("+Inf", 9.0)], -900.0, 9.0, "negative, infinite or impossible counts"),
+        ([("100", 5.0), ("+Inf", 9.0)], 1e300, 9.0, "negative, infinite or impossible counts"),
+    ],
+)
+def test_hostile_length_histograms_are_refused(
+    plan_json: Path, fake: dict[str, Any], capsys: Any, rows: Any, total: float, count: float, phrase: str
+) -> None:
+    names = ["vllm:request_success_total", "vllm:request_prompt_tokens_bucket", "vllm:request_prompt_tokens"]
+    fake["answer"] = _series_answer(_hist(rows, total, count), names)
+    assert _monitor(plan_json, fake["url"]) == 2
+    err = capsys.readouterr().err
+    assert phrase in err and "Traceback" not in err, err
