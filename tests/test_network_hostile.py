@@ -42,9 +42,9 @@ def plan_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # mode -> (exit code, phrase in the message, most seconds, extra options)
 ROWS: dict[str, tuple[int, str, float, list[str]]] = {
-    "drip": (2, "did not answer", 4.0, []),
-    "drip_headers": (2, "did not answer", 4.0, []),
-    "stall": (2, "did not answer", 4.0, []),
+    "drip": (2, "did not answer", 5.0, []),
+    "drip_headers": (2, "did not answer", 5.0, []),
+    "stall": (2, "did not answer", 5.0, []),
     "rate_limited": (2, "rate limiting rightsize (HTTP 429", 4.0, []),
     "rate_limited_long": (2, "would pass the deadline", 1.5, []),
     "rate_limited_once": (0, "", 4.0, ["--timeout", "3s"]),
