@@ -44,6 +44,7 @@ def _end(text: str) -> float:
 def cmd_monitor(args: argparse.Namespace) -> int:
     from rightsize.api import plan as run_plan
     from rightsize.monitor import load_plan_or_spec, monitor
+    from rightsize.monitor.run import response_cap_bytes
     from rightsize.report.render import render
 
     if bool(args.prometheus) == bool(args.from_file):
@@ -67,7 +68,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         gpu_selector=args.gpu_selector,
         serving_selector=args.serving_selector,
         timeout_s=args.timeout,
-        max_response_bytes=int(args.max_response_mib * 2**20) if args.max_response_mib else None,
+        max_response_bytes=response_cap_bytes(args.max_response_mib),
         capture_path=args.save,
         plan_fn=run_plan,
     )
@@ -106,6 +107,6 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         "--gpu-selector", help="label matchers for the DCGM exporter's series (overrides --selector)"
     )
     sp.add_argument("--serving-selector", help="label matchers for vLLM's series (overrides --selector)")
-    sp.add_argument("--timeout", type=_duration, default=30.0, help="per request (default 30s; 2 retries)")
+    sp.add_argument("--timeout", type=_duration, default=30.0, help="per try (default 30s; 2 retries; the whole command at most 10x)")
     sp.add_argument("--max-response-mib", type=float, help="largest answer read per query (default 64)")
     sp.set_defaults(func=cmd_monitor)

@@ -2,7 +2,7 @@
 metrics), compare it with its plan over the window and by hour of day, and re-plan from
 what was observed. It reports; it never acts on the system.
 
-- `prom`: the Prometheus HTTP API (httpx, bounded) and saved captures.
+- `prom`: the Prometheus HTTP API (stdlib HTTP with deadlines, retries and size caps: `fetch`) and saved captures.
 - `queries`: which names to ask (catalog metric map), and the answers in SI units.
 - `plan_view`: the one adapter that reads a plan (object or JSON).
 - `compare`: measured against planned as advisor findings.
