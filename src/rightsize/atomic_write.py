@@ -101,13 +101,16 @@ def check_output(path: PathLike, what: str = "the output", *, force: bool = Fals
 
 
 def refuse_overlaps(
-    outputs: Sequence[tuple[str, PathLike | None]], inputs: Sequence[PathLike | None]
+    outputs: Sequence[tuple[str, PathLike | None]],
+    inputs: Sequence[PathLike | None],
+    fix: str | None = None,
 ) -> None:
     """Refuse an output (label, path) that is one of the command's `inputs` or another output.
 
     Files are compared by device and inode (`os.path.samefile`), so a hard link, a `..`
     path or a link to an input counts (an input that does not exist cannot be destroyed);
-    outputs that do not exist yet are compared by their resolved paths."""
+    outputs that do not exist yet are compared by their resolved paths. `fix` replaces the
+    default advice (give the output another file name)."""
     named = [(label, str(p)) for label, p in outputs if p is not None and str(p) != ""]
     for label, out in named:
         for inp in inputs:
@@ -116,7 +119,7 @@ def refuse_overlaps(
                 raise BadInput(
                     f"{label} {out} is the input file {inp}{alias}.",
                     "Writing there would destroy the input.",
-                    f"Give {label} another file name.",
+                    fix or f"Give {label} another file name.",
                 )
     for i, (label, out) in enumerate(named):
         for other_label, other in named[i + 1 :]:

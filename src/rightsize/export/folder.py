@@ -57,7 +57,11 @@ def write_export(
     input files, never overwritten even with `force`."""
     outputs = [_file(name, text) for name, text in files.items()]
     outputs.append(_manifest(outputs, target, about))
-    refuse_overlaps([("--out", out_dir / f.name) for f in outputs], inputs)
+    refuse_overlaps(
+        [("--out", out_dir / f.name) for f in outputs],
+        inputs,
+        "Give --out another folder, or move the input out of it.",
+    )
     ours = _earlier_export(out_dir / outputs[-1].name)
     actions = [(f, _action(out_dir / f.name, f, ours)) for f in outputs]
     different = [f.name for f, action in actions if action == "replace"]
