@@ -1,5 +1,6 @@
 """`rightsize export PLAN_OR_SPEC --target slurm|kubernetes|prometheus --out DIR`: argument
-parsing only. A spec (YAML) is planned first; a saved `--format json` plan is read as it is."""
+parsing only. A spec (YAML) is planned first; a saved `--format json` plan is read as it is.
+Files already in DIR with other contents are kept unless --force (see `export.folder`)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     from rightsize.export import export_plan
 
     data = load_plan_or_spec(args.plan, args.calibration)
-    written = export_plan(data, args.target, Path(args.out), args.framework, args.profile_device)
+    written = export_plan(
+        data,
+        args.target,
+        Path(args.out),
+        args.framework,
+        args.profile_device,
+        force=args.force,
+        inputs=[args.plan, args.calibration],
+    )
     for path in written:
         sys.stdout.write(f"{path}\n")
     return 0
@@ -66,7 +75,17 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         default="auto",
         help="training framework whose arguments the job uses (default: auto = NeMo for LoRA, else Megatron-LM)",
     )
-    sp.add_argument("--out", required=True, metavar="DIR", help="folder to write the files into")
+    sp.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="folder to write the files into, with a manifest (rightsize-manifest-TARGET.json) of them",
+    )
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="replace files in --out that have other contents, or are read-only (never a link or an input)",
+    )
     sp.add_argument("--calibration", metavar="FILE", help="plan a spec with this calibration file")
     sp.add_argument(
         "--profile-device",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rightsize._version import __version__
-from rightsize.atomic_write import write_text_atomic
+from rightsize.cli.output_args import add_output_options, check_outputs, emit, resolve_format
 from rightsize.errors import BUG_REPORT, BadInput, RightsizeError, SpecNote
 from rightsize.report.render import FORMATS
 
@@ -27,13 +27,6 @@ EXIT_CODES_HELP = """exit codes:
      the smallest change that would); `profile serve`: the SLO was not met
   2  bad input: a malformed spec, argument or file (the message names the field)
   3  internal error: a bug in rightsize (one line; --debug shows the traceback)"""
-
-
-def _emit(text: str, output: str | None) -> None:
-    if output:
-        write_text_atomic(output, text + "\n")
-    else:
-        sys.stdout.write(text + "\n")
 
 
 @contextmanager
@@ -52,29 +45,12 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=float)
 
 
-def _refuse_overwriting_inputs(output: str | None, inputs: list[str | None]) -> None:
-    """`-o` naming one of the command's own input files would destroy it: refuse before any work."""
-    if not output:
-        return
-    try:
-        target = Path(output).expanduser().resolve()
-        same = [i for i in inputs if i and Path(i).expanduser().resolve() == target]
-    except (OSError, RuntimeError, ValueError):
-        return  # the writer reports an impossible path itself
-    if same:
-        raise BadInput(
-            f"-o {output} is the input file {same[0]}.",
-            "Writing the report there would destroy the input.",
-            "Give -o another file name.",
-        )
-
-
 def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     from rightsize.api import estimate as run_estimate
     from rightsize.api import plan as run_plan
     from rightsize.report.render import render
 
-    _refuse_overwriting_inputs(args.output, [args.spec, args.calibration])
+    check_outputs(args, [args.spec, args.calibration, args.prices])
     run = run_estimate if estimate else run_plan
     with _spinner("planning" if not estimate else "estimating"):
         result = run(args.spec, calibration=args.calibration, prices=args.prices)
@@ -85,7 +61,7 @@ def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
         with _spinner("planning without the calibration"):
             default = run(args.spec)
         result.extra["calibration"] = compare_calibrated(default, result, args.calibration)
-    _emit(render(result, args.format, "Estimate" if estimate else "Plan"), args.output)
+    emit(render(result, args.format, "Estimate" if estimate else "Plan"), args)
     return 0
 
 
@@ -94,6 +70,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from rightsize.validate.cases import bundled_paths
     from rightsize.validate.run import validate_paths
 
+    check_outputs(args, [*(args.csv or []), *(getattr(args, "kernels", None) or [])])
     paths = [Path(p) for p in args.csv] if args.csv else bundled_paths()
     if args.holdout:
         paths += bundled_paths(holdout=True)
@@ -116,28 +93,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
             result = validate_paths(paths, progress, tables)
     else:
         result = validate_paths(paths, kernel_tables=tables)
-    _emit(render(result, args.format, "Validation"), args.output)
+    emit(render(result, args.format, "Validation"), args)
     return 0
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
     from rightsize.report.catalog_text import catalog_dict, render_catalog
 
-    _emit(_json(catalog_dict()) if args.format == "json" else render_catalog(), args.output)
+    emit(_json(catalog_dict()) if args.format == "json" else render_catalog(), args)
     return 0
 
 
 def cmd_models(args: argparse.Namespace) -> int:
     from rightsize.report.catalog_text import models_dict, render_models
 
-    _emit(_json(models_dict()) if args.format == "json" else render_models(), args.output)
+    emit(_json(models_dict()) if args.format == "json" else render_models(), args)
     return 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
     from rightsize.spec import spec_json_schema
 
-    _emit(_json(spec_json_schema()), args.output)
+    emit(_json(spec_json_schema()), args)
     return 0
 
 
@@ -162,7 +139,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_: str, fmt: tuple[str, ...] = ("table", "json")) -> argparse.ArgumentParser:
-        """A subcommand with --format (choices `fmt`, the first is the default) and -o."""
+        """A subcommand with --format (choices `fmt`; default: -o's extension, else the first),
+        -o and --force."""
         sp = sub.add_parser(
             name,
             help=help_,
@@ -170,8 +148,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             epilog=EXIT_CODES_HELP,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        sp.add_argument("--format", choices=fmt, default=fmt[0], help="output format (default: %(default)s)")
-        sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
+        add_output_options(sp, fmt)
         return sp
 
     sp = add("plan", "search accelerators, counts and parallel layouts for a workload spec", FORMATS)
@@ -238,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = [arg for arg in argv if arg != "--debug"]
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
+    resolve_format(args)
     try:
         code: int = _run_with_notes(args)
     except RightsizeError as exc:

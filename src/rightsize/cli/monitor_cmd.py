@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import calendar
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from rightsize.atomic_write import write_text_atomic
+from rightsize.cli.output_args import check_outputs, emit
 from rightsize.errors import BadInput
 from rightsize.report.render import FORMATS
 
@@ -55,6 +54,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         )
     if args.save and not args.prometheus:
         raise BadInput("--save records what a live Prometheus answers; it needs --prometheus.")
+    check_outputs(args, [args.plan, args.from_file], [("--save", args.save, "the --save capture")])
     plan, spec = load_plan_or_spec(args.plan, run_plan)
     result = monitor(
         plan,
@@ -71,12 +71,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         max_response_bytes=response_cap_bytes(args.max_response_mib),
         capture_path=args.save,
         plan_fn=run_plan,
+        force=args.force,
     )
-    text = render(result, args.format, "Monitor")
-    if args.output:
-        write_text_atomic(args.output, text + "\n")
-    else:
-        sys.stdout.write(text + "\n")
+    emit(render(result, args.format, "Monitor"), args)
     return 0
 
 

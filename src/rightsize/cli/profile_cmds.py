@@ -13,14 +13,8 @@ from typing import Any
 
 from rightsize import yamlio
 from rightsize.atomic_write import write_text_atomic
+from rightsize.cli.output_args import add_output_options, check_outputs, emit
 from rightsize.errors import BadInput
-
-
-def _emit(text: str, output: str | None) -> None:
-    if output:
-        write_text_atomic(output, text + "\n")
-    else:
-        sys.stdout.write(text + "\n")
 
 
 def _progress(msg: str) -> None:
@@ -145,7 +139,7 @@ def _write(args: argparse.Namespace, result: dict[str, Any], table: Callable[[di
         )
     else:
         text = table(result)
-    _emit(text, args.output)
+    emit(text, args)
     return 0
 
 
@@ -345,21 +339,45 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from rightsize.profile.calibrate import calibrate_profiles, write_calibration
     from rightsize.profile.render import render_calibration
 
+    calibration_out = ("--calibration-out", args.calibration_out, "the calibration file")
+    check_outputs(args, args.profile, [calibration_out])
     doc = calibrate_profiles([Path(p) for p in args.profile], set(args.exclude_batch or []))
-    write_calibration(doc, Path(args.calibration_out))
-    if args.format == "json":
-        _emit(json.dumps(doc, indent=2, default=float), args.output)
+    if args.force:  # may replace a read-only file; write_calibration never does
+        text = json.dumps(doc, indent=2, default=float) + "\n"
+        write_text_atomic(args.calibration_out, text, "the calibration file", force=True)
     else:
-        _emit(render_calibration(doc, args.calibration_out), args.output)
+        write_calibration(doc, Path(args.calibration_out))
+    if args.format == "json":
+        emit(json.dumps(doc, indent=2, default=float), args)
+    else:
+        emit(render_calibration(doc, args.calibration_out), args)
     return 0
+
+
+def _check_profile_outputs(args: argparse.Namespace) -> None:
+    """Before anything is measured: refuse a --out the records cannot go to (not a regular
+    file, not a profile, a link, read-only without --force) and an -o or --out that is one of
+    the command's input files (a model file, a module, a tokenizer) or the other output."""
+    from rightsize.profile.jsonl import check_records_out
+
+    inputs = [
+        getattr(args, "model", None),
+        (getattr(args, "module", None) or "").rpartition(":")[0] or None,
+        getattr(args, "tokenizer", None),
+    ]
+    check_outputs(args, inputs, [("--out", args.out, "the profile records")])
+    if args.out:
+        check_records_out(Path(args.out))
 
 
 def _with_metrics(
     func: Callable[[argparse.Namespace], int], command: str
 ) -> Callable[[argparse.Namespace], int]:
-    """Run `func` with the telemetry exporter serving while it runs, when --metrics-port is given."""
+    """Run `func`, its outputs checked first, with the telemetry exporter serving while it
+    runs when --metrics-port is given."""
 
     def run(args: argparse.Namespace) -> int:
+        _check_profile_outputs(args)
         if getattr(args, "metrics_port", None) is None:
             return func(args)
         from rightsize.profile.metrics_export import MetricsExporter
@@ -376,23 +394,17 @@ def _with_metrics(
 
 def _profile_options(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options every `profile` command takes: output, the record file, resume, limits."""
-    sp.add_argument(
-        "--format",
-        choices=("table", "json", "markdown", "html"),
-        default="table",
-        help="output format (default: %(default)s)",
+    add_output_options(
+        sp,
+        ("table", "json", "markdown", "html"),
+        force_help="append a new run to an --out that already holds records (never truncated); "
+        "also replace a read-only -o or --out",
     )
-    sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
     sp.add_argument("--out", metavar="PROFILE.jsonl", help="record every measurement here as it is made")
     sp.add_argument(
         "--resume",
         action="store_true",
         help="continue the run recorded in --out (same configuration): skip its finished points",
-    )
-    sp.add_argument(
-        "--force",
-        action="store_true",
-        help="append a new run to an --out that already holds records (never truncated)",
     )
     sp.add_argument("--timeout", type=_seconds, default=300.0, help="limit per measured run (default 300s)")
     sp.add_argument(

@@ -8,6 +8,7 @@ writes the target's files into `out_dir`. Plans are read only through
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,23 +65,19 @@ def export_plan(
     out_dir: Path,
     framework: str = "auto",
     profile_device: str = "gpu",
+    *,
+    force: bool = False,
+    inputs: Sequence[str | Path | None] = (),
 ) -> list[Path]:
-    """Write the target's files into `out_dir`; the paths written."""
+    """Write the target's files into `out_dir`, safely (`export.folder`): nothing is written
+    when any file would be refused; existing files with other contents are replaced only with
+    `force`, and `inputs` (the command's input files) never. The paths, the manifest last."""
+    from rightsize.export.folder import write_export
+    from rightsize.export.plan_view import header as plan_header
+
     files = render_files(plan, target, framework, profile_device)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise BadInput(
-            f"Cannot create the output folder {out_dir}.", str(err), "Pass a writable --out."
-        ) from None
-    written = []
-    for name, text in files.items():
-        path = out_dir / name
-        path.write_text(text, encoding="utf-8")
-        if name.endswith(".sbatch") or name.endswith(".sh"):
-            path.chmod(0o755)
-        written.append(path)
-    return written
+    about = {"plan": plan_header(plan).name, "plan_kind": plan_kind(plan)}
+    return write_export(out_dir, files, target, about, force=force, inputs=inputs)
 
 
 __all__ = ["TARGETS", "export_plan", "render_files"]

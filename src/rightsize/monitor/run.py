@@ -122,8 +122,10 @@ def monitor(
     deadline_s: float | None = None,
     capture_path: str | None = None,
     plan_fn: Callable[..., Any] | None = None,
+    force: bool = False,
 ) -> MonitorResult:
-    """Compare the running system with ``plan`` (``spec`` too, to re-plan with ``plan_fn``)."""
+    """Compare the running system with ``plan`` (``spec`` too, to re-plan with ``plan_fn``).
+    ``force`` lets the capture replace a read-only file."""
     if bool(prometheus_url) == bool(from_file):
         raise BadInput(
             "Give exactly one of --prometheus URL and --from FILE.",
@@ -156,7 +158,7 @@ def monitor(
         if isinstance(source, PrometheusSource):
             source.close()
     if capture_path and isinstance(source, PrometheusSource) and source.record is not None:
-        _write_capture(capture_path, source.record)
+        _write_capture(capture_path, source.record, force)
     findings = compare(obs, p)
     rp = replan(obs, p, spec, plan_fn) if p.kind == "serving" else None
     return MonitorResult(p, obs, findings, rp, source.where, selectors)
@@ -177,5 +179,5 @@ def _captured_selectors(
     return out[0], out[1]
 
 
-def _write_capture(path: str, record: dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(record), "the --save capture")
+def _write_capture(path: str, record: dict[str, Any], force: bool = False) -> None:
+    write_text_atomic(path, json.dumps(record), "the --save capture", force=force)

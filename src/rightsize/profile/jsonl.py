@@ -8,8 +8,11 @@ Every line is one JSON object with a `type`:
 - `telemetry`: the telemetry summary of a run.
 
 Each line is flushed and fsync'd as it is written, so a crash, an out-of-memory kill or
-Ctrl-C loses nothing already measured; `read_profile` skips a torn last line, and
-`start_run` gives a rerun with `--resume` the records it can skip. torch-free.
+Ctrl-C loses nothing already measured: records are a stream, appended, not written
+atomically like the tool's other outputs. The file is only ever appended to, never through
+a link, and only when it is a regular file that is new, empty or already a profile
+(`check_records_out`). `read_profile` skips a torn last line, and `start_run` gives a
+rerun with `--resume` the records it can skip. torch-free.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import os
 import platform
 import socket
+import stat
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -30,6 +34,7 @@ from rightsize.safe_read import read_text_capped
 
 SCHEMA_VERSION = 1
 MAX_PROFILE_BYTES = 512 * 2**20
+_MAX_HEADER_BYTES = 4 * 2**20
 
 
 def now_iso() -> str:
@@ -86,25 +91,16 @@ def environment() -> dict[str, Any]:
 
 class ProfileWriter:
     """Appends records to a JSON Lines file, durably, one line per record. It only ever appends
-    (earlier records are never truncated) and never writes through a symbolic link."""
+    (earlier records are never truncated), never writes through a symbolic link, and never
+    blocks on a FIFO: the file is opened without following links or waiting, and refused
+    unless it is a regular file."""
 
     def __init__(self, path: Path | None, resume: bool = False) -> None:
         del resume  # always appends; kept for callers that still pass it
         self.path = path
         self._fh: TextIO | None = None
         if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-                self._fh = os.fdopen(fd, "a", encoding="utf-8")
-            except OSError as err:
-                raise BadInput(
-                    f"Cannot open the profile {path} for writing.",
-                    (err.strerror or str(err))
-                    + (" (it is a symbolic link, which is never followed)" if path.is_symlink() else "")
-                    + ".",
-                    "Give --out a regular file in a folder you may write to.",
-                ) from None
+            self._fh = os.fdopen(_open_append(path), "a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
         if self._fh is None:
@@ -125,6 +121,67 @@ class ProfileWriter:
         self.close()
 
 
+def _open_append(path: Path) -> int:
+    """A descriptor appending to the regular file `path` (created if missing)."""
+    fix = "Give --out a regular file in a folder you may write to."
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:
+        link = " (it is a symbolic link, which is never followed)" if path.is_symlink() else ""
+        raise BadInput(
+            f"Cannot open the profile {path} for writing.", (err.strerror or str(err)) + link + ".", fix
+        ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BadInput(f"Will not write the profile to {path}: it is not a regular file.", fix=fix)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def check_records_out(path: Path) -> None:
+    """Refuse, before anything is measured, a `--out` the records cannot go to: anything but a
+    regular file (a link, folder, FIFO, socket or device: a FIFO would block the run), or an
+    existing file that does not start with a profile header (records appended to some other
+    file would spoil it, and `--force` does not change that). Permissions and links are
+    checked by `atomic_write.check_output`; a missing or empty file is a fresh profile."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return  # missing: created when the run starts (opening it reports other problems)
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(
+            f"Will not record the profile in {path}: it is not a regular file.",
+            "Records go to a regular file (a pipe would block the run, a device would lose them).",
+            "Give --out a new or earlier profile file (.jsonl), or leave it out.",
+        )
+    if st.st_size > 0 and not _starts_with_header(path):
+        raise BadInput(
+            f"Will not record the profile in {path}: it exists and is not a profile.",
+            "Appending records to another file would spoil it; a profile starts with a header line.",
+            "Give --out a new file, or a profile that `rightsize profile` wrote.",
+        )
+
+
+def _starts_with_header(path: Path) -> bool:
+    """Whether the file's first line is a profile header (read without following links or blocking)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        first = os.read(fd, _MAX_HEADER_BYTES).split(b"\n", 1)[0]
+        rec = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return False
+    finally:
+        os.close(fd)
+    return isinstance(rec, dict) and rec.get("type") == "header" and "schema_version" in rec
+
+
 def start_run(
     out: Path | None,
     hdr: dict[str, Any],
@@ -141,6 +198,7 @@ def start_run(
     """
     if out is None:
         return ProfileWriter(None), []
+    check_records_out(out)
     records = read_profile(out) if _has_records(out) else []
     if records and resume:
         last = _last_run(records)
