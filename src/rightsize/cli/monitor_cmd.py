@@ -104,6 +104,11 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         "--gpu-selector", help="label matchers for the DCGM exporter's series (overrides --selector)"
     )
     sp.add_argument("--serving-selector", help="label matchers for vLLM's series (overrides --selector)")
-    sp.add_argument("--timeout", type=_duration, default=30.0, help="per try (default 30s; 2 retries; the whole command at most 10x)")
+    sp.add_argument(
+        "--timeout",
+        type=_duration,
+        default=30.0,
+        help="per try (default 30s; 2 retries; the whole command at most 10x)",
+    )
     sp.add_argument("--max-response-mib", type=float, help="largest answer read per query (default 64)")
     sp.set_defaults(func=cmd_monitor)

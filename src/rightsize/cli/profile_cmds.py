@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from rightsize import yamlio
-from rightsize.atomic_write import write_text_atomic
 from rightsize.cli.output_args import add_output_options, check_outputs, emit
 from rightsize.errors import BadInput
 
@@ -342,11 +341,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     calibration_out = ("--calibration-out", args.calibration_out, "the calibration file")
     check_outputs(args, args.profile, [calibration_out])
     doc = calibrate_profiles([Path(p) for p in args.profile], set(args.exclude_batch or []))
-    if args.force:  # may replace a read-only file; write_calibration never does
-        text = json.dumps(doc, indent=2, default=float) + "\n"
-        write_text_atomic(args.calibration_out, text, "the calibration file", force=True)
-    else:
-        write_calibration(doc, Path(args.calibration_out))
+    write_calibration(doc, Path(args.calibration_out), force=args.force)
     if args.format == "json":
         emit(json.dumps(doc, indent=2, default=float), args)
     else:

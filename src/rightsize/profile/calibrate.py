@@ -418,8 +418,10 @@ def _fit_comms(base: Hardware, comms: list[dict[str, Any]]) -> dict[str, Any]:
     return {**first, "tiers": tiers, "overrides": overrides}
 
 
-def write_calibration(doc: dict[str, Any], path: Path) -> None:
-    write_text_atomic(path, json.dumps(doc, indent=2, default=float) + "\n", "the calibration file")
+def write_calibration(doc: dict[str, Any], path: Path, force: bool = False) -> None:
+    """Write the calibration file atomically; `force` may replace a read-only file."""
+    text = json.dumps(doc, indent=2, default=float) + "\n"
+    write_text_atomic(path, text, "the calibration file", force=force)
 
 
 def hardware_from_calibration(doc: dict[str, Any], accelerator_id: str | None = None) -> Hardware:
