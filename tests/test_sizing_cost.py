@@ -168,7 +168,8 @@ def test_continuous_service_month_and_per_million() -> None:
     assert plan.schedule == "continuous"
     assert od.usd_per_run is None
     assert od.usd_per_month == pytest.approx(16 * H100_PRICE.on_demand * 730 + 100.0)
-    units = 20_000.0 * 0.5 * 730 * 3600
+    # a service's work_units_per_s is its average rate: the duty cycle is not applied again
+    units = 20_000.0 * 730 * 3600
     assert plan.work_units_per_month == pytest.approx(units)
     assert od.usd_per_million_units == pytest.approx(od.usd_per_month / units * 1e6)
     # a service on spot loses R per preemption of one replica's single node

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rightsize.report import units
-from rightsize.report.bom import breakeven_text
+from rightsize.report.bom import breakeven_text, unit_name, usd_fine
 from rightsize.report.document import Section, Table
 
 _OPTION_NAMES = {
@@ -19,6 +19,10 @@ _OPTION_NAMES = {
 
 def _money(v: Any) -> str:
     return units.usd(v) if isinstance(v, int | float) else "-"
+
+
+def _fine(v: Any) -> str:
+    return usd_fine(v) if isinstance(v, int | float) else "-"
 
 
 def _note(name: str, opt: dict[str, Any]) -> str:
@@ -51,7 +55,13 @@ def cost_section(cost: dict[str, Any]) -> Section:
     ]
     if isinstance(cost.get("run_s"), int | float):
         summary.append(["one run takes", units.seconds(cost["run_s"])])
+    gh_billed, gh_used = cost.get("gpu_hours_billed"), cost.get("gpu_hours_used")
+    if isinstance(gh_billed, int | float) and isinstance(gh_used, int | float):
+        period = cost.get("period", per)
+        summary.append([f"GPU-hours billed per {period}", f"{gh_billed:,.1f}"])
+        summary.append([f"GPU-hours used per {period}", f"{gh_used:,.1f}"])
     sec.tables.append(Table(["what", "value"], summary, "what is costed", ["l", "l"]))
+    unit = unit_name(cost.get("work_unit"))
     cloud = cost.get("cloud") or {}
     if cloud:
         rows = [
@@ -59,6 +69,7 @@ def cost_section(cost: dict[str, Any]) -> Section:
                 _OPTION_NAMES.get(name, name.replace("_", " ")),
                 _money(opt.get("usd_per_gpu_hour")),
                 _money(opt.get(f"usd_per_{per}")),
+                _fine(opt.get("usd_per_million_units")),
                 str(opt.get("pays", "")).removeprefix("not applicable: ")
                 if opt.get("applicable") is not False
                 else "-",
@@ -69,10 +80,10 @@ def cost_section(cost: dict[str, Any]) -> Section:
         ]
         sec.tables.append(
             Table(
-                ["option", "per GPU-hour", f"per {per}", "what it pays for", "notes"],
+                ["option", "per GPU-hour", f"per {per}", f"per 1M {unit}", "what it pays for", "notes"],
                 rows,
                 "renting in the cloud",
-                ["l", "r", "r", "l", "l"],
+                ["l", "r", "r", "r", "l", "l"],
             )
         )
     elif cost.get("cloud_unavailable"):
@@ -92,6 +103,7 @@ def cost_section(cost: dict[str, Any]) -> Section:
                 _money(onprem.get("usd_per_useful_gpu_hour")),
             ],
             [f"per {per}", _money(onprem.get(f"usd_per_{per}"))],
+            [f"per 1M {unit}", _fine(onprem.get("usd_per_million_units"))],
         ]
         sec.tables.append(Table(["what", "value"], rows, "owning on premises", ["l", "l"]))
     elif cost.get("onprem_unavailable"):

@@ -60,6 +60,7 @@ from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
+from rightsize.search.serving_costs import per_million
 from rightsize.sizing.cost_records import CloudOption, CostPlan, OnPremCost
 from rightsize.sizing.spot import SpotPlan, SpotSlowdown, daly_wall_factor, plan_spot, spot_slowdown
 from rightsize.spec.infrastructure import Cost
@@ -86,9 +87,8 @@ def _src(name: str, s: Sourced) -> dict[str, Any]:
 
 
 def _per_million(usd: float | None, units: float | None) -> float | None:
-    if usd is None or not units:
-        return None
-    return usd / units * MILLION
+    """The period's bill per million units served in it (one definition: search.serving_costs)."""
+    return per_million(usd, units)
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -109,7 +109,8 @@ class _Work:
 
 def _work(demand: Demand, run_s: float | None) -> _Work:
     if run_s is None:
-        units_month = demand.work_units_per_s * demand.duty_cycle * MONTH_S
+        # the average rate served (a service's duty cycle is already in it: not applied twice)
+        units_month = demand.work_units_per_s * MONTH_S
         return _Work("continuous", None, HOURS_PER_MONTH, HOURS_PER_MONTH, None, None, units_month)
     units = demand.work_units_total
     if units is None:
@@ -516,4 +517,30 @@ def size_cost(
         breakeven_utilisation=breakeven,
         notes=tuple(notes),
         sources=tuple(sources),
+        **_period_hours(work, gpus, demand.gpus, storage_cloud_usd_per_month),
     )
+
+
+def _period_hours(work: _Work, billed: int, used: int, storage_month: float) -> dict[str, Any]:
+    """GPU-hours billed and used and the storage bill of one period (a job's run, a service's or
+    recurring jobs' month): billed x the GPU-hour price + storage = the period's on-demand cost."""
+    if work.schedule == "continuous" or work.run_s is None:
+        return {
+            "period": "month",
+            "gpu_hours_billed": billed * HOURS_PER_MONTH,
+            "gpu_hours_used": used * HOURS_PER_MONTH,
+            "storage_usd": storage_month,
+        }
+    if work.schedule == "recurring":  # storage is held all month; the GPUs only while the runs run
+        return {
+            "period": "month",
+            "gpu_hours_billed": billed * work.busy_h_per_month,
+            "gpu_hours_used": used * work.busy_h_per_month,
+            "storage_usd": storage_month,
+        }
+    return {
+        "period": "run",
+        "gpu_hours_billed": billed * work.run_h,
+        "gpu_hours_used": used * work.run_h,
+        "storage_usd": storage_month / HOURS_PER_MONTH * work.run_h,
+    }

@@ -118,12 +118,15 @@ def settle(plan: Any) -> None:
 # Per-hour cost fields a service's chosen configuration may carry, and the per-unit figures
 # derived from them (scaled with it).
 _HOURLY = ("cost_usd_per_hour", "cost_usd")
-_PER_UNIT = ("cost_usd_per_m_input_tokens", "cost_usd_per_m_output_tokens")
+_PER_UNIT = ("cost_usd_per_request",)
+J_PER_KWH = 3.6e6
 
 
 def settle_service(plan: Any) -> None:
     """A service's headline cost per hour is the bill of materials' on-demand month / 730 h:
-    whole nodes billed and cloud storage included, so the two never disagree."""
+    whole nodes billed and cloud storage included, so the two never disagree. Its cost per
+    million output tokens and output tokens per joule are read from the sizing's cost and power
+    records (the month's bill or energy over the month's work served at the average rate)."""
     sizing: Sizing | None = getattr(plan, "sizing", None)
     best = getattr(plan, "best", None)
     if sizing is None or best is None or sizing.run.run_s is not None or not sizing.cost.cloud:
@@ -141,4 +144,10 @@ def settle_service(plan: Any) -> None:
     for k in _PER_UNIT:
         if k in names and getattr(best, k) is not None:
             update[k] = getattr(best, k) * ratio
+    if sizing.cost.work_unit == "output_token":
+        if "cost_usd_per_m_output_tokens" in names:
+            update["cost_usd_per_m_output_tokens"] = od.usd_per_million_units
+        kwh = sizing.power.energy_per_million_units_kwh
+        if "output_tokens_per_joule" in names and kwh:
+            update["output_tokens_per_joule"] = 1e6 / (kwh * J_PER_KWH)
     plan.best = replace(best, **update)
