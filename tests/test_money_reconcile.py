@@ -127,6 +127,9 @@ def test_gpu_hours_times_price_is_the_cost(planned: dict[str, Any]) -> None:
     if od:
         total = od[f"usd_per_{cost['period']}"]
         assert _close(billed * od["usd_per_gpu_hour"] + cost["storage_usd"], total)
+        if od.get("usd_per_instance_hour") is not None:  # the billed instance's price, whole
+            instances = cost["gpus_billed"] * od["usd_per_gpu_hour"] / od["usd_per_instance_hour"]
+            assert abs(instances - round(instances)) < 1e-6 and round(instances) >= 1
     best = data["best"]
     if cost["period"] == "run" and best.get("gpu_hours") is not None:
         # the headline's GPU-hours are the GPUs the job uses for the sized run
@@ -151,7 +154,8 @@ def test_reports_print_the_same_figures(planned: dict[str, Any]) -> None:
     bom = re.search(r"\| cloud on demand \| [^|]*?; (\$[0-9.,e-]+M?) per 1M " + words, md)
     assert bom, "the bill of materials shows no on-demand cost per unit"
     assert _printed_close(bom.group(1), value), (bom.group(1), value)
-    row = re.search(r"\| on demand \| [^|]+ \| [^|]+ \| (\$[0-9.,e-]+M?) \|", md)
+    # option | per instance-hour | per GPU-hour | as of | per run/month | per 1M units |
+    row = re.search(r"\| on demand \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| (\$[0-9.,e-]+M?) \|", md)
     assert row, "the cost section shows no on-demand cost per unit"
     assert _printed_close(row.group(1), value), (row.group(1), value)
     assert re.search(r"cloud on demand .*per 1M " + words, table), "the terminal BOM lacks the figure"

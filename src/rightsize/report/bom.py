@@ -138,7 +138,9 @@ def _cost_rows(cost: dict[str, Any]) -> list[list[str]]:
             rows.append(
                 [
                     f"cloud {name.replace('_', ' ')}",
-                    f"{units.usd(v)} per {per} ({opt.get('pays', '')})" + (f"; {unit}" if unit else ""),
+                    f"{units.usd(v)} per {per} ({opt.get('pays', '')})"
+                    + (f"; {unit}" if unit else "")
+                    + (f" [price dated {opt.get('price_as_of')}: stale]" if opt.get("price_stale") else ""),
                 ]
             )
     onprem = cost.get("onprem") or {}

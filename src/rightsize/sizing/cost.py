@@ -48,6 +48,10 @@ from typing import Any
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.prices import (
+    ON_DEMAND,
+    RESERVED_1Y,
+    RESERVED_3Y,
+    SPOT,
     CloudPrice,
     NodeCapex,
     OnPremDefaults,
@@ -55,6 +59,7 @@ from rightsize.catalog.prices import (
     node_capex,
     onprem_defaults,
     spot_replacement,
+    stale_note,
 )
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
@@ -195,7 +200,23 @@ def _cloud(
 
     if price.spot is not None and spot is not None:
         options["spot"] = _spot_option(price.spot, spot, gpus, work, storage_month, per_million)
+    elif price.spot is None:  # the provider sells no spot for this instance: no figure, only why
+        options["spot"] = _no_spot(price)
     return options
+
+
+def _no_spot(price: CloudPrice) -> CloudOption:
+    what = price.instance.describe() if price.instance else price.accelerator
+    why = f"no spot is sold for {what} (the price record has none)"
+    return CloudOption(
+        "spot",
+        None,
+        None,
+        None,
+        None,
+        "not applicable: " + why,
+        {"applicable": False, "not_applicable_reason": why},
+    )
 
 
 def _spot_option(
@@ -342,12 +363,20 @@ def _cloud_options(
     if price.spot is not None:
         slow = spot_slowdown(per_node_h, together, mtbf, restart, checkpoint_interval_s, run_s)
         replacement = spot_replacement()
-        spot = plan_spot(slow, nodes, price.spot, price.on_demand, replacement.value, run_s is not None)
+        slo = together if run_s is None and demand.workload == "serving" else None
+        spot = plan_spot(slow, nodes, price.spot, price.on_demand, replacement.value, run_s is not None, slo)
+        if slo and spot.applicable:
+            notes.append(
+                f"spot for a service under latency SLOs: over-provisioned by {spot.spare_nodes} spare "
+                f"node{'s' if spot.spare_nodes != 1 else ''} (a replica's worth), billed at the spot price, "
+                "so a preemption takes spare capacity, not the capacity the SLO is sized on"
+            )
         if not spot.applicable:
             notes.append(f"spot is not applicable: {spot.reason}")
         elif spot.spare_nodes:
             sources.append(_src("prices.spot.replacement_s", replacement))
     cloud = _cloud(price, nodes * node.gpus_per_node, work, storage_cloud_usd_per_month, spot)
+    _date_prices(cloud, price, notes)
     sources += [_src(f"prices.cloud.{price.accelerator}.{k}", v) for k, v in price.sources.items()]
     if cost.spot_preemption_per_hour is not None:
         notes.append("spot preemption rate from the spec's cost.spot_preemption_per_hour")
@@ -360,6 +389,24 @@ def _cloud_options(
     if work.schedule == "one-off":
         notes.append("a one-off run's usd_per_month is the burn rate while it runs")
     return cloud
+
+
+_COLUMNS = {"on_demand": ON_DEMAND, "reserved_1y": RESERVED_1Y, "reserved_3y": RESERVED_3Y, "spot": SPOT}
+
+
+def _date_prices(cloud: dict[str, CloudOption], price: CloudPrice, notes: list[str]) -> None:
+    """Each option's instance price, its date, and a note next to a stale one."""
+    for name, opt in cloud.items():
+        column = _COLUMNS.get(name)
+        figure = price.sources.get(column) if column else None
+        if figure is None:
+            continue
+        stale = stale_note(figure)
+        opt.details["usd_per_instance_hour"] = price.instance_rate(column) if column else None
+        opt.details["price_as_of"] = figure.as_of
+        opt.details["price_stale"] = stale
+        if stale:
+            notes.append(f"{name.replace('_', ' ')} {stale}")
 
 
 def _owned(
@@ -416,6 +463,8 @@ def _breakeven(
         if opt.details.get("applicable") is False:
             continue
         rate = opt.details.get("effective_usd_per_gpu_hour") or opt.usd_per_gpu_hour
+        if rate is None:  # not sold for this instance
+            continue
         breakeven[name] = breakeven_utilisation(onprem.usd_per_gpu_hour_owned, rate + storage_per_gpu_h)
     if all(u > 1.0 for u in breakeven.values()):
         notes.append("renting is cheaper than owning at every utilisation for every cloud option")
@@ -465,6 +514,7 @@ def size_cost(
 
     cloud: dict[str, CloudOption] | None = None
     cloud_missing: str | None = None
+    priced: str | None = None
     if deployment in ("cloud", "both"):
         try:
             price = cloud_price(demand.accelerator)
@@ -477,6 +527,9 @@ def size_cost(
                 demand, node, nodes, price, work, storage_cloud_usd_per_month, cost,
                 (run_s, checkpoint_interval_s, restart_s, mtbf_s), notes, sources,
             )  # fmt: skip
+            priced = (
+                price.instance.describe() if price.instance else "per GPU-hour, as given (no instance named)"
+            )
 
     onprem: OnPremCost | None = None
     onprem_missing: str | None = None
@@ -517,6 +570,7 @@ def size_cost(
         breakeven_utilisation=breakeven,
         notes=tuple(notes),
         sources=tuple(sources),
+        priced_instance=priced,
         **_period_hours(work, gpus, demand.gpus, storage_cloud_usd_per_month),
     )
 
