@@ -166,3 +166,26 @@ def test_reports_print_the_same_figures(planned: dict[str, Any]) -> None:
     kwh = data["sizing"]["power"]["energy_per_million_units_kwh"]
     line = re.search(r"; ([0-9.e-]+) kWh per 1M " + words, md)
     assert line and _close(float(line.group(1)), kwh, 0.005 + 1e-9), (line, kwh)
+
+
+def test_gpu_hours_objective_counts_billed_gpu_hours() -> None:
+    # ResNet-50 used to pick 1 H100 in a whole 8-GPU node under `objective: gpu_hours`: 5 GPU-hours
+    # used, 41 billed, ten times the cost of the `objective: cost` plan. Ranked by billed GPU-hours,
+    # the two objectives agree on what is paid for.
+    import yaml
+
+    raw = yaml.safe_load(
+        (Path(__file__).parent.parent / "examples" / "resnet50-imagenet-train.yaml").read_text()
+    )
+    picked = {}
+    for objective in ("gpu_hours", "cost"):
+        raw["targets"]["objective"] = objective
+        d = json.loads(render(plan(raw), "json"))
+        best, cost = d["best"], d["sizing"]["cost"]
+        nodes_hours = cost["nodes"] * cost["gpus_billed"] // cost["nodes"] * cost["run_s"] / HOUR_S
+        assert _close(cost["gpu_hours_billed"], nodes_hours)
+        assert _close(best["gpu_hours_billed"], cost["gpu_hours_billed"])
+        assert _close(best["gpu_hours"], cost["gpu_hours_used"])
+        picked[objective] = (best["gpu_hours_billed"], best["cost_usd"])
+    assert picked["gpu_hours"][0] <= picked["cost"][0] * (1 + TOL)
+    assert picked["gpu_hours"][1] <= picked["cost"][1] * 1.5  # no longer 10x the cost plan

@@ -90,6 +90,8 @@ def settle(plan: Any) -> None:
         "gpu_hours": sizing.run.gpu_hours,
         "cost_usd": od.usd_per_run if od is not None else None,
     }
+    if "gpu_hours_billed" in names:  # whole nodes x the sized run
+        update["gpu_hours_billed"] = sizing.cost.gpu_hours_billed
     if "reliability" in names:
         update["reliability"] = reliability
     if "goodput" in names:
@@ -106,6 +108,9 @@ def settle(plan: Any) -> None:
                 c,
                 time_to_train_s=ttt,
                 gpu_hours=(c.gpu_hours or 0.0) * factor,
+                gpu_hours_billed=(c.gpu_hours_billed or 0.0) * factor
+                if c.gpu_hours_billed is not None
+                else None,
                 cost_usd=settled_cost * ttt / run_s if settled_cost is not None else None,
                 reliability=reliability,
             ),
