@@ -45,7 +45,16 @@ def _note(name: str, opt: dict[str, Any]) -> str:
         return "; ".join(bits)
     used = opt.get("commitment_used_fraction")
     if name.startswith("reserved") and isinstance(used, int | float):
-        return f"{units.pct(used, 0)} of the committed hours used"
+        text = f"{units.pct(used, 1)} of the committed hours used"
+        term, monthly, idle = opt.get("term_hours"), opt.get("monthly_payment_usd"), opt.get("idle_usd")
+        if isinstance(term, int | float) and isinstance(monthly, int | float):
+            text += f"; a {term / 8760:g}-year term at {units.usd(monthly)} a month"
+        if isinstance(idle, int | float) and idle > 0:
+            text += f", {units.usd(idle)} of it idle unless other work fills it"
+        u = opt.get("utilisation_assumed_fraction")
+        if isinstance(u, int | float):
+            text += f"; the run is charged at {units.pct(u, 0)} of the term used, as owned hardware is"
+        return text
     return ""
 
 
@@ -106,6 +115,10 @@ def _onprem_table(onprem: dict[str, Any], per: str, unit: str) -> Table:
         [
             f"per useful GPU-hour at {units.pct(onprem.get('utilisation_fraction', 0), 0)} busy",
             _money(onprem.get("usd_per_useful_gpu_hour")),
+        ],
+        [
+            f"over its life ({units.number(onprem.get('amortisation_years', 0))} years)",
+            _money(onprem.get("tco_over_amortisation_usd")),
         ],
         [f"per {per}", _money(onprem.get(f"usd_per_{per}"))],
         [f"per 1M {unit}", _fine(onprem.get("usd_per_million_units"))],

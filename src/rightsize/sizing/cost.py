@@ -42,7 +42,6 @@ the reason, and the plan still costs the other side.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from rightsize.catalog.loader import Sourced
@@ -65,9 +64,9 @@ from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
-from rightsize.search.serving_costs import per_million
+from rightsize.sizing.cloud_cost import Work, cloud_options, per_million_of, period_hours, work_of
 from rightsize.sizing.cost_records import CloudOption, CostPlan, OnPremCost
-from rightsize.sizing.spot import SpotPlan, SpotSlowdown, daly_wall_factor, plan_spot, spot_slowdown
+from rightsize.sizing.spot import SpotSlowdown, daly_wall_factor, plan_spot, spot_slowdown
 from rightsize.spec.infrastructure import Cost
 
 # The records (cost_records) and the spot model's pieces are re-exported.
@@ -81,184 +80,12 @@ __all__ = [
     "spot_slowdown",
 ]
 
-MONTH_S = HOURS_PER_MONTH * HOUR_S
 MILLION = 1e6
 DEPLOYMENTS = ("cloud", "onprem", "both")
-_TERMS_H = {"reserved_1y": HOURS_PER_YEAR, "reserved_3y": 3 * HOURS_PER_YEAR}
 
 
 def _src(name: str, s: Sourced) -> dict[str, Any]:
     return {"figure": name, "value": s.value, "source": s.source, "as_of": s.as_of}
-
-
-def _per_million(usd: float | None, units: float | None) -> float | None:
-    """The period's bill per million units served in it (one definition: search.serving_costs)."""
-    return per_million(usd, units)
-
-
-# --- the plan -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Work:
-    """When the cluster works and how much it produces."""
-
-    schedule: str
-    run_s: float | None
-    run_h: float
-    busy_h_per_month: float
-    runs_per_month: float | None
-    units_per_run: float | None
-    units_per_month: float | None
-
-
-def _work(demand: Demand, run_s: float | None) -> _Work:
-    if run_s is None:
-        # the average rate served (a service's duty cycle is already in it: not applied twice)
-        units_month = demand.work_units_per_s * MONTH_S
-        return _Work("continuous", None, HOURS_PER_MONTH, HOURS_PER_MONTH, None, None, units_month)
-    units = demand.work_units_total
-    if units is None:
-        units = demand.work_units_per_s * (demand.run_s if demand.run_s is not None else run_s)
-    run_h = run_s / HOUR_S
-    if demand.runs_per_month:
-        n = demand.runs_per_month
-        return _Work("recurring", run_s, run_h, n * run_h, n, units, n * units)
-    return _Work("one-off", run_s, run_h, run_h, None, units, None)
-
-
-def _cloud(
-    price: CloudPrice,
-    gpus: int,
-    work: _Work,
-    storage_month: float,
-    spot: SpotPlan | None,
-) -> dict[str, CloudOption]:
-    options: dict[str, CloudOption] = {}
-    storage_h = storage_month / HOURS_PER_MONTH
-
-    def month_used(rate: float, factor: float = 1.0) -> float:
-        if work.schedule == "one-off":  # burn rate while the run lasts
-            return gpus * rate * HOURS_PER_MONTH + storage_month
-        return gpus * rate * work.busy_h_per_month * factor + storage_month
-
-    def run_used(rate: float, factor: float = 1.0) -> float | None:
-        if work.run_s is None:
-            return None
-        return (gpus * rate + storage_h) * work.run_h * factor
-
-    def per_million(run: float | None, month: float) -> float | None:
-        if work.schedule == "continuous":
-            return _per_million(month, work.units_per_month)
-        return _per_million(run, work.units_per_run)
-
-    if price.on_demand is not None:
-        od_run, od_month = run_used(price.on_demand), month_used(price.on_demand)
-        options["on_demand"] = CloudOption(
-            "on_demand", price.on_demand, od_run, od_month, per_million(od_run, od_month), "hours used"
-        )
-
-    for name, maybe_rate in (("reserved_1y", price.reserved_1y), ("reserved_3y", price.reserved_3y)):
-        if maybe_rate is None:  # an accelerator priced by the user without this figure
-            continue
-        rate = maybe_rate
-        term_h = _TERMS_H[name]
-        committed = gpus * rate * term_h
-        if work.schedule == "one-off":
-            terms = max(1, math.ceil(work.run_h / term_h - 1e-9))
-            run: float | None = terms * committed + storage_h * work.run_h
-            month = gpus * rate * HOURS_PER_MONTH + storage_month
-            used = gpus * rate * work.run_h
-            pays = "whole commitment (a one-off run leaves the rest of the term unused)"
-            busy = work.run_h / (terms * term_h)
-        else:
-            month = gpus * rate * max(HOURS_PER_MONTH, work.busy_h_per_month) + storage_month
-            run = None if work.runs_per_month is None else month / work.runs_per_month
-            used = gpus * rate * work.busy_h_per_month * (term_h / HOURS_PER_MONTH)
-            busy = min(1.0, work.busy_h_per_month / HOURS_PER_MONTH)
-            pays = (
-                "every committed hour (a service uses them all)"
-                if work.schedule == "continuous"
-                else "every committed hour, shared by the month's runs"
-            )
-        options[name] = CloudOption(
-            name,
-            rate,
-            run,
-            month,
-            per_million(run, month),
-            pays,
-            {
-                "term_hours": term_h,
-                "committed_usd": committed,
-                "used_hours_usd": used,
-                "commitment_used_fraction": busy,
-                "usd_per_used_gpu_hour": rate / busy if busy > 0 else None,
-                "beats_on_demand_above_fraction": rate / price.on_demand if price.on_demand else None,
-            },
-        )
-
-    if price.spot is not None and spot is not None:
-        options["spot"] = _spot_option(price.spot, spot, gpus, work, storage_month, per_million)
-    elif price.spot is None:  # the provider sells no spot for this instance: no figure, only why
-        options["spot"] = _no_spot(price)
-    return options
-
-
-def _no_spot(price: CloudPrice) -> CloudOption:
-    what = price.instance.describe() if price.instance else price.accelerator
-    why = f"no spot is sold for {what} (the price record has none)"
-    return CloudOption(
-        "spot",
-        None,
-        None,
-        None,
-        None,
-        "not applicable: " + why,
-        {"applicable": False, "not_applicable_reason": why},
-    )
-
-
-def _spot_option(
-    rate: float,
-    spot: SpotPlan,
-    gpus: int,
-    work: _Work,
-    storage_month: float,
-    per_million: Any,
-) -> CloudOption:
-    """Spot with its spare pool and preemption slowdown; no cost where it does not apply."""
-    slow = spot.slow
-    details: dict[str, Any] = {
-        "applicable": spot.applicable,
-        "not_applicable_reason": spot.reason,
-        "slowdown_factor": slow.factor,
-        "spare_nodes": spot.spare_nodes,
-        "effective_usd_per_gpu_hour": rate * spot.cost_factor if spot.applicable else None,
-        "preemptions_per_hour": slow.preemptions_per_hour,
-        "preemptions_per_run": None
-        if work.run_s is None or not spot.applicable
-        else slow.preemptions_per_hour * work.run_h * slow.factor,
-        "lost_s_per_preemption": slow.lost_s_per_preemption,
-        "checkpoint_interval_s": slow.interval_s,
-        "extra_checkpoints_per_run": slow.extra_checkpoints_per_run if spot.applicable else None,
-        "wall_s": None if work.run_s is None or not spot.applicable else work.run_s * slow.factor,
-    }
-    if not spot.applicable:
-        return CloudOption("spot", rate, None, None, None, "not applicable: " + (spot.reason or ""), details)
-    storage_h = storage_month / HOURS_PER_MONTH
-    if work.run_s is None:
-        run = None
-    else:  # GPUs and spares for the lengthened run, storage held for it
-        run = (gpus * rate * spot.cost_factor + storage_h * slow.factor) * work.run_h
-    if work.schedule == "one-off":  # burn rate while the run lasts
-        month = gpus * rate * spot.cost_factor / slow.factor * HOURS_PER_MONTH + storage_month
-    else:
-        month = gpus * rate * spot.cost_factor * work.busy_h_per_month + storage_month
-    pays = "hours used, lengthened by preemptions" + (
-        f", with {spot.spare_nodes} spare nodes" if spot.spare_nodes else ""
-    )
-    return CloudOption("spot", rate, run, month, per_million(run, month), pays, details)
 
 
 def _onprem(
@@ -267,7 +94,7 @@ def _onprem(
     cost: Cost,
     nodes: int,
     gpus: int,
-    work: _Work,
+    work: Work,
     network_capex_usd: float,
     storage_capex_usd: float,
     facility_power_w: float,
@@ -293,9 +120,9 @@ def _onprem(
     month = annual / 12.0
     run = None if work.run_s is None else gpus * work.run_h * useful
     per_m = (
-        _per_million(month, work.units_per_month)
+        per_million_of(month, work.units_per_month)
         if work.schedule == "continuous"
-        else _per_million(run, work.units_per_run)
+        else per_million_of(run, work.units_per_run)
     )
     return OnPremCost(
         capex_usd=total_capex,
@@ -375,7 +202,9 @@ def _cloud_options(
             notes.append(f"spot is not applicable: {spot.reason}")
         elif spot.spare_nodes:
             sources.append(_src("prices.spot.replacement_s", replacement))
-    cloud = _cloud(price, nodes * node.gpus_per_node, work, storage_cloud_usd_per_month, spot)
+    cloud = cloud_options(
+        price, nodes * node.gpus_per_node, work, storage_cloud_usd_per_month, spot, cost.onprem_utilisation
+    )
     _date_prices(cloud, price, notes)
     sources += [_src(f"prices.cloud.{price.accelerator}.{k}", v) for k, v in price.sources.items()]
     if cost.spot_preemption_per_hour is not None:
@@ -506,7 +335,7 @@ def size_cost(
     if nodes < 1:
         raise BadInput(f"Cannot cost {nodes} nodes.", "A plan needs at least one node.")
     gpus = nodes * node.gpus_per_node
-    work = _work(demand, run_s)
+    work = work_of(demand, run_s)
     notes: list[str] = []
     sources: list[dict[str, Any]] = []
     if gpus > demand.gpus:
@@ -571,30 +400,5 @@ def size_cost(
         notes=tuple(notes),
         sources=tuple(sources),
         priced_instance=priced,
-        **_period_hours(work, gpus, demand.gpus, storage_cloud_usd_per_month),
+        **period_hours(work, gpus, demand.gpus, storage_cloud_usd_per_month),
     )
-
-
-def _period_hours(work: _Work, billed: int, used: int, storage_month: float) -> dict[str, Any]:
-    """GPU-hours billed and used and the storage bill of one period (a job's run, a service's or
-    recurring jobs' month): billed x the GPU-hour price + storage = the period's on-demand cost."""
-    if work.schedule == "continuous" or work.run_s is None:
-        return {
-            "period": "month",
-            "gpu_hours_billed": billed * HOURS_PER_MONTH,
-            "gpu_hours_used": used * HOURS_PER_MONTH,
-            "storage_usd": storage_month,
-        }
-    if work.schedule == "recurring":  # storage is held all month; the GPUs only while the runs run
-        return {
-            "period": "month",
-            "gpu_hours_billed": billed * work.busy_h_per_month,
-            "gpu_hours_used": used * work.busy_h_per_month,
-            "storage_usd": storage_month,
-        }
-    return {
-        "period": "run",
-        "gpu_hours_billed": billed * work.run_h,
-        "gpu_hours_used": used * work.run_h,
-        "storage_usd": storage_month / HOURS_PER_MONTH * work.run_h,
-    }
