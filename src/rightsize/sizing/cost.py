@@ -1,21 +1,33 @@
 """What a plan costs in the cloud and on premises, and the utilisation at which owning pays.
 
-Cloud (USD per GPU-hour from ``prices.yaml``; instances are rented whole, so the billed GPUs
-are nodes x GPUs per node). A job runs `run_s` seconds (its goodput-adjusted wall time); a
+Cloud (USD per GPU-hour derived from the instance prices in ``prices.yaml``; instances are
+rented whole, so the billed GPUs are nodes x GPUs per node). A job runs `run_s` seconds (its goodput-adjusted wall time); a
 service runs all month (730 h). Cloud storage (`storage_cloud_usd_per_month`) is added for
 the time it is held.
 
 - On-demand: the hours used.
 - Reserved 1 or 3 years: a commitment is paid for every hour of its term, used or not.
-  `committed_usd` is the whole term, `used_hours_usd` the hours the work uses. A one-off
-  run pays the whole commitment (nothing else uses the rest of the term); recurring runs
-  share the committed hours of each month; a service uses them all. A commitment beats
-  on-demand once it is busy more than reserved / on-demand of its hours.
+  `committed_usd` is the whole term, `monthly_payment_usd` a month of it, `used_hours_usd`
+  the hours the work uses and `idle_usd` the rest. A one-off run is charged
+  `used_hours_usd / u`, u the utilisation assumed for owned hardware
+  (`cost.onprem_utilisation`): the rest of the term is taken as filled by other work at
+  the same rate an owned cluster is, so the two compare like for like (the whole
+  commitment stays stated beside it). Recurring runs share the committed hours of each
+  month; a service uses them all. A commitment beats on-demand once it is busy more than
+  reserved / on-demand of its hours.
 - Spot: the spot price x the wall-time factor of preemptions x (nodes + spare pool) / nodes,
   from `sizing.spot` (per-node preemption rates from the price catalog, checkpoint-restart
-  by Daly's complete model, a spare pool sized to the preemptions in one replacement time).
-  Where spot would cost no less than on-demand or stretch the run beyond
-  `spot.SPOT_MAX_SLOWDOWN`, it is marked not applicable with the reason, and has no cost.
+  by Daly's complete model, a spare pool sized to the preemptions in one replacement time;
+  a service under latency SLOs keeps a replica's nodes spare). Where spot would cost no
+  less than on-demand, stretch the run beyond `spot.SPOT_MAX_SLOWDOWN`, or put one
+  synchronous job on more than `spot.SPOT_MAX_SYNC_NODES` nodes, it is marked not
+  applicable with the reason, and has no cost; where the provider sells no spot for the
+  instance (the price record's spot is null) there is no spot figure at all, only why.
+
+Every option also states the billed instance's price per hour, its date, and a note when
+that date is more than `prices.STALE_AFTER_MONTHS` before the plan. Per-unit figures
+(`usd_per_million_units`) are the period's bill over the work served in it
+(`search.serving_costs.per_million`; a service's work at its average rate).
 
 On premises (owning; figures from ``prices.yaml`` unless the spec's `cost:` overrides):
 
