@@ -195,3 +195,15 @@ def test_a_neocloud_on_demand_price_is_refused() -> None:
     )
     with pytest.raises(CatalogDataError, match="not on the column's basis"):
         parse_prices(doc, PRICES_FILE, accelerators(), nodes())
+
+
+def test_a_users_rate_prices_the_same_instance_and_can_sell_spot_the_catalog_lacks() -> None:
+    # p6-b200 has no spot in the catalog; a team with a negotiated spot rate gives it, and the
+    # plan prices the same instance (its per-instance price derived from the user's rate).
+    table = merge_user_prices(
+        shipped_prices(), UserPrices.model_validate({"b200": {"spot_usd_per_gpu_hour": 4.0}})
+    )
+    price = table.cloud["b200"]
+    assert price.instance is not None and price.instance.instance == "p6-b200.48xlarge"
+    assert price.spot == 4.0 and price.instance_rate(SPOT) == 32.0
+    assert shipped_prices().cloud["b200"].spot is None

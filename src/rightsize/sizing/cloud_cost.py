@@ -220,7 +220,9 @@ def _spot_option(
     else:
         month = gpus * rate * spot.cost_factor * work.busy_h_per_month + storage_month
     pays = "hours used, lengthened by preemptions" + (
-        f", with {spot.spare_nodes} spare nodes" if spot.spare_nodes else ""
+        f", with {spot.spare_nodes} spare node{'s' if spot.spare_nodes != 1 else ''}"
+        if spot.spare_nodes
+        else ""
     )
     return CloudOption("spot", rate, run, month, per_million(run, month), pays, details)
 
