@@ -92,7 +92,6 @@ __all__ = [
     "spot_slowdown",
 ]
 
-MILLION = 1e6
 DEPLOYMENTS = ("cloud", "onprem", "both")
 
 
