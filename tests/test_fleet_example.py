@@ -97,12 +97,12 @@ def test_single_pool_replans_on_its_accelerator(tmp_path: Path) -> None:
     fleet_file.write_text(
         "kind: fleet\nstart: 2027-01\nhorizon_months: 3\n"
         f"workloads:\n  - spec: {lora}\n"
-        "policy: {pools: single, accelerator: h100-sxm, capacity: [reserved_1y, on_demand]}\n",
+        "policy: {pools: single, accelerator: h200-sxm, capacity: [reserved_1y, on_demand]}\n",
         encoding="utf-8",
     )
     p = plan(fleet_file)
     (entry,) = p.entries
-    assert entry["plan"]["accelerator"] == "h100-sxm" and "re-planned on h100-sxm" in entry["note"]
+    assert entry["plan"]["accelerator"] == "h200-sxm" and "re-planned on h200-sxm" in entry["note"]
 
 
 def test_offline_inference_needs_its_volume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

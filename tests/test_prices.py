@@ -12,6 +12,7 @@ import rightsize.catalog as catalog
 from rightsize.catalog import accelerators, nodes
 from rightsize.catalog.loader import CatalogDataError, iter_numbers, read_data_file
 from rightsize.catalog.prices import (
+    INSTANCE_FIELDS,
     ON_DEMAND,
     PREEMPTIONS,
     PRICES_FILE,
@@ -25,6 +26,8 @@ from rightsize.catalog.prices import (
     node_capexes,
     onprem_defaults,
     parse_prices,
+    stale_note,
+    stale_prices,
 )
 from rightsize.errors import BadInput
 
@@ -81,7 +84,9 @@ def test_every_number_in_raw_yaml_is_sourced() -> None:
 
 def test_every_parsed_price_has_source_and_as_of() -> None:
     for acc_id, price in cloud_prices().items():
-        assert set(price.sources) == set(ALL_FIGURES), acc_id
+        expected = set(ALL_FIGURES) - ({SPOT} if price.spot is None else set())
+        assert set(price.sources) == expected, acc_id
+        assert price.instance is not None, acc_id
         for field, s in price.sources.items():
             assert s.source and s.as_of, (acc_id, field)
         assert price.on_demand == price.sources[ON_DEMAND].value
@@ -116,7 +121,7 @@ def test_priced_ids_are_catalog_ids() -> None:
 def test_price_order(acc_id: str) -> None:
     p = cloud_price(acc_id)
     assert 0 < p.reserved_3y <= p.reserved_1y <= p.on_demand
-    assert 0 < p.spot <= p.on_demand
+    assert p.spot is None or 0 < p.spot <= p.on_demand
     assert 0 < p.spot_preemptions_per_hour < 1
 
 
@@ -145,7 +150,22 @@ MAGNITUDES: list[tuple[str, Callable[[], bool]]] = [
     ("every GPU-hour is $0.30-$20", lambda: all(0.3 <= p.on_demand <= 20 for p in cloud_prices().values())),
     (
         "spot is at least 40% off on-demand",
-        lambda: all(p.spot <= 0.6 * p.on_demand for p in cloud_prices().values()),
+        lambda: all(p.spot <= 0.6 * p.on_demand for p in cloud_prices().values() if p.spot is not None),
+    ),
+    (
+        "H100 on demand is AWS's post-June-2025 p5.48xlarge list price ($55.04/h, $6.88 per GPU-hour)",
+        lambda: (
+            cloud_price("h100-sxm").instance_rate(ON_DEMAND) == 55.04
+            and cloud_price("h100-sxm").on_demand == 6.88
+        ),
+    ),
+    (
+        "H200 on demand is AWS's p5en.48xlarge list price ($63.296/h)",
+        lambda: abs((cloud_price("h200-sxm").instance_rate(ON_DEMAND) or 0) - 63.296) < 1e-9,
+    ),
+    (
+        "no spot is sold for p6-b200, GB200 or MI325X",
+        lambda: all(cloud_price(a).spot is None for a in ("b200", "gb200", "mi325x")),
     ),
     (
         "an HGX B200 costs more than an HGX H100",
@@ -233,20 +253,40 @@ def _parse(doc: dict[str, Any]) -> Any:
 
 
 def _h100(d: dict[str, Any]) -> dict[str, Any]:
+    """The h100-sxm record with its instance columns also reachable by the per-GPU field names."""
     entry: dict[str, Any] = d["cloud"]["h100-sxm"]
     return entry
 
 
+def _col(field: str) -> str:
+    return INSTANCE_FIELDS[field]
+
+
 BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     # (case, mutation, text the error must contain)
-    ("1y above on-demand", lambda d: _h100(d)[RESERVED_1Y].update(value=20.0), f"h100-sxm.{RESERVED_1Y}"),
-    ("3y above 1y", lambda d: _h100(d)[RESERVED_3Y].update(value=7.5), f"h100-sxm.{RESERVED_3Y}"),
-    ("spot above on-demand", lambda d: _h100(d)[SPOT].update(value=13.0), f"h100-sxm.{SPOT}"),
-    ("whole-instance price", lambda d: _h100(d)[ON_DEMAND].update(value=98.32), "check the unit"),
-    ("missing source", lambda d: _h100(d)[ON_DEMAND].pop("source"), "missing 'source'"),
-    ("missing as_of", lambda d: _h100(d)[SPOT].pop("as_of"), "missing 'as_of'"),
-    ("missing spot price", lambda d: _h100(d).pop(SPOT), f"missing '{SPOT}'"),
-    ("typo in a field", lambda d: _h100(d).update(on_demand_usd=_h100(d)[ON_DEMAND]), "on_demand_usd"),
+    (
+        "1y above on-demand",
+        lambda d: _h100(d)[_col(RESERVED_1Y)].update(value=60.0),
+        f"h100-sxm.{_col(RESERVED_1Y)}",
+    ),
+    (
+        "3y above 1y",
+        lambda d: _h100(d)[_col(RESERVED_3Y)].update(value=34.0),
+        f"h100-sxm.{_col(RESERVED_3Y)}",
+    ),
+    ("spot above on-demand", lambda d: _h100(d)[_col(SPOT)].update(value=60.0), f"h100-sxm.{_col(SPOT)}"),
+    ("per-GPU price x 8 twice", lambda d: _h100(d)[_col(ON_DEMAND)].update(value=440.32), "check the unit"),
+    ("missing source", lambda d: _h100(d)[_col(ON_DEMAND)].pop("source"), "missing 'source'"),
+    ("missing as_of", lambda d: _h100(d)[_col(SPOT)].pop("as_of"), "missing 'as_of'"),
+    ("missing spot column", lambda d: _h100(d).pop(_col(SPOT)), f"missing '{_col(SPOT)}'"),
+    ("missing instance type", lambda d: _h100(d).pop("instance"), "missing 'instance'"),
+    ("missing GPUs per instance", lambda d: _h100(d).pop("gpus_per_instance"), "missing 'gpus_per_instance'"),
+    (
+        "fractional GPUs per instance",
+        lambda d: _h100(d)["gpus_per_instance"].update(value=7.5),
+        "gpus_per_instance",
+    ),
+    ("typo in a field", lambda d: _h100(d).update(on_demand_usd=_h100(d)[_col(ON_DEMAND)]), "on_demand_usd"),
     ("unknown accelerator", lambda d: d["cloud"].update({"h100-sxm5": _h100(d)}), "cloud.h100-sxm5"),
     (
         "unknown node",
@@ -287,3 +327,49 @@ def test_per_accelerator_preemption_rate_overrides_the_default() -> None:
     assert table.cloud["h100-sxm"].spot_preemptions_per_hour == 0.2
     default = doc["spot"]["default_preemptions_per_hour"]["value"]
     assert table.cloud["b200"].spot_preemptions_per_hour == default
+
+
+def test_spot_null_means_no_spot() -> None:
+    doc = _doc()
+    _h100(doc)[_col(SPOT)] = None
+    table = _parse(doc)
+    assert table.cloud["h100-sxm"].spot is None
+    assert SPOT not in table.cloud["h100-sxm"].sources
+
+
+def test_per_gpu_price_is_derived_from_the_instance() -> None:
+    for acc_id, price in cloud_prices().items():
+        assert price.instance is not None
+        for field in (ON_DEMAND, RESERVED_1Y, RESERVED_3Y, SPOT):
+            rate = price.rate(field)
+            if rate is not None:
+                assert price.instance_rate(field) == pytest.approx(rate * price.instance.gpus), (
+                    acc_id,
+                    field,
+                )
+
+
+def test_one_basis_every_instance_is_the_node_that_is_billed() -> None:
+    # A10G and T4 used to be priced from 1-GPU instances beside 8-GPU ones: every instance
+    # now has as many GPUs as the node a plan bills whole (h100-pcie: Azure rents 1 or 2).
+    from rightsize.catalog import get_node, node_for
+
+    for acc_id, price in cloud_prices().items():
+        assert price.instance is not None
+        if acc_id == "h100-pcie":
+            continue
+        assert price.instance.gpus == get_node(node_for(acc_id).id).gpus_per_node, acc_id
+
+
+def test_stale_prices_are_flagged() -> None:
+    from datetime import date
+
+    stale = dict(stale_prices(today=date(2026, 11, 25)))
+    assert (
+        "cloud.a100-sxm-40gb.on_demand_usd_per_instance_hour" in stale
+    )  # 2025-05: before AWS's June-2025 cut
+    assert "cloud.h100-sxm.on_demand_usd_per_instance_hour" not in stale  # 2025-11, post-cut
+    figure = cloud_price("a100-sxm-40gb").sources[ON_DEMAND]
+    note = stale_note(figure, date(2026, 11, 25))
+    assert note is not None and "2025-05" in note and "18 months" in note
+    assert stale_note(figure, date(2025, 12, 1)) is None

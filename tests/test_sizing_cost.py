@@ -123,17 +123,29 @@ def test_more_spot_nodes_never_speed_a_job_up() -> None:
     assert factors[-1] > 5  # 12.8 preemptions/h with 10-minute restarts: spot is hopeless
 
 
-def test_reserved_one_off_pays_the_whole_commitment() -> None:
+def test_reserved_one_off_states_the_commitment_and_costs_its_share_like_owning() -> None:
+    # A one-off run on a 1-year commitment: the whole term and its monthly payment are stated,
+    # with what the run uses and what is left idle; the run is charged its share at the same
+    # utilisation assumed for owned hardware (not the whole term beside an amortised on-premises figure).
     run_s = 240 * HOUR_S
     plan = _cost(_job(), run_s)
+    u = Cost().onprem_utilisation
     r1 = plan.cloud["reserved_1y"]
-    assert r1.details["committed_usd"] == pytest.approx(16 * H100_PRICE.reserved_1y * 8760)
-    assert r1.details["used_hours_usd"] == pytest.approx(16 * H100_PRICE.reserved_1y * 240)
-    assert r1.usd_per_run == pytest.approx(r1.details["committed_usd"])
-    assert "whole commitment" in r1.pays
+    committed = 16 * H100_PRICE.reserved_1y * 8760
+    used = 16 * H100_PRICE.reserved_1y * 240
+    assert r1.details["committed_usd"] == pytest.approx(committed)
+    assert r1.details["monthly_payment_usd"] == pytest.approx(16 * H100_PRICE.reserved_1y * HOURS_PER_MONTH)
+    assert r1.details["used_hours_usd"] == pytest.approx(used)
+    assert r1.details["idle_usd"] == pytest.approx(committed - used)
+    assert r1.details["utilisation_assumed_fraction"] == u
+    assert r1.usd_per_run == pytest.approx(used / u)
     assert r1.details["commitment_used_fraction"] == pytest.approx(240 / 8760)
+    assert f"${committed:,.0f}" in r1.pays
+    # on premises on the same basis: the run's GPU-hours at the owned rate / the same utilisation
+    assert plan.onprem.usd_per_run == pytest.approx(16 * 240 * plan.onprem.usd_per_gpu_hour_owned / u)
     r3 = plan.cloud["reserved_3y"]
-    assert r3.usd_per_run == pytest.approx(16 * H100_PRICE.reserved_3y * 3 * 8760)
+    assert r3.usd_per_run == pytest.approx(16 * H100_PRICE.reserved_3y * 240 / u)
+    assert r3.details["committed_usd"] == pytest.approx(16 * H100_PRICE.reserved_3y * 3 * 8760)
 
 
 def test_reserved_recurring_runs_share_the_months_commitment() -> None:
@@ -168,7 +180,8 @@ def test_continuous_service_month_and_per_million() -> None:
     assert plan.schedule == "continuous"
     assert od.usd_per_run is None
     assert od.usd_per_month == pytest.approx(16 * H100_PRICE.on_demand * 730 + 100.0)
-    units = 20_000.0 * 0.5 * 730 * 3600
+    # a service's work_units_per_s is its average rate: the duty cycle is not applied again
+    units = 20_000.0 * 730 * 3600
     assert plan.work_units_per_month == pytest.approx(units)
     assert od.usd_per_million_units == pytest.approx(od.usd_per_month / units * 1e6)
     # a service on spot loses R per preemption of one replica's single node

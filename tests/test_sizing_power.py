@@ -179,7 +179,7 @@ def test_energy_per_run_month_and_work_unit() -> None:
     assert plan.energy_per_run_mwh is None
     assert plan.energy_per_month_mwh == pytest.approx(plan.facility_power_typical_w * YEAR_S / 12 / 3.6e9)
     assert plan.energy_per_million_units_kwh == pytest.approx(
-        plan.facility_power_typical_w / 0.5e6 * 1e6 / 3.6e6
+        plan.facility_power_typical_w / 1e6 * 1e6 / 3.6e6  # the average rate served: no second duty cycle
     )
 
 

@@ -27,13 +27,29 @@ def test_poisson_quantile() -> None:
 
 
 def test_spot_with_few_preemptions_keeps_a_spare_pool_and_stays_cheaper() -> None:
-    # 1,024 H100 nodes at 3.1e-4 preemptions per node-hour: 0.32 an hour
-    slow = spot_slowdown(3.1e-4, 1024, 3600.0 * 3, 600.0, 1800.0, 30 * 86400.0)
-    sp = plan_spot(slow, 1024, 3.39, 12.29, 3600.0, job=True)
+    # 64 H100 nodes at 5e-3 preemptions per node-hour: 0.32 an hour
+    slow = spot_slowdown(5e-3, 64, 3600.0 * 3, 600.0, 1800.0, 30 * 86400.0)
+    sp = plan_spot(slow, 64, 3.39, 12.29, 3600.0, job=True)
     assert sp.applicable and sp.reason is None
     assert sp.spare_nodes == 2
-    assert sp.cost_factor == pytest.approx(slow.factor * 1026 / 1024)
+    assert sp.cost_factor == pytest.approx(slow.factor * 66 / 64)
     assert 3.39 * sp.cost_factor < 12.29
+
+
+def test_a_thousand_spot_nodes_for_one_synchronous_job_is_not_a_plan() -> None:
+    # the same cheap, rarely preempted spot: 1,024 nodes at once for one job is not offered
+    slow = spot_slowdown(3.1e-4, 1024, 3600.0 * 3, 600.0, 1800.0, 30 * 86400.0)
+    sp = plan_spot(slow, 1024, 3.39, 12.29, 3600.0, job=True)
+    assert not sp.applicable and "synchronous job on 1,024 spot nodes" in (sp.reason or "")
+
+
+def test_a_latency_slo_service_on_spot_keeps_a_spare_replica() -> None:
+    slow = spot_slowdown(3.1e-4, 2, 3600.0 * 3, 600.0, None, None)  # one replica = 2 nodes
+    sp = plan_spot(slow, 8, 3.39, 6.88, 3600.0, job=False, slo_replica_nodes=2)
+    assert sp.applicable and sp.spare_nodes == 2
+    assert sp.cost_factor == pytest.approx(slow.factor * 10 / 8)
+    offline = plan_spot(slow, 8, 3.39, 6.88, 3600.0, job=False)  # no SLO: no spare replica
+    assert offline.spare_nodes == 0
 
 
 def test_spot_that_stretches_the_run_is_not_applicable_with_the_reason() -> None:
@@ -71,11 +87,26 @@ def test_the_405b_example_reports_spot_as_not_applicable() -> None:
     assert spot["not_applicable_reason"]
 
 
-def test_the_70b_examples_spot_is_below_its_on_demand() -> None:
+def test_the_70b_examples_spot_is_not_offered_where_none_is_sold() -> None:
+    # the 70B example runs on p6-b200 instances, for which AWS sells no spot: no spot figure
     d = json.loads(render(plan(EX / "llama3-70b-pretrain.yaml"), "json"))
     cloud = d["sizing"]["cost"]["cloud"]
-    assert cloud["spot"]["applicable"]
+    assert cloud["spot"]["applicable"] is False and cloud["spot"]["usd_per_gpu_hour"] is None
+    assert "no spot is sold" in cloud["spot"]["not_applicable_reason"]
+
+
+def test_a_small_job_on_spot_is_below_its_on_demand_and_a_huge_one_is_not_offered() -> None:
+    small = {
+        "model": "llama3-8b",
+        "training": {"seq_len": 4096, "global_batch_tokens": "4Mi", "train_tokens": "20B"},
+        "targets": {"accelerators": ["h100-sxm"], "gpus": 64},
+    }
+    cloud = json.loads(render(plan(small), "json"))["sizing"]["cost"]["cloud"]
+    assert cloud["spot"]["applicable"], cloud["spot"]["not_applicable_reason"]
     assert cloud["spot"]["usd_per_run"] < cloud["on_demand"]["usd_per_run"]
+    huge = dict(small, targets={"accelerators": ["h100-sxm"], "gpus": 1024})
+    spot = json.loads(render(plan(huge), "json"))["sizing"]["cost"]["cloud"]["spot"]
+    assert spot["applicable"] is False and "synchronous job on" in spot["not_applicable_reason"]
 
 
 # --- storage in proportion -----------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from rightsize.api import plan
 from rightsize.catalog.loader import CatalogDataError, read_data_file
 from rightsize.catalog.prices import (
+    INSTANCE_FIELDS,
     ON_DEMAND,
     PRICES_FILE,
     RESERVED_1Y,
@@ -182,11 +183,27 @@ def test_every_cloud_figure_is_on_its_columns_basis() -> None:
         assert b.basis and b.as_of
     for acc, price in cloud_prices().items():
         for column, b in basis.items():
+            if column == SPOT and price.spot is None:  # no spot sold for the instance
+                continue
             assert price.sources[column].source.startswith(b.sources_start_with), (acc, column)
 
 
 def test_a_neocloud_on_demand_price_is_refused() -> None:
     doc = copy.deepcopy(read_data_file(PRICES_FILE))
-    doc["cloud"]["h100-sxm"][ON_DEMAND]["source"] = "Lambda Cloud on-demand, 8x H100 $23.92/h / 8"
+    doc["cloud"]["h100-sxm"][INSTANCE_FIELDS[ON_DEMAND]]["source"] = (
+        "Lambda Cloud on-demand, 8x H100 $23.92/h / 8"
+    )
     with pytest.raises(CatalogDataError, match="not on the column's basis"):
         parse_prices(doc, PRICES_FILE, accelerators(), nodes())
+
+
+def test_a_users_rate_prices_the_same_instance_and_can_sell_spot_the_catalog_lacks() -> None:
+    # p6-b200 has no spot in the catalog; a team with a negotiated spot rate gives it, and the
+    # plan prices the same instance (its per-instance price derived from the user's rate).
+    table = merge_user_prices(
+        shipped_prices(), UserPrices.model_validate({"b200": {"spot_usd_per_gpu_hour": 4.0}})
+    )
+    price = table.cloud["b200"]
+    assert price.instance is not None and price.instance.instance == "p6-b200.48xlarge"
+    assert price.spot == 4.0 and price.instance_rate(SPOT) == 32.0
+    assert shipped_prices().cloud["b200"].spot is None

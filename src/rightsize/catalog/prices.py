@@ -1,10 +1,14 @@
-"""Dated price table (``data/prices.yaml``): cloud GPU-hour prices and on-premises costs, each sourced.
+"""Dated price table (``data/prices.yaml``): cloud instance prices and on-premises costs, each sourced.
 
-Cloud prices are USD per GPU-hour per accelerator id (an instance price divided by its GPU
-count): on-demand, 1- and 3-year commitments, spot, and how often spot instances are
-preempted. On-premises figures are the purchase price of each node type plus the defaults
-that turn capex into a cost per hour (amortisation, power, PUE, network, storage, facility,
-operations). Lookups are pure functions over a table read and cross-checked once.
+Cloud prices are one record per accelerator id: the instance that is billed (provider,
+instance type, GPUs per instance, region) and its USD per INSTANCE-hour on demand, with 1-
+and 3-year commitments, spot where it is sold (None where not), and how often spot instances
+are preempted. The per-GPU-hour figures the costing multiplies by GPUs are derived (instance
+price / GPUs per instance), so every accelerator is priced on one basis. On-premises figures
+are the purchase price of each node type plus the defaults that turn capex into a cost per
+hour (amortisation, power, PUE, network, storage, facility, operations). Lookups are pure
+functions over a table read and cross-checked once; `stale_prices` lists figures older than
+`STALE_AFTER_MONTHS` for the maintainer who refreshes the file.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import date
 from functools import cache
 from typing import Any
 
@@ -39,11 +44,18 @@ SPOT = "spot_usd_per_gpu_hour"
 PREEMPTIONS = "spot_preemptions_per_hour"
 USER_SOURCE = "user"
 PRICE_FIELDS = (ON_DEMAND, RESERVED_1Y, RESERVED_3Y, SPOT)
-_CLOUD_KEYS = frozenset({*PRICE_FIELDS, PREEMPTIONS})
+# The YAML column of each per-GPU figure: the catalog states the price of the whole instance.
+INSTANCE_FIELDS = {field: field.replace("_per_gpu_hour", "_per_instance_hour") for field in PRICE_FIELDS}
+_INSTANCE_KEYS = ("provider", "instance", "gpus_per_instance", "region")
+_CLOUD_KEYS = frozenset({*INSTANCE_FIELDS.values(), *_INSTANCE_KEYS, PREEMPTIONS})
+# A price dated more than this many months before the plan is flagged next to the figure.
+STALE_AFTER_MONTHS = 12
 
 # Sanity bounds that catch unit slips: a GPU-hour above $30 is almost surely a whole
 # 8-GPU instance's price; more than 10 preemptions an hour is a per-day figure.
 USD_PER_GPU_HOUR_RANGE = (0.05, 30.0)
+USD_PER_INSTANCE_HOUR_RANGE = (0.05, 2_000.0)
+_GPUS_PER_INSTANCE = (1, 72)
 _PREEMPTIONS_PER_HOUR = (1e-6, 10.0)
 CAPEX_USD_RANGE = (1_000.0, 10_000_000.0)
 
@@ -60,11 +72,27 @@ _DEFAULT_FIELDS: tuple[tuple[str, float, float], ...] = (
 
 
 @dataclass(frozen=True)
-class CloudPrice:
-    """Renting one accelerator in the cloud, USD per GPU-hour; `sources` is keyed by the YAML field name.
+class InstanceType:
+    """What a cloud price is the price of: one whole instance, as the provider bills it."""
 
-    Every catalog entry has all four prices; an accelerator priced only by the user may lack
-    some (None: that way of renting has no price).
+    provider: str  # aws, azure, gcp, oracle, or estimate (a part no hyperscaler lists)
+    instance: str  # the provider's instance type, e.g. p5.48xlarge
+    gpus: int  # GPUs (or TPU chips) per instance
+    region: str
+
+    def describe(self) -> str:
+        return f"{self.provider} {self.instance} ({self.gpus} GPUs) in {self.region}"
+
+
+@dataclass(frozen=True)
+class CloudPrice:
+    """Renting one accelerator in the cloud. The figures are USD per GPU-hour DERIVED from the
+    billed instance's price (`instance`: instance price / its GPUs); `sources` is keyed by the
+    per-GPU field name and states the instance figure it came from.
+
+    A catalog entry has on-demand and commitment prices, and spot only where the provider
+    sells it (None otherwise); an accelerator priced only by the user may lack some (None:
+    that way of renting has no price).
     """
 
     accelerator: str  # an id in accelerators.yaml
@@ -74,6 +102,12 @@ class CloudPrice:
     spot: float | None  # USD per GPU-hour, preemptible
     spot_preemptions_per_hour: float  # per spot INSTANCE (node); N instances see N times as many
     sources: dict[str, Sourced]
+    instance: InstanceType | None = None  # None: priced per GPU-hour by the user, no instance named
+
+    def instance_rate(self, field: str) -> float | None:
+        """The price of one whole instance per hour in a column (None: no price, or no instance)."""
+        rate = self.rate(field)
+        return None if rate is None or self.instance is None else rate * self.instance.gpus
 
     def rate(self, field: str) -> float | None:
         """The price in the column named by its YAML field (e.g. ``on_demand_usd_per_gpu_hour``)."""
@@ -142,17 +176,59 @@ def _check_not_above(
         )
 
 
+def _instance(raw: Mapping[str, Any], file: str, key: str) -> InstanceType:
+    for field in _INSTANCE_KEYS:
+        if field not in raw:
+            raise CatalogDataError(file, key, f"missing '{field}' (every cloud price is an instance's)")
+    lo, hi = _GPUS_PER_INSTANCE
+    gpus = int(
+        sourced(
+            raw["gpus_per_instance"], file, f"{key}.gpus_per_instance", integer=True, minimum=lo, maximum=hi
+        ).value
+    )
+    return InstanceType(
+        require_str(raw, "provider", file, key),
+        require_str(raw, "instance", file, key),
+        gpus,
+        require_str(raw, "region", file, key),
+    )
+
+
+def _per_gpu(raw: Any, file: str, key: str, gpus: int) -> Sourced:
+    """An instance-hour figure and the per-GPU-hour figure derived from it (the source says how)."""
+    lo, hi = USD_PER_INSTANCE_HOUR_RANGE
+    figure = sourced(raw, file, key, minimum=lo, maximum=hi)
+    value = figure.value / gpus
+    g_lo, g_hi = USD_PER_GPU_HOUR_RANGE
+    if not g_lo <= value <= g_hi:
+        raise CatalogDataError(
+            file,
+            key,
+            f"{figure.value!r} / {gpus} GPUs = {value:.4g} per GPU-hour is outside {g_lo}-{g_hi}; check the unit",
+        )
+    derived = (
+        f"{figure.source} [per GPU-hour: ${figure.value:g}/h / {gpus} GPUs]" if gpus > 1 else figure.source
+    )
+    return Sourced(value, derived, figure.as_of)
+
+
 def parse_cloud_price(raw: Any, file: str, key: str, acc_id: str, default_preemptions: Sourced) -> CloudPrice:
-    """One ``cloud.<accelerator>`` entry; prices must fall in the order 3y <= 1y <= on-demand, spot <= on-demand."""
+    """One ``cloud.<accelerator>`` instance record; prices must fall in the order 3y <= 1y <=
+    on-demand, spot <= on-demand; spot may be null (no spot sold for the instance)."""
     if not isinstance(raw, Mapping):
         raise CatalogDataError(file, key, f"expected a mapping, got {type(raw).__name__}")
     check_keys(raw, _CLOUD_KEYS, file, key)
-    lo, hi = USD_PER_GPU_HOUR_RANGE
+    inst = _instance(raw, file, key)
     figures: dict[str, Sourced] = {}
     for field in PRICE_FIELDS:
-        if field not in raw:
-            raise CatalogDataError(file, key, f"missing '{field}'")
-        figures[field] = sourced(raw[field], file, f"{key}.{field}", minimum=lo, maximum=hi)
+        column = INSTANCE_FIELDS[field]
+        if column not in raw:
+            raise CatalogDataError(
+                file, key, f"missing '{column}'" + (" (null where no spot is sold)" if field == SPOT else "")
+            )
+        if raw[column] is None and field == SPOT:
+            continue
+        figures[field] = _per_gpu(raw[column], file, f"{key}.{column}", inst.gpus)
     if PREEMPTIONS in raw:
         p_lo, p_hi = _PREEMPTIONS_PER_HOUR
         figures[PREEMPTIONS] = sourced(
@@ -160,17 +236,24 @@ def parse_cloud_price(raw: Any, file: str, key: str, acc_id: str, default_preemp
         )
     else:
         figures[PREEMPTIONS] = default_preemptions
-    _check_not_above(figures[RESERVED_3Y], figures[RESERVED_1Y], RESERVED_3Y, RESERVED_1Y, file, key)
-    _check_not_above(figures[RESERVED_1Y], figures[ON_DEMAND], RESERVED_1Y, ON_DEMAND, file, key)
-    _check_not_above(figures[SPOT], figures[ON_DEMAND], SPOT, ON_DEMAND, file, key)
+    names = {f: INSTANCE_FIELDS[f] for f in PRICE_FIELDS}
+    _check_not_above(
+        figures[RESERVED_3Y], figures[RESERVED_1Y], names[RESERVED_3Y], names[RESERVED_1Y], file, key
+    )
+    _check_not_above(
+        figures[RESERVED_1Y], figures[ON_DEMAND], names[RESERVED_1Y], names[ON_DEMAND], file, key
+    )
+    if SPOT in figures:
+        _check_not_above(figures[SPOT], figures[ON_DEMAND], names[SPOT], names[ON_DEMAND], file, key)
     return CloudPrice(
         accelerator=acc_id,
         on_demand=figures[ON_DEMAND].value,
         reserved_1y=figures[RESERVED_1Y].value,
         reserved_3y=figures[RESERVED_3Y].value,
-        spot=figures[SPOT].value,
+        spot=figures[SPOT].value if SPOT in figures else None,
         spot_preemptions_per_hour=figures[PREEMPTIONS].value,
         sources=figures,
+        instance=inst,
     )
 
 
@@ -257,18 +340,19 @@ def parse_prices(
 
 
 def parse_basis(raw: Mapping[str, Any], file: str) -> dict[str, PriceBasis]:
-    """The ``basis`` block: one basis per cloud price column."""
+    """The ``basis`` block: one basis per cloud price column (keyed here by the per-GPU field)."""
     block = require_mapping(raw, "basis", file, "<document>")
-    check_keys(block, frozenset(PRICE_FIELDS), file, "basis")
+    check_keys(block, frozenset(INSTANCE_FIELDS.values()), file, "basis")
     out: dict[str, PriceBasis] = {}
-    for column in PRICE_FIELDS:
+    for field in PRICE_FIELDS:
+        column = INSTANCE_FIELDS[field]
         key = f"basis.{column}"
         entry = require_mapping(block, column, file, "basis")
         check_keys(entry, frozenset({"basis", "sources_start_with", "as_of"}), file, key)
         prefixes = entry.get("sources_start_with")
         if not isinstance(prefixes, list) or not prefixes or not all(isinstance(p, str) for p in prefixes):
             raise CatalogDataError(file, f"{key}.sources_start_with", "must be a non-empty list of strings")
-        out[column] = PriceBasis(
+        out[field] = PriceBasis(
             column,
             require_str(entry, "basis", file, key),
             tuple(prefixes),
@@ -279,12 +363,14 @@ def parse_basis(raw: Mapping[str, Any], file: str) -> dict[str, PriceBasis]:
 
 def check_basis(price: CloudPrice, basis: Mapping[str, PriceBasis], file: str, key: str) -> None:
     """Each figure in a column must be on that column's basis (its source says which provider it is)."""
-    for column, b in basis.items():
-        src = price.sources[column].source
+    for field, b in basis.items():
+        if field not in price.sources:  # no spot sold: nothing to check
+            continue
+        src = price.sources[field].source
         if not src.startswith(b.sources_start_with):
             raise CatalogDataError(
                 file,
-                f"{key}.{column}.source",
+                f"{key}.{INSTANCE_FIELDS[field]}.source",
                 f"{src[:60]!r}... is not on the column's basis ({b.basis}); "
                 f"a source must start with one of {list(b.sources_start_with)}",
             )
@@ -391,3 +477,51 @@ def node_capex(node_id: str) -> NodeCapex:
 def onprem_defaults() -> OnPremDefaults:
     """Amortisation, power, PUE, network, storage, facility and operations defaults for on-premises costs."""
     return active_prices().defaults
+
+
+# --- how old a price is -----------------------------------------------------------------------
+
+
+def _months(as_of: str) -> int:
+    """'2025-05' (or '2025-05-14', or '2025') as a month count, the first month of a bare year."""
+    parts = as_of.split("-")
+    return int(parts[0]) * 12 + (int(parts[1]) - 1 if len(parts) > 1 else 0)
+
+
+def price_age_months(as_of: str, today: date | None = None) -> int:
+    """Whole months from a figure's `as_of` to `today` (the plan's date: the system's today)."""
+    now = today or date.today()
+    return now.year * 12 + now.month - 1 - _months(as_of)
+
+
+def is_stale(as_of: str, today: date | None = None) -> bool:
+    """True when the figure is dated more than `STALE_AFTER_MONTHS` before `today`."""
+    return price_age_months(as_of, today) > STALE_AFTER_MONTHS
+
+
+def stale_note(figure: Sourced, today: date | None = None) -> str | None:
+    """What a plan prints next to a stale price; None when it is recent enough (or the user's)."""
+    if figure.source == USER_SOURCE or not is_stale(figure.as_of, today):
+        return None
+    now = today or date.today()
+    return (
+        f"price dated {figure.as_of}, {price_age_months(figure.as_of, now)} months before this plan "
+        f"({now.isoformat()}; stale after {STALE_AFTER_MONTHS}): re-check it or give yours with `prices:`"
+    )
+
+
+def stale_prices(table: PriceTable | None = None, today: date | None = None) -> list[tuple[str, Sourced]]:
+    """Every price in the table older than `STALE_AFTER_MONTHS`, as (YAML key, figure): what a
+    maintainer refreshing ``prices.yaml`` re-checks first."""
+    t = table or shipped_prices()
+    out: list[tuple[str, Sourced]] = []
+    for acc_id, price in t.cloud.items():
+        out += [
+            (f"cloud.{acc_id}.{INSTANCE_FIELDS.get(field, field)}", s)
+            for field, s in price.sources.items()
+            if field in INSTANCE_FIELDS and is_stale(s.as_of, today)
+        ]
+    out += [
+        (f"onprem.{n}.capex_usd", c.source) for n, c in t.onprem.items() if is_stale(c.source.as_of, today)
+    ]
+    return out

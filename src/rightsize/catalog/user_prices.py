@@ -106,6 +106,7 @@ def _merge_accelerator(
         spot=values[SPOT],
         spot_preemptions_per_hour=sources[PREEMPTIONS].value,
         sources=sources,
+        instance=base.instance if base is not None else None,  # the user prices the same instance
     )
 
 

@@ -27,6 +27,27 @@ def breakeven_text(u: float) -> str:
     return f"owning beats on-demand above {units.pct(u)} utilisation"
 
 
+_UNIT_NAMES = {"output_token": "output tokens", "query": "queries"}
+
+
+def unit_name(work_unit: Any) -> str:
+    """'output_token' -> 'output tokens', 'image' -> 'images': the plural a per-unit figure names."""
+    w = str(work_unit or "unit")
+    return _UNIT_NAMES.get(w, w.replace("_", " ") + "s")
+
+
+def usd_fine(v: float) -> str:
+    """A per-unit price with three significant figures below $100 ($4.12, $0.00540)."""
+    return units.usd(v) if abs(v) >= 100 or v == 0 else f"${v:,.3g}" if abs(v) >= 1 else f"${v:.3g}"
+
+
+def per_million_text(usd: Any, work_unit: Any) -> str:
+    """'$4.12 per 1M output tokens', or '' when there is no figure."""
+    if not isinstance(usd, int | float):
+        return ""
+    return f"{usd_fine(usd)} per 1M {unit_name(work_unit)}"
+
+
 def _gpus(nodes: dict[str, Any], cost: dict[str, Any]) -> str:
     """GPUs billed (whole nodes) and, when fewer, GPUs the job uses."""
     billed = cost.get("gpus_billed") or nodes.get("gpus", 0)
@@ -78,9 +99,12 @@ def _power_line(power: dict[str, Any]) -> str:
         f"(PUE {power.get('pue', 0):g})"
     )
     if isinstance(power.get("energy_per_run_mwh"), int | float):
-        return line + f"; {units.number(power['energy_per_run_mwh'])} MWh per run"
-    if isinstance(power.get("energy_per_month_mwh"), int | float):
-        return line + f"; {units.number(power['energy_per_month_mwh'])} MWh per month"
+        line += f"; {units.number(power['energy_per_run_mwh'])} MWh per run"
+    elif isinstance(power.get("energy_per_month_mwh"), int | float):
+        line += f"; {units.number(power['energy_per_month_mwh'])} MWh per month"
+    kwh = power.get("energy_per_million_units_kwh")
+    if isinstance(kwh, int | float):
+        line += f"; {kwh:.3g} kWh per 1M {unit_name(power.get('work_unit'))}"
     return line
 
 
@@ -110,8 +134,14 @@ def _cost_rows(cost: dict[str, Any]) -> list[list[str]]:
     for name, opt in (cost.get("cloud") or {}).items():
         v = opt.get(f"usd_per_{per}")
         if isinstance(v, int | float):
+            unit = per_million_text(opt.get("usd_per_million_units"), cost.get("work_unit"))
             rows.append(
-                [f"cloud {name.replace('_', ' ')}", f"{units.usd(v)} per {per} ({opt.get('pays', '')})"]
+                [
+                    f"cloud {name.replace('_', ' ')}",
+                    f"{units.usd(v)} per {per} ({opt.get('pays', '')})"
+                    + (f"; {unit}" if unit else "")
+                    + (f" [price dated {opt.get('price_as_of')}: stale]" if opt.get("price_stale") else ""),
+                ]
             )
     onprem = cost.get("onprem") or {}
     if onprem:
@@ -120,7 +150,12 @@ def _cost_rows(cost: dict[str, Any]) -> list[list[str]]:
             [
                 "on premises",
                 f"capex {units.usd(onprem.get('capex_usd', 0))}, {units.usd(onprem.get('usd_per_year', 0))} a year"
-                + (f", {units.usd(v)} per {per}" if isinstance(v, int | float) else ""),
+                + (f", {units.usd(v)} per {per}" if isinstance(v, int | float) else "")
+                + (
+                    f"; {unit}"
+                    if (unit := per_million_text(onprem.get("usd_per_million_units"), cost.get("work_unit")))
+                    else ""
+                ),
             ]
         )
     be = cost.get("breakeven_utilisation_fraction") or {}

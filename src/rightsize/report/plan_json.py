@@ -28,6 +28,7 @@ def candidate_dict(c: Candidate) -> dict[str, Any]:
         "time_to_train_s": c.time_to_train_s,
         "time_to_train_days": c.time_to_train_s / DAY_S if c.time_to_train_s is not None else None,
         "gpu_hours": c.gpu_hours,
+        "gpu_hours_billed": c.gpu_hours_billed,
         "cloud_cost_usd": c.cost_usd,
         "reliability": c.reliability,
     }

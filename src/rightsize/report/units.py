@@ -156,7 +156,7 @@ def value(key: str, v: Any) -> str:
     if k.endswith("_mwh"):
         return f"{v:,.1f} MWh"
     if k.endswith("_kwh"):
-        return f"{v:,.1f} kWh"
+        return f"{number(float(v))} kWh"  # three significant figures: 0.393 kWh, not 0.4
     if k.endswith("_w"):
         return watts(v)
     if k.endswith("_per_s"):

@@ -27,6 +27,9 @@ class Candidate:
     # value, from the efficiencies' spread and the distance to validated runs.
     risk_factor: float = 1.0
     risk_quantile: float = 0.5
+    # GPU-hours billed: whole nodes x the run's hours (what `objective: gpu_hours` ranks by;
+    # `gpu_hours` is the GPUs the job uses x hours)
+    gpu_hours_billed: float | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -43,6 +46,8 @@ class Candidate:
             return self.time_to_train_s
         if name == "cost" and self.cost_usd is not None:
             return self.cost_usd
+        if name == "gpu_hours" and self.gpu_hours_billed is not None:
+            return self.gpu_hours_billed
         if self.gpu_hours is not None and name != "time":
             return self.gpu_hours
         if name == "time":

@@ -37,7 +37,9 @@ class Demand:
     runs_per_month: float | None
     # --- work done, for per-unit cost and energy ----------------------------------------
     work_unit: str  # "token", "image", "sample", "output_token"
-    work_units_per_s: float  # across the whole cluster, while working
+    # Across the whole cluster: a job's rate while it works; a service's AVERAGE rate served
+    # (its duty cycle is already in it: cost and energy per unit never multiply by it again).
+    work_units_per_s: float
     work_units_total: float | None  # per run (training); None for a service
     # --- data -------------------------------------------------------------------------
     dataset_bytes: float  # raw dataset (0 for serving)

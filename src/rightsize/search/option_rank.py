@@ -29,6 +29,7 @@ class RankedOption:
     gpus: int
     time_to_train_s: float | None
     gpu_hours: float | None
+    gpu_hours_billed: float | None  # whole nodes x hours: what `gpu_hours` ranks by
     cost_usd: float | None
 
     def objective(self, name: str) -> float:
@@ -36,6 +37,8 @@ class RankedOption:
             return self.time_to_train_s
         if name == "cost" and self.cost_usd is not None:
             return self.cost_usd
+        if name == "gpu_hours" and self.gpu_hours_billed is not None:
+            return self.gpu_hours_billed
         if self.gpu_hours is not None and name != "gpus":
             return self.gpu_hours
         return float(self.gpus)

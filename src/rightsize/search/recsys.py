@@ -45,7 +45,7 @@ from rightsize.search.constraints import (
 from rightsize.search.demand import Demand
 from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
-from rightsize.search.serving_costs import billed_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -189,6 +189,7 @@ def _train_option(
         gpu_hours=gpus * ttt / HOUR_S,
         cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
         goodput=gp,
+        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
     )
 
 

@@ -31,6 +31,7 @@ class RecsysOption(RankedOption):
     gpu_hours: float | None = None
     cost_usd: float | None = None  # training: the run; inference: per hour
     goodput: float | None = None
+    gpu_hours_billed: float | None = None  # whole nodes x hours (training)
 
 
 def explain(loser: RecsysOption, winner: RecsysOption, objective: str) -> str:

@@ -28,7 +28,10 @@ from rightsize.search.serving_batch import plan_batch_scenario
 from rightsize.search.serving_costs import (
     billed_cost_usd_per_hour,
     keep_priced,
+    llm_served,
     no_price_reason,
+    per_million,
+    per_unit,
     replica_cost_usd_per_hour,
 )
 from rightsize.search.serving_demand import serving_demand
@@ -431,16 +434,10 @@ def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResul
     )
     if hourly is not None:
         c.cost_usd_per_hour = hourly  # whole nodes: the replicas' GPUs rounded up to nodes
-        in_tps = res.input_tokens_per_s * c.replicas
-        # split the hour between input and output by where the GPU time goes:
-        # prefill work is ~ prefill time per input token; the rest is decode
-        prefill_share = min(0.9, float(rep.prefill_s(1024.0)) / 1024.0 * in_tps / max(c.replicas, 1))
-        c.cost_usd_per_m_input_tokens = (
-            c.cost_usd_per_hour * prefill_share / (in_tps * 3600) * 1e6 if in_tps else None
-        )
-        c.cost_usd_per_m_output_tokens = (
-            c.cost_usd_per_hour * (1 - prefill_share) / (c.output_tokens_per_s * 3600) * 1e6
-        )
+        # the hour's bill over the hour's work actually served (the average rate, not the design rate)
+        rps, out_tps = llm_served(spec, c.output_tokens_per_s)
+        c.cost_usd_per_m_output_tokens = per_million(hourly, out_tps * 3600)
+        c.cost_usd_per_request = per_unit(hourly, rps * 3600)
     power_w = rep.tp * rep.hw.tdp_w * c.replicas
     c.output_tokens_per_joule = c.output_tokens_per_s / power_w if power_w else None
     slo, p = spec.slo, spec.slo.percentile

@@ -10,7 +10,7 @@ from rightsize.catalog import NodeType, get_accelerator, get_node, node_for
 from rightsize.errors import Infeasible
 from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throughput
 from rightsize.search.calibrated import Calibration
-from rightsize.search.serving_costs import billed_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, llm_served, per_million, per_unit
 from rightsize.search.serving_demand import serving_demand
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.spec.inference import InferenceSpec
@@ -55,7 +55,9 @@ def _batch_candidate(
     hourly = billed_cost_usd_per_hour(acc_id, tp * replicas, node.gpus_per_node)
     if hourly is not None:
         c.cost_usd_per_hour = hourly
-        c.cost_usd_per_m_output_tokens = c.cost_usd_per_hour / (c.output_tokens_per_s * 3600) * 1e6
+        rps, out_tps = llm_served(spec, c.output_tokens_per_s)  # flat out: the engine's own rate
+        c.cost_usd_per_m_output_tokens = per_million(hourly, out_tps * 3600)
+        c.cost_usd_per_request = per_unit(hourly, rps * 3600)
     c.output_tokens_per_joule = c.output_tokens_per_s / (tp * rep.hw.tdp_w * replicas)
     return c
 

@@ -1,7 +1,16 @@
-"""Price of GPUs per hour (cloud on-demand) under the prices in effect, and why there is none.
+"""Price of GPUs per hour (cloud on-demand) under the prices in effect, and why there is none;
+and the one place a cost or energy per unit of work is computed.
 
 A cost objective ranks by these figures; an accelerator without one cannot win it (a missing
 price is not a price of zero), and `no_price_reason` is what a rejection says.
+
+Per-unit figures (cost per million tokens, per request, per image; energy per million
+tokens) have ONE definition, `per_million` / `per_unit`: what is billed (or drawn) over a
+period divided by the work actually served in that same period. For a service the work
+served is the traffic profile's AVERAGE rate (`served_per_s`), never the design (peak x
+headroom) rate and never the average rate times a duty cycle a second time. The search's
+candidates, the sizing's cost and power records and every report read these figures; none
+recomputes them another way.
 """
 
 from __future__ import annotations
@@ -12,8 +21,47 @@ from typing import TypeVar
 
 from rightsize.catalog.prices import cloud_price
 from rightsize.errors import BadInput
+from rightsize.spec.inference import InferenceSpec
 
 T = TypeVar("T")
+
+MILLION = 1e6
+
+
+def per_unit(amount: float | None, units: float | None) -> float | None:
+    """`amount` (USD, joules, kWh) over a period / the work units served in that period; None
+    when either is missing or no work is served."""
+    if amount is None or units is None or units <= 0:
+        return None
+    return amount / units
+
+
+def per_million(amount: float | None, units: float | None) -> float | None:
+    """`amount` over a period per million work units served in that period (see `per_unit`)."""
+    one = per_unit(amount, units)
+    return None if one is None else one * MILLION
+
+
+def served_per_s(capacity_units_per_s: float, average_rps: float | None, units_per_request: float) -> float:
+    """Work units a service actually serves per second, on average.
+
+    With a traffic profile (`average_rps`, requests per second on average) it is the average
+    rate x the mean units per request (e.g. output tokens), whatever the capacity; without one
+    (offline, fixed batch: the engine runs flat out) it is the capacity's rate.
+    """
+    if average_rps:
+        return average_rps * units_per_request
+    return capacity_units_per_s
+
+
+def llm_served(spec: InferenceSpec, capacity_output_tokens_per_s: float) -> tuple[float, float]:
+    """(requests/s, output tokens/s) an LLM service serves on average: the traffic profile's
+    average rate under `scenario: serving`; the engine's own rate offline or at a fixed batch."""
+    tr = spec.traffic
+    out_per_request = max(tr.output_tokens.mean_tokens, 1.0)
+    average = (tr.rate_per_s or tr.peak_rate_per_s) if spec.serving.scenario == "serving" else None
+    tokens = served_per_s(capacity_output_tokens_per_s, average, out_per_request)
+    return tokens / out_per_request, tokens
 
 
 def replica_cost_usd_per_hour(accelerator: str, gpus: int) -> float | None:

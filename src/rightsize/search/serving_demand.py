@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from rightsize.perf.params import count_params
 from rightsize.search.demand import Demand
+from rightsize.search.serving_costs import llm_served
 from rightsize.spec.inference import InferenceSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,13 +33,13 @@ def serving_demand(spec: InferenceSpec, c: ServingCandidate) -> Demand:
     design = float(c.design_rate_rps or 0.0)
     capacity = float(c.replica_capacity_rps or 0.0) * c.replicas
     average = tr.rate_per_s or tr.peak_rate_per_s
-    out_tps_design = float(c.output_tokens_per_s)
+    # the work actually served: the traffic's average rate x mean output tokens (one owner)
+    _, out_tps = llm_served(spec, float(c.output_tokens_per_s))
     if spec.serving.scenario == "serving" and average and design:
-        out_tps = out_tps_design * average / design
         duty = min(1.0, average / capacity) if capacity else 1.0
         base = tr.peak_rate_per_s or average
     else:  # offline / fixed batch: the engine runs flat out
-        out_tps, duty, base = out_tps_design, 1.0, None
+        duty, base = 1.0, None
     weights = float(c.memory.get("weights_bytes_per_gpu", 0.0)) * c.tp
     mean_tokens = tr.prompt_tokens.mean_tokens + tr.output_tokens.mean_tokens
     out_per_req = max(tr.output_tokens.mean_tokens, 1.0)

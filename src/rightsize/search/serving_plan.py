@@ -24,9 +24,11 @@ class ServingCandidate:
     latency_s: dict[str, float] = field(default_factory=dict)  # ttft/tpot/e2e at p50/p90/p95/p99
     slo_headroom: dict[str, float] = field(default_factory=dict)  # limit / achieved at the SLO percentile
     goodput: float | None = None
-    cost_usd_per_hour: float | None = None
-    cost_usd_per_m_input_tokens: float | None = None
+    cost_usd_per_hour: float | None = None  # whole nodes billed, on demand
+    # The hour's bill / the output tokens (requests) served in it at the traffic's average rate
+    # (search.serving_costs owns the definition; the plan's figure is the sizing's, see settle_service).
     cost_usd_per_m_output_tokens: float | None = None
+    cost_usd_per_request: float | None = None
     output_tokens_per_joule: float | None = None
     output_tokens_per_s: float = 0.0
     memory: dict[str, float] = field(default_factory=dict)

@@ -32,7 +32,7 @@ from rightsize.search.demand import Demand
 from rightsize.search.layout_check import LayoutRejection, no_layout_reason
 from rightsize.search.pareto import pareto_front
 from rightsize.search.risk import P50, P90, pick_per_count
-from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_where, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
 from rightsize.spec.training import TrainingSpec
@@ -128,6 +128,7 @@ def _candidate(
         tokens_per_s_per_gpu=tps_gpu,
         time_to_train_s=ttt,
         gpu_hours=gpus * ttt / HOUR_S if ttt is not None else None,
+        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S if ttt is not None else None,
         reliability=notes,
         cost_usd=_cloud_cost(acc.id, gpus, node.gpus_per_node, ttt),
         risk_factor=risk[0],

@@ -39,7 +39,7 @@ from rightsize.search.constraints import (
 )
 from rightsize.search.demand import Demand
 from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
-from rightsize.search.serving_costs import billed_cost_usd_per_hour
+from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
 
@@ -136,6 +136,7 @@ def _train_option(
         gpu_hours=gpus * ttt / HOUR_S,
         cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
         goodput=gp,
+        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
     )
 
 

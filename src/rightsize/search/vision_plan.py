@@ -33,6 +33,7 @@ class VisionOption(RankedOption):
     cost_usd: float | None = None  # training: the run; inference: per hour
     latency_p99_s: float | None = None
     goodput: float | None = None
+    gpu_hours_billed: float | None = None  # whole nodes x hours (training)
 
 
 def explain(loser: VisionOption, winner: VisionOption, objective: str) -> str:

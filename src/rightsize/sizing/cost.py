@@ -1,21 +1,33 @@
 """What a plan costs in the cloud and on premises, and the utilisation at which owning pays.
 
-Cloud (USD per GPU-hour from ``prices.yaml``; instances are rented whole, so the billed GPUs
-are nodes x GPUs per node). A job runs `run_s` seconds (its goodput-adjusted wall time); a
+Cloud (USD per GPU-hour derived from the instance prices in ``prices.yaml``; instances are
+rented whole, so the billed GPUs are nodes x GPUs per node). A job runs `run_s` seconds (its goodput-adjusted wall time); a
 service runs all month (730 h). Cloud storage (`storage_cloud_usd_per_month`) is added for
 the time it is held.
 
 - On-demand: the hours used.
 - Reserved 1 or 3 years: a commitment is paid for every hour of its term, used or not.
-  `committed_usd` is the whole term, `used_hours_usd` the hours the work uses. A one-off
-  run pays the whole commitment (nothing else uses the rest of the term); recurring runs
-  share the committed hours of each month; a service uses them all. A commitment beats
-  on-demand once it is busy more than reserved / on-demand of its hours.
+  `committed_usd` is the whole term, `monthly_payment_usd` a month of it, `used_hours_usd`
+  the hours the work uses and `idle_usd` the rest. A one-off run is charged
+  `used_hours_usd / u`, u the utilisation assumed for owned hardware
+  (`cost.onprem_utilisation`): the rest of the term is taken as filled by other work at
+  the same rate an owned cluster is, so the two compare like for like (the whole
+  commitment stays stated beside it). Recurring runs share the committed hours of each
+  month; a service uses them all. A commitment beats on-demand once it is busy more than
+  reserved / on-demand of its hours.
 - Spot: the spot price x the wall-time factor of preemptions x (nodes + spare pool) / nodes,
   from `sizing.spot` (per-node preemption rates from the price catalog, checkpoint-restart
-  by Daly's complete model, a spare pool sized to the preemptions in one replacement time).
-  Where spot would cost no less than on-demand or stretch the run beyond
-  `spot.SPOT_MAX_SLOWDOWN`, it is marked not applicable with the reason, and has no cost.
+  by Daly's complete model, a spare pool sized to the preemptions in one replacement time;
+  a service under latency SLOs keeps a replica's nodes spare). Where spot would cost no
+  less than on-demand, stretch the run beyond `spot.SPOT_MAX_SLOWDOWN`, or put one
+  synchronous job on more than `spot.SPOT_MAX_SYNC_NODES` nodes, it is marked not
+  applicable with the reason, and has no cost; where the provider sells no spot for the
+  instance (the price record's spot is null) there is no spot figure at all, only why.
+
+Every option also states the billed instance's price per hour, its date, and a note when
+that date is more than `prices.STALE_AFTER_MONTHS` before the plan. Per-unit figures
+(`usd_per_million_units`) are the period's bill over the work served in it
+(`search.serving_costs.per_million`; a service's work at its average rate).
 
 On premises (owning; figures from ``prices.yaml`` unless the spec's `cost:` overrides):
 
@@ -42,12 +54,15 @@ the reason, and the plan still costs the other side.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.prices import (
+    ON_DEMAND,
+    RESERVED_1Y,
+    RESERVED_3Y,
+    SPOT,
     CloudPrice,
     NodeCapex,
     OnPremDefaults,
@@ -55,13 +70,15 @@ from rightsize.catalog.prices import (
     node_capex,
     onprem_defaults,
     spot_replacement,
+    stale_note,
 )
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
+from rightsize.sizing.cloud_cost import Work, cloud_options, per_million_of, period_hours, work_of
 from rightsize.sizing.cost_records import CloudOption, CostPlan, OnPremCost
-from rightsize.sizing.spot import SpotPlan, SpotSlowdown, daly_wall_factor, plan_spot, spot_slowdown
+from rightsize.sizing.spot import SpotSlowdown, daly_wall_factor, plan_spot, spot_slowdown
 from rightsize.spec.infrastructure import Cost
 
 # The records (cost_records) and the spot model's pieces are re-exported.
@@ -75,168 +92,11 @@ __all__ = [
     "spot_slowdown",
 ]
 
-MONTH_S = HOURS_PER_MONTH * HOUR_S
-MILLION = 1e6
 DEPLOYMENTS = ("cloud", "onprem", "both")
-_TERMS_H = {"reserved_1y": HOURS_PER_YEAR, "reserved_3y": 3 * HOURS_PER_YEAR}
 
 
 def _src(name: str, s: Sourced) -> dict[str, Any]:
     return {"figure": name, "value": s.value, "source": s.source, "as_of": s.as_of}
-
-
-def _per_million(usd: float | None, units: float | None) -> float | None:
-    if usd is None or not units:
-        return None
-    return usd / units * MILLION
-
-
-# --- the plan -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Work:
-    """When the cluster works and how much it produces."""
-
-    schedule: str
-    run_s: float | None
-    run_h: float
-    busy_h_per_month: float
-    runs_per_month: float | None
-    units_per_run: float | None
-    units_per_month: float | None
-
-
-def _work(demand: Demand, run_s: float | None) -> _Work:
-    if run_s is None:
-        units_month = demand.work_units_per_s * demand.duty_cycle * MONTH_S
-        return _Work("continuous", None, HOURS_PER_MONTH, HOURS_PER_MONTH, None, None, units_month)
-    units = demand.work_units_total
-    if units is None:
-        units = demand.work_units_per_s * (demand.run_s if demand.run_s is not None else run_s)
-    run_h = run_s / HOUR_S
-    if demand.runs_per_month:
-        n = demand.runs_per_month
-        return _Work("recurring", run_s, run_h, n * run_h, n, units, n * units)
-    return _Work("one-off", run_s, run_h, run_h, None, units, None)
-
-
-def _cloud(
-    price: CloudPrice,
-    gpus: int,
-    work: _Work,
-    storage_month: float,
-    spot: SpotPlan | None,
-) -> dict[str, CloudOption]:
-    options: dict[str, CloudOption] = {}
-    storage_h = storage_month / HOURS_PER_MONTH
-
-    def month_used(rate: float, factor: float = 1.0) -> float:
-        if work.schedule == "one-off":  # burn rate while the run lasts
-            return gpus * rate * HOURS_PER_MONTH + storage_month
-        return gpus * rate * work.busy_h_per_month * factor + storage_month
-
-    def run_used(rate: float, factor: float = 1.0) -> float | None:
-        if work.run_s is None:
-            return None
-        return (gpus * rate + storage_h) * work.run_h * factor
-
-    def per_million(run: float | None, month: float) -> float | None:
-        if work.schedule == "continuous":
-            return _per_million(month, work.units_per_month)
-        return _per_million(run, work.units_per_run)
-
-    if price.on_demand is not None:
-        od_run, od_month = run_used(price.on_demand), month_used(price.on_demand)
-        options["on_demand"] = CloudOption(
-            "on_demand", price.on_demand, od_run, od_month, per_million(od_run, od_month), "hours used"
-        )
-
-    for name, maybe_rate in (("reserved_1y", price.reserved_1y), ("reserved_3y", price.reserved_3y)):
-        if maybe_rate is None:  # an accelerator priced by the user without this figure
-            continue
-        rate = maybe_rate
-        term_h = _TERMS_H[name]
-        committed = gpus * rate * term_h
-        if work.schedule == "one-off":
-            terms = max(1, math.ceil(work.run_h / term_h - 1e-9))
-            run: float | None = terms * committed + storage_h * work.run_h
-            month = gpus * rate * HOURS_PER_MONTH + storage_month
-            used = gpus * rate * work.run_h
-            pays = "whole commitment (a one-off run leaves the rest of the term unused)"
-            busy = work.run_h / (terms * term_h)
-        else:
-            month = gpus * rate * max(HOURS_PER_MONTH, work.busy_h_per_month) + storage_month
-            run = None if work.runs_per_month is None else month / work.runs_per_month
-            used = gpus * rate * work.busy_h_per_month * (term_h / HOURS_PER_MONTH)
-            busy = min(1.0, work.busy_h_per_month / HOURS_PER_MONTH)
-            pays = (
-                "every committed hour (a service uses them all)"
-                if work.schedule == "continuous"
-                else "every committed hour, shared by the month's runs"
-            )
-        options[name] = CloudOption(
-            name,
-            rate,
-            run,
-            month,
-            per_million(run, month),
-            pays,
-            {
-                "term_hours": term_h,
-                "committed_usd": committed,
-                "used_hours_usd": used,
-                "commitment_used_fraction": busy,
-                "usd_per_used_gpu_hour": rate / busy if busy > 0 else None,
-                "beats_on_demand_above_fraction": rate / price.on_demand if price.on_demand else None,
-            },
-        )
-
-    if price.spot is not None and spot is not None:
-        options["spot"] = _spot_option(price.spot, spot, gpus, work, storage_month, per_million)
-    return options
-
-
-def _spot_option(
-    rate: float,
-    spot: SpotPlan,
-    gpus: int,
-    work: _Work,
-    storage_month: float,
-    per_million: Any,
-) -> CloudOption:
-    """Spot with its spare pool and preemption slowdown; no cost where it does not apply."""
-    slow = spot.slow
-    details: dict[str, Any] = {
-        "applicable": spot.applicable,
-        "not_applicable_reason": spot.reason,
-        "slowdown_factor": slow.factor,
-        "spare_nodes": spot.spare_nodes,
-        "effective_usd_per_gpu_hour": rate * spot.cost_factor if spot.applicable else None,
-        "preemptions_per_hour": slow.preemptions_per_hour,
-        "preemptions_per_run": None
-        if work.run_s is None or not spot.applicable
-        else slow.preemptions_per_hour * work.run_h * slow.factor,
-        "lost_s_per_preemption": slow.lost_s_per_preemption,
-        "checkpoint_interval_s": slow.interval_s,
-        "extra_checkpoints_per_run": slow.extra_checkpoints_per_run if spot.applicable else None,
-        "wall_s": None if work.run_s is None or not spot.applicable else work.run_s * slow.factor,
-    }
-    if not spot.applicable:
-        return CloudOption("spot", rate, None, None, None, "not applicable: " + (spot.reason or ""), details)
-    storage_h = storage_month / HOURS_PER_MONTH
-    if work.run_s is None:
-        run = None
-    else:  # GPUs and spares for the lengthened run, storage held for it
-        run = (gpus * rate * spot.cost_factor + storage_h * slow.factor) * work.run_h
-    if work.schedule == "one-off":  # burn rate while the run lasts
-        month = gpus * rate * spot.cost_factor / slow.factor * HOURS_PER_MONTH + storage_month
-    else:
-        month = gpus * rate * spot.cost_factor * work.busy_h_per_month + storage_month
-    pays = "hours used, lengthened by preemptions" + (
-        f", with {spot.spare_nodes} spare nodes" if spot.spare_nodes else ""
-    )
-    return CloudOption("spot", rate, run, month, per_million(run, month), pays, details)
 
 
 def _onprem(
@@ -245,7 +105,7 @@ def _onprem(
     cost: Cost,
     nodes: int,
     gpus: int,
-    work: _Work,
+    work: Work,
     network_capex_usd: float,
     storage_capex_usd: float,
     facility_power_w: float,
@@ -271,9 +131,9 @@ def _onprem(
     month = annual / 12.0
     run = None if work.run_s is None else gpus * work.run_h * useful
     per_m = (
-        _per_million(month, work.units_per_month)
+        per_million_of(month, work.units_per_month)
         if work.schedule == "continuous"
-        else _per_million(run, work.units_per_run)
+        else per_million_of(run, work.units_per_run)
     )
     return OnPremCost(
         capex_usd=total_capex,
@@ -341,12 +201,22 @@ def _cloud_options(
     if price.spot is not None:
         slow = spot_slowdown(per_node_h, together, mtbf, restart, checkpoint_interval_s, run_s)
         replacement = spot_replacement()
-        spot = plan_spot(slow, nodes, price.spot, price.on_demand, replacement.value, run_s is not None)
+        slo = together if run_s is None and demand.workload == "serving" else None
+        spot = plan_spot(slow, nodes, price.spot, price.on_demand, replacement.value, run_s is not None, slo)
+        if slo and spot.applicable:
+            notes.append(
+                f"spot for a service under latency SLOs: over-provisioned by {spot.spare_nodes} spare "
+                f"node{'s' if spot.spare_nodes != 1 else ''} (a replica's worth), billed at the spot price, "
+                "so a preemption takes spare capacity, not the capacity the SLO is sized on"
+            )
         if not spot.applicable:
             notes.append(f"spot is not applicable: {spot.reason}")
         elif spot.spare_nodes:
             sources.append(_src("prices.spot.replacement_s", replacement))
-    cloud = _cloud(price, nodes * node.gpus_per_node, work, storage_cloud_usd_per_month, spot)
+    cloud = cloud_options(
+        price, nodes * node.gpus_per_node, work, storage_cloud_usd_per_month, spot, cost.onprem_utilisation
+    )
+    _date_prices(cloud, price, notes)
     sources += [_src(f"prices.cloud.{price.accelerator}.{k}", v) for k, v in price.sources.items()]
     if cost.spot_preemption_per_hour is not None:
         notes.append("spot preemption rate from the spec's cost.spot_preemption_per_hour")
@@ -359,6 +229,24 @@ def _cloud_options(
     if work.schedule == "one-off":
         notes.append("a one-off run's usd_per_month is the burn rate while it runs")
     return cloud
+
+
+_COLUMNS = {"on_demand": ON_DEMAND, "reserved_1y": RESERVED_1Y, "reserved_3y": RESERVED_3Y, "spot": SPOT}
+
+
+def _date_prices(cloud: dict[str, CloudOption], price: CloudPrice, notes: list[str]) -> None:
+    """Each option's instance price, its date, and a note next to a stale one."""
+    for name, opt in cloud.items():
+        column = _COLUMNS.get(name)
+        figure = price.sources.get(column) if column else None
+        if figure is None:
+            continue
+        stale = stale_note(figure)
+        opt.details["usd_per_instance_hour"] = price.instance_rate(column) if column else None
+        opt.details["price_as_of"] = figure.as_of
+        opt.details["price_stale"] = stale
+        if stale:
+            notes.append(f"{name.replace('_', ' ')} {stale}")
 
 
 def _owned(
@@ -415,6 +303,8 @@ def _breakeven(
         if opt.details.get("applicable") is False:
             continue
         rate = opt.details.get("effective_usd_per_gpu_hour") or opt.usd_per_gpu_hour
+        if rate is None:  # not sold for this instance
+            continue
         breakeven[name] = breakeven_utilisation(onprem.usd_per_gpu_hour_owned, rate + storage_per_gpu_h)
     if all(u > 1.0 for u in breakeven.values()):
         notes.append("renting is cheaper than owning at every utilisation for every cloud option")
@@ -456,7 +346,7 @@ def size_cost(
     if nodes < 1:
         raise BadInput(f"Cannot cost {nodes} nodes.", "A plan needs at least one node.")
     gpus = nodes * node.gpus_per_node
-    work = _work(demand, run_s)
+    work = work_of(demand, run_s)
     notes: list[str] = []
     sources: list[dict[str, Any]] = []
     if gpus > demand.gpus:
@@ -464,6 +354,7 @@ def size_cost(
 
     cloud: dict[str, CloudOption] | None = None
     cloud_missing: str | None = None
+    priced: str | None = None
     if deployment in ("cloud", "both"):
         try:
             price = cloud_price(demand.accelerator)
@@ -476,6 +367,9 @@ def size_cost(
                 demand, node, nodes, price, work, storage_cloud_usd_per_month, cost,
                 (run_s, checkpoint_interval_s, restart_s, mtbf_s), notes, sources,
             )  # fmt: skip
+            priced = (
+                price.instance.describe() if price.instance else "per GPU-hour, as given (no instance named)"
+            )
 
     onprem: OnPremCost | None = None
     onprem_missing: str | None = None
@@ -516,4 +410,6 @@ def size_cost(
         breakeven_utilisation=breakeven,
         notes=tuple(notes),
         sources=tuple(sources),
+        priced_instance=priced,
+        **period_hours(work, gpus, demand.gpus, storage_cloud_usd_per_month),
     )

@@ -12,7 +12,7 @@ class CloudOption:
     """One way of renting: its GPU-hour price and what the work costs with it."""
 
     option: str  # on_demand, reserved_1y, reserved_3y, spot
-    usd_per_gpu_hour: float
+    usd_per_gpu_hour: float | None  # None: this way of renting is not sold for the instance
     usd_per_run: float | None  # what one run pays (None for a service, or an option that does not apply)
     usd_per_month: float | None  # a service's or recurring jobs' month; a one-off's burn rate while running
     usd_per_million_units: float | None
@@ -88,6 +88,14 @@ class CostPlan:
     breakeven_utilisation: dict[str, float] | None  # cloud option -> u*
     notes: tuple[str, ...] = ()
     sources: tuple[dict[str, Any], ...] = ()
+    # Per `period` (one run of a job; a service's or recurring jobs' month): GPU-hours billed
+    # (whole nodes x hours), GPU-hours the work uses, and the cloud storage in the bill, so that
+    # billed GPU-hours x the on-demand price + storage = the on-demand cost of the period.
+    period: str = "run"
+    gpu_hours_billed: float | None = None
+    gpu_hours_used: float | None = None
+    storage_usd: float | None = None
+    priced_instance: str | None = None  # the billed instance the cloud prices are for
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +111,11 @@ class CostPlan:
             "work_unit": self.work_unit,
             "work_units_per_run": self.work_units_per_run,
             "work_units_per_month": self.work_units_per_month,
+            "period": self.period,
+            "gpu_hours_billed": self.gpu_hours_billed,
+            "gpu_hours_used": self.gpu_hours_used,
+            "storage_usd": self.storage_usd,
+            "priced_instance": self.priced_instance,
             "cloud": None if self.cloud is None else {k: v.as_dict() for k, v in self.cloud.items()},
             "cloud_unavailable": self.cloud_unavailable,
             "onprem": None if self.onprem is None else self.onprem.as_dict(),

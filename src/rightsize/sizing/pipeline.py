@@ -90,6 +90,8 @@ def settle(plan: Any) -> None:
         "gpu_hours": sizing.run.gpu_hours,
         "cost_usd": od.usd_per_run if od is not None else None,
     }
+    if "gpu_hours_billed" in names:  # whole nodes x the sized run
+        update["gpu_hours_billed"] = sizing.cost.gpu_hours_billed
     if "reliability" in names:
         update["reliability"] = reliability
     if "goodput" in names:
@@ -106,6 +108,9 @@ def settle(plan: Any) -> None:
                 c,
                 time_to_train_s=ttt,
                 gpu_hours=(c.gpu_hours or 0.0) * factor,
+                gpu_hours_billed=(c.gpu_hours_billed or 0.0) * factor
+                if c.gpu_hours_billed is not None
+                else None,
                 cost_usd=settled_cost * ttt / run_s if settled_cost is not None else None,
                 reliability=reliability,
             ),
@@ -118,12 +123,15 @@ def settle(plan: Any) -> None:
 # Per-hour cost fields a service's chosen configuration may carry, and the per-unit figures
 # derived from them (scaled with it).
 _HOURLY = ("cost_usd_per_hour", "cost_usd")
-_PER_UNIT = ("cost_usd_per_m_input_tokens", "cost_usd_per_m_output_tokens")
+_PER_UNIT = ("cost_usd_per_request",)
+J_PER_KWH = 3.6e6
 
 
 def settle_service(plan: Any) -> None:
     """A service's headline cost per hour is the bill of materials' on-demand month / 730 h:
-    whole nodes billed and cloud storage included, so the two never disagree."""
+    whole nodes billed and cloud storage included, so the two never disagree. Its cost per
+    million output tokens and output tokens per joule are read from the sizing's cost and power
+    records (the month's bill or energy over the month's work served at the average rate)."""
     sizing: Sizing | None = getattr(plan, "sizing", None)
     best = getattr(plan, "best", None)
     if sizing is None or best is None or sizing.run.run_s is not None or not sizing.cost.cloud:
@@ -141,4 +149,10 @@ def settle_service(plan: Any) -> None:
     for k in _PER_UNIT:
         if k in names and getattr(best, k) is not None:
             update[k] = getattr(best, k) * ratio
+    if sizing.cost.work_unit == "output_token":
+        if "cost_usd_per_m_output_tokens" in names:
+            update["cost_usd_per_m_output_tokens"] = od.usd_per_million_units
+        kwh = sizing.power.energy_per_million_units_kwh
+        if "output_tokens_per_joule" in names and kwh:
+            update["output_tokens_per_joule"] = 1e6 / (kwh * J_PER_KWH)
     plan.best = replace(best, **update)

@@ -48,6 +48,7 @@ from rightsize.constants import HOUR_S, HOURS_PER_MONTH, KILO, MEGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf import power as perf_power
 from rightsize.search.demand import Demand
+from rightsize.search.serving_costs import per_million as per_million_units
 from rightsize.sizing.nodes_racks import COOLING_FIELD, RACK_POWER_FIELD, choose_cooling, source_entry
 from rightsize.spec.infrastructure import Facility
 
@@ -176,8 +177,14 @@ def _energy(
             per_month = per_run * demand.runs_per_month
     else:
         per_month = facility_typical_w * MONTH_S / J_PER_MWH
-    rate = demand.work_units_per_s * demand.duty_cycle
-    per_million = facility_typical_w / rate * 1e6 / J_PER_KWH if rate > 0 else None
+    # the energy of a period / the work done in it (one definition, search.serving_costs): a job's
+    # run (failures and restarts included) over its units; a service's month over the month's work
+    # at its average rate (its duty cycle is already in that rate: not applied twice)
+    if per_run is not None and span_s:
+        units = demand.work_units_total or demand.work_units_per_s * span_s
+        per_million = per_million_units(per_run * J_PER_MWH / J_PER_KWH, units)
+    else:
+        per_million = per_million_units(facility_typical_w / J_PER_KWH, demand.work_units_per_s)
     return per_run, per_month, per_million
 
 

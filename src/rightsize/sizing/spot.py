@@ -24,6 +24,19 @@ are already up; a preempted spot node is not back until the provider has capacit
 count of preemptions in one replacement time (lambda_p x replacement), billed at the spot
 price for the whole run.
 
+A service under latency SLOs on spot keeps at least one replica's nodes spare (more when the
+Poisson count of its preemptions in one replacement time says so), billed at the spot price:
+a preemption then removes spare capacity, not capacity the SLO was sized on. The plan states
+the spare nodes; without them spot would be no plan for an SLO.
+
+Capacity. One synchronous job on more than SPOT_MAX_SYNC_NODES spot nodes is not offered:
+it needs every node at once, and providers guarantee no spot capacity (AWS: a spot request
+is fulfilled when capacity is available; GPU spot pools are reported scarce, with queues
+common for p5), so a pool of thousands of one instance type at once is not a plan.
+
+Not sold. An instance the provider sells no spot for (the price record's spot is null) gets
+no spot figure at all, only that reason (`sizing.cost`).
+
 Not applicable. Spot is declared unsuitable, with the reason, when (a) the effective price
 (spot x wall factor x (nodes + spares) / nodes) is no cheaper than on-demand, or (b) the
 run would take more than SPOT_MAX_SLOWDOWN times as long: restarts then dominate the run,
@@ -42,6 +55,10 @@ from rightsize.constants import HOUR_S
 # on a deadline (spec infrastructure.margins) absorbs far less.
 SPOT_MAX_SLOWDOWN = 1.5
 SPARE_POOL_QUANTILE = 0.99
+# Largest spot pool one synchronous job is planned on (an estimate: 8 racks of 8-GPU nodes;
+# providers publish no spot capacity, and AWS's Spot placement score caps a request's target
+# capacity it will score at a few thousand vCPUs for GPU types). Above it, reserve capacity.
+SPOT_MAX_SYNC_NODES = 64
 
 
 @dataclass(frozen=True)
@@ -127,13 +144,13 @@ def plan_spot(
     on_demand_usd_per_gpu_hour: float | None,
     replacement_s: float,
     job: bool,
+    slo_replica_nodes: int | None = None,
 ) -> SpotPlan:
-    """The spare pool and the applicability of spot for a job (or a service: no spares)."""
-    spares = (
-        poisson_quantile(slow.preemptions_per_hour * replacement_s / HOUR_S, SPARE_POOL_QUANTILE)
-        if job
-        else 0
-    )
+    """The spare pool and the applicability of spot for a job, or a service (`slo_replica_nodes`:
+    the nodes of one replica of a service under latency SLOs, kept spare on spot)."""
+    spares = poisson_quantile(slow.preemptions_per_hour * replacement_s / HOUR_S, SPARE_POOL_QUANTILE)
+    if not job:
+        spares = max(spares, slo_replica_nodes or 0) if slo_replica_nodes else 0
     cost_factor = slow.factor * (nodes + spares) / nodes
     effective = spot_usd_per_gpu_hour * cost_factor
     losses = (
@@ -154,5 +171,11 @@ def plan_spot(
         reason = (
             f"{losses}: the run would take {slow.factor:.2f}x as long (more than {SPOT_MAX_SLOWDOWN:g}x), "
             "so restarts dominate it; use on-demand or reserved capacity, or run smaller jobs"
+        )
+    elif job and nodes > SPOT_MAX_SYNC_NODES:
+        reason = (
+            f"one synchronous job on {nodes:,} spot nodes (+{spares} spare): providers guarantee no spot "
+            f"capacity and the job stops whenever any node is reclaimed, so spot is planned for at most "
+            f"{SPOT_MAX_SYNC_NODES} nodes; reserve the capacity (a commitment or a capacity block) instead"
         )
     return SpotPlan(slow, spares, cost_factor, reason is None, reason)
