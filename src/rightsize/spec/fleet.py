@@ -16,9 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.shared import POSITIVE
-from rightsize.spec.units import Count, DurationS, PowerW
+from rightsize.spec.units import Count, DurationS, PowerW, refuse_bare_durations
 
 _CFG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 _MONTH_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})\s*$")
@@ -197,6 +198,11 @@ class FleetWorkload(BaseModel):
             )
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _turnaround_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("turnaround",), seconds_key=False)
+
 
 class FleetPolicy(BaseModel):
     """How the pool may be built and paid for."""
@@ -217,7 +223,7 @@ class FleetPolicy(BaseModel):
     )
     utilisation_target: float = Field(
         default=0.85,
-        gt=0,
+        ge=0.05,
         le=1,
         validation_alias=AliasChoices("utilisation_target", "utilization_target"),
         description="Busiest the owned/reserved pool is planned to be (room for fragmentation and repair).",
@@ -250,6 +256,11 @@ class FleetSpec(BaseModel):
     """A fleet to plan: workloads over a horizon on a shared pool, under a policy."""
 
     model_config = _CFG
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
 
     kind: Literal["fleet"] = Field(description="Spec kind; 'fleet' for many workloads on one pool.")
     name: str | None = Field(default=None, description="A name for this plan, shown in reports.")

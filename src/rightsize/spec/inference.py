@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
 from rightsize.spec.model import ModelArch
@@ -39,7 +40,7 @@ from rightsize.spec.shared import (
     all_means_every,
     resolve_model_field,
 )
-from rightsize.spec.units import Count, CountInt, DurationS
+from rightsize.spec.units import Count, CountInt, DurationS, refuse_bare_durations
 
 __all__ = [
     "SLO",
@@ -236,8 +237,12 @@ class SLO(BaseModel):
             raise ValueError(f"cannot be shorter than slo.ttft ({ttft:g} s)")
         return value
 
+    # ------------------------------------------------------------------------------------------- engine
 
-# ------------------------------------------------------------------------------------------- engine
+    @model_validator(mode="before")
+    @classmethod
+    def _latencies_have_units(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("ttft", "tpot", "e2e"))
 
 
 class Speculative(BaseModel):
@@ -377,10 +382,10 @@ class Policy(BaseModel):
     )
     utilisation_target: float = Field(
         default=0.8,
-        gt=0,
+        ge=0.05,
         le=1,
         validation_alias=AliasChoices("utilisation_target", "utilization_target"),
-        description="Busiest a replica may be at peak (0 < x <= 1); lower keeps queueing delay down.",
+        description="Busiest a replica may be at peak, 0.05 to 1; lower keeps queueing delay down.",
     )
 
 
@@ -391,6 +396,11 @@ class InferenceSpec(BaseModel):
     """A model deployment to size: the model, the serving scenario, the traffic, the SLOs and the engine."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
 
     kind: Literal["inference"] = Field(description="Spec kind; 'inference' for serving a model.")
     name: str | None = Field(

@@ -1,4 +1,4 @@
-"""Sane upper limits for every number in a spec, with the reason (issue #15).
+"""Sane upper limits (and, where a tiny figure gives nonsense, lower ones) for the numbers in a spec.
 
 A valid spec can still ask for something no cluster, model or market has ever seen (a batch of
 10^17 requests, 2^31 times Criteo's embedding rows, 15 trillion queries per second); the physics
@@ -111,6 +111,41 @@ LIMITS: dict[str, tuple[float, str]] = {
 }
 
 
+# field -> (smallest value, why): figures so small that the plan they give is nonsense (a pool at
+# 1e-9 utilisation is 116 million GPUs; 1e-12 requests/s costs $10^28 per million requests).
+FLOORS: dict[str, tuple[float, str]] = {
+    "utilisation_target": (0.05, "a resource planned to be busy under 5% of the time is idle capacity"),
+    "onprem_utilisation": (0.01, "an owned cluster busy under 1% of hours has no meaningful $/GPU-hour"),
+    "rate_per_s": (1e-3, "fewer than one request every 17 minutes is not a serving load to size for"),
+    "peak_rate_per_s": (1e-3, "fewer than one request every 17 minutes is not a serving load to size for"),
+    "qps": (1e-3, "fewer than one query every 17 minutes is not a serving load to size for"),
+    "fps": (1e-3, "fewer than one frame every 17 minutes is not a stream to size for"),
+    "jobs_per_week": (1e-3, "fewer than one job in 19 years is not a schedule"),
+    "ttft_s": (1e-6, "a latency objective under a microsecond"),
+    "tpot_s": (1e-6, "a latency objective under a microsecond"),
+    "e2e_s": (1e-6, "a latency objective under a microsecond"),
+    "latency_p99_s": (1e-6, "a latency objective under a microsecond"),
+    "deadline_s": (1.0, "a deadline under a second"),
+    "turnaround": (1.0, "a turnaround under a second"),
+}
+
+
+def _floor(model: BaseModel, field: str) -> tuple[float, str] | None:
+    return FLOORS.get(f"{type(model).__name__}.{field}") or FLOORS.get(field)
+
+
+def _range_problem(model: BaseModel, field: str, value: float) -> str:
+    """'' when the value is within its floor and limit, else what is wrong with the allowed range."""
+    limit, floor = _limit(model, field), _floor(model, field)
+    top = f"{limit[0]:,.6g}" if limit else "no limit"
+    if limit is not None and (not math.isfinite(value) or value > limit[0]):
+        bottom = f"{floor[0]:,.6g}" if floor else "0"
+        return f"{value:.4g} is more than {limit[0]:,.6g}: {limit[1]} (allowed: {bottom} to {top})"
+    if floor is not None and value < floor[0]:
+        return f"{value:.4g} is less than {floor[0]:,.6g}: {floor[1]} (allowed: {floor[0]:,.6g} to {top})"
+    return ""
+
+
 def _limit(model: BaseModel, field: str) -> tuple[float, str] | None:
     return LIMITS.get(f"{type(model).__name__}.{field}") or LIMITS.get(field)
 
@@ -130,9 +165,9 @@ def _walk(node: Any, prefix: str, problems: list[str]) -> None:
             if isinstance(value, bool):
                 continue
             if isinstance(value, int | float):
-                limit = _limit(node, name)
-                if limit is not None and (not math.isfinite(value) or value > limit[0]):
-                    problems.append(f"{where}: {value:.4g} is more than {limit[0]:,.6g}: {limit[1]}")
+                problem = _range_problem(node, name, value)
+                if problem:
+                    problems.append(f"{where}: {problem}")
             elif isinstance(value, BaseModel):
                 _walk(value, where + ".", problems)
             elif isinstance(value, list | tuple):

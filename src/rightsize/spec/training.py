@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.model import ModelArch
 from rightsize.spec.prices import UserPrices
@@ -31,7 +32,7 @@ from rightsize.spec.shared import (
     resolve_model_field,
 )
 from rightsize.spec.shared import POSITIVE as _POSITIVE
-from rightsize.spec.units import Count, CountInt, DurationS
+from rightsize.spec.units import Count, CountInt, DurationS, TokenLength, refuse_bare_durations
 
 
 class ParallelSettings(BaseModel):
@@ -116,8 +117,11 @@ class TrainingWorkload(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
-    seq_len: Annotated[CountInt, _POSITIVE] = Field(
-        description="Tokens per sequence (context length during training)."
+    seq_len: TokenLength = Field(
+        description=(
+            "Tokens per sequence (context length during training); k is 1,024 here, as frameworks "
+            "count lengths ('8k' = 8,192, '128k' = 131,072), and the plan notes how it read it."
+        )
     )
     global_batch: Annotated[CountInt, _POSITIVE] | None = Field(
         default=None, description="Sequences per optimizer step; give this or global_batch_tokens."
@@ -240,6 +244,11 @@ class Targets(BaseModel):
         default="gpu_hours", description="What the search minimises among plans that meet the targets."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _deadline_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("deadline",))
+
     @field_validator("accelerators", mode="before")
     @classmethod
     def _all_means_every(cls, value: Any) -> Any:
@@ -251,6 +260,11 @@ class TrainingSpec(BaseModel):
     """A training job to size: the model, the workload, the targets and any fixed parallelism."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
 
     kind: Literal["training"] = Field(
         default="training", description="Spec kind; 'training' for pre-training and fine-tuning runs."
