@@ -34,6 +34,11 @@ class VisionOption(RankedOption):
     latency_p99_s: float | None = None
     goodput: float | None = None
 
+    @property
+    def step_time_s(self) -> float | None:
+        """One step (training) or one batch (inference), the figure a calibration changes."""
+        return self.step.get("step_s")
+
 
 def explain(loser: VisionOption, winner: VisionOption, objective: str) -> str:
     """Why `loser` ranks below `winner`, from the numbers."""
