@@ -82,10 +82,10 @@ class DailyLoad(BaseModel):
     @field_validator("hourly")
     @classmethod
     def _24(cls, value: list[float] | None) -> list[float] | None:
-        if value is not None and (len(value) != 24 or max(value) <= 0):
-            raise ValueError(
-                f"give 24 hourly factors (hour 0 to 23), at least one above 0 (got {len(value)})"
-            )
+        if value is not None and len(value) != 24:
+            raise ValueError(f"give 24 hourly factors (hour 0 to 23); got {len(value)}")
+        if value is not None and max(value) <= 0:
+            raise ValueError("give 24 hourly factors with at least one above 0; every one is 0")
         return value
 
 

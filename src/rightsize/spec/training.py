@@ -199,10 +199,10 @@ class TrainingWorkload(BaseModel):
             raise ValueError("give exactly one of global_batch (sequences) and global_batch_tokens (tokens)")
         if self.global_batch_tokens is not None and self.global_batch_tokens % self.seq_len:
             seqs = self.global_batch_tokens // self.seq_len
+            choices = f"{seqs} ({seqs * self.seq_len} tokens) or {seqs + 1}" if seqs else "1 (one sequence)"
             raise ValueError(
                 f"global_batch_tokens ({self.global_batch_tokens}) is not a multiple of seq_len ({self.seq_len}); "
-                f"use global_batch: {seqs} ({seqs * self.seq_len} tokens) or {seqs + 1}, "
-                "or a power-of-two token count such as '16Mi'"
+                f"use global_batch: {choices}, or a power-of-two token count such as '16Mi'"
             )
         return self
 
