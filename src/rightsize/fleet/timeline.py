@@ -233,6 +233,8 @@ def deadlines(sol: Solution, cal: Calendar, work: list[WorkloadDemand], u: Usage
 def _duration_text(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:,.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.0f} min"
     if seconds < 48 * 3600:
         return f"{seconds / 3600:,.1f} h"
     return f"{seconds / 86400:,.1f} d"
