@@ -210,6 +210,15 @@ def test_figures_below_their_floor_are_refused_with_the_range(
         assert "(allowed: " in message
 
 
+def test_a_negative_seed_or_an_out_of_range_priority_is_bad_input(tmp_path: Path) -> None:
+    assert "seed: Input should be greater than or equal to 0 (got -1)" in _bad(_with(SERVE, "seed", -1))
+    (tmp_path / "lora.yaml").write_text((EXAMPLES / "llama3-8b-lora-weekly.yaml").read_text())
+    fleet = {"kind": "fleet", "start": "2027-01", "workloads": [{"spec": "lora.yaml", "priority": 10**12}]}
+    (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(fleet))
+    with pytest.raises(BadInput, match="priority"):
+        plan(tmp_path / "fleet.yaml")
+
+
 def test_a_positive_field_error_shows_the_value_once() -> None:
     message = _bad(_with(SERVE, "slo.tpot", "0ms"))
     assert "must be greater than zero (got '0ms')" in message

@@ -151,7 +151,13 @@ class FleetWorkload(BaseModel):
         description="Last month it runs (a job: its deadline), YYYY-MM; null: the horizon's end.",
     )
     priority: int = Field(
-        default=0, description="Higher is served first when capacity is short (Kueue priority)."
+        default=0,
+        ge=-1_000_000_000,
+        le=1_000_000_000,
+        description=(
+            "Higher is served first when capacity is short (Kueue priority; -10^9 to 10^9, the range of a "
+            "Kubernetes PriorityClass a user may create)."
+        ),
     )
     deferrable: bool | None = Field(
         default=None,

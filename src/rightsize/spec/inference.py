@@ -442,7 +442,12 @@ class InferenceSpec(BaseModel):
             "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
         ),
     )
-    seed: int = Field(default=0, description="Seed of the request simulation, for reproducible results.")
+    seed: int = Field(
+        default=0,
+        ge=0,
+        le=2**63 - 1,
+        description="Seed of the request simulation (0 to 2^63-1), for reproducible results.",
+    )
 
     @field_validator("model", mode="before")
     @classmethod
