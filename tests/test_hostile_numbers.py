@@ -225,6 +225,15 @@ def test_a_positive_field_error_shows_the_value_once() -> None:
     assert message.count("(got") == 1
 
 
+def test_a_bad_month_shows_the_value_once(tmp_path: Path) -> None:
+    (tmp_path / "lora.yaml").write_text((EXAMPLES / "llama3-8b-lora-weekly.yaml").read_text())
+    fleet = {"kind": "fleet", "start": "2027-13", "workloads": [{"spec": "lora.yaml"}]}
+    (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(fleet))
+    with pytest.raises(BadInput) as err:
+        plan(tmp_path / "fleet.yaml")
+    assert "YYYY-MM" in str(err.value) and str(err.value).count("(got '2027-13')") == 1
+
+
 def test_a_rack_too_small_for_its_reserved_units_never_goes_negative() -> None:
     with pytest.raises(BadInput) as err:
         plan(_with(TRAIN, "infrastructure.facility.rack_units", 1))
