@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from rightsize.api import plan
 from rightsize.cli.main import main
-from rightsize.errors import BadInput, RightsizeError, SpecNote
+from rightsize.errors import BadInput, Infeasible, RightsizeError, SpecNote
 from rightsize.fleet.findings import _saving
 from rightsize.report import units
 from rightsize.report.fleet_doc import _saving_text
@@ -232,6 +232,14 @@ def test_a_bad_month_shows_the_value_once(tmp_path: Path) -> None:
     with pytest.raises(BadInput) as err:
         plan(tmp_path / "fleet.yaml")
     assert "YYYY-MM" in str(err.value) and str(err.value).count("(got '2027-13')") == 1
+
+
+def test_a_deadline_of_seconds_is_said_in_seconds_not_zero_days() -> None:
+    with pytest.raises(Infeasible) as err:
+        plan(_with(TRAIN, "targets.deadline", "1s"))
+    text = str(err.value)
+    assert "0.0 days" not in text and "The deadline of 1 s" in text
+    assert re.search(r"at least \d+(min|h|d) ", text)
 
 
 def test_a_rack_too_small_for_its_reserved_units_never_goes_negative() -> None:
