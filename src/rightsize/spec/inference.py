@@ -31,6 +31,7 @@ from pydantic import (
 from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
+from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.model import ModelArch
 from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import (
@@ -401,6 +402,10 @@ class InferenceSpec(BaseModel):
     @classmethod
     def _numbers_are_finite(cls, data: Any) -> Any:
         return finite_numbers(data)
+
+    @model_validator(mode="after")
+    def _figures_above_their_floor(self) -> InferenceSpec:
+        return refuse_figures_under_floor(self)
 
     kind: Literal["inference"] = Field(description="Spec kind; 'inference' for serving a model.")
     name: str | None = Field(

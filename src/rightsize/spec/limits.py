@@ -11,10 +11,12 @@ spec and lists each field over its limit, named by its path.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+_Spec = TypeVar("_Spec", bound=BaseModel)
 _TOKENS = 2.0**27  # 134M tokens in one sequence: 100x the longest context served today
 _LAYOUT = "far beyond any published model"
 
@@ -134,15 +136,25 @@ def _floor(model: BaseModel, field: str) -> tuple[float, str] | None:
     return FLOORS.get(f"{type(model).__name__}.{field}") or FLOORS.get(field)
 
 
-def _range_problem(model: BaseModel, field: str, value: float) -> str:
-    """'' when the value is within its floor and limit, else what is wrong with the allowed range."""
+def _allowed(model: BaseModel, field: str) -> str:
     limit, floor = _limit(model, field), _floor(model, field)
-    top = f"{limit[0]:,.6g}" if limit else "no limit"
+    bottom = f"{floor[0]:,.6g}" if floor else "0"
+    return f"(allowed: {bottom} to {f'{limit[0]:,.6g}' if limit else 'no limit'})"
+
+
+def _over_limit(model: BaseModel, field: str, value: float) -> str:
+    """'' when the value is within its limit, else what is wrong, with the allowed range."""
+    limit = _limit(model, field)
     if limit is not None and (not math.isfinite(value) or value > limit[0]):
-        bottom = f"{floor[0]:,.6g}" if floor else "0"
-        return f"{value:.4g} is more than {limit[0]:,.6g}: {limit[1]} (allowed: {bottom} to {top})"
+        return f"{value:.4g} is more than {limit[0]:,.6g}: {limit[1]} {_allowed(model, field)}"
+    return ""
+
+
+def _under_floor(model: BaseModel, field: str, value: float) -> str:
+    """'' when the value is at or above its floor, else what is wrong, with the allowed range."""
+    floor = _floor(model, field)
     if floor is not None and value < floor[0]:
-        return f"{value:.4g} is less than {floor[0]:,.6g}: {floor[1]} (allowed: {floor[0]:,.6g} to {top})"
+        return f"{value:.4g} is less than {floor[0]:,.6g}: {floor[1]} {_allowed(model, field)}"
     return ""
 
 
@@ -153,11 +165,26 @@ def _limit(model: BaseModel, field: str) -> tuple[float, str] | None:
 def spec_limit_problems(spec: BaseModel) -> list[str]:
     """`path: message` for every number over its limit (none for a sane spec)."""
     problems: list[str] = []
-    _walk(spec, "", problems)
+    _walk(spec, "", problems, _over_limit)
     return problems
 
 
-def _walk(node: Any, prefix: str, problems: list[str]) -> None:
+def spec_floor_problems(spec: BaseModel) -> list[str]:
+    """`path: message` for every number under its floor (none for a sane spec)."""
+    problems: list[str] = []
+    _walk(spec, "", problems, _under_floor)
+    return problems
+
+
+def refuse_figures_under_floor(spec: _Spec) -> _Spec:
+    """The body of each spec kind's after-check: a figure under its floor makes the spec invalid."""
+    problems = spec_floor_problems(spec)
+    if problems:
+        raise ValueError("\n".join(problems))
+    return spec
+
+
+def _walk(node: Any, prefix: str, problems: list[str], check: Callable[[BaseModel, str, float], str]) -> None:
     if isinstance(node, BaseModel):
         for name in type(node).model_fields:
             value = getattr(node, name, None)
@@ -165,12 +192,12 @@ def _walk(node: Any, prefix: str, problems: list[str]) -> None:
             if isinstance(value, bool):
                 continue
             if isinstance(value, int | float):
-                problem = _range_problem(node, name, value)
+                problem = check(node, name, value)
                 if problem:
                     problems.append(f"{where}: {problem}")
             elif isinstance(value, BaseModel):
-                _walk(value, where + ".", problems)
+                _walk(value, where + ".", problems, check)
             elif isinstance(value, list | tuple):
                 for i, item in enumerate(value):
                     if isinstance(item, BaseModel):
-                        _walk(item, f"{where}.{i}.", problems)
+                        _walk(item, f"{where}.{i}.", problems, check)

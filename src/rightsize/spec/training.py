@@ -23,6 +23,7 @@ from pydantic import (
 
 from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
+from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.model import ModelArch
 from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import (
@@ -265,6 +266,10 @@ class TrainingSpec(BaseModel):
     @classmethod
     def _numbers_are_finite(cls, data: Any) -> Any:
         return finite_numbers(data)
+
+    @model_validator(mode="after")
+    def _figures_above_their_floor(self) -> TrainingSpec:
+        return refuse_figures_under_floor(self)
 
     kind: Literal["training"] = Field(
         default="training", description="Spec kind; 'training' for pre-training and fine-tuning runs."

@@ -27,6 +27,7 @@ from rightsize.errors import did_you_mean
 from rightsize.spec.finite import finite_numbers
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
+from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
 from rightsize.spec.units import Bytes, BytesPerS, Count, CountInt, DurationS, refuse_bare_durations
@@ -266,6 +267,10 @@ class VisionSpec(BaseModel):
     @classmethod
     def _numbers_are_finite(cls, data: Any) -> Any:
         return finite_numbers(data)
+
+    @model_validator(mode="after")
+    def _figures_above_their_floor(self) -> VisionSpec:
+        return refuse_figures_under_floor(self)
 
     kind: Literal["vision"] = Field(description="Spec kind; 'vision' for CNNs and vision transformers.")
     name: str | None = Field(
