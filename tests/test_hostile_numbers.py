@@ -356,6 +356,13 @@ def _numbers(node: Any, path: str = "") -> Iterator[tuple[str, float]]:
         yield path, float(node)
 
 
+def _assert_sound_figures(data: dict[str, Any]) -> None:
+    for path, value in _numbers(data):
+        assert math.isfinite(value), f"{path} = {value}"
+        if _AMOUNT.search(path) and "saving" not in path:  # pooling may cost more: a negative saving
+            assert value >= 0, f"{path} = {value}"
+
+
 def _assert_sound_plan(raw: dict[str, Any], base_dir: Path) -> None:
     """Either a clear refusal (BadInput or Infeasible) or a plan whose every figure is finite and
     whose amounts are not negative."""
@@ -366,10 +373,7 @@ def _assert_sound_plan(raw: dict[str, Any], base_dir: Path) -> None:
     except RightsizeError as err:
         assert str(err).strip() and "Traceback" not in str(err)
         return
-    for path, value in _numbers(data):
-        assert math.isfinite(value), f"{path} = {value}"
-        if _AMOUNT.search(path):
-            assert value >= 0, f"{path} = {value}"
+    _assert_sound_figures(data)
 
 
 def _small(raw: dict[str, Any]) -> dict[str, Any]:
@@ -383,6 +387,10 @@ def _small(raw: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("example", PLANNED, ids=lambda p: p.stem)
 def test_every_example_plans_to_finite_non_negative_figures(example: Path) -> None:
     _assert_sound_plan(_small(yaml.safe_load(example.read_text())), example.parent)
+
+
+def test_the_fleet_example_plans_to_finite_non_negative_figures() -> None:
+    _assert_sound_figures(json.loads(render(plan(EXAMPLES / "fleet-2027.yaml"), "json")))
 
 
 def _leaves(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
