@@ -219,6 +219,23 @@ def test_a_negative_seed_or_an_out_of_range_priority_is_bad_input(tmp_path: Path
         plan(tmp_path / "fleet.yaml")
 
 
+def test_a_tiny_bare_power_or_bitrate_is_refused_with_the_unit_to_give(tmp_path: Path) -> None:
+    message = _bad(_with(TRAIN, "infrastructure.facility.power_cap", 2))
+    assert "power_cap_w: 2 is less than 1,000" in message and "'2 MW'" in message
+    stream = _with(VISION_SERVE, "inference.stream_bitrate", 4)
+    assert "stream_bitrate: 4 is less than 1,000" in _bad(stream) and "'4 Mb/s'" in _bad(stream)
+    (tmp_path / "lora.yaml").write_text((EXAMPLES / "llama3-8b-lora-weekly.yaml").read_text())
+    fleet = {
+        "kind": "fleet",
+        "start": "2027-01",
+        "workloads": [{"spec": "lora.yaml"}],
+        "policy": {"power_limit": 2},
+    }
+    (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(fleet))
+    with pytest.raises(BadInput, match="power_limit: is under 1 kW"):
+        plan(tmp_path / "fleet.yaml")
+
+
 def test_a_positive_field_error_shows_the_value_once() -> None:
     message = _bad(_with(SERVE, "slo.tpot", "0ms"))
     assert "must be greater than zero (got '0ms')" in message

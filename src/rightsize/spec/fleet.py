@@ -250,6 +250,15 @@ class FleetPolicy(BaseModel):
         description="Most facility power the owned racks may draw, e.g. '1.5 MW'; null: no limit.",
     )
 
+    @field_validator("power_limit_w")
+    @classmethod
+    def _a_server_at_least(cls, value: float | None) -> float | None:
+        if value is not None and value < 1000:
+            raise ValueError(
+                "is under 1 kW, less than one server draws (allowed: 1 kW up); give the unit, e.g. '1.5 MW'"
+            )
+        return value
+
     @model_validator(mode="after")
     def _pool(self) -> FleetPolicy:
         if self.pools == "single" and self.accelerator is None:

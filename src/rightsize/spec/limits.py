@@ -129,6 +129,10 @@ FLOORS: dict[str, tuple[float, str]] = {
     "latency_p99_s": (1e-6, "a latency objective under a microsecond"),
     "deadline_s": (1.0, "a deadline under a second"),
     "turnaround": (1.0, "a turnaround under a second"),
+    # a bare number is in SI base units: a tiny one was most likely meant in a larger unit
+    "power_cap_w": (1000.0, "a facility under 1 kW holds no server; give the unit, e.g. '2 MW'"),
+    "rack_power_kw": (1.0, "a rack under 1 kW holds no accelerator server"),
+    "stream_bitrate": (1000.0, "under 8 kb/s is no video stream; give the unit, e.g. '4 Mb/s'"),
 }
 
 
