@@ -193,8 +193,13 @@ def test_a_400_digit_integer_inside_an_inline_model_is_bad_input() -> None:
 @pytest.mark.parametrize(
     ("base", "path", "value", "expected"),
     [
-        (SERVE, "policy.utilisation_target", 1e-9, "greater than or equal to 0.05 (got 1e-09)"),
-        (TRAIN, "infrastructure.margins.utilisation_target", 1e-9, "greater than or equal to 0.05"),
+        (
+            SERVE,
+            "policy.utilisation_target",
+            1e-9,
+            "must be from 0.05 to 1, the share of the time a resource is busy",
+        ),
+        (TRAIN, "infrastructure.margins.utilisation_target", 1e-9, "must be from 0.05 to 1"),
         (SERVE, "traffic.rate", 1e-12, "traffic.rate_per_s: 1e-12 is less than 0.001"),
         (RECSYS_SERVE, "inference.qps", 1e-12, "inference.qps: 1e-12 is less than 0.001"),
         (SERVE, "slo.tpot", "1e-12s", "slo.tpot_s: 1e-12 is less than 1e-06"),

@@ -19,7 +19,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.shared import POSITIVE
-from rightsize.spec.units import Count, DurationS, PowerW, refuse_bare_durations
+from rightsize.spec.units import Count, DurationS, PowerW, Utilisation, refuse_bare_durations
 
 _CFG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 _MONTH_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})\s*$")
@@ -228,10 +228,8 @@ class FleetPolicy(BaseModel):
     accelerator: str | None = Field(
         default=None, description="The accelerator of a single pool (catalog id); needed with pools: single."
     )
-    utilisation_target: float = Field(
+    utilisation_target: Utilisation = Field(
         default=0.85,
-        ge=0.05,
-        le=1,
         validation_alias=AliasChoices("utilisation_target", "utilization_target"),
         description="Busiest the owned/reserved pool is planned to be (room for fragmentation and repair).",
     )

@@ -41,7 +41,7 @@ from rightsize.spec.shared import (
     all_means_every,
     resolve_model_field,
 )
-from rightsize.spec.units import Count, CountInt, DurationS, refuse_bare_durations
+from rightsize.spec.units import Count, CountInt, DurationS, Utilisation, refuse_bare_durations
 
 __all__ = [
     "SLO",
@@ -381,10 +381,8 @@ class Policy(BaseModel):
         lt=1,
         description="Margin on the peak rate: capacity is sized for peak_rate * (1 + headroom); 0.15-0.25 is typical.",
     )
-    utilisation_target: float = Field(
+    utilisation_target: Utilisation = Field(
         default=0.8,
-        ge=0.05,
-        le=1,
         validation_alias=AliasChoices("utilisation_target", "utilization_target"),
         description="Busiest a replica may be at peak, 0.05 to 1; lower keeps queueing delay down.",
     )

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from rightsize.spec.shared import POSITIVE
-from rightsize.spec.units import Bytes, DurationS, PowerW, refuse_bare_durations
+from rightsize.spec.units import Bytes, DurationS, PowerW, Utilisation, refuse_bare_durations
 
 _CFG = ConfigDict(
     extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
@@ -128,10 +128,8 @@ class Margins(BaseModel):
         validation_alias=AliasChoices("safety_margin", "headroom"),
         description="Margin on the need (deadline, peak load, storage); 0.15-0.25 is typical.",
     )
-    utilisation_target: float = Field(
+    utilisation_target: Utilisation = Field(
         default=0.8,
-        ge=0.05,
-        le=1,
         validation_alias=AliasChoices("utilisation_target", "utilization_target"),
         description="Busiest a resource is planned to be, 0.05 to 1; 0.70-0.85 is typical.",
     )

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, ValidationInfo, WithJsonSchema
 
 from rightsize.constants import (
     BITS_PER_BYTE,
@@ -411,3 +411,23 @@ TokenLength = Annotated[
     ),
 ]
 """A sequence length in tokens; k and M are powers of two here ("8k" = 8,192), said in a note."""
+
+
+MIN_UTILISATION = 0.05
+
+
+def _utilisation_in_range(value: float) -> float:
+    if not MIN_UTILISATION <= value <= 1:
+        raise ValueError(
+            f"must be from {MIN_UTILISATION:g} to 1, the share of the time a resource is busy (0.8 is 80%); "
+            "under 5% the plan is idle capacity"
+        )
+    return value
+
+
+Utilisation = Annotated[
+    float,
+    AfterValidator(_utilisation_in_range),
+    WithJsonSchema({"type": "number", "minimum": MIN_UTILISATION, "maximum": 1}),
+]
+"""A utilisation target: a share of the time busy, from 0.05 to 1 (the message gives the range)."""
