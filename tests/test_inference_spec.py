@@ -210,7 +210,11 @@ _LOGNORMAL = {"kind": "lognormal", "mean": 1024, "std": 512}
         # policy: 0 <= headroom < 1, 0 < utilisation_target <= 1
         ({"policy": {"headroom": 0.25, "utilization_target": 0.7}}, None),  # US spelling accepted
         ({"policy": {"headroom": 1}}, "policy.headroom: Input should be less than 1"),
-        ({"policy": {"utilisation_target": 0}}, "policy.utilisation_target: Input should be greater than 0"),
+        ({"policy": {"utilisation_target": 0}}, "policy.utilisation_target: must be from 0.05 to 1"),
+        (
+            {"policy": {"utilisation_target": 1e-9}},
+            "must be from 0.05 to 1, the share of the time a resource is busy (0.8 is 80%); under 5% the plan is idle capacity (got 1e-09)",
+        ),
         # enumerations
         ({"serving": {"weight_precision": "fp4", "kv_precision": "int4"}}, None),
         ({"serving": {"kv_precision": "fp4"}}, "serving.kv_precision"),
@@ -249,7 +253,10 @@ def test_field_problems_are_reported_together() -> None:
         ),
         ({"traffic": _traffic(peak_rat=50)}, "traffic.peak_rat: unknown key; did you mean peak_rate?"),
         ({"slo": {"ttft": "500 ns"}}, "slo.ttft: Cannot read duration '500 ns'"),
-        ({"traffic": _traffic(prompt_tokens="lots")}, "traffic.prompt_tokens.mean: Cannot read count 'lots'"),
+        (
+            {"traffic": _traffic(prompt_tokens="lots")},
+            "traffic.prompt_tokens.mean: Cannot read length 'lots'",
+        ),
         ({"traffic": {"rate": 10, "output_tokens": 5}}, "traffic.prompt_tokens: required, but missing"),
         ({"traffic": None}, "traffic: Input should be a valid dictionary"),
     ],
@@ -328,7 +335,7 @@ def test_slo_units_and_percentiles(slo: dict[str, Any], expected: tuple[Any, ...
     ("value", "expected"),
     [
         (512, ("fixed", 512, None)),  # the shorthand: a plain integer is a fixed length
-        ("2k", ("fixed", 2000, None)),
+        ("2k", ("fixed", 2048, None)),  # k on a token length is 1,024
         ({"mean": 128}, ("fixed", 128, None)),
         ({"kind": "lognormal", "mean": 1024, "std": 512, "max": "8k"}, ("lognormal", 1024, 512.0)),
     ],

@@ -12,6 +12,7 @@ import pytest
 
 from rightsize.api import plan
 from rightsize.cli.main import main
+from rightsize.errors import BadInput
 from rightsize.report import units
 from rightsize.report.bom import bom_section, breakeven_text
 from rightsize.report.render import render
@@ -68,12 +69,15 @@ def test_terminal_width_follows_the_terminal(monkeypatch: pytest.MonkeyPatch) ->
     os.environ.pop("COLUMNS", None)
 
 
-def test_a_bare_duration_is_noted_as_seconds() -> None:
+def test_a_bare_duration_is_refused_with_the_unit_to_write() -> None:
     spec = {**SHORT_JOB, "targets": {**SHORT_JOB["targets"], "deadline": 7200}}
-    p = plan(spec)
-    assert any("deadline: 7200 has no unit" in a.lower() and "seconds" in a for a in p.assumptions)
+    with pytest.raises(BadInput) as err:
+        plan(spec)
+    assert "deadline: 7200 has no unit" in str(err.value) and "'7200h'" in str(err.value)
     with_unit = plan({**SHORT_JOB, "targets": {**SHORT_JOB["targets"], "deadline": "2h"}})
-    assert not any("has no unit" in a for a in with_unit.assumptions)
+    assert with_unit.best is not None
+    in_seconds = plan({**SHORT_JOB, "targets": {**SHORT_JOB["targets"], "deadline_s": 7200}})
+    assert in_seconds.best is not None  # the key that names its unit takes a number of seconds
 
 
 def test_models_lists_vision_and_recommendation_presets(capsys: pytest.CaptureFixture[str]) -> None:

@@ -118,7 +118,7 @@ def test_no_growth_is_a_single_stage() -> None:
 
 def test_weekly_pool_is_elastic_when_mostly_idle() -> None:
     """One 10-hour job a week on 8 GPUs: 10/168 = 6% busy -> rent per job."""
-    pool = size_pool(Schedule(jobs_per_week=1, turnaround=86400.0), 10 * 3600.0, 8, 0.8)
+    pool = size_pool(Schedule(jobs_per_week=1, turnaround="24h"), 10 * 3600.0, 8, 0.8)
     assert pool.concurrent_jobs_mean == pytest.approx(10 / 168)
     assert pool.pool_job_slots == 1
     assert pool.busy_gpu_hours_per_week == pytest.approx(80.0)

@@ -385,7 +385,7 @@ def test_expert_parallel_checks(parallel: dict[str, Any], error: str | None) -> 
         (
             {"seq_len": 8192, "global_batch": 2048},
             {"deadline": "0d"},
-            "targets.deadline: must be greater than zero (got 0)",
+            "targets.deadline: must be greater than zero (got '0d')",
         ),
         ({"seq_len": 8192, "global_batch": 20.5}, {}, "training.global_batch: Cannot read count 20.5"),
         ({"seq_len": 8192, "global_batch": 2048, "precision": "fp4"}, {}, "'fp16', 'bf16', 'fp8' or 'nvfp4'"),
@@ -407,7 +407,8 @@ def test_global_batch_seqs_and_units() -> None:
         )
     )
     assert spec.targets.deadline_s == 90 * 86400
-    assert (spec.training.seq_len, spec.training.global_batch_seqs) == (8000, 2000)  # k is 1000, not 1024
+    # k on a sequence length is 1,024 (as frameworks count context); on a count it stays 1,000
+    assert (spec.training.seq_len, spec.training.global_batch_seqs) == (8192, 2000)
     spec = parse_spec(
         _spec(training={"seq_len": 8192, "global_batch_tokens": "16Mi", "train_tokens": "15.6T"})
     )

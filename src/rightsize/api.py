@@ -71,11 +71,14 @@ def _as_spec(spec: str | Path | dict[str, Any] | AnySpec) -> AnySpec:
 
 
 def _calibration(calibration: str | Path | Calibration | None) -> Calibration | None:
+    """The calibration as overrides, each figure checked for range where it is applied."""
+    from rightsize.search.calibrated import checked_calibration
+
     if calibration is None or isinstance(calibration, dict):
-        return calibration
+        return checked_calibration(calibration)
     from rightsize.profile.calibration_file import load_calibration
 
-    return load_calibration(Path(calibration))
+    return checked_calibration(load_calibration(Path(calibration)))
 
 
 PricesArg = Any  # a YAML file path, a mapping of the spec's `prices:` shape, a UserPrices, or None

@@ -61,6 +61,7 @@ class WorkloadDemand:
     periods: list[tuple[list[int], float]] = field(default_factory=list)  # (month indices, GPU-hours)
     notes: list[str] = field(default_factory=list)
     solo_gpus: int = 0  # what it needs alone at its peak (a batch job: to finish in its window)
+    turnaround: tuple[float, float] | None = None  # (longest a run may take, one run on its gang), s
 
     @property
     def placed(self) -> bool:
@@ -206,6 +207,10 @@ def job_demand(
         notes,
         solo,
     )
+    turnaround = w.turnaround or view.turnaround_s
+    if turnaround and view.run_s and w.batch is None:
+        # However the pool places the GPU-hours, one run lasts its own wall time on its gang.
+        d.turnaround = (float(turnaround), float(view.run_s))
     if not deferrable:
         _fix_in_place(d, days)
     return d

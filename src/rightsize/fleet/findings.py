@@ -76,13 +76,23 @@ def _saving(plan: FleetPlan) -> Finding | None:
     if plan.dedicated_usd <= 0:
         return None
     saving = plan.dedicated_usd - plan.pooled_usd
+    share = saving / plan.dedicated_usd
+    if saving >= 0.5 and share >= 0.005:
+        title = f"Pooling saves ${saving:,.0f} ({share:.0%}) against each workload on its own capacity"
+        fix = "Run the workloads on one pool with shared quotas (see the Kueue quotas)."
+    elif saving > -0.5:
+        title = "Pooling makes no saving against each workload on its own capacity"
+        fix = "Keep each workload on its own capacity, or pool them only for the shared operations."
+    else:
+        title = f"Pooling costs ${-saving:,.0f} ({-share:.0%}) more than each workload on its own capacity"
+        fix = "Keep each workload on its own capacity; the pooled plan's commitments do not pay off here."
     return Finding(
         "fleet_pooling_saving",
         "over-provisioning",
-        max(0.0, saving / plan.dedicated_usd),
-        f"Pooling saves ${saving:,.0f} ({saving / plan.dedicated_usd:.0%}) against each workload on its own capacity",
+        max(0.0, share),
+        title,
         {"pooled_usd": plan.pooled_usd, "dedicated_usd": plan.dedicated_usd},
-        "Run the workloads on one pool with shared quotas (see the Kueue quotas).",
+        fix,
     )
 
 
@@ -100,9 +110,11 @@ def _misses(plan: FleetPlan) -> list[Finding]:
                 max(0.15, min(1.0, share)),
                 f"{d['workload']} misses its deadline ({d['window']}): "
                 + (f"{missed:,.0f} of {need:,.0f} GPU-hours left undone" if need else d.get("note", "")),
-                {k: v for k, v in d.items() if not isinstance(v, bool)},
-                "In that busy month allow burst capacity (policy.capacity: on_demand or spot), raise the budget "
-                "or power limit, widen the job's window (end), or give it a higher priority than deferrable work.",
+                {k: v for k, v in d.items() if not isinstance(v, bool) and k != "fix"},
+                d.get("fix")
+                or "In that busy month allow burst capacity (policy.capacity: on_demand or spot), raise the "
+                "budget or power limit, widen the job's window (end), or give it a higher priority than "
+                "deferrable work.",
             )
         )
     return out

@@ -213,6 +213,8 @@ def deadlines(sol: Solution, cal: Calendar, work: list[WorkloadDemand], u: Usage
                     "finished": month_text(cal.start_month + ran[-1]) if ran else None,
                 }
             )
+        if w.turnaround is not None:
+            out.append(_turnaround_entry(w.name, w.gang_gpus, *w.turnaround))
         for note in w.notes:
             out.append(
                 {
@@ -226,3 +228,38 @@ def deadlines(sol: Solution, cal: Calendar, work: list[WorkloadDemand], u: Usage
                 }
             )
     return out
+
+
+def _duration_text(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} d"
+
+
+def _turnaround_entry(name: str, gang: int, turnaround_s: float, run_s: float) -> dict[str, Any]:
+    """Whether one run, on the GPUs its own plan gives it, finishes within its turnaround."""
+    met = run_s <= turnaround_s * (1 + 1e-9)
+    entry: dict[str, Any] = {
+        "workload": name,
+        "window": f"each run within {_duration_text(turnaround_s)}",
+        "gpu_hours_needed": None,
+        "gpu_hours_missed": None,
+        "met": met,
+        "finished": None,
+        "turnaround_s": turnaround_s,
+        "run_s": run_s,
+    }
+    if not met:
+        entry["note"] = (
+            f"one run takes {_duration_text(run_s)} on its {gang} GPUs, longer than its "
+            f"{_duration_text(turnaround_s)} turnaround"
+        )
+        entry["fix"] = (
+            "Plan the job on more GPUs (a deadline or gpus in its spec's targets) or allow a longer "
+            "turnaround; pooling cannot shorten one run."
+        )
+    return entry

@@ -23,6 +23,16 @@ def _pct(v: float | None) -> str:
     return "" if v is None else units.pct(v, 0)
 
 
+def _saving_text(c: dict[str, Any]) -> str:
+    """What pooling saves, "no saving", or what it costs more: never "$-0 (-0%)"."""
+    saving, share = float(c["saving_usd"]), float(c["saving_fraction"])
+    if saving >= 0.5 and share >= 0.005:
+        return f"{units.usd(saving)} ({_pct(share)}) saved"
+    if saving > -0.5:
+        return "no saving"
+    return f"pooling costs {units.usd(-saving)} ({_pct(-share)}) more"
+
+
 def fleet_document(plan: Any, title: str = "Plan") -> Document:
     d = plan.to_dict()
     c = d["cost"]
@@ -37,13 +47,13 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
     doc.decision = (
         f"commit up to {most_committed:,.0f} GPUs ({_kinds(d['purchases'])}), burst up to "
         f"{max(m['burst_gpus'] for m in line):,.0f} GPUs to the cloud; pooled {units.usd(c['pooled_usd'])} against "
-        f"{units.usd(c['dedicated_usd'])} with each workload on its own ({_pct(c['saving_fraction'])} saved)"
+        f"{units.usd(c['dedicated_usd'])} with each workload on its own ({_saving_text(c)})"
     )
     met = sum(1 for x in d["deadlines"] if x["met"])
     doc.key_numbers = [
         ("pooled cost", units.usd(c["pooled_usd"])),
         ("dedicated cost", units.usd(c["dedicated_usd"])),
-        ("saving", f"{units.usd(c['saving_usd'])} ({_pct(c['saving_fraction'])})"),
+        ("saving", _saving_text(c)),
         ("peak demand", f"{peak['demand_gpus']:,.0f} GPUs in {peak['month']}"),
         ("committed pool busy", _pct(d["utilisation"]["overall_fraction"])),
         ("deadlines met", f"{met} of {len(d['deadlines'])}"),

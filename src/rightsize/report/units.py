@@ -89,6 +89,8 @@ def watts(v: float) -> str:
 
 
 def usd(v: float) -> str:
+    if abs(v) < 0.005:
+        v = 0.0  # never "$-0.00"
     if abs(v) >= 1e6:
         return f"${v / 1e6:,.2f}M"
     if abs(v) >= 100:
@@ -97,6 +99,8 @@ def usd(v: float) -> str:
 
 
 def pct(v: float, digits: int = 1) -> str:
+    if abs(v * 100) < 0.5 * 10.0**-digits:
+        v = 0.0  # a share that rounds to zero is "0%", never "-0%"
     return f"{v * 100:,.{digits}f}%"
 
 

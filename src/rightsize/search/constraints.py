@@ -58,6 +58,27 @@ def planned_deadline(bare_s: float | None, margin: float) -> float | None:
     return bare_s / (1.0 + margin) if bare_s else None
 
 
+def span_text(seconds: float) -> str:
+    """A duration in the unit that reads best ('45 s', '12 min', '7.5 h', '60.0 days'): a deadline
+    of a second is not '0.0 days'."""
+    if seconds < 120:
+        return f"{seconds:,.3g} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.3g} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:,.3g} h"
+    return f"{seconds / 86400:,.1f} days"
+
+
+def deadline_to_ask(seconds: float) -> str:
+    """The shortest round deadline, in spec units, that is at least `seconds` ('17min', '9h', '45d')."""
+    if seconds <= 3600:
+        return f"{max(1, math.ceil(seconds / 60))}min"
+    if seconds <= 2 * 86400:
+        return f"{math.ceil(seconds / 3600)}h"
+    return f"{math.ceil(seconds / 86400)}d"
+
+
 def deadline_note(bare_s: float, margin: float, unit_s: float, unit: str) -> str:
     return (
         f"Safety margin {margin:.0%} on the time budget: the plan aims to finish within "

@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 from rightsize.catalog import get_node
 from rightsize.constants import HOUR_S
 from rightsize.errors import Infeasible
-from rightsize.search.constraints import deadline_note, margins_of, planned_deadline, under_power_cap
+from rightsize.search.constraints import (
+    deadline_note,
+    deadline_to_ask,
+    margins_of,
+    planned_deadline,
+    span_text,
+    under_power_cap,
+)
 from rightsize.search.serving_costs import keep_priced, no_price_reason
 
 Option = TypeVar("Option")
@@ -82,10 +89,10 @@ def in_time(
     fastest = min(every, key=lambda o: o.time_to_train_s or math.inf)
     assert fastest.time_to_train_s is not None and deadline is not None and bare is not None
     raise Infeasible(
-        f"The deadline of {bare / HOUR_S:.1f} h (planned to {deadline / HOUR_S:.1f} h with the "
+        f"The deadline of {span_text(bare)} (planned to {span_text(deadline)} with the "
         f"{margin:.0%} safety margin) cannot be met.",
-        f"The fastest plan found takes {fastest.time_to_train_s / HOUR_S:.1f} h ({fastest_text(fastest)}).",
-        f"Extend targets.deadline to at least {math.ceil(fastest.time_to_train_s * (1 + margin) / HOUR_S)}h "
+        f"The fastest plan found takes {span_text(fastest.time_to_train_s)} ({fastest_text(fastest)}).",
+        f"Extend targets.deadline to at least {deadline_to_ask(fastest.time_to_train_s * (1 + margin))} "
         f"(or lower infrastructure.margins.safety_margin), {fewer}, or allow a faster accelerator.",
     )
 

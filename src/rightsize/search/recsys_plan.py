@@ -33,6 +33,15 @@ class RecsysOption(RankedOption):
     goodput: float | None = None
     gpu_hours_billed: float | None = None  # whole nodes x hours (training)
 
+    @property
+    def step_time_s(self) -> float | None:
+        """One step (training) or one batch (inference), the figure a calibration changes."""
+        return self.step.get("step_s")
+
+    @property
+    def mfu(self) -> float | None:
+        return None  # embedding lookups, not FLOPs, bound a recommendation model: no MFU is modelled
+
 
 def explain(loser: RecsysOption, winner: RecsysOption, objective: str) -> str:
     parts = [objective_gap(loser, winner, objective)]

@@ -37,6 +37,25 @@ class ServingCandidate:
     def gpus(self) -> int:
         return self.tp * self.replicas
 
+    # The figures every kind's best option answers (a plan made with and without a calibration
+    # is compared on them): a deployment has no step, MFU or run time; its cost is per hour, as
+    # the vision and recommendation options' inference cost is.
+    @property
+    def cost_usd(self) -> float | None:
+        return self.cost_usd_per_hour
+
+    @property
+    def step_time_s(self) -> float | None:
+        return None
+
+    @property
+    def mfu(self) -> float | None:
+        return None
+
+    @property
+    def time_to_train_s(self) -> float | None:
+        return None
+
 
 @dataclass
 class ServingPlan:

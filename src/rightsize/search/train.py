@@ -27,7 +27,13 @@ from rightsize.perf.step import StepBreakdown, train_memory_only, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
-from rightsize.search.constraints import margins_of, planned_deadline, under_power_cap
+from rightsize.search.constraints import (
+    deadline_to_ask,
+    margins_of,
+    planned_deadline,
+    span_text,
+    under_power_cap,
+)
 from rightsize.search.demand import Demand
 from rightsize.search.layout_check import LayoutRejection, no_layout_reason
 from rightsize.search.pareto import pareto_front
@@ -385,14 +391,14 @@ def _in_time(spec: TrainingSpec, options: list[Option], budget: _Budget, ids: li
     fastest = min(options, key=lambda o: o[0].time_to_train_s or math.inf)[0]
     assert fastest.time_to_train_s is not None and deadline is not None
     assert budget.bare_deadline is not None
-    need_days = math.ceil(fastest.time_to_train_s * (1.0 + budget.margin) / DAY_S)
+    need = deadline_to_ask(fastest.time_to_train_s * (1.0 + budget.margin))
     capped = spec.infrastructure.facility.power_cap_w
     raise Infeasible(
-        f"The deadline of {budget.bare_deadline / DAY_S:.1f} days (planned to {deadline / DAY_S:.1f} days with "
+        f"The deadline of {span_text(budget.bare_deadline)} (planned to {span_text(deadline)} with "
         f"the {budget.margin:.0%} safety margin) cannot be met with {', '.join(ids)}.",
-        f"The fastest plan found takes {fastest.time_to_train_s / DAY_S:.1f} days "
+        f"The fastest plan found takes {span_text(fastest.time_to_train_s)} "
         f"({fastest.gpus} x {fastest.accelerator}, MFU {fastest.mfu:.0%}).",
-        f"Extend targets.deadline to at least {need_days}d (or lower "
+        f"Extend targets.deadline to at least {need} (or lower "
         "infrastructure.margins.safety_margin), reduce training.train_tokens, or allow a faster accelerator"
         + (" or a higher infrastructure.facility.power_cap (it limits the cluster size)." if capped else "."),
     )

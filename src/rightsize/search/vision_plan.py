@@ -35,6 +35,11 @@ class VisionOption(RankedOption):
     goodput: float | None = None
     gpu_hours_billed: float | None = None  # whole nodes x hours (training)
 
+    @property
+    def step_time_s(self) -> float | None:
+        """One step (training) or one batch (inference), the figure a calibration changes."""
+        return self.step.get("step_s")
+
 
 def explain(loser: VisionOption, winner: VisionOption, objective: str) -> str:
     """Why `loser` ranks below `winner`, from the numbers."""

@@ -235,7 +235,8 @@ def size_nodes_racks(
         raise BadInput(
             f"A {facility.rack_units}U rack cannot hold one {node.name} ({node.rack_units}U).",
             f"Every rack keeps {reserved_u}U for management and front-end switches and cabling "
-            f"(data/facility.yaml), leaving {usable_u}U.",
+            f"(data/facility.yaml), "
+            + (f"leaving {usable_u}U." if usable_u > 0 else "which leaves no room for a node."),
             f"Set {RACK_UNITS_FIELD} to at least {node.rack_units + reserved_u}.",
         )
 

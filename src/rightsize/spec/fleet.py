@@ -16,9 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.shared import POSITIVE
-from rightsize.spec.units import Count, DurationS, PowerW
+from rightsize.spec.units import Count, DurationS, PowerW, Utilisation, refuse_bare_durations
 
 _CFG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 _MONTH_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})\s*$")
@@ -40,7 +41,8 @@ def month_index(text: str) -> int:
     """'2027-03' -> months since year 0 (2027 * 12 + 2); raises ValueError naming the format."""
     match = _MONTH_RE.match(str(text))
     if match is None or not 1 <= int(match[2]) <= 12:
-        raise ValueError(f"write a month as YYYY-MM, e.g. 2027-03 (got {text!r})")
+        # no "(got ...)": the spec's error list adds the value to every field error
+        raise ValueError("write a month as YYYY-MM, e.g. 2027-03")
     return int(match[1]) * 12 + int(match[2]) - 1
 
 
@@ -81,10 +83,10 @@ class DailyLoad(BaseModel):
     @field_validator("hourly")
     @classmethod
     def _24(cls, value: list[float] | None) -> list[float] | None:
-        if value is not None and (len(value) != 24 or max(value) <= 0):
-            raise ValueError(
-                f"give 24 hourly factors (hour 0 to 23), at least one above 0 (got {len(value)})"
-            )
+        if value is not None and len(value) != 24:
+            raise ValueError(f"give 24 hourly factors (hour 0 to 23); got {len(value)}")
+        if value is not None and max(value) <= 0:
+            raise ValueError("give 24 hourly factors with at least one above 0; every one is 0")
         return value
 
 
@@ -150,7 +152,13 @@ class FleetWorkload(BaseModel):
         description="Last month it runs (a job: its deadline), YYYY-MM; null: the horizon's end.",
     )
     priority: int = Field(
-        default=0, description="Higher is served first when capacity is short (Kueue priority)."
+        default=0,
+        ge=-1_000_000_000,
+        le=1_000_000_000,
+        description=(
+            "Higher is served first when capacity is short (Kueue priority; -10^9 to 10^9, the range of a "
+            "Kubernetes PriorityClass a user may create)."
+        ),
     )
     deferrable: bool | None = Field(
         default=None,
@@ -197,6 +205,11 @@ class FleetWorkload(BaseModel):
             )
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _turnaround_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("turnaround",), seconds_key=False)
+
 
 class FleetPolicy(BaseModel):
     """How the pool may be built and paid for."""
@@ -215,10 +228,8 @@ class FleetPolicy(BaseModel):
     accelerator: str | None = Field(
         default=None, description="The accelerator of a single pool (catalog id); needed with pools: single."
     )
-    utilisation_target: float = Field(
+    utilisation_target: Utilisation = Field(
         default=0.85,
-        gt=0,
-        le=1,
         validation_alias=AliasChoices("utilisation_target", "utilization_target"),
         description="Busiest the owned/reserved pool is planned to be (room for fragmentation and repair).",
     )
@@ -237,6 +248,15 @@ class FleetPolicy(BaseModel):
         description="Most facility power the owned racks may draw, e.g. '1.5 MW'; null: no limit.",
     )
 
+    @field_validator("power_limit_w")
+    @classmethod
+    def _a_server_at_least(cls, value: float | None) -> float | None:
+        if value is not None and value < 1000:
+            raise ValueError(
+                "is under 1 kW, less than one server draws (allowed: 1 kW up); give the unit, e.g. '1.5 MW'"
+            )
+        return value
+
     @model_validator(mode="after")
     def _pool(self) -> FleetPolicy:
         if self.pools == "single" and self.accelerator is None:
@@ -250,6 +270,11 @@ class FleetSpec(BaseModel):
     """A fleet to plan: workloads over a horizon on a shared pool, under a policy."""
 
     model_config = _CFG
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
 
     kind: Literal["fleet"] = Field(description="Spec kind; 'fleet' for many workloads on one pool.")
     name: str | None = Field(default=None, description="A name for this plan, shown in reports.")

@@ -28,8 +28,10 @@ from pydantic import (
     model_validator,
 )
 
+from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
+from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.model import ModelArch
 from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import (
@@ -39,7 +41,7 @@ from rightsize.spec.shared import (
     all_means_every,
     resolve_model_field,
 )
-from rightsize.spec.units import Count, CountInt, DurationS
+from rightsize.spec.units import Count, CountInt, DurationS, Utilisation, refuse_bare_durations
 
 __all__ = [
     "SLO",
@@ -236,8 +238,12 @@ class SLO(BaseModel):
             raise ValueError(f"cannot be shorter than slo.ttft ({ttft:g} s)")
         return value
 
+    # ------------------------------------------------------------------------------------------- engine
 
-# ------------------------------------------------------------------------------------------- engine
+    @model_validator(mode="before")
+    @classmethod
+    def _latencies_have_units(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("ttft", "tpot", "e2e"))
 
 
 class Speculative(BaseModel):
@@ -375,12 +381,10 @@ class Policy(BaseModel):
         lt=1,
         description="Margin on the peak rate: capacity is sized for peak_rate * (1 + headroom); 0.15-0.25 is typical.",
     )
-    utilisation_target: float = Field(
+    utilisation_target: Utilisation = Field(
         default=0.8,
-        gt=0,
-        le=1,
         validation_alias=AliasChoices("utilisation_target", "utilization_target"),
-        description="Busiest a replica may be at peak (0 < x <= 1); lower keeps queueing delay down.",
+        description="Busiest a replica may be at peak, 0.05 to 1; lower keeps queueing delay down.",
     )
 
 
@@ -391,6 +395,15 @@ class InferenceSpec(BaseModel):
     """A model deployment to size: the model, the serving scenario, the traffic, the SLOs and the engine."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
+
+    @model_validator(mode="after")
+    def _figures_above_their_floor(self) -> InferenceSpec:
+        return refuse_figures_under_floor(self)
 
     kind: Literal["inference"] = Field(description="Spec kind; 'inference' for serving a model.")
     name: str | None = Field(
@@ -432,7 +445,12 @@ class InferenceSpec(BaseModel):
             "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
         ),
     )
-    seed: int = Field(default=0, description="Seed of the request simulation, for reproducible results.")
+    seed: int = Field(
+        default=0,
+        ge=0,
+        le=2**63 - 1,
+        description="Seed of the request simulation (0 to 2^63-1), for reproducible results.",
+    )
 
     @field_validator("model", mode="before")
     @classmethod

@@ -7,12 +7,12 @@ section entirely and still get a complete plan.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from rightsize.spec.shared import POSITIVE
-from rightsize.spec.units import Bytes, DurationS, PowerW
+from rightsize.spec.units import Bytes, DurationS, PowerW, Utilisation, refuse_bare_durations
 
 _CFG = ConfigDict(
     extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
@@ -128,12 +128,10 @@ class Margins(BaseModel):
         validation_alias=AliasChoices("safety_margin", "headroom"),
         description="Margin on the need (deadline, peak load, storage); 0.15-0.25 is typical.",
     )
-    utilisation_target: float = Field(
+    utilisation_target: Utilisation = Field(
         default=0.8,
-        gt=0,
-        le=1,
         validation_alias=AliasChoices("utilisation_target", "utilization_target"),
-        description="Busiest a resource is planned to be; 0.70-0.85 is typical.",
+        description="Busiest a resource is planned to be, 0.05 to 1; 0.70-0.85 is typical.",
     )
 
 
@@ -177,6 +175,11 @@ class Schedule(BaseModel):
     turnaround: DurationS | None = Field(
         default=None, description="Longest a job may take from start to finish, e.g. '8h'."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _turnaround_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("turnaround",), seconds_key=False)
 
 
 class Infrastructure(BaseModel):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from rightsize.errors import BadInput
 from rightsize.safe_read import read_text_capped
 from rightsize.spec.shared import POSITIVE, resolve_path, spec_base_dir
-from rightsize.spec.units import Count, CountInt
+from rightsize.spec.units import Count, TokenLength
 
 _DISTRIBUTIONS = ("normal", "lognormal")
 MAX_LENGTHS_FILE_BYTES = 16 * 2**20
@@ -85,7 +85,7 @@ class LengthDist(BaseModel):
             "(long-tailed, typical of chat), or 'empirical' (lengths read from `file`)."
         ),
     )
-    mean: Annotated[CountInt, POSITIVE] | None = Field(
+    mean: TokenLength | None = Field(
         default=None,
         validate_default=True,
         description="Tokens: the length for 'fixed', the mean length for 'normal' and 'lognormal'.",
@@ -95,10 +95,10 @@ class LengthDist(BaseModel):
         validate_default=True,
         description="Standard deviation of the length in tokens, for 'normal' and 'lognormal' only.",
     )
-    min: Annotated[CountInt, POSITIVE] = Field(
+    min: TokenLength = Field(
         default=1, description="Shortest length in tokens; samples below it are clipped up to it."
     )
-    max: Annotated[CountInt, POSITIVE] | None = Field(
+    max: TokenLength | None = Field(
         default=None,
         validate_default=True,
         description="Longest length in tokens; samples above it are clipped down to it. Null: no limit.",

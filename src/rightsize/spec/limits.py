@@ -1,4 +1,4 @@
-"""Sane upper limits for every number in a spec, with the reason (issue #15).
+"""Sane upper limits (and, where a tiny figure gives nonsense, lower ones) for the numbers in a spec.
 
 A valid spec can still ask for something no cluster, model or market has ever seen (a batch of
 10^17 requests, 2^31 times Criteo's embedding rows, 15 trillion queries per second); the physics
@@ -11,10 +11,12 @@ spec and lists each field over its limit, named by its path.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+_Spec = TypeVar("_Spec", bound=BaseModel)
 _TOKENS = 2.0**27  # 134M tokens in one sequence: 100x the longest context served today
 _LAYOUT = "far beyond any published model"
 
@@ -111,6 +113,55 @@ LIMITS: dict[str, tuple[float, str]] = {
 }
 
 
+# field -> (smallest value, why): figures so small that the plan they give is nonsense (a pool at
+# 1e-9 utilisation is 116 million GPUs; 1e-12 requests/s costs $10^28 per million requests).
+FLOORS: dict[str, tuple[float, str]] = {
+    "utilisation_target": (0.05, "a resource planned to be busy under 5% of the time is idle capacity"),
+    "onprem_utilisation": (0.01, "an owned cluster busy under 1% of hours has no meaningful $/GPU-hour"),
+    "rate_per_s": (1e-3, "fewer than one request every 17 minutes is not a serving load to size for"),
+    "peak_rate_per_s": (1e-3, "fewer than one request every 17 minutes is not a serving load to size for"),
+    "qps": (1e-3, "fewer than one query every 17 minutes is not a serving load to size for"),
+    "fps": (1e-3, "fewer than one frame every 17 minutes is not a stream to size for"),
+    "jobs_per_week": (1e-3, "fewer than one job in 19 years is not a schedule"),
+    "ttft_s": (1e-6, "a latency objective under a microsecond"),
+    "tpot_s": (1e-6, "a latency objective under a microsecond"),
+    "e2e_s": (1e-6, "a latency objective under a microsecond"),
+    "latency_p99_s": (1e-6, "a latency objective under a microsecond"),
+    "deadline_s": (1.0, "a deadline under a second"),
+    "turnaround": (1.0, "a turnaround under a second"),
+    # a bare number is in SI base units: a tiny one was most likely meant in a larger unit
+    "power_cap_w": (1000.0, "a facility under 1 kW holds no server; give the unit, e.g. '2 MW'"),
+    "rack_power_kw": (1.0, "a rack under 1 kW holds no accelerator server"),
+    "stream_bitrate": (1000.0, "under 8 kb/s is no video stream; give the unit, e.g. '4 Mb/s'"),
+}
+
+
+def _floor(model: BaseModel, field: str) -> tuple[float, str] | None:
+    return FLOORS.get(f"{type(model).__name__}.{field}") or FLOORS.get(field)
+
+
+def _allowed(model: BaseModel, field: str) -> str:
+    limit, floor = _limit(model, field), _floor(model, field)
+    bottom = f"{floor[0]:,.6g}" if floor else "0"
+    return f"(allowed: {bottom} to {f'{limit[0]:,.6g}' if limit else 'no limit'})"
+
+
+def _over_limit(model: BaseModel, field: str, value: float) -> str:
+    """'' when the value is within its limit, else what is wrong, with the allowed range."""
+    limit = _limit(model, field)
+    if limit is not None and (not math.isfinite(value) or value > limit[0]):
+        return f"{value:.4g} is more than {limit[0]:,.6g}: {limit[1]} {_allowed(model, field)}"
+    return ""
+
+
+def _under_floor(model: BaseModel, field: str, value: float) -> str:
+    """'' when the value is at or above its floor, else what is wrong, with the allowed range."""
+    floor = _floor(model, field)
+    if floor is not None and value < floor[0]:
+        return f"{value:.4g} is less than {floor[0]:,.6g}: {floor[1]} {_allowed(model, field)}"
+    return ""
+
+
 def _limit(model: BaseModel, field: str) -> tuple[float, str] | None:
     return LIMITS.get(f"{type(model).__name__}.{field}") or LIMITS.get(field)
 
@@ -118,11 +169,26 @@ def _limit(model: BaseModel, field: str) -> tuple[float, str] | None:
 def spec_limit_problems(spec: BaseModel) -> list[str]:
     """`path: message` for every number over its limit (none for a sane spec)."""
     problems: list[str] = []
-    _walk(spec, "", problems)
+    _walk(spec, "", problems, _over_limit)
     return problems
 
 
-def _walk(node: Any, prefix: str, problems: list[str]) -> None:
+def spec_floor_problems(spec: BaseModel) -> list[str]:
+    """`path: message` for every number under its floor (none for a sane spec)."""
+    problems: list[str] = []
+    _walk(spec, "", problems, _under_floor)
+    return problems
+
+
+def refuse_figures_under_floor(spec: _Spec) -> _Spec:
+    """The body of each spec kind's after-check: a figure under its floor makes the spec invalid."""
+    problems = spec_floor_problems(spec)
+    if problems:
+        raise ValueError("\n".join(problems))
+    return spec
+
+
+def _walk(node: Any, prefix: str, problems: list[str], check: Callable[[BaseModel, str, float], str]) -> None:
     if isinstance(node, BaseModel):
         for name in type(node).model_fields:
             value = getattr(node, name, None)
@@ -130,12 +196,12 @@ def _walk(node: Any, prefix: str, problems: list[str]) -> None:
             if isinstance(value, bool):
                 continue
             if isinstance(value, int | float):
-                limit = _limit(node, name)
-                if limit is not None and (not math.isfinite(value) or value > limit[0]):
-                    problems.append(f"{where}: {value:.4g} is more than {limit[0]:,.6g}: {limit[1]}")
+                problem = check(node, name, value)
+                if problem:
+                    problems.append(f"{where}: {problem}")
             elif isinstance(value, BaseModel):
-                _walk(value, where + ".", problems)
+                _walk(value, where + ".", problems, check)
             elif isinstance(value, list | tuple):
                 for i, item in enumerate(value):
                     if isinstance(item, BaseModel):
-                        _walk(item, f"{where}.{i}.", problems)
+                        _walk(item, f"{where}.{i}.", problems, check)

@@ -11,6 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
+from rightsize.spec.finite import finite_numbers
+from rightsize.spec.units import TokenLength
+
 # Default of fields that `_fill_derived` always sets; typed Any so the fields can be declared `int`.
 _FILLED_BY_VALIDATOR: Any = None
 _OPTIONAL_POSITIVE_INT = WithJsonSchema(
@@ -33,6 +36,11 @@ class ModelArch(BaseModel):
     """A transformer's shape: layers, widths, attention grouping, MLP kind and mixture-of-experts layout."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
 
     name: str = Field(
         min_length=1, max_length=200, description="Model name, e.g. 'llama3-70b'; used in reports."
@@ -103,8 +111,9 @@ class ModelArch(BaseModel):
     v_head_dim: int | None = Field(
         default=None, gt=0, description="MLA: per-head value width; defaults to head_dim."
     )
-    max_seq_len: int | None = Field(
-        default=None, gt=0, description="Longest context the model was trained for (position embeddings)."
+    max_seq_len: TokenLength | None = Field(
+        default=None,
+        description="Longest context the model was trained for (position embeddings); '8k' = 8,192 tokens.",
     )
     source: str | None = Field(
         default=None, description="Where the shape was published: a paper, model card or config.json path."

@@ -21,11 +21,13 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, fi
 
 from rightsize import yamlio
 from rightsize.errors import did_you_mean
+from rightsize.spec.finite import finite_numbers
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
+from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
-from rightsize.spec.units import Bytes, Count, CountInt, DurationS
+from rightsize.spec.units import Bytes, Count, CountInt, DurationS, refuse_bare_durations
 
 _SEPARATORS_RE = re.compile(r"[-_./\s]")
 EmbeddingPrecision = Literal["fp32", "fp16", "bf16", "int8"]
@@ -194,6 +196,11 @@ class RecsysInference(BaseModel):
         default="fp16", description="Compute precision of the dense part."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _latency_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("latency_p99", "latency"))
+
 
 class RecsysTargets(BaseModel):
     """Which hardware the plan may use and what it minimises."""
@@ -229,6 +236,11 @@ class RecsysTargets(BaseModel):
     def _all_means_every(cls, value: Any) -> Any:
         return all_means_every(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _deadline_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("deadline",))
+
 
 class RecsysSpec(BaseModel):
     """A recommendation workload to size: model, embeddings, mode and its section, targets."""
@@ -236,6 +248,15 @@ class RecsysSpec(BaseModel):
     model_config = ConfigDict(
         extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
+
+    @model_validator(mode="after")
+    def _figures_above_their_floor(self) -> RecsysSpec:
+        return refuse_figures_under_floor(self)
 
     kind: Literal["recommendation"] = Field(
         description="Spec kind; 'recommendation' for DLRM-style models with large embedding tables."

@@ -24,14 +24,18 @@ MAX_ACCELERATORS = 100  # distinct ids in targets.accelerators (the catalog hold
 
 
 def _positive(value: _Number) -> _Number:
-    """Zero tokens, batches or seconds make no plan. (An after-validator keeps the JSON Schema clean.)"""
+    """Zero tokens, batches or seconds make no plan. (An after-validator keeps the JSON Schema clean.)
+
+    The message leaves the value out: the spec's error lists add "(got VALUE)" to every field error.
+    """
     if value <= 0:
-        raise ValueError(f"must be greater than zero (got {value:g})")
+        raise ValueError("must be greater than zero")
     return value
 
 
 POSITIVE = AfterValidator(_positive)
 """Use as `Annotated[CountInt, POSITIVE]`: the value must be greater than zero."""
+
 
 ACCELERATORS_SCHEMA_EXTRA: dict[str, Any] = {
     "anyOf": [

@@ -21,7 +21,9 @@ from pydantic import (
     model_validator,
 )
 
+from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
+from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.model import ModelArch
 from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import (
@@ -31,7 +33,7 @@ from rightsize.spec.shared import (
     resolve_model_field,
 )
 from rightsize.spec.shared import POSITIVE as _POSITIVE
-from rightsize.spec.units import Count, CountInt, DurationS
+from rightsize.spec.units import Count, CountInt, DurationS, TokenLength, refuse_bare_durations
 
 
 class ParallelSettings(BaseModel):
@@ -116,8 +118,11 @@ class TrainingWorkload(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
-    seq_len: Annotated[CountInt, _POSITIVE] = Field(
-        description="Tokens per sequence (context length during training)."
+    seq_len: TokenLength = Field(
+        description=(
+            "Tokens per sequence (context length during training); k is 1,024 here, as frameworks "
+            "count lengths ('8k' = 8,192, '128k' = 131,072), and the plan notes how it read it."
+        )
     )
     global_batch: Annotated[CountInt, _POSITIVE] | None = Field(
         default=None, description="Sequences per optimizer step; give this or global_batch_tokens."
@@ -195,10 +200,10 @@ class TrainingWorkload(BaseModel):
             raise ValueError("give exactly one of global_batch (sequences) and global_batch_tokens (tokens)")
         if self.global_batch_tokens is not None and self.global_batch_tokens % self.seq_len:
             seqs = self.global_batch_tokens // self.seq_len
+            choices = f"{seqs} ({seqs * self.seq_len} tokens) or {seqs + 1}" if seqs else "1 (one sequence)"
             raise ValueError(
                 f"global_batch_tokens ({self.global_batch_tokens}) is not a multiple of seq_len ({self.seq_len}); "
-                f"use global_batch: {seqs} ({seqs * self.seq_len} tokens) or {seqs + 1}, "
-                "or a power-of-two token count such as '16Mi'"
+                f"use global_batch: {choices}, or a power-of-two token count such as '16Mi'"
             )
         return self
 
@@ -240,6 +245,11 @@ class Targets(BaseModel):
         default="gpu_hours", description="What the search minimises among plans that meet the targets."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _deadline_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("deadline",))
+
     @field_validator("accelerators", mode="before")
     @classmethod
     def _all_means_every(cls, value: Any) -> Any:
@@ -251,6 +261,15 @@ class TrainingSpec(BaseModel):
     """A training job to size: the model, the workload, the targets and any fixed parallelism."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
+
+    @model_validator(mode="after")
+    def _figures_above_their_floor(self) -> TrainingSpec:
+        return refuse_figures_under_floor(self)
 
     kind: Literal["training"] = Field(
         default="training", description="Spec kind; 'training' for pre-training and fine-tuning runs."

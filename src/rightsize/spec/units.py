@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, ValidationInfo, WithJsonSchema
 
 from rightsize.constants import (
     BITS_PER_BYTE,
@@ -38,7 +39,7 @@ from rightsize.constants import (
     MiB,
     TiB,
 )
-from rightsize.errors import BadInput
+from rightsize.errors import BadInput, SpecNote
 
 # A number: optional sign, digits (with "_" or "," grouping), optional fraction and exponent.
 _NUMBER_RE = re.compile(r"^\s*([+-]?(?:\d[\d_,]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
@@ -184,6 +185,45 @@ def parse_count_int(value: object) -> int:
     return int(count)
 
 
+# Sequence lengths count tokens in powers of two, as frameworks and model cards do ("8k" context =
+# 8,192): k and M on a length are 2^10 and 2^20, and the spec says so in a note when it reads one.
+_TOKEN_LENGTH_UNITS: dict[str, int] = {"": 1, "k": KiB, "ki": KiB, "m": MiB, "mi": MiB}
+MAX_TOKEN_LENGTH = 2**31
+
+
+def parse_token_length(value: object, field: str = "length") -> int:
+    """A sequence length in tokens: 8192, "8k" or "8K" (8,192), "128k" (131,072), "1M" (1,048,576).
+
+    k and M are powers of two on lengths (unlike counts, where k is 1,000); reading one emits a
+    `SpecNote` so the plan says how it was read. Whole numbers from 1 to 2^31 only.
+    """
+    expected = "a whole number of tokens, optionally with k (1,024) or M (1,048,576)"
+    example = "8192, '8k' or '128k'"
+    number, unit = _split(value, "length", expected, example)
+    factor = _TOKEN_LENGTH_UNITS.get(unit.lower())
+    if factor is None:
+        raise _unknown_unit("length", value, unit, expected, example)
+    tokens = number * factor
+    if not tokens.is_integer() or not 1 <= tokens <= MAX_TOKEN_LENGTH:
+        raise _fail(
+            "length",
+            value,
+            expected,
+            example,
+            f"It is {tokens:,g} tokens; a length is a whole number of tokens from 1 to 2^31.",
+        )
+    if unit.lower() in ("k", "m"):
+        decimal = number * (1e3 if unit.lower() == "k" else 1e6)
+        warnings.warn(
+            SpecNote(
+                f"{field}: {value!r} is read as {int(tokens):,} tokens (k = 1,024 and M = 1,048,576 on "
+                f"sequence lengths, as frameworks count them); write {decimal:,.0f} for a decimal count"
+            ),
+            stacklevel=2,
+        )
+    return int(tokens)
+
+
 def _bytes_factor(match: re.Match[str]) -> tuple[float, bool]:
     """(bytes or bits per unit, is_bits) from a matched byte/bit unit."""
     prefix, binary, unit = match["prefix"] or "", match["binary"], match["unit"]
@@ -268,32 +308,52 @@ def _field_validator(parse: Callable[[object], Any]) -> BeforeValidator:
     return BeforeValidator(validate)
 
 
-def _duration_validator() -> BeforeValidator:
-    """`parse_duration_s` for pydantic; a bare number (seconds) is noted in the context's `unit_notes`,
-    so the plan can say how it was read instead of silently taking 60 as one minute."""
+def refuse_bare_durations(data: Any, keys: tuple[str, ...], seconds_key: bool = True) -> Any:
+    """A model's before-check: a bare number under a duration key without a unit in its name is refused.
+
+    `tpot: 50` could mean 50 ms or 50 s; reading it as seconds silently sized for a latency 1000 times
+    too loose. The key that names its unit (`tpot_s: 0.05`) still takes a number of seconds.
+    """
+    if not isinstance(data, Mapping):
+        return data
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            raise ValueError(bare_duration_message(key, value, seconds_key))
+    return data
+
+
+def bare_duration_message(key: str, value: float, seconds_key: bool = True) -> str:
+    """Why a unit-less duration is refused, and how to write what was meant."""
+    shown = _short_number(value)
+    if key in _LATENCY_KEYS:
+        meanings, examples = "milliseconds or seconds", f"'{shown}ms' or '{shown}s'"
+    else:
+        meanings, examples = "seconds, hours or days", f"'{shown}s', '{shown}h' or '{shown}d'"
+    also = f" (or give {key}_s: {shown} for seconds)" if seconds_key else ""
+    return f"{key}: {shown} has no unit, so it could mean {meanings}; write it with its unit, e.g. {examples}{also}"
+
+
+def _short_number(value: float) -> str:
+    """A number for a message: a huge integer is not echoed whole."""
+    if isinstance(value, int) and abs(value) >= 10**16:
+        return f"a {len(str(abs(value)))}-digit number"
+    return f"{value:g}"
+
+
+_LATENCY_KEYS = frozenset({"ttft", "tpot", "e2e", "latency_p99", "latency"})
+
+
+def _token_length_validator() -> BeforeValidator:
+    """`parse_token_length` for pydantic, naming the field in its note."""
 
     def validate(value: object, info: ValidationInfo) -> Any:
         try:
-            seconds = parse_duration_s(value)
+            return parse_token_length(value, str(info.field_name or "length"))
         except BadInput as err:
             raise ValueError(" ".join(part for part in (err.what, err.why, err.fix) if part)) from None
-        bare = isinstance(value, int | float) and not isinstance(value, bool)
-        if bare and isinstance(info.context, dict):
-            info.context.setdefault("unit_notes", []).append(
-                bare_duration_note(str(info.field_name), seconds)
-            )
-        return seconds
 
     return BeforeValidator(validate)
-
-
-def bare_duration_note(field: str, seconds: float) -> str:
-    """What a unit-less duration was read as, and how to write what was meant."""
-    name = field[:-2] if field.endswith("_s") else field
-    return (
-        f"{name}: {seconds:g} has no unit, so it was read as {seconds:g} seconds; write it with its unit "
-        f"(e.g. '{seconds:g}s', '{seconds:g}h' or '{seconds:g}d') to say what you mean"
-    )
 
 
 def _number_or_string(unit_help: str, examples: list[Any], integer: bool = False) -> WithJsonSchema:
@@ -309,8 +369,12 @@ def _number_or_string(unit_help: str, examples: list[Any], integer: bool = False
 
 DurationS = Annotated[
     float,
-    _duration_validator(),
-    _number_or_string("seconds, or a number with us, ms, s, m, h, d, w, y", ["30d", "12h", "500ms", 3600]),
+    _field_validator(parse_duration_s),
+    _number_or_string(
+        "a number with its unit: us, ms, s, m, h, d, w or y ('500ms', '30d'); a bare number is refused "
+        "unless the key names seconds (ttft_s, deadline_s)",
+        ["30d", "12h", "500ms"],
+    ),
 ]
 Count = Annotated[
     float,
@@ -337,3 +401,33 @@ PowerW = Annotated[
     _field_validator(parse_power_w),
     _number_or_string("watts, or a number with W, kW, MW", ["700 W", "10.2 kW", 700]),
 ]
+TokenLength = Annotated[
+    int,
+    _token_length_validator(),
+    _number_or_string(
+        "tokens, with k = 1,024 and M = 1,048,576 as for context lengths ('8k' = 8,192)",
+        [8192, "8k", "128k"],
+        integer=True,
+    ),
+]
+"""A sequence length in tokens; k and M are powers of two here ("8k" = 8,192), said in a note."""
+
+
+MIN_UTILISATION = 0.05
+
+
+def _utilisation_in_range(value: float) -> float:
+    if not MIN_UTILISATION <= value <= 1:
+        raise ValueError(
+            f"must be from {MIN_UTILISATION:g} to 1, the share of the time a resource is busy (0.8 is 80%); "
+            "under 5% the plan is idle capacity"
+        )
+    return value
+
+
+Utilisation = Annotated[
+    float,
+    AfterValidator(_utilisation_in_range),
+    WithJsonSchema({"type": "number", "minimum": MIN_UTILISATION, "maximum": 1}),
+]
+"""A utilisation target: a share of the time busy, from 0.05 to 1 (the message gives the range)."""

@@ -24,11 +24,13 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, fi
 
 from rightsize import yamlio
 from rightsize.errors import did_you_mean
+from rightsize.spec.finite import finite_numbers
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
+from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.prices import UserPrices
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
-from rightsize.spec.units import Bytes, BytesPerS, Count, CountInt, DurationS
+from rightsize.spec.units import Bytes, BytesPerS, Count, CountInt, DurationS, refuse_bare_durations
 
 LayerOp = Literal["conv", "pool", "add", "linear", "attention", "norm", "act", "params"]
 _OPS: frozenset[str] = frozenset(("conv", "pool", "add", "linear", "attention", "norm", "act", "params"))
@@ -212,6 +214,11 @@ class VisionInference(BaseModel):
         description="Bitrate of one stream, e.g. '4 Mb/s'; null takes a typical 1080p H.264 camera (4 Mb/s).",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _latency_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("latency_p99", "latency"))
+
 
 class VisionTargets(BaseModel):
     """Which hardware the plan may use and what it minimises."""
@@ -243,6 +250,11 @@ class VisionTargets(BaseModel):
     def _all_means_every(cls, value: Any) -> Any:
         return all_means_every(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _deadline_has_unit(cls, data: Any) -> Any:
+        return refuse_bare_durations(data, ("deadline",))
+
 
 class VisionSpec(BaseModel):
     """A vision workload to size: model, mode (training or inference), its section, targets."""
@@ -250,6 +262,15 @@ class VisionSpec(BaseModel):
     model_config = ConfigDict(
         extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_finite(cls, data: Any) -> Any:
+        return finite_numbers(data)
+
+    @model_validator(mode="after")
+    def _figures_above_their_floor(self) -> VisionSpec:
+        return refuse_figures_under_floor(self)
 
     kind: Literal["vision"] = Field(description="Spec kind; 'vision' for CNNs and vision transformers.")
     name: str | None = Field(
