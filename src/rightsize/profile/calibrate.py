@@ -458,14 +458,8 @@ def compare_calibrated(
         best = getattr(p, "best", None)
         if best is None:
             return {}
-        return {
-            "accelerator": best.accelerator,
-            "gpus": best.gpus,
-            "step_time_s": best.step_time_s,
-            "mfu": best.mfu,
-            "time_to_train_s": best.time_to_train_s,
-            "cost_usd": best.cost_usd,
-        }
+        keys = ("accelerator", "gpus", "step_time_s", "mfu", "time_to_train_s", "cost_usd")
+        return {k: getattr(best, k, None) for k in keys}  # None where a kind has no such figure
 
     d, c = summary(default), summary(calibrated)
     applies = sorted(set(overrides) & {d.get("accelerator"), c.get("accelerator")} - {None})
