@@ -9,24 +9,35 @@ raises a `BadInput` naming the file and the problem but never quoting what is in
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from rightsize.errors import BadInput
 
 MiB = 2**20
 
 
-def read_text_capped(path: str | Path, what: str, max_bytes: int, fix: str = "") -> str:
-    """The file's text (UTF-8, a leading BOM dropped); BadInput unless a regular file within `max_bytes`."""
+def read_text_capped(
+    path: str | Path, what: str, max_bytes: int, fix: str = "", follow_links: bool = True
+) -> str:
+    """The file's text (UTF-8, a leading BOM dropped); BadInput unless a regular file within `max_bytes`.
+    The size is checked on the opened file (fstat) before a byte is read. With `follow_links` False a
+    symbolic link as the last part of the path is refused (for a path already resolved and checked)."""
     target = Path(path).expanduser()
     fix = fix or f"Point the spec at a regular file of at most {_size(max_bytes)}."
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(target, flags)
     except FileNotFoundError:
         raise BadInput(f"Cannot find {what} {target}.", "No such file.", fix) from None
     except OSError as err:
+        if err.errno == errno.ELOOP and not follow_links:
+            raise BadInput(f"Will not read {what} {target}.", "It became a symbolic link.", fix) from None
         raise BadInput(f"Cannot open {what} {target}.", _reason(err), fix) from None
     try:
         st = os.fstat(fd)
@@ -34,14 +45,14 @@ def read_text_capped(path: str | Path, what: str, max_bytes: int, fix: str = "")
             raise BadInput(f"Cannot read {what} {target}.", "It is a folder, not a file.", fix)
         if not stat.S_ISREG(st.st_mode):
             raise BadInput(
-                f"Will not read {what} {target}.",
-                "It is not a regular file (a device, pipe or socket could never end or block).",
+                f"Will not read {what} {target}: it is {_file_kind(st.st_mode)}, not a regular file.",
+                "Only regular files are read (a device, pipe or socket could never end, or block).",
                 fix,
             )
         if st.st_size > max_bytes:
             raise BadInput(
                 f"Will not read {what} {target}: it is {_size(st.st_size)}.",
-                f"{what[0].upper() + what[1:]} is at most {_size(max_bytes)}.",
+                f"{_cap(what)} is at most {_size(max_bytes)}.",
                 fix,
             )
         data = _read_at_most(fd, max_bytes + 1)
@@ -65,6 +76,16 @@ def read_text_capped(path: str | Path, what: str, max_bytes: int, fix: str = "")
         ) from None
 
 
+def _file_kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
 def _read_at_most(fd: int, limit: int) -> bytes:
     chunks: list[bytes] = []
     left = limit
@@ -83,3 +104,111 @@ def _size(n: float) -> str:
 
 def _reason(err: OSError) -> str:
     return (err.strerror or type(err).__name__) + "."
+
+
+# ------------------------------------------------------------------------------ JSON
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting read from a JSON file: a plan is about 8 levels, a capture 7; a hostile file
+nested thousands deep would otherwise exhaust the stack of whatever walks it."""
+MAX_DIGITS = 24
+"""Longest run of digits in a number: 1e24 is far beyond any count, size or price rightsize reads,
+and a 400-digit integer breaks float conversion (OverflowError) and int-to-text (ValueError)."""
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def loads_json(text: str, what: str, where: str | Path, fix: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse JSON text from a user's file; BadInput (naming `what` and `where`, never quoting the text)
+    when it is not JSON, nested deeper than `max_depth`, or holds a number of more than MAX_DIGITS digits.
+    Both caps are checked on the text, before anything builds or walks a structure."""
+    raw = text.encode("utf-8", "surrogatepass")
+    outside = _outside_strings(raw)
+    if _has_long_number(raw) and _has_long_number(outside):
+        raise BadInput(
+            f"Will not read {what} {where}: it holds a number with more than {MAX_DIGITS} digits.",
+            "No count, size, time or price rightsize reads is that large, and such a number cannot be converted.",
+            fix,
+        )
+    if json_depth(outside, max_depth) > max_depth:
+        raise BadInput(
+            f"Will not read {what} {where}: it is nested more than {max_depth} levels deep.",
+            f"{_cap(what)} is a few levels of keys; a deeper file is not one.",
+            fix,
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BadInput(
+            f"Cannot read {what} {where}.",
+            f"It is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}.",
+            fix,
+        ) from None
+    except (RecursionError, ValueError) as err:  # unmatched brackets nested deep; a number JSON cannot hold
+        raise BadInput(
+            f"Cannot read {what} {where}.", f"It is not valid JSON ({type(err).__name__}).", fix
+        ) from None
+
+
+def _outside_strings(raw: bytes) -> bytes:
+    """The JSON text with its strings' contents removed (C-speed: a split on quotes when no string holds
+    an escape, a regex otherwise)."""
+    if b"\\" not in raw:
+        return b"".join(raw.split(b'"')[0::2])
+    return _STRING.sub(b"", raw)
+
+
+def _has_long_number(raw: bytes) -> bool:
+    return b"0" * (MAX_DIGITS + 1) in raw.translate(_DIGITS_AS_ZERO)
+
+
+def json_depth(outside: bytes, stop_after: int = MAX_JSON_DEPTH) -> int:
+    """How deep the brackets of a JSON text nest (its strings removed: `_outside_strings`), counting at
+    most `stop_after` + 1 levels: each round deletes the innermost `[]`/`{}` pairs (C-speed replaces)."""
+    brackets = outside.translate(None, _NOT_BRACKET).replace(b"{", b"[").replace(b"}", b"]")
+    depth = 0
+    while brackets and depth <= stop_after:
+        inner = brackets.replace(b"[]", b"")
+        if len(inner) == len(brackets):
+            break  # unmatched brackets: json.loads says where
+        brackets = inner
+        depth += 1
+    return depth
+
+
+def read_json_capped(
+    path: str | Path, what: str, max_bytes: int, fix: str = "", max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """A user's JSON file, read through `read_text_capped` and parsed through `loads_json`."""
+    return loads_json(read_text_capped(path, what, max_bytes, fix), what, Path(path), fix, max_depth)
+
+
+# ------------------------------------------------------------------------------ folders
+
+
+def confined(path: str | Path, base: str | Path, what: str, allow_outside: bool, fix: str) -> Path:
+    """`path` with links resolved, refused unless it lies inside `base` (links resolved too) or
+    `allow_outside` is set. A link inside `base` that points out of it is refused like a path out."""
+    try:
+        target = Path(path).expanduser().resolve()
+        root = Path(base).expanduser().resolve()
+    except (OSError, RuntimeError) as err:  # a link loop, a name too long
+        raise BadInput(
+            f"Cannot open {what} {path}.", f"Its path cannot be resolved ({type(err).__name__}).", fix
+        ) from None
+    if allow_outside or target == root or target.is_relative_to(root):
+        return target
+    through_link = Path(os.path.normpath(Path(base) / path)).is_relative_to(Path(os.path.normpath(base)))
+    how = "a link inside it points out of it" if through_link else "the path leads out of it"
+    raise BadInput(f"Will not read {what} {path}: it is outside the folder {root}.", f"{_cap(how)}.", fix)
+
+
+def clean_key(key: Any, limit: int = 40) -> str:
+    """A key from a user's file, fit to name in a message: printable, at most `limit` characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(key))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
