@@ -123,6 +123,26 @@ def loads_json(text: str, what: str, where: str | Path, fix: str, max_depth: int
     """Parse JSON text from a user's file; BadInput (naming `what` and `where`, never quoting the text)
     when it is not JSON, nested deeper than `max_depth`, or holds a number of more than MAX_DIGITS digits.
     Both caps are checked on the text, before anything builds or walks a structure."""
+    check_json_text(text, what, where, fix, max_depth)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BadInput(
+            f"Cannot read {what} {where}.",
+            f"It is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}.",
+            fix,
+        ) from None
+    except (RecursionError, ValueError) as err:  # unmatched brackets nested deep; a number JSON cannot hold
+        raise BadInput(
+            f"Cannot read {what} {where}.", f"It is not valid JSON ({type(err).__name__}).", fix
+        ) from None
+
+
+def check_json_text(
+    text: str, what: str, where: str | Path, fix: str, max_depth: int = MAX_JSON_DEPTH
+) -> None:
+    """The caps of `loads_json` alone (for JSON Lines: checked once on the whole text, then each line
+    parsed); BadInput when a number has more than MAX_DIGITS digits or brackets nest deeper than `max_depth`."""
     raw = text.encode("utf-8", "surrogatepass")
     outside = _outside_strings(raw)
     if _has_long_number(raw) and _has_long_number(outside):
@@ -137,18 +157,6 @@ def loads_json(text: str, what: str, where: str | Path, fix: str, max_depth: int
             f"{_cap(what)} is a few levels of keys; a deeper file is not one.",
             fix,
         )
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise BadInput(
-            f"Cannot read {what} {where}.",
-            f"It is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}.",
-            fix,
-        ) from None
-    except (RecursionError, ValueError) as err:  # unmatched brackets nested deep; a number JSON cannot hold
-        raise BadInput(
-            f"Cannot read {what} {where}.", f"It is not valid JSON ({type(err).__name__}).", fix
-        ) from None
 
 
 def _outside_strings(raw: bytes) -> bytes:

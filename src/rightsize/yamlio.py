@@ -31,6 +31,10 @@ MAX_NODES = 100_000
 _QUOTED = re.compile(r"'[^']{4,}'|\"[^\"]{4,}\"")
 
 
+class _ValueProblem(yaml.constructor.ConstructorError):
+    """A scalar that parses as YAML but cannot be a value (a 400-digit number, a 13th month)."""
+
+
 class SafeLoader(_BaseLoader):  # type: ignore[misc]
     """The safe loader, refusing numbers too long to convert and impossible dates with the line."""
 
@@ -42,13 +46,13 @@ def _guarded(tag: str) -> None:
         value = str(node.value)
         digits = max((len(run) for run in re.findall(r"[0-9]+", value)), default=0)
         if digits > MAX_DIGITS:
-            raise yaml.constructor.ConstructorError(
+            raise _ValueProblem(
                 None, None, f"a number with {digits} digits (at most {MAX_DIGITS})", node.start_mark
             )
         try:
             return construct(loader, node)
         except (ValueError, OverflowError) as err:
-            raise yaml.constructor.ConstructorError(
+            raise _ValueProblem(
                 None,
                 None,
                 f"a value that cannot be read as {tag.rsplit(':', 1)[-1]} ({type(err).__name__})",
@@ -155,6 +159,12 @@ def yaml_error(what: str, where: str | Path, err: yaml.YAMLError) -> BadInput:
     problem = getattr(err, "problem", None) or type(err).__name__
     context = getattr(err, "context", None)
     why = _QUOTED.sub("'...'", f"{problem} ({context})" if context else str(problem))
+    if isinstance(err, _ValueProblem):
+        return BadInput(
+            f"Cannot read {what} {where}: the value{at} is out of range.",
+            _cap(why) + ".",
+            "Write numbers with a unit suffix or an exponent (70B, 1.5e12) and dates as YYYY-MM-DD.",
+        )
     return BadInput(
         f"Cannot parse {what} {where}: malformed YAML{at}.",
         _cap(why),

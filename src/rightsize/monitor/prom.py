@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rightsize.errors import BadInput
+from rightsize.safe_read import clean_key, read_json_capped
 
 CAPTURE_KIND = "rightsize-prometheus-capture"
 CAPTURE_VERSION = 1
@@ -30,6 +31,7 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 2  # attempts after the first, for connection errors and 5xx only
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20  # 64 MiB per query: ~1M samples of JSON
 BACKOFF_S = 0.5
+MAX_CAPTURE_BYTES = 256 * 2**20  # a capture of a day at 15 s steps is a few MB; a month of many series fits
 # The question asked of `/api/v1/label/__name__/values`, stored in a capture like a query.
 NAMES_QUERY = "__names__"
 
@@ -221,34 +223,22 @@ class FileSource:
     capture: dict[str, Any]
 
     @classmethod
-    def load(cls, path: str | Path, max_bytes: int = 8 * DEFAULT_MAX_RESPONSE_BYTES) -> FileSource:
+    def load(cls, path: str | Path, max_bytes: int = MAX_CAPTURE_BYTES) -> FileSource:
+        """Read a capture through the capped reader: a regular file, its size checked before a byte
+        is read, depth and number caps checked before parsing; nothing of its text in a message."""
         p = Path(path)
-        if not p.is_file():
-            raise BadInput(
-                f"--from {p}: no such file.", fix="Give a capture written by `rightsize monitor --save`."
-            )
-        if p.stat().st_size > max_bytes:
-            raise BadInput(
-                f"--from {p} is {p.stat().st_size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB limit.",
-                "A capture that large is not a monitoring window.",
-                "Capture a shorter --window or a larger --step.",
-            )
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise BadInput(
-                f"--from {p} is not JSON: {err}.", fix="Give a capture from `rightsize monitor --save`."
-            ) from None
+        fix = "Give a capture written by `rightsize monitor --save`; capture a shorter --window or a larger --step."
+        data = read_json_capped(p, "the capture (--from)", max_bytes, fix)
         if not isinstance(data, dict) or data.get("kind") != CAPTURE_KIND:
             raise BadInput(
                 f"--from {p} is not a rightsize Prometheus capture.",
-                f"Its 'kind' is {data.get('kind') if isinstance(data, dict) else type(data).__name__!r}, "
+                f"Its 'kind' is {clean_key(data.get('kind')) if isinstance(data, dict) else type(data).__name__!r}, "
                 f"expected {CAPTURE_KIND!r}.",
                 "Write one with `rightsize monitor PLAN --prometheus URL --save FILE`.",
             )
         if data.get("version") != CAPTURE_VERSION:
             raise BadInput(
-                f"--from {p}: capture version {data.get('version')!r}, this rightsize reads {CAPTURE_VERSION}."
+                f"--from {p}: capture version {clean_key(data.get('version'))!r}, this rightsize reads {CAPTURE_VERSION}."
             )
         return cls(p, data)
 
