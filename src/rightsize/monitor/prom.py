@@ -240,6 +240,7 @@ class FileSource:
             raise BadInput(
                 f"--from {p}: capture version {clean_key(data.get('version'))!r}, this rightsize reads {CAPTURE_VERSION}."
             )
+        _check_capture_parts(data, p)
         return cls(p, data)
 
     @property
@@ -264,6 +265,25 @@ class FileSource:
         if not isinstance(payload, dict) or payload.get("status") != "success":
             return None
         return {str(n) for n in payload.get("data") or []}
+
+
+def _check_capture_parts(data: dict[str, Any], p: Path) -> None:
+    """`queries` a mapping of query -> answer, `selectors` a mapping of text: what the reader relies on."""
+    queries, selectors = data.get("queries", {}), data.get("selectors", {})
+    bad = (
+        "queries"
+        if not isinstance(queries, dict)
+        else "selectors"
+        if not isinstance(selectors, dict) or not all(isinstance(v, str) for v in selectors.values())
+        else None
+    )
+    if bad is not None:
+        raise BadInput(
+            f"--from {p}: the capture's `{bad}` is not a mapping"
+            + (" of text." if bad == "selectors" else " of query to answer."),
+            "A capture is read as `rightsize monitor --save` wrote it.",
+            "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
+        )
 
 
 def on_grid(series: Series, grid: np.ndarray) -> np.ndarray:
