@@ -35,7 +35,7 @@ class _ValueProblem(yaml.constructor.ConstructorError):
     """A scalar that parses as YAML but cannot be a value (a 400-digit number, a 13th month)."""
 
 
-class SafeLoader(_BaseLoader):  # type: ignore[misc]
+class SafeLoader(_BaseLoader):
     """The safe loader, refusing numbers too long to convert and impossible dates with the line."""
 
 
