@@ -440,3 +440,45 @@ def test_a_link_that_appears_after_the_check_is_not_followed(tmp_path: Path) -> 
     (tmp_path / "link").symlink_to(target)
     with pytest.raises(BadInput, match="symbolic link"):
         read_text_capped(tmp_path / "link", "the spec", 2**20, follow_links=False)
+
+
+def _comms_profile(**change: Any) -> str:
+    header = {"type": "header", "schema_version": 1, "kind": "comms", "config": {}, "environment": {}}
+    header["environment"] = {"gpu_name": "NVIDIA A100-SXM4-80GB"}
+    rows = [
+        {"type": "result", "kind": "comms", "key": f"comms:all_reduce:{b}:8:intra_node", "status": "ok",
+         "op": "all_reduce", "bytes": b, "world_size": 8, "tier": "intra_node", "time_s": {"median": 1e-5 + b / 1e11}}
+        for b in (2**16, 2**20, 2**24)
+    ]  # fmt: skip
+    rows[0].update(change)
+    return "\n".join(json.dumps(r) for r in [header, *rows]) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"bytes": "x"}, "bytes"),
+        ({"bytes": 1e308}, "bytes"),
+        ({"world_size": 2.5}, "world_size"),
+        ({"op": ["all_reduce"]}, "op"),
+        ({"time_s": "fast"}, "time_s"),
+        ({"time_s": {"mean": 1}}, "time_s"),
+        ({"time_s": {"median": -1}}, "time_s.median"),
+    ],
+)
+def test_hand_edited_profiles_name_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], field: str
+) -> None:
+    path = _write(tmp_path / "comms.jsonl", _comms_profile(**change))
+    code = main(["calibrate", str(path), "--calibration-out", str(tmp_path / "cal.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"bad `{field}`" in err and "comms:all_reduce:65536" in err, err
+    assert not (tmp_path / "cal.json").exists()
+
+
+def test_an_unedited_profile_still_calibrates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path / "comms.jsonl", _comms_profile())
+    assert main(["calibrate", str(path), "--calibration-out", str(tmp_path / "cal.json")]) == 0, (
+        capsys.readouterr().err
+    )
+    assert json.loads((tmp_path / "cal.json").read_text())["overrides"]
