@@ -482,3 +482,16 @@ def test_an_unedited_profile_still_calibrates(tmp_path: Path, capsys: pytest.Cap
         capsys.readouterr().err
     )
     assert json.loads((tmp_path / "cal.json").read_text())["overrides"]
+
+
+def test_names_with_a_nul_or_control_characters_are_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = _write(
+        tmp_path / "fleet.yaml", 'kind: fleet\nstart: 2027-01\nworkloads:\n  - spec: "a\\0b.yaml"\n'
+    )
+    spec = _write(tmp_path / "spec.yaml", SMALL.replace("llama3-8b", '{config: "a\\0b.json"}'))
+    for argv in (["plan", str(fleet)], ["plan", str(spec)], ["plan", str(spec), "--prices", "a\x1b[2Jb"]):
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and "internal error" not in err and "\x1b" not in err and "\x00" not in err, err

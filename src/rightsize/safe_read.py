@@ -28,44 +28,15 @@ def read_text_capped(
     """The file's text (UTF-8, a leading BOM dropped); BadInput unless a regular file within `max_bytes`.
     The size is checked on the opened file (fstat) before a byte is read. With `follow_links` False a
     symbolic link as the last part of the path is refused (for a path already resolved and checked)."""
-    target = Path(path).expanduser()
     fix = fix or f"Point the spec at a regular file of at most {_size(max_bytes)}."
-    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
+    target = shown_path(Path(path).expanduser())  # for messages: printable, not too long
+    fd = _opened(Path(path).expanduser(), follow_links, what, target, fix)
     try:
-        fd = os.open(target, flags)
-    except FileNotFoundError:
-        raise BadInput(f"Cannot find {what} {target}.", "No such file.", fix) from None
-    except OSError as err:
-        if err.errno == errno.ELOOP and not follow_links:
-            raise BadInput(f"Will not read {what} {target}.", "It became a symbolic link.", fix) from None
-        raise BadInput(f"Cannot open {what} {target}.", _reason(err), fix) from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise BadInput(f"Cannot read {what} {target}.", "It is a folder, not a file.", fix)
-        if not stat.S_ISREG(st.st_mode):
-            raise BadInput(
-                f"Will not read {what} {target}: it is {_file_kind(st.st_mode)}, not a regular file.",
-                "Only regular files are read (a device, pipe or socket could never end, or block).",
-                fix,
-            )
-        if st.st_size > max_bytes:
-            raise BadInput(
-                f"Will not read {what} {target}: it is {_size(st.st_size)}.",
-                f"{_cap(what)} is at most {_size(max_bytes)}.",
-                fix,
-            )
-        data = _read_at_most(fd, max_bytes + 1)
+        data = _read_regular(fd, what, target, max_bytes, fix)
     except OSError as err:
         raise BadInput(f"Cannot read {what} {target}.", _reason(err), fix) from None
     finally:
         os.close(fd)
-    if len(data) > max_bytes:  # it grew while we read it
-        raise BadInput(
-            f"Will not read {what} {target}: it is larger than {_size(max_bytes)}.",
-            "It grew while read.",
-            fix,
-        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -74,6 +45,52 @@ def read_text_capped(
             f"It is not UTF-8 text (byte {err.start} is not valid UTF-8).",
             "Save it as UTF-8 text.",
         ) from None
+
+
+def shown_path(path: str | Path, limit: int = 300) -> str:
+    """A path fit for a message: control characters replaced, at most `limit` characters."""
+    return clean_key(path, limit)
+
+
+def _opened(path: Path, follow_links: bool, what: str, target: str, fix: str) -> int:
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
+    try:
+        return os.open(path, flags)
+    except ValueError:  # a NUL in the name
+        raise BadInput(f"Cannot open {what} {target}.", "Its name holds a NUL character.", fix) from None
+    except FileNotFoundError:
+        raise BadInput(f"Cannot find {what} {target}.", "No such file.", fix) from None
+    except OSError as err:
+        if err.errno == errno.ELOOP and not follow_links:
+            raise BadInput(f"Will not read {what} {target}.", "It became a symbolic link.", fix) from None
+        raise BadInput(f"Cannot open {what} {target}.", _reason(err), fix) from None
+
+
+def _read_regular(fd: int, what: str, target: str, max_bytes: int, fix: str) -> bytes:
+    """The bytes of an opened regular file of at most `max_bytes` (checked on fstat before reading)."""
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"Cannot read {what} {target}.", "It is a folder, not a file.", fix)
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(
+            f"Will not read {what} {target}: it is {_file_kind(st.st_mode)}, not a regular file.",
+            "Only regular files are read (a device, pipe or socket could never end, or block).",
+            fix,
+        )
+    if st.st_size > max_bytes:
+        raise BadInput(
+            f"Will not read {what} {target}: it is {_size(st.st_size)}.",
+            f"{_cap(what)} is at most {_size(max_bytes)}.",
+            fix,
+        )
+    data = _read_at_most(fd, max_bytes + 1)
+    if len(data) > max_bytes:  # it grew while we read it
+        raise BadInput(
+            f"Will not read {what} {target}: it is larger than {_size(max_bytes)}.",
+            "It grew while read.",
+            fix,
+        )
+    return data
 
 
 def _file_kind(mode: int) -> str:
@@ -201,15 +218,19 @@ def confined(path: str | Path, base: str | Path, what: str, allow_outside: bool,
     try:
         target = Path(path).expanduser().resolve()
         root = Path(base).expanduser().resolve()
-    except (OSError, RuntimeError) as err:  # a link loop, a name too long
+    except (OSError, RuntimeError, ValueError) as err:  # a link loop, a name too long, a NUL
         raise BadInput(
-            f"Cannot open {what} {path}.", f"Its path cannot be resolved ({type(err).__name__}).", fix
+            f"Cannot open {what} {shown_path(path)}.", f"Its path cannot be resolved ({type(err).__name__}).", fix
         ) from None
     if allow_outside or target == root or target.is_relative_to(root):
         return target
     through_link = Path(os.path.normpath(Path(base) / path)).is_relative_to(Path(os.path.normpath(base)))
     how = "a link inside it points out of it" if through_link else "the path leads out of it"
-    raise BadInput(f"Will not read {what} {path}: it is outside the folder {root}.", f"{_cap(how)}.", fix)
+    raise BadInput(
+        f"Will not read {what} {shown_path(path)}: it is outside the folder {shown_path(root)}.",
+        f"{_cap(how)}.",
+        fix,
+    )
 
 
 def clean_key(key: Any, limit: int = 40) -> str:

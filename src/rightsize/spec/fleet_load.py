@@ -214,7 +214,7 @@ def _entries(
 def _resolved(path: Path) -> Path:
     try:
         return path.resolve()
-    except (OSError, RuntimeError):  # a link loop: the reader says so
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL: the reader says so
         return path
 
 
