@@ -138,7 +138,7 @@ def check_tree(
 def _too_deep(what: str, where: str | Path, max_depth: int, fix: str) -> BadInput:
     return BadInput(
         f"{_cap(what)} {where} is nested too deeply (more than {max_depth} levels).",
-        "A spec is a few levels of keys; a deeper file is not a spec.",
+        f"{_cap(what)} is a few levels of keys; a deeper file is not one.",
         fix,
     )
 
@@ -146,7 +146,7 @@ def _too_deep(what: str, where: str | Path, max_depth: int, fix: str) -> BadInpu
 def _too_many(what: str, where: str | Path, max_nodes: int, fix: str) -> BadInput:
     return BadInput(
         f"{_cap(what)} {where} holds too many values (more than {max_nodes:,}, aliases expanded).",
-        "A spec is a few dozen keys; this looks like a generated or malicious file.",
+        f"{_cap(what)} holds dozens of values, not thousands; this looks like a generated or malicious file.",
         fix,
     )
 
