@@ -495,3 +495,32 @@ def test_names_with_a_nul_or_control_characters_are_bad_input(
         code = main(argv)
         err = capsys.readouterr().err
         assert code == 2 and "internal error" not in err and "\x1b" not in err and "\x00" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("window", "why"),
+    [
+        ((0, 3600, 0), "positive step_s"),
+        ((0, 3600, float("nan")), "finite number"),
+        ((3600, 0, 60), "runs forward"),
+        ((0, 1e15, 1), "at most 90 days"),
+        ((0, 3600, True), "finite number"),
+        ((0, 86400, 1), "at most 11,000 points"),
+    ],
+)
+def test_a_capture_window_that_no_query_could_have_is_bad_input(
+    tmp_path: Path, plan_json: Path, capsys: pytest.CaptureFixture[str], window: tuple[Any, ...], why: str
+) -> None:
+    start, end, step = window
+    capture = {
+        "kind": CAPTURE_KIND,
+        "version": 1,
+        "start_s": start,
+        "end_s": end,
+        "step_s": step,
+        "queries": {},
+    }
+    path = _write(tmp_path / "cap.json", json.dumps(capture))
+    code = main(["monitor", str(plan_json), "--from", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and why in err and "internal error" not in err, err

@@ -31,6 +31,8 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 2  # attempts after the first, for connection errors and 5xx only
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20  # 64 MiB per query: ~1M samples of JSON
 BACKOFF_S = 0.5
+MAX_CAPTURE_WINDOW_S = 90 * 86400.0  # as `monitor --window` allows
+MAX_CAPTURE_POINTS = 11_000  # Prometheus' limit on the points of one range query
 MAX_CAPTURE_BYTES = 256 * 2**20  # a capture of a day at 15 s steps is a few MB; a month of many series fits
 # The question asked of `/api/v1/label/__name__/values`, stored in a capture like a query.
 NAMES_QUERY = "__names__"
@@ -248,11 +250,33 @@ class FileSource:
         return str(self.path)
 
     def window(self) -> Window:
+        """The capture's window: finite start before end, a positive step, at most
+        MAX_CAPTURE_WINDOW_S long and MAX_CAPTURE_POINTS steps (what a live query may ask)."""
         c = self.capture
-        try:
-            return Window(float(c["start_s"]), float(c["end_s"]), float(c["step_s"]))
-        except (KeyError, TypeError, ValueError):
-            raise BadInput(f"--from {self.path}: the capture has no valid start_s/end_s/step_s.") from None
+        values = [c.get(key) for key in ("start_s", "end_s", "step_s")]
+        if not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values
+        ):
+            raise BadInput(
+                f"--from {self.path}: the capture has no valid start_s/end_s/step_s.",
+                "Each must be a finite number of seconds.",
+                "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
+            )
+        start, end, step = (float(v) for v in values)
+        if not (step > 0 and end > start and end - start <= MAX_CAPTURE_WINDOW_S):
+            raise BadInput(
+                f"--from {self.path}: the capture's window is {start:g} to {end:g} s every {step:g} s.",
+                f"A window runs forward (end_s after start_s), for at most {MAX_CAPTURE_WINDOW_S / 86400:g} days, "
+                "with a positive step_s.",
+                "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
+            )
+        if (end - start) / step > MAX_CAPTURE_POINTS:
+            raise BadInput(
+                f"--from {self.path}: the capture's window has {(end - start) / step:,.0f} steps.",
+                f"Prometheus answers at most {MAX_CAPTURE_POINTS:,} points per series; a capture holds no more.",
+                "Capture again with a larger --step or a shorter --window.",
+            )
+        return Window(start, end, step)
 
     def query_range(self, query: str, window: Window) -> list[Series]:
         payload = (self.capture.get("queries") or {}).get(query)
