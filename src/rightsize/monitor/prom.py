@@ -262,7 +262,7 @@ class FileSource:
                 "Each must be a finite number of seconds.",
                 "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
             )
-        start, end, step = (float(v) for v in values)
+        start, end, step = (float(v) for v in values if isinstance(v, int | float))
         if not (step > 0 and end > start and end - start <= MAX_CAPTURE_WINDOW_S):
             raise BadInput(
                 f"--from {self.path}: the capture's window is {start:g} to {end:g} s every {step:g} s.",
