@@ -419,11 +419,19 @@ def test_a_capture_with_wrong_parts_is_bad_input(
     tmp_path: Path, plan_json: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = {"kind": CAPTURE_KIND, "version": 1, "start_s": 0, "end_s": 3600, "step_s": 60}
-    for extra, key in [({"selectors": ["x"]}, "selectors"), ({"queries": "x"}, "queries")]:
+    answers = [
+        "x",
+        {"status": "success", "data": "x"},
+        {"status": "success", "data": {"result": [1]}},
+        {"status": "success", "data": {"result": [{"metric": ["a"], "values": []}]}},
+    ]
+    cases = [({"selectors": ["x"]}, "selectors"), ({"queries": "x"}, "queries")]
+    cases += [({"queries": {"up": answer}}, "queries.up") for answer in answers]
+    for extra, key in cases:
         path = _write(tmp_path / "cap.json", json.dumps({**base, **extra}))
         code = main(["monitor", str(plan_json), "--from", str(path)])
         err = capsys.readouterr().err
-        assert code == 2 and f"`{key}`" in err and "Traceback" not in err, err
+        assert code == 2 and f"`{key}`" in err and "Traceback" not in err and "internal error" not in err, err
 
 
 def test_a_malformed_yaml_message_never_quotes_an_alias_or_tag(tmp_path: Path) -> None:
@@ -524,3 +532,16 @@ def test_a_capture_window_that_no_query_could_have_is_bad_input(
     code = main(["monitor", str(plan_json), "--from", str(path)])
     err = capsys.readouterr().err
     assert code == 2 and why in err and "internal error" not in err, err
+
+
+def test_a_prometheus_error_stored_in_a_capture_is_quoted_short(
+    tmp_path: Path, plan_json: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rightsize.monitor.prom import FileSource, Window
+
+    base = {"kind": CAPTURE_KIND, "version": 1, "start_s": 0, "end_s": 3600, "step_s": 60}
+    answer = {"status": "error", "errorType": "bad_data", "error": "\x1b[2J" + "e" * 100_000}
+    path = _write(tmp_path / "cap.json", json.dumps({**base, "queries": {"up": answer}}))
+    with pytest.raises(BadInput) as info:
+        FileSource.load(path).query_range("up", Window(0, 3600, 60))
+    assert len(info.value.message()) < 1000 and "\x1b" not in info.value.message()

@@ -301,13 +301,49 @@ def _check_capture_parts(data: dict[str, Any], p: Path) -> None:
         if not isinstance(selectors, dict) or not all(isinstance(v, str) for v in selectors.values())
         else None
     )
+    if bad is None:
+        bad = next(
+            (f"queries.{clean_key(q)}" for q, answer in queries.items() if not _answer_shaped(q, answer)),
+            None,
+        )
     if bad is not None:
         raise BadInput(
-            f"--from {p}: the capture's `{bad}` is not a mapping"
-            + (" of text." if bad == "selectors" else " of query to answer."),
+            f"--from {p}: the capture's `{bad}` is not "
+            + (
+                "a mapping of text."
+                if bad == "selectors"
+                else "a mapping of query to answer."
+                if bad == "queries"
+                else "a Prometheus answer (status, and data with a result list of series, each a metric mapping "
+                "and a values list)."
+            ),
             "A capture is read as `rightsize monitor --save` wrote it.",
             "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
         )
+    for answer in queries.values():  # a Prometheus error is quoted in messages: keep it one short line
+        for key in ("error", "errorType"):
+            if key in answer:
+                answer[key] = clean_key(answer[key], 200)
+
+
+def _answer_shaped(query: str, answer: Any) -> bool:
+    """A stored answer has the shape the readers walk: its series are checked, their samples are
+    checked as they are read (`parse_matrix`)."""
+    if not isinstance(answer, dict):
+        return False
+    data = answer.get("data")
+    if answer.get("status") != "success" or data is None:
+        return True  # an error answer, reported as the server's error
+    if query == NAMES_QUERY:
+        return isinstance(data, list)
+    if not isinstance(data, dict) or not isinstance(data.get("result", []), list):
+        return False
+    return all(
+        isinstance(item, dict)
+        and isinstance(item.get("metric") or {}, dict)
+        and isinstance(item.get("values") or [], list)
+        for item in data.get("result", [])
+    )
 
 
 def on_grid(series: Series, grid: np.ndarray) -> np.ndarray:
