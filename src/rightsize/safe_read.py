@@ -5,6 +5,12 @@ hostile spec could name `/dev/zero` (endless), a FIFO (blocks forever), a huge f
 private file whose contents an error message would then print. `read_text_capped` opens
 without blocking, checks the opened file is a regular file, reads at most `max_bytes`, and
 raises a `BadInput` naming the file and the problem but never quoting what is inside it.
+
+Every file rightsize reads comes through here: `read_json_capped` / `loads_json` (depth and number
+caps checked on the text before parsing), `load_user_yaml` (depth and alias expansion checked on the
+event stream before anything is built, `check_tree` for data already in memory), `confined` (a path
+named by another file kept inside a folder, links resolved) and `clean_key` (a key or path fit to
+quote in a message).
 """
 
 from __future__ import annotations
@@ -14,10 +20,15 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from rightsize import yamlio
 from rightsize.errors import BadInput
+from rightsize.yamlio import MAX_DIGITS
 
 MiB = 2**20
 
@@ -128,9 +139,6 @@ def _reason(err: OSError) -> str:
 MAX_JSON_DEPTH = 64
 """Deepest nesting read from a JSON file: a plan is about 8 levels, a capture 7; a hostile file
 nested thousands deep would otherwise exhaust the stack of whatever walks it."""
-MAX_DIGITS = 24
-"""Longest run of digits in a number: 1e24 is far beyond any count, size or price rightsize reads,
-and a 400-digit integer breaks float conversion (OverflowError) and int-to-text (ValueError)."""
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
@@ -220,7 +228,9 @@ def confined(path: str | Path, base: str | Path, what: str, allow_outside: bool,
         root = Path(base).expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as err:  # a link loop, a name too long, a NUL
         raise BadInput(
-            f"Cannot open {what} {shown_path(path)}.", f"Its path cannot be resolved ({type(err).__name__}).", fix
+            f"Cannot open {what} {shown_path(path)}.",
+            f"Its path cannot be resolved ({type(err).__name__}).",
+            fix,
         ) from None
     if allow_outside or target == root or target.is_relative_to(root):
         return target
@@ -241,3 +251,128 @@ def clean_key(key: Any, limit: int = 40) -> str:
 
 def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+# ------------------------------------------------------------------------------ YAML
+
+MAX_YAML_DEPTH = 32
+"""Deepest nesting of a user's YAML file (a spec is about 4 levels)."""
+MAX_YAML_NODES = 100_000
+"""Most values in a user's YAML file, aliases counted each time they are used (a spec holds dozens)."""
+_QUOTED = re.compile(r"'[^']{4,}'|\"[^\"]{4,}\"")
+
+
+def load_user_yaml(
+    text: str,
+    what: str,
+    where: str | Path,
+    fix: str,
+    max_depth: int = MAX_YAML_DEPTH,
+    max_nodes: int = MAX_YAML_NODES,
+) -> Any:
+    """Parse a user's YAML file: shape checked first (`check_shape`), every problem a BadInput."""
+    try:
+        check_shape(text, what, where, fix, max_depth, max_nodes)
+        return yamlio.safe_load(text)
+    except yaml.YAMLError as err:
+        raise yaml_error(what, where, err) from None
+    except (ValueError, OverflowError, RecursionError) as err:  # a value PyYAML could not build
+        raise BadInput(
+            f"Cannot read {what} {where}.", f"A value cannot be read ({type(err).__name__}).", fix
+        ) from None
+
+
+def check_shape(
+    text: str,
+    what: str,
+    where: str | Path,
+    fix: str,
+    max_depth: int = MAX_YAML_DEPTH,
+    max_nodes: int = MAX_YAML_NODES,
+) -> None:
+    """Refuse YAML nested deeper than `max_depth` or with more than `max_nodes` values (aliases counted
+    each time they are used), from the event stream, before anything recursive builds it."""
+    depth = nodes = 0
+    sizes: dict[str, int] = {}  # anchor -> values under it
+    starts: list[tuple[str | None, int]] = []
+    for event in yaml.parse(text, Loader=yamlio.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            nodes += sizes.get(str(event.anchor), 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes += 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            nodes += 1
+            starts.append((event.anchor, nodes))
+            if depth > max_depth:
+                raise _too_deep(what, where, max_depth, fix)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            anchor, first = starts.pop()
+            if anchor:
+                sizes[anchor] = nodes - first + 1
+        if nodes > max_nodes:
+            raise _too_many(what, where, max_nodes, fix)
+
+
+def check_tree(
+    data: Any,
+    what: str,
+    where: str | Path,
+    fix: str,
+    max_depth: int = MAX_YAML_DEPTH,
+    max_nodes: int = MAX_YAML_NODES,
+) -> None:
+    """The caps of `check_shape` on data already built (a spec given inline or through the API): shared
+    objects are counted each time they are reached, so a structure built from aliases is refused too."""
+    nodes = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > max_nodes:
+            raise _too_many(what, where, max_nodes, fix)
+        if isinstance(item, Mapping | list | tuple):
+            if depth > max_depth:
+                raise _too_deep(what, where, max_depth, fix)
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _too_deep(what: str, where: str | Path, max_depth: int, fix: str) -> BadInput:
+    return BadInput(
+        f"{_cap(what)} {where} is nested too deeply (more than {max_depth} levels).",
+        f"{_cap(what)} is a few levels of keys; a deeper file is not one.",
+        fix,
+    )
+
+
+def _too_many(what: str, where: str | Path, max_nodes: int, fix: str) -> BadInput:
+    return BadInput(
+        f"{_cap(what)} {where} holds too many values (more than {max_nodes:,}, aliases expanded).",
+        f"{_cap(what)} holds dozens of values, not thousands; this looks like a generated or malicious file.",
+        fix,
+    )
+
+
+def yaml_error(what: str, where: str | Path, err: yaml.YAMLError) -> BadInput:
+    """A BadInput for malformed YAML: the line, column and PyYAML's reason, with anything the reason
+    quotes from the file (an alias or tag name) left out."""
+    mark = getattr(err, "problem_mark", None)
+    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or type(err).__name__
+    context = getattr(err, "context", None)
+    why = _QUOTED.sub("'...'", f"{problem} ({context})" if context else str(problem))
+    if isinstance(err, yamlio.ValueProblem):
+        return BadInput(
+            f"Cannot read {what} {where}: the value{at} is out of range.",
+            _cap(why) + ".",
+            "Write numbers with a unit suffix or an exponent (70B, 1.5e12) and dates as YYYY-MM-DD.",
+        )
+    return BadInput(
+        f"Cannot parse {what} {where}: malformed YAML{at}.",
+        _cap(why),
+        "Check the indentation, colons and quoting on that line and the one before it.",
+    )

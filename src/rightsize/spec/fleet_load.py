@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rightsize.errors import BadInput
-from rightsize.safe_read import confined
+from rightsize.safe_read import check_tree, confined
 from rightsize.spec.fleet import FleetSpec, FleetWorkload, month_index, month_text
 from rightsize.spec.load import (
     MAX_SPEC_DEPTH,
@@ -35,7 +35,6 @@ from rightsize.spec.load import (
     read_spec_yaml,
     validation_error,
 )
-from rightsize.yamlio import check_tree
 
 _FLEET_FIX = "Start from examples/fleet-2027.yaml; `rightsize schema` describes each workload spec."
 

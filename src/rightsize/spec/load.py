@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import BaseModel, ValidationError
 
-from rightsize import yamlio
 from rightsize.errors import BadInput, did_you_mean
-from rightsize.safe_read import clean_key, read_text_capped
+from rightsize.safe_read import check_tree, clean_key, load_user_yaml, read_text_capped
 from rightsize.spec.limits import spec_limit_problems
 
 if TYPE_CHECKING:
@@ -85,14 +84,14 @@ def read_spec_yaml(path: str | Path, follow_links: bool = True) -> Any:
         "Check the path; examples/ holds sample specs (a spec is a few KB).",
         follow_links=follow_links,
     )
-    return yamlio.load_user_yaml(text, "the spec", path, _SCHEMA_FIX, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
+    return load_user_yaml(text, "the spec", path, _SCHEMA_FIX, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
 
 
 def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)") -> Spec:
     """Validate an already-parsed spec mapping (the Python API and tests use this)."""
     if data is None:
         raise BadInput(f"The spec {source} is empty.", "There is nothing to plan.", _SCHEMA_FIX)
-    yamlio.check_tree(data, "the spec", source, _SCHEMA_FIX, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
+    check_tree(data, "the spec", source, _SCHEMA_FIX, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
     if not isinstance(data, Mapping):
         raise BadInput(
             f"The spec {source} is not a mapping of keys to values.",

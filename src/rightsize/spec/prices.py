@@ -22,8 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rightsize.errors import BadInput
-from rightsize.safe_read import clean_key, read_text_capped
-from rightsize.yamlio import load_user_yaml
+from rightsize.safe_read import clean_key, load_user_yaml, read_text_capped
 
 _CFG = ConfigDict(extra="forbid", frozen=True)
 
