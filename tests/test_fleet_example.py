@@ -5,6 +5,7 @@ and the plan renders in all four formats (JSON valid against the report schema).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def test_renders_in_every_format(fleet: Any) -> None:
 
 def test_single_pool_replans_on_its_accelerator(tmp_path: Path) -> None:
     fleet_file = tmp_path / "fleet.yaml"
-    lora = (ROOT / "examples" / "llama3-8b-lora-weekly.yaml").resolve()
+    lora = shutil.copy(ROOT / "examples" / "llama3-8b-lora-weekly.yaml", tmp_path)
     fleet_file.write_text(
         "kind: fleet\nstart: 2027-01\nhorizon_months: 3\n"
         f"workloads:\n  - spec: {lora}\n"
@@ -106,7 +107,7 @@ def test_single_pool_replans_on_its_accelerator(tmp_path: Path) -> None:
 
 
 def test_offline_inference_needs_its_volume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    batch = (ROOT / "examples" / "fleet-2027" / "nightly-batch.yaml").resolve()
+    batch = shutil.copy(ROOT / "examples" / "fleet-2027" / "nightly-batch.yaml", tmp_path)
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text(f"kind: fleet\nstart: 2027-01\nworkloads:\n  - spec: {batch}\n", encoding="utf-8")
     with pytest.raises(BadInput, match="volume"):

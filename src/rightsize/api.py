@@ -41,14 +41,13 @@ def _is_resolved_fleet(spec: Any) -> bool:
 def _names_a_fleet(spec: Any) -> bool:
     """Whether `spec` is a `kind: fleet` mapping or file (read cheaply: the fleet reader, and
     the fleet spec's models, load only for a fleet)."""
-    from rightsize import yamlio
-
     data = spec
     if isinstance(spec, str | Path):
+        from rightsize.spec.load import read_spec_yaml
+
         try:
-            path = Path(spec).expanduser()
-            data = yamlio.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-        except (OSError, UnicodeDecodeError, ValueError, yamlio.yaml.YAMLError):
+            data = read_spec_yaml(spec)  # capped: a regular file, size, depth and aliases bounded
+        except BadInput:
             return False  # load_spec reports it
     return isinstance(data, dict) and data.get("kind") == "fleet"
 

@@ -29,6 +29,7 @@ from rightsize.catalog.prices import (
 )
 from rightsize.catalog.registry import accelerators, nodes
 from rightsize.errors import BadInput, did_you_mean
+from rightsize.safe_read import clean_key
 from rightsize.spec.prices import AcceleratorPrices, UserPrices
 
 _ORDER = ((RESERVED_3Y, RESERVED_1Y), (RESERVED_1Y, ON_DEMAND), (SPOT, ON_DEMAND))
@@ -38,6 +39,7 @@ def _id(name: str, known: dict[str, object], other: dict[str, object], kind: str
     key = name.strip().lower().replace("_", "-")
     if key in known:
         return key
+    name = clean_key(name)  # a key from the user's file: printable and short in the message
     if key in other:
         why = f"'{name}' is a {'node type' if kind == 'accelerator' else 'accelerator'}, not a {kind}."
         fix = f"Give {'a node its `capex_usd`' if kind == 'accelerator' else 'an accelerator its per-GPU-hour prices'}."

@@ -5,7 +5,6 @@ Files already in DIR with other contents are kept unless --force (see `export.fo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,27 +12,27 @@ from typing import Any
 
 from rightsize.errors import BadInput
 
+MAX_PLAN_BYTES = 64 * 2**20
+"""A saved plan is tens of KB (a fleet plan a few MB); the cap is checked before a byte is read."""
+
 
 def load_plan_or_spec(path: str, calibration: str | None = None) -> dict[str, Any]:
-    """The plan's versioned JSON dict: read from a JSON plan, or planned from a spec."""
+    """The plan's versioned JSON dict: read from a JSON plan, or planned from a spec. A JSON plan
+    is read through the capped reader (a regular file, size, depth and number caps before parsing)
+    and must be a mapping with a textual `kind`; its fields are checked by the exporters."""
+    from rightsize.safe_read import read_json_capped
+
     p = Path(path)
-    if not p.exists():
-        raise BadInput(
-            f"{path} does not exist.", "Export reads a plan (JSON) or a spec (YAML).", "Check the path."
-        )
     if p.suffix.lower() == ".json":
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise BadInput(
-                f"Cannot read the plan {path}.", str(err), "Pass a file from `rightsize plan --format json`."
-            ) from None
-        if not isinstance(data, dict) or "kind" not in data:
-            raise BadInput(
-                f"{path} is JSON but not a plan (no `kind`).",
-                "Export reads what `rightsize plan SPEC --format json` writes.",
-                "Re-plan with `rightsize plan SPEC --format json -o plan.json`.",
+        fix = "Pass a file from `rightsize plan SPEC --format json -o plan.json`."
+        data = read_json_capped(p, "the plan", MAX_PLAN_BYTES, fix)
+        if not isinstance(data, dict) or not isinstance(data.get("kind"), str) or not data["kind"]:
+            why = (
+                f"Its top level is a {'list' if isinstance(data, list) else type(data).__name__}, not a mapping."
+                if not isinstance(data, dict)
+                else "It has no textual `kind` (what `rightsize plan SPEC --format json` writes has one)."
             )
+            raise BadInput(f"{path} is JSON but not a plan.", why, fix)
         return data
     from rightsize.api import plan
     from rightsize.report.render import result_dict

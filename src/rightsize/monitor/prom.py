@@ -26,6 +26,7 @@ import numpy as np
 
 from rightsize.errors import BadInput
 from rightsize.monitor import fetch
+from rightsize.safe_read import clean_key, read_json_capped
 
 CAPTURE_KIND = "rightsize-prometheus-capture"
 CAPTURE_VERSION = 1
@@ -36,6 +37,9 @@ MAX_TIMEOUT_S = 3600.0
 MAX_RESPONSE_MIB = 4096.0
 DEADLINE_TIMEOUTS = 10  # the whole command may take this many --timeout
 MAX_DEADLINE_S = 86400.0
+MAX_CAPTURE_WINDOW_S = 90 * 86400.0  # as `monitor --window` allows
+MAX_CAPTURE_POINTS = 11_000  # Prometheus' limit on the points of one range query
+MAX_CAPTURE_BYTES = 256 * 2**20  # a capture of a day at 15 s steps is a few MB; a month of many series fits
 # The question asked of `/api/v1/label/__name__/values`, stored in a capture like a query.
 NAMES_QUERY = "__names__"
 
@@ -324,35 +328,24 @@ class FileSource:
     capture: dict[str, Any]
 
     @classmethod
-    def load(cls, path: str | Path, max_bytes: int = 8 * DEFAULT_MAX_RESPONSE_BYTES) -> FileSource:
+    def load(cls, path: str | Path, max_bytes: int = MAX_CAPTURE_BYTES) -> FileSource:
+        """Read a capture through the capped reader: a regular file, its size checked before a byte
+        is read, depth and number caps checked before parsing; nothing of its text in a message."""
         p = Path(path)
-        if not p.is_file():
-            raise BadInput(
-                f"--from {p}: no such file.", fix="Give a capture written by `rightsize monitor --save`."
-            )
-        if p.stat().st_size > max_bytes:
-            raise BadInput(
-                f"--from {p} is {p.stat().st_size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB limit.",
-                "A capture that large is not a monitoring window.",
-                "Capture a shorter --window or a larger --step.",
-            )
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise BadInput(
-                f"--from {p} is not JSON: {err}.", fix="Give a capture from `rightsize monitor --save`."
-            ) from None
+        fix = "Give a capture written by `rightsize monitor --save`; capture a shorter --window or a larger --step."
+        data = read_json_capped(p, "the capture (--from)", max_bytes, fix)
         if not isinstance(data, dict) or data.get("kind") != CAPTURE_KIND:
             raise BadInput(
                 f"--from {p} is not a rightsize Prometheus capture.",
-                f"Its 'kind' is {data.get('kind') if isinstance(data, dict) else type(data).__name__!r}, "
+                f"Its 'kind' is {clean_key(data.get('kind')) if isinstance(data, dict) else type(data).__name__!r}, "
                 f"expected {CAPTURE_KIND!r}.",
                 "Write one with `rightsize monitor PLAN --prometheus URL --save FILE`.",
             )
         if data.get("version") != CAPTURE_VERSION:
             raise BadInput(
-                f"--from {p}: capture version {data.get('version')!r}, this rightsize reads {CAPTURE_VERSION}."
+                f"--from {p}: capture version {clean_key(data.get('version'))!r}, this rightsize reads {CAPTURE_VERSION}."
             )
+        _check_capture_parts(data, p)
         return cls(p, data)
 
     @property
@@ -360,11 +353,33 @@ class FileSource:
         return str(self.path)
 
     def window(self) -> Window:
+        """The capture's window: finite start before end, a positive step, at most
+        MAX_CAPTURE_WINDOW_S long and MAX_CAPTURE_POINTS steps (what a live query may ask)."""
         c = self.capture
-        try:
-            return Window(float(c["start_s"]), float(c["end_s"]), float(c["step_s"]))
-        except (KeyError, TypeError, ValueError, OverflowError):
-            raise BadInput(f"--from {self.path}: the capture has no valid start_s/end_s/step_s.") from None
+        values = [c.get(key) for key in ("start_s", "end_s", "step_s")]
+        if not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values
+        ):
+            raise BadInput(
+                f"--from {self.path}: the capture has no valid start_s/end_s/step_s.",
+                "Each must be a finite number of seconds.",
+                "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
+            )
+        start, end, step = (float(v) for v in values if isinstance(v, int | float))
+        if not (step > 0 and end > start and end - start <= MAX_CAPTURE_WINDOW_S):
+            raise BadInput(
+                f"--from {self.path}: the capture's window is {start:g} to {end:g} s every {step:g} s.",
+                f"A window runs forward (end_s after start_s), for at most {MAX_CAPTURE_WINDOW_S / 86400:g} days, "
+                "with a positive step_s.",
+                "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
+            )
+        if (end - start) / step > MAX_CAPTURE_POINTS:
+            raise BadInput(
+                f"--from {self.path}: the capture's window has {(end - start) / step:,.0f} steps.",
+                f"Prometheus answers at most {MAX_CAPTURE_POINTS:,} points per series; a capture holds no more.",
+                "Capture again with a larger --step or a shorter --window.",
+            )
+        return Window(start, end, step)
 
     def query_range(self, query: str, window: Window) -> list[Series]:
         payload = self._queries().get(query)
@@ -383,6 +398,61 @@ class FileSource:
                 fix="Give a capture written by `rightsize monitor --save`.",
             )
         return queries
+
+
+def _check_capture_parts(data: dict[str, Any], p: Path) -> None:
+    """`queries` a mapping of query -> answer, `selectors` a mapping of text: what the reader relies on."""
+    queries, selectors = data.get("queries", {}), data.get("selectors", {})
+    bad = (
+        "queries"
+        if not isinstance(queries, dict)
+        else "selectors"
+        if not isinstance(selectors, dict) or not all(isinstance(v, str) for v in selectors.values())
+        else None
+    )
+    if bad is None:
+        bad = next(
+            (f"queries.{clean_key(q)}" for q, answer in queries.items() if not _answer_shaped(q, answer)),
+            None,
+        )
+    if bad is not None:
+        raise BadInput(
+            f"--from {p}: the capture's `{bad}` is not "
+            + (
+                "a mapping of text."
+                if bad == "selectors"
+                else "a mapping of query to answer."
+                if bad == "queries"
+                else "a Prometheus answer (status, and data with a result list of series, each a metric mapping "
+                "and a values list)."
+            ),
+            "A capture is read as `rightsize monitor --save` wrote it.",
+            "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
+        )
+    for answer in queries.values():  # a Prometheus error is quoted in messages: keep it one short line
+        for key in ("error", "errorType"):
+            if key in answer:
+                answer[key] = clean_key(answer[key], 200)
+
+
+def _answer_shaped(query: str, answer: Any) -> bool:
+    """A stored answer has the shape the readers walk: its series are checked, their samples are
+    checked as they are read (`parse_matrix`)."""
+    if not isinstance(answer, dict):
+        return False
+    data = answer.get("data")
+    if answer.get("status") != "success" or data is None:
+        return True  # an error answer, reported as the server's error
+    if query == NAMES_QUERY:
+        return isinstance(data, list)
+    if not isinstance(data, dict) or not isinstance(data.get("result", []), list):
+        return False
+    return all(
+        isinstance(item, dict)
+        and isinstance(item.get("metric") or {}, dict)
+        and isinstance(item.get("values") or [], list)
+        for item in data.get("result", [])
+    )
 
 
 def on_grid(series: Series, grid: np.ndarray) -> np.ndarray:

@@ -43,6 +43,7 @@ from rightsize.perf.step import train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.profile import jsonl
 from rightsize.profile.fit import nelder_mead, nnls
+from rightsize.profile.records import check_profile
 from rightsize.spec.model import ModelArch
 
 CALIBRATION_SCHEMA_VERSION = 1
@@ -174,16 +175,17 @@ def _profile_parts(paths: list[Path]) -> dict[str, Any]:
     }
     for p in paths:
         recs = jsonl.read_profile(p)
+        check_profile(recs, p)  # every field the fit reads: typed and in range, or a BadInput naming it
         hdr = next((r for r in recs if r.get("type") == "header"), None)
         if hdr is None:
             raise BadInput(
                 f"The profile {p} has no header line.", "", "Pass a file written by `rightsize profile`."
             )
-        parts["env"] = parts["env"] or hdr.get("environment", {})
+        parts["env"] = parts["env"] or hdr.get("environment") or {}
         kind = hdr.get("kind")
         if kind == "train":
             parts["config"] = parts["config"] or hdr.get("config")
-            parts["device"] = hdr.get("config", {}).get("device", "cpu")
+            parts["device"] = (hdr.get("config") or {}).get("device") or "cpu"
         res = jsonl.results(recs)
         # single-process steps only: a data-parallel step (profile train under torchrun/srun)
         # includes the gradient all-reduce, which the compute fit must not absorb

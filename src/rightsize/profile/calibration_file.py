@@ -3,29 +3,22 @@ field overrides. torch-free, so planning with a calibration never needs the prof
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import fields
 from pathlib import Path
 
 from rightsize.errors import BadInput
 from rightsize.perf.hardware import Hardware
-from rightsize.safe_read import read_text_capped
+from rightsize.safe_read import clean_key, read_json_capped
 
-MAX_CALIBRATION_BYTES = 4 * 2**20  # a calibration file is a few KB
+MAX_CALIBRATION_BYTES = 16 * 2**20  # a calibration file is a few KB
 
 
 def load_calibration(path: Path) -> dict[str, dict[str, float]]:
     """Accelerator id -> Hardware field overrides; every figure a known field and a finite,
     positive number, or a BadInput naming it."""
     fix = "Pass a file written by `rightsize calibrate`."
-    text = read_text_capped(path, "the calibration file", MAX_CALIBRATION_BYTES, fix)
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise BadInput(
-            f"Cannot read the calibration file {path}.", f"It is not JSON ({type(err).__name__}).", fix
-        ) from None
+    data = read_json_capped(path, "the calibration file", MAX_CALIBRATION_BYTES, fix)
     overrides = data.get("overrides") if isinstance(data, dict) else None
     if not isinstance(overrides, dict):
         raise BadInput(
@@ -37,9 +30,11 @@ def load_calibration(path: Path) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for acc, figures in overrides.items():
         if not isinstance(figures, dict):
-            raise BadInput(f"The calibration file {path}: overrides.{acc} is not a mapping.", "", fix)
+            raise BadInput(
+                f"The calibration file {path}: overrides.{clean_key(acc)} is not a mapping.", "", fix
+            )
         for key, value in figures.items():
-            where = f"overrides.{acc}.{key}"
+            where = f"overrides.{clean_key(acc)}.{clean_key(key)}"
             if key not in known:
                 raise BadInput(f"The calibration file {path}: {where} is not a hardware figure.", "", fix)
             if (

@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from rightsize._version import __version__
 from rightsize.errors import BadInput
-from rightsize.safe_read import read_text_capped
+from rightsize.safe_read import check_json_text, read_text_capped
 
 SCHEMA_VERSION = 1
 MAX_PROFILE_BYTES = 512 * 2**20
@@ -270,9 +270,10 @@ def header(kind: str, config: dict[str, Any]) -> dict[str, Any]:
 
 def read_profile(path: Path) -> list[dict[str, Any]]:
     """Every complete record of a profile; a torn final line (a crash mid-write) is dropped."""
-    text = read_text_capped(
-        path, "the profile", MAX_PROFILE_BYTES, "Pass a file written by `rightsize profile`."
-    )
+    fix = "Pass a file written by `rightsize profile`."
+    text = read_text_capped(path, "the profile", MAX_PROFILE_BYTES, fix)
+    # Depth and number caps once on the whole text: lines before a torn one parse or are refused first.
+    check_json_text(text, "the profile", path, fix)
     records = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -280,7 +281,7 @@ def read_profile(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             if i == len(lines) - 1:
                 continue  # torn last line
             raise BadInput(

@@ -137,8 +137,8 @@ class FleetWorkload(BaseModel):
 
     spec: str | dict[str, Any] = Field(
         description=(
-            "A workload spec: a path relative to the fleet file (a `kind: fleet` file includes its "
-            "workloads), or the spec inline."
+            "A workload spec: a path relative to the fleet file, inside its folder (a `kind: fleet` file "
+            "includes its workloads; RIGHTSIZE_ALLOW_OUTSIDE=1 allows paths outside), or the spec inline."
         )
     )
     name: str | None = Field(

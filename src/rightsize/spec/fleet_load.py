@@ -5,22 +5,38 @@ another `kind: fleet` file includes that fleet's workloads (its own policy is ig
 including fleet's policy rules). Problems become one `BadInput` each: a missing file, an include
 cycle (with the chain of files), two workloads with one name, an end before a start, a workload
 outside the horizon.
+
+Every file a fleet names must lie inside the top fleet file's folder (or a folder below it), links
+resolved: a fleet from someone else cannot make rightsize read `~/.aws/credentials` or a link to it.
+To name specs outside the folder on purpose, pass `allow_outside=True` (Python API) or set the
+environment variable RIGHTSIZE_ALLOW_OUTSIDE=1. Each file is read through the spec reader's caps
+(`read_spec_yaml`: a regular file, size, depth and alias expansion bounded before parsing), and
+no message quotes a file's contents beyond the key at fault.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from rightsize import yamlio
 from rightsize.errors import BadInput
+from rightsize.safe_read import check_tree, confined
 from rightsize.spec.fleet import FleetSpec, FleetWorkload, month_index, month_text
-from rightsize.spec.load import Spec, load_spec, parse_spec, validation_error
+from rightsize.spec.load import (
+    MAX_SPEC_DEPTH,
+    MAX_SPEC_NODES,
+    Spec,
+    parse_spec,
+    read_spec_yaml,
+    validation_error,
+)
+
+_FLEET_FIX = "Start from examples/fleet-2027.yaml; `rightsize schema` describes each workload spec."
 
 
 @dataclass(frozen=True)
@@ -55,37 +71,53 @@ def is_fleet_data(data: Any) -> bool:
     return isinstance(data, Mapping) and data.get("kind") == "fleet"
 
 
-def _read_yaml(path: Path, chain: tuple[Path, ...]) -> Any:
-    if not path.is_file():
-        named_in = f" (named in {chain[-1]})" if chain else ""
-        why = "It is a folder, not a file." if path.is_dir() else "No such file."
-        raise BadInput(
-            f"Cannot open the spec {path}{named_in}.",
-            why,
-            "Paths in a fleet's `spec:` are relative to the fleet file; check the name and folder.",
-        )
+ALLOW_OUTSIDE_ENV = "RIGHTSIZE_ALLOW_OUTSIDE"
+_OUTSIDE_FIX = (
+    "Move the workload spec into the fleet file's folder (or a folder below it) and name it relative to the "
+    f"fleet file; to read specs outside it on purpose, set {ALLOW_OUTSIDE_ENV}=1."
+)
+
+
+def outside_allowed(allow_outside: bool | None = None) -> bool:
+    """`allow_outside` when given, else whether RIGHTSIZE_ALLOW_OUTSIDE is set to 1/true/yes."""
+    if allow_outside is not None:
+        return allow_outside
+    return os.environ.get(ALLOW_OUTSIDE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _read_yaml(path: Path, chain: tuple[Path, ...], root: Path, allow_outside: bool) -> tuple[Path, Any]:
+    """(the file's resolved path, its parsed YAML): confined to `root`, read through the spec's caps."""
+    named_in = f" (named in {chain[-1]})" if chain else ""
+    fix = "Paths in a fleet's `spec:` are relative to the fleet file; check the name and folder."
     try:
-        return yamlio.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise BadInput(f"Cannot read the spec {path}.", str(err).split("\n")[0], "Check the file.") from None
+        target = confined(path, root, "the workload spec", allow_outside, _OUTSIDE_FIX)
+    except BadInput as err:
+        raise BadInput(err.what.rstrip(".") + named_in + ".", err.why, err.fix) from None
+    try:
+        return target, read_spec_yaml(target, follow_links=False)
+    except BadInput as err:
+        raise BadInput(err.what.rstrip(".") + named_in + ".", err.why, fix if chain else err.fix) from None
 
 
-def load_fleet(path: str | Path) -> ResolvedFleet:
-    """Read a `kind: fleet` YAML file and every workload spec it names."""
+def load_fleet(path: str | Path, allow_outside: bool | None = None) -> ResolvedFleet:
+    """Read a `kind: fleet` YAML file and every workload spec it names (inside its folder unless allowed)."""
     path = Path(path).expanduser().resolve()
-    return parse_fleet(_read_yaml(path, ()), path.parent, str(path), (path,))
+    _, data = _read_yaml(path, (), path.parent, True)  # the file the user named
+    return parse_fleet(data, path.parent, str(path), (path,), allow_outside)
 
 
 def parse_fleet(
-    data: Any, base_dir: Path | None = None, source: str = "(inline)", chain: tuple[Path, ...] = ()
+    data: Any,
+    base_dir: Path | None = None,
+    source: str = "(inline)",
+    chain: tuple[Path, ...] = (),
+    allow_outside: bool | None = None,
 ) -> ResolvedFleet:
-    """Validate a fleet mapping; workload paths resolve against `base_dir`."""
-    try:
-        spec = FleetSpec.model_validate(dict(data))
-    except ValidationError as err:
-        raise validation_error(err, FleetSpec, source) from None
+    """Validate a fleet mapping; workload paths resolve against `base_dir`, and must stay inside it
+    unless `allow_outside` (default: the RIGHTSIZE_ALLOW_OUTSIDE environment variable)."""
+    spec = _fleet_spec(data, source)
     base = Path(base_dir) if base_dir is not None else Path.cwd()
-    raw = _entries(spec, base, source, chain)
+    raw = _entries(spec, base, source, chain, _Reach(base, outside_allowed(allow_outside)))
     starts = [month_index(w.start) for _, _, w, _ in raw if w.start]
     if spec.start:
         start = month_index(spec.start)
@@ -122,8 +154,30 @@ def parse_fleet(
     return ResolvedFleet(spec, tuple(entries), start, source)
 
 
+@dataclass(frozen=True)
+class _Reach:
+    """Where a fleet's files may be: inside `root`, unless `outside` is allowed."""
+
+    root: Path
+    outside: bool
+
+
+def _fleet_spec(data: Any, source: str) -> FleetSpec:
+    if not isinstance(data, Mapping):
+        raise BadInput(
+            f"The fleet {source} is not a mapping of keys to values.",
+            f"Its top level is a {type(data).__name__}.",
+            "Start the file with `kind: fleet`, `start:` and `workloads:` (see examples/fleet-2027.yaml).",
+        )
+    check_tree(data, "the fleet", source, _FLEET_FIX, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
+    try:
+        return FleetSpec.model_validate(dict(data))
+    except ValidationError as err:
+        raise validation_error(err, FleetSpec, source) from None
+
+
 def _entries(
-    spec: FleetSpec, base: Path, source: str, chain: tuple[Path, ...]
+    spec: FleetSpec, base: Path, source: str, chain: tuple[Path, ...], reach: _Reach
 ) -> list[tuple[str, Spec, FleetWorkload, str]]:
     out: list[tuple[str, Spec, FleetWorkload, str]] = []
     for i, w in enumerate(spec.workloads):
@@ -138,7 +192,8 @@ def _entries(
             parsed = parse_spec(w.spec, base, source=where)
             out.append((w.name or parsed.name or f"workload-{i + 1}", parsed, w, where))
             continue
-        path = (base / w.spec).expanduser().resolve()
+        named = base / Path(w.spec).expanduser()
+        path = _resolved(named)
         if path in chain:
             cycle = " -> ".join(str(p) for p in (*chain[chain.index(path) :], path))
             raise BadInput(
@@ -146,17 +201,20 @@ def _entries(
                 f"Include cycle: {cycle}.",
                 "Remove the `spec:` entry that points back to a fleet already being read.",
             )
-        data = _read_yaml(path, chain)
+        path, data = _read_yaml(named, chain, reach.root, reach.outside)
         if is_fleet_data(data):
-            try:
-                inner = FleetSpec.model_validate(dict(data))
-            except ValidationError as err:
-                raise validation_error(err, FleetSpec, str(path)) from None
-            out += _entries(inner, path.parent, str(path), (*chain, path))
+            out += _entries(_fleet_spec(data, str(path)), path.parent, str(path), (*chain, path), reach)
             continue
-        parsed = load_spec(path)
+        parsed = parse_spec(data, path.parent, source=str(path))
         out.append((w.name or parsed.name or path.stem, parsed, w, str(path)))
     return out
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL: the reader says so
+        return path
 
 
 def as_fleet(spec: Any) -> ResolvedFleet | None:
@@ -165,11 +223,8 @@ def as_fleet(spec: Any) -> ResolvedFleet | None:
         return parse_fleet(spec, Path.cwd()) if is_fleet_data(spec) else None
     if not isinstance(spec, str | Path):
         return None
-    path = Path(spec).expanduser()
-    if not path.is_file():
-        return None
     try:
-        data = yamlio.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = read_spec_yaml(spec)
+    except BadInput:
         return None  # load_spec reports it
-    return load_fleet(path) if is_fleet_data(data) else None
+    return load_fleet(spec) if is_fleet_data(data) else None

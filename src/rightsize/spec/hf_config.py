@@ -8,7 +8,6 @@ q_lora_rank, qk_rope_head_dim, v_head_dim, with head_dim = qk_nope_head_dim).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rightsize.errors import BadInput
-from rightsize.safe_read import read_text_capped
+from rightsize.safe_read import clean_key, read_json_capped
 from rightsize.spec.model import ModelArch
 
 _LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3")
@@ -49,7 +48,7 @@ class _Config:
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
-                raise self.error(f"Key '{key}' is {value!r}, not an integer.")
+                raise self.error(f"Key '{key}' is {_shown(value)}, not an integer.")
             return value
         if default is _MISSING:
             raise self.error(f"Key '{keys[0]}' is missing (a {self.model_type} config needs it).")
@@ -58,7 +57,7 @@ class _Config:
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
-            raise self.error(f"Key '{key}' is {value!r}, not true or false.")
+            raise self.error(f"Key '{key}' is {_shown(value)}, not true or false.")
         return value
 
     def error(self, why: str) -> BadInput:
@@ -69,11 +68,20 @@ class _Config:
         )
 
 
+def _shown(value: Any) -> str:
+    """A value from the file, fit for a message: a number or a short string as it is, else its type."""
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(clean_key(value))
+    return f"a {'list' if isinstance(value, list) else 'mapping' if isinstance(value, dict) else type(value).__name__}"
+
+
 def _gated_mlp(cfg: _Config) -> str:
     act = cfg.data.get("hidden_act", "silu")
     if act not in ("silu", "swish"):
         raise cfg.error(
-            f"hidden_act {act!r} is not supported for {cfg.model_type}; expected 'silu' (SwiGLU)."
+            f"hidden_act {_shown(act)} is not supported for {cfg.model_type}; expected 'silu' (SwiGLU)."
         )
     return "swiglu"
 
@@ -169,15 +177,7 @@ _READERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
 
 def _load_json(path: Path) -> dict[str, Any]:
     fix = "Point the spec at a Hugging Face model folder or its config.json."
-    text = read_text_capped(path, "the model config", MAX_CONFIG_BYTES, fix)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise BadInput(
-            f"Cannot read the model config {path}.",
-            f"It is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}.",
-            fix,
-        ) from None
+    data = read_json_capped(path, "the model config", MAX_CONFIG_BYTES, fix)
     if not isinstance(data, dict):
         raise BadInput(f"Cannot read the model config {path}.", "The top level is not a JSON object.", fix)
     return data
@@ -193,7 +193,7 @@ def _model_type(data: dict[str, Any], path: Path) -> str:
     if model_type not in _READERS:
         raise BadInput(
             f"Cannot read the model shape from {path}.",
-            f"Key 'model_type' is {model_type!r}; supported: {', '.join(sorted(_READERS))}.",
+            f"Key 'model_type' is {_shown(model_type)}; supported: {', '.join(sorted(_READERS))}.",
             "Describe the model inline in the spec (layers, hidden, heads, ffn_hidden, vocab, mlp).",
         )
     return str(model_type)

@@ -16,12 +16,10 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
-from rightsize import yamlio
 from rightsize.errors import BadInput, did_you_mean
-from rightsize.safe_read import read_text_capped
+from rightsize.safe_read import check_tree, clean_key, load_user_yaml, read_text_capped
 from rightsize.spec.limits import spec_limit_problems
 
 if TYPE_CHECKING:
@@ -71,70 +69,29 @@ def load_spec(path: str | Path) -> Spec:
     """Read and validate a YAML spec; relative paths in it (model config, length files) resolve
     against the spec's folder."""
     path = Path(path).expanduser()
+    return parse_spec(read_spec_yaml(path), path.parent, source=str(path))
+
+
+def read_spec_yaml(path: str | Path, follow_links: bool = True) -> Any:
+    """The parsed YAML of a spec (or fleet) file: a regular file of at most MAX_SPEC_BYTES (checked
+    before reading), at most MAX_SPEC_DEPTH levels and MAX_SPEC_NODES values (aliases expanded,
+    checked before building); every problem a BadInput that never quotes the file."""
+    path = Path(path).expanduser()
     text = read_text_capped(
-        path, "the spec", MAX_SPEC_BYTES, "Check the path; examples/ holds sample specs (a spec is a few KB)."
+        path,
+        "the spec",
+        MAX_SPEC_BYTES,
+        "Check the path; examples/ holds sample specs (a spec is a few KB).",
+        follow_links=follow_links,
     )
-    try:
-        _check_shape(text, path)
-        data = yamlio.safe_load(text)
-    except yaml.YAMLError as err:
-        raise _yaml_error(path, err) from None
-    return parse_spec(data, path.parent, source=str(path))
-
-
-def _check_shape(text: str, path: Path) -> None:
-    """Refuse YAML nested deeper than MAX_SPEC_DEPTH or with more than MAX_SPEC_NODES values (aliases
-    counted each time they are used), from the event stream, before anything recursive builds it."""
-    depth = nodes = 0
-    sizes: dict[str, int] = {}  # anchor -> values under it
-    starts: list[tuple[str | None, int]] = []
-    for event in yaml.parse(text, Loader=yamlio.SafeLoader):
-        if isinstance(event, yaml.AliasEvent):
-            nodes += sizes.get(str(event.anchor), 1)
-        elif isinstance(event, yaml.ScalarEvent):
-            nodes += 1
-            if event.anchor:
-                sizes[event.anchor] = 1
-        elif isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            nodes += 1
-            starts.append((event.anchor, nodes))
-            if depth > MAX_SPEC_DEPTH:
-                raise BadInput(
-                    f"The spec {path} is nested too deeply (more than {MAX_SPEC_DEPTH} levels).",
-                    "A spec is a few levels of keys; a deeper file is not a spec.",
-                    _SCHEMA_FIX,
-                )
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-            anchor, first = starts.pop()
-            if anchor:
-                sizes[anchor] = nodes - first + 1
-        if nodes > MAX_SPEC_NODES:
-            raise BadInput(
-                f"The spec {path} holds too many values (more than {MAX_SPEC_NODES:,}, aliases expanded).",
-                "A spec is a few dozen keys; this looks like a generated or malicious file.",
-                _SCHEMA_FIX,
-            )
-
-
-def _yaml_error(path: Path, err: yaml.YAMLError) -> BadInput:
-    mark = getattr(err, "problem_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    problem = getattr(err, "problem", None) or str(err)
-    context = getattr(err, "context", None)
-    why = f"{problem} ({context})" if context else str(problem)
-    return BadInput(
-        f"Cannot parse the spec {path}: malformed YAML{where}.",
-        why[0].upper() + why[1:],
-        "Check the indentation, colons and quoting on that line and the one before it.",
-    )
+    return load_user_yaml(text, "the spec", path, _SCHEMA_FIX, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
 
 
 def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)") -> Spec:
     """Validate an already-parsed spec mapping (the Python API and tests use this)."""
     if data is None:
         raise BadInput(f"The spec {source} is empty.", "There is nothing to plan.", _SCHEMA_FIX)
+    check_tree(data, "the spec", source, _SCHEMA_FIX, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
     if not isinstance(data, Mapping):
         raise BadInput(
             f"The spec {source} is not a mapping of keys to values.",
@@ -145,9 +102,9 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
     kind = data.get("kind", "training")
     spec_cls = SPEC_KINDS.get(kind) if isinstance(kind, str) else None
     if spec_cls is None:
-        hint = did_you_mean(str(kind), SPEC_KINDS)
+        hint = did_you_mean(clean_key(kind), SPEC_KINDS)
         raise BadInput(
-            f"Unknown spec kind {kind!r} in {source}.",
+            f"Unknown spec kind '{clean_key(kind)}' in {source}.",
             f"Known kinds: {', '.join(SPEC_KINDS)}.",
             (hint[0].upper() + hint[1:] + " " if hint else "") + "Set `kind:` to one of them.",
         )
@@ -170,23 +127,36 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
     return spec
 
 
+MAX_PROBLEMS_LISTED = 12
+"""Problems named one by one in a validation error; the rest are counted (a file of 45,000 unknown
+keys gets a short message, not a megabyte)."""
+
+
 def validation_error(err: ValidationError, model: type[BaseModel], source: str) -> BadInput:
-    """One BadInput listing each problem as `field.path: message (got VALUE)`."""
-    lines = [line for error in err.errors() for line in _describe(error, model).split("\n")]
-    count = f"{len(lines)} problem" + ("s" if len(lines) != 1 else "")
+    """One BadInput listing each problem as `field.path: message (got VALUE)`: at most
+    MAX_PROBLEMS_LISTED of them, then how many more (and how many of those are unknown keys)."""
+    errors = err.errors()
+    shown, rest = errors[:MAX_PROBLEMS_LISTED], errors[MAX_PROBLEMS_LISTED:]
+    lines = [line for error in shown for line in _describe(error, model).split("\n")]
+    if rest:
+        unknown = sum(1 for error in rest if error["type"] == "extra_forbidden")
+        of_which = f", {unknown:,} of them unknown keys" if unknown else ""
+        lines.append(f"    - and {len(rest):,} more problem{'s' if len(rest) != 1 else ''}{of_which}")
+    problems = len(lines) if not rest else len(errors)
+    count = f"{problems:,} problem" + ("s" if problems != 1 else "")
     return BadInput(f"The spec {source} is invalid.", f"{count}:\n" + "\n".join(lines), _SCHEMA_FIX)
 
 
 def _describe(error: Mapping[str, Any], model: type[BaseModel]) -> str:
     loc: Sequence[Any] = error["loc"]
-    where = ".".join(str(part) for part in loc)
+    where = ".".join(clean_key(part) for part in loc)
     prefix = f"    - {where}: " if where else "    - "
     kind = error["type"]
     if kind == "extra_forbidden":
         owner = _other_kind_with_key(model, loc)
         if owner is not None:
             return f"{prefix}unknown key for kind {_kind_of(model)}; it belongs to kind {owner} (set `kind: {owner}`)"
-        hint = did_you_mean(str(loc[-1]), _allowed_keys(model, loc[:-1]))
+        hint = did_you_mean(clean_key(loc[-1]), _allowed_keys(model, loc[:-1]))
         return f"{prefix}unknown key" + (f"; {hint}" if hint else "")
     if kind == "missing":
         return f"{prefix}required, but missing"

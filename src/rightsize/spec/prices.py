@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rightsize.errors import BadInput
+from rightsize.safe_read import clean_key, load_user_yaml, read_text_capped
 
 _CFG = ConfigDict(extra="forbid", frozen=True)
 
@@ -109,9 +109,9 @@ class UserPrices(BaseModel):
                 accs[str(key)] = entry
             else:
                 raise ValueError(
-                    f"prices.{key} must be a mapping of price keys (e.g. {{on_demand_usd_per_gpu_hour: 2.2}} "
-                    f"for an accelerator, {{capex_usd: 250000}} for a node), got {entry!r}; "
-                    f"`{POWER_KEY}` is the only plain number allowed"
+                    f"prices.{clean_key(key)} must be a mapping of price keys (e.g. "
+                    "{on_demand_usd_per_gpu_hour: 2.2} for an accelerator, {capex_usd: 250000} for a node), "
+                    f"got a {type(entry).__name__}; `{POWER_KEY}` is the only plain number allowed"
                 )
         return out
 
@@ -134,19 +134,22 @@ class UserPrices(BaseModel):
         )
 
 
+MAX_PRICES_BYTES = 8 * 2**20
+"""A price file is a few KB (one line per id); the cap is checked before a byte is read."""
+_PRICES_FIX = (
+    "Check the path given to --prices: a YAML file such as `h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}`."
+)
+_KEYS_FIX = (
+    "Keys per accelerator: " + ", ".join(ACCELERATOR_PRICE_KEYS) + f"; per node: capex_usd; and {POWER_KEY}."
+)
+
+
 def load_user_prices(path: str | Path) -> UserPrices:
-    """Read a `--prices FILE`: YAML of the same shape as the spec's `prices:` section."""
+    """Read a `--prices FILE`: YAML of the same shape as the spec's `prices:` section, through the
+    capped reader (a regular file, size checked before reading, shape checked before parsing)."""
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise BadInput(
-            f"Cannot open the price file {path}.", "No such file.", "Check the path given to --prices."
-        )
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise BadInput(
-            f"Cannot read the price file {path}.", str(err).splitlines()[0], "Check the file's YAML."
-        ) from None
+    text = read_text_capped(path, "the price file", MAX_PRICES_BYTES, _PRICES_FIX)
+    data = load_user_yaml(text, "the price file", path, _PRICES_FIX)
     if isinstance(data, Mapping) and set(data) == {"prices"}:
         data = data["prices"]  # a file may hold the section with its key
     if not isinstance(data, Mapping) or not data:
@@ -159,10 +162,10 @@ def load_user_prices(path: str | Path) -> UserPrices:
         return UserPrices.model_validate(dict(data))
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<top>"
+        where = ".".join(clean_key(p) for p in first["loc"]) or "<top>"
+        more = f" ({len(err.errors()) - 1:,} more problems after it)" if len(err.errors()) > 1 else ""
         raise BadInput(
-            f"The price file {path} is not valid at {where}.",
-            str(first["msg"]),
-            "Keys per accelerator: " + ", ".join(ACCELERATOR_PRICE_KEYS) + "; per node: capex_usd; and "
-            f"{POWER_KEY}.",
+            f"The price file {path} is not valid at {where}{more}.",
+            str(first["msg"]).removeprefix("Value error, "),
+            _KEYS_FIX,
         ) from None
