@@ -175,6 +175,8 @@ HOSTILE: dict[str, Callable[[Path, str], Path | None]] = {
         for name, text in CREDENTIALS.items()
     },
 }
+
+
 @pytest.fixture
 def alarm() -> Iterator[None]:
     """Fail a hang: SIGALRM after SECONDS raises in the test."""
