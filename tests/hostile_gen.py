@@ -144,6 +144,7 @@ MARKERS = {"@@DEEP@@": DEEP_YAML, "@@DEEPMAP@@": DEEP_MAP_YAML, "@@BOMB@@": BOMB
 DEEP_JSON = "[" * 100_000 + "]" * 100_000
 SECRET = "hostile-secret-7f3a9c1e"  # planted in files that are not what the tool expects
 CREDENTIALS = f"[default]\naws_access_key_id = AKIAHOSTILE\naws_secret_access_key = {SECRET}\n"
+CREDENTIALS_YAML = f"aws_access_key_id: AKIAHOSTILE\naws_secret_access_key: {SECRET}\n"
 
 # Fast bases for hostile specs (each plans in about a second with one accelerator).
 SPEC_BASES = [
@@ -277,11 +278,14 @@ def named_spec(draw: st.DrawFn, bases: list[str] | None = None) -> tuple[str, di
 
 # ---- fleet ----------------------------------------------------------------------------------
 
+OUTSIDE_SPECS = ["../outside/valid.yaml", "link-valid.yaml"]  # valid specs outside the fleet's folder
 FLEET_SPEC_PATHS = [
     "member.yaml",  # a copy of a valid spec next to the fleet file
     "../outside/secret.txt",
+    "../outside/secret.yaml",
     "../outside/link.yaml",
     "link-out.yaml",  # a symlink in the fleet's folder to the secret outside it
+    *OUTSIDE_SPECS,
     "../../../../../../etc/passwd",
     "/etc/passwd",
     "/dev/zero",
@@ -345,7 +349,7 @@ def hostile_prices(draw: st.DrawFn) -> str:
     """Text of a `--prices` file: real ids with bad numbers, hostile ids, junk shapes."""
     shape = draw(st.sampled_from(["numbers", "numbers", "ids", "junk"]))
     if shape == "junk":
-        return draw(st.sampled_from([CREDENTIALS, "[" * 5000, "- 1\n- 2\n", "a: &a [*a]\n", "\x00\xff", render_yaml({"h100-sxm": "@@BOMB@@"}), "h100-sxm: {on_demand_usd_per_gpu_hour: " + "9" * 400 + "}\n"]))  # fmt: skip
+        return draw(st.sampled_from([CREDENTIALS, CREDENTIALS_YAML, "[" * 5000, "- 1\n- 2\n", "a: &a [*a]\n", "\x00\xff", render_yaml({"h100-sxm": "@@BOMB@@"}), "h100-sxm: {on_demand_usd_per_gpu_hour: " + "9" * 400 + "}\n"]))  # fmt: skip
     doc: dict[str, Any] = {}
     for acc in draw(st.lists(st.sampled_from(PRICE_IDS), min_size=1, max_size=3, unique=True)):
         if acc.startswith("hgx"):
@@ -367,7 +371,7 @@ def hostile_calibration(draw: st.DrawFn) -> str:
     """Text of a `--calibration` file (JSON)."""
     shape = draw(st.sampled_from(["values", "values", "values", "junk"]))
     if shape == "junk":
-        return draw(st.sampled_from([DEEP_JSON, CREDENTIALS, '{"overrides": ' + "[" * 5000 + "]" * 5000 + "}", '{"overrides": {"h100-sxm": {"gemm_fraction": ' + "9" * 5000 + "}}}", '{"overrides": []}', "null", '{"overrides": {"h100-sxm": {"gemm_fraction": NaN}}}']))  # fmt: skip
+        return draw(st.sampled_from([DEEP_JSON, CREDENTIALS, CREDENTIALS_YAML, '{"overrides": ' + "[" * 5000 + "]" * 5000 + "}", '{"overrides": {"h100-sxm": {"gemm_fraction": ' + "9" * 5000 + "}}}", '{"overrides": []}', "null", '{"overrides": {"h100-sxm": {"gemm_fraction": NaN}}}']))  # fmt: skip
     acc = draw(st.sampled_from(["h100-sxm", "h100-sxm", "a100-sxm-80gb", "l40s", "no-such-gpu"]))
     figures = draw(st.dictionaries(st.sampled_from(HW_FIGURES), st.one_of(bad_numbers, st.sampled_from([1e-9, 0.999, 1.0, 5.0, 1e9])), min_size=1, max_size=3))  # fmt: skip
     figures = {k: (None if isinstance(v, str) and v.startswith("@@") else v) for k, v in figures.items()}
@@ -450,26 +454,34 @@ def hostile_capture(draw: st.DrawFn, capture: dict[str, Any]) -> dict[str, Any]:
     cap = copy.deepcopy(capture)
     for _ in range(draw(st.integers(1, 3))):
         op = draw(st.sampled_from(["window", "window", "values", "values", "shape", "header"]))
+        queries = cap.get("queries") if isinstance(cap.get("queries"), dict) else {}
         if op == "window":
             key = draw(st.sampled_from(["start_s", "end_s", "step_s"]))
-            cap[key] = draw(st.one_of(bad_numbers, st.sampled_from([cap["end_s"] + 3600, -1e15, 1e15, 1e-9])))
+            late = float(capture["end_s"]) + 3600  # after the end: a reversed window
+            cap[key] = draw(st.one_of(bad_numbers, st.sampled_from([late, -1e15, 1e15, 1e-9])))
         elif op == "values":
             payloads = [
-                q for q in cap["queries"].values() if isinstance(q, dict) and isinstance(q.get("data"), dict)
+                q for q in queries.values() if isinstance(q, dict) and isinstance(q.get("data"), dict)
             ]
-            results = [r for q in payloads for r in q["data"].get("result", []) if r.get("values")]
+            results = [
+                r
+                for q in payloads
+                if isinstance(q["data"].get("result"), list)
+                for r in q["data"]["result"]
+                if isinstance(r, dict) and isinstance(r.get("values"), list) and r["values"]
+            ]
             if results:
                 series = draw(st.sampled_from(results))
                 bad = draw(st.sampled_from(["NaN", "-1", "-1e300", "1e300", "+Inf", "x", None, 0, "0"]))
                 how = draw(st.sampled_from(["all", "one", "time"]))
                 for i, point in enumerate(series["values"]):
-                    if how == "all" or i == 0:
+                    if (how == "all" or i == 0) and isinstance(point, list) and len(point) == 2:
                         point[0 if how == "time" else 1] = (
                             bad if how != "time" else draw(st.sampled_from([None, "x", -1e300, 1e300]))
                         )
-        elif op == "shape":
-            query = draw(st.sampled_from(sorted(cap["queries"])))
-            cap["queries"][query] = draw(st.sampled_from([[], "x", {"status": "success", "data": []}, {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "1"]}]}}, {"status": "success", "data": {"result": [{"values": [[1]]}]}}, {"status": "success", "data": {"result": [{"metric": [], "values": {}}]}}, {"status": "error"}, "@@DEEP@@"]))  # fmt: skip
+        elif op == "shape" and queries:
+            query = draw(st.sampled_from(sorted(queries)))
+            queries[query] = draw(st.sampled_from([[], "x", {"status": "success", "data": []}, {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "1"]}]}}, {"status": "success", "data": {"result": [{"values": [[1]]}]}}, {"status": "success", "data": {"result": [{"metric": [], "values": {}}]}}, {"status": "error"}, "@@DEEP@@"]))  # fmt: skip
         else:
             cap[draw(st.sampled_from(["kind", "version", "selectors", "queries"]))] = draw(
                 st.one_of(bad_numbers, hostile_names)

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hostile_gen import CREDENTIALS, MARK, SECRET
+from hostile_gen import CREDENTIALS, CREDENTIALS_YAML, MARK, SECRET
 
 import rightsize
 
 SRC = str(Path(rightsize.__file__).resolve().parents[1])
-TIMEOUT_S = float(os.environ.get("RIGHTSIZE_FUZZ_TIMEOUT", "20"))
+TIMEOUT_S = float(os.environ.get("RIGHTSIZE_FUZZ_TIMEOUT", "15"))
 MAX_STDERR = 20_000
 
 
@@ -85,6 +85,7 @@ class Sandbox:
         self.work.mkdir()
         self.outside.mkdir()
         (self.outside / "secret.txt").write_text(CREDENTIALS)
+        (self.outside / "secret.yaml").write_text(CREDENTIALS_YAML)
         (self.outside / "victim.txt").write_text("victim\n")
         (self.outside / "link.yaml").symlink_to(self.outside / "secret.txt")
         (self.work / "link-out.yaml").symlink_to(self.outside / "secret.txt")
@@ -111,6 +112,7 @@ class Sandbox:
     def cli(self, *args: str, timeout: float = TIMEOUT_S) -> Run:
         """Run `rightsize ARGS` in `work`; the tree's changes are in `Run.changed`."""
         before = snapshot(self.base)
+        tmp_mark = Path("/tmp", MARK).exists()
         run = run_cli(list(args), self.work, self.base / "home", timeout)
         after = snapshot(self.base)
         for rel in sorted(set(before) | set(after)):
@@ -120,6 +122,8 @@ class Sandbox:
                 run.changed[rel] = "created"
             elif before[rel] != after[rel]:
                 run.changed[rel] = "changed"
+        if not tmp_mark and Path("/tmp", MARK).exists():
+            run.changed[f"/tmp/{MARK}"] = "created"
         return run
 
 
@@ -166,7 +170,7 @@ def problems(
             found.append(f"input {rel[5:]} was {how}")
         elif not inside and not rel.startswith("home/"):
             found.append(f"{rel} was {how}, outside the command's output")
-    if any(Path(p).name == MARK for p in run.changed) or Path("/tmp", MARK).exists():
+    if any(Path(p).name == MARK for p in run.changed):
         found.append("a payload in a name created a file called `pwned`")
     if run.code == 0 and json_out:
         text = run.stdout if json_out == "-" else _read(run, json_out)
@@ -203,10 +207,18 @@ def _process_problems(run: Run) -> list[str]:
 
 # ---- figures --------------------------------------------------------------------------------
 
-COUNT_KEY = re.compile(r"(^|_)(gpus|nodes|replicas|racks)$")
-NONNEG_KEY = re.compile(r"(_s|_usd|_w|_bytes|_per_s|_hours|_gpu_hours|_kw|_mw)$")
+COUNT_KEY = re.compile(r"(^|_)(gpus|nodes|replicas|racks|replicas_needed)$")
+NONNEG_KEY = re.compile(
+    r"(_s|_usd|_w|_bytes|_per_s|_rps|_hours|_kw|_mw)$|^(measured|waiting|request_success|time_to_first_token"
+    r"|inter_token_latency|num_requests_waiting|num_requests_running|kv_cache_usage|gpu_activity|activity"
+    r"|utilisation|utilization)$"
+)
+MONEY = re.compile(r"usd|cost|price|capex|opex|saving")
 ABSURD = 1e18
 MAX_COUNT = 1e7
+# (low, high) key pairs that must be ordered; sensitivities (`*_change_fraction_low`: the change
+# when an input is at its low end) are not ranges.
+RANGE_PAIRS = [("low", "high"), ("min", "max"), ("lower", "upper")]
 
 
 def json_problems(text: str) -> list[str]:
@@ -216,45 +228,66 @@ def json_problems(text: str) -> list[str]:
     except ValueError as err:
         return [f"exit 0 but the output is not JSON: {err}"]
     found: list[str] = []
-    _walk_figures(doc, "$", found)
+    _walk_figures(doc, "$", "", found)
     return found[:10]
 
 
-def _walk_figures(node: Any, where: str, found: list[str]) -> None:
+def _pairs(node: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for key in node:
+        if not isinstance(key, str) or "change" in key:
+            continue
+        for lo, hi in RANGE_PAIRS:
+            if key == lo or key.endswith(f"_{lo}"):
+                out.append((key, key[: len(key) - len(lo)] + hi))
+            elif key.startswith(f"{lo}_"):
+                out.append((key, hi + key[len(lo) :]))
+    return out
+
+
+def _walk_figures(node: Any, where: str, key: str, found: list[str]) -> None:
     if isinstance(node, dict):
-        for low_key in [k for k in node if isinstance(k, str) and (k == "low" or k.endswith("_low"))]:
-            high_key = low_key[: -len("low")] + "high"
+        for low_key, high_key in _pairs(node):
             low, high = node.get(low_key), node.get(high_key)
             if _num(low) and _num(high) and low > high + 1e-9 * abs(high):
-                found.append(f"{where}.{low_key} = {low!r} is above {high_key} = {high!r}")
-        for key, value in node.items():
-            echo = where == "$" and key == "spec"  # the user's own spec, echoed
-            if _num(value):
-                _check_number(str(key), value, f"{where}.{key}", found, echo)
+                found.append(f"{where}.{low_key} = {low!r} is above {where}.{high_key} = {high!r}")
+        for k, value in node.items():
+            if where == "$" and k == "spec":  # the user's own spec, echoed: only finiteness
+                _walk_finite(value, f"{where}.{k}", found)
+            elif _num(value):
+                _check_number(str(k), value, f"{where}.{k}", found)
             else:
-                _walk_figures(value, f"{where}.{key}", found)
+                _walk_figures(value, f"{where}.{k}", str(k), found)
     elif isinstance(node, list):
+        if key.endswith("_range") and len(node) == 2 and all(_num(v) for v in node) and node[0] > node[1]:
+            found.append(f"{where} = {node!r}: its low end is above its high end")
         for i, value in enumerate(node):
             if _num(value):
-                _check_number("", value, f"{where}[{i}]", found, False)
+                _check_number(key, value, f"{where}[{i}]", found)
             else:
-                _walk_figures(value, f"{where}[{i}]", found)
+                _walk_figures(value, f"{where}[{i}]", key, found)
+
+
+def _walk_finite(node: Any, where: str, found: list[str]) -> None:
+    if isinstance(node, float) and not math.isfinite(node):
+        found.append(f"{where} = {node!r} (not finite)")
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    for k, value in items:
+        _walk_finite(value, f"{where}.{k}", found)
 
 
 def _num(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _check_number(key: str, value: float, where: str, found: list[str], echo: bool) -> None:
+def _check_number(key: str, value: float, where: str, found: list[str]) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         found.append(f"{where} = {value!r} (not finite)")
-    elif echo:
-        return
     elif abs(value) > ABSURD:
         found.append(f"{where} = {value:.3g} (absurd)")
-    elif COUNT_KEY.search(key) and not 0 <= value <= MAX_COUNT:
+    elif COUNT_KEY.search(key) and not MONEY.search(where) and not 0 <= value <= MAX_COUNT:
         found.append(f"{where} = {value!r} (a count outside 0..{MAX_COUNT:.0e})")
-    elif NONNEG_KEY.search(key) and value < 0:
+    elif NONNEG_KEY.search(key) and value < 0 and "saving" not in where:
         found.append(f"{where} = {value!r} (negative)")
 
 

@@ -10,7 +10,7 @@ read-only files, outputs that name an input). Generators: `hostile_gen.py`; harn
 invariants: `hostile_run.py`; the injection test that runs exported files: `hostile_scripts.py`.
 
 Invariants checked on every run (see `hostile_run.problems`): no hang (each run is killed after
-RIGHTSIZE_FUZZ_TIMEOUT s, default 20), exit code 0, 1 or 2 with a `rightsize:` message on failure,
+RIGHTSIZE_FUZZ_TIMEOUT s, default 15), exit code 0, 1 or 2 with a `rightsize:` message on failure,
 no traceback, stderr under 20 kB, the secret planted in `outside/secret.txt` never printed, no
 file outside the command's output created, changed or removed and no input changed, and with
 exit 0: every number in JSON finite and sane (counts 0..1e7, sizes/times/costs not negative,
@@ -48,6 +48,7 @@ from hostile_gen import (
     hostile_calibration,
     hostile_capture,
     hostile_fleet,
+    hostile_names,
     hostile_plan,
     hostile_prices,
     hostile_profile,
@@ -198,7 +199,7 @@ def base_capture(base_plans: dict[str, dict[str, Any]]) -> Iterator[dict[str, An
 # ---- spec commands ----------------------------------------------------------------------
 
 
-@examples(16)
+@examples(12)
 @given(
     case=hostile_spec(), fmt=st.sampled_from(FORMATS), onto_input=st.sampled_from([False, False, False, True])
 )
@@ -217,7 +218,7 @@ def test_plan_hostile_spec(case: tuple[str, dict[str, Any]], fmt: str, onto_inpu
         report(run, found, text)
 
 
-@examples(8)
+@examples(6)
 @given(case=hostile_spec(["examples/llama2-7b-batch1.yaml", "tests/data/monitor/serving.yaml", "examples/llama3-8b-lora-weekly.yaml"]), gpus=st.sampled_from([8, 8, 1, 0, -8, 1e300, BAD_NUMBERS[10]]))  # fmt: skip
 def test_estimate_hostile_spec(case: tuple[str, dict[str, Any]], gpus: Any) -> None:
     _, spec = case
@@ -230,7 +231,7 @@ def test_estimate_hostile_spec(case: tuple[str, dict[str, Any]], gpus: Any) -> N
         report(run, problems(run, inputs=("spec.yaml",), json_out="-"), text)
 
 
-@examples(14)
+@examples(12)
 @given(case=named_spec(), target=st.sampled_from(TARGETS), framework=st.sampled_from(FRAMEWORKS))
 def test_export_spec_with_hostile_name_runs_nothing(case: tuple[str, dict[str, Any]], target: str, framework: str) -> None:  # fmt: skip
     _, spec = case
@@ -244,7 +245,7 @@ def test_export_spec_with_hostile_name_runs_nothing(case: tuple[str, dict[str, A
         report(run, found, text)
 
 
-@examples(20)
+@examples(14)
 @given(data=st.data(), target=st.sampled_from(TARGETS), framework=st.sampled_from(FRAMEWORKS))
 def test_export_hand_edited_plan(base_plans: dict[str, dict[str, Any]], data: st.DataObject, target: str, framework: str) -> None:  # fmt: skip
     plan = data.draw(hostile_plan(base_plans[data.draw(st.sampled_from(["lora", "pretrain", "serving"]))]))
@@ -258,10 +259,30 @@ def test_export_hand_edited_plan(base_plans: dict[str, dict[str, Any]], data: st
         report(run, found, text)
 
 
+@examples(12)
+@given(name=hostile_names, model=hostile_names, which=st.sampled_from(["name", "model", "both"]), plan=st.sampled_from(["lora", "pretrain", "serving"]), target=st.sampled_from(TARGETS), framework=st.sampled_from(FRAMEWORKS))  # fmt: skip
+def test_export_plan_with_hostile_names_runs_nothing(base_plans: dict[str, dict[str, Any]], name: str, model: str, which: str, plan: str, target: str, framework: str) -> None:  # fmt: skip
+    """A plan whose `name` and `model` were edited by hand (the model goes into
+    `--served-model-name` and PromQL label matchers)."""
+    doc = json.loads(json.dumps(base_plans[plan]))
+    if which in ("name", "both"):
+        doc["name"] = name
+    if which in ("model", "both"):
+        doc["model"] = model
+    with Sandbox() as box:
+        text = json.dumps(doc)
+        box.write("plan.json", text)
+        run = box.cli("export", "plan.json", "--target", target, "--framework", framework, "--out", "out")
+        found = problems(run, outputs=("out",), inputs=("plan.json",))
+        if run.code == 0:
+            found += check_exports(box.work / "out", box.base)
+        report(run, found, f"name={name!r} model={model!r}")
+
+
 # ---- fleet ------------------------------------------------------------------------------
 
 
-@examples(12)
+@examples(10)
 @given(fleet=hostile_fleet())
 def test_fleet_plan_and_export(fleet: dict[str, Any]) -> None:
     with Sandbox() as box:
@@ -282,7 +303,7 @@ def test_fleet_plan_and_export(fleet: dict[str, Any]) -> None:
         report(run, found, text)
 
 
-@examples(8)
+@examples(6)
 @given(data=st.data())
 def test_export_hand_edited_fleet_plan(base_plans: dict[str, dict[str, Any]], data: st.DataObject) -> None:
     plan = data.draw(hostile_plan(base_plans["fleet"]))
@@ -299,7 +320,7 @@ def test_export_hand_edited_fleet_plan(base_plans: dict[str, dict[str, Any]], da
 # ---- monitor ----------------------------------------------------------------------------
 
 
-@examples(14)
+@examples(12)
 @given(data=st.data(), fmt=st.sampled_from(["json", "json", "table"]), onto_input=st.sampled_from([False, False, False, True]))  # fmt: skip
 def test_monitor_hostile_capture(base_plans: dict[str, dict[str, Any]], base_capture: dict[str, Any], data: st.DataObject, fmt: str, onto_input: bool) -> None:  # fmt: skip
     cap = data.draw(hostile_capture(base_capture))
@@ -313,7 +334,7 @@ def test_monitor_hostile_capture(base_plans: dict[str, dict[str, Any]], base_cap
         report(run, found, text[:4000])
 
 
-@examples(10)
+@examples(8)
 @given(data=st.data())
 def test_monitor_hand_edited_plan(base_plans: dict[str, dict[str, Any]], base_capture: dict[str, Any], data: st.DataObject) -> None:  # fmt: skip
     plan = data.draw(hostile_plan(base_plans["serving"]))
@@ -325,7 +346,7 @@ def test_monitor_hand_edited_plan(base_plans: dict[str, dict[str, Any]], base_ca
         report(run, problems(run, inputs=("cap.json", "plan.json"), json_out="-"), text)
 
 
-@examples(6)
+@examples(5)
 @given(case=hostile_spec(["tests/data/monitor/serving.yaml", "examples/llama3-70b-chat-serving.yaml"]))
 def test_monitor_hostile_spec(base_capture: dict[str, Any], case: tuple[str, dict[str, Any]]) -> None:
     _, spec = case
@@ -340,7 +361,7 @@ def test_monitor_hostile_spec(base_capture: dict[str, Any], case: tuple[str, dic
 # ---- calibration, prices ----------------------------------------------------------------
 
 
-@examples(12)
+@examples(10)
 @given(
     profile=hostile_profile(), out=st.sampled_from(["cal.json", "cal.json", "cal.json", "prof.jsonl", "-o"])
 )
@@ -362,7 +383,7 @@ def test_calibrate_hostile_profile(profile: str, out: str) -> None:
         report(run, found, profile[:4000])
 
 
-@examples(12)
+@examples(10)
 @given(calibration=hostile_calibration(), base=st.sampled_from(SPEC_BASES))
 def test_plan_hostile_calibration(calibration: str, base: str) -> None:
     with Sandbox() as box:
@@ -372,7 +393,7 @@ def test_plan_hostile_calibration(calibration: str, base: str) -> None:
         report(run, problems(run, inputs=("cal.json", "spec.yaml"), json_out="-"), calibration[:4000], base)
 
 
-@examples(12)
+@examples(10)
 @given(
     prices=hostile_prices(), onto_input=st.sampled_from([False, False, False, True]), serving=st.booleans()
 )
@@ -387,7 +408,7 @@ def test_plan_hostile_prices(prices: str, onto_input: bool, serving: bool) -> No
         report(run, found, prices[:4000])
 
 
-@examples(8)
+@examples(6)
 @given(case=hostile_spec(["examples/llama3-8b-lora-weekly.yaml", "examples/llama3-70b-chat-serving.yaml"]), value=bad_numbers)  # fmt: skip
 def test_plan_prices_in_spec(case: tuple[str, dict[str, Any]], value: Any) -> None:
     _, spec = case
@@ -457,6 +478,8 @@ def _output_world(box: Sandbox, world: str) -> str:
 @pytest.mark.parametrize("world", ["link-out", "read-only", "read-only-dir", "folder", "fifo"])
 @pytest.mark.parametrize("command", ["plan", "calibrate"])
 def test_output_file_in_a_hostile_place(world: str, command: str) -> None:
+    if world.startswith("read-only") and os.geteuid() == 0:
+        pytest.skip("as root every file is writable: permissions cannot be tested")
     with Sandbox() as box:
         box.write("spec.yaml", render_yaml(base_spec("examples/llama2-7b-batch1.yaml")))
         out = _output_world(box, world)
@@ -504,4 +527,6 @@ def test_input_file_in_a_hostile_place(base_plans: dict[str, dict[str, Any]], ki
         found = problems(run, inputs=("spec.yaml",))
         if run.code == 0:
             found.append(f"exit 0 reading a {kind} as {flag}")
+        if kind in ("fifo", "folder") and "no such file" in run.stderr.lower():
+            found.append(f"a {kind} given as {flag} is reported as 'No such file'")
         report(run, found)
