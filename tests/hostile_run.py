@@ -285,7 +285,12 @@ def _check_number(key: str, value: float, where: str, found: list[str]) -> None:
         found.append(f"{where} = {value!r} (not finite)")
     elif abs(value) > ABSURD:
         found.append(f"{where} = {value:.3g} (absurd)")
-    elif COUNT_KEY.search(key) and not MONEY.search(where) and not 0 <= value <= MAX_COUNT:
+    elif (
+        COUNT_KEY.search(key)
+        and not key.startswith("max_")
+        and not MONEY.search(where)
+        and not 0 <= value <= MAX_COUNT
+    ):
         found.append(f"{where} = {value!r} (a count outside 0..{MAX_COUNT:.0e})")
     elif NONNEG_KEY.search(key) and value < 0 and "saving" not in where:
         found.append(f"{where} = {value!r} (negative)")

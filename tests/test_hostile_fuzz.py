@@ -41,6 +41,7 @@ import pytest
 import yaml
 from hostile_gen import (
     BAD_NUMBERS,
+    FLEET_SPEC_PATHS,
     ROOT,
     SPEC_BASES,
     bad_numbers,
@@ -181,19 +182,24 @@ class _Prometheus(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def base_capture(base_plans: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """A monitor capture recorded from a stand-in Prometheus on loopback."""
+def prometheus_url() -> Iterator[str]:
+    """A stand-in Prometheus on loopback."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Prometheus)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        with Sandbox() as box:
-            box.write("plan.json", json.dumps(base_plans["serving"]))
-            url = f"http://127.0.0.1:{server.server_address[1]}"
-            run = box.cli("monitor", "plan.json", "--prometheus", url, "--window", "2h", "--end", "1800000000", "--save", "cap.json", "--format", "json")  # fmt: skip
-            assert run.code == 0, run.stderr
-            yield json.loads((box.work / "cap.json").read_text())
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def base_capture(base_plans: dict[str, dict[str, Any]], prometheus_url: str) -> dict[str, Any]:
+    """A monitor capture recorded from the stand-in Prometheus."""
+    with Sandbox() as box:
+        box.write("plan.json", json.dumps(base_plans["serving"]))
+        run = box.cli("monitor", "plan.json", "--prometheus", prometheus_url, "--window", "2h", "--end", "1800000000", "--save", "cap.json", "--format", "json")  # fmt: skip
+        assert run.code == 0, run.stderr
+        return dict(json.loads((box.work / "cap.json").read_text()))
 
 
 # ---- spec commands ----------------------------------------------------------------------
@@ -279,6 +285,26 @@ def test_export_plan_with_hostile_names_runs_nothing(base_plans: dict[str, dict[
         report(run, found, f"name={name!r} model={model!r}")
 
 
+# One payload per language, through every target and framework: the injection test does not
+# depend on which names the generator happens to draw.
+PAYLOADS = ["x$(touch pwned)", "x\ntouch pwned\n", 'x"+__import__("os").system("touch pwned")+"', "x\npwned: 1", 'x"} or vector(1) # pwned', 'x"\npwned = 1\n"']  # fmt: skip
+ROUTES = [("serving", t, "auto") for t in TARGETS] + [("lora", t, "auto") for t in TARGETS] + [("pretrain", "slurm", f) for f in FRAMEWORKS[1:]] + [("pretrain", "kubernetes", f) for f in FRAMEWORKS[1:]]  # fmt: skip
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize(("plan", "target", "framework"), ROUTES)
+def test_exported_files_run_no_payload(base_plans: dict[str, dict[str, Any]], payload: str, plan: str, target: str, framework: str) -> None:  # fmt: skip
+    doc = json.loads(json.dumps(base_plans[plan]))
+    doc["name"] = doc["model"] = payload
+    with Sandbox() as box:
+        box.write("plan.json", json.dumps(doc))
+        run = box.cli("export", "plan.json", "--target", target, "--framework", framework, "--out", "out")
+        found = problems(run, outputs=("out",), inputs=("plan.json",))
+        if run.code == 0:
+            found += check_exports(box.work / "out", box.base)
+        report(run, found, payload)
+
+
 # ---- fleet ------------------------------------------------------------------------------
 
 
@@ -301,6 +327,25 @@ def test_fleet_plan_and_export(fleet: dict[str, Any]) -> None:
         if run.code == 0:
             found += check_exports(box.work / "out", box.base)
         report(run, found, text)
+
+
+@pytest.mark.parametrize(
+    "entry", [p for p in FLEET_SPEC_PATHS if p != "member.yaml"] + ["@@BOMB@@", "@@DEEPMAP@@"]
+)
+def test_fleet_spec_entry(entry: str) -> None:
+    """Each hostile `spec:` entry: outside the fleet's folder, links out, secrets, devices, bombs."""
+    with Sandbox() as box:
+        member = render_yaml(base_spec("examples/fleet-2027/nightly-batch.yaml"))
+        (box.outside / "valid.yaml").write_text(member)
+        (box.work / "link-valid.yaml").symlink_to(box.outside / "valid.yaml")
+        fleet = {"kind": "fleet", "name": "f", "start": "2027-01", "horizon_months": 3, "workloads": [{"spec": entry, "name": "batch", "batch": {"requests": "2M", "window": "22:00-06:00"}}], "policy": {"capacity": ["reserved_1y", "on_demand"]}}  # fmt: skip
+        text = render_yaml(fleet)
+        box.write("fleet.yaml", text)
+        run = box.cli("plan", "fleet.yaml", "--format", "json", "-o", "plan.json")
+        found = problems(run, outputs=("plan.json",), inputs=("fleet.yaml",), json_out="plan.json")
+        if run.code == 0 and entry != "@@DEEPMAP@@":
+            found.append(f"exit 0 with `spec: {entry[:40]}` (outside the fleet's folder, or not a spec)")
+        report(run, found, text[:2000])
 
 
 @examples(6)
@@ -529,4 +574,66 @@ def test_input_file_in_a_hostile_place(base_plans: dict[str, dict[str, Any]], ki
             found.append(f"exit 0 reading a {kind} as {flag}")
         if kind in ("fifo", "folder") and "no such file" in run.stderr.lower():
             found.append(f"a {kind} given as {flag} is reported as 'No such file'")
+        report(run, found)
+
+
+@pytest.mark.parametrize("flag", ["--save", "-o"])
+def test_monitor_never_writes_onto_the_plan_it_reads(base_plans: dict[str, dict[str, Any]], prometheus_url: str, flag: str) -> None:  # fmt: skip
+    with Sandbox() as box:
+        box.write("plan.json", json.dumps(base_plans["serving"]))
+        run = box.cli("monitor", "plan.json", "--prometheus", prometheus_url, "--window", "2h", "--end", "1800000000", "--save", "cap.json", flag, "plan.json")  # fmt: skip
+        report(run, problems(run, outputs=("cap.json",), inputs=("plan.json",)))
+
+
+@pytest.mark.parametrize(("out", "starts"), [("plan.html", "<"), ("plan.json", "{"), ("plan.md", "#")])
+def test_output_extension_chooses_the_format(out: str, starts: str) -> None:
+    """`-o plan.html` without `--format` writes HTML, not the terminal table."""
+    with Sandbox() as box:
+        box.write("spec.yaml", render_yaml(base_spec("examples/llama2-7b-batch1.yaml")))
+        run = box.cli("plan", "spec.yaml", "-o", out)
+        found = problems(run, outputs=(out,), inputs=("spec.yaml",))
+        written = (box.work / out).read_text(errors="replace").lstrip() if (box.work / out).is_file() else ""
+        if run.code == 0 and not written.startswith(starts):
+            found.append(f"-o {out} without --format wrote {written[:40]!r}")
+        report(run, found)
+
+
+DURATIONS = [("tests/data/monitor/serving.yaml", ("slo", "ttft")), ("tests/data/monitor/serving.yaml", ("slo", "tpot")), ("examples/llama3-8b-lora-weekly.yaml", ("infrastructure", "schedule", "turnaround")), ("examples/llama3-70b-pretrain.yaml", ("targets", "deadline"))]  # fmt: skip
+
+
+@pytest.mark.parametrize(("base", "path"), DURATIONS)
+def test_duration_without_a_unit_is_refused(base: str, path: tuple[str, ...]) -> None:
+    """`tpot: 50` is not silently 50 seconds: refused, with the fix (`50ms`)."""
+    spec = base_spec(base)
+    node = spec
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = 50
+    with Sandbox() as box:
+        box.write("spec.yaml", render_yaml(spec))
+        run = box.cli("plan", "spec.yaml", "--format", "json")
+        found = problems(run, inputs=("spec.yaml",), json_out="-")
+        if run.code != 2 or path[-1] not in run.stderr:
+            found.append(
+                f"`{'.'.join(path)}: 50` (no unit) gave exit {run.code}, not a refusal naming the field"
+            )
+        report(run, found)
+
+
+def test_seq_len_in_k_is_said() -> None:
+    """`seq_len: 8k` is 8,192 or refused as ambiguous, and either way the user is told."""
+    spec = base_spec("examples/llama3-8b-lora-weekly.yaml")
+    spec["training"]["seq_len"] = "8k"
+    with Sandbox() as box:
+        box.write("spec.yaml", render_yaml(spec))
+        run = box.cli("plan", "spec.yaml", "--format", "json")
+        found = problems(run, inputs=("spec.yaml",), json_out="-")
+        if run.code == 0:
+            seq = json.loads(run.stdout).get("spec", {}).get("training", {}).get("seq_len")
+            if seq != 8192 or "8k" not in run.stderr:
+                found.append(
+                    f"seq_len: 8k planned as {seq!r} with {'no' if '8k' not in run.stderr else 'a'} note"
+                )
+        elif run.code != 2 or "seq_len" not in run.stderr:
+            found.append(f"seq_len: 8k gave exit {run.code} without naming seq_len")
         report(run, found)
