@@ -637,3 +637,69 @@ def test_seq_len_in_k_is_said() -> None:
         elif run.code != 2 or "seq_len" not in run.stderr:
             found.append(f"seq_len: 8k gave exit {run.code} without naming seq_len")
         report(run, found)
+
+
+# ---- the harness itself -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "caught"),
+    [
+        ("train.sbatch", "#!/bin/bash\n#SBATCH --job-name=x\ntouch pwned\n", "payload"),
+        ("job.sh", 'srun --nodes=1 bash -c "touch pwned"\n', "payload"),
+        (
+            "nemo_train.py",
+            "import nemo_run as run\nname = 'x' + __import__('os').system('touch pwned')\n",
+            "payload",
+        ),
+        (
+            "rules.yml",
+            'groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up{model="x"} or pwned\n',
+            "PromQL",
+        ),
+        ("job.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\n", "DNS-1123"),
+        ("job.toml", 'name = "x"\npwned = 1\n', "injected"),
+        (
+            "train.sbatch",
+            "#!/bin/bash\nset -euo pipefail\nNAME='x$(touch pwned)'\nsrun python train.py \"$NAME\"\n",
+            None,
+        ),
+        (
+            "job.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: ok}\nspec: {containers: [{command: [bash, -c], args: ['echo \"$(echo x)\"']}]}\n",
+            None,
+        ),  # fmt: skip
+    ],
+)
+def test_harness_catches_what_it_must(name: str, text: str, caught: str | None) -> None:
+    """The checks can fail: a payload that runs, a broken-out PromQL matcher, an invalid
+    Kubernetes name and an injected TOML key are reported; quoted names are not."""
+    with Sandbox() as box:
+        out = box.work / "out"
+        out.mkdir()
+        (out / name).write_text(text)
+        found = check_exports(out, box.base)
+    if caught is None:
+        assert found == []
+    else:
+        assert any(caught in f for f in found), found
+
+
+@pytest.mark.parametrize(
+    ("doc", "caught"),
+    [
+        ('{"best": {"gpus": 116000000}}', "count"),
+        ('{"x": {"time_s": NaN}}', "not finite"),
+        ('{"replicas_range": [5, 3]}', "low end"),
+        ('{"r": {"lower_rps": 2.0, "upper_rps": 1.0}}', "above"),
+        ('{"cost": {"usd_per_million": 1.1e28}}', "absurd"),
+        ('{"rate_mean_rps": [-3.0]}', "negative"),
+        ('{"sensitivity": {"time_change_fraction_low": 0.2, "time_change_fraction_high": -0.1}}', None),
+        ('{"capex_breakdown_usd": {"nodes": 31872000.0}, "fabric": {"max_nodes": 1000000000}}', None),
+    ],
+)
+def test_figure_checks_catch_what_they_must(doc: str, caught: str | None) -> None:
+    from hostile_run import json_problems
+
+    found = json_problems(doc)
+    assert (found == []) if caught is None else any(caught in f for f in found), found
