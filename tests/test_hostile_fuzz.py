@@ -6,8 +6,13 @@ Covered: `plan` (table, json, markdown, html), `estimate`, `plan --prices`, `pla
 hand-edited plan JSON), fleet `plan` and `export --target kubernetes`, `monitor --from` (hostile
 captures and hand-edited plans), `calibrate` (hostile profiles, `--calibration-out`, `-o`), and
 output paths in a hostile folder (links out, user files, folders and FIFOs where outputs go,
-read-only files, outputs that name an input). Generators: `hostile_gen.py`; harness and
-invariants: `hostile_run.py`; the injection test that runs exported files: `hostile_scripts.py`.
+read-only files, outputs that name an input). Next to the hypothesis tests, fixed matrices make
+coverage independent of what the generator draws: one payload per language (shell, Python,
+YAML, TOML, PromQL) through every export target and framework, every hostile fleet `spec:`
+entry, every hostile place for an input or an output file, durations without a unit, `8k`,
+and `-o`'s extension. Self-tests prove the checks fail when they must. Generators:
+`hostile_gen.py`; harness and invariants: `hostile_run.py`; the injection test that runs
+exported files under stub cluster commands: `hostile_scripts.py`.
 
 Invariants checked on every run (see `hostile_run.problems`): no hang (each run is killed after
 RIGHTSIZE_FUZZ_TIMEOUT s, default 15), exit code 0, 1 or 2 with a `rightsize:` message on failure,
@@ -224,7 +229,7 @@ def test_plan_hostile_spec(case: tuple[str, dict[str, Any]], fmt: str, onto_inpu
         report(run, found, text)
 
 
-@examples(6)
+@examples(8)
 @given(case=hostile_spec(["examples/llama2-7b-batch1.yaml", "tests/data/monitor/serving.yaml", "examples/llama3-8b-lora-weekly.yaml"]), gpus=st.sampled_from([8, 8, 1, 0, -8, 1e300, BAD_NUMBERS[10]]))  # fmt: skip
 def test_estimate_hostile_spec(case: tuple[str, dict[str, Any]], gpus: Any) -> None:
     _, spec = case
@@ -438,7 +443,7 @@ def test_plan_hostile_calibration(calibration: str, base: str) -> None:
         report(run, problems(run, inputs=("cal.json", "spec.yaml"), json_out="-"), calibration[:4000], base)
 
 
-@examples(10)
+@examples(12)
 @given(
     prices=hostile_prices(), onto_input=st.sampled_from([False, False, False, True]), serving=st.booleans()
 )
