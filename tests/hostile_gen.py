@@ -379,7 +379,7 @@ def hostile_calibration(draw: st.DrawFn) -> str:
     return text.replace("NaN", draw(st.sampled_from(["NaN", "1e999", "-1e999"])))
 
 
-def _comms_records() -> list[dict[str, Any]]:
+def comms_records() -> list[dict[str, Any]]:
     recs = []
     for tier, n, bw in (("intra_node", 8, 150e9), ("inter_node", 16, 20e9)):
         for op in ("all_reduce", "all_gather", "reduce_scatter"):
@@ -388,7 +388,7 @@ def _comms_records() -> list[dict[str, Any]]:
     return recs
 
 
-def _micro_records() -> list[dict[str, Any]]:
+def micro_records() -> list[dict[str, Any]]:
     recs: list[dict[str, Any]] = []
     for m in (256, 512, 1024):
         recs.append({"type": "result", "kind": "gemm", "status": "ok", "m": m, "n": m, "k": m, "dtype": "fp32", "flops_per_s": 5e10, "time_s": {"median": 2 * m**3 / 5e10}})  # fmt: skip
@@ -402,7 +402,7 @@ def hostile_profile(draw: st.DrawFn) -> str:
     with hostile numbers, deleted keys, garbage lines and deep nesting."""
     gpu = draw(st.booleans())
     header = {"type": "header", "schema_version": 1, "kind": "comms" if gpu else "micro", "created": "2026-11-23T00:00:00+00:00", "config": {"backend": "nccl" if gpu else "gloo", "device": "cuda" if gpu else "cpu"}, "environment": {"gpu_name": "NVIDIA H100 80GB HBM3"} if gpu else {"cpu_count_physical": 8, "host_memory_bytes": 2**35}}  # fmt: skip
-    records: list[Any] = [header, *(_comms_records() if gpu else _micro_records())]
+    records: list[Any] = [header, *(comms_records() if gpu else micro_records())]
     draw(mutate(records, max_ops=4))
     lines = [json.dumps(r, default=str) for r in records]
     junk = draw(st.sampled_from([None, None, DEEP_JSON, "not json", CREDENTIALS, "9" * 5000, "{}", "[]"]))
