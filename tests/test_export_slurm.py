@@ -5,6 +5,7 @@ as two srun tasks and a tiny CPU training job under srun + torchrun, records com
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ from rightsize.cli.main import main
 from rightsize.export import render_files
 from rightsize.export.plan_view import training_view
 from rightsize.export.slurm import time_limit
+from rightsize.export.slurm_segments import RESTART_S, SEGMENT_MAX_S, plan_segments
 
 sys.path.insert(0, str(Path(__file__).parent))
 from slurm_cluster import missing, slurm_cluster, wait_job  # noqa: E402
@@ -64,15 +66,30 @@ def test_train_sbatch_matches_the_plan(plan_70b: dict) -> None:
     assert best["gpus"] // (par["tp"] * par["pp"] * par["cp"]) == par["dp"]
     assert ("--use-distributed-optimizer" in s) == (par["zero_stage"] in (1, 2))
     assert "--sequence-parallel" in s
-    # time limit: planned run + safety margin, rounded up to the minute
+    # time limit: a 33-day run as 48 h segments, each requeued until the last step is saved
     margin = plan_70b["spec"]["infrastructure"]["margins"]["safety_margin"]
-    assert _sbatch(s, "time") == time_limit(sizing["run"]["run_s"] * (1 + margin))
+    seg = plan_segments(training_view(plan_70b), "megatron")
+    assert _sbatch(s, "time") == time_limit(SEGMENT_MAX_S) == "2-00:00:00"
+    per = SEGMENT_MAX_S - 2 * seg.lead_s - RESTART_S
+    assert seg.segments == math.ceil(sizing["run"]["run_s"] * (1 + margin) / per)
+    assert f"as {seg.segments} segment(s)" in s
+    # the warning leaves time for the plan's own checkpoint write and two steps
+    write = sizing["reliability"]["checkpoint_write_s"]
+    assert seg.lead_s >= write + 2 * best["step"]["step_time_s"]
+    assert _sbatch(s, "signal") == f"B:USR1@{seg.lead_s}"
+    assert '--exit-duration-in-mins "$EXIT_MIN"' in s and "--exit-signal-handler" in s
+    # the whole node's memory, exclusively; one task per GPU
+    assert (
+        _sbatch(s, "mem") == "0"
+        and _sbatch(s, "exclusive") == ""
+        and int(_sbatch(s, "ntasks-per-node")) == gpn
+    )
     # checkpoint interval from the reliability model, in steps
     steps = round(sizing["reliability"]["checkpoint_interval_s"] / best["step"]["step_time_s"])
     assert int(_arg(s, "--save-interval")) == steps
     assert _sbatch(s, "requeue") == "" and "scontrol requeue" in s
     assert "NCCL_IB_HCA=mlx5" in s and "NCCL_CROSS_NIC=0" in s  # rail-optimised InfiniBand
-    assert 'rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"' in s
+    assert "torchrun" not in s  # srun starts the ranks: signals reach them, not a launcher
     assert f"plan schema version {plan_70b['schema_version']}" in s and "plan: llama3-70b-pretrain" in s
     assert subprocess.run(["bash", "-n"], input=s, text=True).returncode == 0
     assert subprocess.run(["bash", "-n"], input=files["profile.sbatch"], text=True).returncode == 0
