@@ -138,7 +138,10 @@ def header_lines(v: TrainingView, seg: Segments, framework: str) -> list[str]:
 
 
 def _titan_checkpoint_dir(launch: Launch) -> str:
-    cfg = tomllib.loads(launch.files.get("torchtitan.toml", ""))
+    try:
+        cfg = tomllib.loads(launch.files.get("torchtitan.toml", ""))
+    except tomllib.TOMLDecodeError:
+        cfg = {}  # torchtitan would refuse the file too; its defaults here
     dump = str(cfg.get("job", {}).get("dump_folder", "./torchtitan/outputs"))
     return dump.rstrip("/") + "/" + str(cfg.get("checkpoint", {}).get("folder", "checkpoint"))
 
