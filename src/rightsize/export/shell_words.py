@@ -21,6 +21,8 @@ import re
 import shlex
 import unicodedata
 
+from rightsize.errors import BadInput
+
 TOKEN_MAX = 64  # Slurm accepts longer job names, but squeue and file names stay readable
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _VAR = re.compile(r"\$(?:\{([A-Z_][A-Z0-9_]*)\}|([A-Z_][A-Z0-9_]*))")
@@ -52,6 +54,12 @@ def comment_lines(lines: list[str]) -> list[str]:
 
 def word(text: str) -> str:
     """One shell word for `text`: quoted, upper-case variable references kept live."""
+    if "\0" in text:
+        raise BadInput(
+            f"A value for the job script contains a NUL character: {comment(text)[:80]!r}.",
+            "A shell script cannot carry a NUL byte (bash cuts the word there).",
+            "Remove it from the spec's names.",
+        )
     parts: list[str] = []
     pos = 0
     for m in _VAR.finditer(text):
