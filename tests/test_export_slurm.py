@@ -222,3 +222,138 @@ def test_uneven_pipeline_layout_holds_every_layer(layers: int, pp: int, vpp: int
     assert stages[0].startswith("E") and stages[-1].endswith("L")
     counts = [s.count("t") for s in stages]
     assert max(counts) - min(counts) <= 1
+
+
+# --- Other accelerators (#25): never NVIDIA settings or a GPU launcher on a part that is not NVIDIA.
+
+
+def _plan_on(example: str, accelerator: str, tmp: Path, **targets: object) -> dict:
+    import yaml
+
+    from rightsize import api
+    from rightsize.report.render import result_dict
+
+    spec = yaml.safe_load((ROOT / f"examples/{example}.yaml").read_text())
+    spec["targets"].update({"accelerators": [accelerator], **targets})
+    path = tmp / f"{example}-{accelerator}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return result_dict(api.plan(path))
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "stack"), [("tpu-v5p", "JAX/XLA"), ("trn2", "Neuron"), ("gaudi3", "Habana")]
+)
+def test_non_gpu_plans_are_refused_with_their_stack(tmp_path: Path, accelerator: str, stack: str) -> None:
+    from rightsize.errors import BadInput
+
+    extra = {"deadline": "200d"} if accelerator == "tpu-v5p" else {}
+    plan = _plan_on("llama3-70b-pretrain", accelerator, tmp_path, **extra)
+    assert plan["best"]["accelerator"] == accelerator
+    for fw in ("auto", "megatron", "torchtitan", "nemo"):
+        with pytest.raises(BadInput) as err:
+            render_files(plan, "slurm", fw)
+        assert stack in err.value.why and accelerator in err.value.what
+    with pytest.raises(BadInput, match="GPU jobs only"):
+        render_files(plan, "slurm", "auto", "gpu")
+
+
+def test_tpu_serving_is_refused(tmp_path: Path) -> None:
+    from rightsize.errors import BadInput
+
+    plan = _plan_on("llama3-70b-chat-serving", "tpu-v5p", tmp_path)
+    with pytest.raises(BadInput, match="TPU"):
+        render_files(plan, "slurm")
+
+
+def test_amd_plan_has_no_nvidia_settings(tmp_path: Path) -> None:
+    plan = _plan_on("llama3-70b-pretrain", "mi300x", tmp_path)
+    assert plan["best"]["accelerator"] == "mi300x"
+    files = render_files(plan, "slurm", "megatron")
+    for name, text in files.items():
+        assert "nvidia" not in text.lower() and "CUDA_" not in text, name
+    s = files["train.sbatch"]
+    assert "NCCL_IB_HCA" not in s  # the plan does not say the NICs are ConnectX: RCCL picks them
+    assert "NCCL_DEBUG=WARN" in s  # RCCL reads NCCL's variable names
+    assert re.search(r"^#SBATCH --gpus-per-node=\d+$", s, re.M)  # Slurm's gres is `gpu` for AMD too
+    serve = render_files(_plan_on("llama3-70b-chat-serving", "mi300x", tmp_path), "slurm")["serve.sbatch"]
+    assert "nvidia" not in serve.lower() and "CUDA_" not in serve
+
+
+# --- Preemption and segments (#25): the requeue decision, run by bash with logging stubs.
+
+_STUB = '#!/bin/bash\necho "$(basename "$0") $*" >> "$CALLS"\n'
+
+
+def _requeue_run(
+    tmp: Path, script: str, saved: str | None, restarts: int = 0, usr1: bool = False
+) -> tuple[int, str, str]:
+    """Run train.sbatch with stubs that log their calls; the stub trainer saves `saved` as
+    Megatron's latest iteration (or nothing), optionally after the batch shell's USR1."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("scontrol", "scancel", "squeue", "python"):
+        (bin_dir / name).write_text(_STUB)
+    (bin_dir / "scontrol").write_text(_STUB + '[ "$1" = show ] && echo n1\nexit 0\n')
+    trainer = _STUB + "sleep 1\n"
+    if usr1:
+        trainer += 'kill -USR1 "$BATCH_PID"; sleep 1\n'
+    if saved is not None:
+        trainer += f'mkdir -p "$CKPT_DIR"; echo {saved} > "$CKPT_DIR/latest_checkpointed_iteration.txt"\n'
+    (bin_dir / "python").write_text(trainer)
+    (bin_dir / "srun").write_text('#!/bin/bash\nwhile [[ "${1:-}" == -* ]]; do shift; done\nexec "$@"\n')
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    (tmp / "job.sbatch").write_text(script)
+    calls = tmp / "calls.log"
+    calls.write_text("")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "CALLS": str(calls), "SLURM_JOB_ID": "7",
+           "SLURM_JOB_NODELIST": "n1", "DATA_PATH": "d", "SLURM_RESTART_COUNT": str(restarts)}  # fmt: skip
+    wrapped = "BATCH_PID=$$; export BATCH_PID\n"
+    res = subprocess.run(["bash", "-c", wrapped + 'exec bash job.sbatch'], cwd=tmp, env=env,
+                         capture_output=True, text=True, timeout=30)  # fmt: skip
+    return res.returncode, res.stderr, calls.read_text()
+
+
+def test_requeue_only_after_a_new_checkpoint(plan_70b: dict, tmp_path: Path) -> None:
+    s = render_files(plan_70b, "slurm", "megatron")["train.sbatch"]
+    steps = training_view(plan_70b).steps
+    seg = plan_segments(training_view(plan_70b), "megatron")
+    (tmp_path / "a").mkdir()
+    rc, err, calls = _requeue_run(tmp_path / "a", s, saved="1000")
+    assert rc == 0 and "scontrol requeue 7" in calls, err  # progress: next segment
+    assert f"--exit-duration-in-mins {seg.limit_s // 60 - 2 * seg.lead_s // 60}" in calls  # from the limit
+    (tmp_path / "b").mkdir()
+    rc, err, calls = _requeue_run(tmp_path / "b", s, saved=None)
+    assert rc != 0 and "scontrol requeue" not in calls and "no checkpoint newer" in err  # never forever
+    (tmp_path / "c").mkdir()
+    rc, err, calls = _requeue_run(tmp_path / "c", s, saved=str(steps))
+    assert rc == 0 and "scontrol requeue" not in calls and "done" in err
+    (tmp_path / "d").mkdir()
+    rc, err, calls = _requeue_run(tmp_path / "d", s, saved="1000", restarts=seg.max_restarts)
+    assert rc != 0 and "scontrol requeue" not in calls and "restarts reached" in err
+
+
+def test_time_warning_reaches_the_training_tasks(plan_70b: dict, tmp_path: Path) -> None:
+    s = render_files(plan_70b, "slurm", "megatron")["train.sbatch"]
+    rc, err, calls = _requeue_run(tmp_path, s, saved="1000", usr1=True)
+    # the batch shell's USR1 becomes SIGTERM for the step's tasks (Megatron's --exit-signal-handler)
+    assert "scancel --signal=TERM 7" in calls, (err, calls)
+    assert rc == 0 and "scontrol requeue 7" in calls
+
+
+def test_short_lora_job_finishes_before_any_warning(tmp_path: Path) -> None:
+    """The LoRA example (13 min): one segment whose warning comes after the planned run and
+    its margin, and the run's one checkpoint (its last step) ends it without a requeue."""
+    out = tmp_path / "plan.json"
+    assert (
+        main(["plan", str(ROOT / "examples/llama3-8b-lora-weekly.yaml"), "--format", "json", "-o", str(out)])
+        == 0
+    )
+    plan = json.loads(out.read_text())
+    v = training_view(plan)
+    seg = plan_segments(v, "nemo")
+    assert seg.segments == 1
+    assert seg.limit_s - seg.lead_s >= v.run_s * (1 + v.safety_margin)  # the run ends before the warning
+    s = render_files(plan, "slurm", "nemo")["train.sbatch"]
+    assert _sbatch(s, "time") == time_limit(seg.limit_s) and _sbatch(s, "signal") == f"B:USR1@{seg.lead_s}"
+    assert f"TRAIN_STEPS={v.steps}" in s and "--exit-duration" not in s
