@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,7 @@ from hypothesis import strategies as st
 import rightsize.api as api
 from rightsize.errors import BadInput
 from rightsize.export import render_files
-from rightsize.export.shell_words import safe_token
+from rightsize.export.shell_words import UNSAFE_CATEGORIES, arg_variables, arg_words, safe_token, word
 from rightsize.report.render import result_dict
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -124,6 +126,8 @@ def _sbatch_block_whole(text: str) -> None:
     assert lines[1 : 1 + len(block)] == block
     for ln in block:
         assert re.fullmatch(r"#SBATCH --[a-z-]+(=[A-Za-z0-9._:@%\-]+)?", ln), ln
+    for ln in lines:  # no line break, carriage return or invisible character from a name
+        assert not any(unicodedata.category(ch) in UNSAFE_CATEGORIES and ch != "\t" for ch in ln), ln
 
 
 def _run(script: str, work: Path, stubs: Path) -> subprocess.CompletedProcess[str]:
@@ -167,7 +171,7 @@ def test_job_name_is_a_safe_token(plans: dict[str, dict], name: str) -> None:
     assert "made safe for Slurm" in text  # the header says the name changed
     for line in text.splitlines():  # every comment is one line of printable text
         if line.startswith("#"):
-            assert all(ch.isprintable() for ch in line), line
+            assert not any(unicodedata.category(ch) in UNSAFE_CATEGORIES for ch in line), line
 
 
 def _skip_reason() -> str | None:
@@ -212,3 +216,37 @@ def test_sbatch_reads_the_safe_name(plans: dict[str, dict]) -> None:
             assert not list(root.rglob("*CANARY*"))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _argv(words: list[str], env: dict[str, str] | None = None) -> list[str]:
+    out = subprocess.run(["bash", "-c", "printf '%s\\0' " + " ".join(words)], env={"LANG": "C.UTF-8", **(env or {})},
+                         capture_output=True, timeout=15).stdout  # fmt: skip
+    return out.decode("utf-8", "surrogateescape").split("\0")[:-1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"]), max_size=12))
+def test_words_are_exactly_the_text(text: str) -> None:
+    """bash reads back exactly what was quoted: a name as one word, and a framework's
+    argument entry (shell text, as `shlex.quote` writes it) as its flag and the same value."""
+    assert _argv([word(text)]) == [text]
+    assert _argv(arg_words([f"--served-model-name {shlex.quote(text)}"])) == ["--served-model-name", text]
+    assert not arg_variables([f"--name {shlex.quote(text)}"])  # a quoted value never expands
+
+
+def test_the_jobs_own_variables_expand() -> None:
+    words = arg_words(
+        ['--save "$CKPT_DIR"', "--data-path ${DATA_PATH}/x", "--name '$CKPT_DIR'", "--n $A$(id)"]
+    )
+    env = {"CKPT_DIR": "/ck pt", "DATA_PATH": "/d"}
+    assert _argv(words, env) == [
+        "--save",
+        "/ck pt",
+        "--data-path",
+        "/d/x",
+        "--name",
+        "$CKPT_DIR",
+        "--n",
+        "$A$(id)",
+    ]
+    assert arg_variables(['--save "$CKPT_DIR"', "--n $A"]) == {"CKPT_DIR"}
