@@ -357,3 +357,19 @@ def test_short_lora_job_finishes_before_any_warning(tmp_path: Path) -> None:
     s = render_files(plan, "slurm", "nemo")["train.sbatch"]
     assert _sbatch(s, "time") == time_limit(seg.limit_s) and _sbatch(s, "signal") == f"B:USR1@{seg.lead_s}"
     assert f"TRAIN_STEPS={v.steps}" in s and "--exit-duration" not in s
+
+
+def test_host_memory_beyond_the_node_is_refused(plan_70b: dict) -> None:
+    """--mem=0 takes the whole node; a plan whose host needs exceed it is refused, not exported."""
+    import copy
+
+    from rightsize.errors import BadInput
+
+    bad = copy.deepcopy(plan_70b)
+    bad["sizing"]["nodes"]["host_memory_need_bytes_per_gpu"] = 300 * 2**30  # 8 x 300 GiB > 2 TiB
+    with pytest.raises(BadInput, match="exceed a hgx-b200"):
+        render_files(bad, "slurm", "megatron")
+    bad = copy.deepcopy(plan_70b)
+    bad["sizing"]["nodes"]["cpu_cores_need_per_gpu"] = 15.0  # 8 x 15 > 112 cores
+    with pytest.raises(BadInput, match="CPU cores"):
+        render_files(bad, "slurm", "megatron")
