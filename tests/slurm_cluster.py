@@ -66,14 +66,23 @@ KillWait=5
 """
 
 
-def _conf(root: Path, cpus: int) -> str:
+def _conf(root: Path, cpus: int, gpus: int = 0) -> str:
+    """One node, this host; `gpus` > 0 declares that many GPU gres backed by placeholder
+    files (Slurm's gpu gres needs a File per device), for jobs that ask for GPUs but run no
+    GPU code (TaskPlugin=task/none: nothing binds the devices)."""
     host = socket.gethostname().split(".")[0]
-    return (
-        _common_conf(root)
-        + f"""NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
-PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
-"""
-    )
+    gres = ""
+    if gpus:
+        for i in range(gpus):
+            (root / f"gpu{i}").touch()
+        files = f"{root}/gpu[0-{gpus - 1}]" if gpus > 1 else f"{root}/gpu0"
+        (root / "gres.conf").write_text(
+            f"AutoDetect=off\nNodeName={host} Name=gpu File={files}\n", encoding="utf-8"
+        )
+        gres = f" Gres=gpu:{gpus}"
+    node = f"NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus}{gres} State=UNKNOWN\n"
+    part = f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n"
+    return _common_conf(root) + ("GresTypes=gpu\n" if gpus else "") + node + part
 
 
 @dataclass(frozen=True)
@@ -127,7 +136,7 @@ def _wait_for(check, timeout_s: float) -> bool:
 
 
 @contextlib.contextmanager
-def slurm_cluster(root: Path, cpus: int = 4) -> Iterator[dict[str, str]]:
+def slurm_cluster(root: Path, cpus: int = 4, gpus: int = 0) -> Iterator[dict[str, str]]:
     """Start the daemons; yield the environment that points Slurm's clients at them."""
     for sub in ("state", "spool"):
         (root / sub).mkdir(parents=True, exist_ok=True)
@@ -135,7 +144,7 @@ def slurm_cluster(root: Path, cpus: int = 4) -> Iterator[dict[str, str]]:
     key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
     conf = root / "slurm.conf"
-    conf.write_text(_conf(root, cpus), encoding="utf-8")
+    conf.write_text(_conf(root, cpus, gpus), encoding="utf-8")
     env = {**os.environ, "SLURM_CONF": str(conf)}
     procs: list[subprocess.Popen[bytes]] = []
     try:

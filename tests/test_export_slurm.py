@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from rightsize.export.slurm import time_limit
 from rightsize.export.slurm_segments import RESTART_S, SEGMENT_MAX_S, plan_segments
 
 sys.path.insert(0, str(Path(__file__).parent))
-from slurm_cluster import missing, slurm_cluster, wait_job  # noqa: E402
+from slurm_cluster import _free_port, missing, slurm_cluster, wait_job  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -188,6 +189,7 @@ def test_profile_job_runs_under_slurm(plan_70b: dict) -> None:
                 **env,
                 "PATH": bindir + os.pathsep + env["PATH"],
                 "RIGHTSIZE": os.path.join(bindir, "rightsize"),
+                "PROFILE_PORT": str(_free_port()),  # tests running side by side never share it
             }
             env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
             # one host here: the job's other options as generated
@@ -373,3 +375,87 @@ def test_host_memory_beyond_the_node_is_refused(plan_70b: dict) -> None:
     bad["sizing"]["nodes"]["cpu_cores_need_per_gpu"] = 15.0  # 8 x 15 > 112 cores
     with pytest.raises(BadInput, match="CPU cores"):
         render_files(bad, "slurm", "megatron")
+
+
+_TRAINER = """#!/bin/bash
+# Stub trainer: every rank starts and waits; on SIGTERM rank 0 saves step 100 (NeMo-style
+# name) and all exit. A restarted job (SLURM_RESTART_COUNT >= 1) saves the last step.
+mkdir -p "$CKPT_DIR"
+if [ "${SLURM_RESTART_COUNT:-0}" -ge 1 ]; then
+    [ "$RANK" = 0 ] && mkdir -p "$CKPT_DIR/ckpt-step=$STUB_STEPS"
+    exit 0
+fi
+trap '[ "$RANK" = 0 ] && mkdir -p "$CKPT_DIR/ckpt-step=100"; exit 0' TERM
+touch "$CKPT_DIR/started.$RANK.$SLURM_LOCALID.$WORLD_SIZE"
+for _ in $(seq 600); do sleep 0.2; done  # a foreground sleep: the trap runs when it returns
+exit 3
+"""
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_time_warning_checkpoints_and_requeues_under_slurm(tmp_path: Path) -> None:
+    """The exported job on a real Slurm: the time warning (USR1 to the batch shell, as
+    `--signal=B:USR1@lead` sends it) reaches every training task as SIGTERM, the checkpoint
+    they save makes the job requeue itself, and the restarted job finishes and stops."""
+    out = tmp_path / "plan.json"
+    assert (
+        main(["plan", str(ROOT / "examples/llama3-8b-lora-weekly.yaml"), "--format", "json", "-o", str(out)])
+        == 0
+    )
+    plan = json.loads(out.read_text())
+    steps = training_view(plan).steps
+    root = Path(tempfile.mkdtemp(prefix="rightsize-slurm-requeue-", dir="/tmp"))
+    root.chmod(0o755)
+    try:
+        job_dir, stub = root / "job", root / "bin"
+        stub.mkdir()
+        (stub / "python").write_text(_TRAINER)
+        (stub / "python").chmod(0o755)
+        assert (
+            main(["export", str(out), "--target", "slurm", "--framework", "nemo", "--out", str(job_dir)]) == 0
+        )
+        with slurm_cluster(root / "cluster", cpus=16, gpus=8) as env:
+            env = {
+                **env,
+                "PATH": f"{stub}{os.pathsep}{env['PATH']}",
+                "STUB_STEPS": str(steps),
+                "DATA_PATH": "d",
+            }
+            sub = subprocess.run(["sbatch", "--parsable", "train.sbatch"], cwd=job_dir, env=env,
+                                 capture_output=True, text=True, check=True, timeout=30)  # fmt: skip
+            job = sub.stdout.strip().split(";")[0]
+            ckpt = job_dir / "checkpoints" / "llama3-8b-lora-weekly"
+            deadline = time.monotonic() + 90
+            while len(list(ckpt.glob("started.*"))) < 8 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            started = sorted(p.name for p in ckpt.glob("started.*"))
+            assert started == [f"started.{r}.{r}.8" for r in range(8)], (
+                started
+            )  # ranks from Slurm's variables
+            subprocess.run(["scancel", "--signal=USR1", "--batch", job], env=env, check=True, timeout=30)
+            state = _wait_requeued_job(job, env, 240)
+            log = next(job_dir.glob(f"*-{job}.out"), None)
+            text = log.read_text() if log else ""
+            assert state == "COMPLETED", f"job {state}:\n{text[-3000:]}"
+        assert "SIGTERM to the training tasks" in text and "requeueing job" in text, text[-2000:]
+        assert f"step {steps} of {steps} saved: done" in text, text[-2000:]
+        assert (ckpt / "ckpt-step=100").is_dir() and (ckpt / f"ckpt-step={steps}").is_dir()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_requeued_job(job: str, env: dict[str, str], timeout_s: float) -> str:
+    """The job's final state; a requeued job waits for its begin time, which is moved to now."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        show = subprocess.run(
+            ["scontrol", "show", "job", job], env=env, capture_output=True, text=True
+        ).stdout
+        if "Reason=BeginTime" in show:
+            subprocess.run(
+                ["scontrol", "update", f"JobId={job}", "StartTime=now"], env=env, capture_output=True
+            )
+        state = wait_job(job, env, 2)
+        if not state.startswith("still"):
+            return state
+    return wait_job(job, env, 1)

@@ -292,7 +292,7 @@ def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
              "-o", '"profiles/comms-$SLURM_JOB_ID.json"']  # fmt: skip
     train = ["srun", "--kill-on-bad-exit=1", '--ntasks="$SLURM_JOB_NUM_NODES"', "--ntasks-per-node=1",
              "torchrun", '--nnodes="$SLURM_JOB_NUM_NODES"', f"--nproc-per-node={per_node}",
-             '--rdzv-id="$SLURM_JOB_ID"', "--rdzv-backend=c10d", f'--rdzv-endpoint="$MASTER_ADDR:{RDZV_PORT + 1}"',
+             '--rdzv-id="$SLURM_JOB_ID"', "--rdzv-backend=c10d", '--rdzv-endpoint="$MASTER_ADDR:$PROFILE_PORT"',
              "--no-python", '"$RIGHTSIZE"', "profile", "train", "--model", "profile-model.yaml", "--device", dev,
              "--batch", "1,2", "--seq", str(seq), "--steps", "3", "--warmup", "1",
              *(["--dtype", "bf16"] if gpu else ["--threads", "1"]),
@@ -303,7 +303,8 @@ def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
              f"# 1. Collectives and point-to-point: one task per {'GPU' if gpu else 'rank'}; rank/world from srun.",
              *command(comms), "",
              "# 2. Data-parallel training steps: one torchrun per node, rendezvous on the first host.",
-             'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)', *command(train)]  # fmt: skip
+             'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+             f'PROFILE_PORT="${{PROFILE_PORT:-{RDZV_PORT + 1}}}"', *command(train)]  # fmt: skip
     return {"profile.sbatch": "\n".join(lines) + "\n", "profile-model.yaml": profile_model_yaml(v, device)}
 
 
