@@ -459,3 +459,20 @@ def _wait_requeued_job(job: str, env: dict[str, str], timeout_s: float) -> str:
         if not state.startswith("still"):
             return state
     return wait_job(job, env, 1)
+
+
+@pytest.mark.parametrize(
+    ("vendor", "nic", "hca"),
+    [
+        ("nvidia", None, True),
+        ("amd", None, False),
+        ("amd", "connectx-7", True),
+        ("amd", "pollara-400", False),
+    ],
+)
+def test_ib_hca_only_for_connectx(vendor: str, nic: str | None, hca: bool) -> None:
+    from rightsize.export.slurm import nccl_env
+
+    names = {k for k, _, _ in nccl_env("roce", 8, vendor, nic)}
+    assert ("NCCL_IB_HCA" in names) == hca
+    assert ("CUDA_DEVICE_MAX_CONNECTIONS" in names) == (vendor == "nvidia")

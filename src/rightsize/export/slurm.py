@@ -97,6 +97,12 @@ def nccl_env(
     return env
 
 
+def plan_nic(v: TrainingView) -> str | None:
+    """The plan's scale-out NIC (`sizing.fabric.nic`, e.g. connectx-7) when the view carries it."""
+    nic = getattr(v, "nic", None)
+    return str(nic) if nic else None
+
+
 def check_stack(hw: HardwareView) -> None:
     """Refuse accelerators whose software stack this export does not write."""
     if hw.vendor in GPU_VENDORS:
@@ -185,7 +191,7 @@ def _train_env(v: TrainingView, launch: Launch) -> list[str]:
     fabric = v.fabric_kind or "none (one node)"
     per_gpu = f", {v.nic_gbps_per_gpu:g} Gb/s per GPU" if v.nic_gbps_per_gpu else ""
     lines += ["", *comment_lines([f"Fabric: {fabric}{per_gpu}"])]
-    for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor):
+    for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor, plan_nic(v)):
         lines.append(f"export {k}={word(val)}  # {why}")
     return lines
 
@@ -281,7 +287,7 @@ def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
     opts += [("cpus-per-task", str(cpus)), ("time", "00:30:00"), ("output", "%x-%j.out")]
     env = [
         f"export {k}={word(val)}"
-        for k, val, _ in nccl_env(v.fabric_kind if nodes > 1 else None, v.rails, v.hw.vendor)
+        for k, val, _ in nccl_env(v.fabric_kind if nodes > 1 else None, v.rails, v.hw.vendor, plan_nic(v))
     ]
     backend, dev = (
         ("nccl", "cuda") if gpu else ("gloo", "cpu")
