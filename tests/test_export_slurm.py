@@ -287,7 +287,7 @@ _STUB = '#!/bin/bash\necho "$(basename "$0") $*" >> "$CALLS"\n'
 
 
 def _requeue_run(
-    tmp: Path, script: str, saved: str | None, restarts: int = 0, usr1: bool = False
+    tmp: Path, script: str, saved: str | None, restarts: int = 0, usr1: bool = False, term: bool = False
 ) -> tuple[int, str, str]:
     """Run train.sbatch with stubs that log their calls; the stub trainer saves `saved` as
     Megatron's latest iteration (or nothing), optionally after the batch shell's USR1."""
@@ -299,6 +299,8 @@ def _requeue_run(
     trainer = _STUB + "sleep 1\n"
     if usr1:
         trainer += 'kill -USR1 "$BATCH_PID"; sleep 1\n'
+    if term:
+        trainer += 'kill -TERM "$BATCH_PID"; sleep 1\n'
     if saved is not None:
         trainer += f'mkdir -p "$CKPT_DIR"; echo {saved} > "$CKPT_DIR/latest_checkpointed_iteration.txt"\n'
     (bin_dir / "python").write_text(trainer)
@@ -333,6 +335,14 @@ def test_requeue_only_after_a_new_checkpoint(plan_70b: dict, tmp_path: Path) -> 
     (tmp_path / "d").mkdir()
     rc, err, calls = _requeue_run(tmp_path / "d", s, saved="1000", restarts=seg.max_restarts)
     assert rc != 0 and "scontrol requeue" not in calls and "restarts reached" in err
+
+
+def test_cancel_or_preemption_is_not_undone(plan_70b: dict, tmp_path: Path) -> None:
+    """SIGTERM to the batch shell (scancel, preemption): the tasks save, and the script does
+    not requeue a job the user cancelled (Slurm requeues preempted jobs itself)."""
+    s = render_files(plan_70b, "slurm", "megatron")["train.sbatch"]
+    rc, err, calls = _requeue_run(tmp_path, s, saved="1000", term=True)
+    assert "scontrol requeue" not in calls and "cancelled or preempted at step 1000" in err, (err, calls)
 
 
 def test_time_warning_reaches_the_training_tasks(plan_70b: dict, tmp_path: Path) -> None:

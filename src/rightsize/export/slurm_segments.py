@@ -21,7 +21,9 @@ until the training steps are done. How a segment stops in time:
 The batch shell requeues only when a checkpoint newer than the segment's start exists
 (the framework's own checkpoint index: Megatron's latest_checkpointed_iteration.txt,
 torchtitan's step-N folders, NeMo's step=N names) and the restart count is below a cap, so a
-job that cannot save never requeues forever; it stops when the last step is saved.
+job that cannot save never requeues forever; it stops when the last step is saved. A SIGTERM
+to the batch shell (scancel, preemption) lets the tasks save and then leaves the job to Slurm
+(PreemptMode=REQUEUE requeues it; a cancelled job stays cancelled).
 """
 
 from __future__ import annotations
@@ -132,7 +134,8 @@ def header_lines(v: TrainingView, seg: Segments, framework: str) -> list[str]:
         )
     lines.append(
         f"requeue: only after a new checkpoint, at most {seg.max_restarts} restarts "
-        "(segments, failures and preemptions); preemption needs GraceTime >= the warning"
+        "(segments, failures and preemptions); after a SIGTERM to the job (scancel, preemption: GraceTime "
+        ">= the warning lets the tasks save) Slurm decides, the script never requeues"
     )
     return lines
 
@@ -196,7 +199,10 @@ def control_lines(seg: Segments, steps: int, framework: str) -> list[str]:
         '    if kill -0 "$SRUN_PID" 2>/dev/null; then scancel --signal=TERM "$SLURM_JOB_ID" || true; fi',
         "}",
         "trap warned USR1",
-        "trap 'echo \"rightsize: SIGTERM (preemption or scancel): the training tasks have it too\" >&2' TERM",
+        "# SIGTERM to this shell: scancel or preemption (the tasks have it too). Wait for their save;",
+        "# Slurm decides what follows (PreemptMode=REQUEUE requeues), never this script.",
+        "STOPPED=0",
+        "trap 'STOPPED=1; echo \"rightsize: SIGTERM (scancel or preemption): waiting for the tasks\" >&2' TERM",
     ]
 
 
@@ -211,6 +217,10 @@ def finish_lines(seg: Segments) -> list[str]:
         "if (( DONE_STEP >= TRAIN_STEPS )); then",
         '    echo "rightsize: step $DONE_STEP of $TRAIN_STEPS saved: done" >&2',
         "    exit 0",
+        "fi",
+        "if (( STOPPED )); then",
+        '    echo "rightsize: cancelled or preempted at step $DONE_STEP: not requeueing (Slurm decides)" >&2',
+        '    exit "$RC"',
         "fi",
         "if (( DONE_STEP <= START_STEP )); then",
         '    echo "rightsize: no checkpoint newer than step $START_STEP in this segment (exit $RC, warned $WARNED):'
