@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol")
@@ -31,7 +32,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _conf(root: Path, cpus: int) -> str:
+def _common_conf(root: Path, select: str = "CR_Core") -> str:
     host = socket.gethostname().split(".")[0]
     return f"""ClusterName=rightsize-test
 SlurmctldHost={host}(127.0.0.1)
@@ -51,7 +52,7 @@ SlurmdLogFile={root}/slurmd.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+SelectTypeParameters={select}
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=none
@@ -62,9 +63,67 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
-NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
-PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 """
+
+
+def _conf(root: Path, cpus: int, gpus: int = 0) -> str:
+    """One node, this host; `gpus` > 0 declares that many GPU gres backed by placeholder
+    files (Slurm's gpu gres needs a File per device), for jobs that ask for GPUs but run no
+    GPU code (TaskPlugin=task/none: nothing binds the devices)."""
+    host = socket.gethostname().split(".")[0]
+    gres = ""
+    if gpus:
+        for i in range(gpus):
+            (root / f"gpu{i}").touch()
+        files = f"{root}/gpu[0-{gpus - 1}]" if gpus > 1 else f"{root}/gpu0"
+        (root / "gres.conf").write_text(
+            f"AutoDetect=off\nNodeName={host} Name=gpu File={files}\n", encoding="utf-8"
+        )
+        gres = f" Gres=gpu:{gpus}"
+    node = f"NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus}{gres} State=UNKNOWN\n"
+    part = f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n"
+    return _common_conf(root) + ("GresTypes=gpu\n" if gpus else "") + node + part
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """One catalog node type as Slurm sees it: `count` nodes named `<name>-NNNN` in a
+    partition `<name>` with the partition's MaxTime."""
+
+    name: str
+    count: int
+    cores: int  # physical cores (the catalog's cpu_cores); two hardware threads each
+    memory_mib: int
+    gpus: int
+
+
+PARTITION_MAX_TIME = "2-00:00:00"  # a common GPU partition limit: longer jobs must requeue
+
+
+def catalog_conf(root: Path, shapes: list[NodeShape]) -> str:
+    """Nodes shaped like the catalog's: sockets x cores x 2 threads, RealMemory, gres gpu.
+    They are CLOUD nodes (powered down, resumed by a no-op program), which slurmctld
+    schedules and `sbatch --test-only` evaluates without any slurmd running. Memory is a
+    consumable resource (CR_Core_Memory) and partition limits are enforced at submission,
+    as on production GPU clusters."""
+    lines = [
+        _common_conf(root, "CR_Core_Memory"),
+        "GresTypes=gpu",
+        "EnforcePartLimits=ALL",
+        "SuspendProgram=/bin/true",
+        "ResumeProgram=/bin/true",
+        "SuspendTime=600",
+        "ResumeTimeout=600",
+    ]
+    for sh in shapes:
+        sockets = 2 if sh.cores % 2 == 0 else 1
+        nodes = f"{sh.name}-[0001-{sh.count:04d}]" if sh.count > 1 else f"{sh.name}-0001"
+        lines.append(
+            f"NodeName={nodes} Sockets={sockets} CoresPerSocket={sh.cores // sockets} ThreadsPerCore=2 "
+            f"RealMemory={sh.memory_mib} Gres=gpu:{sh.gpus} State=CLOUD"
+        )
+        lines.append(f"PartitionName={sh.name} Nodes={nodes} MaxTime={PARTITION_MAX_TIME} State=UP")
+    return "\n".join(lines) + "\n"
 
 
 def _wait_for(check, timeout_s: float) -> bool:
@@ -77,7 +136,7 @@ def _wait_for(check, timeout_s: float) -> bool:
 
 
 @contextlib.contextmanager
-def slurm_cluster(root: Path, cpus: int = 4) -> Iterator[dict[str, str]]:
+def slurm_cluster(root: Path, cpus: int = 4, gpus: int = 0) -> Iterator[dict[str, str]]:
     """Start the daemons; yield the environment that points Slurm's clients at them."""
     for sub in ("state", "spool"):
         (root / sub).mkdir(parents=True, exist_ok=True)
@@ -85,37 +144,17 @@ def slurm_cluster(root: Path, cpus: int = 4) -> Iterator[dict[str, str]]:
     key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
     conf = root / "slurm.conf"
-    conf.write_text(_conf(root, cpus), encoding="utf-8")
+    conf.write_text(_conf(root, cpus, gpus), encoding="utf-8")
     env = {**os.environ, "SLURM_CONF": str(conf)}
     procs: list[subprocess.Popen[bytes]] = []
     try:
         munge = [_exe("munged"), "-F", "--force", f"--socket={root}/munge.socket", f"--key-file={key}",
                  f"--pid-file={root}/munged.pid", f"--log-file={root}/munged.log", f"--seed-file={root}/munge.seed"]  # fmt: skip
-        procs.append(
-            subprocess.Popen(
-                munge, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
-        )
+        procs.append(_spawn(munge, env))
         if not _wait_for(lambda: (root / "munge.socket").exists(), 10):
             raise RuntimeError("munged did not start")
-        procs.append(
-            subprocess.Popen(
-                [_exe("slurmctld"), "-D", "-i", "-f", str(conf)],
-                env=env,
-                start_new_session=True,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-        procs.append(
-            subprocess.Popen(
-                [_exe("slurmd"), "-D", "-f", str(conf)],
-                env=env,
-                start_new_session=True,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
+        procs.append(_spawn([_exe("slurmctld"), "-D", "-i", "-f", str(conf)], env))
+        procs.append(_spawn([_exe("slurmd"), "-D", "-f", str(conf)], env))
 
         def idle() -> bool:
             out = subprocess.run([_exe("sinfo"), "-h", "-o", "%t"], env=env, capture_output=True, text=True)
@@ -128,17 +167,7 @@ def slurm_cluster(root: Path, cpus: int = 4) -> Iterator[dict[str, str]]:
             raise RuntimeError("Slurm did not come up:\n" + logs[-3000:])
         yield env
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGTERM)
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        _stop(procs)
 
 
 def wait_job(job_id: str, env: dict[str, str], timeout_s: float) -> str:
@@ -164,3 +193,69 @@ def wait_job(job_id: str, env: dict[str, str], timeout_s: float) -> str:
             return state
         time.sleep(1.0)
     return f"still {state} after {timeout_s:g} s"
+
+
+@contextlib.contextmanager
+def catalog_cluster(root: Path, shapes: list[NodeShape]) -> Iterator[dict[str, str]]:
+    """munged and slurmctld only, with `catalog_conf`'s nodes; yields the clients' environment."""
+    for sub in ("state", "spool"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    key = root / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    conf = root / "slurm.conf"
+    conf.write_text(catalog_conf(root, shapes), encoding="utf-8")
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        munge = [_exe("munged"), "-F", "--force", f"--socket={root}/munge.socket", f"--key-file={key}",
+                 f"--pid-file={root}/munged.pid", f"--log-file={root}/munged.log", f"--seed-file={root}/munge.seed"]  # fmt: skip
+        procs.append(_spawn(munge, env))
+        if not _wait_for(lambda: (root / "munge.socket").exists(), 10):
+            raise RuntimeError("munged did not start")
+        procs.append(_spawn([_exe("slurmctld"), "-D", "-i", "-f", str(conf)], env))
+
+        def answers() -> bool:
+            out = subprocess.run([_exe("sinfo"), "-h", "-o", "%P"], env=env, capture_output=True, text=True)
+            return out.returncode == 0 and bool(out.stdout.strip())
+
+        if not _wait_for(answers, 40):
+            log = root / "slurmctld.log"
+            raise RuntimeError(
+                "slurmctld did not come up:\n" + (log.read_text()[-3000:] if log.exists() else "")
+            )
+        yield env
+    finally:
+        _stop(procs)
+
+
+def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Stop the daemons this helper started, each by its own process group."""
+    for p in reversed(procs):
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def sbatch_test_only(
+    script: Path, partition: str, env: dict[str, str], timeout_s: float = 30
+) -> tuple[int, str]:
+    """`sbatch --test-only -p PARTITION SCRIPT` from the script's folder: (exit code, output)."""
+    out = subprocess.run(
+        [_exe("sbatch"), "--test-only", "-p", partition, script.name],
+        cwd=script.parent, env=env, capture_output=True, text=True, timeout=timeout_s,
+    )  # fmt: skip
+    return out.returncode, (out.stdout + out.stderr).strip()

@@ -1,17 +1,21 @@
 """Slurm job scripts from a plan.
 
 - `train.sbatch`: the training (or fine-tuning) job. Nodes and GPUs per node from the plan;
-  CPUs and memory per task from the sizing's per-GPU host needs; the time limit is the
-  planned wall time (failures and restarts included) plus the plan's safety margin;
-  `srun` starts one `torchrun` per node with a c10d rendezvous on the first host of the
-  allocation (NeMo: one task per GPU, Lightning reads Slurm's variables); the framework's
-  own arguments come from `export.frameworks`; checkpoints every Young/Daly interval;
-  `--requeue` with a signal ahead of the limit so the job checkpoints and goes back in the
-  queue on preemption or timeout; NCCL settings for the planned fabric.
+  one task per GPU (`srun`; rank, local rank and world size from Slurm's own variables, so
+  every signal reaches the training processes themselves, not a launcher with its own
+  grace period); CPUs per task from the sizing's per-GPU host needs; the whole node's
+  memory (`--exclusive --mem=0`) after checking the plan's host memory fits it; time in
+  requeued segments with a checkpoint before each ends (`export.slurm_segments`); the
+  framework's own arguments from `export.frameworks`; NCCL/RCCL settings for the fabric.
 - `profile.sbatch`: measures what the allocation delivers: `rightsize profile comms` as
   one task per GPU (both tiers, see `profile.dist_comms`) and `rightsize profile train`
   under srun + torchrun; the records land in `profiles/` for `rightsize calibrate`.
 - `serve.sbatch`: a job array, one vLLM server per replica with the plan's TP and limits.
+
+Scripts are lists of lines: fixed shell text written here, and plan data only as quoted
+words (`export.shell_words`): names become safe tokens in `#SBATCH` lines and escaped text
+in comments. Only NVIDIA and AMD plans export (CUDA or ROCm: gres `gpu`, NCCL or RCCL);
+TPU, Trainium and Gaudi plans are refused with the stack they need.
 """
 
 from __future__ import annotations
@@ -22,25 +26,55 @@ import shlex
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.export.frameworks import Launch, launch_for, save_interval_steps
-from rightsize.export.header import comment_block
-from rightsize.export.plan_view import ServingView, TrainingView
+from rightsize.export.header import header_lines
+from rightsize.export.plan_view import HardwareView, Header, ServingView, TrainingView
+from rightsize.export.shell_words import arg_variables, arg_words, command, comment_lines, safe_token, word
+from rightsize.export.slurm_segments import (
+    control_lines,
+    finish_lines,
+    plan_segments,
+    progress_function,
+    time_limit,
+)
+from rightsize.export.slurm_segments import (
+    header_lines as segment_lines,
+)
 from rightsize.export.vllm import vllm_args
 
 RDZV_PORT = 29500
-MIN_SIGNAL_LEAD_S = 300  # warn the job this long before its limit (time to write a checkpoint)
+GPU_VENDORS = ("nvidia", "amd")
+# Sets the script itself defines (the rest of the frameworks' $VARS must be set by the user).
+_DEFINED = {
+    "CKPT_DIR",
+    "DATA_PATH",
+    "MEGATRON_DIR",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "PORT",
+    "MODEL",
+    "EXIT_MIN",
+}
+_RANK_ENV = (
+    "export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID WORLD_SIZE=$SLURM_NTASKS "
+    'LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE; exec "$@"'
+)
+_STACKS = {
+    "google": ("TPU", "JAX/XLA on TPU VMs (MaxText), not CUDA/ROCm frameworks under Slurm gres",
+               "Export with --target kubernetes (GKE TPU node pools), or plan for GPUs."),
+    "aws": ("Trainium", "the AWS Neuron SDK (torch-neuronx, neuronx-distributed) and its launcher",
+            "Run with the Neuron stack's own Slurm examples (AWS ParallelCluster), or plan for GPUs."),
+    "intel": ("Gaudi", "Habana's stack (SynapseAI, HCCL, the Gaudi builds of Megatron-DeepSpeed or "
+              "Optimum Habana)", "Run with Habana's own launchers, or plan for GPUs."),
+}  # fmt: skip
 
 
-def time_limit(seconds: float) -> str:
-    """Slurm's D-HH:MM:SS, rounded up to the minute."""
-    minutes = max(1, math.ceil(seconds / 60.0))
-    d, rem = divmod(minutes, 24 * 60)
-    h, m = divmod(rem, 60)
-    return f"{d}-{h:02d}:{m:02d}:00"
-
-
-def nccl_env(fabric_kind: str | None, rails: int | None, vendor: str) -> list[tuple[str, str, str]]:
+def nccl_env(
+    fabric_kind: str | None, rails: int | None, vendor: str, nic: str | None = None
+) -> list[tuple[str, str, str]]:
     """(variable, value, why) for the planned fabric. NCCL's environment variables
-    (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, NCCL 2.2x); RCCL reads the same."""
+    (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, NCCL 2.2x); RCCL (AMD)
+    reads the same names. `NCCL_IB_HCA=mlx5` only for ConnectX NICs: the catalog's NVIDIA
+    nodes carry them; for others only when the plan names a ConnectX NIC."""
     env = [
         ("NCCL_DEBUG", "WARN", "errors and warnings in the job log"),
         ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", "a failed collective aborts the job instead of hanging it"),
@@ -49,9 +83,10 @@ def nccl_env(fabric_kind: str | None, rails: int | None, vendor: str) -> list[tu
     if vendor == "nvidia":
         env.append(("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron's TP/SP communication overlap needs it"))
     if fabric_kind is None:
-        env.append(("NCCL_IB_DISABLE", "1", "one node: NVLink only, no scale-out fabric planned"))
+        env.append(("NCCL_IB_DISABLE", "1", "one node: no scale-out fabric planned"))
         return env
-    env.append(("NCCL_IB_HCA", "mlx5", f"the ConnectX HCAs: {rails or 'one'} rail(s), one NIC per GPU"))
+    if vendor == "nvidia" or (nic or "").lower().startswith("connectx"):
+        env.append(("NCCL_IB_HCA", "mlx5", f"the ConnectX HCAs: {rails or 'one'} rail(s), one NIC per GPU"))
     if rails and rails > 1:
         env.append(("NCCL_CROSS_NIC", "0", "rail-optimised fabric: keep each ring on its own rail"))
     if fabric_kind == "roce":
@@ -62,102 +97,146 @@ def nccl_env(fabric_kind: str | None, rails: int | None, vendor: str) -> list[tu
     return env
 
 
-def _sbatch_lines(opts: list[tuple[str, str]]) -> str:
-    return "".join(f"#SBATCH --{k}={v}\n" if v else f"#SBATCH --{k}\n" for k, v in opts)
+def plan_nic(v: TrainingView) -> str | None:
+    """The plan's scale-out NIC (`sizing.fabric.nic`, e.g. connectx-7) when the view carries it."""
+    nic = getattr(v, "nic", None)
+    return str(nic) if nic else None
 
 
-def _mem_per_cpu_mib(host_bytes_per_gpu: float, cpus_per_gpu: int) -> int:
-    return max(512, math.ceil(host_bytes_per_gpu / cpus_per_gpu / 2**20))
+def check_stack(hw: HardwareView) -> None:
+    """Refuse accelerators whose software stack this export does not write."""
+    if hw.vendor in GPU_VENDORS:
+        return
+    part, stack, fix = _STACKS.get(
+        hw.vendor, (hw.vendor, "its vendor's own stack", "Plan for NVIDIA or AMD GPUs to export a Slurm job.")
+    )
+    raise BadInput(
+        f"The plan runs on {hw.accelerator} ({part}); the Slurm export writes GPU jobs only.",
+        f"{part} needs {stack}; Slurm GPU gres, srun + PyTorch and NCCL/RCCL do not drive it.",
+        fix,
+    )
 
 
-def _requeue_block(lead_s: int) -> str:
-    return f"""# Preemption or the time limit: Slurm sends USR1 {lead_s} s ahead (and TERM on preemption);
-# pass it to the job so it writes a checkpoint, then requeue; the next start resumes from it.
-requeue() {{
-    echo "rightsize: signal received, checkpointing and requeueing job $SLURM_JOB_ID" >&2
-    kill -TERM "$SRUN_PID" 2>/dev/null || true
-    wait "$SRUN_PID" || true
-    scontrol requeue "$SLURM_JOB_ID"
-    exit 0
-}}
-trap requeue USR1 TERM
-"""
+def _sbatch(opts: list[tuple[str, str]]) -> list[str]:
+    return [f"#SBATCH --{k}={v}" if v else f"#SBATCH --{k}" for k, v in opts]
 
 
-def _launch_cmd(launch: Launch, gpn: int) -> str:
-    args = " \\\n    ".join(launch.args)
-    if launch.torchrun:
-        return (
-            'srun --kill-on-bad-exit=1 --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \\\n'
-            f'  torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node={gpn} \\\n'
-            '    --rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" \\\n'
-            f"    {launch.entry}" + (f" \\\n    {args}" if args else "") + " &\n"
+def _head(h: Header, what: str, extra: list[str]) -> tuple[str, list[str]]:
+    """(job name, comment lines): the job name a safe token, said when it differs."""
+    name = safe_token(h.name)
+    lines = header_lines(h, what, extra)
+    if name != h.name:
+        lines.append(f"job name {name}: the plan's name made safe for Slurm (letters, digits, . _ - only)")
+    return name, comment_lines(lines)
+
+
+def _fit_node(hw: HardwareView, gpus_per_node: int, cpus_per_gpu: float, mem_per_gpu: float) -> int:
+    """CPUs per GPU as a whole number, after checking the plan's host needs fit the node."""
+    cpus = max(1, math.ceil(cpus_per_gpu))
+    if (
+        cpus * gpus_per_node > hw.cpu_cores_per_node
+        or mem_per_gpu * gpus_per_node > hw.host_memory_bytes_per_node
+    ):
+        raise BadInput(
+            f"The plan's host needs per node ({cpus * gpus_per_node} CPU cores, "
+            f"{mem_per_gpu * gpus_per_node / GiB:.0f} GiB) exceed a {hw.node} "
+            f"({hw.cpu_cores_per_node} cores, {hw.host_memory_bytes_per_node / GiB:.0f} GiB).",
+            "Slurm would refuse the job (more than the node has).",
+            "Re-plan with this rightsize, or lower the host needs in the spec.",
         )
-    return f"srun --kill-on-bad-exit=1 python {launch.entry}" + (f" \\\n    {args}" if args else "") + " &\n"
+    return cpus
+
+
+def _gpus_per_node(v: TrainingView) -> int:
+    gpn = min(v.gpus, v.hw.gpus_per_node)
+    if gpn * v.nodes != v.gpus:
+        raise BadInput(
+            f"The plan spreads {v.gpus} GPUs over {v.nodes} nodes of {v.hw.gpus_per_node}.",
+            "A Slurm job asks for the same number of GPUs on every node.",
+            "Plan a GPU count that fills whole nodes (a multiple of the GPUs per node).",
+        )
+    return gpn
+
+
+def _launch_lines(launch: Launch, gpn: int, cpus: int) -> list[str]:
+    """srun: one task per GPU; each task sets the rank variables from Slurm's (a fixed
+    `bash -c` text) and execs the framework, whose words are its arguments."""
+    args = arg_words(launch.args)
+    if launch.framework == "megatron":
+        args += ["--exit-duration-in-mins", '"$EXIT_MIN"']
+    cmd = command(["python", *arg_words([launch.entry]), *args])
+    return [
+        f"srun --kill-on-bad-exit=1 --ntasks-per-node={gpn} --cpus-per-task={cpus} \\",
+        f"    bash -c {shlex.quote(_RANK_ENV)} rank \\",
+        *["    " + line for line in cmd[:-1]],
+        "    " + cmd[-1] + " &",
+        "SRUN_PID=$!",
+    ]
+
+
+def _train_env(v: TrainingView, launch: Launch) -> list[str]:
+    lines = [
+        "# Rendezvous: the first host of the allocation.",
+        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        f"MASTER_PORT=${{MASTER_PORT:-{RDZV_PORT}}}",
+        "export MASTER_ADDR MASTER_PORT",
+        f"CKPT_NAME={word(safe_token(v.header.name))}",
+        'export CKPT_DIR="${CKPT_DIR:-$PWD/checkpoints/$CKPT_NAME}"',
+        'export DATA_PATH="${DATA_PATH:?set DATA_PATH to the tokenized dataset prefix}"',
+    ]
+    if launch.framework == "megatron":
+        lines.append('export MEGATRON_DIR="${MEGATRON_DIR:-$HOME/Megatron-LM}"')
+    for var in sorted(arg_variables([*launch.args, launch.entry]) - _DEFINED):
+        lines.append(f': "${{{var}:?set {var} (the framework arguments use it)}}"')
+    fabric = v.fabric_kind or "none (one node)"
+    per_gpu = f", {v.nic_gbps_per_gpu:g} Gb/s per GPU" if v.nic_gbps_per_gpu else ""
+    lines += ["", *comment_lines([f"Fabric: {fabric}{per_gpu}"])]
+    for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor, plan_nic(v)):
+        lines.append(f"export {k}={word(val)}  # {why}")
+    return lines
 
 
 def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
     """The training job script and the framework files beside it."""
+    check_stack(v.hw)
     launch = launch_for(v, framework)
-    gpn = min(v.gpus, v.hw.gpus_per_node)
-    tasks = 1 if launch.torchrun else gpn
-    gpus_per_task = gpn // tasks
-    cpus_per_gpu = max(1, math.ceil(v.cpu_cores_need_per_gpu))
-    limit_s = v.run_s * (1.0 + v.safety_margin)
-    lead = max(MIN_SIGNAL_LEAD_S, 60 * math.ceil(v.step_time_s * 2 / 60))
-    opts = [
-        ("job-name", v.header.name),
-        ("nodes", str(v.nodes)),
-        ("ntasks-per-node", str(tasks)),
-        ("gpus-per-node", str(gpn)),
-        ("cpus-per-task", str(cpus_per_gpu * gpus_per_task)),
-        ("mem-per-cpu", f"{_mem_per_cpu_mib(v.host_memory_need_bytes_per_gpu, cpus_per_gpu)}M"),
-        ("time", time_limit(limit_s)),
-        ("exclusive", ""),
-        ("requeue", ""),
-        ("signal", f"B:USR1@{lead}"),
-        ("open-mode", "append"),
-        ("output", "%x-%j.out"),
-    ]
+    gpn = _gpus_per_node(v)
+    cpus = _fit_node(v.hw, gpn, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
+    seg = plan_segments(v, launch.framework)
     layout = (
         f"TP{v.tp} PP{v.pp}" + (f"x{v.vpp}v" if v.vpp > 1 else "") + f" DP{v.dp} CP{v.cp} EP{v.ep}, "
         f"micro-batch {v.micro_batch}, global batch {v.global_batch}, recompute {v.recompute}, ZeRO-{v.zero_stage}"
     )
-    head = comment_block(
-        v.header,
-        "Slurm training job",
-        [
-            f"chosen: {v.gpus} x {v.hw.accelerator} on {v.nodes} x {v.hw.node}; {layout}",
-            f"framework: {launch.version}",
-            f"time limit: planned {v.run_s / 3600:.1f} h (failures included) + {v.safety_margin:.0%} safety margin",
-            f"checkpoint every {save_interval_steps(v)} steps = {v.checkpoint_interval_s / 60:.1f} min "
-            f"(Young/Daly, cluster MTBF {((v.mtbf_s or 0) / 3600):.1f} h)",
-        ],
-    )
-    env = "".join(
-        f"export {k}={shlex.quote(val)}  # {why}\n"
-        for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor)
-    )
-    body = f"""#!/bin/bash
-{_sbatch_lines(opts)}{head}
-set -euo pipefail
-cd "${{SLURM_SUBMIT_DIR:-.}}"
-
-# Rendezvous: the first host of the allocation.
-MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
-MASTER_PORT=${{MASTER_PORT:-{RDZV_PORT}}}
-export MASTER_ADDR MASTER_PORT
-export CKPT_DIR=${{CKPT_DIR:-$PWD/checkpoints/{v.header.name}}}
-export DATA_PATH=${{DATA_PATH:?set DATA_PATH to the tokenized dataset prefix}}
-export MEGATRON_DIR=${{MEGATRON_DIR:-$HOME/Megatron-LM}}
-
-# Fabric: {v.fabric_kind or "none (one node)"}{f", {v.nic_gbps_per_gpu:g} Gb/s per GPU" if v.nic_gbps_per_gpu else ""}
-{env}
-{_requeue_block(lead)}
-{_launch_cmd(launch, gpn)}SRUN_PID=$!
-wait "$SRUN_PID"
-"""
-    return {"train.sbatch": body, **launch.files}
+    name, head = _head(v.header, "Slurm training job", [
+        f"chosen: {v.gpus} x {v.hw.accelerator} on {v.nodes} x {v.hw.node}; {layout}",
+        f"framework: {launch.version}; one task per GPU under srun",
+        f"host: {cpus} CPU(s) per GPU; memory: the whole node (--exclusive --mem=0, "
+        f"{v.hw.host_memory_bytes_per_node / GiB:.0f} GiB), the plan needs "
+        f"{v.host_memory_need_bytes_per_gpu * gpn / GiB:.0f} GiB per node",
+        f"checkpoint every {save_interval_steps(v)} steps = {v.checkpoint_interval_s / 60:.1f} min "
+        f"(Young/Daly, cluster MTBF {((v.mtbf_s or 0) / 3600):.1f} h)",
+        *segment_lines(v, seg, launch.framework),
+    ])  # fmt: skip
+    opts = [("job-name", name), ("nodes", str(v.nodes)), ("ntasks-per-node", str(gpn)),
+            ("gpus-per-node", str(gpn)), ("cpus-per-task", str(cpus)), ("mem", "0"), ("exclusive", ""),
+            ("time", time_limit(seg.limit_s)), ("requeue", ""), ("signal", f"B:USR1@{seg.lead_s}"),
+            ("open-mode", "append"), ("output", "%x-%j.out")]  # fmt: skip
+    lines = [
+        "#!/bin/bash",
+        *_sbatch(opts),
+        *head,
+        "set -euo pipefail",
+        'cd "${SLURM_SUBMIT_DIR:-.}"',
+        "",
+        *_train_env(v, launch),
+        "",
+        *progress_function(launch),
+        *control_lines(seg, v.steps, launch.framework),
+        "",
+        *_launch_lines(launch, gpn, cpus),
+        *finish_lines(seg),
+    ]
+    return {"train.sbatch": "\n".join(lines) + "\n", **launch.files}
 
 
 def profile_model_yaml(v: TrainingView, device: str) -> str:
@@ -169,115 +248,111 @@ def profile_model_yaml(v: TrainingView, device: str) -> str:
     else:
         dims = {"layers": 2, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads,
                 "ffn_hidden": m.ffn_hidden, "vocab": m.vocab}  # fmt: skip
-    lines = [f"name: {m.name}-profile", *(f"{k}: {val}" for k, val in dims.items())]
+    what = "two of the plan's layers" if device != "cpu" else "a tiny decoder (checks the launcher only)"
+    lines = [
+        *comment_lines(header_lines(v.header, f"Profiling model: {what}")),
+        f"name: {word(safe_token(m.name))}-profile",
+    ]
+    lines += [f"{k}: {int(val)}" for k, val in dims.items()]
     lines += [
         "mlp: swiglu",
         "norm: rmsnorm",
         "tied_embeddings: false",
         f"max_seq_len: {max(v.seq_len, 1024)}",
     ]
-    what = "two of the plan's layers" if device != "cpu" else "a tiny decoder (checks the launcher only)"
-    return comment_block(v.header, f"Profiling model: {what}") + "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
 
 
 def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
     """The profiling job on the plan's node type: comms on every GPU of up to two nodes (so
     both tiers are measured), then data-parallel training steps under srun + torchrun."""
     gpu = device == "gpu"
+    if gpu:
+        check_stack(v.hw)
     nodes = min(v.nodes, 2)
     per_node = min(v.gpus, v.hw.gpus_per_node) if gpu else 2
     seq = min(v.seq_len, 2048) if gpu else 32
+    cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, 0.0) if gpu else 1
+    name, head = _head(v.header, "Slurm profiling job", [
+        f"measures {nodes} x {v.hw.node} ({per_node} {'GPUs' if gpu else 'CPU ranks'} per node): collectives "
+        f"and point-to-point per tier, then DDP training steps ({'NCCL/RCCL' if gpu else 'gloo'})",
+        "then: rightsize calibrate profiles/*.jsonl && rightsize plan SPEC --calibration calibration.json",
+    ])  # fmt: skip
     opts = [
-        ("job-name", f"{v.header.name}-profile"),
+        ("job-name", safe_token(name + "-profile")),
         ("nodes", str(nodes)),
         ("ntasks-per-node", str(per_node)),
     ]
-    opts += [("gpus-per-node", str(per_node))] if gpu else []
-    opts += [("cpus-per-task", "1" if not gpu else str(max(1, math.ceil(v.cpu_cores_need_per_gpu))))]
-    opts += [("time", "00:30:00"), ("output", "%x-%j.out")]
-    head = comment_block(
-        v.header,
-        "Slurm profiling job",
-        [
-            f"measures {nodes} x {v.hw.node} ({per_node} {'GPUs' if gpu else 'CPU ranks'} per node): collectives "
-            f"and point-to-point per tier, then DDP training steps ({'NCCL' if gpu else 'gloo'})",
-            "then: rightsize calibrate profiles/*.jsonl && rightsize plan SPEC --calibration calibration.json",
-        ],
-    )
-    env = (
-        "".join(
-            f"export {k}={shlex.quote(val)}\n"
-            for k, val, _ in nccl_env(v.fabric_kind if nodes > 1 else None, v.rails, v.hw.vendor)
-        )
-        if gpu
-        else ""
-    )
-    backend, dev = ("nccl", "cuda") if gpu else ("gloo", "cpu")
-    sizes = "--max-bytes 1GiB" if gpu else "--sizes 1024,65536,1048576"
-    return {
-        "profile.sbatch": f"""#!/bin/bash
-{_sbatch_lines(opts)}{head}
-set -euo pipefail
-cd "${{SLURM_SUBMIT_DIR:-.}}"
-mkdir -p profiles
-RIGHTSIZE=${{RIGHTSIZE:-rightsize}}
-{env}
-# 1. Collectives and point-to-point: one task per {"GPU" if gpu else "rank"}; rank/world/rendezvous from srun.
-srun --kill-on-bad-exit=1 "$RIGHTSIZE" profile comms --backend {backend} {sizes} --iters 5 \\
-    --out "profiles/comms-$SLURM_JOB_ID.jsonl" --format json -o "profiles/comms-$SLURM_JOB_ID.json"
-
-# 2. Data-parallel training steps: one torchrun per node, rendezvous on the first host.
-MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
-srun --kill-on-bad-exit=1 --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \\
-  torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node={per_node} \\
-    --rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:{RDZV_PORT + 1}" \\
-    --no-python "$RIGHTSIZE" profile train --model profile-model.yaml --device {dev} \\
-    --batch 1,2 --seq {seq} --steps 3 --warmup 1{" --threads 1" if not gpu else " --dtype bf16"} \\
-    --out "profiles/train-$SLURM_JOB_ID.jsonl" --format json -o "profiles/train-$SLURM_JOB_ID.json"
-""",
-        "profile-model.yaml": profile_model_yaml(v, device),
-    }
+    opts += [("gpus-per-node", str(per_node)), ("exclusive", ""), ("mem", "0")] if gpu else []
+    opts += [("cpus-per-task", str(cpus)), ("time", "00:30:00"), ("output", "%x-%j.out")]
+    env = [
+        f"export {k}={word(val)}"
+        for k, val, _ in nccl_env(v.fabric_kind if nodes > 1 else None, v.rails, v.hw.vendor, plan_nic(v))
+    ]
+    backend, dev = (
+        ("nccl", "cuda") if gpu else ("gloo", "cpu")
+    )  # ROCm's PyTorch names RCCL "nccl", HIP "cuda"
+    sizes = ["--max-bytes", "1GiB"] if gpu else ["--sizes", "1024,65536,1048576"]
+    comms = ["srun", "--kill-on-bad-exit=1", '"$RIGHTSIZE"', "profile", "comms", "--backend", backend, *sizes,
+             "--iters", "5", "--out", '"profiles/comms-$SLURM_JOB_ID.jsonl"', "--format", "json",
+             "-o", '"profiles/comms-$SLURM_JOB_ID.json"']  # fmt: skip
+    train = ["srun", "--kill-on-bad-exit=1", '--ntasks="$SLURM_JOB_NUM_NODES"', "--ntasks-per-node=1",
+             "torchrun", '--nnodes="$SLURM_JOB_NUM_NODES"', f"--nproc-per-node={per_node}",
+             '--rdzv-id="$SLURM_JOB_ID"', "--rdzv-backend=c10d", '--rdzv-endpoint="$MASTER_ADDR:$PROFILE_PORT"',
+             "--no-python", '"$RIGHTSIZE"', "profile", "train", "--model", "profile-model.yaml", "--device", dev,
+             "--batch", "1,2", "--seq", str(seq), "--steps", "3", "--warmup", "1",
+             *(["--dtype", "bf16"] if gpu else ["--threads", "1"]),
+             "--out", '"profiles/train-$SLURM_JOB_ID.jsonl"', "--format", "json",
+             "-o", '"profiles/train-$SLURM_JOB_ID.json"']  # fmt: skip
+    lines = ["#!/bin/bash", *_sbatch(opts), *head, "set -euo pipefail", 'cd "${SLURM_SUBMIT_DIR:-.}"',
+             "mkdir -p profiles", 'RIGHTSIZE="${RIGHTSIZE:-rightsize}"', *env, "",
+             f"# 1. Collectives and point-to-point: one task per {'GPU' if gpu else 'rank'}; rank/world from srun.",
+             *command(comms), "",
+             "# 2. Data-parallel training steps: one torchrun per node, rendezvous on the first host.",
+             'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+             f'PROFILE_PORT="${{PROFILE_PORT:-{RDZV_PORT + 1}}}"', *command(train)]  # fmt: skip
+    return {"profile.sbatch": "\n".join(lines) + "\n", "profile-model.yaml": profile_model_yaml(v, device)}
 
 
 def serve_sbatch(v: ServingView) -> dict[str, str]:
     """A job array: one vLLM server per replica, on one node each."""
+    check_stack(v.hw)
     if v.tp > v.hw.gpus_per_node:
         raise BadInput(
             f"A replica spans {v.nodes_per_replica} nodes (TP{v.tp} on {v.hw.gpus_per_node}-GPU nodes).",
             "Multi-node vLLM replicas need a Ray cluster per replica, which the Slurm export does not write yet.",
             "Export with --target kubernetes (a LeaderWorkerSet per replica), or plan with targets.tp <= GPUs per node.",
         )
-    cpus = max(1, math.ceil(v.cpu_cores_need_per_gpu * v.tp))
+    cpus = _fit_node(v.hw, v.tp, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
     mem_gib = max(8, math.ceil(v.host_memory_need_bytes_per_gpu * v.tp / GiB))
-    opts = [
-        ("job-name", v.header.name),
-        ("array", f"0-{v.replicas - 1}"),
-        ("nodes", "1"),
-        ("ntasks", "1"),
-        ("gpus-per-node", str(v.tp)),
-        ("cpus-per-task", str(cpus)),
-        ("mem", f"{mem_gib}G"),
-        ("output", "%x-%A_%a.out"),
-    ]
-    head = comment_block(
-        v.header,
-        "Slurm serving job (vLLM)",
-        [
-            f"chosen: {v.replicas} replica(s) x TP{v.tp} on {v.hw.accelerator} ({v.hw.node}), weights "
-            f"{v.weight_precision}, KV cache {v.kv_precision}",
-            f"each replica sustains {v.replica_capacity_rps:.2f} req/s within the SLOs; sized for "
-            f"{v.design_rate_rps:.1f} req/s; one array task per replica, port 8000 + task id",
-            "no --time: the partition's default limit applies to a long-running server",
+    mem_gib = min(mem_gib, int(v.hw.host_memory_bytes_per_node // GiB))
+    name, head = _head(v.header, "Slurm serving job (vLLM)", [
+        f"chosen: {v.replicas} replica(s) x TP{v.tp} on {v.hw.accelerator} ({v.hw.node}), weights "
+        f"{v.weight_precision}, KV cache {v.kv_precision}",
+        f"each replica sustains {v.replica_capacity_rps:.2f} req/s within the SLOs; sized for "
+        f"{v.design_rate_rps:.1f} req/s; one array task per replica, port 8000 + task id",
+        "no --time: the partition's default limit applies to a long-running server",
+    ])  # fmt: skip
+    opts = [("job-name", name), ("array", f"0-{v.replicas - 1}"), ("nodes", "1"), ("ntasks", "1"),
+            ("gpus-per-node", str(v.tp)), ("cpus-per-task", str(cpus * v.tp)), ("mem", f"{mem_gib}G"),
+            ("output", "%x-%A_%a.out")]  # fmt: skip
+    args = vllm_args(v, port="$PORT")
+    lines = [
+        "#!/bin/bash",
+        *_sbatch(opts),
+        *head,
+        "set -euo pipefail",
+        f"DEFAULT_MODEL={word(v.model.hf_id or '')}",
+        'MODEL="${MODEL:-$DEFAULT_MODEL}"',
+        ': "${MODEL:?set MODEL to the Hugging Face model id or a local path}"',
+        "PORT=$((8000 + SLURM_ARRAY_TASK_ID))",
+        *[
+            f': "${{{x}:?set {x} (the vLLM arguments use it)}}"'
+            for x in sorted(arg_variables(args) - _DEFINED)
         ],
-    )
-    args = " \\\n    ".join(vllm_args(v, port="$((8000 + SLURM_ARRAY_TASK_ID))"))
-    return {
-        "serve.sbatch": f"""#!/bin/bash
-{_sbatch_lines(opts)}{head}
-set -euo pipefail
-MODEL=${{MODEL:-{v.model.hf_id or ""}}}
-: "${{MODEL:?set MODEL to the Hugging Face model id or a local path}}"
-srun vllm serve "$MODEL" \\
-    {args}
-"""
-    }
+        *command(["srun", "vllm", "serve", '"$MODEL"', *arg_words(args)]),
+    ]
+    return {"serve.sbatch": "\n".join(lines) + "\n"}
+
+
+__all__ = ["nccl_env", "profile_sbatch", "serve_sbatch", "time_limit", "train_sbatch"]
