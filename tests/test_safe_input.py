@@ -502,10 +502,10 @@ def test_names_with_a_nul_or_control_characters_are_bad_input(
 @pytest.mark.parametrize(
     ("window", "why"),
     [
-        ((0, 3600, 0), "positive step_s"),
+        ((0, 3600, 0), "step must be a positive"),
         ((0, 3600, float("nan")), "finite number"),
         ((3600, 0, 60), "runs forward"),
-        ((0, 1e15, 1), "at most 90 days"),
+        ((0, 1e8, 1e5), "at most 90 days"),
         ((0, 3600, True), "finite number"),
         ((0, 86400, 1), "at most 11,000 points"),
     ],

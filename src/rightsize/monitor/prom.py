@@ -37,8 +37,8 @@ MAX_TIMEOUT_S = 3600.0
 MAX_RESPONSE_MIB = 4096.0
 DEADLINE_TIMEOUTS = 10  # the whole command may take this many --timeout
 MAX_DEADLINE_S = 86400.0
-MAX_CAPTURE_WINDOW_S = 90 * 86400.0  # as `monitor --window` allows
-MAX_CAPTURE_POINTS = 11_000  # Prometheus' limit on the points of one range query
+MAX_WINDOW_S = 90 * 86400.0  # the longest window, live (`--window`) or captured
+MAX_POINTS = 11_000  # per series: Prometheus's own limit on a range query
 MAX_CAPTURE_BYTES = 256 * 2**20  # a capture of a day at 15 s steps is a few MB; a month of many series fits
 # The question asked of `/api/v1/label/__name__/values`, stored in a capture like a query.
 NAMES_QUERY = "__names__"
@@ -87,6 +87,45 @@ class Window:
     def grid(self) -> np.ndarray:
         n = int(math.floor(self.duration_s / self.step_s + 1e-9)) + 1
         return self.start_s + self.step_s * np.arange(n)
+
+
+def check_window(window: Window, what: str) -> None:
+    """BadInput unless the window runs forward by a positive, finite step, in at most MAX_POINTS
+    points and MAX_WINDOW_S: one check for a live window and a captured one."""
+    start, end, step = window.start_s, window.end_s, window.step_s
+    if not all(math.isfinite(x) for x in (start, end, step)):
+        raise BadInput(
+            f"{what}: start {start!r}, end {end!r}, step {step!r} are not all finite numbers.",
+            "A window is a start, an end and a step, each in unix seconds.",
+            "Give finite times and a step such as 1m or 5m.",
+        )
+    if step <= 0:
+        raise BadInput(
+            f"{what}: the step is {step:g} s.",
+            "The step must be a positive number of seconds (step_s above 0).",
+            "Use a step such as --step 1m or 5m.",
+        )
+    if end < start:
+        raise BadInput(
+            f"{what}: the window ends ({end:g}) before it starts ({start:g}).",
+            "A window runs forward in time.",
+            "Swap start and end, or capture the window again with `rightsize monitor --save`.",
+        )
+    points = (end - start) / step + 1
+    if points > MAX_POINTS:
+        raise BadInput(
+            f"{what}: {end - start:,.6g} s / {step:,.6g} s per step = {points:,.6g} points per series, over "
+            f"the {MAX_POINTS:,} allowed.",
+            f"Each series would need {points * 8 / 2**30:,.4g} GiB at 8 bytes a point (Prometheus itself "
+            f"answers at most {MAX_POINTS:,} points per series).",
+            "Raise --step or shorten --window.",
+        )
+    if end - start > MAX_WINDOW_S:
+        raise BadInput(
+            f"{what}: the window is {(end - start) / 86400:,.6g} days long.",
+            f"A window lasts at most {MAX_WINDOW_S / 86400:g} days (as --window allows).",
+            "Capture or ask for a shorter window.",
+        )
 
 
 class Source(Protocol):
@@ -353,8 +392,7 @@ class FileSource:
         return str(self.path)
 
     def window(self) -> Window:
-        """The capture's window: finite start before end, a positive step, at most
-        MAX_CAPTURE_WINDOW_S long and MAX_CAPTURE_POINTS steps (what a live query may ask)."""
+        """The capture's window, checked as a live window is (`check_window`)."""
         c = self.capture
         values = [c.get(key) for key in ("start_s", "end_s", "step_s")]
         if not all(
@@ -365,21 +403,9 @@ class FileSource:
                 "Each must be a finite number of seconds.",
                 "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
             )
-        start, end, step = (float(v) for v in values if isinstance(v, int | float))
-        if not (step > 0 and end > start and end - start <= MAX_CAPTURE_WINDOW_S):
-            raise BadInput(
-                f"--from {self.path}: the capture's window is {start:g} to {end:g} s every {step:g} s.",
-                f"A window runs forward (end_s after start_s), for at most {MAX_CAPTURE_WINDOW_S / 86400:g} days, "
-                "with a positive step_s.",
-                "Capture again with `rightsize monitor PLAN --prometheus URL --save FILE`.",
-            )
-        if (end - start) / step > MAX_CAPTURE_POINTS:
-            raise BadInput(
-                f"--from {self.path}: the capture's window has {(end - start) / step:,.0f} steps.",
-                f"Prometheus answers at most {MAX_CAPTURE_POINTS:,} points per series; a capture holds no more.",
-                "Capture again with a larger --step or a shorter --window.",
-            )
-        return Window(start, end, step)
+        window = Window(*(float(v) for v in values if isinstance(v, int | float)))
+        check_window(window, f"--from {self.path}")
+        return window
 
     def query_range(self, query: str, window: Window) -> list[Series]:
         payload = self._queries().get(query)

@@ -19,11 +19,13 @@ from rightsize.monitor.compare import compare
 from rightsize.monitor.plan_view import planned
 from rightsize.monitor.prom import (
     MAX_RESPONSE_MIB,
+    MAX_WINDOW_S,
     FileSource,
     PrometheusSource,
     Source,
     Window,
     check_limit,
+    check_window,
     new_capture,
 )
 from rightsize.monitor.queries import collect
@@ -32,9 +34,7 @@ from rightsize.monitor.result import MonitorResult
 
 TARGET_STEPS = 2016  # a week at 5-minute steps
 MIN_STEP_S = 60.0
-MAX_WINDOW_S = 90 * 86400.0
 MAX_END_S = 1e10  # unix seconds: the year 2286
-MAX_POINTS = 11000  # per series: Prometheus's own limit on a range query
 
 
 def choose_window(window_s: float, end_s: float | None, step_s: float | None) -> Window:
@@ -71,38 +71,6 @@ def response_cap_bytes(mib: float | None) -> int | None:
         return None
     check_limit("--max-response-mib", mib, 1 / 1024, MAX_RESPONSE_MIB, "MiB")
     return int(mib * 2**20)
-
-
-def check_window(window: Window, what: str) -> None:
-    """BadInput unless the window runs forward by a positive, finite step in at most MAX_POINTS points."""
-    start, end, step = window.start_s, window.end_s, window.step_s
-    if not all(math.isfinite(x) for x in (start, end, step)):
-        raise BadInput(
-            f"{what}: start {start!r}, end {end!r}, step {step!r} are not all finite numbers.",
-            "A window is a start, an end and a step, each in unix seconds.",
-            "Give finite times and a step such as 1m or 5m.",
-        )
-    if step <= 0:
-        raise BadInput(
-            f"{what}: the step is {step:g} s.",
-            "The step must be a positive number of seconds (allowed: above 0).",
-            "Use a step such as --step 1m or 5m.",
-        )
-    if end < start:
-        raise BadInput(
-            f"{what}: the window ends ({end:g}) before it starts ({start:g}).",
-            "A window must run forward in time.",
-            "Swap start and end, or capture the window again with `rightsize monitor --save`.",
-        )
-    points = (end - start) / step + 1
-    if points > MAX_POINTS:
-        raise BadInput(
-            f"{what}: {end - start:,.6g} s / {step:,.6g} s per step = {points:,.6g} points per series, over "
-            f"the {MAX_POINTS:,} allowed.",
-            f"Each series would need {points * 8 / 2**30:,.4g} GiB at 8 bytes a point (Prometheus itself "
-            f"answers at most {MAX_POINTS:,} points per series).",
-            "Raise --step or shorten --window.",
-        )
 
 
 def monitor(
