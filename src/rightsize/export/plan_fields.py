@@ -134,4 +134,6 @@ def check_text(val: Any, where: str, key: str, max_len: int = TEXT_MAX) -> str:
         raise _bad(where, key, f"is longer than {max_len} characters")
     if any(0xD800 <= ord(c) <= 0xDFFF for c in val):
         raise _bad(where, key, "holds a lone surrogate (not Unicode text)")
+    if "\x00" in val:
+        raise _bad(where, key, "holds a NUL character (no file name, argument or label can carry it)")
     return val
