@@ -387,3 +387,179 @@ def test_different_names_get_different_objects(plans: dict[str, dict[str, Any]])
 def test_names_that_are_not_text_are_refused(plans: dict[str, dict[str, Any]], bad: str) -> None:
     with pytest.raises(BadInput, match="`name`"):
         render_files(_named(plans["llama3-70b-pretrain"], bad, "m"), "prometheus")
+
+
+# --- hand-edited plan JSON: BadInput naming the key, never a traceback --------------------
+
+ODD_VALUES = [
+    None,
+    "x",
+    "",
+    -1,
+    0,
+    0.5,
+    -1e-9,
+    1e308,
+    10**400,
+    float("nan"),
+    float("inf"),
+    True,
+    [],
+    {},
+    [1],
+    {"a": 1},
+]
+
+
+def _read_keys() -> set[str]:
+    """The keys `export.plan_view` reads (its `Fields` calls), so edits land where they matter."""
+    import re
+
+    import rightsize.export.plan_view as pv
+
+    text = Path(pv.__file__).read_text()
+    keys = set(re.findall(r'\.(?:num|integer|text|sub|flag|items)\(\s*"([a-z_0-9]+)"', text))
+    return keys | {"schema_version", "kind", "name", "model", "spec", "best", "sizing"}
+
+
+READ_KEYS = _read_keys()
+
+
+def _paths(d: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(d, dict):
+        for k, v in d.items():
+            if k not in (
+                "alternatives",
+                "pareto",
+                "rejected",
+                "findings",
+                "uncertainty",
+                "search",
+                "checklists",
+            ):
+                out += _paths(v, (*prefix, k))
+    elif isinstance(d, list):
+        for i, v in enumerate(d[:3]):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _edit(plan: dict[str, Any], path: tuple[Any, ...], value: Any, delete: bool) -> dict[str, Any]:
+    p = copy.deepcopy(plan)
+    cur: Any = p
+    for key in path[:-1]:
+        cur = cur[key]
+    if delete and isinstance(cur, dict):
+        del cur[path[-1]]
+    else:
+        cur[path[-1]] = value
+    return p
+
+
+FUZZ_CASES = [
+    ("llama3-70b-pretrain", "kubernetes", "megatron"),
+    ("llama3-70b-pretrain", "kubernetes", "torchtitan"),
+    ("llama3-70b-pretrain", "slurm", "nemo"),
+    ("llama3-8b-lora-weekly", "prometheus", "nemo"),
+    ("llama3-70b-chat-serving", "kubernetes", "auto"),
+    ("llama3-70b-chat-serving", "slurm", "auto"),
+    ("llama3-70b-chat-serving", "prometheus", "auto"),
+]
+
+
+@pytest.mark.parametrize(("example", "target", "framework"), FUZZ_CASES)
+@given(data=st.data())
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_hand_edited_plan_gives_bad_input_or_files(
+    plans: dict[str, dict[str, Any]], example: str, target: str, framework: str, data: st.DataObject
+) -> None:
+    plan = plans[example]
+    paths = [p for p in _paths(plan) if all(isinstance(k, int) or k in READ_KEYS for k in p)]
+    for _ in range(data.draw(st.integers(1, 3), label="edits")):
+        path = data.draw(st.sampled_from(paths), label="path")
+        value = data.draw(st.sampled_from(ODD_VALUES), label="value")
+        try:
+            plan = _edit(plan, path, value, data.draw(st.booleans(), label="delete"))
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier edit removed or retyped the parent
+    try:
+        files = render_files(plan, target, framework)
+    except BadInput as err:
+        assert "Traceback" not in str(err)
+        return
+    assert files and all(isinstance(t, str) for t in files.values())
+
+
+@given(data=st.data())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_hand_edited_fleet_plan_gives_bad_input_or_files(
+    fleet_plan: dict[str, Any], data: st.DataObject
+) -> None:
+    plan = fleet_plan
+    paths = [p for p in _paths(plan) if p[0] in ("quotas", "name", "schema_version", "kind")]
+    for _ in range(data.draw(st.integers(1, 3), label="edits")):
+        path = data.draw(st.sampled_from(paths), label="path")
+        value = data.draw(st.sampled_from(ODD_VALUES), label="value")
+        try:
+            plan = _edit(plan, path, value, data.draw(st.booleans(), label="delete"))
+        except (KeyError, IndexError, TypeError):
+            continue
+    try:
+        render_files(plan, "kubernetes")
+    except BadInput:
+        pass
+
+
+@pytest.mark.parametrize(
+    "plan", [[], "plan", 3, None, {"schema_version": 2}, {"schema_version": 2, "kind": "training_plan"}]
+)
+def test_a_plan_that_is_not_a_plan_is_refused(plan: Any) -> None:
+    with pytest.raises(BadInput):
+        render_files(plan, "kubernetes")
+
+
+def test_the_message_names_the_key() -> None:
+    plan = plan_dict("llama3-70b-pretrain")
+    plan["best"]["parallel"]["tp"] = float("nan")
+    with pytest.raises(BadInput, match=r"`best\.parallel\.tp` must be a whole number from 1 to"):
+        render_files(plan, "slurm", "megatron")
+    plan["best"]["parallel"]["tp"] = -2
+    with pytest.raises(BadInput, match=r"`best\.parallel\.tp`"):
+        render_files(plan, "kubernetes", "megatron")
+
+
+DELETE = object()
+EDGE_VALUES = [DELETE, None, "x", -1, 0, 1, float("nan"), 10**400, 1e300, True, []]
+RENDERS = {
+    "training_plan": [("kubernetes", "megatron"), ("kubernetes", "torchtitan"), ("kubernetes", "nemo"),
+                      ("slurm", "megatron"), ("prometheus", "auto")],
+    "serving_plan": [("kubernetes", "auto"), ("slurm", "auto"), ("prometheus", "auto")],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("example", ["llama3-70b-pretrain", "llama3-70b-chat-serving"])
+def test_every_read_key_edited_gives_bad_input_or_files(
+    plans: dict[str, dict[str, Any]], example: str
+) -> None:
+    """Each key `plan_view` reads, deleted or set to each edge value in turn (exhaustive)."""
+    from rightsize.export.plan_view import serving_view, training_view
+
+    base = plans[example]
+    view = training_view if base["kind"] == "training_plan" else serving_view
+    paths = [p for p in _paths(base) if all(isinstance(k, int) or k in READ_KEYS for k in p)]
+    rendered = 0
+    for path in paths:
+        for value in EDGE_VALUES:
+            plan = _edit(base, path, value, value is DELETE)
+            try:
+                view(plan)
+            except BadInput:
+                continue
+            for target, framework in RENDERS[base["kind"]]:
+                try:
+                    render_files(plan, target, framework)
+                    rendered += 1
+                except BadInput:
+                    pass
+    assert rendered  # some edits are harmless (a default applies)
