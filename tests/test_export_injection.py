@@ -562,3 +562,74 @@ def test_every_read_key_edited_gives_bad_input_or_files(
                 except BadInput:
                     pass
     assert rendered  # some edits are harmless (a default applies)
+
+
+# --- the quoting functions themselves ------------------------------------------------------
+
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=80)
+
+
+@given(text=TEXT)
+@settings(max_examples=200, deadline=None)
+def test_quoting_functions_round_trip(text: str) -> None:
+    import shlex
+
+    from rightsize.export.names import one_line, python_literal, shell_word, toml_string
+
+    assert shlex.split(shell_word(text)) == [text] or (text == "" and shell_word(text) == "''")
+    assert ast.literal_eval(python_literal(text)) == text
+    assert tomllib.loads(f"k = {toml_string(text)}\n") == {"k": text}
+    line = one_line(text)
+    assert len(line.splitlines()) <= 1 and "\r" not in line and "\n" not in line
+    assert ast.parse(f"# {line}\nx = 1\n").body[0].lineno == 2  # still a comment line
+
+
+@given(text=TEXT)
+@settings(max_examples=200, deadline=None)
+def test_k8s_names_are_valid_deterministic_and_distinct(text: str) -> None:
+    from rightsize.export.names import k8s_name, label_value
+
+    if not _k8s_nameable(text):
+        with pytest.raises(BadInput, match="RFC 1035"):
+            k8s_name(text)
+        return
+    name = k8s_name(text)
+    assert DNS_1035.fullmatch(name) and len(name) <= 63 and name == k8s_name(text)
+    assert len(k8s_name(text, 40)) <= 40
+    if name != text:  # changed names carry a hash of the original: no two collide
+        assert k8s_name(text + "x") != name and k8s_name(text.upper() + "!") != name
+    assert len(label_value(text)) <= 63
+
+
+def test_promql_strings_parse_back(tmp_path: Path) -> None:
+    """The escaped value is what Prometheus reads: a promtool rule test matches the series
+    with the hostile label value exactly."""
+    from rightsize.export.names import promql_string
+
+    if not shutil.which("promtool"):
+        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    values = ['a"b', "back\\slash", "new\nline", "tab\there", "\u2028\x1b", "模型", "}) or vector(1) #"]
+    rules = {"groups": [{"name": "g", "rules": [
+        {"alert": f"A{i}", "expr": f"m{{v={promql_string(v)}}} > 0", "labels": {"n": str(i)}} for i, v in enumerate(values)
+    ]}]}  # fmt: skip
+    tests = {
+        "rule_files": ["r.yml"],
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": f"m{{v={promql_string(v)}}}", "values": "1x5"} for v in values],
+                "alert_rule_test": [
+                    {
+                        "eval_time": "1m",
+                        "alertname": f"A{i}",
+                        "exp_alerts": [{"exp_labels": {"v": v, "n": str(i)}}],
+                    }
+                    for i, v in enumerate(values)
+                ],
+            }
+        ],
+    }
+    (tmp_path / "r.yml").write_text(yaml.safe_dump(rules, allow_unicode=True), encoding="utf-8")
+    (tmp_path / "t.yml").write_text(yaml.safe_dump(tests, allow_unicode=True), encoding="utf-8")
+    out = _promtool(tmp_path, "test", "rules", "t.yml")
+    assert out.returncode == 0, out.stdout + out.stderr
