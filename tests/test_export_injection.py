@@ -633,3 +633,19 @@ def test_promql_strings_parse_back(tmp_path: Path) -> None:
     (tmp_path / "t.yml").write_text(yaml.safe_dump(tests, allow_unicode=True), encoding="utf-8")
     out = _promtool(tmp_path, "test", "rules", "t.yml")
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+@given(text=TEXT)
+@settings(max_examples=200, deadline=None)
+def test_plain_names_need_no_quoting(text: str) -> None:
+    import shlex
+
+    from rightsize.export.names import plain_name
+
+    if not any(c.isascii() and c.isalnum() for c in text):
+        with pytest.raises(BadInput):
+            plain_name(text)
+        return
+    name = plain_name(text)
+    assert shlex.quote(name) == name and "/" not in name and ".." not in name and len(name) <= 64
+    assert name == plain_name(text) and (name == text or plain_name(text + "!") != name)

@@ -4,7 +4,9 @@ pastes a name into a template.
 
 - `one_line`: text for a comment or a one-line directive (no line break, no control
   character, no bidirectional override can end the line or hide code).
-- `shell_word`, `shell_args`, `ShellExpr`: POSIX shell words (`shlex.quote`).
+- `shell_word`, `shell_args`, `ShellExpr`, `argv`: POSIX shell words (`shlex.quote`) and
+  argument vectors.
+- `plain_name`: a name safe as a shell word, file name and Slurm job name without quoting.
 - `python_literal`: a Python literal (`repr` of a checked value).
 - `toml_string`: a TOML basic string.
 - `promql_string`: a PromQL string literal (label matcher value).
@@ -44,6 +46,13 @@ def one_line(text: str) -> str:
     a line of code; TOML forbids control characters in comments, YAML anything unprintable)
     and for one-line directives such as `#SBATCH` (read up to the end of the line)."""
     return "".join(_escape_char(c) if unicodedata.category(c) in UNSAFE_CATEGORIES else c for c in text)
+
+
+HASH_LEN = 8  # hex digits of SHA-256 added to a name that had to change
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LEN]
 
 
 # --- POSIX shell -------------------------------------------------------------------------
@@ -111,6 +120,27 @@ def argv(args: Iterable[Arg]) -> list[str]:
     return out
 
 
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def plain_name(text: str, max_len: int = 64, what: str = "name") -> str:
+    """A name of ASCII letters, digits, `.`, `_` and `-` only, starting with a letter or digit:
+    a shell word, a file or folder name and a Slurm job name as it is (nothing to quote, no
+    `/`, no `..`). Kept when already so (and within `max_len`), else slugged and given `-` +
+    8 hex digits of its SHA-256 like `k8s_name` (two names never collide). Refused (BadInput)
+    when nothing of it is a letter or digit."""
+    if len(text) <= max_len and PLAIN_NAME.fullmatch(text) and ".." not in text:
+        return text
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-_")
+    if not slug:
+        raise BadInput(
+            f"The {what} {one_line(text)[:80]!r} has no ASCII letter or digit.",
+            "Job, file and folder names are made of letters, digits, '.', '_' and '-'.",
+            f"Give the {what} at least one ASCII letter or digit.",
+        )
+    return f"{slug[: max_len - HASH_LEN - 1].rstrip('-_')}-{_short_hash(text)}"
+
+
 # --- Python and TOML ---------------------------------------------------------------------
 
 
@@ -175,11 +205,6 @@ def promql_string(text: str) -> str:
 DNS_LABEL_MAX = 63
 DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-HASH_LEN = 8
-
-
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LEN]
 
 
 def k8s_name(text: str, max_len: int = DNS_LABEL_MAX, what: str = "name") -> str:
