@@ -136,7 +136,14 @@ def _run_shell(shell: str, script: str, stubs: Path, tmp: Path) -> Path:
     """Run `script` with `shell -c` in a fresh folder, PATH only the stubs; the folder."""
     cwd = _sandbox(tmp)
     env = {"PATH": str(stubs / "bin"), "HOME": str(cwd)}
-    subprocess.run([shutil.which(shell) or shell, "-c", script], cwd=cwd, env=env, timeout=20, check=False)
+    subprocess.run(
+        [shutil.which(shell) or shell, "-c", script],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=20,
+        check=False,
+    )
     assert not (cwd / CANARY).exists(), "a name ran as a shell command"
     return cwd
 
@@ -281,6 +288,7 @@ def test_serving_exports_hold_hostile_names_as_data(
 ) -> None:
     plan = _named(plans[example], name, name)
     _check_prometheus(render_files(plan, "prometheus"), tmp_path, _keda_queries(plan, name))
+    _check_vllm_shell_args(plan, name, stubs, tmp_path)
     if not _k8s_nameable(name):
         with pytest.raises(BadInput, match="Kubernetes name"):
             render_files(plan, "kubernetes")
@@ -299,6 +307,19 @@ def test_serving_exports_hold_hostile_names_as_data(
     cwd = _run_shell("sh", leader["args"][0], stubs, tmp_path)
     args = _recorded(cwd, "vllm")
     assert args[args.index("--served-model-name") + 1] == name
+
+
+def _check_vllm_shell_args(plan: dict[str, Any], name: str, stubs: Path, tmp: Path) -> None:
+    """`vllm_args` joined into a continued shell line (as a job script does) reach vLLM as
+    the same arguments: the model name one argument, the port expression expanded."""
+    from rightsize.export.names import ShellExpr
+    from rightsize.export.plan_view import serving_view
+    from rightsize.export.vllm import vllm_args
+
+    args = vllm_args(serving_view(plan), port=ShellExpr("$((8000 + 3))"))
+    cwd = _run_shell("bash", "vllm serve MODEL \\\n    " + " \\\n    ".join(args) + "\n", stubs, tmp)
+    got = _recorded(cwd, "vllm")
+    assert got[got.index("--served-model-name") + 1] == name and got[-2:] == ["--port", "8003"]
 
 
 def _keda_queries(plan: dict[str, Any], name: str) -> list[str]:
