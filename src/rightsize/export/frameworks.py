@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from rightsize.errors import BadInput
 from rightsize.export.header import comment_block
+from rightsize.export.names import Arg, ShellExpr, python_literal, shell_args, toml_string
 from rightsize.export.plan_view import TrainingView
 
 FRAMEWORKS = {
@@ -34,14 +35,24 @@ FRAMEWORKS = {
 
 @dataclass(frozen=True)
 class Launch:
-    """How the framework starts: the command each torchrun/srun task runs, and extra files."""
+    """How the framework starts: the command each torchrun/srun task runs, and extra files.
+
+    `arg_list` holds the arguments as (flag, value) pairs; `args` is the same as shell text
+    (`names.shell_args`: each entry `--flag WORD`, the value quoted), ready to join with
+    spaces or continued lines into a script; `names.argv(arg_list)` gives an argument vector.
+    """
 
     framework: str
     version: str
-    entry: str  # the module or script torchrun runs (or srun, for NeMo)
-    args: list[str]
+    entry: str  # the module or script torchrun runs (or srun, for NeMo): code-made shell text
+    arg_list: tuple[Arg, ...]
     files: dict[str, str]  # file name -> content written beside the job script
     torchrun: bool  # True: srun starts one torchrun per node; False: srun starts one task per GPU
+
+    @property
+    def args(self) -> list[str]:
+        """The arguments as shell text, one quoted `--flag WORD` per entry."""
+        return shell_args(self.arg_list)
 
 
 def save_interval_steps(v: TrainingView) -> int:
@@ -64,76 +75,101 @@ def _check(v: TrainingView, framework: str) -> None:
         )
 
 
-def megatron(v: TrainingView) -> Launch:
+def _megatron_model(v: TrainingView) -> list[Arg]:
     m = v.model
-    a = [
-        f"--num-layers {m.layers}",
-        f"--hidden-size {m.hidden}",
-        f"--ffn-hidden-size {m.ffn_hidden}",
-        f"--num-attention-heads {m.heads}",
-        f"--seq-length {v.seq_len}",
-        f"--max-position-embeddings {max(v.seq_len, m.max_seq_len)}",
-        "--position-embedding-type rope",
-        "--normalization RMSNorm",
-        "--swiglu",
-        "--untie-embeddings-and-output-weights",
-        "--disable-bias-linear",
-        f"--vocab-size {m.vocab}",
-        "--tokenizer-type NullTokenizer",
+    a: list[Arg] = [
+        ("--num-layers", m.layers),
+        ("--hidden-size", m.hidden),
+        ("--ffn-hidden-size", m.ffn_hidden),
+        ("--num-attention-heads", m.heads),
+        ("--seq-length", v.seq_len),
+        ("--max-position-embeddings", max(v.seq_len, m.max_seq_len)),
+        ("--position-embedding-type", "rope"),
+        ("--normalization", "RMSNorm"),
+        ("--swiglu", None),
+        ("--untie-embeddings-and-output-weights", None),
+        ("--disable-bias-linear", None),
+        ("--vocab-size", m.vocab),
+        ("--tokenizer-type", "NullTokenizer"),
     ]
     if m.kv_heads != m.heads:
-        a += ["--group-query-attention", f"--num-query-groups {m.kv_heads}"]
+        a += [("--group-query-attention", None), ("--num-query-groups", m.kv_heads)]
     if m.kv_lora_rank:  # multi-head latent attention (DeepSeek-V2/V3)
-        a += ["--multi-latent-attention", f"--kv-lora-rank {m.kv_lora_rank}", f"--qk-head-dim {m.head_dim}"]
-        a += [f"--q-lora-rank {m.q_lora_rank}"] if m.q_lora_rank else []
-        a += [f"--qk-pos-emb-head-dim {m.qk_rope_head_dim}"] if m.qk_rope_head_dim else []
-        a += [f"--v-head-dim {m.v_head_dim}"] if m.v_head_dim else []
+        a += [
+            ("--multi-latent-attention", None),
+            ("--kv-lora-rank", m.kv_lora_rank),
+            ("--qk-head-dim", m.head_dim),
+        ]
+        a += [("--q-lora-rank", m.q_lora_rank)] if m.q_lora_rank else []
+        a += [("--qk-pos-emb-head-dim", m.qk_rope_head_dim)] if m.qk_rope_head_dim else []
+        a += [("--v-head-dim", m.v_head_dim)] if m.v_head_dim else []
     if m.experts:
-        a += [f"--num-experts {m.experts}", f"--moe-router-topk {m.experts_per_token}"]
+        a += [("--num-experts", m.experts), ("--moe-router-topk", m.experts_per_token)]
         if m.expert_ffn_hidden:
-            a.append(f"--moe-ffn-hidden-size {m.expert_ffn_hidden}")
+            a.append(("--moe-ffn-hidden-size", m.expert_ffn_hidden))
             if m.shared_experts:
-                a.append(f"--moe-shared-expert-intermediate-size {m.shared_experts * m.expert_ffn_hidden}")
+                a.append(("--moe-shared-expert-intermediate-size", m.shared_experts * m.expert_ffn_hidden))
         if m.dense_layers:
-            a.append(f'--moe-layer-freq "([0]*{m.dense_layers}+[1]*{m.layers - m.dense_layers})"')
-        a += ["--moe-grouped-gemm", "--moe-token-dispatcher-type alltoall"]
-    a += [
-        f"--tensor-model-parallel-size {v.tp}",
-        f"--pipeline-model-parallel-size {v.pp}",
-        f"--context-parallel-size {v.cp}",
-        f"--expert-model-parallel-size {v.ep}",
+            a.append(("--moe-layer-freq", f"([0]*{m.dense_layers}+[1]*{m.layers - m.dense_layers})"))
+        a += [("--moe-grouped-gemm", None), ("--moe-token-dispatcher-type", "alltoall")]
+    return a
+
+
+def _megatron_parallel(v: TrainingView) -> list[Arg]:
+    m = v.model
+    a: list[Arg] = [
+        ("--tensor-model-parallel-size", v.tp),
+        ("--pipeline-model-parallel-size", v.pp),
+        ("--context-parallel-size", v.cp),
+        ("--expert-model-parallel-size", v.ep),
     ]
     if m.layers % (v.pp * v.vpp):
-        a.append(f'--pipeline-model-parallel-layout "{pipeline_layout(m.layers, v.pp, v.vpp)}"')
+        a.append(("--pipeline-model-parallel-layout", pipeline_layout(m.layers, v.pp, v.vpp)))
     elif v.vpp > 1:
-        a.append(f"--num-layers-per-virtual-pipeline-stage {m.layers // (v.pp * v.vpp)}")
+        a.append(("--num-layers-per-virtual-pipeline-stage", m.layers // (v.pp * v.vpp)))
     if v.sequence_parallel and v.tp > 1:
-        a.append("--sequence-parallel")
-    a += [f"--micro-batch-size {v.micro_batch}", f"--global-batch-size {v.global_batch}"]
+        a.append(("--sequence-parallel", None))
+    a += [("--micro-batch-size", v.micro_batch), ("--global-batch-size", v.global_batch)]
     if v.recompute == "selective":
-        a.append("--recompute-granularity selective")
+        a.append(("--recompute-granularity", "selective"))
     elif v.recompute == "full":
-        a += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]
+        a += [
+            ("--recompute-granularity", "full"),
+            ("--recompute-method", "uniform"),
+            ("--recompute-num-layers", 1),
+        ]
     if v.zero_stage in (1, 2):
-        a += ["--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather"]
+        a += [
+            ("--use-distributed-optimizer", None),
+            ("--overlap-grad-reduce", None),
+            ("--overlap-param-gather", None),
+        ]
     elif v.zero_stage == 3:
-        a += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy optim_grads_params"]
-    a += ["--bf16"] if v.precision in ("bf16", "fp8") else ["--fp16"]
+        a += [("--use-megatron-fsdp", None), ("--data-parallel-sharding-strategy", "optim_grads_params")]
+    return a
+
+
+def megatron(v: TrainingView) -> Launch:
+    a = _megatron_model(v) + _megatron_parallel(v)
+    a += [("--bf16", None)] if v.precision in ("bf16", "fp8") else [("--fp16", None)]
     if v.precision == "fp8":
-        a += ["--fp8-format hybrid"]
+        a += [("--fp8-format", "hybrid")]
     a += [
-        "--attention-backend flash",
-        f"--train-iters {v.steps}",
-        f"--save-interval {save_interval_steps(v)}",
-        '--save "$CKPT_DIR"',
-        '--load "$CKPT_DIR"',
-        '--data-path "$DATA_PATH"',
-        "--lr 3.0e-4 --min-lr 3.0e-5 --lr-decay-style cosine --weight-decay 0.1",
-        "--log-interval 10",
-        "--distributed-timeout-minutes 30",
-        "--exit-signal-handler",  # SIGTERM (preemption, requeue): save a checkpoint, then exit
+        ("--attention-backend", "flash"),
+        ("--train-iters", v.steps),
+        ("--save-interval", save_interval_steps(v)),
+        ("--save", ShellExpr("$CKPT_DIR")),
+        ("--load", ShellExpr("$CKPT_DIR")),
+        ("--data-path", ShellExpr("$DATA_PATH")),
+        ("--lr", "3.0e-4"),
+        ("--min-lr", "3.0e-5"),
+        ("--lr-decay-style", "cosine"),
+        ("--weight-decay", "0.1"),
+        ("--log-interval", 10),
+        ("--distributed-timeout-minutes", 30),
+        ("--exit-signal-handler", None),  # SIGTERM (preemption, requeue): save a checkpoint, then exit
     ]
-    return Launch("megatron", FRAMEWORKS["megatron"], '"$MEGATRON_DIR/pretrain_gpt.py"', a, {}, True)
+    return Launch("megatron", FRAMEWORKS["megatron"], '"$MEGATRON_DIR/pretrain_gpt.py"', tuple(a), {}, True)
 
 
 def _titan_flavor(name: str) -> str:
@@ -159,7 +195,7 @@ def torchtitan(v: TrainingView) -> Launch:
         head
         + f"""[job]
 dump_folder = "./outputs"
-description = "{v.header.name}"
+description = {toml_string(v.header.name)}
 
 [model]
 name = "llama3"
@@ -200,7 +236,7 @@ interval = {save_interval_steps(v)}
         "torchtitan",
         FRAMEWORKS["torchtitan"],
         "-m torchtitan.train",
-        ["--job.config_file torchtitan.toml"],
+        (("--job.config_file", "torchtitan.toml"),),
         {"torchtitan.toml": toml},
         True,
     )
@@ -219,18 +255,22 @@ def nemo(v: TrainingView) -> Launch:
     lora = v.method == "lora"
     fn = "finetune_recipe" if lora else "pretrain_recipe"
     extra = ', peft_scheme="lora"' if lora else ""
+    # The plan's name is the one user string here: a Python literal (`repr`), never inside quotes.
+    name = python_literal(v.header.name)
     ckpt_steps = min(save_interval_steps(v), v.steps)  # Lightning wants intervals within the run
     ac = {"none": "None", "selective": '"selective"', "full": '"full"'}[v.recompute]
     py = (
         comment_block(v.header, f"NeMo job script ({FRAMEWORKS['nemo']})")
-        + f'''"""NeMo 2.0 job for {v.header.name}; run by srun (one task per GPU) or torchrun."""
+        + f'''"""NeMo 2.0 job for the plan named in PLAN_NAME; run by srun (one task per GPU) or torchrun."""
 import os
 
 import nemo_run as run
 from nemo.collections import llm
 
+PLAN_NAME = {name}
+
 recipe = llm.{recipe}.{fn}(
-    name="{v.header.name}", dir=os.environ.get("CKPT_DIR", "./checkpoints"),
+    name=PLAN_NAME, dir=os.environ.get("CKPT_DIR", "./checkpoints"),
     num_nodes={v.nodes}, num_gpus_per_node={min(v.gpus, v.hw.gpus_per_node)}{extra},
 )
 s = recipe.trainer.strategy
@@ -258,7 +298,7 @@ recipe.log.ckpt.every_n_train_steps = {ckpt_steps}
         if v.lora_alpha:
             py += f"recipe.peft.alpha = {v.lora_alpha:g}\n"
     py += '\nif __name__ == "__main__":\n    run.run(recipe, direct=True)\n'
-    return Launch("nemo", FRAMEWORKS["nemo"], "nemo_train.py", [], {"nemo_train.py": py}, False)
+    return Launch("nemo", FRAMEWORKS["nemo"], "nemo_train.py", (), {"nemo_train.py": py}, False)
 
 
 def launch_for(v: TrainingView, framework: str) -> Launch:

@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 
 from rightsize._version import __version__
+from rightsize.export.names import one_line
 from rightsize.export.plan_view import Header
 
 
@@ -21,7 +22,10 @@ def header_lines(h: Header, what: str, extra: list[str] | None = None) -> list[s
 
 
 def comment_block(h: Header, what: str, extra: list[str] | None = None) -> str:
-    return "".join(f"# {line}\n" for line in header_lines(h, what, extra))
+    """`# ` comment lines, each through `names.one_line`: a name holding a line break or any
+    other control character cannot end its comment and start a line of code (in shell,
+    Python, TOML or YAML)."""
+    return "".join(f"# {one_line(line)}\n" for line in header_lines(h, what, extra))
 
 
 def k8s_annotations(h: Header) -> dict[str, str]:

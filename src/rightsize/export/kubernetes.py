@@ -19,16 +19,16 @@ nominal quota, LocalQueue) which the JobSet is queued in.
 from __future__ import annotations
 
 import math
-import re
-import shlex
 from typing import Any
 
 from rightsize.export.frameworks import launch_for
 from rightsize.export.header import comment_block, dump_yaml_all, k8s_annotations
+from rightsize.export.kueue import gpu_resource, training_queue
+from rightsize.export.names import DNS_1035, Arg, argv, k8s_name, promql_string, shell_args, shell_word
 from rightsize.export.plan_view import Header, ServingView, TrainingView
 from rightsize.export.slurm import nccl_env
 from rightsize.export.thresholds import autoscale_waiting_target, replica_bounds
-from rightsize.export.vllm import VLLM_VERSION, vllm_args
+from rightsize.export.vllm import VLLM_VERSION, vllm_arg_list
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.10.1"
 TRAIN_IMAGE = "nvcr.io/nvidia/nemo:25.04"  # ships Megatron-LM core, NeMo 2.0, PyTorch and torchrun
@@ -37,25 +37,24 @@ PORT = 8000
 RDZV_PORT = 29500
 
 
-def dns_name(text: str) -> str:
-    """An RFC 1123 label from a plan name (lower case, '-', at most 50 characters)."""
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
-    return (name or "plan")[:50].rstrip("-")
+NAME_MAX = 40  # the plan's object name; JobSet pods are `<name>-workers-<i>-<j>` (a 63-character label)
 
 
-def _gpu_resource(vendor: str) -> str:
-    return "amd.com/gpu" if vendor == "amd" else "nvidia.com/gpu"
+def object_name(h: Header) -> str:
+    """The objects' name: the plan name through `names.k8s_name` (kept when valid, else a slug
+    with a hash), short enough for the suffixes added to it (`-config`, `-queue`, pod names)."""
+    return k8s_name(h.name, NAME_MAX, what="plan name")
 
 
 def _meta(name: str, h: Header, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"name": name, "labels": {"app.kubernetes.io/part-of": dns_name(h.name), **(labels or {})},
+    return {"name": name, "labels": {"app.kubernetes.io/part-of": object_name(h), **(labels or {})},
             "annotations": k8s_annotations(h)}  # fmt: skip
 
 
 def _resources(gpus: int, cpus: float, mem_bytes: float, vendor: str) -> dict[str, Any]:
     cpu = str(max(1, math.ceil(cpus)))
     mem = f"{max(1, math.ceil(mem_bytes / 2**30))}Gi"
-    g = _gpu_resource(vendor)
+    g = gpu_resource(vendor)
     return {"requests": {"cpu": cpu, "memory": mem, g: gpus}, "limits": {"memory": mem, g: gpus}}
 
 
@@ -85,18 +84,16 @@ def _vllm_container(v: ServingView, args: list[str], command: list[str] | None =
     return c
 
 
-def _engine_args(v: ServingView) -> list[str]:
-    flat: list[str] = ["--model", v.model.hf_id or v.model.name]
-    for a in vllm_args(v, str(PORT)):
-        flat += a.split(" ", 1)
-    return flat
+def _engine_args(v: ServingView) -> list[Arg]:
+    """vLLM's arguments with the model to load and the port, as (flag, value) pairs."""
+    return [("--model", v.model.hf_id or v.model.name), *vllm_arg_list(v), ("--port", PORT)]
 
 
 def _serving_workload(v: ServingView, name: str, labels: dict[str, str]) -> dict[str, Any]:
     vol = _shm()[0]
     if v.nodes_per_replica == 1:
         probe = {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": 10, "failureThreshold": 60}
-        container = {**_vllm_container(v, _engine_args(v)), "readinessProbe": probe}
+        container = {**_vllm_container(v, argv(_engine_args(v))), "readinessProbe": probe}
         return {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -110,12 +107,9 @@ def _serving_workload(v: ServingView, name: str, labels: dict[str, str]) -> dict
                 },
             },
         }
-    leader_cmd = "ray start --head --port=6379 && vllm serve " + " ".join(
-        shlex.quote(a) for a in _engine_args(v)[1:]
-    )
-    leader_cmd = (
-        leader_cmd.replace("vllm serve --model", "vllm serve") + " --distributed-executor-backend ray"
-    )
+    model, *engine = _engine_args(v)  # `vllm serve MODEL`: the model is positional
+    words = [shell_word(str(model[1])), *shell_args([*engine, ("--distributed-executor-backend", "ray")])]
+    leader_cmd = "ray start --head --port=6379 && vllm serve " + " ".join(words)
     worker_cmd = "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"
     leader = _vllm_container(v, [leader_cmd], ["/bin/sh", "-c"])
     worker = _vllm_container(v, [worker_cmd], ["/bin/sh", "-c"])
@@ -138,7 +132,7 @@ def _serving_workload(v: ServingView, name: str, labels: dict[str, str]) -> dict
 
 
 def serving_files(v: ServingView) -> dict[str, str]:
-    name = dns_name(v.header.name)
+    name = object_name(v.header)
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "vllm"}
     workload = _serving_workload(v, name, labels)
     lo, hi = replica_bounds(v)
@@ -173,7 +167,7 @@ def serving_files(v: ServingView) -> dict[str, str]:
                         "metricType": "AverageValue",
                         "metadata": {
                             "serverAddress": PROMETHEUS_URL,
-                            "query": f'sum(vllm:num_requests_waiting{{model_name="{v.model.name}"}})',
+                            "query": f"sum(vllm:num_requests_waiting{{model_name={promql_string(v.model.name)}}})",
                             "threshold": str(target),
                         },
                     }
@@ -203,13 +197,20 @@ def serving_files(v: ServingView) -> dict[str, str]:
 
 
 def _torchrun_script(v: TrainingView, framework: str, name: str) -> tuple[str, dict[str, str]]:
+    """The container's bash script. `name` is a `k8s_name` (a-z, 0-9, '-'), a shell word as it
+    is; the framework's arguments are quoted by `names.shell_args`."""
     launch = launch_for(v, framework)
     entry = launch.entry.replace('"$MEGATRON_DIR/pretrain_gpt.py"', "/opt/megatron-lm/pretrain_gpt.py")
     if not launch.torchrun:
         entry = f"/config/{launch.entry}"
-    args = " ".join(a.replace("torchtitan.toml", "/config/torchtitan.toml") for a in launch.args)
+    config_files = {f: f"/config/{f}" for f in launch.files}
+    pairs = [
+        (flag, config_files.get(val, val) if isinstance(val, str) else val) for flag, val in launch.arg_list
+    ]
+    args = " ".join(shell_args(pairs))
     gpn = min(v.gpus, v.hw.gpus_per_node)
-    env = " ".join(f"{k}={shlex.quote(val)}" for k, val, _ in nccl_env(v.fabric_kind, v.rails, v.hw.vendor))
+    env = " ".join(f"{k}={shell_word(val)}" for k, val, _ in nccl_env(v.fabric_kind, v.rails, v.hw.vendor))
+    assert DNS_1035.fullmatch(name), name
     script = (
         f"export {env}\n"
         f"export CKPT_DIR=${{CKPT_DIR:-/checkpoints/{name}}}\n"
@@ -221,7 +222,7 @@ def _torchrun_script(v: TrainingView, framework: str, name: str) -> tuple[str, d
 
 
 def training_files(v: TrainingView, framework: str = "auto") -> dict[str, str]:
-    name = dns_name(v.header.name)
+    name = object_name(v.header)
     script, files = _torchrun_script(v, framework, name)
     gpn = min(v.gpus, v.hw.gpus_per_node)
     interruptions = v.run_s / v.mtbf_s if v.mtbf_s else 0.0
@@ -276,6 +277,4 @@ def training_files(v: TrainingView, framework: str = "auto") -> dict[str, str]:
             f"restarts allowed: {restarts} (2 x the {interruptions:.1f} interruptions expected over the run, at least 3)",
         ],
     )
-    from rightsize.export.kueue import training_queue
-
     return {"training.yaml": _dump(head, [config, jobset]), "kueue.yaml": training_queue(v, queue)}

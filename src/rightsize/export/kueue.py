@@ -15,12 +15,14 @@ import math
 from typing import Any
 
 from rightsize.export.header import comment_block, dump_yaml_all, k8s_annotations
-from rightsize.export.plan_view import Header, TrainingView, fleet_quotas, header
+from rightsize.export.names import k8s_name, label_value, qualified_name
+from rightsize.export.plan_view import Header, QueueQuota, TrainingView, fleet_quotas, header
 
 API = "kueue.x-k8s.io/v1beta1"
 
 
-def _gpu_resource(vendor: str) -> str:
+def gpu_resource(vendor: str) -> str:
+    """The device plugin's resource name for the vendor's GPUs."""
     return "amd.com/gpu" if vendor == "amd" else "nvidia.com/gpu"
 
 
@@ -68,14 +70,14 @@ def queue_objects(
 
 
 def training_queue(v: TrainingView, queue: str) -> str:
-    gpu = _gpu_resource(v.hw.vendor)
+    gpu = gpu_resource(v.hw.vendor)
     quotas = {
         "cpu": str(math.ceil(v.cpu_cores_need_per_gpu * v.gpus)),
         "memory": f"{math.ceil(v.host_memory_need_bytes_per_gpu * v.gpus / 2**30)}Gi",
         gpu: v.gpus,
     }
-    label = {"node.kubernetes.io/instance-type": v.hw.node}
-    docs = queue_objects(v.header, queue, v.hw.accelerator, label, quotas)
+    label = {"node.kubernetes.io/instance-type": label_value(v.hw.node, "node type")}
+    docs = queue_objects(v.header, queue, k8s_name(v.hw.accelerator, what="accelerator"), label, quotas)
     head = comment_block(
         v.header,
         "Kueue quota for this job",
@@ -87,62 +89,71 @@ def training_queue(v: TrainingView, queue: str) -> str:
 
 
 def fleet_files(plan: dict[str, Any]) -> dict[str, str]:
-    """`kueue-fleet.yaml`: the fleet plan's quotas as Kueue objects, exactly as planned."""
+    """`kueue-fleet.yaml`: the fleet plan's quotas as Kueue objects, exactly as planned. Every
+    name (flavors, queues, cohort, one LocalQueue per workload) goes through `names.k8s_name`,
+    so a queue's `clusterQueue` and a flavor's references name the same objects."""
     h = header(plan)
     q = fleet_quotas(plan)
     docs: list[dict[str, Any]] = [
         {
             "apiVersion": API,
             "kind": "ResourceFlavor",
-            "metadata": _meta(f["name"], h),
-            "spec": {"nodeLabels": dict(f.get("node_labels") or {})},
+            "metadata": _meta(k8s_name(name, what="resource flavor"), h),
+            "spec": {"nodeLabels": _node_labels(labels)},
         }
-        for f in q["resource_flavors"]
+        for name, labels in q.flavors
     ]
+    cohort = k8s_name(q.cohort, what="cohort")
     lines = []
-    for cq in q["cluster_queues"]:
-        docs.append(_fleet_cluster_queue(cq, q["cohort"], h))
+    for cq in q.queues:
+        queue = k8s_name(cq.name, what="cluster queue")
+        docs.append(_fleet_cluster_queue(cq, queue, cohort, h))
         lines.append(
-            f"{cq['name']}: "
-            + ", ".join(f"{f['name']} nominal {f['nominal_quota']}" for f in cq["flavors"])
-            + f" (workloads: {', '.join(cq['workloads'])})"
+            f"{queue}: "
+            + ", ".join(f"{k8s_name(f.name, what='resource flavor')} nominal {f.nominal}" for f in cq.flavors)
+            + f" (workloads: {', '.join(cq.workloads)})"
         )
         docs += [
             {
                 "apiVersion": API,
                 "kind": "LocalQueue",
-                "metadata": {**_meta(w, h), "namespace": "default"},
-                "spec": {"clusterQueue": cq["name"]},
+                "metadata": {**_meta(k8s_name(w, what="workload name"), h), "namespace": "default"},
+                "spec": {"clusterQueue": queue},
             }
-            for w in cq["workloads"]
+            for w in cq.workloads
         ]
-    head = comment_block(h, f"Kueue quotas for the fleet's shared pool (cohort {q['cohort']})", lines)
+    head = comment_block(h, f"Kueue quotas for the fleet's shared pool (cohort {cohort})", lines)
     return {"kueue-fleet.yaml": head + dump_yaml_all(docs)}
 
 
-def _fleet_cluster_queue(cq: dict[str, Any], cohort: str, h: Header) -> dict[str, Any]:
-    resource = str(cq.get("resource") or "nvidia.com/gpu")
+def _node_labels(labels: dict[str, str]) -> dict[str, str]:
+    return {
+        qualified_name(k, "node label key"): label_value(v, "node label value") for k, v in labels.items()
+    }
+
+
+def _fleet_cluster_queue(cq: QueueQuota, name: str, cohort: str, h: Header) -> dict[str, Any]:
+    resource = qualified_name(cq.resource, "resource name")
     flavors = []
-    for f in cq["flavors"]:
-        r: dict[str, Any] = {"name": resource, "nominalQuota": int(f["nominal_quota"])}
-        if f.get("borrowing_limit") is not None:
-            r["borrowingLimit"] = int(f["borrowing_limit"])
-        if f.get("lending_limit") is not None:
-            r["lendingLimit"] = int(f["lending_limit"])
-        flavors.append({"name": f["name"], "resources": [r]})
-    pre = cq.get("preemption") or {}
+    for f in cq.flavors:
+        r: dict[str, Any] = {"name": resource, "nominalQuota": f.nominal}
+        if f.borrowing_limit is not None:
+            r["borrowingLimit"] = f.borrowing_limit
+        if f.lending_limit is not None:
+            r["lendingLimit"] = f.lending_limit
+        flavors.append({"name": k8s_name(f.name, what="resource flavor"), "resources": [r]})
     return {
         "apiVersion": API,
         "kind": "ClusterQueue",
-        "metadata": _meta(cq["name"], h),
+        "metadata": _meta(name, h),
         "spec": {
             "cohort": cohort,
             "namespaceSelector": {},
             "queueingStrategy": "BestEffortFIFO",
             "resourceGroups": [{"coveredResources": [resource], "flavors": flavors}],
             "preemption": {
-                "reclaimWithinCohort": pre.get("reclaim_within_cohort", "Never"),
-                "withinClusterQueue": pre.get("within_cluster_queue", "LowerPriority"),
+                "reclaimWithinCohort": cq.reclaim_within_cohort,
+                "withinClusterQueue": cq.within_cluster_queue,
             },
         },
     }

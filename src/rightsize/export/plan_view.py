@@ -20,9 +20,29 @@ from typing import Any
 
 from rightsize.catalog import get_accelerator, get_node
 from rightsize.errors import BadInput
+from rightsize.export.names import choice, one_line
+from rightsize.export.plan_fields import INT_MAX, Fields, check_num, check_text
 
 READ_SCHEMA_VERSIONS = (1, 2)  # plan JSON versions this adapter understands (2: typed plan, #12)
 EXPORTABLE = ("training_plan", "serving_plan")
+
+# Ranges a plan's figures must fall in (far beyond any real plan; they keep a hand-edited
+# plan from overflowing arithmetic or writing absurd files).
+MAX_LAYERS = 100_000
+MAX_WIDTH = 10**8
+MAX_PARALLEL = 1 << 16
+MAX_GPUS = 10**7
+MAX_TOKENS = 1e18
+MAX_TOKENS_INT = 10**12
+MAX_SECONDS = 1e12  # about 31,700 years
+MAX_BYTES = 1e18
+MAX_RATE = 1e9
+RECOMPUTE = ("none", "selective", "full")
+PRECISIONS = ("bf16", "fp16", "fp8", "nvfp4")
+METHODS = ("full", "lora", "qlora")
+SERVE_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
+FABRICS = ("infiniband", "roce")
+PREEMPTION = ("Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any")
 
 
 @dataclass(frozen=True)
@@ -163,78 +183,55 @@ class ServingView:
         return max(1, math.ceil(self.tp / self.hw.gpus_per_node))
 
 
-def _need(d: dict[str, Any], *path: str) -> Any:
-    cur: Any = d
-    for key in path:
-        if not isinstance(cur, dict) or cur.get(key) is None:
-            raise BadInput(
-                f"The plan has no `{'.'.join(path)}`.",
-                "Export reads the chosen configuration, its sizing and the spec it was planned from.",
-                "Export a plan written by `rightsize plan SPEC --format json` (or pass the spec itself).",
-            )
-        cur = cur[key]
-    return cur
-
-
-def _get(d: dict[str, Any], *path: str, default: Any = None) -> Any:
-    cur: Any = d
-    for key in path:
-        if not isinstance(cur, dict) or cur.get(key) is None:
-            return default
-        cur = cur[key]
-    return cur
-
-
 def _today() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def header(plan: dict[str, Any]) -> Header:
+    p = Fields(plan)
     version = plan.get("schema_version")
-    if version not in READ_SCHEMA_VERSIONS:
+    if version not in READ_SCHEMA_VERSIONS or isinstance(version, bool):
         raise BadInput(
-            f"The plan's schema_version is {version!r}; this rightsize reads {READ_SCHEMA_VERSIONS}.",
+            f"The plan's schema_version is {one_line(repr(version))[:40]}; this rightsize reads {READ_SCHEMA_VERSIONS}.",
             "The plan JSON changed shape between versions.",
             "Re-plan the spec with this rightsize (`rightsize export SPEC.yaml ...`).",
         )
     now = _today()
     return Header(
-        name=str(plan.get("name") or "plan"),
-        kind=str(plan.get("kind")),
+        name=p.text("name", default="") or "plan",
+        kind=p.text("kind", default="", max_len=40),
         schema_version=int(version),
-        model=str(plan.get("model") or ""),
-        planned=str(plan.get("created") or now),
+        model=p.text("model", default=""),
+        planned=p.text("created", default=now, max_len=40),
         exported=now,
     )
 
 
-def _model(spec: dict[str, Any]) -> ModelView:
-    m = _need(spec, "model")
+def _model(spec: Fields) -> ModelView:
+    m = spec.sub("model")
+    layers, hidden = m.integer("layers", 1, MAX_LAYERS), m.integer("hidden", 1, MAX_WIDTH)
+    heads = m.integer("heads", 1, MAX_WIDTH)
     return ModelView(
-        name=str(m.get("name") or "model"),
-        layers=int(m["layers"]),
-        hidden=int(m["hidden"]),
-        heads=int(m["heads"]),
-        kv_heads=int(m.get("kv_heads") or m["heads"]),
-        ffn_hidden=int(m.get("ffn_hidden") or 4 * m["hidden"]),
-        vocab=int(m["vocab"]),
-        experts=int(m.get("experts") or 0),
-        experts_per_token=int(m.get("experts_per_token") or 0),
-        max_seq_len=int(m.get("max_seq_len") or 4096),
-        hf_id=_hf_id(str(m.get("source") or "")),
-        head_dim=int(m.get("head_dim") or m["hidden"] // m["heads"]),
-        expert_ffn_hidden=_int_or_none(m.get("expert_ffn_hidden")),
-        shared_experts=int(m.get("shared_experts") or 0),
-        dense_layers=int(m.get("dense_layers") or 0),
-        kv_lora_rank=_int_or_none(m.get("kv_lora_rank")),
-        q_lora_rank=_int_or_none(m.get("q_lora_rank")),
-        qk_rope_head_dim=_int_or_none(m.get("qk_rope_head_dim")),
-        v_head_dim=_int_or_none(m.get("v_head_dim")),
+        name=m.text("name", default="") or "model",
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=m.integer("kv_heads", 1, heads, default=heads),
+        ffn_hidden=m.integer("ffn_hidden", 1, MAX_WIDTH, default=4 * hidden),
+        vocab=m.integer("vocab", 1, MAX_WIDTH),
+        experts=m.integer("experts", 0, MAX_WIDTH, default=0),
+        experts_per_token=m.integer("experts_per_token", 0, MAX_WIDTH, default=0),
+        max_seq_len=m.integer("max_seq_len", 0, INT_MAX, default=0) or 4096,
+        hf_id=_hf_id(m.text("source", default="", max_len=10_000)),
+        head_dim=m.integer("head_dim", 0, MAX_WIDTH, default=0) or max(1, hidden // heads),
+        expert_ffn_hidden=m.integer("expert_ffn_hidden", 0, MAX_WIDTH, default=0) or None,
+        shared_experts=m.integer("shared_experts", 0, MAX_WIDTH, default=0),
+        dense_layers=m.integer("dense_layers", 0, layers, default=0),
+        kv_lora_rank=m.integer("kv_lora_rank", 0, MAX_WIDTH, default=0) or None,
+        q_lora_rank=m.integer("q_lora_rank", 0, MAX_WIDTH, default=0) or None,
+        qk_rope_head_dim=m.integer("qk_rope_head_dim", 0, MAX_WIDTH, default=0) or None,
+        v_head_dim=m.integer("v_head_dim", 0, MAX_WIDTH, default=0) or None,
     )
-
-
-def _int_or_none(x: Any) -> int | None:
-    return int(x) if x else None
 
 
 def _hf_id(source: str) -> str | None:
@@ -242,8 +239,9 @@ def _hf_id(source: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _hardware(accelerator: str, node: str) -> HardwareView:
-    acc, nd = get_accelerator(accelerator), get_node(node)
+def _hardware(best: Fields) -> HardwareView:
+    acc = get_accelerator(best.text("accelerator", max_len=100))
+    nd = get_node(best.text("node", max_len=100))
     return HardwareView(
         accelerator=acc.id,
         vendor=acc.vendor.lower(),
@@ -261,132 +259,251 @@ def plan_kind(plan: dict[str, Any]) -> str:
     kind = str(plan.get("kind"))
     if kind not in EXPORTABLE and kind != "fleet_plan":
         raise BadInput(
-            f"Plans of kind {kind!r} cannot be exported yet.",
+            f"Plans of kind {one_line(kind)[:40]!r} cannot be exported yet.",
             f"Export writes job files for {', '.join(EXPORTABLE)} (LLM training, fine-tuning and serving).",
             "Export a training, fine-tuning or serving plan.",
         )
     return kind
 
 
+def _parallel(v_best: Fields, layers: int) -> dict[str, Any]:
+    par = v_best.sub("parallel")
+    out: dict[str, Any] = {k: par.integer(k, 1, MAX_PARALLEL) for k in ("tp", "pp", "micro_batch")}
+    out["dp"] = par.integer("dp", 1, MAX_GPUS)
+    out |= {k: par.integer(k, 1, MAX_PARALLEL, default=1) for k in ("vpp", "cp", "ep")}
+    if out["pp"] * out["vpp"] > layers:
+        raise BadInput(
+            f"The plan's pipeline (`best.parallel.pp` x `vpp` = {out['pp'] * out['vpp']}) has more stages "
+            f"than the model has layers ({layers}).",
+            "Each pipeline stage holds at least one layer.",
+            "Export a plan written by `rightsize plan SPEC --format json` (or pass the spec itself).",
+        )
+    out["recompute"] = choice(par.text("recompute", default="none", max_len=40), RECOMPUTE, "recompute")
+    out["sequence_parallel"] = par.flag("sequence_parallel")
+    out["zero_stage"] = par.integer("zero_stage", 0, 3, default=0)
+    return out
+
+
+def _training_run(spec: Fields, best: Fields, sizing: Fields, seq: int) -> dict[str, Any]:
+    tr, rel, run = spec.sub("training"), sizing.sub("reliability", False), sizing.sub("run", False)
+    gb = tr.integer("global_batch", 0, INT_MAX, default=0)
+    gb = gb or max(1, tr.integer("global_batch_tokens", 1, MAX_TOKENS_INT) // seq)
+    lora = tr.sub("lora", False)
+    step = best.sub("step").num("step_time_s", 1e-9, MAX_SECONDS)
+    margins = spec.sub("infrastructure", False).sub("margins", False)
+    return {
+        "global_batch": gb,
+        "precision": choice(
+            tr.text("precision", default="bf16", max_len=40), PRECISIONS, "training precision"
+        ),
+        "method": choice(tr.text("method", default="full", max_len=40), METHODS, "training method"),
+        "lora_rank": lora.integer("rank", 0, MAX_WIDTH, default=0) or None,
+        "lora_alpha": lora.num("alpha", 0.0, 1e6, default=0.0) or None,
+        "train_tokens": tr.num("train_tokens", 0.0, MAX_TOKENS, default=0.0) or None,
+        "step_time_s": step,
+        "run_s": run.num("run_s", 0.0, MAX_SECONDS, default=0.0)
+        or best.num("time_to_train_s", 0.0, MAX_SECONDS, default=0.0),
+        "safety_margin": margins.num("safety_margin", 0.0, 10.0, default=0.2),
+        "checkpoint_interval_s": rel.num("checkpoint_interval_s", 0.0, MAX_SECONDS, default=0.0)
+        or best.sub("reliability", False).num("checkpoint_interval_s", 0.0, MAX_SECONDS, default=0.0)
+        or 3600.0,
+        "mtbf_s": rel.num("cluster_mtbf_s", 0.0, MAX_SECONDS, default=0.0) or None,
+        "utilisation_target": margins.num("utilisation_target", 1e-3, 1.0, default=0.8),
+    }
+
+
+def _fabric(sizing: Fields) -> dict[str, Any]:
+    fabric = sizing.sub("fabric", False)
+    if not fabric.flag("needed"):
+        return {"fabric_kind": None, "nic_gbps_per_gpu": None, "rails": None}
+    return {
+        "fabric_kind": choice(fabric.text("kind", max_len=40), FABRICS, "fabric kind"),
+        "nic_gbps_per_gpu": fabric.num("nic_gbps_per_gpu", 0.0, 1e6),
+        "rails": fabric.integer("rails", 0, MAX_PARALLEL, default=0) or None,
+    }
+
+
+def _host_needs(sizing: Fields) -> dict[str, Any]:
+    nodes = sizing.sub("nodes", False)
+    return {
+        "cpu_cores_need_per_gpu": nodes.num("cpu_cores_need_per_gpu", 0.0, 1e4, default=0.0) or 2.0,
+        "host_memory_need_bytes_per_gpu": nodes.num(
+            "host_memory_need_bytes_per_gpu", 0.0, MAX_BYTES, default=0.0
+        )
+        or 32 * 2**30,
+    }
+
+
+def _power(sizing: Fields) -> dict[str, Any]:
+    power = sizing.sub("power", False)
+    typical = power.num("gpu_typical_w", 0.0, 1e5, default=0.0) or power.num(
+        "gpu_tdp_w", 0.0, 1e5, default=0.0
+    )
+    return {
+        "gpu_power_typical_w": typical,
+        "gpu_activity_fraction": power.num("gpu_activity_fraction", 0.0, 1.0, default=0.0) or 1.0,
+    }
+
+
 def training_view(plan: dict[str, Any]) -> TrainingView:
-    spec, best, sizing = _need(plan, "spec"), _need(plan, "best"), _need(plan, "sizing")
-    par, tr = _need(best, "parallel"), _need(spec, "training")
-    seq = int(tr["seq_len"])
-    gb = tr.get("global_batch") or max(1, int(_need(tr, "global_batch_tokens")) // seq)
-    lora = tr.get("lora") or {}
-    fabric = _get(sizing, "fabric", default={})
-    rel = _get(sizing, "reliability", default={})
-    nodes = _need(sizing, "nodes")
-    power = _get(sizing, "power", default={})
+    p = Fields(plan)
+    spec, best, sizing = p.sub("spec"), p.sub("best"), p.sub("sizing")
+    model = _model(spec)
+    seq = spec.sub("training").integer("seq_len", 1, MAX_TOKENS_INT)
     return TrainingView(
         header=header(plan),
-        model=_model(spec),
-        hw=_hardware(str(best["accelerator"]), str(best["node"])),
-        gpus=int(best["gpus"]),
-        nodes=int(nodes["nodes"]),
-        tp=int(par["tp"]),
-        pp=int(par["pp"]),
-        vpp=int(par.get("vpp") or 1),
-        dp=int(par["dp"]),
-        cp=int(par.get("cp") or 1),
-        ep=int(par.get("ep") or 1),
-        micro_batch=int(par["micro_batch"]),
-        recompute=str(par.get("recompute") or "none"),
-        sequence_parallel=bool(par.get("sequence_parallel")),
-        zero_stage=int(par.get("zero_stage") or 0),
+        model=model,
+        hw=_hardware(best),
+        gpus=best.integer("gpus", 1, MAX_GPUS),
+        nodes=sizing.sub("nodes").integer("nodes", 1, MAX_GPUS),
         seq_len=seq,
-        global_batch=int(gb),
-        precision=str(tr.get("precision") or "bf16"),
-        method=str(tr.get("method") or "full"),
-        lora_rank=int(lora["rank"]) if lora.get("rank") else None,
-        lora_alpha=float(lora["alpha"]) if lora.get("alpha") else None,
-        train_tokens=float(tr["train_tokens"]) if tr.get("train_tokens") else None,
-        step_time_s=float(_need(best, "step", "step_time_s")),
-        run_s=float(_get(sizing, "run", "run_s", default=None) or best.get("time_to_train_s") or 0.0),
-        safety_margin=float(_get(spec, "infrastructure", "margins", "safety_margin", default=0.2)),
-        checkpoint_interval_s=float(
-            rel.get("checkpoint_interval_s") or _get(best, "reliability", "checkpoint_interval_s") or 3600.0
-        ),
-        mtbf_s=float(rel["cluster_mtbf_s"]) if rel.get("cluster_mtbf_s") else None,
-        fabric_kind=str(fabric["kind"]) if fabric.get("needed") else None,
-        nic_gbps_per_gpu=float(fabric["nic_gbps_per_gpu"]) if fabric.get("needed") else None,
-        rails=int(fabric["rails"]) if fabric.get("needed") and fabric.get("rails") else None,
-        memory_per_gpu_bytes=float(_need(best, "memory_per_gpu", "total_bytes")),
-        cpu_cores_need_per_gpu=float(nodes.get("cpu_cores_need_per_gpu") or 2.0),
-        host_memory_need_bytes_per_gpu=float(nodes.get("host_memory_need_bytes_per_gpu") or 32 * 2**30),
-        gpu_power_typical_w=float(power.get("gpu_typical_w") or power.get("gpu_tdp_w") or 0.0),
-        gpu_activity_fraction=float(power.get("gpu_activity_fraction") or 1.0),
-        utilisation_target=float(_get(spec, "infrastructure", "margins", "utilisation_target", default=0.8)),
-        mfu=float(best.get("mfu") or 0.0),
+        **_parallel(best, model.layers),
+        **_training_run(spec, best, sizing, seq),
+        **_fabric(sizing),
+        memory_per_gpu_bytes=best.sub("memory_per_gpu").num("total_bytes", 0.0, MAX_BYTES),
+        **_host_needs(sizing),
+        **_power(sizing),
+        mfu=best.num("mfu", 0.0, 1.0, default=0.0),
     )
 
 
-def _mean_length(dist: dict[str, Any]) -> float:
-    if dist.get("mean"):
-        return float(dist["mean"])
-    values = dist.get("values") or []
-    if values:
-        return float(sum(values) / len(values))
-    return float(dist.get("min") or 1)
+def _length(traffic: Fields, key: str) -> tuple[float, float]:
+    """(mean, max) of a length distribution; the max is mean + 4 sigma when not given (the
+    simulator's sampled lengths stay under it)."""
+    dist = traffic.sub(key)
+    values = [check_num(x, dist.where, "values", 0.0, MAX_TOKENS) for x in dist.items("values", False)]
+    mean = dist.num("mean", 0.0, MAX_TOKENS, default=0.0)
+    mean = mean or (sum(values) / len(values) if values else dist.num("min", 0.0, MAX_TOKENS, default=1.0))
+    top = dist.num("max", 0.0, MAX_TOKENS, default=0.0) or (max(values) if values else 0.0)
+    return mean, top or mean + 4.0 * dist.num("std", 0.0, MAX_TOKENS, default=0.0)
 
 
-def _max_length(dist: dict[str, Any]) -> float:
-    if dist.get("max"):
-        return float(dist["max"])
-    if dist.get("values"):
-        return float(max(dist["values"]))
-    mean, std = _mean_length(dist), float(dist.get("std") or 0.0)
-    return mean + 4.0 * std  # the simulator's sampled lengths stay under mean + 4 sigma
+def _latency(best: Fields, pct: float) -> dict[str, Any]:
+    lat = best.sub("latency_s", False)
+    # planned latency at the SLO percentile: the nearest reported percentile at or above it
+    key = next((p for p in (50, 90, 95, 99) if p >= pct), 99)
+    return {
+        "ttft_planned_s": lat.num(f"ttft_p{key}_s", 0.0, MAX_SECONDS, default=0.0),
+        "tpot_planned_s": lat.num(f"tpot_p{key}_s", 0.0, MAX_SECONDS, default=0.0),
+        "e2e_p50_s": lat.num("e2e_p50_s", 0.0, MAX_SECONDS, default=0.0),
+    }
+
+
+def _serving_limits(spec: Fields, best: Fields, sizing: Fields) -> dict[str, Any]:
+    mem, engine, policy = best.sub("memory", False), spec.sub("engine", False), spec.sub("policy", False)
+    return {
+        "kv_capacity_tokens": mem.num("kv_capacity_tokens", 0.0, MAX_TOKENS, default=0.0),
+        "kv_bytes_per_token": mem.num("kv_bytes_per_token", 0.0, MAX_BYTES, default=0.0),
+        "weights_bytes_per_gpu": mem.num("weights_bytes_per_gpu", 0.0, MAX_BYTES, default=0.0),
+        "max_batch": engine.integer("max_batch", 0, MAX_TOKENS_INT, default=0) or None,
+        "block_tokens": engine.integer("block_tokens", 1, 1 << 20, default=16),
+        "headroom": policy.num("headroom", 0.0, 100.0, default=0.2),
+        "utilisation_target": policy.num("utilisation_target", 1e-3, 1.0, default=0.8),
+        "spare_replicas": sizing.sub("reliability", False).integer(
+            "spare_replicas_recommended", 0, MAX_GPUS, default=0
+        ),
+    }
 
 
 def serving_view(plan: dict[str, Any]) -> ServingView:
-    spec, best, sizing = _need(plan, "spec"), _need(plan, "best"), _need(plan, "sizing")
-    slo, traffic = spec.get("slo") or {}, _need(spec, "traffic")
-    pct = float(slo.get("percentile") or 95.0)
-    lat = best.get("latency_s") or {}
-    # planned latency at the SLO percentile: the nearest reported percentile at or above it
-    key = next((p for p in (50, 90, 95, 99) if p >= pct), 99)
+    p = Fields(plan)
+    spec, best, sizing = p.sub("spec"), p.sub("best"), p.sub("sizing")
+    slo, traffic = spec.sub("slo", False), spec.sub("traffic")
+    pct = slo.num("percentile", 1e-6, 100.0, default=95.0)
     model = _model(spec)
-    prompt, output = _need(traffic, "prompt_tokens"), _need(traffic, "output_tokens")
-    mem = best.get("memory") or {}
-    nodes, power = _get(sizing, "nodes", default={}), _get(sizing, "power", default={})
-    rate = traffic.get("rate_per_s") or traffic.get("peak_rate_per_s") or best["design_rate_rps"]
+    (prompt_mean, prompt_max), (out_mean, out_max) = (
+        _length(traffic, "prompt_tokens"),
+        _length(traffic, "output_tokens"),
+    )
+    design = best.num("design_rate_rps", 0.0, MAX_RATE)
+    rate = traffic.num("rate_per_s", 0.0, MAX_RATE, default=0.0) or traffic.num(
+        "peak_rate_per_s", 0.0, MAX_RATE, default=0.0
+    )
     return ServingView(
         header=header(plan),
         model=model,
-        hw=_hardware(str(best["accelerator"]), str(best["node"])),
-        tp=int(best["tp"]),
-        replicas=int(best["replicas"]),
-        weight_precision=str(best.get("weight_precision") or "bf16"),
-        kv_precision=str(best.get("kv_precision") or "bf16"),
-        replica_capacity_rps=float(_need(best, "replica_capacity_rps")),
-        design_rate_rps=float(_need(best, "design_rate_rps")),
-        mean_rate_rps=float(rate),
-        ttft_slo_s=float(slo["ttft_s"]) if slo.get("ttft_s") else None,
-        tpot_slo_s=float(slo["tpot_s"]) if slo.get("tpot_s") else None,
+        hw=_hardware(best),
+        tp=best.integer("tp", 1, MAX_PARALLEL),
+        replicas=best.integer("replicas", 1, MAX_GPUS),
+        weight_precision=choice(
+            best.text("weight_precision", default="bf16", max_len=40), SERVE_PRECISIONS, "weight precision"
+        ),
+        kv_precision=choice(
+            best.text("kv_precision", default="bf16", max_len=40), SERVE_PRECISIONS, "KV precision"
+        ),
+        replica_capacity_rps=best.num("replica_capacity_rps", 1e-12, MAX_RATE),
+        design_rate_rps=design,
+        mean_rate_rps=rate or design,
+        ttft_slo_s=slo.num("ttft_s", 0.0, MAX_SECONDS, default=0.0) or None,
+        tpot_slo_s=slo.num("tpot_s", 0.0, MAX_SECONDS, default=0.0) or None,
         slo_percentile=pct,
-        ttft_planned_s=float(lat.get(f"ttft_p{key}_s") or 0.0),
-        tpot_planned_s=float(lat.get(f"tpot_p{key}_s") or 0.0),
-        e2e_p50_s=float(lat.get("e2e_p50_s") or 0.0),
-        mean_prompt_tokens=_mean_length(prompt),
-        mean_output_tokens=_mean_length(output),
-        max_model_len=int(min(model.max_seq_len, math.ceil(_max_length(prompt) + _max_length(output)))),
-        kv_capacity_tokens=float(mem.get("kv_capacity_tokens") or 0.0),
-        kv_bytes_per_token=float(mem.get("kv_bytes_per_token") or 0.0),
-        weights_bytes_per_gpu=float(mem.get("weights_bytes_per_gpu") or 0.0),
-        max_batch=int(_get(spec, "engine", "max_batch")) if _get(spec, "engine", "max_batch") else None,
-        block_tokens=int(_get(spec, "engine", "block_tokens", default=16)),
-        headroom=float(_get(spec, "policy", "headroom", default=0.2)),
-        utilisation_target=float(_get(spec, "policy", "utilisation_target", default=0.8)),
-        spare_replicas=int(_get(sizing, "reliability", "spare_replicas_recommended", default=0)),
-        gpu_power_typical_w=float(power.get("gpu_typical_w") or power.get("gpu_tdp_w") or 0.0),
-        gpu_activity_fraction=float(power.get("gpu_activity_fraction") or 1.0),
-        cpu_cores_need_per_gpu=float(nodes.get("cpu_cores_need_per_gpu") or 2.0),
-        host_memory_need_bytes_per_gpu=float(nodes.get("host_memory_need_bytes_per_gpu") or 32 * 2**30),
+        **_latency(best, pct),
+        mean_prompt_tokens=prompt_mean,
+        mean_output_tokens=out_mean,
+        max_model_len=max(1, int(min(model.max_seq_len, math.ceil(prompt_max + out_max)))),
+        **_serving_limits(spec, best, sizing),
+        **_power(sizing),
+        **_host_needs(sizing),
     )
 
 
-def fleet_quotas(plan: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FlavorQuota:
+    name: str
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+
+
+@dataclass(frozen=True)
+class QueueQuota:
+    """One ClusterQueue of a fleet plan: its workloads, resource and per-flavor limits."""
+
+    name: str
+    workloads: list[str]
+    resource: str
+    flavors: list[FlavorQuota]
+    reclaim_within_cohort: str
+    within_cluster_queue: str
+
+
+@dataclass(frozen=True)
+class FleetQuotas:
+    cohort: str
+    flavors: list[tuple[str, dict[str, str]]]  # ResourceFlavor name, node labels
+    queues: list[QueueQuota]
+
+
+def _flavor_quota(f: Fields) -> FlavorQuota:
+    return FlavorQuota(
+        name=f.text("name"),
+        nominal=f.integer("nominal_quota", 0, MAX_GPUS),
+        borrowing_limit=f.integer("borrowing_limit", 0, MAX_GPUS, default=None),
+        lending_limit=f.integer("lending_limit", 0, MAX_GPUS, default=None),
+    )
+
+
+def _queue_quota(cq: Fields) -> QueueQuota:
+    pre = cq.sub("preemption", False)
+    return QueueQuota(
+        name=cq.text("name"),
+        workloads=[check_text(w, cq.where, "workloads") for w in cq.items("workloads")],
+        resource=cq.text("resource", default="nvidia.com/gpu", max_len=320),
+        flavors=[_flavor_quota(Fields(f, f"{cq.where}.flavors")) for f in cq.items("flavors")],
+        reclaim_within_cohort=choice(
+            pre.text("reclaim_within_cohort", default="Never", max_len=40),
+            PREEMPTION,
+            "reclaim_within_cohort",
+        ),
+        within_cluster_queue=choice(
+            pre.text("within_cluster_queue", default="LowerPriority", max_len=40),
+            PREEMPTION,
+            "within_cluster_queue",
+        ),
+    )
+
+
+def fleet_quotas(plan: dict[str, Any]) -> FleetQuotas:
     """The Kueue quotas a fleet plan computed (`quotas` in its JSON): flavors, the cohort and
     one ClusterQueue per workload group with nominal, borrowing and lending limits."""
     q = plan.get("quotas")
@@ -396,4 +513,13 @@ def fleet_quotas(plan: dict[str, Any]) -> dict[str, Any]:
             "A fleet plan's `quotas` section (resource_flavors, cluster_queues) is what export writes.",
             "Re-plan the fleet with this rightsize (`rightsize plan FLEET.yaml --format json`).",
         )
-    return q
+    fq = Fields(q, "quotas")
+    flavors = []
+    for f in fq.items("resource_flavors"):
+        ff = Fields(f, "quotas.resource_flavors")
+        labels = ff.sub("node_labels", False)
+        flavors.append(
+            (ff.text("name"), {check_text(k, labels.where, "key"): labels.text(k) for k in labels.d})
+        )
+    queues = [_queue_quota(Fields(cq, "quotas.cluster_queues")) for cq in fq.items("cluster_queues")]
+    return FleetQuotas(cohort=fq.text("cohort"), flavors=flavors, queues=queues)

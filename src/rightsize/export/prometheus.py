@@ -15,6 +15,7 @@ from typing import Any
 
 from rightsize.catalog.metric_names import MetricName, metric_spec
 from rightsize.export.header import comment_block, dump_yaml
+from rightsize.export.names import promql_string
 from rightsize.export.plan_view import ServingView, TrainingView
 from rightsize.export.thresholds import (
     activity_floor,
@@ -115,7 +116,7 @@ def _pct_name(pct: float) -> str:
 
 
 def _serving_rules(v: ServingView) -> list[dict[str, Any]]:
-    sel = f'{{model_name="{v.model.name}"}}'
+    sel = f"{{model_name={promql_string(v.model.name)}}}"
     p = _pct_name(v.slo_percentile)
     q = v.slo_percentile / 100.0
     rules: list[dict[str, Any]] = [

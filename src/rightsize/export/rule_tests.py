@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from rightsize.catalog.metric_names import metric_spec
+from rightsize.export.names import promql_string
 from rightsize.export.plan_view import ServingView, TrainingView
 from rightsize.export.thresholds import activity_floor, kv_usage_limit, memory_limit_bytes, queue_limit
 
@@ -22,7 +23,8 @@ def _name(key: str) -> str:
 
 
 def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
-    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    """An `input_series` entry; label values as PromQL string literals (`names.promql_string`)."""
+    inner = ",".join(f"{k}={promql_string(v)}" for k, v in labels.items())
     return {"series": f"{name}{{{inner}}}", "values": values}
 
 

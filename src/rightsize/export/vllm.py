@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from rightsize.export.names import Arg, ShellExpr, shell_args
 from rightsize.export.plan_view import ServingView
 
 VLLM_VERSION = "vLLM v0.10"
@@ -37,20 +38,31 @@ def gpu_memory_utilization(v: ServingView) -> float:
     return round(min(0.95, max(0.1, frac)), 2)
 
 
-def vllm_args(v: ServingView, port: str = "8000") -> list[str]:
-    args = [
-        f"--served-model-name {v.model.name}",
-        f"--tensor-parallel-size {v.tp}",
-        f"--max-model-len {v.max_model_len}",
-        f"--max-num-seqs {max_num_seqs(v)}",
-        f"--gpu-memory-utilization {gpu_memory_utilization(v)}",
-        f"--block-size {v.block_tokens}",
-        f"--kv-cache-dtype {'fp8' if v.kv_precision.startswith('fp8') else 'auto'}",
+def vllm_arg_list(v: ServingView) -> list[Arg]:
+    """The engine arguments as (flag, value) pairs, the port left out. `--served-model-name`
+    carries the model name as given (a user string): write it with `names.shell_args` into a
+    script, or `names.argv` into an argument vector, never pasted."""
+    args: list[Arg] = [
+        ("--served-model-name", v.model.name),
+        ("--tensor-parallel-size", v.tp),
+        ("--max-model-len", v.max_model_len),
+        ("--max-num-seqs", max_num_seqs(v)),
+        ("--gpu-memory-utilization", gpu_memory_utilization(v)),
+        ("--block-size", v.block_tokens),
+        ("--kv-cache-dtype", "fp8" if v.kv_precision.startswith("fp8") else "auto"),
     ]
     if v.weight_precision == "fp8":
-        args.append("--quantization fp8")
-    args.append(f"--port {port}")
+        args.append(("--quantization", "fp8"))
     return args
+
+
+def vllm_args(v: ServingView, port: int | str | ShellExpr = 8000) -> list[str]:
+    """`vllm_arg_list` and `--port` as shell text (`names.shell_args`: one quoted
+    `--flag WORD` per entry), ready to join into a script. `port` is a number or a code-made
+    shell expression such as `ShellExpr("$((8000 + SLURM_ARRAY_TASK_ID))")` (a str is taken
+    as one; `ShellExpr` refuses quotes, backslashes and backticks)."""
+    value = ShellExpr(port) if isinstance(port, str) and not port.isdigit() else port
+    return shell_args([*vllm_arg_list(v), ("--port", value)])
 
 
 def replicas_for(rate_rps: float, v: ServingView) -> int:
