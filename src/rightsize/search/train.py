@@ -35,10 +35,11 @@ from rightsize.search.risk import P50, P90, pick_per_count
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_where, gpu_count_candidates
 from rightsize.search.train_demand import training_demand
-from rightsize.spec.training import TrainingSpec
+from rightsize.spec.training import DEFAULT_MAX_GPUS, TrainingSpec
 
-# Largest cluster the search considers unless the user fixes a count.
-MAX_GPUS = 32768
+# Largest cluster the search considers unless the user fixes a count or raises
+# targets.max_gpus (its default; up to 1,048,576).
+MAX_GPUS = DEFAULT_MAX_GPUS
 # When a run length is given but neither a deadline nor a GPU count, scale out as
 # far as each GPU keeps at least this share of the best per-GPU throughput (the knee
 # of the scaling curve): the policy's default utilisation target, 80%.
@@ -255,7 +256,7 @@ def _evaluate_all(
             np.array([float(tgt.gpus)])
             if tgt.gpus is not None
             else gpu_count_candidates(
-                node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
+                node.gpus_per_node, tgt.max_gpus, acc.scaleup_domain_gpus if acc.torus_dims else 0
             )
         )
         tasks.append((acc, node, hw, counts))
