@@ -29,12 +29,12 @@ from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.constraints import margins_of, planned_deadline, under_power_cap
 from rightsize.search.demand import Demand
-from rightsize.search.layout_check import LayoutRejection, no_layout_reason
+from rightsize.search.layout_check import LayoutRejection, no_layout_reason, splittable_counts
 from rightsize.search.pareto import pareto_front
 from rightsize.search.risk import P50, P90, pick_per_count
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_where, gpu_count_candidates
-from rightsize.search.train_demand import training_demand
+from rightsize.search.train_demand import dci_link, training_demand
 from rightsize.spec.training import DEFAULT_MAX_GPUS, TrainingSpec
 
 # Largest cluster the search considers unless the user fixes a count or raises
@@ -47,6 +47,9 @@ UTILISATION_TARGET = 0.8
 # A layout is rejected while enumerating only when its memory exceeds the usable memory
 # by more than rounding (`memory_grid` adds the same terms in another order).
 MEMORY_CUT_MARGIN = 1e-9
+# A fixed count past the default cap that the batch cannot split trains on the largest whole-node
+# count below it that does, when that keeps at least this share of the GPUs (`_fixed_count`).
+FIXED_COUNT_MIN_USED = 0.9
 # Threads that evaluate accelerators side by side (at most the machine's cores).
 SEARCH_THREADS = min(4, os.cpu_count() or 1)
 
@@ -192,7 +195,8 @@ def _evaluate_accelerator(
             w.arch, w.seq_len, w.global_batch, gpus, hw.domain_gpus, spec.parallel
         )
         return LayoutRejection(f"{what} {why}")
-    st = train_step(w, cfg, hw)  # its exact memory decides the layouts at the margin
+    # its exact memory decides the layouts at the margin; counts past one building cross the DCI
+    st = train_step(w, cfg, hw, dci=dci_link(node, float(counts.max())))
     # Per GPU count, the layout with the lowest risk-aware step time (search.risk).
     best, risk = pick_per_count(w, cfg, hw, st.step_time, st.memory.fits, quantile)
     return _Evaluated(acc, node, hw, cfg, st, best, counts, len(cfg) + excluded, risk, quantile)
@@ -224,17 +228,48 @@ def _smallest_memory_hint(evaluated: list[_Evaluated], w: TrainWorkload, spec: T
     )
 
 
+def _fixed_count(
+    spec: TrainingSpec, w: TrainWorkload, node: NodeType, domain_gpus: int, assumptions: list[str]
+) -> int:
+    """The GPU count a fixed targets.gpus trains on. Past the default search cap (a cluster a
+    buyer names, not a job size) a count the global batch cannot split, such as 100,000, runs
+    the job on the largest count of whole nodes below it that splits, when that keeps at least
+    FIXED_COUNT_MIN_USED of the GPUs; the rest are hot spares (large jobs leave part of the
+    cluster idle: Llama 3 trained on 16,384 of 24,576 H100, Dubey et al. 2024, sec. 3.3).
+    Otherwise the count as given (the search then says why it does not split)."""
+    gpus = spec.targets.gpus
+    assert gpus is not None
+    if gpus <= DEFAULT_MAX_GPUS:
+        return gpus
+    counts = splittable_counts(w.arch, w.seq_len, w.global_batch, domain_gpus, spec.parallel)
+    if gpus in counts:
+        return gpus
+    fits = [c for c in counts if c <= gpus and c % node.gpus_per_node == 0]
+    if not fits or fits[-1] < FIXED_COUNT_MIN_USED * gpus:
+        return gpus
+    used = fits[-1]
+    assumptions.append(
+        f"The global batch of {w.global_batch:,} sequences does not split over {gpus:,} GPUs on "
+        f"{node.accelerator}: the job trains on {used:,} of them ({used // node.gpus_per_node:,} whole nodes), "
+        f"the largest count that splits, and the other {gpus - used:,} are hot spares. To use every GPU, "
+        "make training.global_batch a multiple of the data-parallel size."
+    )
+    return used
+
+
 def _evaluate_all(
     spec: TrainingSpec,
     w: TrainWorkload,
     ids: list[str],
     hw_overrides: dict[str, dict[str, float]] | None,
     quantile: float = P50,
+    assumptions: list[str] | None = None,
 ) -> tuple[list[_Evaluated], list[Rejection], tuple[int, int]]:
     """Every allowed accelerator's layouts over its GPU counts, evaluated; the accelerators
     that cannot run the workload, with why; and how many configurations were evaluated
     (all, and those timed)."""
     tgt = spec.targets
+    assumptions = assumptions if assumptions is not None else []
     rejected: list[Rejection] = []
     evaluated: list[_Evaluated] = []
     n_configs = n_timed = 0
@@ -253,7 +288,7 @@ def _evaluate_all(
             continue
         hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
         counts = (
-            np.array([float(tgt.gpus)])
+            np.array([float(_fixed_count(spec, w, node, hw.domain_gpus, assumptions))])
             if tgt.gpus is not None
             else gpu_count_candidates(
                 node.gpus_per_node, tgt.max_gpus, acc.scaleup_domain_gpus if acc.torus_dims else 0
@@ -440,7 +475,9 @@ def plan_training(
     budget = _budget(spec, assumptions)
     tgt = spec.targets
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    evaluated, rejected, (n_configs, n_timed) = _evaluate_all(spec, w, ids, hw_overrides, budget.quantile)
+    evaluated, rejected, (n_configs, n_timed) = _evaluate_all(
+        spec, w, ids, hw_overrides, budget.quantile, assumptions
+    )
     options = _options(spec, w, ids, evaluated, rejected)
     options = under_power_cap(options, lambda o: o[0].gpus, lambda o: o[1].node, spec, assumptions)
     if budget.knee:

@@ -68,6 +68,7 @@ from rightsize.catalog.nodes import NodeType
 from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.search.demand import Demand
+from rightsize.sizing.dci import DciPlan, size_dci
 from rightsize.sizing.fabric_tiers import MAX_TIERS, count_tree, tiers_needed, tree_capacity
 from rightsize.sizing.nodes_racks import source_entry
 from rightsize.spec.infrastructure import Fabric
@@ -137,13 +138,14 @@ class FabricPlan:
     sources: tuple[dict[str, Any], ...]
     planes: int = 1  # separate fat-trees, one per NIC rail (multi-plane); 1 for one fabric
     switches_by_tier: tuple[int, ...] = ()  # leaf first, all planes together
-    dci: Any = None  # rightsize.sizing.dci.DciPlan when the cluster spans buildings
+    dci: DciPlan | None = None  # buildings and the interconnect between them (its capex and power included)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["sensitivity"] = [asdict(s) for s in self.sensitivity]
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
+        d["dci"] = self.dci.as_dict() if self.dci else None
         if not self.needed:  # nothing bought: no cost figure (a $0 line reads as a priced item)
             for k in [k for k in d if k.endswith("capex_usd")]:
                 d[k] = None
@@ -497,7 +499,9 @@ def size_fabric(
     switch_capex = switches * sw.price_usd
     optics_capex = transceivers * optic.price_usd
     cable_capex = dac_links * dac.price_usd + optical_links * fibre.price_usd
-    capex = switch_capex + optics_capex + cable_capex + (0.0 if nic_in_node else nic_capex)
+    dci = size_dci(demand, node, nodes)  # buildings joined by coherent optics (sizing.dci)
+    dci_capex, dci_power = (dci.capex_usd, dci.power_w) if dci else (0.0, 0.0)
+    capex = switch_capex + optics_capex + cable_capex + (0.0 if nic_in_node else nic_capex) + dci_capex
     switch_power = switches * sw.power_w
     optics_power = transceivers * optic.power_w
 
@@ -511,6 +515,7 @@ def size_fabric(
         f"{nodes} nodes exchange gradients/activations across nodes: "
         f"{topo.tiers}-tier {'single switch' if topo.tiers == 1 else fabric.topology} {fabric.kind} fabric"
         + (f", {topo.planes} planes (one fat-tree per NIC rail)" if topo.planes > 1 else "")
+        + (f"; {dci.buildings} buildings joined by a data-centre interconnect" if dci else "")
     )
     by_tier = topo.switches_by_tier or tuple(n for n in (topo.leaves, topo.spines, topo.cores) if n)
     return FabricPlan(
@@ -550,7 +555,7 @@ def size_fabric(
         capex_usd=capex,
         switch_power_w=switch_power,
         optics_power_w=optics_power,
-        power_w=switch_power + optics_power,
+        power_w=switch_power + optics_power + dci_power,
         max_nodes=topo.max_nodes,
         sensitivity=sensitivity,
         recommended_nic_gbps=recommended,
@@ -559,4 +564,5 @@ def size_fabric(
         sources=tuple(sources),
         planes=topo.planes,
         switches_by_tier=by_tier,
+        dci=dci,
     )

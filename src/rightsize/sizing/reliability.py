@@ -4,7 +4,9 @@ failure costs a service. Results are typed (`sizing.results`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from rightsize.catalog.reliability import Reliability
 from rightsize.constants import HOURS_PER_MONTH
@@ -22,15 +24,71 @@ __all__ = [
 ]
 
 
+# Spare pool: a failed node is pulled from the job and swapped for a hot spare, then repaired
+# or replaced (RMA) while the job runs on. Nodes out for repair at once, by Little's law:
+# failures per hour x repair hours. Repair turnaround: estimate, 48 h (on-site parts and
+# re-burn-in within a day or two; Kokolis et al. 2024, "Revisiting Reliability in Large-Scale
+# ML Research Clusters", report node remediation over hours to days).
+REPAIR_HOURS = 48.0
+# Spares cover the repair queue at this Poisson quantile (normal approximation, z = 3.09).
+SPARE_QUANTILE_Z = 3.09
+# When a restart plus half a checkpoint interval is this share of the MTBF or more, the
+# first-order goodput model (perf.reliability) is optimistic and the job needs faster recovery.
+RECOVERY_WARN_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class ScaleReliability(JobReliability):
+    """A job's reliability with what scale adds: failures per hour, the hot-spare pool that
+    keeps the job at full size while failed nodes are repaired, the checkpoint write
+    bandwidth, and a warning when recovery is slow against the MTBF."""
+
+    failures_per_hour: float = 0.0
+    nodes_in_repair_mean: float = 0.0
+    repair_hours: float = REPAIR_HOURS
+    hot_spare_nodes: int = 0
+    hot_spare_gpus: int = 0
+    checkpoint_write_bytes_per_s: float = 0.0
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["warnings"] = list(self.warnings)
+        return d
+
+
+def spare_nodes(failures_per_hour: float, repair_hours: float = REPAIR_HOURS) -> tuple[float, int]:
+    """(mean nodes in repair, hot spares covering the repair queue at the 99.9th percentile)."""
+    mean = failures_per_hour * repair_hours
+    return mean, math.ceil(mean + SPARE_QUANTILE_Z * math.sqrt(mean)) if mean > 0 else 0
+
+
+def _recovery_warnings(gp: Goodput) -> tuple[str, ...]:
+    lost = gp.checkpoint_interval_s / 2.0 + gp.restart_s
+    if lost < RECOVERY_WARN_FRACTION * gp.mtbf_s:
+        return ()
+    return (
+        f"An interruption every {gp.mtbf_s / 60.0:.1f} min against {gp.restart_s / 60.0:.0f} min to restart "
+        f"and {gp.checkpoint_interval_s:.0f} s between checkpoints: goodput {gp.goodput:.0%} is a first-order "
+        "estimate and optimistic at this ratio. At this scale plan for in-memory (peer) checkpoints and "
+        "restarts that swap in hot spares without rescheduling the job (minutes to seconds), or split the "
+        "job into failure domains.",
+    )
+
+
 def job_reliability(
     gpus: int, nodes: int, ckpt_bytes: float, rel: Reliability, write_bytes_per_s: float | None = None
 ) -> tuple[Goodput, JobReliability]:
     """Goodput of a training job, with the checkpoint written at the storage's provisioned
-    rate when it is known (else the catalog's per-node client rate), and what it implies."""
+    rate when it is known (else the catalog's per-node client rate), and what it implies:
+    failures per hour, the hot-spare pool, the checkpoint write bandwidth."""
     if write_bytes_per_s:
         rel = replace(rel, checkpoint_write_bytes_per_s_per_node=write_bytes_per_s / max(nodes, 1))
     gp = goodput(gpus, nodes, ckpt_bytes, rel)
-    return gp, JobReliability(
+    per_hour = gpus * rel.failure_rate_per_gpu_hour
+    in_repair, spares = spare_nodes(per_hour)
+    gpus_per_node = max(1, round(gpus / max(nodes, 1)))
+    return gp, ScaleReliability(
         failure_rate_per_gpu_hour=rel.failure_rate_per_gpu_hour,
         failure_rate_source=rel.sources["failure_rate_per_gpu_hour"].source,
         cluster_mtbf_s=gp.mtbf_s,
@@ -41,6 +99,14 @@ def job_reliability(
         restart_s=gp.restart_s,
         lost_work_per_interruption_s=gp.checkpoint_interval_s / 2.0 + gp.restart_s,
         goodput_fraction=gp.goodput,
+        failures_per_hour=per_hour,
+        nodes_in_repair_mean=in_repair,
+        hot_spare_nodes=spares,
+        hot_spare_gpus=spares * gpus_per_node,
+        checkpoint_write_bytes_per_s=gp.checkpoint_bytes / gp.checkpoint_write_s
+        if gp.checkpoint_write_s
+        else 0.0,
+        warnings=_recovery_warnings(gp),
     )
 
 
