@@ -89,8 +89,7 @@ class StepBreakdown:
 
     @cached_property
     def step_time(self) -> np.ndarray:
-        dci = self.dci_comm if self.dci_comm is not None else 0.0
-        return dci + (
+        t = (
             self.compute
             + self.tp_comm
             + self.cp_comm
@@ -101,6 +100,7 @@ class StepBreakdown:
             + self.optimizer
             + self.straggler
         )
+        return t if self.dci_comm is None else t + self.dci_comm
 
     @cached_property
     def mfu(self) -> np.ndarray:
@@ -323,7 +323,7 @@ def _dci_exposed(
     model_parallel = cfg.gpus / (cfg.dp * cfg.cp)
     model_bytes = (t_dense + t_expert * cfg.ep) * w.grad_bytes * model_parallel
     dci_s = coll.dci_all_reduce_s(model_bytes, dci.buildings(cfg.gpus), dci)
-    return np.maximum(dci_s - hide, 0.0)
+    return np.maximum(dci_s - np.maximum(hide, 0.0), 0.0)
 
 
 def _pipeline_sends(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, m: np.ndarray) -> np.ndarray:
@@ -416,8 +416,8 @@ def _train_step(
     hidden = np.where(z3, m * z3_hidden, np.minimum(reduce_s, window) + ag_hidden)
     exposed = np.where(z3, m * z3_exposed, reduce_s - np.minimum(reduce_s, window) + z12_exposed)
     dp_comm = exposed + interference * hidden
-    hide = np.maximum(window - reduce_s, 0.0)  # what the cross-building stage can run under
-    dci_comm = None if dci is None else _dci_exposed(w, cfg, dci, (t_dense, t_expert), hide)
+    # the cross-building stage runs under what the in-building reduction leaves of the window
+    dci_comm = None if dci is None else _dci_exposed(w, cfg, dci, (t_dense, t_expert), window - reduce_s)
 
     # Optimizer update: memory-bound over the parameters this GPU owns.
     owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, dpc, 1)
