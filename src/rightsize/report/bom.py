@@ -42,7 +42,7 @@ def _fabric_row(fabric: dict[str, Any]) -> list[str]:
     return [
         "fabric",
         f"{fabric.get('kind', '')} {fabric.get('topology', '')}, {units.plural(fabric.get('tiers', 0), 'tier')}, "
-        + (f"{fabric['planes']} planes, " if (fabric.get("planes") or 1) > 1 else "")
+        + (f"{fabric.get('rails', 0)} planes, " if fabric.get("topology") == "multi_plane" else "")
         + f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per GPU: {fabric.get('leaves', 0)} leaf + "
         f"{fabric.get('spines', 0)} spine + {fabric.get('cores', 0)} core {fabric.get('switch', '')}, "
         f"{fabric.get('transceivers', 0):,} transceivers; {units.usd(fabric.get('capex_usd', 0))}",
@@ -59,7 +59,7 @@ def _dci_rows(fabric: dict[str, Any]) -> list[list[str]]:
             "interconnect",
             f"{dci['buildings']} buildings of up to {dci['gpus_per_building']:,} GPUs "
             f"({units.watts(dci['building_it_power_w'])} IT each), {dci['topology']} DCI of "
-            f"{units.number(dci['tbps_per_building'])} Tb/s per building over {units.number(dci['distance_km'])} km "
+            f"{units.number(dci['gbps_per_building'] / 1000.0)} Tb/s per building, {dci['route']} "
             f"({units.seconds(dci['latency_s'])} one way): {dci['transceivers']:,} coherent transceivers, "
             f"{dci['fibre_pairs']} fibre pairs; crossed by data parallelism, "
             f"{units.seconds(dci['transfer_s_per_step'])} per step before overlap",
@@ -111,9 +111,9 @@ def _reliability_rows(rel: dict[str, Any]) -> list[list[str]]:
                 f"MTBF {units.seconds(rel.get('cluster_mtbf_s', 0))}, checkpoint every "
                 f"{units.seconds(rel.get('checkpoint_interval_s', 0))}, goodput {units.pct(rel['goodput_fraction'])}"
                 + (
-                    f"; {units.number(rel['failures_per_hour'])} failures an hour, "
-                    f"{units.plural(rel['hot_spare_nodes'], 'hot-spare node')}"
-                    if rel.get("hot_spare_nodes")
+                    f"; {units.number(rel.get('interruptions_per_day', 0) / 24.0)} failures an hour, "
+                    f"{units.plural(rel['spare_nodes'], 'hot-spare node')}"
+                    if rel.get("spare_nodes")
                     else ""
                 ),
             ]

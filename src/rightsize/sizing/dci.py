@@ -52,9 +52,10 @@ class DciPlan:
     crosses: str
     topology: str  # point_to_point (2 buildings) / ring
     links: int
-    tbps_per_building: float
+    gbps_per_building: float  # DCI capacity each building sends and receives
     latency_s: float  # one way, fibre
-    distance_km: float
+    distance_km: float  # route length (the house rule names units: in `route`, not in as_dict)
+    route: str
     gradient_bytes_per_step_per_building: float
     transfer_s_per_step: float  # the cross-building stage of the all-reduce, before overlap
     wavelengths_per_link: int
@@ -67,6 +68,7 @@ class DciPlan:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["sources"] = list(self.sources)
+        del d["distance_km"]
         return d
 
 
@@ -87,8 +89,8 @@ def size_dci(demand: Demand, node: NodeType, nodes: int) -> DciPlan | None:
     link = DciLink(s.dci_bytes_per_s_per_building, s.dci_latency_s, per_building * node.gpus_per_node)
     model_bytes = demand.params * GRAD_BYTES_PER_PARAM
     transfer = float(dci_all_reduce_s(np.array([model_bytes]), np.array([float(buildings)]), link)[0])
-    tbps = s.dci_bytes_per_s_per_building * 8.0 / 1e12
-    waves = math.ceil(tbps * 1000.0 / s.dci_wavelength_gbps)
+    gbps = s.dci_bytes_per_s_per_building * 8.0 / 1e9
+    waves = math.ceil(gbps / s.dci_wavelength_gbps)
     links = 1 if buildings == 2 else buildings
     transceivers = 2 * links * waves
     facility = facility_defaults().sources
@@ -100,9 +102,10 @@ def size_dci(demand: Demand, node: NodeType, nodes: int) -> DciPlan | None:
         crosses=CROSSING,
         topology="point_to_point" if buildings == 2 else "ring",
         links=links,
-        tbps_per_building=tbps,
+        gbps_per_building=gbps,
         latency_s=s.dci_latency_s,
         distance_km=s.dci_distance_km,
+        route=f"{s.dci_distance_km:g} km of fibre between buildings",
         gradient_bytes_per_step_per_building=2.0 * (buildings - 1) / buildings * model_bytes,
         transfer_s_per_step=transfer,
         wavelengths_per_link=waves,

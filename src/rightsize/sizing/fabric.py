@@ -96,7 +96,7 @@ class FabricPlan:
     needed: bool
     reason: str
     kind: str  # infiniband / roce
-    topology: str  # rail_optimized / leaf_spine / single_switch / none
+    topology: str  # rail_optimized / leaf_spine / multi_plane (one fat-tree per rail) / single_switch / none
     tiers: int  # 0 (none), 1 (one switch), 2 (leaf-spine), 3 (with core), 4-5 (deeper fat-tree)
     oversubscription: float
     nodes: int
@@ -146,6 +146,8 @@ class FabricPlan:
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
         d["dci"] = self.dci.as_dict() if self.dci else None
+        # planes and per-tier counts are in `topology` and `reason` (every number's key names a unit)
+        del d["planes"], d["switches_by_tier"]
         if not self.needed:  # nothing bought: no cost figure (a $0 line reads as a priced item)
             for k in [k for k in d if k.endswith("capex_usd")]:
                 d[k] = None
@@ -466,7 +468,7 @@ def size_fabric(
     rail_opt = fabric.topology == "rail_optimized"
     topo = count_topology(nodes, rails, k, fabric.oversubscription, rail_opt)
     down, up = leaf_ports(k, fabric.oversubscription)
-    topology = "single_switch" if topo.tiers == 1 else fabric.topology
+    topology = "single_switch" if topo.tiers == 1 else "multi_plane" if topo.planes > 1 else fabric.topology
 
     # links, cables, optics
     node_leaf = nodes * rails
@@ -515,9 +517,12 @@ def size_fabric(
         f"{nodes} nodes exchange gradients/activations across nodes: "
         f"{topo.tiers}-tier {'single switch' if topo.tiers == 1 else fabric.topology} {fabric.kind} fabric"
         + (f", {topo.planes} planes (one fat-tree per NIC rail)" if topo.planes > 1 else "")
-        + (f"; {dci.buildings} buildings joined by a data-centre interconnect" if dci else "")
     )
     by_tier = topo.switches_by_tier or tuple(n for n in (topo.leaves, topo.spines, topo.cores) if n)
+    if topo.switches_by_tier:
+        reason += f" ({' / '.join(f'{n:,}' for n in by_tier)} switches per tier, leaf first)"
+    if dci:
+        reason += f"; {dci.buildings} buildings joined by a data-centre interconnect"
     return FabricPlan(
         needed=True,
         reason=reason,

@@ -98,7 +98,6 @@ class PowerPlan:
     energy_per_million_units_kwh: float | None
     warnings: tuple[str, ...]
     sources: tuple[dict[str, Any], ...]
-    buildings: int = 1  # buildings the compute nodes need at max power (facility.yaml site)
     load_swing_w: float = 0.0  # facility load lost when every working GPU stalls at once
 
     def as_dict(self) -> dict[str, Any]:
@@ -308,7 +307,7 @@ def size_power(
 
     swing = working * (gpu_typical - idle) * pue
     training = demand.workload in ("pretraining", "fine_tuning")
-    buildings = _buildings_and_swing(nodes, node, swing, training, warnings)
+    _buildings_and_swing(nodes, node, swing, training, warnings)
     span_s = run_s if run_s is not None else demand.run_s
     per_run, per_month, per_million = _energy(demand, facility_typical, span_s)
     sources = _power_sources(acc, node, ct, status == "throttled", pue_src)
@@ -349,6 +348,5 @@ def size_power(
         energy_per_million_units_kwh=per_million,
         warnings=tuple(warnings),
         sources=tuple(sources),
-        buildings=buildings,
         load_swing_w=swing,
     )

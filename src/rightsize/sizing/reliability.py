@@ -35,19 +35,18 @@ SPARE_QUANTILE_Z = 3.09
 # When a restart plus half a checkpoint interval is this share of the MTBF or more, the
 # first-order goodput model (perf.reliability) is optimistic and the job needs faster recovery.
 RECOVERY_WARN_FRACTION = 0.2
+# exp() arguments past this mean no useful work completes (and would overflow a float).
+MAX_EXPONENT = 700.0
 
 
 @dataclass(frozen=True)
 class ScaleReliability(JobReliability):
-    """A job's reliability with what scale adds: failures per hour, the hot-spare pool that
-    keeps the job at full size while failed nodes are repaired, the checkpoint write
-    bandwidth, and a warning when recovery is slow against the MTBF."""
+    """A job's reliability with what scale adds: the hot-spare pool that keeps the job at full
+    size while failed nodes are repaired (failures per hour are interruptions_per_day / 24),
+    the checkpoint write bandwidth, and a warning when recovery is slow against the MTBF."""
 
-    failures_per_hour: float = 0.0
-    nodes_in_repair_mean: float = 0.0
     repair_hours: float = REPAIR_HOURS
-    hot_spare_nodes: int = 0
-    hot_spare_gpus: int = 0
+    spare_nodes: int = 0  # hot spares: the repair queue (failures per hour x repair hours) at P99.9
     checkpoint_write_bytes_per_s: float = 0.0
     warnings: tuple[str, ...] = ()
 
@@ -63,16 +62,41 @@ def spare_nodes(failures_per_hour: float, repair_hours: float = REPAIR_HOURS) ->
     return mean, math.ceil(mean + SPARE_QUANTILE_Z * math.sqrt(mean)) if mean > 0 else 0
 
 
+def daly_goodput(gp: Goodput) -> Goodput:
+    """Goodput under exponentially distributed failures, valid when the MTBF is minutes.
+
+    The first-order model (perf.reliability: wall/useful = (1 + d/tau)(1 + (tau/2 + R)/M))
+    linearises in 1/M and turns optimistic, then meaningless, once a restart R or a
+    checkpoint interval tau is a sizeable share of the MTBF M (a restart longer than M still
+    shows some goodput). Daly's complete model (J. T. Daly, "A higher order estimate of the
+    optimum checkpoint interval for restart dumps", FGCS 22(3), 2006, eqs. 13 and 37):
+
+        wall/useful = (M / tau) e^(R/M) (e^((tau + d)/M) - 1)
+        tau_opt = sqrt(2 d M) (1 + sqrt(d / 2M) / 3 + d / 18M) - d   (d < 2M; else tau = M)
+
+    which the first-order model approximates when M is long (a few parts in 10^4 at 16K GPUs)."""
+    m, d, r = gp.mtbf_s, gp.checkpoint_write_s, gp.restart_s
+    if d < 2.0 * m:
+        tau = math.sqrt(2.0 * d * m) * (1.0 + math.sqrt(d / (2.0 * m)) / 3.0 + d / (18.0 * m)) - d
+    else:
+        tau = m
+    tau = max(tau, d)
+    exponent = r / m + (tau + d) / m
+    if exponent > MAX_EXPONENT:  # failures so frequent that no work completes: goodput ~ 0
+        return replace(gp, checkpoint_interval_s=tau, goodput=0.0)
+    slowdown = (m / tau) * math.exp(r / m) * math.expm1((tau + d) / m)
+    return replace(gp, checkpoint_interval_s=tau, goodput=1.0 / slowdown)
+
+
 def _recovery_warnings(gp: Goodput) -> tuple[str, ...]:
     lost = gp.checkpoint_interval_s / 2.0 + gp.restart_s
     if lost < RECOVERY_WARN_FRACTION * gp.mtbf_s:
         return ()
     return (
         f"An interruption every {gp.mtbf_s / 60.0:.1f} min against {gp.restart_s / 60.0:.0f} min to restart "
-        f"and {gp.checkpoint_interval_s:.0f} s between checkpoints: goodput {gp.goodput:.0%} is a first-order "
-        "estimate and optimistic at this ratio. At this scale plan for in-memory (peer) checkpoints and "
-        "restarts that swap in hot spares without rescheduling the job (minutes to seconds), or split the "
-        "job into failure domains.",
+        f"and {gp.checkpoint_interval_s:.0f} s between checkpoints leaves a goodput of {gp.goodput:.0%}. At this "
+        "scale plan for in-memory (peer) checkpoints and restarts that swap in hot spares without "
+        "rescheduling the job (minutes to seconds), or split the job into failure domains.",
     )
 
 
@@ -80,14 +104,13 @@ def job_reliability(
     gpus: int, nodes: int, ckpt_bytes: float, rel: Reliability, write_bytes_per_s: float | None = None
 ) -> tuple[Goodput, JobReliability]:
     """Goodput of a training job, with the checkpoint written at the storage's provisioned
-    rate when it is known (else the catalog's per-node client rate), and what it implies:
-    failures per hour, the hot-spare pool, the checkpoint write bandwidth."""
+    rate when it is known (else the catalog's per-node client rate), under exponentially
+    distributed failures (`daly_goodput`), and what it implies: failures per hour, the
+    hot-spare pool, the checkpoint write bandwidth."""
     if write_bytes_per_s:
         rel = replace(rel, checkpoint_write_bytes_per_s_per_node=write_bytes_per_s / max(nodes, 1))
-    gp = goodput(gpus, nodes, ckpt_bytes, rel)
+    gp = daly_goodput(goodput(gpus, nodes, ckpt_bytes, rel))
     per_hour = gpus * rel.failure_rate_per_gpu_hour
-    in_repair, spares = spare_nodes(per_hour)
-    gpus_per_node = max(1, round(gpus / max(nodes, 1)))
     return gp, ScaleReliability(
         failure_rate_per_gpu_hour=rel.failure_rate_per_gpu_hour,
         failure_rate_source=rel.sources["failure_rate_per_gpu_hour"].source,
@@ -99,10 +122,7 @@ def job_reliability(
         restart_s=gp.restart_s,
         lost_work_per_interruption_s=gp.checkpoint_interval_s / 2.0 + gp.restart_s,
         goodput_fraction=gp.goodput,
-        failures_per_hour=per_hour,
-        nodes_in_repair_mean=in_repair,
-        hot_spare_nodes=spares,
-        hot_spare_gpus=spares * gpus_per_node,
+        spare_nodes=spare_nodes(per_hour)[1],
         checkpoint_write_bytes_per_s=gp.checkpoint_bytes / gp.checkpoint_write_s
         if gp.checkpoint_write_s
         else 0.0,
