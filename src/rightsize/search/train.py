@@ -229,14 +229,15 @@ def _smallest_memory_hint(evaluated: list[_Evaluated], w: TrainWorkload, spec: T
 
 
 def _fixed_count(
-    spec: TrainingSpec, w: TrainWorkload, node: NodeType, domain_gpus: int, assumptions: list[str]
+    spec: TrainingSpec, w: TrainWorkload, node: NodeType, domain_gpus: int, notes: dict[str, str]
 ) -> int:
     """The GPU count a fixed targets.gpus trains on. Past the default search cap (a cluster a
     buyer names, not a job size) a count the global batch cannot split, such as 100,000, runs
     the job on the largest count of whole nodes below it that splits, when that keeps at least
     FIXED_COUNT_MIN_USED of the GPUs; the rest are hot spares (large jobs leave part of the
     cluster idle: Llama 3 trained on 16,384 of 24,576 H100, Dubey et al. 2024, sec. 3.3).
-    Otherwise the count as given (the search then says why it does not split)."""
+    Otherwise the count as given (the search then says why it does not split). What it did
+    goes into `notes` under the accelerator (the winner's joins the assumptions)."""
     gpus = spec.targets.gpus
     assert gpus is not None
     if gpus <= DEFAULT_MAX_GPUS:
@@ -248,7 +249,7 @@ def _fixed_count(
     if not fits or fits[-1] < FIXED_COUNT_MIN_USED * gpus:
         return gpus
     used = fits[-1]
-    assumptions.append(
+    notes[node.accelerator] = (
         f"The global batch of {w.global_batch:,} sequences does not split over {gpus:,} GPUs on "
         f"{node.accelerator}: the job trains on {used:,} of them ({used // node.gpus_per_node:,} whole nodes), "
         f"the largest count that splits, and the other {gpus - used:,} are hot spares. To use every GPU, "
@@ -263,13 +264,13 @@ def _evaluate_all(
     ids: list[str],
     hw_overrides: dict[str, dict[str, float]] | None,
     quantile: float = P50,
-    assumptions: list[str] | None = None,
+    notes: dict[str, str] | None = None,
 ) -> tuple[list[_Evaluated], list[Rejection], tuple[int, int]]:
     """Every allowed accelerator's layouts over its GPU counts, evaluated; the accelerators
     that cannot run the workload, with why; and how many configurations were evaluated
     (all, and those timed)."""
     tgt = spec.targets
-    assumptions = assumptions if assumptions is not None else []
+    notes = notes if notes is not None else {}
     rejected: list[Rejection] = []
     evaluated: list[_Evaluated] = []
     n_configs = n_timed = 0
@@ -288,7 +289,7 @@ def _evaluate_all(
             continue
         hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
         counts = (
-            np.array([float(_fixed_count(spec, w, node, hw.domain_gpus, assumptions))])
+            np.array([float(_fixed_count(spec, w, node, hw.domain_gpus, notes))])
             if tgt.gpus is not None
             else gpu_count_candidates(
                 node.gpus_per_node, tgt.max_gpus, acc.scaleup_domain_gpus if acc.torus_dims else 0
@@ -472,11 +473,12 @@ def plan_training(
     started = time.perf_counter()
     w = workload_from_spec(spec)
     assumptions: list[str] = []
+    count_notes: dict[str, str] = {}  # accelerator -> how a fixed count was made to split
     budget = _budget(spec, assumptions)
     tgt = spec.targets
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
     evaluated, rejected, (n_configs, n_timed) = _evaluate_all(
-        spec, w, ids, hw_overrides, budget.quantile, assumptions
+        spec, w, ids, hw_overrides, budget.quantile, count_notes
     )
     options = _options(spec, w, ids, evaluated, rejected)
     options = under_power_cap(options, lambda o: o[0].gpus, lambda o: o[1].node, spec, assumptions)
@@ -486,6 +488,8 @@ def plan_training(
     (best, best_ev, best_i), alternatives = _ranked(
         in_time, tgt.objective, evaluated, rejected, budget.deadline, assumptions
     )
+    if best.accelerator in count_notes:
+        assumptions.insert(0, count_notes[best.accelerator])
     runner = _runner_up_layout(best_ev, best_i, w, spec.training.train_tokens, best, tgt.objective)
     front = pareto_front([o[0] for o in options])
     demand = training_demand(spec, w, best_ev.cfg, best_i, best_ev.hw, best)
