@@ -4,7 +4,9 @@ Cooling types come in file order, least to most capable; `auto` cooling takes th
 that handles a rack (`rightsize.sizing.nodes_racks.choose_cooling`). The GPU idle share,
 the utilisation at which a GPU reaches TDP, the host's typical share, the rack's
 reserved units and power, and the thermal-throttling derate are read here and used by
-`rightsize.sizing.power` and `rightsize.sizing.nodes_racks`.
+`rightsize.sizing.power` and `rightsize.sizing.nodes_racks`. The `site` block (one
+building's IT power and the data-centre interconnect between buildings) becomes `Site`,
+read by `rightsize.search.train_demand.dci_link` and `rightsize.sizing.dci`.
 """
 
 from __future__ import annotations

@@ -29,6 +29,10 @@
    SIGCOMM 2008). Spines and cores are counted from the ports actually used:
    spines = ceil(pod uplinks / (k/2)), cores = ceil(spine uplinks / k).
 
+   Past three tiers (`rightsize.sizing.fabric_tiers`): rail-optimised becomes multi-plane,
+   one fat-tree per NIC rail of the fewest tiers that reach N (2 (k/2)^t hosts); leaf-spine
+   a single fat-tree of 4-5 tiers. Buildings and their interconnect: `rightsize.sizing.dci`.
+
    Links: node-leaf = N R; leaf-spine = sum over leaves of ceil(down used / o);
    spine-core = leaf-spine (1:1 above the leaf). Rail-optimised leaves serve nodes in
    many racks, so their node links are optical; leaf-spine leaves sit at the top of a
