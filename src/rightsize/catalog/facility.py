@@ -4,11 +4,14 @@ Cooling types come in file order, least to most capable; `auto` cooling takes th
 that handles a rack (`rightsize.sizing.nodes_racks.choose_cooling`). The GPU idle share,
 the utilisation at which a GPU reaches TDP, the host's typical share, the rack's
 reserved units and power, and the thermal-throttling derate are read here and used by
-`rightsize.sizing.power` and `rightsize.sizing.nodes_racks`.
+`rightsize.sizing.power` and `rightsize.sizing.nodes_racks`. The `site` block (one
+building's IT power and the data-centre interconnect between buildings) becomes `Site`,
+read by `rightsize.search.train_demand.dci_link` and `rightsize.sizing.dci`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -38,7 +41,17 @@ _FIGURES: tuple[tuple[str, str, float, float], ...] = (
     ("rack", "overhead_w", 1, 10_000),
     ("throttle", "slowdown_fraction", 1e-4, 0.9),
     ("throttle", "max_overshoot_fraction", 1e-3, 2.0),
+    ("site", "building_it_power_mw", 1, 5_000),
+    ("site", "dci_tbps_per_building", 0.1, 100_000),
+    ("site", "dci_distance_km", 0.01, 20_000),
+    ("site", "dci_wavelength_gbps", 10, 10_000),
+    ("site", "dci_wavelengths_per_fibre_pair", 1, 1_000),
+    ("site", "dci_optic_power_w", 1, 1_000),
+    ("site", "dci_optic_price_usd", 1, 1_000_000),
 )
+# Light in silica fibre (group index ~1.47) covers a kilometre in ~4.9 us: 5 us/km one way.
+FIBRE_LATENCY_S_PER_KM = 5e-6
+MEGA_W = 1e6
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,43 @@ class FacilityDefaults:
     throttle_slowdown_fraction: float
     throttle_max_overshoot_fraction: float
     sources: dict[str, Sourced]
+    site: Site | None = None  # one building's power and the DCI between buildings
+
+
+@dataclass(frozen=True)
+class Site:
+    """One building's critical IT power and the data-centre interconnect (DCI) between buildings."""
+
+    building_it_power_w: float
+    dci_bytes_per_s_per_building: float
+    dci_latency_s: float  # one way, fibre only
+    dci_distance_km: float
+    dci_wavelength_gbps: float
+    dci_wavelengths_per_fibre_pair: int
+    dci_optic_power_w: float
+    dci_optic_price_usd: float
+
+    def nodes_per_building(self, node_max_power_w: float) -> int:
+        """Compute nodes one building powers at their maximum draw (at least one)."""
+        return max(1, int(self.building_it_power_w // node_max_power_w))
+
+    def buildings(self, nodes: float, node_max_power_w: float) -> int:
+        """Buildings that ``nodes`` nodes need: ceil(nodes / nodes per building)."""
+        return max(1, math.ceil(nodes / self.nodes_per_building(node_max_power_w)))
+
+
+def _site(sources: dict[str, Sourced]) -> Site:
+    v = {k.split(".", 1)[1]: s.value for k, s in sources.items() if k.startswith("site.")}
+    return Site(
+        building_it_power_w=v["building_it_power_mw"] * MEGA_W,
+        dci_bytes_per_s_per_building=v["dci_tbps_per_building"] * 1e12 / 8.0,
+        dci_latency_s=v["dci_distance_km"] * FIBRE_LATENCY_S_PER_KM,
+        dci_distance_km=v["dci_distance_km"],
+        dci_wavelength_gbps=v["dci_wavelength_gbps"],
+        dci_wavelengths_per_fibre_pair=int(v["dci_wavelengths_per_fibre_pair"]),
+        dci_optic_power_w=v["dci_optic_power_w"],
+        dci_optic_price_usd=v["dci_optic_price_usd"],
+    )
 
 
 def parse_cooling(raw: Any, file: str, key: str) -> CoolingType:
@@ -121,7 +171,7 @@ def parse_facility(raw: Mapping[str, Any], file: str) -> FacilityDefaults:
         block = raw[block_name]
         if field not in block:
             raise CatalogDataError(file, block_name, f"missing '{field}'")
-        integer = field == "reserved_rack_units"
+        integer = field in ("reserved_rack_units", "dci_wavelengths_per_fibre_pair")
         sources[f"{block_name}.{field}"] = sourced(
             block[field], file, f"{block_name}.{field}", integer=integer, minimum=lo, maximum=hi
         )
@@ -135,6 +185,7 @@ def parse_facility(raw: Mapping[str, Any], file: str) -> FacilityDefaults:
         throttle_slowdown_fraction=sources["throttle.slowdown_fraction"].value,
         throttle_max_overshoot_fraction=sources["throttle.max_overshoot_fraction"].value,
         sources=sources,
+        site=_site(sources),
     )
 
 

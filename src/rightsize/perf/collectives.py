@@ -26,6 +26,8 @@ is what makes ZeRO-3 / FSDP latency-bound at large data-parallel degree.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from rightsize.perf.hardware import Hardware
@@ -118,3 +120,28 @@ def all_to_all_group_s(send_bytes: np.ndarray, n: np.ndarray, stride: np.ndarray
 
 def p2p_s(nbytes: np.ndarray, bw: np.ndarray, latency: np.ndarray) -> np.ndarray:
     return nbytes / bw + latency
+
+
+@dataclass(frozen=True)
+class DciLink:
+    """The data-centre interconnect between buildings: what one building sends and receives
+    (bytes/s), its one-way latency, and how many GPUs one building powers."""
+
+    bytes_per_s_per_building: float
+    latency_s: float
+    gpus_per_building: int
+
+    def buildings(self, gpus: np.ndarray) -> np.ndarray:
+        return np.maximum(np.ceil(np.asarray(gpus, dtype=np.float64) / self.gpus_per_building), 1.0)
+
+
+def dci_all_reduce_s(model_bytes: np.ndarray, buildings: np.ndarray, link: DciLink) -> np.ndarray:
+    """Cross-building stage of a hierarchical all-reduce of one model's gradients (`model_bytes`,
+    all shards together): reduce-scatter inside each building, a ring all-reduce between the B
+    buildings of the 1/B share each building owns, all-gather inside each building. Every
+    building then sends 2 (B-1)/B x model_bytes over its DCI, in 2 (B-1) ring steps (Thakur
+    et al. 2005; the layout of HSDP / hybrid-sharded data parallel, which shards within a
+    building and replicates across them)."""
+    b = np.asarray(buildings, dtype=np.float64)
+    t = 2.0 * (b - 1.0) / b * model_bytes / link.bytes_per_s_per_building + 2.0 * (b - 1.0) * link.latency_s
+    return np.where(b > 1, t, 0.0)

@@ -84,10 +84,12 @@ class StepBreakdown:
     hardware_flops: np.ndarray  # per step, all GPUs, recomputation included
     gpus: np.ndarray
     peak_flops_per_s: float
+    # Exposed cross-building gradient exchange (data-centre interconnect); None within one building.
+    dci_comm: np.ndarray | None = None
 
     @cached_property
     def step_time(self) -> np.ndarray:
-        return (
+        t = (
             self.compute
             + self.tp_comm
             + self.cp_comm
@@ -98,6 +100,7 @@ class StepBreakdown:
             + self.optimizer
             + self.straggler
         )
+        return t if self.dci_comm is None else t + self.dci_comm
 
     @cached_property
     def mfu(self) -> np.ndarray:
@@ -126,7 +129,7 @@ class StepBreakdown:
             "bubble_s": float(self.bubble[i]),
             "optimizer_s": float(self.optimizer[i]),
             "straggler_s": float(self.straggler[i]),
-        }
+        } | ({"dci_comm_exposed_s": float(self.dci_comm[i])} if self.dci_comm is not None else {})
 
 
 def _concat(values: list[Any]) -> Any:
@@ -285,19 +288,42 @@ def _zero3_per_microbatch(
 
 
 def train_step(
-    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, variant: np.ndarray | None = None
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    hw: Hardware,
+    variant: np.ndarray | None = None,
+    dci: coll.DciLink | None = None,
 ) -> StepBreakdown:
     """Evaluate every configuration in `cfg` for workload `w` on hardware `hw` (in runs of
     EVAL_CHUNK_ROWS configurations).
 
     `variant` (one integer per configuration) is given when `hw` carries per-configuration
-    efficiencies: configurations of one variant share them (`step_time_variants`)."""
+    efficiencies: configurations of one variant share them (`step_time_variants`). `dci`
+    is given when some configurations span more than one building (`_dci_exposed`)."""
     parts = cfg.chunks()
     if len(parts) <= 1:
-        return _train_step(w, cfg, hw, variant)
+        return _train_step(w, cfg, hw, variant, dci)
     return StepBreakdown.concat(
-        [_train_step(w, cfg.take(p), hw.take(p), None if variant is None else variant[p]) for p in parts]
+        [_train_step(w, cfg.take(p), hw.take(p), None if variant is None else variant[p], dci) for p in parts]
     )
+
+
+def _dci_exposed(
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    dci: coll.DciLink,
+    trainable: tuple[np.ndarray, np.ndarray],
+    hide: np.ndarray,
+) -> np.ndarray:
+    """Data parallelism crosses buildings: whole replicas sit in each building, and the
+    gradient all-reduce becomes hierarchical (`coll.dci_all_reduce_s`), its cross-building
+    stage run bucket by bucket under what is left of the backward window (`hide`); the rest
+    is exposed. One model's gradients: the per-GPU shard times tp x pp (experts x ep too)."""
+    t_dense, t_expert = trainable
+    model_parallel = cfg.gpus / (cfg.dp * cfg.cp)
+    model_bytes = (t_dense + t_expert * cfg.ep) * w.grad_bytes * model_parallel
+    dci_s = coll.dci_all_reduce_s(model_bytes, dci.buildings(cfg.gpus), dci)
+    return np.maximum(dci_s - np.maximum(hide, 0.0), 0.0)
 
 
 def _pipeline_sends(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, m: np.ndarray) -> np.ndarray:
@@ -346,7 +372,11 @@ def _gradient_collectives(
 
 
 def _train_step(
-    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, variant: np.ndarray | None
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    hw: Hardware,
+    variant: np.ndarray | None,
+    dci: coll.DciLink | None = None,
 ) -> StepBreakdown:
     lc = _unique_layer_costs(w, cfg, hw, variant)
     # Layers per stage: the heaviest stage holds ceil(layers / pp) when they do not divide.
@@ -386,6 +416,8 @@ def _train_step(
     hidden = np.where(z3, m * z3_hidden, np.minimum(reduce_s, window) + ag_hidden)
     exposed = np.where(z3, m * z3_exposed, reduce_s - np.minimum(reduce_s, window) + z12_exposed)
     dp_comm = exposed + interference * hidden
+    # the cross-building stage runs under what the in-building reduction leaves of the window
+    dci_comm = None if dci is None else _dci_exposed(w, cfg, dci, (t_dense, t_expert), window - reduce_s)
 
     # Optimizer update: memory-bound over the parameters this GPU owns.
     owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, dpc, 1)
@@ -415,6 +447,7 @@ def _train_step(
         hardware_flops=hw_flops,
         gpus=cfg.gpus.astype(np.float64),
         peak_flops_per_s=hw.peak_flops_per_s,
+        dci_comm=dci_comm,
     )
 
 

@@ -63,9 +63,28 @@ def _fabric_row(fabric: dict[str, Any]) -> list[str]:
     return [
         "fabric",
         f"{fabric.get('kind', '')} {fabric.get('topology', '')}, {units.plural(fabric.get('tiers', 0), 'tier')}, "
-        f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per GPU: {fabric.get('leaves', 0)} leaf + "
+        + (f"{fabric.get('rails', 0)} planes, " if fabric.get("topology") == "multi_plane" else "")
+        + f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per GPU: {fabric.get('leaves', 0)} leaf + "
         f"{fabric.get('spines', 0)} spine + {fabric.get('cores', 0)} core {fabric.get('switch', '')}, "
         f"{fabric.get('transceivers', 0):,} transceivers; {units.usd(fabric.get('capex_usd', 0))}",
+    ]
+
+
+def _dci_rows(fabric: dict[str, Any]) -> list[list[str]]:
+    """Buildings and the data-centre interconnect, when the cluster spans more than one."""
+    dci = fabric.get("dci")
+    if not dci:
+        return []
+    return [
+        [
+            "interconnect",
+            f"{dci['buildings']} buildings of up to {dci['gpus_per_building']:,} GPUs "
+            f"({units.watts(dci['building_it_power_w'])} IT each), {dci['topology']} DCI of "
+            f"{units.number(dci['gbps_per_building'] / 1000.0)} Tb/s per building, {dci['route']} "
+            f"({units.seconds(dci['latency_s'])} one way): {dci['transceivers']:,} coherent transceivers, "
+            f"{dci['fibre_pairs']} fibre pairs; crossed by data parallelism, "
+            f"{units.seconds(dci['transfer_s_per_step'])} per step before overlap",
+        ]
     ]
 
 
@@ -114,7 +133,13 @@ def _reliability_rows(rel: dict[str, Any]) -> list[list[str]]:
             [
                 "reliability",
                 f"MTBF {units.seconds(rel.get('cluster_mtbf_s', 0))}, checkpoint every "
-                f"{units.seconds(rel.get('checkpoint_interval_s', 0))}, goodput {units.pct(rel['goodput_fraction'])}",
+                f"{units.seconds(rel.get('checkpoint_interval_s', 0))}, goodput {units.pct(rel['goodput_fraction'])}"
+                + (
+                    f"; {units.number(rel.get('interruptions_per_day', 0) / 24.0)} failures an hour, "
+                    f"{units.plural(rel['spare_nodes'], 'hot-spare node')}"
+                    if rel.get("spare_nodes")
+                    else ""
+                ),
             ]
         ]
     if "replica_failures_per_month" in rel:
@@ -196,6 +221,7 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
             f"({units.number(nodes.get('kw_per_rack', 0))} kW, {nodes.get('cooling', '?')} cooled)",
         ],
         _fabric_row(sizing.get("fabric") or {}),
+        *_dci_rows(sizing.get("fabric") or {}),
         ["storage", _storage_line(sizing.get("storage") or {})],
         ["power", _power_line(sizing.get("power") or {})],
     ]

@@ -35,16 +35,17 @@ from rightsize.search.constraints import (
     under_power_cap,
 )
 from rightsize.search.demand import Demand
-from rightsize.search.layout_check import LayoutRejection, no_layout_reason
+from rightsize.search.layout_check import LayoutRejection, no_layout_reason, splittable_counts
 from rightsize.search.pareto import pareto_front
 from rightsize.search.risk import P50, P90, pick_per_count
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_where, gpu_count_candidates
-from rightsize.search.train_demand import training_demand
-from rightsize.spec.training import TrainingSpec
+from rightsize.search.train_demand import dci_link, training_demand
+from rightsize.spec.training import DEFAULT_MAX_GPUS, TrainingSpec
 
-# Largest cluster the search considers unless the user fixes a count.
-MAX_GPUS = 32768
+# Largest cluster the search considers unless the user fixes a count or raises
+# targets.max_gpus (its default; up to 1,048,576).
+MAX_GPUS = DEFAULT_MAX_GPUS
 # When a run length is given but neither a deadline nor a GPU count, scale out as
 # far as each GPU keeps at least this share of the best per-GPU throughput (the knee
 # of the scaling curve): the policy's default utilisation target, 80%.
@@ -52,6 +53,9 @@ UTILISATION_TARGET = 0.8
 # A layout is rejected while enumerating only when its memory exceeds the usable memory
 # by more than rounding (`memory_grid` adds the same terms in another order).
 MEMORY_CUT_MARGIN = 1e-9
+# A fixed count past the default cap that the batch cannot split trains on the largest whole-node
+# count below it that does, when that keeps at least this share of the GPUs (`_fixed_count`).
+FIXED_COUNT_MIN_USED = 0.9
 # Threads that evaluate accelerators side by side (at most the machine's cores).
 SEARCH_THREADS = min(4, os.cpu_count() or 1)
 
@@ -198,7 +202,8 @@ def _evaluate_accelerator(
             w.arch, w.seq_len, w.global_batch, gpus, hw.domain_gpus, spec.parallel
         )
         return LayoutRejection(f"{what} {why}")
-    st = train_step(w, cfg, hw)  # its exact memory decides the layouts at the margin
+    # its exact memory decides the layouts at the margin; counts past one building cross the DCI
+    st = train_step(w, cfg, hw, dci=dci_link(node, float(counts.max())))
     # Per GPU count, the layout with the lowest risk-aware step time (search.risk).
     best, risk = pick_per_count(w, cfg, hw, st.step_time, st.memory.fits, quantile)
     return _Evaluated(acc, node, hw, cfg, st, best, counts, len(cfg) + excluded, risk, quantile)
@@ -230,17 +235,49 @@ def _smallest_memory_hint(evaluated: list[_Evaluated], w: TrainWorkload, spec: T
     )
 
 
+def _fixed_count(
+    spec: TrainingSpec, w: TrainWorkload, node: NodeType, domain_gpus: int, notes: dict[str, str]
+) -> int:
+    """The GPU count a fixed targets.gpus trains on. Past the default search cap (a cluster a
+    buyer names, not a job size) a count the global batch cannot split, such as 100,000, runs
+    the job on the largest count of whole nodes below it that splits, when that keeps at least
+    FIXED_COUNT_MIN_USED of the GPUs; the rest are hot spares (large jobs leave part of the
+    cluster idle: Llama 3 trained on 16,384 of 24,576 H100, Dubey et al. 2024, sec. 3.3).
+    Otherwise the count as given (the search then says why it does not split). What it did
+    goes into `notes` under the accelerator (the winner's joins the assumptions)."""
+    gpus = spec.targets.gpus
+    assert gpus is not None
+    if gpus <= DEFAULT_MAX_GPUS:
+        return gpus
+    counts = splittable_counts(w.arch, w.seq_len, w.global_batch, domain_gpus, spec.parallel)
+    if gpus in counts:
+        return gpus
+    fits = [c for c in counts if c <= gpus and c % node.gpus_per_node == 0]
+    if not fits or fits[-1] < FIXED_COUNT_MIN_USED * gpus:
+        return gpus
+    used = fits[-1]
+    notes[node.accelerator] = (
+        f"The global batch of {w.global_batch:,} sequences does not split over {gpus:,} GPUs on "
+        f"{node.accelerator}: the job trains on {used:,} of them ({used // node.gpus_per_node:,} whole nodes), "
+        f"the largest count that splits, and the other {gpus - used:,} are hot spares. To use every GPU, "
+        "make training.global_batch a multiple of the data-parallel size."
+    )
+    return used
+
+
 def _evaluate_all(
     spec: TrainingSpec,
     w: TrainWorkload,
     ids: list[str],
     hw_overrides: dict[str, dict[str, float]] | None,
     quantile: float = P50,
+    notes: dict[str, str] | None = None,
 ) -> tuple[list[_Evaluated], list[Rejection], tuple[int, int]]:
     """Every allowed accelerator's layouts over its GPU counts, evaluated; the accelerators
     that cannot run the workload, with why; and how many configurations were evaluated
     (all, and those timed)."""
     tgt = spec.targets
+    notes = notes if notes is not None else {}
     rejected: list[Rejection] = []
     evaluated: list[_Evaluated] = []
     n_configs = n_timed = 0
@@ -259,10 +296,10 @@ def _evaluate_all(
             continue
         hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
         counts = (
-            np.array([float(tgt.gpus)])
+            np.array([float(_fixed_count(spec, w, node, hw.domain_gpus, notes))])
             if tgt.gpus is not None
             else gpu_count_candidates(
-                node.gpus_per_node, MAX_GPUS, acc.scaleup_domain_gpus if acc.torus_dims else 0
+                node.gpus_per_node, tgt.max_gpus, acc.scaleup_domain_gpus if acc.torus_dims else 0
             )
         )
         tasks.append((acc, node, hw, counts))
@@ -443,10 +480,13 @@ def plan_training(
     started = time.perf_counter()
     w = workload_from_spec(spec)
     assumptions: list[str] = []
+    count_notes: dict[str, str] = {}  # accelerator -> how a fixed count was made to split
     budget = _budget(spec, assumptions)
     tgt = spec.targets
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    evaluated, rejected, (n_configs, n_timed) = _evaluate_all(spec, w, ids, hw_overrides, budget.quantile)
+    evaluated, rejected, (n_configs, n_timed) = _evaluate_all(
+        spec, w, ids, hw_overrides, budget.quantile, count_notes
+    )
     options = _options(spec, w, ids, evaluated, rejected)
     options = under_power_cap(options, lambda o: o[0].gpus, lambda o: o[1].node, spec, assumptions)
     if budget.knee:
@@ -455,6 +495,8 @@ def plan_training(
     (best, best_ev, best_i), alternatives = _ranked(
         in_time, tgt.objective, evaluated, rejected, budget.deadline, assumptions
     )
+    if best.accelerator in count_notes:
+        assumptions.insert(0, count_notes[best.accelerator])
     runner = _runner_up_layout(best_ev, best_i, w, spec.training.train_tokens, best, tgt.objective)
     front = pareto_front([o[0] for o in options])
     demand = training_demand(spec, w, best_ev.cfg, best_i, best_ev.hw, best)

@@ -6,6 +6,9 @@ how much slower the job gets on slower NICs; everything else is read off the can
 
 from __future__ import annotations
 
+from rightsize.catalog import NodeType, get_node
+from rightsize.catalog.facility import facility_defaults
+from rightsize.perf.collectives import DciLink
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.params import count_params
 from rightsize.perf.reliability import checkpoint_bytes
@@ -40,12 +43,26 @@ def token_bytes(vocab: int) -> float:
     return 2.0 if vocab <= UINT16_VOCAB_LIMIT else 4.0
 
 
-def step_by_nic(w: TrainWorkload, cfg: ParallelConfigs, i: int, hw: Hardware) -> dict[float, float]:
+def dci_link(node: NodeType, max_gpus: float) -> DciLink | None:
+    """The data-centre interconnect a cluster of up to ``max_gpus`` GPUs of ``node`` would cross:
+    None when one building powers them all (the step model then has no DCI term)."""
+    site = facility_defaults().site
+    if site is None:
+        return None
+    per_building = site.nodes_per_building(node.max_power_w) * node.gpus_per_node
+    if max_gpus <= per_building:
+        return None
+    return DciLink(site.dci_bytes_per_s_per_building, site.dci_latency_s, per_building)
+
+
+def step_by_nic(
+    w: TrainWorkload, cfg: ParallelConfigs, i: int, hw: Hardware, dci: DciLink | None = None
+) -> dict[float, float]:
     """Step time of configuration i if every GPU had each candidate scale-out line rate."""
     one = cfg.take(i)
     out: dict[float, float] = {}
     for gbps in NIC_GBPS_OPTIONS:
-        st = train_step(w, one, hw.with_overrides(scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0))
+        st = train_step(w, one, hw.with_overrides(scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0), dci=dci)
         out[gbps] = float(st.step_time[0])
     return out
 
@@ -86,6 +103,6 @@ def training_demand(
         host_memory_bytes_per_gpu=LLM_HOST_MEMORY_BYTES_PER_GPU,
         cpu_cores_per_gpu=LLM_CPU_CORES_PER_GPU,
         step_s=best.step_time_s,
-        step_s_by_nic_gbps=step_by_nic(w, cfg, i, hw),
+        step_s_by_nic_gbps=step_by_nic(w, cfg, i, hw, dci_link(get_node(best.node), best.gpus)),
         compute_share_of_step=min(1.0, compute_share),
     )

@@ -29,6 +29,10 @@
    SIGCOMM 2008). Spines and cores are counted from the ports actually used:
    spines = ceil(pod uplinks / (k/2)), cores = ceil(spine uplinks / k).
 
+   Past three tiers (`rightsize.sizing.fabric_tiers`): rail-optimised becomes multi-plane,
+   one fat-tree per NIC rail of the fewest tiers that reach N (2 (k/2)^t hosts); leaf-spine
+   a single fat-tree of 4-5 tiers. Buildings and their interconnect: `rightsize.sizing.dci`.
+
    Links: node-leaf = N R; leaf-spine = sum over leaves of ceil(down used / o);
    spine-core = leaf-spine (1:1 above the leaf). Rail-optimised leaves serve nodes in
    many racks, so their node links are optical; leaf-spine leaves sit at the top of a
@@ -68,6 +72,8 @@ from rightsize.catalog.nodes import NodeType
 from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.search.demand import Demand
+from rightsize.sizing.dci import DciPlan, size_dci
+from rightsize.sizing.fabric_tiers import MAX_TIERS, count_tree, tiers_needed, tree_capacity
 from rightsize.sizing.nodes_racks import source_entry
 from rightsize.spec.infrastructure import Fabric
 
@@ -94,8 +100,8 @@ class FabricPlan:
     needed: bool
     reason: str
     kind: str  # infiniband / roce
-    topology: str  # rail_optimized / leaf_spine / single_switch / none
-    tiers: int  # 0 (none), 1 (one switch), 2 (leaf-spine), 3 (with core)
+    topology: str  # rail_optimized / leaf_spine / multi_plane (one fat-tree per rail) / single_switch / none
+    tiers: int  # 0 (none), 1 (one switch), 2 (leaf-spine), 3 (with core), 4-5 (deeper fat-tree)
     oversubscription: float
     nodes: int
     nic_gbps_per_gpu: float
@@ -134,12 +140,18 @@ class FabricPlan:
     slowdown_threshold_fraction: float
     warnings: tuple[str, ...]
     sources: tuple[dict[str, Any], ...]
+    planes: int = 1  # separate fat-trees, one per NIC rail (multi-plane); 1 for one fabric
+    switches_by_tier: tuple[int, ...] = ()  # leaf first, all planes together
+    dci: DciPlan | None = None  # buildings and the interconnect between them (its capex and power included)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["sensitivity"] = [asdict(s) for s in self.sensitivity]
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
+        d["dci"] = self.dci.as_dict() if self.dci else None
+        # planes and per-tier counts are in `topology` and `reason` (every number's key names a unit)
+        del d["planes"], d["switches_by_tier"]
         if not self.needed:  # nothing bought: no cost figure (a $0 line reads as a priced item)
             for k in [k for k in d if k.endswith("capex_usd")]:
                 d[k] = None
@@ -157,6 +169,9 @@ class Topology:
     pods: int
     leaf_spine_links: int
     max_nodes: int
+    planes: int = 1  # separate fat-trees, one per NIC rail (multi-plane), else 1
+    upper_links: int | None = None  # links above the spines (every tier), when not the 3-tier count
+    switches_by_tier: tuple[int, ...] = ()  # leaf first, all planes together (beyond three tiers)
 
 
 def nic_sensitivity(
@@ -233,12 +248,8 @@ def count_topology(
         return Topology(2, leaves, math.ceil(leaf_spine_links / k), 0, 1, leaf_spine_links, max_2tier)
     nodes_per_pod = leaf_groups_per_pod * nodes_per_leaf
     max_3tier = k * nodes_per_pod
-    if nodes > max_3tier:
-        raise Infeasible(
-            f"{nodes} nodes need more than three switch tiers with {k}-port switches.",
-            f"A 3-tier fat tree of {k}-port switches reaches {max_3tier} nodes at this oversubscription.",
-            "Use a higher-radix switch, raise infrastructure.fabric.oversubscription, or split the cluster.",
-        )
+    if nodes > max_3tier:  # multi-plane (rail-optimised) or a deeper tree (leaf-spine)
+        return _beyond_three_tiers(nodes, rails, k, oversubscription, rail_optimized, nodes_per_leaf)
     pods = math.ceil(nodes / nodes_per_pod)
     spines = 0
     for p in range(pods):  # each pod's spines take its leaves' uplinks on k/2 down ports
@@ -246,6 +257,40 @@ def count_topology(
         spines += math.ceil(pod_uplinks / (k // 2))
     cores = math.ceil(leaf_spine_links / k)  # pod spines send as much up as they take in
     return Topology(3, leaves, spines, cores, pods, leaf_spine_links, max_3tier)
+
+
+def _beyond_three_tiers(
+    nodes: int, rails: int, k: int, oversubscription: float, rail_optimized: bool, nodes_per_leaf: int
+) -> Topology:
+    """More nodes than one 3-tier fabric reaches (`rightsize.sizing.fabric_tiers`): a rail-optimised
+    design becomes one fat-tree plane per rail, each of the fewest tiers (from 3) that reach every
+    node; a leaf-spine design a single fat-tree of 4 or more tiers. `Infeasible` past MAX_TIERS."""
+    planes = rails if rail_optimized else 1
+    nics_per_node_per_plane = 1 if rail_optimized else rails
+    tiers = tiers_needed(k, nodes_per_leaf, nodes, first=3 if rail_optimized else 4)
+    if tiers is None:
+        reach = tree_capacity(k, nodes_per_leaf, MAX_TIERS)
+        raise Infeasible(
+            f"{nodes:,} nodes need more than {MAX_TIERS} switch tiers with {k}-port switches.",
+            f"A {MAX_TIERS}-tier fat-tree{' plane' if rail_optimized else ''} of {k}-port switches reaches "
+            f"{reach:,} nodes at this oversubscription.",
+            "Use a higher-radix switch, set infrastructure.fabric.topology: rail_optimized (one plane per NIC), "
+            "or split the cluster.",
+        )
+    tree = count_tree(nodes, nodes_per_leaf, nics_per_node_per_plane, k, oversubscription, tiers)
+    by_tier = tuple(planes * n for n in tree.switches_by_tier)
+    return Topology(
+        tiers=tiers,
+        leaves=by_tier[0],
+        spines=sum(by_tier[1:-1]),
+        cores=by_tier[-1],
+        pods=planes * math.ceil(tree.switches_by_tier[0] / (k // 2)),
+        leaf_spine_links=planes * tree.uplinks,
+        max_nodes=tree.max_endpoints,
+        planes=planes,
+        upper_links=planes * tree.uplinks * (tiers - 2),
+        switches_by_tier=by_tier,
+    )
 
 
 def _scaleup_name(node: NodeType) -> str:
@@ -427,7 +472,7 @@ def size_fabric(
     rail_opt = fabric.topology == "rail_optimized"
     topo = count_topology(nodes, rails, k, fabric.oversubscription, rail_opt)
     down, up = leaf_ports(k, fabric.oversubscription)
-    topology = "single_switch" if topo.tiers == 1 else fabric.topology
+    topology = "single_switch" if topo.tiers == 1 else "multi_plane" if topo.planes > 1 else fabric.topology
 
     # links, cables, optics
     node_leaf = nodes * rails
@@ -436,6 +481,8 @@ def size_fabric(
     )
     dac_links = node_leaf if leaf_in_rack else 0
     spine_core = topo.leaf_spine_links if topo.tiers == 3 else 0
+    if topo.upper_links is not None:  # beyond three tiers or multi-plane: every link above the spines
+        spine_core = topo.upper_links
     optical_links = node_leaf - dac_links + topo.leaf_spine_links + spine_core
     optic = transceiver_for(link_gbps)
     dac = dac_for(link_gbps)
@@ -458,7 +505,9 @@ def size_fabric(
     switch_capex = switches * sw.price_usd
     optics_capex = transceivers * optic.price_usd
     cable_capex = dac_links * dac.price_usd + optical_links * fibre.price_usd
-    capex = switch_capex + optics_capex + cable_capex + (0.0 if nic_in_node else nic_capex)
+    dci = size_dci(demand, node, nodes)  # buildings joined by coherent optics (sizing.dci)
+    dci_capex, dci_power = (dci.capex_usd, dci.power_w) if dci else (0.0, 0.0)
+    capex = switch_capex + optics_capex + cable_capex + (0.0 if nic_in_node else nic_capex) + dci_capex
     switch_power = switches * sw.power_w
     optics_power = transceivers * optic.power_w
 
@@ -471,7 +520,13 @@ def size_fabric(
     reason = (
         f"{nodes} nodes exchange gradients/activations across nodes: "
         f"{topo.tiers}-tier {'single switch' if topo.tiers == 1 else fabric.topology} {fabric.kind} fabric"
+        + (f", {topo.planes} planes (one fat-tree per NIC rail)" if topo.planes > 1 else "")
     )
+    by_tier = topo.switches_by_tier or tuple(n for n in (topo.leaves, topo.spines, topo.cores) if n)
+    if topo.switches_by_tier:
+        reason += f" ({' / '.join(f'{n:,}' for n in by_tier)} switches per tier, leaf first)"
+    if dci:
+        reason += f"; {dci.buildings} buildings joined by a data-centre interconnect"
     return FabricPlan(
         needed=True,
         reason=reason,
@@ -509,11 +564,14 @@ def size_fabric(
         capex_usd=capex,
         switch_power_w=switch_power,
         optics_power_w=optics_power,
-        power_w=switch_power + optics_power,
+        power_w=switch_power + optics_power + dci_power,
         max_nodes=topo.max_nodes,
         sensitivity=sensitivity,
         recommended_nic_gbps=recommended,
         slowdown_threshold_fraction=slowdown_threshold,
         warnings=tuple(warnings),
         sources=tuple(sources),
+        planes=topo.planes,
+        switches_by_tier=by_tier,
+        dci=dci,
     )

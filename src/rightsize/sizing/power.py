@@ -56,6 +56,8 @@ J_PER_KWH = KILO * HOUR_S
 J_PER_MWH = MEGA * HOUR_S
 MONTH_S = HOURS_PER_MONTH * HOUR_S
 POWER_CAP_FIELD = "infrastructure.facility.power_cap_w"
+# Load swings at or above this draw a warning (utilities set ramp limits at this size).
+LOAD_SWING_WARN_W = 10e6
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class PowerPlan:
     energy_per_million_units_kwh: float | None
     warnings: tuple[str, ...]
     sources: tuple[dict[str, Any], ...]
+    load_swing_w: float = 0.0  # facility load lost when every working GPU stalls at once
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -209,6 +212,34 @@ def _power_sources(
     return sources
 
 
+def _buildings_and_swing(
+    nodes: int, node: NodeType, swing_w: float, training: bool, warnings: list[str]
+) -> int:
+    """Buildings the nodes need (one building's IT budget, facility.yaml `site`), with a warning
+    when they need several, and when a synchronous stall swings the load by LOAD_SWING_WARN_W
+    or more: Llama 3's 16,384 H100 swung tens of MW as the whole job stalled and resumed,
+    "stretching the limits of the power grid" (Dubey et al. 2024, sec. 3.3.4)."""
+    site = facility_defaults().site
+    buildings = site.buildings(nodes, node.max_power_w) if site else 1
+    if site and buildings > 1:
+        warnings.append(
+            f"{nodes:,} nodes draw more than one building's {site.building_it_power_w / 1e6:.0f} MW of IT power: "
+            f"the cluster spans {buildings} buildings"
+            + (
+                " joined by a data-centre interconnect (see the fabric's DCI)."
+                if training
+                else "; its replicas are independent, so no interconnect between buildings is needed."
+            )
+        )
+    if swing_w >= LOAD_SWING_WARN_W:
+        warnings.append(
+            f"A stall of the whole job (checkpoint, failure, restart) drops the facility load by about "
+            f"{swing_w / 1e6:.0f} MW within seconds: agree ramp limits with the utility and plan on-site "
+            "storage or load banks to smooth it."
+        )
+    return buildings
+
+
 def size_power(
     demand: Demand,
     node: NodeType,
@@ -281,6 +312,9 @@ def size_power(
             facility_max, facility.power_cap_w, node, nodes, per_node, storage_power_w * pue, demand.gpus
         )
 
+    swing = working * (gpu_typical - idle) * pue
+    training = demand.workload in ("pretraining", "fine_tuning")
+    _buildings_and_swing(nodes, node, swing, training, warnings)
     span_s = run_s if run_s is not None else demand.run_s
     per_run, per_month, per_million = _energy(demand, facility_typical, span_s)
     sources = _power_sources(acc, node, ct, status == "throttled", pue_src)
@@ -321,4 +355,5 @@ def size_power(
         energy_per_million_units_kwh=per_million,
         warnings=tuple(warnings),
         sources=tuple(sources),
+        load_swing_w=swing,
     )

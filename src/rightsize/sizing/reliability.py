@@ -4,7 +4,9 @@ failure costs a service. Results are typed (`sizing.results`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from rightsize.catalog.reliability import Reliability
 from rightsize.constants import HOURS_PER_MONTH
@@ -22,15 +24,94 @@ __all__ = [
 ]
 
 
+# Spare pool: a failed node is pulled from the job and swapped for a hot spare, then repaired
+# or replaced (RMA) while the job runs on. Nodes out for repair at once, by Little's law:
+# failures per hour x repair hours. Repair turnaround: estimate, 48 h (on-site parts and
+# re-burn-in within a day or two; Kokolis et al. 2024, "Revisiting Reliability in Large-Scale
+# ML Research Clusters", report node remediation over hours to days).
+REPAIR_HOURS = 48.0
+# Spares cover the repair queue at this Poisson quantile (normal approximation, z = 3.09).
+SPARE_QUANTILE_Z = 3.09
+# When a restart plus half a checkpoint interval is this share of the MTBF or more, the
+# first-order goodput model (perf.reliability) is optimistic and the job needs faster recovery.
+RECOVERY_WARN_FRACTION = 0.2
+# exp() arguments past this mean no useful work completes (and would overflow a float).
+MAX_EXPONENT = 700.0
+
+
+@dataclass(frozen=True)
+class ScaleReliability(JobReliability):
+    """A job's reliability with what scale adds: the hot-spare pool that keeps the job at full
+    size while failed nodes are repaired (failures per hour are interruptions_per_day / 24),
+    the checkpoint write bandwidth, and a warning when recovery is slow against the MTBF."""
+
+    repair_hours: float = REPAIR_HOURS
+    spare_nodes: int = 0  # hot spares: the repair queue (failures per hour x repair hours) at P99.9
+    checkpoint_write_bytes_per_s: float = 0.0
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["warnings"] = list(self.warnings)
+        return d
+
+
+def spare_nodes(failures_per_hour: float, repair_hours: float = REPAIR_HOURS) -> tuple[float, int]:
+    """(mean nodes in repair, hot spares covering the repair queue at the 99.9th percentile)."""
+    mean = failures_per_hour * repair_hours
+    return mean, math.ceil(mean + SPARE_QUANTILE_Z * math.sqrt(mean)) if mean > 0 else 0
+
+
+def daly_goodput(gp: Goodput) -> Goodput:
+    """Goodput under exponentially distributed failures, valid when the MTBF is minutes.
+
+    The first-order model (perf.reliability: wall/useful = (1 + d/tau)(1 + (tau/2 + R)/M))
+    linearises in 1/M and turns optimistic, then meaningless, once a restart R or a
+    checkpoint interval tau is a sizeable share of the MTBF M (a restart longer than M still
+    shows some goodput). Daly's complete model (J. T. Daly, "A higher order estimate of the
+    optimum checkpoint interval for restart dumps", FGCS 22(3), 2006, eqs. 13 and 37):
+
+        wall/useful = (M / tau) e^(R/M) (e^((tau + d)/M) - 1)
+        tau_opt = sqrt(2 d M) (1 + sqrt(d / 2M) / 3 + d / 18M) - d   (d < 2M; else tau = M)
+
+    which the first-order model approximates when M is long (a few parts in 10^4 at 16K GPUs)."""
+    m, d, r = gp.mtbf_s, gp.checkpoint_write_s, gp.restart_s
+    if d < 2.0 * m:
+        tau = math.sqrt(2.0 * d * m) * (1.0 + math.sqrt(d / (2.0 * m)) / 3.0 + d / (18.0 * m)) - d
+    else:
+        tau = m
+    tau = max(tau, d)
+    exponent = r / m + (tau + d) / m
+    if exponent > MAX_EXPONENT:  # failures so frequent that no work completes: goodput ~ 0
+        return replace(gp, checkpoint_interval_s=tau, goodput=0.0)
+    slowdown = (m / tau) * math.exp(r / m) * math.expm1((tau + d) / m)
+    return replace(gp, checkpoint_interval_s=tau, goodput=1.0 / slowdown)
+
+
+def _recovery_warnings(gp: Goodput) -> tuple[str, ...]:
+    lost = gp.checkpoint_interval_s / 2.0 + gp.restart_s
+    if lost < RECOVERY_WARN_FRACTION * gp.mtbf_s:
+        return ()
+    return (
+        f"An interruption every {gp.mtbf_s / 60.0:.1f} min against {gp.restart_s / 60.0:.0f} min to restart "
+        f"and {gp.checkpoint_interval_s:.0f} s between checkpoints leaves a goodput of {gp.goodput:.0%}. At this "
+        "scale plan for in-memory (peer) checkpoints and restarts that swap in hot spares without "
+        "rescheduling the job (minutes to seconds), or split the job into failure domains.",
+    )
+
+
 def job_reliability(
     gpus: int, nodes: int, ckpt_bytes: float, rel: Reliability, write_bytes_per_s: float | None = None
 ) -> tuple[Goodput, JobReliability]:
     """Goodput of a training job, with the checkpoint written at the storage's provisioned
-    rate when it is known (else the catalog's per-node client rate), and what it implies."""
+    rate when it is known (else the catalog's per-node client rate), under exponentially
+    distributed failures (`daly_goodput`), and what it implies: failures per hour, the
+    hot-spare pool, the checkpoint write bandwidth."""
     if write_bytes_per_s:
         rel = replace(rel, checkpoint_write_bytes_per_s_per_node=write_bytes_per_s / max(nodes, 1))
-    gp = goodput(gpus, nodes, ckpt_bytes, rel)
-    return gp, JobReliability(
+    gp = daly_goodput(goodput(gpus, nodes, ckpt_bytes, rel))
+    per_hour = gpus * rel.failure_rate_per_gpu_hour
+    return gp, ScaleReliability(
         failure_rate_per_gpu_hour=rel.failure_rate_per_gpu_hour,
         failure_rate_source=rel.sources["failure_rate_per_gpu_hour"].source,
         cluster_mtbf_s=gp.mtbf_s,
@@ -41,6 +122,11 @@ def job_reliability(
         restart_s=gp.restart_s,
         lost_work_per_interruption_s=gp.checkpoint_interval_s / 2.0 + gp.restart_s,
         goodput_fraction=gp.goodput,
+        spare_nodes=spare_nodes(per_hour)[1],
+        checkpoint_write_bytes_per_s=gp.checkpoint_bytes / gp.checkpoint_write_s
+        if gp.checkpoint_write_s
+        else 0.0,
+        warnings=_recovery_warnings(gp),
     )
 
 

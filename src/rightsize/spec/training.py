@@ -35,6 +35,10 @@ from rightsize.spec.shared import (
 from rightsize.spec.shared import POSITIVE as _POSITIVE
 from rightsize.spec.units import Count, CountInt, DurationS, TokenLength, refuse_bare_durations
 
+# The training search's default cluster-size cap (targets.max_gpus) and the largest allowed.
+DEFAULT_MAX_GPUS = 32768
+MAX_GPUS_LIMIT = 1_048_576
+
 
 class ParallelSettings(BaseModel):
     """Parallelism the user fixes; every field left out (null) is chosen by the search."""
@@ -230,6 +234,14 @@ class Targets(BaseModel):
     )
     gpus: Annotated[CountInt, _POSITIVE] | None = Field(
         default=None, description="A fixed accelerator count; null lets the search choose."
+    )
+    max_gpus: Annotated[CountInt, _POSITIVE] = Field(
+        default=DEFAULT_MAX_GPUS,
+        le=MAX_GPUS_LIMIT,
+        description=(
+            "Largest cluster the search considers when targets.gpus is not fixed (default 32,768 keeps plans "
+            "fast; up to 1,048,576). A fixed targets.gpus may exceed it."
+        ),
     )
     accelerators: list[str] | None = Field(
         default=None,
