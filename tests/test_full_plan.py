@@ -35,6 +35,12 @@ UNIT = re.compile(
 )
 # Plain counts and ratios: no unit to carry.
 DIMENSIONLESS = {
+    "buildings",
+    "nodes_per_building",
+    "gpus_per_building",
+    "links",
+    "wavelengths_per_link",
+    "fibre_pairs",
     "max_nodes",
     "drives_per_node",
     "gpus",

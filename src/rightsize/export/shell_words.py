@@ -23,6 +23,7 @@ import shlex
 import unicodedata
 
 from rightsize.errors import BadInput
+from rightsize.export.names import UNSAFE_CATEGORIES, one_line
 
 TOKEN_MAX = 64  # Slurm accepts longer job names, but squeue and file names stay readable
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -38,15 +39,8 @@ def safe_token(text: str, fallback: str = "plan") -> str:
 
 
 def comment(text: str) -> str:
-    """`text` safe on one `#` line: every `UNSAFE_CATEGORIES` character shown as a
-    `\\xNN` / `\\uNNNN` escape."""
-    out = []
-    for ch in text:
-        if _unsafe(ch):
-            out.append(ascii(ch)[1:-1])
-        else:
-            out.append(ch)
-    return "".join(out)
+    """`text` safe on one `#` line (`names.one_line`: every unsafe character an escape)."""
+    return one_line(text)
 
 
 def comment_lines(lines: list[str]) -> list[str]:
@@ -64,11 +58,6 @@ def word(text: str) -> str:
     if any(_unsafe(ch) for ch in text):
         return _ansi_c(text)
     return shlex.quote(text)
-
-
-# Never raw in a script line: control (newline, CR, ESC...), format (bidirectional overrides),
-# surrogate, private-use and unassigned characters, and the Unicode line/paragraph separators.
-UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 def _unsafe(ch: str) -> bool:

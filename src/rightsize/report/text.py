@@ -15,6 +15,7 @@ _STEP_LABELS = {
     "ep_comm_exposed_s": "expert-parallel comm (exposed)",
     "pp_comm_exposed_s": "pipeline sends (exposed)",
     "dp_comm_exposed_s": "data-parallel comm (exposed)",
+    "dci_comm_exposed_s": "cross-building DCI comm (exposed)",
     "bubble_s": "pipeline bubble",
     "optimizer_s": "optimizer step",
     "straggler_s": "slowest GPU (speed spread)",

@@ -213,14 +213,17 @@ def training_uncertainty(
     validated runs (`search.ground`). `exclude_ground` leaves runs out of the ground (the
     validation of a run must not count the run itself)."""
     from rightsize.search.train import workload_from_spec
+    from rightsize.search.train_demand import dci_link
 
     b = plan.best
     w = workload_from_spec(spec)
     cfg = parallel_row(b.parallel)
     hw = _train_hardware(plan, spec, calibration)
 
+    dci = dci_link(get_node(b.node), b.gpus)  # a cluster across buildings pays its DCI term too
+
     def step_of(h: Hardware) -> float:
-        return float(train_step(w, cfg, h).step_time[0])
+        return float(train_step(w, cfg, h, dci=dci).step_time[0])
 
     el = _elasticities(hw, step_of)
     ground = ground_report(

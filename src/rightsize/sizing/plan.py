@@ -172,6 +172,7 @@ def size(
     swings = _sensitivity(demand, infra, rel, n, node.gpus_per_node, run_s, cost, pw, gr, per_node_capex, fab)
     warnings += list(getattr(nr, "warnings", []) or [])
     warnings += list(getattr(pw, "warnings", []) or [])
+    warnings += list(getattr(rel_out, "warnings", ()) or [])
     warnings += [c for c in gr.checks if "outgrows" in c or "over the" in c]
     return Sizing(demand, nr, fab, st, rel_out, pw, cost, run, margins, gr, swings, pool, warnings)
 
