@@ -182,3 +182,72 @@ def test_maintainer_report_of_stale_prices_today() -> None:
             stacklevel=1,
         )
     assert all(s.as_of for _, s in stale)
+
+
+# --- the headline says what was dropped and which price is stale (issue 26, 28) ----------------
+
+COMPARE: dict[str, Any] = {
+    "name": "tpu-or-trainium",
+    "model": "llama3-8b",
+    "training": {"seq_len": 4096, "global_batch": 64, "train_tokens": "50M"},
+    "targets": {"accelerators": ["tpu-v5p", "trn2"], "objective": "cost"},
+    "infrastructure": {"facility": {"deployment": "cloud"}},
+}
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "html"])
+def test_a_cost_plan_says_in_its_headline_which_parts_it_dropped_for_no_price(fmt: str) -> None:
+    from rightsize.report.render import render
+
+    p = plan(COMPARE)
+    assert p.best.accelerator == "tpu-v5p"
+    text = render(p, fmt)
+    head = text[: text.index("trn2") + 200] if "trn2" in text else ""
+    assert "not priced, dropped" in text and "trn2" in head
+    assert "no public cloud list price" in text
+
+
+def test_the_dropped_part_and_why_are_in_the_json() -> None:
+    import json
+
+    from rightsize.report.render import render
+
+    d = json.loads(render(plan(COMPARE), "json"))
+    reasons = {r["accelerator"]: r["reason"] for r in d["rejected"]}
+    assert "no public cloud list price" in reasons["trn2"]
+
+
+def test_a_provider_restriction_is_the_stated_reason_a_part_was_dropped() -> None:
+    from rightsize.report.plan_doc import training_document
+
+    spec = copy.deepcopy(COMPARE)
+    spec["targets"]["accelerators"] = ["tpu-v5p", "l4"]
+    spec["prices"] = {"provider": "gcp"}
+    rows = dict(training_document(plan(spec)).key_numbers)
+    assert "l4: rented only by aws" in rows["not priced, dropped"]
+    assert "allows only gcp" in rows["not priced, dropped"]
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "html", "json"])
+def test_a_stale_price_is_said_next_to_the_cost_it_priced(fmt: str) -> None:
+    import json
+
+    from rightsize.report.plan_doc import training_document
+    from rightsize.report.render import render
+
+    spec = copy.deepcopy(COMPARE)
+    spec["targets"]["accelerators"] = ["a100-sxm-40gb"]  # AWS p4d list of 2025-05, before the cut
+    p = plan(spec)
+    kn = training_document(p).key_numbers
+    labels = [k for k, _ in kn]
+    at = labels.index("price date (stale)")
+    assert labels[at - 1].startswith("cost") and "2025-05" in kn[at][1]
+    text = render(p, fmt)
+    if fmt == "json":
+        opt = json.loads(text)["sizing"]["cost"]["cloud"]["on_demand"]
+        assert opt["price_as_of"] == "2025-05" and "2025-05" in opt["price_stale"]
+    else:
+        assert "price dated 2025-05" in text
+    fresh = copy.deepcopy(COMPARE)
+    fresh["targets"]["accelerators"] = ["tpu-v5p"]
+    assert "price date (stale)" not in dict(training_document(plan(fresh)).key_numbers)

@@ -91,3 +91,12 @@ def provider_offer(acc_id: str, provider: str) -> CloudPrice:
         f"Choose one of those providers, or give {provider}'s price with "
         f"`prices: {{{key}: {{provider: {provider}, on_demand_usd_per_gpu_hour: ...}}}}`.",
     )
+
+
+def why_unpriced(acc_id: str) -> str:
+    """Why the accelerator has no cloud on-demand price in the table in effect, in a clause."""
+    t = active_prices()
+    rents = [o.instance.provider for o in t.offers.get(acc_id, ()) if o.instance]
+    if rents and t.providers is not None:
+        return f"rented only by {', '.join(rents)} in the price catalog, and this plan allows only {', '.join(t.providers)}"
+    return "no public cloud list price in the price catalog"
