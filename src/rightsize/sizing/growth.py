@@ -158,7 +158,8 @@ def _increments(
     module docstring: a run's need steps up with the next model, a service's grows all year)."""
     horizon, cycle = growth.horizon_years, growth.purchase_interval_years
     final_need = math.ceil(nodes_today * factor**horizon - 1e-9)
-    installed, out = nodes_today, []
+    installed = nodes_today
+    out: list[Stage] = []
     k = 0 if continuous else 1
     while installed < final_need and k * cycle <= horizon + 1e-9 and (not continuous or k * cycle < horizon):
         until = min((k + 1) * cycle, horizon) if continuous else k * cycle
