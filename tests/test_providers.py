@@ -113,7 +113,9 @@ def test_restriction_reprices_and_drops_what_no_allowed_provider_rents() -> None
     assert "l4" not in table.cloud and dropped(table)["l4"] == "aws"
     note = choice_note(table, "h100-sxm")
     assert (
-        note is not None and "oracle BM.GPU.H100.8" in note and "aws p5.48xlarge $6.88 (not allowed)" in note
+        note is not None
+        and "oracle BM.GPU.H100.8" in note
+        and "aws p5.48xlarge in us-east-1 $6.88 (not allowed)" in note
     )
     with prices_in_effect(table), pytest.raises(BadInput) as info:
         cloud_price("l4")
@@ -251,3 +253,18 @@ def test_a_stale_price_is_said_next_to_the_cost_it_priced(fmt: str) -> None:
     fresh = copy.deepcopy(COMPARE)
     fresh["targets"]["accelerators"] = ["tpu-v5p"]
     assert "price date (stale)" not in dict(training_document(plan(fresh)).key_numbers)
+
+
+def test_a_provider_priced_per_region_where_its_prices_differ() -> None:
+    # AWS lists p5 and p5en at 1.25x in us-west-1 (N. California) against us-east-1.
+    aws = [o for o in shipped_prices().offers["h100-sxm"] if o.instance and o.instance.provider == "aws"]
+    by_region = {o.instance.region: o.instance_rate(ON_DEMAND) for o in aws if o.instance}
+    assert by_region == {"us-east-1": pytest.approx(55.04), "us-west-1": pytest.approx(68.80)}
+    west = next(
+        o for o in shipped_prices().offers["h200-sxm"] if o.instance and o.instance.region == "us-west-1"
+    )
+    assert west.instance_rate(ON_DEMAND) == pytest.approx(79.12)
+    chosen = cloud_price("h100-sxm", "aws").instance
+    assert chosen is not None and chosen.region == "us-east-1"  # a provider's cheapest region
+    stale = dict(stale_prices(today=date(2027, 6, 1)))
+    assert "cloud.h100-sxm[aws us-west-1].on_demand_usd_per_instance_hour" in stale  # 2025-11

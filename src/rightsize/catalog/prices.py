@@ -376,12 +376,16 @@ def _parse_offers(
         where = key if len(items) == 1 and not isinstance(entry, list) else f"{key}[{i}]"
         price = parse_cloud_price(item, file, where, acc_id, default_preemptions)
         check_basis(price, basis, file, where)
-        if price.instance and any(o.instance and o.instance.provider == price.instance.provider for o in out):
+        if price.instance and any(_place(o) == _place(price) for o in out):
             raise CatalogDataError(
-                file, f"{where}.provider", f"a second record for {price.instance.provider}; one per provider"
+                file, f"{where}.region", f"a second record for {_place(price)}; one per provider and region"
             )
         out.append(price)
     return tuple(out)
+
+
+def _place(price: CloudPrice) -> tuple[str, str] | None:
+    return (price.instance.provider, price.instance.region) if price.instance else None
 
 
 def cheapest(offers: Collection[CloudPrice]) -> CloudPrice:
@@ -481,7 +485,9 @@ def _no_price(
     """What, why and how to fix a missing price; `known` holds the ids the hardware catalog has."""
     choices = sorted(priced)
     if providers is not None and _key(name) in active_prices().offers:
-        rents = [o.instance.provider for o in active_prices().offers[_key(name)] if o.instance]
+        rents = list(
+            dict.fromkeys(o.instance.provider for o in active_prices().offers[_key(name)] if o.instance)
+        )
         why = (
             f"'{name}' is rented only by {', '.join(rents)} in {PRICES_FILE}, and the plan allows only "
             f"{', '.join(providers)} (targets.providers or prices: provider)."
@@ -578,6 +584,14 @@ def stale_note(figure: Sourced, today: date | None = None) -> str | None:
     )
 
 
+def _record_tag(price: CloudPrice, records: Collection[CloudPrice]) -> str:
+    """'' for an accelerator's only record, '[aws]' for a provider's only one, else '[aws us-west-1]'."""
+    if len(records) == 1 or price.instance is None:
+        return ""
+    same = [r for r in records if r.instance and r.instance.provider == price.instance.provider]
+    return f"[{price.instance.provider}" + (f" {price.instance.region}]" if len(same) > 1 else "]")
+
+
 def stale_prices(table: PriceTable | None = None, today: date | None = None) -> list[tuple[str, Sourced]]:
     """Every price in the table older than `STALE_AFTER_MONTHS`, as (YAML key, figure): what a
     maintainer refreshing ``prices.yaml`` re-checks first."""
@@ -585,9 +599,7 @@ def stale_prices(table: PriceTable | None = None, today: date | None = None) -> 
     out: list[tuple[str, Sourced]] = []
     for acc_id, records in (t.offers or {a: (p,) for a, p in t.cloud.items()}).items():
         for price in records:
-            where = f"cloud.{acc_id}" + (
-                f"[{price.instance.provider}]" if len(records) > 1 and price.instance else ""
-            )
+            where = f"cloud.{acc_id}" + _record_tag(price, records)
             out += [
                 (f"{where}.{INSTANCE_FIELDS.get(field, field)}", s)
                 for field, s in price.sources.items()

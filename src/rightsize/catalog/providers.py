@@ -39,7 +39,7 @@ def dropped(table: PriceTable) -> dict[str, str]:
     if table.providers is None:
         return {}
     return {
-        acc_id: ", ".join(r.instance.provider for r in records if r.instance)
+        acc_id: ", ".join(dict.fromkeys(r.instance.provider for r in records if r.instance))
         for acc_id, records in table.offers.items()
         if acc_id not in table.cloud
     }
@@ -61,7 +61,7 @@ def choice_note(table: PriceTable, acc_id: str) -> str | None:
     if not others:
         return None
     listed = "; ".join(
-        f"{r.instance.provider} {r.instance.instance} ${r.on_demand:.2f}"
+        f"{r.instance.provider} {r.instance.instance} in {r.instance.region} ${r.on_demand:.2f}"
         + ("" if table.providers is None or r.instance.provider in table.providers else " (not allowed)")
         for r in others
         if r.instance is not None and r.on_demand is not None
@@ -81,10 +81,10 @@ def provider_offer(acc_id: str, provider: str) -> CloudPrice:
     chosen = t.cloud.get(key)
     if chosen is not None and chosen.instance is not None and chosen.instance.provider == provider:
         return chosen
-    for offer in t.offers.get(key, ()):
-        if offer.instance is not None and offer.instance.provider == provider:
-            return offer
-    rents = [o.instance.provider for o in t.offers.get(key, ()) if o.instance]
+    theirs = [o for o in t.offers.get(key, ()) if o.instance is not None and o.instance.provider == provider]
+    if theirs:
+        return cheapest(theirs)  # its cheapest region
+    rents = list(dict.fromkeys(o.instance.provider for o in t.offers.get(key, ()) if o.instance))
     raise BadInput(
         f"No {provider} price for accelerator '{acc_id}'.",
         f"The price catalog lists {', '.join(rents) or 'no provider'} for it.",
@@ -96,7 +96,7 @@ def provider_offer(acc_id: str, provider: str) -> CloudPrice:
 def why_unpriced(acc_id: str) -> str:
     """Why the accelerator has no cloud on-demand price in the table in effect, in a clause."""
     t = active_prices()
-    rents = [o.instance.provider for o in t.offers.get(acc_id, ()) if o.instance]
+    rents = list(dict.fromkeys(o.instance.provider for o in t.offers.get(acc_id, ()) if o.instance))
     if rents and t.providers is not None:
         return f"rented only by {', '.join(rents)} in the price catalog, and this plan allows only {', '.join(t.providers)}"
     return "no public cloud list price in the price catalog"

@@ -30,6 +30,7 @@ from rightsize.catalog.prices import (
     CloudPrice,
     NodeCapex,
     PriceTable,
+    cheapest,
 )
 from rightsize.catalog.providers import restrict_providers
 from rightsize.catalog.registry import accelerators, nodes
@@ -118,11 +119,11 @@ def _merge_accelerator(
 def _base(table: PriceTable, acc_id: str, given: AcceleratorPrices) -> CloudPrice | None:
     """The catalog record of the provider the user named for `acc_id` (None: the catalog has
     none, so the user's figures stand alone); `BadInput` when they give no figure either."""
-    for offer in table.offers.get(acc_id, ()):
-        if offer.instance is not None and offer.instance.provider == given.provider:
-            return offer
+    theirs = [o for o in table.offers.get(acc_id, ()) if o.instance and o.instance.provider == given.provider]
+    if theirs:
+        return cheapest(theirs)  # the provider's cheapest region
     if given.on_demand_usd_per_gpu_hour is None:
-        rents = [o.instance.provider for o in table.offers.get(acc_id, ()) if o.instance]
+        rents = list(dict.fromkeys(o.instance.provider for o in table.offers.get(acc_id, ()) if o.instance))
         raise BadInput(
             f"prices: {acc_id}.provider is {given.provider}, which the price catalog has no price of.",
             f"The catalog lists {', '.join(rents) or 'no provider'} for {acc_id}.",
