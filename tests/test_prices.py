@@ -26,6 +26,7 @@ from rightsize.catalog.prices import (
     node_capexes,
     onprem_defaults,
     parse_prices,
+    shipped_prices,
     stale_note,
     stale_prices,
 )
@@ -84,7 +85,7 @@ def test_every_number_in_raw_yaml_is_sourced() -> None:
 
 def test_every_parsed_price_has_source_and_as_of() -> None:
     for acc_id, price in cloud_prices().items():
-        expected = set(ALL_FIGURES) - ({SPOT} if price.spot is None else set())
+        expected = set(ALL_FIGURES) - {f for f in (RESERVED_1Y, RESERVED_3Y, SPOT) if price.rate(f) is None}
         assert set(price.sources) == expected, acc_id
         assert price.instance is not None, acc_id
         for field, s in price.sources.items():
@@ -119,9 +120,11 @@ def test_priced_ids_are_catalog_ids() -> None:
 
 @pytest.mark.parametrize("acc_id", PRICED_ACCELERATORS)
 def test_price_order(acc_id: str) -> None:
-    p = cloud_price(acc_id)
-    assert 0 < p.reserved_3y <= p.reserved_1y <= p.on_demand
-    assert p.spot is None or 0 < p.spot <= p.on_demand
+    for p in shipped_prices().offers[acc_id]:  # every provider's record
+        assert p.on_demand is not None
+        commitments = [r for r in (p.reserved_3y, p.reserved_1y) if r is not None]
+        assert commitments == sorted(commitments) and all(0 < r <= p.on_demand for r in commitments)
+        assert p.spot is None or 0 < p.spot <= p.on_demand
     assert 0 < p.spot_preemptions_per_hour < 1
 
 
@@ -139,8 +142,8 @@ MAGNITUDES: list[tuple[str, Callable[[], bool]]] = [
         lambda: cloud_price("b200").on_demand > cloud_price("h100-sxm").on_demand,
     ),
     (
-        "A100 40GB rents for no more than A100 80GB",
-        lambda: cloud_price("a100-sxm-40gb").on_demand <= cloud_price("a100-sxm-80gb").on_demand,
+        "A100 40GB rents for no more than A100 80GB at the same provider",
+        lambda: cloud_price("a100-sxm-40gb").on_demand <= cloud_price("a100-sxm-80gb", "aws").on_demand,
     ),
     ("L4 rents for less than L40S", lambda: cloud_price("l4").on_demand < cloud_price("l40s").on_demand),
     (
@@ -253,8 +256,8 @@ def _parse(doc: dict[str, Any]) -> Any:
 
 
 def _h100(d: dict[str, Any]) -> dict[str, Any]:
-    """The h100-sxm record with its instance columns also reachable by the per-GPU field names."""
-    entry: dict[str, Any] = d["cloud"]["h100-sxm"]
+    """The h100-sxm AWS record (the first of its provider list)."""
+    entry: dict[str, Any] = d["cloud"]["h100-sxm"][0]
     return entry
 
 
@@ -267,14 +270,14 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     (
         "1y above on-demand",
         lambda d: _h100(d)[_col(RESERVED_1Y)].update(value=60.0),
-        f"h100-sxm.{_col(RESERVED_1Y)}",
+        f"h100-sxm[0].{_col(RESERVED_1Y)}",
     ),
     (
         "3y above 1y",
         lambda d: _h100(d)[_col(RESERVED_3Y)].update(value=34.0),
-        f"h100-sxm.{_col(RESERVED_3Y)}",
+        f"h100-sxm[0].{_col(RESERVED_3Y)}",
     ),
-    ("spot above on-demand", lambda d: _h100(d)[_col(SPOT)].update(value=60.0), f"h100-sxm.{_col(SPOT)}"),
+    ("spot above on-demand", lambda d: _h100(d)[_col(SPOT)].update(value=60.0), f"h100-sxm[0].{_col(SPOT)}"),
     ("per-GPU price x 8 twice", lambda d: _h100(d)[_col(ON_DEMAND)].update(value=440.32), "check the unit"),
     ("missing source", lambda d: _h100(d)[_col(ON_DEMAND)].pop("source"), "missing 'source'"),
     ("missing as_of", lambda d: _h100(d)[_col(SPOT)].pop("as_of"), "missing 'as_of'"),

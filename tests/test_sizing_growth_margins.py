@@ -83,15 +83,22 @@ def test_margins_outside_typical_ranges_are_called_out() -> None:
 
 
 def test_growth_stages_follow_the_compounded_need() -> None:
-    """Model x2 and data x1.5 a year: need x3 a year. 64 nodes today in SUs of 32, bought once a
-    year ahead of the need: at year 0 up to year 1's 192 nodes, at year 1 up to year 2's 576."""
+    """Model x2 and data x1.5 a year: need x3 a year. The plan's 64 nodes today; the next model
+    needs 192 nodes at year 1 and 576 at year 2, bought in SUs of 32 at the start of each year.
+    A service's traffic grows all year, so its purchases are a cycle ahead of the need."""
     d = _demand()
     g = Growth(horizon_years=2, model_growth_per_year=1.0, data_growth_per_year=0.5)
     assert yearly_factor(d, g) == pytest.approx(3.0)
     plan = growth_plan(d, g, 64, 8, 400_000.0, 1e6, fabric_max_nodes=256, power_cap_w=None)
     assert [s.nodes for s in plan.stages] == [64, 192, 576]
-    assert [s.needed_at_years for s in plan.stages] == [0.0, 0.0, 1.0]
+    assert [s.needed_at_years for s in plan.stages] == [0.0, 1.0, 2.0]
     assert plan.stages[1].added_capex_usd == pytest.approx(128 * 400_000.0)
+    svc = _demand(workload="serving", run_s=None)  # no run time: a continuous service
+    g_svc = Growth(horizon_years=2, traffic_growth_per_year=2.0)  # x3 a year
+    served = growth_plan(svc, g_svc, 64, 8, 400_000.0, 1e6, fabric_max_nodes=10_000, power_cap_w=None)
+    assert [s.nodes for s in served.stages] == [64, 192, 576]
+    assert [s.needed_at_years for s in served.stages] == [0.0, 0.0, 1.0]
+    assert "first budget cycle" in served.stages[1].what
     first_over = next(s for s in plan.stages if not s.fabric_ok)
     assert first_over.nodes == 576
     assert any("256-node limit" in c for c in plan.checks)
@@ -142,3 +149,47 @@ def test_efficiency_swing_scales_only_the_compute_share() -> None:
     b = swing("b", ("lo", "hi"), (10.0, 100.0), (10.0, 70.0), (10.0, 130.0))
     assert a.time_change_fraction_low == pytest.approx(0.1)
     assert [s.assumption for s in ranked([a, b])] == ["b", "a"]
+
+
+def test_stage_one_is_the_plans_own_cluster_and_later_stages_are_dated_increments() -> None:
+    """Issue 26: the 70B growth plan bought 4,096 GPUs 'due now' against a 2,048-GPU plan. Stage 1
+    is the plan's 256 nodes, due now, at their capital cost; nothing else is due now; each later
+    purchase adds to what is installed, at the start of its year, with its own capital cost."""
+    d = _demand(gpus=2048)
+    g = Growth(horizon_years=3, model_growth_per_year=0.5, data_growth_per_year=0.3)  # x1.95 a year
+    plan = growth_plan(d, g, 256, 8, 400_000.0, 1e6, fabric_max_nodes=100_000, power_cap_w=None)
+    first, *later = plan.stages
+    assert (first.stage, first.nodes, first.gpus, first.added_nodes) == (1, 256, 2048, 256)
+    assert first.added_capex_usd == pytest.approx(256 * 400_000.0) and first.due.startswith("due now")
+    assert "own cluster" in first.what
+    assert [s.needed_at_years for s in later] == [1.0, 2.0, 3.0]
+    assert not any(s.due.startswith("due now") for s in later)
+    installed = first.nodes
+    for s in later:
+        assert s.nodes == installed + s.added_nodes and s.gpus == s.nodes * 8
+        assert s.added_capex_usd == pytest.approx(s.added_nodes * 400_000.0)
+        assert s.added_nodes % plan.scalable_unit_nodes == 0 and "increment" in s.what
+        installed = s.nodes
+    for s in later:  # each purchase reaches that year's need, 256 x 1.95^year, in SUs of 32
+        need = 256 * 1.95**s.needed_at_years
+        assert need <= s.nodes < need + 32
+
+
+def test_the_70b_example_growth_starts_from_the_plan_and_its_capital_matches_the_cost() -> None:
+    from pathlib import Path
+
+    from rightsize.advise.view import sizing_dict
+    from rightsize.api import plan
+    from rightsize.report.bom import bom_section
+
+    spec = Path(__file__).resolve().parent.parent / "examples" / "llama3-70b-pretrain.yaml"
+    p = plan(spec)
+    stages = p.sizing.growth.stages
+    assert stages[0].gpus == p.best.gpus and stages[0].due.startswith("due now")
+    assert [s for s in stages[1:] if s.due.startswith("due now")] == []
+    if p.sizing.cost.onprem is not None:
+        assert stages[0].added_capex_usd == pytest.approx(p.sizing.cost.onprem.capex_usd, rel=1e-6)
+    sec = bom_section(sizing_dict(p))
+    assert sec is not None
+    text = repr(sec)
+    assert "after the plan's own cluster" in text and "due in year 1" in text

@@ -20,7 +20,6 @@ from rightsize.catalog.prices import (
     SPOT,
     USER_SOURCE,
     cloud_price,
-    cloud_prices,
     parse_prices,
     price_basis,
     shipped_prices,
@@ -181,17 +180,18 @@ def test_every_cloud_figure_is_on_its_columns_basis() -> None:
     assert set(basis) >= {ON_DEMAND, SPOT}
     for b in basis.values():
         assert b.basis and b.as_of
-    for acc, price in cloud_prices().items():
-        for column, b in basis.items():
-            if column == SPOT and price.spot is None:  # no spot sold for the instance
-                continue
-            assert price.sources[column].source.startswith(b.sources_start_with), (acc, column)
+    for acc, records in shipped_prices().offers.items():
+        for price in records:
+            for column, b in basis.items():
+                if price.rate(column) is None:  # none sold, or no list price, for the instance
+                    continue
+                assert price.sources[column].source.startswith(b.sources_start_with), (acc, column)
 
 
 def test_a_neocloud_on_demand_price_is_refused() -> None:
     doc = copy.deepcopy(read_data_file(PRICES_FILE))
-    doc["cloud"]["h100-sxm"][INSTANCE_FIELDS[ON_DEMAND]]["source"] = (
-        "Lambda Cloud on-demand, 8x H100 $23.92/h / 8"
+    doc["cloud"]["h100-sxm"][0][INSTANCE_FIELDS[ON_DEMAND]]["source"] = (
+        "Vast.ai marketplace, 8x H100 $12.16/h / 8"  # a marketplace bid, not a provider's list price
     )
     with pytest.raises(CatalogDataError, match="not on the column's basis"):
         parse_prices(doc, PRICES_FILE, accelerators(), nodes())

@@ -98,7 +98,9 @@ def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: Pr
     from rightsize.catalog.prices import prices_in_effect, shipped_prices
     from rightsize.catalog.user_prices import merge_user_prices
 
-    table = shipped_prices()
+    from rightsize.catalog.providers import restrict_providers
+
+    table = restrict_providers(shipped_prices(), getattr(getattr(spec, "targets", None), "providers", None))
     spec_prices = getattr(spec, "prices", None)
     table = merge_user_prices(table, spec_prices, "spec prices:")
     given = _user_prices(prices)

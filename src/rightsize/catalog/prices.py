@@ -1,14 +1,14 @@
 """Dated price table (``data/prices.yaml``): cloud instance prices and on-premises costs, each sourced.
 
-Cloud prices are one record per accelerator id: the instance that is billed (provider,
-instance type, GPUs per instance, region) and its USD per INSTANCE-hour on demand, with 1-
-and 3-year commitments, spot where it is sold (None where not), and how often spot instances
-are preempted. The per-GPU-hour figures the costing multiplies by GPUs are derived (instance
-price / GPUs per instance), so every accelerator is priced on one basis. On-premises figures
-are the purchase price of each node type plus the defaults that turn capex into a cost per
-hour (amortisation, power, PUE, network, storage, facility, operations). Lookups are pure
-functions over a table read and cross-checked once; `stale_prices` lists figures older than
-`STALE_AFTER_MONTHS` for the maintainer who refreshes the file.
+Cloud prices are instance records, one or more per accelerator id (one per provider that
+rents it): the instance that is billed (provider, instance type, GPUs per instance, region)
+and its USD per INSTANCE-hour on demand, with 1- and 3-year commitments (None where the
+provider lists none), spot where it is sold (None where not), and how often spot instances
+are preempted. The table's `cloud` holds the record each accelerator is priced at (the
+cheapest on demand among the providers allowed, `catalog.providers`), `offers` all of them.
+Per-GPU-hour figures are derived (instance price / GPUs per instance): one basis. On-premises
+figures are each node's purchase price plus the defaults that turn capex into a cost per hour.
+`stale_prices` lists figures older than `STALE_AFTER_MONTHS` for the maintainer.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from datetime import date
 from functools import cache
 from typing import Any
@@ -33,6 +34,12 @@ from rightsize.catalog.loader import (
 )
 from rightsize.catalog.registry import accelerators, nodes
 from rightsize.errors import BadInput, did_you_mean
+from rightsize.spec.prices import PROVIDERS
+
+# A record's provider: a cloud that lists the price, or "estimate" (a part no provider lists,
+# priced on the hyperscaler basis from a listed sibling).
+ESTIMATE_PROVIDER = "estimate"
+CATALOG_PROVIDERS = (*PROVIDERS, ESTIMATE_PROVIDER)
 
 PRICES_FILE = "prices.yaml"
 _DATA_PATH = "rightsize/catalog/data/prices.yaml"
@@ -156,13 +163,15 @@ class OnPremDefaults:
 class PriceTable:
     """The parsed, cross-checked price table."""
 
-    cloud: dict[str, CloudPrice]
+    cloud: dict[str, CloudPrice]  # the record each accelerator is priced at
     onprem: dict[str, NodeCapex]
     defaults: OnPremDefaults
     basis: dict[str, PriceBasis]
     default_preemptions: Sourced
     spot_replacement: Sourced  # how long a preempted spot node stays gone
     user_notes: tuple[str, ...] = ()  # what the user's prices changed, for the plan to show
+    offers: dict[str, tuple[CloudPrice, ...]] = dc_field(default_factory=dict)  # every provider's record
+    providers: tuple[str, ...] | None = None  # the providers allowed (None: all in the catalog)
 
 
 def _check_not_above(
@@ -186,8 +195,13 @@ def _instance(raw: Mapping[str, Any], file: str, key: str) -> InstanceType:
             raw["gpus_per_instance"], file, f"{key}.gpus_per_instance", integer=True, minimum=lo, maximum=hi
         ).value
     )
+    provider = require_str(raw, "provider", file, key)
+    if provider not in CATALOG_PROVIDERS:
+        raise CatalogDataError(
+            file, f"{key}.provider", f"unknown provider {provider!r}; known: {', '.join(CATALOG_PROVIDERS)}"
+        )
     return InstanceType(
-        require_str(raw, "provider", file, key),
+        provider,
         require_str(raw, "instance", file, key),
         gpus,
         require_str(raw, "region", file, key),
@@ -212,9 +226,13 @@ def _per_gpu(raw: Any, file: str, key: str, gpus: int) -> Sourced:
     return Sourced(value, derived, figure.as_of)
 
 
+_MAY_BE_NULL = (SPOT, RESERVED_1Y, RESERVED_3Y)  # null: the provider sells none, or lists no price
+
+
 def parse_cloud_price(raw: Any, file: str, key: str, acc_id: str, default_preemptions: Sourced) -> CloudPrice:
     """One ``cloud.<accelerator>`` instance record; prices must fall in the order 3y <= 1y <=
-    on-demand, spot <= on-demand; spot may be null (no spot sold for the instance)."""
+    on-demand, spot <= on-demand; spot may be null (no spot sold for the instance), and so
+    may a commitment the provider lists no price for."""
     if not isinstance(raw, Mapping):
         raise CatalogDataError(file, key, f"expected a mapping, got {type(raw).__name__}")
     check_keys(raw, _CLOUD_KEYS, file, key)
@@ -224,9 +242,11 @@ def parse_cloud_price(raw: Any, file: str, key: str, acc_id: str, default_preemp
         column = INSTANCE_FIELDS[field]
         if column not in raw:
             raise CatalogDataError(
-                file, key, f"missing '{column}'" + (" (null where no spot is sold)" if field == SPOT else "")
+                file,
+                key,
+                f"missing '{column}'" + (" (null where none is sold)" if field in _MAY_BE_NULL else ""),
             )
-        if raw[column] is None and field == SPOT:
+        if raw[column] is None and field in _MAY_BE_NULL:
             continue
         figures[field] = _per_gpu(raw[column], file, f"{key}.{column}", inst.gpus)
     if PREEMPTIONS in raw:
@@ -237,19 +257,19 @@ def parse_cloud_price(raw: Any, file: str, key: str, acc_id: str, default_preemp
     else:
         figures[PREEMPTIONS] = default_preemptions
     names = {f: INSTANCE_FIELDS[f] for f in PRICE_FIELDS}
-    _check_not_above(
-        figures[RESERVED_3Y], figures[RESERVED_1Y], names[RESERVED_3Y], names[RESERVED_1Y], file, key
-    )
-    _check_not_above(
-        figures[RESERVED_1Y], figures[ON_DEMAND], names[RESERVED_1Y], names[ON_DEMAND], file, key
-    )
-    if SPOT in figures:
-        _check_not_above(figures[SPOT], figures[ON_DEMAND], names[SPOT], names[ON_DEMAND], file, key)
+    for low, high in (
+        (RESERVED_3Y, RESERVED_1Y),
+        (RESERVED_1Y, ON_DEMAND),
+        (RESERVED_3Y, ON_DEMAND),
+        (SPOT, ON_DEMAND),
+    ):
+        if low in figures and high in figures:
+            _check_not_above(figures[low], figures[high], names[low], names[high], file, key)
     return CloudPrice(
         accelerator=acc_id,
         on_demand=figures[ON_DEMAND].value,
-        reserved_1y=figures[RESERVED_1Y].value,
-        reserved_3y=figures[RESERVED_3Y].value,
+        reserved_1y=figures[RESERVED_1Y].value if RESERVED_1Y in figures else None,
+        reserved_3y=figures[RESERVED_3Y].value if RESERVED_3Y in figures else None,
         spot=figures[SPOT].value if SPOT in figures else None,
         spot_preemptions_per_hour=figures[PREEMPTIONS].value,
         sources=figures,
@@ -307,15 +327,14 @@ def parse_prices(
         minimum=p_lo,
         maximum=p_hi,
     )
-    cloud: dict[str, CloudPrice] = {}
+    offers: dict[str, tuple[CloudPrice, ...]] = {}
     for acc_id, entry in require_mapping(raw, "cloud", file, "<document>").items():
         key = f"cloud.{acc_id}"
         if acc_id not in accelerator_ids:
             raise CatalogDataError(
                 file, key, f"unknown accelerator {acc_id!r}; known: {', '.join(sorted(accelerator_ids))}"
             )
-        cloud[acc_id] = parse_cloud_price(entry, file, key, acc_id, default_preemptions)
-        check_basis(cloud[acc_id], basis, file, key)
+        offers[acc_id] = _parse_offers(entry, file, key, acc_id, default_preemptions, basis)
     onprem: dict[str, NodeCapex] = {}
     for node_id, entry in require_mapping(raw, "onprem", file, "<document>").items():
         key = f"onprem.{node_id}"
@@ -330,13 +349,48 @@ def parse_prices(
         capex = sourced(entry.get("capex_usd"), file, f"{key}.capex_usd", minimum=lo, maximum=hi)
         onprem[node_id] = NodeCapex(node=node_id, capex_usd=capex.value, source=capex)
     return PriceTable(
-        cloud=cloud,
+        cloud={acc: cheapest(recs) for acc, recs in offers.items()},
+        offers=offers,
         onprem=onprem,
         defaults=parse_onprem_defaults(raw, file),
         basis=basis,
         default_preemptions=default_preemptions,
         spot_replacement=replacement,
     )
+
+
+def _parse_offers(
+    entry: Any,
+    file: str,
+    key: str,
+    acc_id: str,
+    default_preemptions: Sourced,
+    basis: Mapping[str, PriceBasis],
+) -> tuple[CloudPrice, ...]:
+    """``cloud.<accelerator>``: one instance record, or a list of them (one per provider)."""
+    items = entry if isinstance(entry, list) else [entry]
+    if not items:
+        raise CatalogDataError(file, key, "an empty list; give at least one instance record")
+    out: list[CloudPrice] = []
+    for i, item in enumerate(items):
+        where = key if len(items) == 1 and not isinstance(entry, list) else f"{key}[{i}]"
+        price = parse_cloud_price(item, file, where, acc_id, default_preemptions)
+        check_basis(price, basis, file, where)
+        if price.instance and any(_place(o) == _place(price) for o in out):
+            raise CatalogDataError(
+                file, f"{where}.region", f"a second record for {_place(price)}; one per provider and region"
+            )
+        out.append(price)
+    return tuple(out)
+
+
+def _place(price: CloudPrice) -> tuple[str, str] | None:
+    return (price.instance.provider, price.instance.region) if price.instance else None
+
+
+def cheapest(offers: Collection[CloudPrice]) -> CloudPrice:
+    """The record with the lowest on-demand price per GPU-hour (the first listed on a tie)."""
+    return min(offers, key=lambda p: p.on_demand if p.on_demand is not None else float("inf"))
 
 
 def parse_basis(raw: Mapping[str, Any], file: str) -> dict[str, PriceBasis]:
@@ -421,11 +475,25 @@ def _key(name: str) -> str:
 
 
 def _no_price(
-    kind: str, name: str, priced: Collection[str], known: Collection[str], section: str
+    kind: str,
+    name: str,
+    priced: Collection[str],
+    known: Collection[str],
+    section: str,
+    providers: Collection[str] | None = None,
 ) -> BadInput:
     """What, why and how to fix a missing price; `known` holds the ids the hardware catalog has."""
     choices = sorted(priced)
-    if _key(name) in known:
+    if providers is not None and _key(name) in active_prices().offers:
+        rents = list(
+            dict.fromkeys(o.instance.provider for o in active_prices().offers[_key(name)] if o.instance)
+        )
+        why = (
+            f"'{name}' is rented only by {', '.join(rents)} in {PRICES_FILE}, and the plan allows only "
+            f"{', '.join(providers)} (targets.providers or prices: provider)."
+        )
+        hint = ""
+    elif _key(name) in known:
         why = f"'{name}' is in the hardware catalog, but {PRICES_FILE} has no sourced price for it."
         hint = ""
     else:
@@ -451,12 +519,18 @@ def cloud_prices() -> dict[str, CloudPrice]:
     return dict(active_prices().cloud)
 
 
-def cloud_price(acc_id: str) -> CloudPrice:
-    """Cloud price of one accelerator (case-insensitive, ``_`` taken as ``-``); `BadInput` with a fix if none."""
-    table = active_prices().cloud
-    price = table.get(_key(acc_id))
+def cloud_price(acc_id: str, provider: str | None = None) -> CloudPrice:
+    """Cloud price of one accelerator (case-insensitive, ``_`` taken as ``-``): the record the
+    plan prices it at (the cheapest on-demand among the providers allowed, or the user's), or
+    with `provider` that provider's record. `BadInput` with a fix if there is none."""
+    if provider is not None:
+        from rightsize.catalog.providers import provider_offer  # the choice among providers
+
+        return provider_offer(acc_id, provider)
+    t = active_prices()
+    price = t.cloud.get(_key(acc_id))
     if price is None:
-        raise _no_price("accelerator", acc_id, table, accelerators(), "cloud")
+        raise _no_price("accelerator", acc_id, t.cloud, accelerators(), "cloud", t.providers)
     return price
 
 
@@ -512,16 +586,7 @@ def stale_note(figure: Sourced, today: date | None = None) -> str | None:
 
 def stale_prices(table: PriceTable | None = None, today: date | None = None) -> list[tuple[str, Sourced]]:
     """Every price in the table older than `STALE_AFTER_MONTHS`, as (YAML key, figure): what a
-    maintainer refreshing ``prices.yaml`` re-checks first."""
-    t = table or shipped_prices()
-    out: list[tuple[str, Sourced]] = []
-    for acc_id, price in t.cloud.items():
-        out += [
-            (f"cloud.{acc_id}.{INSTANCE_FIELDS.get(field, field)}", s)
-            for field, s in price.sources.items()
-            if field in INSTANCE_FIELDS and is_stale(s.as_of, today)
-        ]
-    out += [
-        (f"onprem.{n}.capex_usd", c.source) for n, c in t.onprem.items() if is_stale(c.source.as_of, today)
-    ]
-    return out
+    maintainer refreshing ``prices.yaml`` re-checks first (`catalog.stale`)."""
+    from rightsize.catalog.stale import stale_figures
+
+    return stale_figures(table or shipped_prices(), today)

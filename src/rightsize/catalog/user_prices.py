@@ -5,6 +5,10 @@ user gives an accelerator's on-demand price and not its commitment or spot price
 keep the catalog's ratio to on-demand (a negotiated rate usually moves the whole price
 list), and their source says so. An accelerator the catalog has no price for (h800-sxm)
 gets exactly the figures given; a way of renting without a figure has no price.
+
+`provider:` at the top level restricts every accelerator to those providers' records
+(as `targets.providers`); on an accelerator it says whose instance the figures are for
+(that provider's catalog record is the base), and alone it prices the accelerator there.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from rightsize.catalog.prices import (
     CloudPrice,
     NodeCapex,
     PriceTable,
+    cheapest,
 )
+from rightsize.catalog.providers import restrict_providers
 from rightsize.catalog.registry import accelerators, nodes
 from rightsize.errors import BadInput, did_you_mean
 from rightsize.safe_read import clean_key
@@ -112,6 +118,22 @@ def _merge_accelerator(
     )
 
 
+def _base(table: PriceTable, acc_id: str, given: AcceleratorPrices) -> CloudPrice | None:
+    """The catalog record of the provider the user named for `acc_id` (None: the catalog has
+    none, so the user's figures stand alone); `BadInput` when they give no figure either."""
+    theirs = [o for o in table.offers.get(acc_id, ()) if o.instance and o.instance.provider == given.provider]
+    if theirs:
+        return cheapest(theirs)  # the provider's cheapest region
+    if given.on_demand_usd_per_gpu_hour is None:
+        rents = list(dict.fromkeys(o.instance.provider for o in table.offers.get(acc_id, ()) if o.instance))
+        raise BadInput(
+            f"prices: {acc_id}.provider is {given.provider}, which the price catalog has no price of.",
+            f"The catalog lists {', '.join(rents) or 'no provider'} for {acc_id}.",
+            f"Name one of those, or give {given.provider}'s on_demand_usd_per_gpu_hour with it.",
+        )
+    return None
+
+
 def merge_user_prices(table: PriceTable, user: UserPrices | None, origin: str = "spec prices:") -> PriceTable:
     """`table` with the user's figures over it; `BadInput` names an unknown id or an absurd figure."""
     if user is None or user.is_empty():
@@ -119,14 +141,19 @@ def merge_user_prices(table: PriceTable, user: UserPrices | None, origin: str = 
     as_of = date.today().isoformat()
     accs: dict[str, object] = dict.fromkeys(accelerators())
     node_ids: dict[str, object] = dict.fromkeys(nodes())
-    cloud = dict(table.cloud)
     notes: list[str] = []
+    if user.provider is not None:
+        table = restrict_providers(table, user.provider)
+        notes.append(f"rent only from {', '.join(user.provider)} ({origin})")
+    cloud = dict(table.cloud)
     for name, given in user.accelerators.items():
         acc_id = _id(name, accs, node_ids, "accelerator", "h100-sxm")
-        cloud[acc_id] = _merge_accelerator(
-            acc_id, given, table.cloud.get(acc_id), table.default_preemptions, as_of
-        )
+        base = _base(table, acc_id, given) if given.provider else table.cloud.get(acc_id)
+        cloud[acc_id] = _merge_accelerator(acc_id, given, base, table.default_preemptions, as_of)
         notes += [f"{acc_id} {k} ${v:g} per GPU-hour ({origin})" for k, v in given.given().items()]
+        if given.provider:
+            where = base.instance.describe() if base is not None and base.instance else given.provider
+            notes.append(f"{acc_id} priced at {where} ({origin})")
     onprem = dict(table.onprem)
     for name, node_price in user.nodes.items():
         node_id = _id(name, node_ids, accs, "node type", "hgx-h100")

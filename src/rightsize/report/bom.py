@@ -197,13 +197,26 @@ def _growth_rows(sizing: dict[str, Any]) -> list[list[str]]:
     if len(stages) <= 1:
         return []
     last = stages[-1]
-    return [
+    rows = [
         [
             "growth",
-            f"{units.plural(len(stages) - 1, 'purchase')} (one a budget cycle) to {last.get('nodes', 0):,} nodes "
-            f"({last.get('gpus', 0):,} GPUs) over {_get(sizing, 'growth', 'horizon_years')} years",
+            f"{units.plural(len(stages) - 1, 'purchase')} after the plan's own cluster (one a budget cycle) to "
+            f"{last.get('nodes', 0):,} nodes ({last.get('gpus', 0):,} GPUs) over "
+            f"{_get(sizing, 'growth', 'horizon_years')} years",
         ]
     ]
+    for s in stages[1:]:
+        capex = s.get("added_capex_usd")
+        per_node = s.get("gpus", 0) // max(s.get("nodes", 0), 1)
+        rows.append(
+            [
+                f"growth purchase {s.get('stage')}",
+                f"+{s.get('added_nodes', 0):,} nodes (+{s.get('added_nodes', 0) * per_node:,} GPUs), {s.get('due', '')}"
+                + (f", {units.usd(capex)} capital" if isinstance(capex, int | float) else "")
+                + f"; {s.get('nodes', 0):,} nodes installed after it",
+            ]
+        )
+    return rows
 
 
 def bom_section(sizing: dict[str, Any]) -> Section | None:

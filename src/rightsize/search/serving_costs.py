@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from rightsize.catalog.prices import cloud_price
+from rightsize.catalog.providers import why_unpriced
 from rightsize.errors import BadInput
 from rightsize.spec.inference import InferenceSpec
 
@@ -86,7 +87,7 @@ def billed_cost_usd_per_hour(accelerator: str, gpus: int, gpus_per_node: int) ->
 def no_price_reason(accelerator: str) -> str:
     """Why an unpriced accelerator cannot be ranked by cost, and the fix."""
     return (
-        f"no price for {accelerator} in this deployment (cloud on-demand), so it cannot be ranked by cost; "
+        f"no price for {accelerator} in this deployment ({why_unpriced(accelerator)}), so it cannot be ranked by cost; "
         f"give one with `prices: {{{accelerator}: {{on_demand_usd_per_gpu_hour: ...}}}}` or `--prices FILE`"
     )
 

@@ -66,12 +66,14 @@ from rightsize.catalog.prices import (
     CloudPrice,
     NodeCapex,
     OnPremDefaults,
+    active_prices,
     cloud_price,
     node_capex,
     onprem_defaults,
     spot_replacement,
     stale_note,
 )
+from rightsize.catalog.providers import choice_note
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
@@ -370,6 +372,9 @@ def size_cost(
             priced = (
                 price.instance.describe() if price.instance else "per GPU-hour, as given (no instance named)"
             )
+            chosen = choice_note(active_prices(), price.accelerator)
+            if chosen:
+                notes.append(chosen)
 
     onprem: OnPremCost | None = None
     onprem_missing: str | None = None

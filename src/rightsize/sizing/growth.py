@@ -7,15 +7,22 @@ every weight per step, so cost per token tracks parameter count); for recurring 
 the job count x model size. GPUs are assumed to scale linearly with the need (the knee
 policy keeps the cluster in its near-linear range).
 
-Capacity is bought in scalable units (SU) of nodes with their share of fabric and
-storage (NVIDIA's DGX SuperPOD reference architecture builds in SUs of 32 nodes; smaller
-clusters use their own size). SU k is needed when the need first exceeds the capacity
-installed before it: at t = ln(installed_nodes / nodes_today) / ln(F) years. Nobody buys
-52 times in three years: the SUs needed within one budget cycle
-(`growth.purchase_interval_years`, a year by default) are bought together at its start,
-ahead of the need, so each stage of the plan is one purchase. Each stage is checked
-against the fabric's largest size without a new switch tier and against the facility's
-power cap.
+Stage 1 is the plan's own cluster, bought now: exactly the nodes the plan sizes, with its
+capital cost. Every later stage is an INCREMENT over what is installed, in scalable units
+(SU) of nodes with their share of fabric and storage (NVIDIA's DGX SuperPOD reference
+architecture builds in SUs of 32 nodes; smaller clusters use their own size), with the date
+it is due and its capital cost. Nobody buys 52 times in three years: purchases fall at the
+start of budget cycles (`growth.purchase_interval_years`, a year by default).
+
+- A training run (one-off or recurring) is sized by the plan; the need steps up with the
+  next model, so the purchase at the start of cycle k (k >= 1) brings the cluster to the
+  need of year k x cycle. Nothing more is due now: the plan's cluster is today's need.
+- A service's traffic grows through the year, so the purchase at the start of cycle k
+  (k >= 0) covers the need until the next purchase, ahead of it; the first such increment
+  is the growth of the first cycle, bought with the build, and said so.
+
+Each stage is checked against the fabric's largest size without a new switch tier and
+against the facility's power cap.
 """
 
 from __future__ import annotations
@@ -32,8 +39,13 @@ SUPERPOD_SU_NODES = 32
 
 
 def _when(years: float) -> str:
-    """Purchases are bought ahead of the need at the start of a budget cycle; the first is due at once."""
+    """When a purchase is due: at once (with the initial build), or at the start of a year."""
     return "due now, with the initial build" if years < 0.05 else f"due in year {years:g}"
+
+
+OWN_CLUSTER = "the plan's own cluster"
+GROWTH_INCREMENT = "growth increment over the installed cluster"
+FIRST_CYCLE = "growth of the first budget cycle, bought ahead with the build"
 
 
 def yearly_factor(demand: Demand, growth: Growth) -> float:
@@ -52,13 +64,15 @@ def scalable_unit_nodes(nodes_today: int, growth: Growth) -> int:
 
 @dataclass(frozen=True)
 class Stage:
-    stage: int
+    stage: int  # 1: the plan's own cluster; later stages: increments over it
     needed_at_years: float
     nodes: int  # installed after this stage
     gpus: int
     scalable_units: int
     added_nodes: int
     added_capex_usd: float | None
+    what: str  # the plan's own cluster, or a growth increment
+    due: str  # when it is bought
     facility_power_w: float
     fabric_ok: bool
     power_ok: bool
@@ -96,37 +110,27 @@ def growth_plan(
     su = scalable_unit_nodes(nodes_today, growth)
     w_per_node = facility_power_w_today / max(nodes_today, 1)
 
-    def stage(k: int, at: float, installed: int, added: int) -> Stage:
+    def stage(number: int, at: float, installed: int, added: int, what: str) -> Stage:
         power = w_per_node * installed
         return Stage(
-            stage=k,
+            stage=number,
             needed_at_years=at,
             nodes=installed,
             gpus=installed * gpus_per_node,
             scalable_units=math.ceil(installed / su),
             added_nodes=added,
             added_capex_usd=capex_usd_per_node * added if capex_usd_per_node is not None else None,
+            what=what,
+            due=_when(at),
             facility_power_w=power,
             fabric_ok=installed <= fabric_max_nodes,
             power_ok=power_cap_w is None or power <= power_cap_w,
         )
 
-    installed = math.ceil(nodes_today / su) * su
-    stages = [stage(0, 0.0, installed, installed)]
+    stages = [stage(1, 0.0, nodes_today, nodes_today, OWN_CLUSTER)]
     checks: list[str] = []
     if factor > 1.0:
-        final_need = math.ceil(nodes_today * factor**growth.horizon_years - 1e-9)
-        cycle = growth.purchase_interval_years
-        k = 0
-        while installed < final_need and k * cycle < growth.horizon_years:
-            # bought at the start of cycle k: every SU needed before the next purchase
-            until = min((k + 1) * cycle, growth.horizon_years)
-            need = min(final_need, math.ceil(nodes_today * factor**until - 1e-9))
-            units = max(0, math.ceil((need - installed) / su - 1e-9))
-            if units:
-                stages.append(stage(len(stages), k * cycle, installed + units * su, units * su))
-                installed += units * su
-            k += 1
+        stages += _increments(demand.continuous, growth, factor, nodes_today, su, stage)
     else:
         checks.append("No growth rates given: today's build is the whole plan.")
     last = stages[-1]
@@ -145,3 +149,25 @@ def growth_plan(
     if last.fabric_ok and last.power_ok and factor > 1.0:
         checks.append("Today's fabric design and facility power take every stage of the horizon.")
     return GrowthPlan(growth.horizon_years, factor, su, stages, checks)
+
+
+def _increments(
+    continuous: bool, growth: Growth, factor: float, nodes_today: int, su: int, stage: Any
+) -> list[Stage]:
+    """The purchases after the plan's own cluster, each an increment of whole SUs (see the
+    module docstring: a run's need steps up with the next model, a service's grows all year)."""
+    horizon, cycle = growth.horizon_years, growth.purchase_interval_years
+    final_need = math.ceil(nodes_today * factor**horizon - 1e-9)
+    installed = nodes_today
+    out: list[Stage] = []
+    k = 0 if continuous else 1
+    while installed < final_need and k * cycle <= horizon + 1e-9 and (not continuous or k * cycle < horizon):
+        until = min((k + 1) * cycle, horizon) if continuous else k * cycle
+        need = min(final_need, math.ceil(nodes_today * factor**until - 1e-9))
+        units = max(0, math.ceil((need - installed) / su - 1e-9))
+        if units:
+            what = FIRST_CYCLE if k == 0 else GROWTH_INCREMENT
+            out.append(stage(len(out) + 2, k * cycle, installed + units * su, units * su, what))
+            installed += units * su
+        k += 1
+    return out

@@ -33,7 +33,7 @@ from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
 from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.model import ModelArch
-from rightsize.spec.prices import UserPrices
+from rightsize.spec.prices import ProviderList, UserPrices, providers_field
 from rightsize.spec.shared import (
     ACCELERATORS_SCHEMA_EXTRA,
     MAX_ACCELERATORS,
@@ -356,6 +356,7 @@ class InferenceTargets(BaseModel):
             "accuracy is the user's call, so the default is only serving.weight_precision."
         ),
     )
+    providers: ProviderList = providers_field()
     objective: Literal["cost", "gpus", "latency"] = Field(
         default="cost",
         description="What the search minimises among deployments that meet the SLOs: cost, GPU count or latency.",

@@ -5,8 +5,13 @@ GPU-hour); a node id takes its purchase price; `power_usd_per_kwh` is the price 
 
     prices:
       h100-sxm: {on_demand_usd_per_gpu_hour: 2.2, spot_usd_per_gpu_hour: 1.1}
+      b200: {provider: oracle}             # price B200 at Oracle's instance, whatever is cheaper
       hgx-h100: {capex_usd: 250000}
       power_usd_per_kwh: 0.07
+      provider: [aws, azure]               # rent only from these (as targets.providers)
+
+`provider:` on an accelerator says whose instance the figures are for (and pins that
+provider for it); at the top level it restricts every accelerator to the providers named.
 
 `rightsize plan --prices FILE` reads a YAML file of the same shape. This module only checks
 the shape and the numbers; the catalog checks that each id exists and merges the figures,
@@ -17,11 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from rightsize.errors import BadInput
+from rightsize.errors import BadInput, did_you_mean
 from rightsize.safe_read import clean_key, load_user_yaml, read_text_capped
 
 _CFG = ConfigDict(extra="forbid", frozen=True)
@@ -34,6 +47,74 @@ ACCELERATOR_PRICE_KEYS = (
 )
 NODE_PRICE_KEYS = ("capex_usd",)
 POWER_KEY = "power_usd_per_kwh"
+PROVIDER_KEY = "provider"
+
+# Cloud providers a price record may name (catalog/data/prices.yaml checks its records against
+# this list); a spec may also write the aliases.
+PROVIDERS = ("aws", "azure", "gcp", "oracle", "lambda", "coreweave")
+PROVIDER_ALIASES = {
+    "amazon": "aws",
+    "ec2": "aws",
+    "microsoft": "azure",
+    "google": "gcp",
+    "google-cloud": "gcp",
+    "oci": "oracle",
+    "lambda-labs": "lambda",
+    "lambdalabs": "lambda",
+}
+PROVIDERS_DESCRIPTION = (
+    "Cloud providers whose list prices may price the plan (" + ", ".join(PROVIDERS) + "); each "
+    "accelerator is priced at the cheapest on-demand instance among them, and an accelerator none of "
+    "them rents has no cloud price (under objective: cost it is dropped, and the plan says so). "
+    "Null or 'all': every provider in the price catalog."
+)
+
+
+def provider_name(name: Any) -> str:
+    """A provider name as the catalog spells it; `ValueError` with a did-you-mean otherwise."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a provider is a name such as 'aws', got {name!r}")
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    key = PROVIDER_ALIASES.get(key, key)
+    if key not in PROVIDERS:
+        hint = did_you_mean(name, [*PROVIDERS, *PROVIDER_ALIASES])
+        raise ValueError(
+            f"unknown provider {name!r}" + (f"; {hint}" if hint else "") + f"; known: {', '.join(PROVIDERS)}"
+        )
+    return key
+
+
+def providers_field() -> Any:
+    """The `providers` field of every spec kind's targets (a name, a list, 'all' or null)."""
+    return Field(
+        default=None,
+        description=PROVIDERS_DESCRIPTION,
+        json_schema_extra={
+            "anyOf": [
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                {"type": "string"},
+                {"type": "null"},
+            ],
+            "examples": [["aws", "oracle"], "all"],
+        },
+    )
+
+
+def provider_list(value: Any) -> list[str] | None:
+    """`targets.providers` / `prices: {provider: ...}`: a name or a list of names, 'all' or null
+    for every provider; each name checked and spelled as the catalog does, duplicates kept once."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise ValueError("give a provider name or a non-empty list of them (e.g. [aws, oracle]), or 'all'")
+    if len(items) == 1 and isinstance(items[0], str) and items[0].strip().lower() == "all":
+        return None
+    return list(dict.fromkeys(provider_name(item) for item in items))
+
+
+ProviderList = Annotated[list[str] | None, BeforeValidator(lambda v: provider_list(v))]
+"""`targets.providers`: provider names checked and spelled as the catalog does (None: all)."""
 
 
 class AcceleratorPrices(BaseModel):
@@ -53,6 +134,16 @@ class AcceleratorPrices(BaseModel):
     spot_usd_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="Spot (preemptible), USD per GPU-hour."
     )
+    provider: str | None = Field(
+        default=None,
+        description="Whose instance these figures are for (e.g. oracle); alone, it prices the accelerator "
+        "at that provider's catalog instance. Null: the instance the catalog would choose.",
+    )
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _known_provider(cls, value: Any) -> Any:
+        return None if value is None else provider_name(value)
 
     def given(self) -> dict[str, float]:
         """The figures the user set, by catalog field name."""
@@ -88,12 +179,20 @@ class UserPrices(BaseModel):
     power_usd_per_kwh: float | None = Field(
         default=None, gt=0, le=2.0, description="Price of energy for an owned cluster, USD per kWh."
     )
+    provider: list[str] | None = Field(
+        default=None, description="Rent only from these providers: " + PROVIDERS_DESCRIPTION
+    )
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _known_providers(cls, value: Any) -> Any:
+        return provider_list(value)
 
     @model_validator(mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         """Accept the flat form (`{h100-sxm: {...}, hgx-h100: {capex_usd: ...}, power_usd_per_kwh: x}`)."""
-        if not isinstance(value, Mapping) or set(value) <= {"accelerators", "nodes", POWER_KEY}:
+        if not isinstance(value, Mapping) or set(value) <= {"accelerators", "nodes", POWER_KEY, PROVIDER_KEY}:
             return value
         accs: dict[str, Any] = dict(value.get("accelerators") or {})
         nodes: dict[str, Any] = dict(value.get("nodes") or {})
@@ -101,8 +200,8 @@ class UserPrices(BaseModel):
         for key, entry in value.items():
             if key in ("accelerators", "nodes"):
                 continue
-            if key == POWER_KEY:
-                out[POWER_KEY] = entry
+            if key in (POWER_KEY, PROVIDER_KEY):
+                out[key] = entry
             elif isinstance(entry, Mapping) and set(entry) & set(NODE_PRICE_KEYS):
                 nodes[str(key)] = entry
             elif isinstance(entry, Mapping):
@@ -116,21 +215,29 @@ class UserPrices(BaseModel):
         return out
 
     def is_empty(self) -> bool:
-        return not self.accelerators and not self.nodes and self.power_usd_per_kwh is None
+        return (
+            not self.accelerators
+            and not self.nodes
+            and self.power_usd_per_kwh is None
+            and self.provider is None
+        )
 
     def over(self, base: UserPrices | None) -> UserPrices:
         """These prices laid over `base` (per key: a figure here wins)."""
         if base is None:
             return self
-        accs = {k: v.given() for k, v in base.accelerators.items()}
+        accs: dict[str, dict[str, Any]] = {
+            k: v.model_dump(exclude_none=True) for k, v in base.accelerators.items()
+        }
         for k, v in self.accelerators.items():
-            accs[k] = {**accs.get(k, {}), **v.given()}
+            accs[k] = {**accs.get(k, {}), **v.model_dump(exclude_none=True)}
         return UserPrices(
             accelerators={k: AcceleratorPrices(**v) for k, v in accs.items()},
             nodes={**base.nodes, **self.nodes},
             power_usd_per_kwh=(
                 self.power_usd_per_kwh if self.power_usd_per_kwh is not None else base.power_usd_per_kwh
             ),
+            provider=self.provider if self.provider is not None else base.provider,
         )
 
 
@@ -140,7 +247,8 @@ _PRICES_FIX = (
     "Check the path given to --prices: a YAML file such as `h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}`."
 )
 _KEYS_FIX = (
-    "Keys per accelerator: " + ", ".join(ACCELERATOR_PRICE_KEYS) + f"; per node: capex_usd; and {POWER_KEY}."
+    "Keys per accelerator: " + ", ".join(ACCELERATOR_PRICE_KEYS) + ", provider; per node: capex_usd; "
+    f"and {POWER_KEY}, {PROVIDER_KEY} (one of {', '.join(PROVIDERS)}, or a list)."
 )
 
 

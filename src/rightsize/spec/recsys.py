@@ -25,7 +25,7 @@ from rightsize.spec.finite import finite_numbers
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.limits import refuse_figures_under_floor
-from rightsize.spec.prices import UserPrices
+from rightsize.spec.prices import ProviderList, UserPrices, providers_field
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
 from rightsize.spec.units import Bytes, Count, CountInt, DurationS, refuse_bare_durations
 
@@ -226,6 +226,7 @@ class RecsysTargets(BaseModel):
         default=None,
         description="Inference: GPUs that hold one copy of the tables (1, 2, 4, 8); null lets the search choose.",
     )
+    providers: ProviderList = providers_field()
     objective: Literal["time", "gpu_hours", "cost", "gpus"] = Field(
         default="gpu_hours",
         description="What the search minimises among plans that meet the targets (inference: gpus or cost).",

@@ -25,7 +25,7 @@ from rightsize.spec.finite import finite_numbers
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.model import ModelArch
-from rightsize.spec.prices import UserPrices
+from rightsize.spec.prices import ProviderList, UserPrices, providers_field
 from rightsize.spec.shared import (
     ACCELERATORS_SCHEMA_EXTRA,
     MAX_ACCELERATORS,
@@ -253,6 +253,7 @@ class Targets(BaseModel):
     node: str | None = Field(
         default=None, min_length=1, description="Catalog id of a node type to use instead of the default."
     )
+    providers: ProviderList = providers_field()
     objective: Literal["time", "gpu_hours", "cost"] = Field(
         default="gpu_hours", description="What the search minimises among plans that meet the targets."
     )

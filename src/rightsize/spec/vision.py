@@ -28,7 +28,7 @@ from rightsize.spec.finite import finite_numbers
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.limits import refuse_figures_under_floor
-from rightsize.spec.prices import UserPrices
+from rightsize.spec.prices import ProviderList, UserPrices, providers_field
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
 from rightsize.spec.units import Bytes, BytesPerS, Count, CountInt, DurationS, refuse_bare_durations
 
@@ -240,6 +240,7 @@ class VisionTargets(BaseModel):
     gpus: Annotated[CountInt, POSITIVE] | None = Field(
         default=None, description="Training: a fixed GPU count; null lets the search choose."
     )
+    providers: ProviderList = providers_field()
     objective: Literal["time", "gpu_hours", "cost", "gpus"] = Field(
         default="gpu_hours",
         description="What the search minimises among plans that meet the targets (inference: gpus or cost).",
