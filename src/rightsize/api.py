@@ -96,9 +96,8 @@ def _user_prices(prices: PricesArg) -> UserPrices | None:
 def _run(spec: AnySpec, calibration: str | Path | Calibration | None, prices: PricesArg = None) -> Any:
     """Plan under the prices in effect: `prices` (a `--prices FILE`) over the spec's `prices:` over the catalog."""
     from rightsize.catalog.prices import prices_in_effect, shipped_prices
-    from rightsize.catalog.user_prices import merge_user_prices
-
     from rightsize.catalog.providers import restrict_providers
+    from rightsize.catalog.user_prices import merge_user_prices
 
     table = restrict_providers(shipped_prices(), getattr(getattr(spec, "targets", None), "providers", None))
     spec_prices = getattr(spec, "prices", None)
