@@ -30,7 +30,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 import monitor_synth as synth  # noqa: E402
 
 SPEC = ROOT / "tests" / "data" / "monitor" / "serving.yaml"
-END_S = 1_764_028_800  # 2025-11-25 00:00 UTC: fixed, so a --workdir's blocks can be reused
+# 2025-12-21 00:00 UTC: fixed, so a --workdir's blocks can be reused, and the month before it lies
+# inside one 1458 h block range (promtool parses the whole file once per block range).
+END_S = 1_766_275_200
+BLOCK = "1458h"
 CHILD = """
 import json, resource, sys, time
 t0 = time.time()
@@ -72,7 +75,7 @@ def main() -> None:
         print(
             f"generated {n:,} samples ({om.stat().st_size / 2**30:.1f} GiB of OpenMetrics) in {t1 - t0:.0f} s"
         )
-        synth.backfill(str(om), str(data), promtool, timeout_s=4 * 3600, block=f"{int(args.days * 24) + 24}h")
+        synth.backfill(str(om), str(data), promtool, timeout_s=4 * 3600, block=BLOCK)
         om.unlink()
         print(f"backfilled with promtool in {time.time() - t1:.0f} s")
     try:

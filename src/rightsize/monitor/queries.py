@@ -139,7 +139,8 @@ class Observed:
         return bool(self.serving)
 
     def activity(self) -> dict[str, np.ndarray]:
-        """Per-GPU activity (ratio): DCP engine activity where exported, else NVML utilisation."""
+        """Per-GPU activity (ratio): DCP engine activity where exported, else NVML utilisation
+        (the per-GPU reading only; `gpu_view` reads a fleet's aggregates too)."""
         return self.gpu.get("gr_engine_active") or self.gpu.get("gpu_util") or {}
 
 
