@@ -16,6 +16,7 @@ is 0.6 x the replica load, as the plan assumes, so power is on plan unless traff
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -226,3 +227,118 @@ def _vllm_families(cluster: str, sc: Scenario, s: dict[str, np.ndarray]) -> dict
     kinds = {"vllm:request_success": "counter", "vllm:num_requests_running": "gauge",
              "vllm:num_requests_waiting": "gauge", "vllm:kv_cache_usage_perc": "gauge"}  # fmt: skip
     return {k: [f"# TYPE {k} {kinds.get(k, 'histogram')}"] + v for k, v in out.items()}
+
+
+# A fleet: many GPUs at a short scrape interval, written straight to a file (never held whole).
+FLEET_GPUS_PER_NODE = 8
+FLEET_BUSY, FLEET_IDLE = 0.75, 0.08  # activity by day (06:00-22:00 UTC) and by night
+FLEET_SLOW = (17, 3)  # node n17, GPU 3: half as busy as its peers and power-throttled
+FLEET_SLOW_ACTIVITY = 0.4
+FLEET_THROTTLED = 0.3  # seconds throttled per second while busy
+FLEET_METRICS = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_VIOLATION")
+
+
+def fleet_activity(t: np.ndarray, gpu: int) -> np.ndarray:
+    """One GPU's activity at times `t`: the fleet's day/night shape, a little noise, the slow GPU slower."""
+    hours = (t // 3600) % 24
+    base = np.where((hours >= 6) & (hours < 22), FLEET_BUSY, FLEET_IDLE)
+    noise = 0.02 * np.random.default_rng(gpu).standard_normal(t.size)
+    act = np.clip(base + noise, 0.0, 1.0)
+    if (gpu // FLEET_GPUS_PER_NODE, gpu % FLEET_GPUS_PER_NODE) == FLEET_SLOW:
+        act = np.where(base > 0.5, FLEET_SLOW_ACTIVITY, act)
+    return np.round(act, 3)
+
+
+def write_fleet_openmetrics(
+    path: str, gpus: int, days: float, interval_s: int, end_s: int, metrics: tuple[str, ...] = FLEET_METRICS
+) -> int:
+    """`gpus` GPUs (8 a node, hosts n0, n1, ...) every `interval_s` for `days` up to `end_s`, as
+    OpenMetrics for promtool; returns the number of samples. Memory: one GPU's series at a time."""
+    n = int(days * 86400 / interval_s)
+    t = end_s - interval_s * np.arange(n - 1, -1, -1, dtype=np.int64)
+    stamps = [f" {ts}\n" for ts in t.tolist()]
+    table = [f"{i / 1000:.3f}" for i in range(1001)]  # activity to 3 decimals: 1,001 strings
+    count = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for name in metrics:
+            f.write(f"# TYPE {name} {'unknown' if name.endswith('VIOLATION') else 'gauge'}\n")
+            for gpu in range(gpus):
+                node, g = divmod(gpu, FLEET_GPUS_PER_NODE)
+                head = f'{name}{{Hostname="n{node}",gpu="{g}"}} '
+                act = fleet_activity(t, gpu)
+                f.write("".join(head + v + ts for v, ts in zip(_fleet_values(name, act, gpu, interval_s, table),
+                                                               stamps, strict=True)))  # fmt: skip
+                count += t.size
+        f.write("# EOF\n")
+    return count
+
+
+def _fleet_values(name: str, act: np.ndarray, gpu: int, interval_s: int, table: list[str]) -> list[str]:
+    if name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
+        return [table[i] for i in np.rint(act * 1000).astype(np.int64).tolist()]
+    if name == "DCGM_FI_DEV_POWER_USAGE":
+        return [f"{w:.1f}" for w in (IDLE_W + (TDP_W - IDLE_W) * act).tolist()]
+    slow = (gpu // FLEET_GPUS_PER_NODE, gpu % FLEET_GPUS_PER_NODE) == FLEET_SLOW
+    if not slow:
+        return ["0"] * act.size
+    throttled = FLEET_THROTTLED * (act > 0.2) * interval_s * 1e9  # ns per interval
+    return [str(int(v)) for v in np.cumsum(throttled).tolist()]
+
+
+def backfill(
+    openmetrics_path: str, data_dir: str, promtool: str, timeout_s: float = 1800.0, block: str = "168h"
+) -> None:
+    """TSDB blocks from an OpenMetrics file, as an operator backfills (promtool); promtool reads the
+    file once per block, so a long synthetic history goes faster in one long block."""
+    import subprocess
+
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", f"--max-block-duration={block}", "-q",
+         openmetrics_path, data_dir],
+        check=True, capture_output=True, timeout=timeout_s,
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def prometheus_on_loopback(
+    prometheus: str, data_dir: str, workdir: str, ready_s: float = 60.0
+) -> Iterator[str]:
+    """A Prometheus serving `data_dir` on 127.0.0.1 (no scrapes, long retention); yields its URL."""
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    config = Path(workdir) / "prometheus.yml"
+    config.write_text("global: {scrape_interval: 1m}\nscrape_configs: []\n", encoding="utf-8")
+    log = open(Path(workdir) / "prometheus.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",
+         f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=3650d"],
+        stdout=subprocess.DEVNULL, stderr=log,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + ready_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline or proc.poll() is not None:
+                raise RuntimeError(
+                    "Prometheus did not become ready: "
+                    + (Path(workdir) / "prometheus.log").read_text()[-2000:]
+                )
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()

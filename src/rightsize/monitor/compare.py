@@ -9,15 +9,19 @@ reader can check the claim. Thresholds are named constants with the reason for e
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from rightsize.advise.findings import Finding
+from rightsize.monitor import gpu_view
+from rightsize.monitor.fleet import BUSY_ACTIVITY
+from rightsize.monitor.gpu_view import mean_activity
 from rightsize.monitor.plan_view import Planned
 from rightsize.monitor.queries import Observed
+
+__all__ = ["BUSY_ACTIVITY", "by_hour", "compare", "mean", "mean_activity", "pct", "replicas_by_hour"]
 
 HOURS = 24
 # A replica needs at most half the planned replicas for this many hours a day before
@@ -29,8 +33,8 @@ IDLE_FRACTION = 0.5
 STRAGGLER_ABS = 0.10
 STRAGGLER_REL = 0.20
 STRAGGLER_MIN_GPUS = 3
-# Steps when the median GPU is at least this busy count as "busy" for the straggler test.
-BUSY_ACTIVITY = 0.2
+# Steps when the median GPU is at least BUSY_ACTIVITY (fleet.py) busy count as "busy" for the
+# straggler test.
 # A GPU throttled (power or thermal) this share of the time while its peers are not.
 THROTTLE_SHARE = 0.05
 # SLO breached in more than 2% of the window's steps (a 95th-percentile SLO tolerates
@@ -76,15 +80,6 @@ def pct(values: np.ndarray, q: float) -> float | None:
 def mean(values: np.ndarray) -> float | None:
     v = values[np.isfinite(values)]
     return float(v.mean()) if v.size else None
-
-
-def mean_activity(obs: Observed) -> np.ndarray | None:
-    act = obs.activity()
-    if not act:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # steps where no GPU reported
-        return np.nanmean(np.vstack(list(act.values())), axis=0)
 
 
 def replicas_by_hour(obs: Observed, p: Planned) -> list[int | None]:
@@ -204,27 +199,17 @@ def idle_hours(obs: Observed, p: Planned) -> Finding | None:
 
 
 def straggler(obs: Observed, p: Planned) -> Finding | None:
-    act = obs.activity()
-    if len(act) < STRAGGLER_MIN_GPUS:
+    if gpu_view.activity_key(obs) is None or gpu_view.gpus_seen(obs)[0] < STRAGGLER_MIN_GPUS:
         return None
-    ids = list(act)
-    stack = np.vstack([act[i] for i in ids])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        busy = np.nanmedian(stack, axis=0) >= BUSY_ACTIVITY
-    if not busy.any():
+    found = gpu_view.busy_means(obs)
+    if found is None:
         return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        means = np.array([np.nanmean(row[busy]) for row in stack])
-    keep = np.isfinite(means)
-    if keep.sum() < STRAGGLER_MIN_GPUS:
+    ids, means, throttle = found
+    if len(ids) < STRAGGLER_MIN_GPUS:
         return None
-    ids, means, stack = [i for i, k in zip(ids, keep, strict=True) if k], means[keep], stack[keep]
     node = _slow_node(ids, means)
     if node is not None:
         return node
-    throttle = _throttled_share(obs, ids, busy)
     worst = int(np.nanargmax(np.abs(means - np.nanmedian(means))))
     peers = np.delete(means, worst)
     med = float(np.nanmedian(peers))
@@ -247,7 +232,7 @@ def straggler(obs: Observed, p: Planned) -> Finding | None:
             "gpu": gid,
             "activity_busy_mean": float(means[worst]),
             "peer_activity_busy_median": med,
-            "activity_by_gpu": ", ".join(f"{i} {m:.0%}" for i, m in zip(ids, means, strict=True)),
+            "activity_by_gpu": gpu_view.ids_text(ids, [float(m) for m in means]),
             "throttled_share": float(throttle[worst]) if throttle.size else None,
             "peer_throttled_share_median": peer_throttle if throttle.size else None,
             "activity_metric": next(
@@ -306,21 +291,6 @@ def _slow_node(ids: list[str], means: np.ndarray) -> Finding | None:
     return None
 
 
-def _throttled_share(obs: Observed, ids: list[str], busy: np.ndarray) -> np.ndarray:
-    """Seconds throttled per second (power + thermal), mean over busy steps, per GPU."""
-    parts = [obs.gpu.get("power_violation") or {}, obs.gpu.get("thermal_violation") or {}]
-    if not any(parts):
-        return np.array([])
-    out = []
-    for i in ids:
-        total = np.zeros(int(busy.sum()))
-        for part in parts:
-            if i in part:
-                total = total + np.nan_to_num(part[i][busy])
-        out.append(float(total.mean()) if total.size else 0.0)
-    return np.array(out)
-
-
 def slo_breach(key: str, slo_key: str, label: str) -> Callable[[Observed, Planned], Finding | None]:
     def rule(obs: Observed, p: Planned) -> Finding | None:
         series, limit = obs.serving.get(key), p.slo.get(slo_key)
@@ -368,13 +338,9 @@ def slo_breach(key: str, slo_key: str, label: str) -> Callable[[Observed, Planne
 
 
 def power_over(obs: Observed, p: Planned) -> Finding | None:
-    power = obs.gpu.get("power_usage")
-    if not power or not p.gpu_typical_w:
+    avg = gpu_view.power_mean_w(obs)
+    if avg is None or not p.gpu_typical_w:
         return None
-    per_gpu = [m for m in (mean(v) for v in power.values()) if m is not None]
-    if not per_gpu:
-        return None
-    avg = float(np.mean(per_gpu))
     if avg <= p.gpu_typical_w * POWER_OVER:
         return None
     return Finding(
@@ -393,10 +359,9 @@ def power_over(obs: Observed, p: Planned) -> Finding | None:
 
 
 def memory_over(obs: Observed, p: Planned) -> Finding | None:
-    fb = obs.gpu.get("fb_used")
-    if not fb or not p.memory_bytes_per_gpu:
+    top = gpu_view.memory_max_bytes(obs)
+    if top is None or not p.memory_bytes_per_gpu:
         return None
-    top = max((pct(v, 100) or 0.0) for v in fb.values())
     if top <= p.memory_bytes_per_gpu * MEMORY_OVER:
         return None
     return Finding(
@@ -457,8 +422,7 @@ def training_underused(obs: Observed, p: Planned) -> Finding | None:
 
 def gpu_count(obs: Observed, p: Planned) -> Finding | None:
     """More or fewer GPUs report than the plan has: a different deployment than planned."""
-    act = obs.activity() or obs.gpu.get("power_usage") or {}
-    seen = len(act)
+    seen, ids = gpu_view.gpus_seen(obs)
     if not seen or not p.gpus or seen == p.gpus:
         return None
     more = seen > p.gpus
@@ -467,7 +431,7 @@ def gpu_count(obs: Observed, p: Planned) -> Finding | None:
         category="over-provisioning" if more else "under-provisioning",
         impact=min(1.0, abs(seen - p.gpus) / max(seen, p.gpus)),
         title=f"{seen} GPUs report metrics where the plan has {p.gpus}",
-        evidence={"gpus_measured": seen, "gpus_planned": p.gpus, "gpu_ids": ", ".join(act)},
+        evidence={"gpus_measured": seen, "gpus_planned": p.gpus, "gpu_ids": gpu_view.ids_text(ids)},
         fix=(
             "Check --gpu-selector matches only this deployment; if it does, the deployment is "
             + (

@@ -327,7 +327,7 @@ class PrometheusSource:
         params = {"query": query, "start": window.start_s, "end": window.end_s, "step": window.step_s}
         payload = self._get("/api/v1/query_range", params)
         if self.record is not None:
-            self.record.setdefault("queries", {})[query] = payload
+            self.record.setdefault("queries", {})[capture_key(query, window, self.record)] = payload
         return parse_matrix(payload, query, self.url)
 
     def metric_names(self) -> set[str] | None:
@@ -345,6 +345,18 @@ def names(payload: Any) -> set[str] | None:
     if not isinstance(data, list):
         return None
     return {n for n in data if isinstance(n, str)}
+
+
+def capture_key(query: str, window: Window, capture: dict[str, Any]) -> str:
+    """A query's key in a capture: the query itself over the capture's window; over another window
+    (a chunk of it, or one instant) the query and that window, so chunks do not overwrite each other."""
+    if (window.start_s, window.end_s, window.step_s) == (
+        capture.get("start_s"),
+        capture.get("end_s"),
+        capture.get("step_s"),
+    ):
+        return query
+    return f"{query} @ [{window.start_s:.3f}, {window.end_s:.3f}, {window.step_s:g}]"
 
 
 def new_capture(window: Window, selectors: dict[str, str]) -> dict[str, Any]:
@@ -408,7 +420,10 @@ class FileSource:
         return window
 
     def query_range(self, query: str, window: Window) -> list[Series]:
-        payload = self._queries().get(query)
+        queries = self._queries()
+        payload = queries.get(capture_key(query, window, self.capture))
+        if payload is None:
+            payload = queries.get(query)  # captures written before chunked reads keyed every query alone
         if payload is None:
             return []  # not captured: the same as a metric Prometheus did not have
         return parse_matrix(payload, query, str(self.path))

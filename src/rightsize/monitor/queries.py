@@ -7,7 +7,9 @@ before ``vllm:gpu_cache_usage_perc``), and its unit for that name turns values i
 hold (a "ratio" of 87, a GPU drawing 300,000 W) stop the run with a message instead of
 a wrong report.
 
-GPU quantities are kept per GPU (host and index) so a straggler shows; serving
+GPU quantities are kept per GPU (host and index) so a straggler shows, up to
+`fleet.PER_GPU_MAX` GPUs; above, Prometheus aggregates them (per step: count, mean, lowest,
+highest; per GPU: one number over the window) so memory does not grow with the fleet. Serving
 quantities are summed over the deployment's replicas; latency percentiles come from
 `histogram_quantile` over the summed bucket rates; prompt and output lengths from the
 window's bucket counts.
@@ -23,6 +25,8 @@ import numpy as np
 
 from rightsize.catalog.metric_names import MetricName, metric_spec
 from rightsize.errors import BadInput
+from rightsize.monitor import fleet
+from rightsize.monitor.fleet import GPU_BY, BusyStats, FleetSeries
 from rightsize.monitor.prom import Series, Source, Window, on_grid
 
 GPU_GAUGES = {  # key -> PromQL aggregation over each step's range
@@ -34,7 +38,6 @@ GPU_GAUGES = {  # key -> PromQL aggregation over each step's range
     "fb_used": "max_over_time",
 }
 GPU_COUNTERS = ("total_energy", "power_violation", "thermal_violation")
-GPU_BY = "Hostname, instance, gpu"
 # Plausible ranges in SI, to catch a unit that is not what the name promises.
 SANE_MAX = {"ratio": 1.05, "W": 5000.0, "bytes": 2.0e12}
 # What each serving query returns, and the range a real deployment can show (NaN: no sample).
@@ -119,6 +122,9 @@ class Observed:
     window: Window
     grid: np.ndarray
     gpu: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # key -> gpu id -> series
+    fleet: dict[str, FleetSeries] = field(default_factory=dict)  # key -> per-step aggregates (large fleets)
+    gpus_seen: dict[str, int] = field(default_factory=dict)  # key -> GPUs reporting it (large fleets)
+    busy: BusyStats | None = None  # per-GPU activity and throttling over busy steps (large fleets)
     serving: dict[str, np.ndarray] = field(default_factory=dict)  # key -> series
     lengths: dict[str, LengthHistogram] = field(default_factory=dict)  # prompt / output
     used: dict[str, Used] = field(default_factory=dict)
@@ -126,14 +132,15 @@ class Observed:
 
     @property
     def has_gpu(self) -> bool:
-        return any(self.gpu.values())
+        return any(self.gpu.values()) or any(f.has_data for f in self.fleet.values())
 
     @property
     def has_serving(self) -> bool:
         return bool(self.serving)
 
     def activity(self) -> dict[str, np.ndarray]:
-        """Per-GPU activity (ratio): DCP engine activity where exported, else NVML utilisation."""
+        """Per-GPU activity (ratio): DCP engine activity where exported, else NVML utilisation
+        (the per-GPU reading only; `gpu_view` reads a fleet's aggregates too)."""
         return self.gpu.get("gr_engine_active") or self.gpu.get("gpu_util") or {}
 
 
@@ -153,11 +160,6 @@ def matcher(selector: str | None) -> str:
 
 def _sel(name: str, inner: str, suffix: str = "") -> str:
     return f"{name}{suffix}{{{inner}}}" if inner else f"{name}{suffix}"
-
-
-def _gpu_id(labels: dict[str, str]) -> str:
-    host = labels.get("Hostname") or labels.get("instance") or "host"
-    return f"{host}/gpu{labels.get('gpu', '?')}"
 
 
 class Collector:
@@ -225,26 +227,62 @@ class Collector:
         )
 
     def collect_gpu(self) -> None:
-        r = self.window.range_s
+        r, inner = self.window.range_s, self.gpu_inner
+        exprs: dict[str, tuple[str, float]] = {}  # key -> per-GPU expression, factor to SI (fleet keys)
         for key, fn in GPU_GAUGES.items():
-            found = self._first(
-                key, lambda n, fn=fn: f"avg by ({GPU_BY}) ({fn}({_sel(n, self.gpu_inner)}[{r}s]))"
-            )
-            if found:
-                self._store_gpu(key, *found)
+            self._gpu_key(key, lambda n, fn=fn: f"avg by ({GPU_BY}) ({fn}({_sel(n, inner)}[{r}s]))", exprs)
         for key in GPU_COUNTERS:
-            found = self._first(key, lambda n: f"sum by ({GPU_BY}) (rate({_sel(n, self.gpu_inner)}[{r}s]))")
-            if found:
-                self._store_gpu(key, *found)
+            self._gpu_key(key, lambda n: f"sum by ({GPU_BY}) (rate({_sel(n, inner)}[{r}s]))", exprs)
+        act = next((k for k in ("gr_engine_active", "gpu_util") if k in exprs), None)
+        if act is not None:
+            throttles = [exprs[k] for k in ("power_violation", "thermal_violation") if k in exprs]
+            self.obs.busy = fleet.busy_stats(
+                self.source, self.window, self.obs.gpus_seen[act], exprs[act], throttles
+            )
+
+    def _gpu_key(self, key: str, build: Any, exprs: dict[str, tuple[str, float]]) -> None:
+        """The first name with data: one series per GPU for a few GPUs, aggregates for a fleet."""
+        for entry in self._candidates(key):
+            gpus = fleet.count_gpus(self.source, _sel(entry.name, self.gpu_inner), self.window)
+            if gpus is None:
+                continue
+            query = build(entry.name)
+            if gpus <= fleet.PER_GPU_MAX:
+                series = self.source.query_range(query, self.window)
+                if any((~np.isnan(s.values)).any() for s in series):  # infinities go on to be refused
+                    self._store_gpu(key, entry, query, series)
+                    return
+                continue
+            si = self._si_check_unit(key)
+
+            def check(values: np.ndarray, entry: MetricName = entry, si: str = si) -> None:
+                self._check_unit(key, entry, values * entry.to_si, si)
+
+            agg, seen = fleet.fleet_series(self.source, query, self.window, gpus, check)
+            if not seen:
+                continue
+            self.obs.fleet[key] = agg.scaled(entry.to_si)
+            self.obs.gpus_seen[key] = gpus
+            exprs[key] = (query, entry.to_si)
+            self._record(key, entry, query)
+            return
+        self.obs.missing.append(key)
+
+    @staticmethod
+    def _si_check_unit(key: str) -> str:
+        """energy and violation counters become rates: W and seconds throttled per second"""
+        return (
+            "W"
+            if key == "total_energy"
+            else ("ratio" if key.endswith("violation") else metric_spec(key).si_unit)
+        )
 
     def _store_gpu(self, key: str, entry: MetricName, query: str, series: list[Series]) -> None:
-        si = metric_spec(key).si_unit
-        # energy and violation counters become rates: W and seconds throttled per second
-        check = "W" if key == "total_energy" else ("ratio" if key.endswith("violation") else si)
+        check = self._si_check_unit(key)
         per: dict[str, np.ndarray] = {}
         for s in series:
             self._check_unit(key, entry, s.values * entry.to_si, check)
-            per[_gpu_id(s.labels)] = on_grid(s, self.obs.grid) * entry.to_si
+            per[fleet.gpu_id(s.labels)] = on_grid(s, self.obs.grid) * entry.to_si
         self.obs.gpu[key] = dict(sorted(per.items()))
         self._record(key, entry, query)
 

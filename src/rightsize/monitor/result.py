@@ -15,6 +15,7 @@ import numpy as np
 
 from rightsize.advise.findings import Finding
 from rightsize.constants import REPORT_SCHEMA_VERSION
+from rightsize.monitor import gpu_view
 from rightsize.monitor.compare import by_hour, mean, mean_activity, pct, replicas_by_hour
 from rightsize.monitor.plan_view import Planned
 from rightsize.monitor.queries import Observed
@@ -111,22 +112,12 @@ def summary_rows(o: Observed, p: Planned) -> list[dict[str, Any]]:
     act = mean_activity(o)
     if act is not None:
         rows.append(_row("GPU activity, mean", mean(act), p.gpu_activity, "ratio", "off"))
-    power = o.gpu.get("power_usage")
-    if power:
-        per_gpu = [m for m in (mean(v) for v in power.values()) if m is not None]
-        avg = float(np.mean(per_gpu)) if per_gpu else None
+    if o.gpu.get("power_usage") or "power_usage" in o.fleet:
+        avg = gpu_view.power_mean_w(o)
         rows.append(_row("power per GPU, mean", avg, p.gpu_typical_w, "W", "above"))
-    fb = o.gpu.get("fb_used")
-    if fb:
-        rows.append(
-            _row(
-                "memory per GPU, max",
-                max((pct(v, 100) or 0.0) for v in fb.values()),
-                p.memory_bytes_per_gpu,
-                "bytes",
-                "above",
-            )
-        )
+    if o.gpu.get("fb_used") or "fb_used" in o.fleet:
+        top = gpu_view.memory_max_bytes(o)
+        rows.append(_row("memory per GPU, max", top or 0.0, p.memory_bytes_per_gpu, "bytes", "above"))
     for label, planned_mean in (("prompt", p.prompt_mean_tokens), ("output", p.output_mean_tokens)):
         h = o.lengths.get(label)
         if h is not None:
@@ -175,6 +166,7 @@ def chart_series(o: Observed) -> dict[str, Any]:
         if key in o.serving:
             out[key] = _thin(o.serving[key])
     for key in ("gr_engine_active", "gpu_util", "power_usage", "fb_used"):
-        if o.gpu.get(key):
-            out[f"{key}_by_gpu"] = {gid: _thin(v) for gid, v in o.gpu[key].items()}
+        lines = gpu_view.chart_lines(o, key)
+        if lines:
+            out[f"{key}_by_gpu"] = {gid: _thin(v) for gid, v in lines.items()}
     return out
