@@ -199,8 +199,12 @@ def test_torchtitan_flavors_match_the_release() -> None:
         assert FLAVORS[name] == (a["n_layers"], a["dim"], a["n_heads"], a["n_kv_heads"], ffn, a["rope_theta"])
 
 
-def test_torchtitan_keys_exist_in_the_release() -> None:
-    launch = launch_for(training_view(plan_dict("llama3.1-405b-pretrain")), "torchtitan")
+@pytest.mark.parametrize(
+    ("example", "flavor"), [("llama3.1-405b-pretrain", "405B"), ("llama3-70b-pretrain", "70B")]
+)
+def test_torchtitan_keys_exist_in_the_release(example: str, flavor: str) -> None:
+    v = training_view(plan_dict(example))
+    launch = launch_for(v, "torchtitan")
     doc = tomllib.loads(launch.files["torchtitan.toml"])
     for section, keys in doc.items():
         assert section in TITAN["sections"], section
@@ -209,7 +213,13 @@ def test_torchtitan_keys_exist_in_the_release() -> None:
             assert typ is not None, f"[{section}] {key} is not a torchtitan v0.1.0 key"
             if typ.startswith("Literal["):
                 assert repr(value) in typ, (section, key, value, typ)
-    assert doc["model"]["flavor"] == "405B" and doc["training"]["dataset"] in TITAN["datasets"]
+    assert doc["model"]["flavor"] == flavor and doc["training"]["dataset"] in TITAN["datasets"]
+    par = doc["parallelism"]
+    stages = (v.model.layers + 2) // par.get("pipeline_parallel_layers_per_stage", v.model.layers + 2)
+    if v.vpp > 1 and "pipeline_parallel_layers_per_stage" not in par:  # torchtitan's default: 2 per rank
+        assert any("2 per rank" in n for n in launch.notes)
+    elif v.vpp > 1:
+        assert stages == v.pp * v.vpp and (v.model.layers + 2) % (v.pp * v.vpp) == 0
     for flag, _ in launch.arg_list:
         section, key = flag.removeprefix("--").split(".")
         assert key in TITAN["sections"][section], flag

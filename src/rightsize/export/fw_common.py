@@ -9,12 +9,18 @@ from rightsize.errors import BadInput
 from rightsize.export.names import Arg, ShellExpr, shell_args
 from rightsize.export.plan_view import TrainingView
 
-# The releases the arguments are written for (and checked against in the tests): the framework
-# release, and the NGC container that carries it.
+# The releases the arguments are written for (and checked against in the tests).
 FRAMEWORKS = {
-    "megatron": "Megatron-LM core_v0.13.0 (pretrain_gpt.py; NGC nvcr.io/nvidia/pytorch:25.06-py3 + that tag)",
-    "torchtitan": "torchtitan v0.1.0 (torchtitan.train, TOML job config; PyTorch 2.8)",
-    "nemo": "NeMo 2.0 (NeMo 25.04, nvcr.io/nvidia/nemo:25.04; nemo.collections.llm recipes)",
+    "megatron": "Megatron-LM core_v0.13.0 (pretrain_gpt.py)",
+    "torchtitan": "torchtitan v0.1.0 (torchtitan.train, TOML job config)",
+    "nemo": "NeMo 2.0 (NeMo 25.04, nemo.collections.llm recipes)",
+}
+# The container each release runs in, on NVIDIA GPUs (for the job writers that pin an image;
+# a plan for another vendor needs that vendor's build of the framework).
+CONTAINERS = {
+    "megatron": "nvcr.io/nvidia/pytorch:25.06-py3 with Megatron-LM checked out at core_v0.13.0",
+    "torchtitan": "a PyTorch 2.8 image with torchtitan==0.1.0 installed",
+    "nemo": "nvcr.io/nvidia/nemo:25.04",
 }
 
 # The environment variables every training job reads: the Slurm and Kubernetes writers require

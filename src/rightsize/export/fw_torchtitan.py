@@ -4,8 +4,9 @@ keys of its torchtitan/config_manager.py JobConfig, checked against that file in
 torchtitan v0.1.0 trains the Llama 3 family only, in its registered flavors (8B, 70B, 405B of
 torchtitan/models/llama3/__init__.py), with Llama 3's tiktoken tokenizer and a registered
 dataset: a plan of another shape, a mixture of experts (no expert parallelism in v0.1.0),
-fp16 (its FSDP mixed precision is bfloat16 or float32) or an uneven interleaved pipeline is
-refused with the reason, never written as keys torchtitan would drop.
+or fp16 (its FSDP mixed precision is bfloat16 or float32) is
+refused with the reason, never written as keys torchtitan would drop. Virtual stages that
+v0.1.0 cannot split evenly become its default of 2 per rank, said in the file.
 
 Data parallelism is FSDP2 (`data_parallel_shard_degree`), ZeRO-3 style; ZeRO-1/2 map to FSDP2
 without resharding after forward, ZeRO-0 to plain replication (DDP). `$TOKENIZER_MODEL` is the
@@ -49,19 +50,16 @@ def flavor(v: TrainingView) -> str:
     return found
 
 
-def _pipeline(v: TrainingView) -> tuple[str, int | None]:
-    """(schedule, layers per stage or None): v0.1.0 counts the embedding and the output as one
-    layer each and splits evenly; Interleaved1F1B holds 2 stages per rank unless told."""
+def _pipeline(v: TrainingView) -> tuple[str, int | None, int]:
+    """(schedule, layers per stage or None, virtual stages per rank): v0.1.0 counts the
+    embedding and the output as one layer each; with layers per stage it needs an even split,
+    without it Interleaved1F1B holds 2 stages per rank (split as evenly as it goes)."""
     if v.vpp <= 1:
-        return "1F1B", None
+        return "1F1B", None, 1
     stages, effective = v.pp * v.vpp, v.model.layers + 2
     if effective % stages == 0:
-        return "Interleaved1F1B", effective // stages
-    if v.vpp == 2:
-        return "Interleaved1F1B", None
-    raise refuse("torchtitan", f"{v.vpp} virtual stages over {v.model.layers} layers",
-                 "torchtitan v0.1.0 needs layers + 2 divisible by pp x vpp for more than 2 stages per rank.",
-                 "Export with --framework megatron (uneven layouts), or plan with parallel.vpp: 2.")  # fmt: skip
+        return "Interleaved1F1B", effective // stages, v.vpp
+    return "Interleaved1F1B", None, 2
 
 
 def _batches(v: TrainingView) -> int:
@@ -70,8 +68,8 @@ def _batches(v: TrainingView) -> int:
     micro = max(1, v.global_batch // (v.dp * v.micro_batch))
     if v.pp == 1:
         return v.micro_batch
-    if micro < v.pp * v.vpp:
-        raise refuse("torchtitan", f"{micro} micro-batches for {v.pp * v.vpp} pipeline stages",
+    if micro < v.pp * _pipeline(v)[2]:
+        raise refuse("torchtitan", f"{micro} micro-batches for {v.pp * _pipeline(v)[2]} pipeline stages",
                      "torchtitan v0.1.0 needs at least as many micro-batches as stages.",
                      "Plan with a larger global batch, or export with --framework megatron.")  # fmt: skip
     return micro * v.micro_batch
@@ -79,7 +77,7 @@ def _batches(v: TrainingView) -> int:
 
 def _toml(v: TrainingView, name: str) -> str:
     replicate, shard = (v.dp, 1) if v.zero_stage == 0 else (1, v.dp)
-    schedule, per_stage = _pipeline(v)
+    schedule, per_stage, _ = _pipeline(v)
     r = recipe_for(v)
     text = f"""[job]
 description = {toml_string(v.header.name)}
@@ -142,11 +140,17 @@ def torchtitan(v: TrainingView) -> Launch:
                      "Plan with training.precision: bf16, or export with --framework megatron.")  # fmt: skip
     name = flavor(v)
     r = recipe_for(v)
-    notes = (
+    notes = [
         f"Model: torchtitan's llama3 flavor {name} (the plan's shape). Learning rate: {r.source}.",
         "TOKENIZER_MODEL: Llama 3's original/tokenizer.model; DATA_PATH: a local copy of allenai/c4.",
-    )
-    head = comment_block(v.header, f"torchtitan job config ({FRAMEWORKS['torchtitan']})", list(notes))
+    ]
+    if v.vpp > 1 and _pipeline(v)[2] != v.vpp:
+        notes.append(
+            f"Pipeline: the plan's {v.vpp} virtual stages per rank need layers + 2 ({v.model.layers + 2}) "
+            f"divisible by pp x vpp in torchtitan v0.1.0; written as its default 2 per rank (a larger "
+            "bubble than planned; --framework megatron runs the plan's layout)."
+        )
+    head = comment_block(v.header, f"torchtitan job config ({FRAMEWORKS['torchtitan']})", notes)
     args = (
         ("--job.config_file", "torchtitan.toml"),
         ("--job.dump_folder", ShellExpr("$CKPT_DIR")),
@@ -154,4 +158,6 @@ def torchtitan(v: TrainingView) -> Launch:
         ("--training.dataset_path", DATA),
     )
     files = {"torchtitan.toml": head + _toml(v, name)}
-    return Launch("torchtitan", FRAMEWORKS["torchtitan"], "-m torchtitan.train", args, files, True, notes)
+    return Launch(
+        "torchtitan", FRAMEWORKS["torchtitan"], "-m torchtitan.train", args, files, True, tuple(notes)
+    )
