@@ -157,9 +157,11 @@ def test_megatron_layout_rules(example: str) -> None:
         sum(x in f for x in ("--pipeline-model-parallel-layout", "--num-layers-per-virtual-pipeline-stage"))
         <= 1
     )
-    if layout:
+    if layout:  # PipelineParallelLayerLayout.validate_layer_layout (core_v0.13.0)
         stages = layout.split("|")
         assert len(stages) % v.pp == 0 and sum(s.count("t") for s in stages) == v.model.layers
+        assert layout[0] == "E" and layout[-1] == "L" and layout.count("E") == layout.count("L") == 1
+        assert set(layout) <= set("Et|L")
     if v.vpp > 1:
         micro = v.global_batch // (v.micro_batch * v.dp)
         group = int(f.get("--microbatch-group-size-per-virtual-pipeline-stage", v.pp))
@@ -234,7 +236,7 @@ def test_torchtitan_refuses_what_it_cannot_load(example: str) -> None:
 @pytest.mark.parametrize(
     ("example", "recipe"),
     [("gpt3-175b-megatron", "gpt3_175b.pretrain_recipe"), ("llama3-8b-lora-weekly", "llama3_8b.finetune_recipe"),
-     ("deepseek-v3-pretrain", "deepseek_v3.pretrain_recipe")],
+     ("mixtral-8x7b-pretrain", "mixtral_8x7b.pretrain_recipe")],
 )  # fmt: skip
 def test_nemo_script(example: str, recipe: str) -> None:
     v = training_view(plan_dict(example))
@@ -251,3 +253,8 @@ def test_nemo_refuses_a_shape_without_recipe() -> None:
     plan["spec"]["model"]["layers"] = 90
     with pytest.raises(BadInput, match="no NeMo recipe"):
         launch_for(training_view(plan), "nemo")
+
+
+def test_nemo_refuses_an_uneven_pipeline() -> None:
+    with pytest.raises(BadInput, match="--framework megatron"):  # DeepSeek-V3: 61 layers over 8 x 4 stages
+        launch_for(training_view(plan_dict("deepseek-v3-pretrain")), "nemo")

@@ -8,6 +8,8 @@ data as a real data module, and a stop that saves.
   (the model's Hugging Face tokenizer) through `llm.PreTrainingDataModule`; LoRA reads a
   fine-tuning folder (`llm.FineTuningDataModule`, training.jsonl/validation.jsonl) at
   `$DATA_PATH`. The script stops with the variable's name when one is unset.
+- A layout NeMo 25.04's Megatron-Core cannot run (layers not divisible by pp x vpp, an
+  interleaved schedule whose micro-batches are not a multiple of pp) is refused.
 - LoRA recipes keep their own optimizer: NeMo's PEFT path does not take the distributed
   optimizer field, so it is not set there.
 - `PreemptionCallback` saves a checkpoint on SIGTERM (Slurm's time warning, a preemption);
@@ -95,8 +97,25 @@ s.sequence_parallel = {bool(v.sequence_parallel and v.tp > 1)}
     return s if lora else s + f"s.ddp.use_distributed_optimizer = {v.zero_stage >= 1}\n"
 
 
+def _check_layout(v: TrainingView) -> None:
+    """NeMo 25.04's Megatron-Core (before core_v0.13's free layout) splits layers evenly over
+    pp x vpp, and its interleaved schedule runs micro-batches in groups of pp."""
+    if v.model.layers % (v.pp * v.vpp):
+        raise refuse("nemo", f"{v.model.layers} layers over {v.pp * v.vpp} pipeline stages",
+                     "NeMo 25.04 splits layers evenly over pp x vpp; an uneven split needs Megatron-LM "
+                     "core_v0.13's --pipeline-model-parallel-layout.",
+                     "Export with --framework megatron.")  # fmt: skip
+    micro = v.global_batch // (v.micro_batch * v.dp)
+    if v.vpp > 1 and (v.pp < 2 or micro % v.pp):
+        raise refuse("nemo", f"interleaved pipeline with {micro} micro-batches and pp {v.pp}",
+                     "The interleaved schedule runs micro-batches in groups of pp: their count must be "
+                     "a multiple of pp.",
+                     "Export with --framework megatron (it sets the group size), or plan with parallel.vpp: 1.")  # fmt: skip
+
+
 def nemo(v: TrainingView) -> Launch:
     recipe = recipe_name(v)
+    _check_layout(v)
     lora = v.method == "lora"
     fn, extra = ("finetune_recipe", ', peft_scheme="lora"') if lora else ("pretrain_recipe", "")
     ckpt_steps = min(save_interval_steps(v), v.steps)  # Lightning wants intervals within the run
