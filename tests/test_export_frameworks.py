@@ -140,7 +140,9 @@ def test_gpt3_is_gpt3() -> None:
 def test_llama3_rotary_base() -> None:
     f = _flags(launch_for(training_view(plan_dict("llama3-70b-pretrain")), "megatron").arg_list)
     assert (f["--position-embedding-type"], f["--rotary-base"]) == ("rope", 500000)
-    assert "--swiglu" in f and f["--normalization"] == "RMSNorm"
+    assert "--swiglu" in f and f["--normalization"] == "RMSNorm" and "--use-rope-scaling" not in f
+    f = _flags(launch_for(training_view(plan_dict("llama3.1-405b-pretrain")), "megatron").arg_list)
+    assert (f["--use-rope-scaling"], f["--rope-scaling-factor"]) == (None, "8")  # Llama 3.1
 
 
 def _schedule_ok(micro: int, pp: int, group: int) -> bool:
@@ -201,9 +203,7 @@ def test_torchtitan_flavors_match_the_release() -> None:
         assert FLAVORS[name] == (a["n_layers"], a["dim"], a["n_heads"], a["n_kv_heads"], ffn, a["rope_theta"])
 
 
-@pytest.mark.parametrize(
-    ("example", "flavor"), [("llama3.1-405b-pretrain", "405B"), ("llama3-70b-pretrain", "70B")]
-)
+@pytest.mark.parametrize(("example", "flavor"), [("llama3-70b-pretrain", "70B")])
 def test_torchtitan_keys_exist_in_the_release(example: str, flavor: str) -> None:
     v = training_view(plan_dict(example))
     launch = launch_for(v, "torchtitan")
@@ -227,7 +227,10 @@ def test_torchtitan_keys_exist_in_the_release(example: str, flavor: str) -> None
         assert key in TITAN["sections"][section], flag
 
 
-@pytest.mark.parametrize("example", ["gpt3-175b-megatron", "mixtral-8x7b-pretrain", "deepseek-v3-pretrain"])
+@pytest.mark.parametrize(
+    "example",
+    ["gpt3-175b-megatron", "mixtral-8x7b-pretrain", "deepseek-v3-pretrain", "llama3.1-405b-pretrain"],
+)
 def test_torchtitan_refuses_what_it_cannot_load(example: str) -> None:
     with pytest.raises(BadInput, match="cannot run this plan"):
         launch_for(training_view(plan_dict(example)), "torchtitan")
@@ -236,7 +239,8 @@ def test_torchtitan_refuses_what_it_cannot_load(example: str) -> None:
 @pytest.mark.parametrize(
     ("example", "recipe"),
     [("gpt3-175b-megatron", "gpt3_175b.pretrain_recipe"), ("llama3-8b-lora-weekly", "llama3_8b.finetune_recipe"),
-     ("mixtral-8x7b-pretrain", "mixtral_8x7b.pretrain_recipe")],
+     ("mixtral-8x7b-pretrain", "mixtral_8x7b.pretrain_recipe"),
+     ("llama3.1-405b-pretrain", "llama31_405b.pretrain_recipe")],
 )  # fmt: skip
 def test_nemo_script(example: str, recipe: str) -> None:
     v = training_view(plan_dict(example))

@@ -40,7 +40,10 @@ def _positions(v: TrainingView) -> list[Arg]:
     a: list[Arg] = [("--max-position-embeddings", max(v.seq_len, m.max_seq_len))]
     if m.positions == "learned":
         return [*a, ("--position-embedding-type", "learned_absolute")]
-    return [*a, ("--position-embedding-type", "rope"), ("--rotary-base", round(m.rope_theta))]
+    a += [("--position-embedding-type", "rope"), ("--rotary-base", round(m.rope_theta))]
+    if m.rope_scaling_factor:  # Llama 3.1
+        a += [("--use-rope-scaling", None), ("--rope-scaling-factor", f"{m.rope_scaling_factor:g}")]
+    return a
 
 
 def _attention(v: TrainingView) -> list[Arg]:

@@ -25,25 +25,29 @@ from rightsize.export.names import python_literal
 from rightsize.export.plan_view import TrainingView
 
 # NeMo 25.04 recipes (nemo/collections/llm/recipes/<name>.py) by model shape:
-# (layers, hidden, heads, kv_heads, ffn_hidden, experts) -> (recipe, has a LoRA finetune_recipe)
+# (layers, hidden, heads, kv_heads, ffn_hidden, experts, rope scaling) -> (recipe, has LoRA)
 RECIPES = {
-    (96, 12288, 96, 96, 49152, 0): ("gpt3_175b", False),
-    (32, 4096, 32, 8, 14336, 0): ("llama3_8b", True),
-    (80, 8192, 64, 8, 28672, 0): ("llama3_70b", True),
-    (126, 16384, 128, 8, 53248, 0): ("llama31_405b", True),
-    (32, 4096, 32, 8, 14336, 8): ("mixtral_8x7b", True),
-    (61, 7168, 128, 128, 18432, 256): ("deepseek_v3", False),
+    (96, 12288, 96, 96, 49152, 0, None): ("gpt3_175b", False),
+    (32, 4096, 32, 8, 14336, 0, None): ("llama3_8b", True),
+    (80, 8192, 64, 8, 28672, 0, None): ("llama3_70b", True),
+    (32, 4096, 32, 8, 14336, 0, 8.0): ("llama31_8b", True),
+    (80, 8192, 64, 8, 28672, 0, 8.0): ("llama31_70b", True),
+    (126, 16384, 128, 8, 53248, 0, 8.0): ("llama31_405b", True),
+    (32, 4096, 32, 8, 14336, 8, None): ("mixtral_8x7b", True),
+    (61, 7168, 128, 128, 18432, 256, None): ("deepseek_v3", False),
 }
 
 
 def recipe_name(v: TrainingView) -> str:
     m = v.model
-    found = RECIPES.get((m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.experts))
+    found = RECIPES.get(
+        (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.experts, m.rope_scaling_factor)
+    )
     if found is None:
         raise refuse(
             "nemo",
             f"the model {m.name} has no NeMo recipe of its shape",
-            "NeMo 2.0 builds models from its recipes (GPT-3 175B, Llama 3 8B/70B, Llama 3.1 405B, "
+            "NeMo 2.0 builds models from its recipes (GPT-3 175B, Llama 3 8B/70B, Llama 3.1 8B/70B/405B, "
             "Mixtral 8x7B, DeepSeek-V3); another shape needs a model config of its own.",
             "Export with --framework megatron, which builds the model from the plan's shape.",
         )

@@ -3,7 +3,7 @@ keys of its torchtitan/config_manager.py JobConfig, checked against that file in
 
 torchtitan v0.1.0 trains the Llama 3 family only, in its registered flavors (8B, 70B, 405B of
 torchtitan/models/llama3/__init__.py), with Llama 3's tiktoken tokenizer and a registered
-dataset: a plan of another shape, a mixture of experts (no expert parallelism in v0.1.0),
+dataset: a plan of another shape, Llama 3.1's rotary scaling, a mixture of experts (no expert parallelism in v0.1.0),
 or fp16 (its FSDP mixed precision is bfloat16 or float32) is
 refused with the reason, never written as keys torchtitan would drop. Virtual stages that
 v0.1.0 cannot split evenly become its default of 2 per rank, said in the file.
@@ -39,6 +39,10 @@ def flavor(v: TrainingView) -> str:
     if m.experts or m.kv_lora_rank:
         raise refuse("torchtitan", "a mixture-of-experts or latent-attention model",
                      "torchtitan v0.1.0's llama3 model is dense, with no expert parallelism.", _FIX)  # fmt: skip
+    if m.rope_scaling_factor:
+        raise refuse("torchtitan", "Llama 3.1's rotary scaling",
+                     "torchtitan v0.1.0's llama3 model computes plain rotary frequencies (no rope_scaling).",
+                     _FIX)  # fmt: skip
     if found is None or not llama or m.head_dim * m.heads != m.hidden:
         raise refuse(
             "torchtitan",

@@ -86,6 +86,7 @@ class ModelView:
     tied_embeddings: bool
     positions: str  # rope / learned / alibi
     rope_theta: float
+    rope_scaling_factor: float | None  # Llama 3.1's rotary scaling
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,7 @@ def _model(spec: Fields) -> ModelView:
         tied_embeddings=m.flag("tied_embeddings"),
         positions=choice(m.text("positions", default="rope", max_len=40), POSITIONS, "model positions"),
         rope_theta=m.num("rope_theta", 1.0, 1e12, default=10000.0),
+        rope_scaling_factor=m.num("rope_scaling_factor", 0.0, 1e6, default=0.0) or None,
     )
 
 

@@ -110,7 +110,16 @@ def _llama(cfg: _Config) -> dict[str, Any]:
         "max_seq_len": cfg.integer("max_position_embeddings", default=None),
         "positions": "rope",
         "rope_theta": cfg.number("rope_theta", 10000.0),
+        "rope_scaling_factor": _llama3_scaling(cfg),
     }
+
+
+def _llama3_scaling(cfg: _Config) -> float | None:
+    """Llama 3.1's rotary scaling factor (rope_scaling with rope_type llama3); None otherwise."""
+    scaling = cfg.data.get("rope_scaling")
+    if not isinstance(scaling, dict) or scaling.get("rope_type", scaling.get("type")) != "llama3":
+        return None
+    return _Config(scaling, cfg.path, cfg.model_type).number("factor", 8.0)
 
 
 def _mixtral(cfg: _Config) -> dict[str, Any]:

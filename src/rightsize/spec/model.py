@@ -81,6 +81,11 @@ class ModelArch(BaseModel):
         gt=0,
         description="Rotary base frequency (config.json rope_theta): 10,000 in RoFormer and Llama 2, 500,000 in Llama 3.",
     )
+    rope_scaling_factor: float | None = Field(
+        default=None,
+        gt=0,
+        description="Llama 3.1's rotary frequency scaling (config.json rope_scaling, rope_type llama3): its factor, 8.",
+    )
     experts: int = Field(default=0, ge=0, description="Routed experts per MoE layer; 0 for a dense model.")
     experts_per_token: int = Field(
         default=0, ge=0, description="Routed experts each token is sent to (top-k)."
