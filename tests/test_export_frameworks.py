@@ -164,6 +164,9 @@ def test_megatron_layout_rules(example: str) -> None:
         assert len(stages) % v.pp == 0 and sum(s.count("t") for s in stages) == v.model.layers
         assert layout[0] == "E" and layout[-1] == "L" and layout.count("E") == layout.count("L") == 1
         assert set(layout) <= set("Et|L")
+    # megatron/core/num_microbatches_calculator.py: the global batch splits into whole micro-batches
+    assert int(f["--global-batch-size"]) % (int(f["--micro-batch-size"]) * v.dp) == 0
+    assert int(f["--seq-length"]) <= int(f["--max-position-embeddings"])
     if v.vpp > 1:
         micro = v.global_batch // (v.micro_batch * v.dp)
         group = int(f.get("--microbatch-group-size-per-virtual-pipeline-stage", v.pp))
@@ -262,3 +265,21 @@ def test_nemo_refuses_a_shape_without_recipe() -> None:
 def test_nemo_refuses_an_uneven_pipeline() -> None:
     with pytest.raises(BadInput, match="--framework megatron"):  # DeepSeek-V3: 61 layers over 8 x 4 stages
         launch_for(training_view(plan_dict("deepseek-v3-pretrain")), "nemo")
+
+
+@pytest.mark.parametrize("vpp", [2, 3, 4, 6])
+@pytest.mark.parametrize("micro", [1, 7, 8, 9, 12, 15, 16, 17, 23, 96])
+def test_megatron_interleaving_sweep(vpp: int, micro: int) -> None:
+    """Every micro-batch count per replica: arguments the schedule accepts, or a clear refusal."""
+    plan = plan_dict("gpt3-175b-megatron")  # pp 8, dp 16, micro-batch 1
+    plan["spec"]["training"]["global_batch"] = 16 * micro
+    plan["best"]["parallel"]["vpp"] = vpp
+    v = training_view(plan)
+    try:
+        args = launch_for(v, "megatron").arg_list
+    except BadInput as e:
+        assert micro < v.pp and "micro-batches" in str(e)
+        return
+    check_megatron_args(args)
+    f = _flags(args)
+    assert _schedule_ok(micro, v.pp, int(f.get("--microbatch-group-size-per-virtual-pipeline-stage", v.pp)))
