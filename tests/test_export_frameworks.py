@@ -283,3 +283,32 @@ def test_megatron_interleaving_sweep(vpp: int, micro: int) -> None:
     check_megatron_args(args)
     f = _flags(args)
     assert _schedule_ok(micro, v.pp, int(f.get("--microbatch-group-size-per-virtual-pipeline-stage", v.pp)))
+
+
+def test_nemo_script_stops_without_its_data(tmp_path: Path) -> None:
+    """Run by Python with empty stand-ins for NeMo: no DATA_PATH stops it with the name."""
+    import subprocess
+    import sys
+
+    for module in ("nemo_run", "nemo/collections/common/tokenizers/huggingface/auto_tokenizer",
+                   "nemo/lightning/pytorch/callbacks"):  # fmt: skip
+        path = tmp_path / "py" / f"{module}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "from unittest.mock import MagicMock\ndef __getattr__(name):\n    return MagicMock()\n"
+        )
+    (tmp_path / "py" / "nemo" / "collections" / "__init__.py").write_text(
+        "from unittest.mock import MagicMock\nllm = MagicMock()\n"
+    )
+    py = launch_for(training_view(plan_dict("llama3-70b-pretrain")), "nemo").files["nemo_train.py"]
+    (tmp_path / "job.py").write_text(py)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "py")}
+    run = subprocess.run(
+        [sys.executable, "job.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 1 and "set DATA_PATH to the dataset prefix" in run.stderr
+    env |= {"DATA_PATH": "d", "TOKENIZER_MODEL": "t"}
+    run = subprocess.run(
+        [sys.executable, "job.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -65,5 +65,13 @@ def refuse(framework: str, what: str, why: str, fix: str) -> BadInput:
     return BadInput(f"{FRAMEWORKS[framework]} cannot run this plan: {what}.", why, fix)
 
 
+def container_note(v: TrainingView, framework: str) -> str:
+    """The header line naming where the release runs: the pinned image on NVIDIA GPUs, the
+    vendor's own build elsewhere."""
+    if v.hw.vendor == "nvidia":
+        return f"Container: {CONTAINERS[framework]}."
+    return f"Container: a {v.hw.vendor.upper()} build of {FRAMEWORKS[framework].split(' (')[0]} (the pinned image is for NVIDIA GPUs)."
+
+
 def tokens_per_step(v: TrainingView) -> int:
     return v.global_batch * v.seq_len

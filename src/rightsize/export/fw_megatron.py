@@ -22,7 +22,15 @@ micro-batches than stages is refused.
 
 from __future__ import annotations
 
-from rightsize.export.fw_common import DATA, FRAMEWORKS, TOKENIZER, Launch, refuse, save_interval_steps
+from rightsize.export.fw_common import (
+    DATA,
+    FRAMEWORKS,
+    TOKENIZER,
+    Launch,
+    container_note,
+    refuse,
+    save_interval_steps,
+)
 from rightsize.export.fw_recipes import Recipe, recipe_for
 from rightsize.export.names import Arg, ShellExpr
 from rightsize.export.plan_view import TrainingView
@@ -192,7 +200,7 @@ def megatron(v: TrainingView) -> Launch:
         ("--distributed-timeout-minutes", 30),
         ("--exit-signal-handler", None),  # SIGTERM (preemption, requeue): save a checkpoint, then exit
     ]
-    notes = [f"Learning-rate schedule and optimizer: {r.source}."]
+    notes = [container_note(v, "megatron"), f"Learning-rate schedule and optimizer: {r.source}."]
     group = microbatch_group(v)
     if group:
         micro = v.global_batch // (v.micro_batch * v.dp)

@@ -19,7 +19,7 @@ data as a real data module, and a stop that saves.
 
 from __future__ import annotations
 
-from rightsize.export.fw_common import FRAMEWORKS, Launch, refuse, save_interval_steps
+from rightsize.export.fw_common import FRAMEWORKS, Launch, container_note, refuse, save_interval_steps
 from rightsize.export.header import comment_block
 from rightsize.export.names import python_literal
 from rightsize.export.plan_view import TrainingView
@@ -74,9 +74,11 @@ def need(var: str, what: str) -> str:
     return value
 
 
-DATA_PATH = need("DATA_PATH", DATA_WHAT)
-TOKENIZER_MODEL = need("TOKENIZER_MODEL", "the model's Hugging Face tokenizer (hub id or folder)")
+DATA_PATH = need("DATA_PATH", {data_what})
 """
+_TOKENIZER = (
+    'TOKENIZER_MODEL = need("TOKENIZER_MODEL", "the model\'s Hugging Face tokenizer (hub id or folder)")\n'
+)
 
 
 def _data(v: TrainingView, lora: bool) -> str:
@@ -125,10 +127,10 @@ def nemo(v: TrainingView) -> Launch:
     ckpt_steps = min(save_interval_steps(v), v.steps)  # Lightning wants intervals within the run
     ac = {"none": "None", "selective": '"selective"', "full": '"full"'}[v.recompute]
     data_what = "the fine-tuning folder (training.jsonl, validation.jsonl)" if lora else "the dataset prefix"
-    notes = [f"Recipe: llm.{recipe}.{fn} (the plan's model shape)."]
+    notes = [container_note(v, "nemo"), f"Recipe: llm.{recipe}.{fn} (the plan's model shape)."]
     py = comment_block(v.header, f"NeMo job script ({FRAMEWORKS['nemo']})", notes)
     py += '"""NeMo 2.0 job for the plan named in PLAN_NAME; run by srun (one task per GPU) or torchrun."""\n'
-    py += f"DATA_WHAT = {python_literal(data_what)}\n" + _PRELUDE
+    py += _PRELUDE.replace("{data_what}", python_literal(data_what)) + ("" if lora else _TOKENIZER)
     py += (
         f"""PLAN_NAME = {python_literal(v.header.name)}
 

@@ -16,7 +16,15 @@ path of Llama 3's `original/tokenizer.model`; `$DATA_PATH` a local copy of allen
 
 from __future__ import annotations
 
-from rightsize.export.fw_common import DATA, FRAMEWORKS, TOKENIZER, Launch, refuse, save_interval_steps
+from rightsize.export.fw_common import (
+    DATA,
+    FRAMEWORKS,
+    TOKENIZER,
+    Launch,
+    container_note,
+    refuse,
+    save_interval_steps,
+)
 from rightsize.export.fw_recipes import recipe_for
 from rightsize.export.header import comment_block
 from rightsize.export.names import ShellExpr, toml_string
@@ -145,6 +153,7 @@ def torchtitan(v: TrainingView) -> Launch:
     name = flavor(v)
     r = recipe_for(v)
     notes = [
+        container_note(v, "torchtitan"),
         f"Model: torchtitan's llama3 flavor {name} (the plan's shape). Learning rate: {r.source}.",
         "TOKENIZER_MODEL: Llama 3's original/tokenizer.model; DATA_PATH: a local copy of allenai/c4.",
     ]
