@@ -42,6 +42,9 @@ PRECISIONS = ("bf16", "fp16", "fp8", "nvfp4")
 METHODS = ("full", "lora", "qlora")
 SERVE_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
 FABRICS = ("infiniband", "roce")
+MLPS = ("gelu", "swiglu")
+NORMS = ("layernorm", "rmsnorm")
+POSITIONS = ("rope", "learned", "alibi")
 PREEMPTION = ("Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any")
 
 
@@ -78,6 +81,12 @@ class ModelView:
     q_lora_rank: int | None
     qk_rope_head_dim: int | None
     v_head_dim: int | None  # Hugging Face repository named in the preset's source, when there is one
+    mlp: str  # gelu / swiglu
+    norm: str  # layernorm / rmsnorm
+    tied_embeddings: bool
+    positions: str  # rope / learned / alibi
+    rope_theta: float
+    rope_scaling_factor: float | None  # Llama 3.1's rotary scaling
 
 
 @dataclass(frozen=True)
@@ -231,6 +240,12 @@ def _model(spec: Fields) -> ModelView:
         q_lora_rank=m.integer("q_lora_rank", 0, MAX_WIDTH, default=0) or None,
         qk_rope_head_dim=m.integer("qk_rope_head_dim", 0, MAX_WIDTH, default=0) or None,
         v_head_dim=m.integer("v_head_dim", 0, MAX_WIDTH, default=0) or None,
+        mlp=choice(m.text("mlp", default="swiglu", max_len=40), MLPS, "model mlp"),
+        norm=choice(m.text("norm", default="layernorm", max_len=40), NORMS, "model norm"),
+        tied_embeddings=m.flag("tied_embeddings"),
+        positions=choice(m.text("positions", default="rope", max_len=40), POSITIONS, "model positions"),
+        rope_theta=m.num("rope_theta", 1.0, 1e12, default=10000.0),
+        rope_scaling_factor=m.num("rope_scaling_factor", 0.0, 1e6, default=0.0) or None,
     )
 
 

@@ -54,6 +54,15 @@ class _Config:
             raise self.error(f"Key '{keys[0]}' is missing (a {self.model_type} config needs it).")
         return default
 
+    def number(self, key: str, default: float) -> float:
+        """A positive finite number (int or float in the file); `default` when absent or null."""
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e300:
+            raise self.error(f"Key '{key}' is {_shown(value)}, not a positive number.")
+        return float(value)
+
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
@@ -99,7 +108,18 @@ def _llama(cfg: _Config) -> dict[str, Any]:
         "norm": "rmsnorm",
         "tied_embeddings": cfg.flag("tie_word_embeddings", False),
         "max_seq_len": cfg.integer("max_position_embeddings", default=None),
+        "positions": "rope",
+        "rope_theta": cfg.number("rope_theta", 10000.0),
+        "rope_scaling_factor": _llama3_scaling(cfg),
     }
+
+
+def _llama3_scaling(cfg: _Config) -> float | None:
+    """Llama 3.1's rotary scaling factor (rope_scaling with rope_type llama3); None otherwise."""
+    scaling = cfg.data.get("rope_scaling")
+    if not isinstance(scaling, dict) or scaling.get("rope_type", scaling.get("type")) != "llama3":
+        return None
+    return _Config(scaling, cfg.path, cfg.model_type).number("factor", 8.0)
 
 
 def _mixtral(cfg: _Config) -> dict[str, Any]:
@@ -147,6 +167,7 @@ def _gpt2(cfg: _Config) -> dict[str, Any]:
         "norm": "layernorm",
         "tied_embeddings": cfg.flag("tie_word_embeddings", True),
         "max_seq_len": cfg.integer("n_positions", "n_ctx", default=None),
+        "positions": "learned",
     }
 
 
@@ -162,6 +183,7 @@ def _bloom(cfg: _Config) -> dict[str, Any]:
         "norm": "layernorm",
         "tied_embeddings": cfg.flag("tie_word_embeddings", True),
         "max_seq_len": cfg.integer("seq_length", default=None),
+        "positions": "alibi",
     }
 
 

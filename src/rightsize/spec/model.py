@@ -72,6 +72,20 @@ class ModelArch(BaseModel):
         default="layernorm",
         description="Normalisation layer kind: 'layernorm' (scale and bias) or 'rmsnorm'.",
     )
+    positions: Literal["rope", "learned", "alibi"] = Field(
+        default="rope",
+        description="Position encoding: 'rope' (rotary, Llama), 'learned' (absolute table, GPT-2/3) or 'alibi' (BLOOM).",
+    )
+    rope_theta: float = Field(
+        default=10000.0,
+        gt=0,
+        description="Rotary base frequency (config.json rope_theta): 10,000 in RoFormer and Llama 2, 500,000 in Llama 3.",
+    )
+    rope_scaling_factor: float | None = Field(
+        default=None,
+        gt=0,
+        description="Llama 3.1's rotary frequency scaling (config.json rope_scaling, rope_type llama3): its factor, 8.",
+    )
     experts: int = Field(default=0, ge=0, description="Routed experts per MoE layer; 0 for a dense model.")
     experts_per_token: int = Field(
         default=0, ge=0, description="Routed experts each token is sent to (top-k)."
