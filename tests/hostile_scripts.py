@@ -127,6 +127,7 @@ def _env(home: Path) -> dict[str, str]:
         "SLURM_PROCID": "0",
         "JOB_COMPLETION_INDEX": "0",
         "DATA_PATH": "d",
+        "TOKENIZER_MODEL": "t",
         "MODEL": "m",
         "LANG": "C.UTF-8",
     }

@@ -121,7 +121,16 @@ def stubs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "py" / "nemo" / "collections" / "__init__.py").write_text(
         "from unittest.mock import MagicMock\nllm = MagicMock()\n"
     )
-    (d / "py" / "nemo_run.py").write_text("def run(*args, **kwargs):\n    return None\n")
+    (d / "py" / "nemo_run.py").write_text(
+        "def run(*args, **kwargs):\n    return None\n\n\ndef Config(*args, **kwargs):\n    return None\n"
+    )
+    for module, name in (("nemo/collections/common/tokenizers/huggingface/auto_tokenizer", "AutoTokenizer"),
+                         ("nemo/lightning/pytorch/callbacks", "PreemptionCallback")):  # fmt: skip
+        path = d / "py" / f"{module}.py"
+        for parent in path.relative_to(d / "py").parents[:-2]:
+            (d / "py" / parent).mkdir(parents=True, exist_ok=True)
+            (d / "py" / parent / "__init__.py").touch()
+        path.write_text(f"{name} = object\n")
     return d
 
 
@@ -192,7 +201,7 @@ def _check_nemo(py: str, name: str, baseline: str, stubs: Path, tmp: Path) -> No
     cwd = _sandbox(tmp)
     (cwd / "job.py").write_text(py, encoding="utf-8")
     code = "import json, runpy; g = runpy.run_path('job.py', run_name='__main__'); print(json.dumps(g['PLAN_NAME']))"
-    env = {**os.environ, "PYTHONPATH": str(stubs / "py")}
+    env = {**os.environ, "PYTHONPATH": str(stubs / "py"), "DATA_PATH": "d", "TOKENIZER_MODEL": "t"}
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=30
     )

@@ -311,7 +311,7 @@ def _requeue_run(
     calls = tmp / "calls.log"
     calls.write_text("")
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "CALLS": str(calls), "SLURM_JOB_ID": "7",
-           "SLURM_JOB_NODELIST": "n1", "DATA_PATH": "d", "SLURM_RESTART_COUNT": str(restarts)}  # fmt: skip
+           "SLURM_JOB_NODELIST": "n1", "DATA_PATH": "d", "TOKENIZER_MODEL": "t", "SLURM_RESTART_COUNT": str(restarts)}  # fmt: skip
     wrapped = "BATCH_PID=$$; export BATCH_PID\n"
     res = subprocess.run(["bash", "-c", wrapped + 'exec bash job.sbatch'], cwd=tmp, env=env,
                          capture_output=True, text=True, timeout=30)  # fmt: skip
@@ -430,6 +430,7 @@ def test_time_warning_checkpoints_and_requeues_under_slurm(tmp_path: Path) -> No
                 "PATH": f"{stub}{os.pathsep}{env['PATH']}",
                 "STUB_STEPS": str(steps),
                 "DATA_PATH": "d",
+                "TOKENIZER_MODEL": "t",
             }
             sub = subprocess.run(["sbatch", "--parsable", "train.sbatch"], cwd=job_dir, env=env,
                                  capture_output=True, text=True, check=True, timeout=30)  # fmt: skip

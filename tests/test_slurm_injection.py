@@ -65,7 +65,7 @@ STUBS = [
     "rightsize",
 ]
 ENV = {"SLURM_JOB_NODELIST": "n1", "SLURM_JOB_NUM_NODES": "1", "SLURM_JOB_ID": "1", "SLURM_ARRAY_TASK_ID": "0",
-       "DATA_PATH": "d", "MODEL": "m"}  # fmt: skip
+       "DATA_PATH": "d", "MODEL": "m", "TOKENIZER_MODEL": "t"}  # fmt: skip
 names = st.lists(st.sampled_from(HOSTILE) | st.text(max_size=6), min_size=1, max_size=4).map("".join)
 
 

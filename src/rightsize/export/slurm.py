@@ -210,6 +210,7 @@ def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
     name, head = _head(v.header, "Slurm training job", [
         f"chosen: {v.gpus} x {v.hw.accelerator} on {v.nodes} x {v.hw.node}; {layout}",
         f"framework: {launch.version}; one task per GPU under srun",
+        *launch.notes,
         f"host: {cpus} CPU(s) per GPU; memory: the whole node (--exclusive --mem=0, "
         f"{v.hw.host_memory_bytes_per_node / GiB:.0f} GiB), the plan needs "
         f"{v.host_memory_need_bytes_per_gpu * gpn / GiB:.0f} GiB per node",

@@ -127,6 +127,11 @@ def header_lines(v: TrainingView, seg: Segments, framework: str) -> list[str]:
             "Megatron saves and exits two warnings before the limit (--exit-duration-in-mins) and on "
             "SIGTERM (--exit-signal-handler: preemption, scancel --signal=TERM)"
         )
+    elif framework == "nemo":
+        lines.append(
+            "NeMo saves and stops two warnings before the limit (trainer.max_time from $EXIT_MIN) and on "
+            "SIGTERM (PreemptionCallback)"
+        )
     else:
         lines.append(
             f"{framework} has no stop signal here: a segment or a preemption loses at most one "
@@ -187,9 +192,10 @@ def control_lines(seg: Segments, steps: int, framework: str) -> list[str]:
         "'NF==4{print $1*1440+$2*60+$3} NF==3{print $1*60+$2} NF==2{print $1}' || true)",
         f"EXIT_MIN=$(( ${{LIMIT_MIN:-{seg.limit_s // 60}}} - {2 * seg.lead_s // 60} ))",
         "if (( EXIT_MIN < 1 )); then EXIT_MIN=1; fi",
+        "export EXIT_MIN",
     ]
     return [
-        *(deadline if framework == "megatron" else []),
+        *(deadline if framework in ("megatron", "nemo") else []),
         f"TRAIN_STEPS={int(steps)}",
         "START_STEP=$(progress)",
         "WARNED=0",
