@@ -70,7 +70,8 @@ def container_note(v: TrainingView, framework: str) -> str:
     vendor's own build elsewhere."""
     if v.hw.vendor == "nvidia":
         return f"Container: {CONTAINERS[framework]}."
-    return f"Container: the {v.hw.vendor.upper()} build of {FRAMEWORKS[framework].split(' (')[0]} (the pinned image is for NVIDIA GPUs)."
+    release = FRAMEWORKS[framework].split(" (")[0]
+    return f"Container: the {v.hw.vendor.upper()} build of {release} (the pinned image above is CUDA-only)."
 
 
 def tokens_per_step(v: TrainingView) -> int:
