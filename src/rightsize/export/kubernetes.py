@@ -64,9 +64,8 @@ def _engine_args(v: ServingView, st: Stack, image: Image) -> list[Arg]:
     if image.engine != "vllm":
         args = [(f, val) for f, val in args if f not in GPU_ONLY_FLAGS]
     if image.engine == "vllm-neuron":  # Neuron's TP counts logical NeuronCores, not devices
-        args = [
-            (f, val * st.neuron_cores_per_device if f == "--tensor-parallel-size" else val) for f, val in args
-        ]  # type: ignore[operator]
+        cores = v.tp * st.neuron_cores_per_device
+        args = [(f, cores if f == "--tensor-parallel-size" else val) for f, val in args]
     return [*args, ("--port", PORT)]
 
 

@@ -177,6 +177,7 @@ class ServingView:
     cpu_cores_need_per_gpu: float
     host_memory_need_bytes_per_gpu: float
     scenario: str = "serving"  # serving (requests with SLOs) / offline / fixed_batch
+    stream_batch: int | None = None  # serving.batch: concurrent streams of a fixed_batch plan
     priced_instance: tuple[str, str] | None = None  # (provider, instance type) the cloud cost priced
 
     @property
@@ -475,6 +476,7 @@ def serving_view(plan: dict[str, Any]) -> ServingView:
             spec.sub("serving", False).text("scenario", default="serving", max_len=40), SCENARIOS, "scenario"
         ),
         priced_instance=_priced_instance(sizing),
+        stream_batch=spec.sub("serving", False).integer("batch", 1, MAX_TOKENS_INT, default=None),
     )
 
 

@@ -1,0 +1,123 @@
+"""Every accelerator with its own stack on Kubernetes: the device plugin's resource, its
+image, GKE's TPU selectors, and never `nvidia.com/gpu` or NCCL settings on a part that is
+not NVIDIA; a stack the export does not write is refused with what is missing. Objects are
+validated as in test_export_kubernetes (Kubernetes OpenAPI, vendored CRD schemas)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rightsize.errors import BadInput
+from rightsize.export import render_files
+from rightsize.export.plan_view import serving_view
+from rightsize.export.vllm import gpu_memory_bytes, gpu_memory_utilization
+
+sys.path.insert(0, str(Path(__file__).parent))
+from export_plans import plan_dict  # noqa: E402
+from test_export_kubernetes import _by_kind  # noqa: E402
+
+# accelerator, node, TP of a replica, resource, priced instance, node labels expected
+SERVING = [
+    ("h100-sxm", "hgx-h100", 2, "nvidia.com/gpu", "aws p5.48xlarge (8 GPUs) in us-east-1",
+     {"node.kubernetes.io/instance-type": "p5.48xlarge"}),
+    ("mi300x", "mi300x-platform", 2, "amd.com/gpu", "estimate BM.GPU.MI300X.8 (8 GPUs) in us-east-1", {}),
+    ("trn2", "trn2-48xlarge", 4, "aws.amazon.com/neuron", "aws trn2.48xlarge (16 GPUs) in us-east-1",
+     {"node.kubernetes.io/instance-type": "trn2.48xlarge"}),
+    ("tpu-v5p", "tpu-v5p-host", 4, "google.com/tpu", "gcp ct5p-hightpu-4t (4 GPUs) in us-east5",
+     {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice", "cloud.google.com/gke-tpu-topology": "2x2x1"}),
+    ("tpu-v6e", "tpu-v6e-host", 8, "google.com/tpu", "gcp ct6e-standard-8t (8 GPUs) in us-east5",
+     {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x4"}),
+]  # fmt: skip
+
+
+def _on(plan: dict[str, Any], acc: str, node: str, priced: str | None) -> dict[str, Any]:
+    plan["best"]["accelerator"], plan["best"]["node"] = acc, node
+    plan["sizing"]["cost"]["priced_instance"] = priced
+    return plan
+
+
+def _serving_plan(acc: str, node: str, tp: int, priced: str | None) -> dict[str, Any]:
+    plan = _on(plan_dict("llama3-70b-chat-serving"), acc, node, priced)
+    plan["best"]["tp"] = tp
+    return plan
+
+
+def _no_nvidia(text: str, vendor_is_nvidia: bool) -> None:
+    if not vendor_is_nvidia:
+        assert "nvidia.com/gpu" not in text and "NCCL_" not in text and "nvcr.io" not in text
+        assert "vllm/vllm-openai" not in text
+
+
+@pytest.mark.parametrize(("acc", "node", "tp", "resource", "priced", "labels"), SERVING)
+def test_serving_on_each_accelerator(
+    acc: str, node: str, tp: int, resource: str, priced: str, labels: dict[str, str]
+) -> None:
+    files = render_files(_serving_plan(acc, node, tp, priced), "kubernetes")
+    text = files["serving.yaml"]
+    _no_nvidia(text, acc.startswith("h"))
+    objs = _by_kind(files)  # every object valid against its schema
+    pod = objs["Deployment"]["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert c["resources"]["limits"][resource] == tp and c["resources"]["requests"][resource] == tp
+    assert [r for r in c["resources"]["limits"] if r != "memory"] == [resource]
+    assert pod.get("nodeSelector", {}) == labels
+    assert ":" in c["image"] and not c["image"].endswith(":latest")
+    args = c["args"]
+    expected_tp = tp * 4 if acc == "trn2" else tp  # Neuron counts logical NeuronCores
+    assert args[args.index("--tensor-parallel-size") + 1] == str(expected_tp)
+
+
+def test_gaudi_serving_is_refused_with_what_is_missing() -> None:
+    with pytest.raises(BadInput, match="habana.ai/gaudi") as err:
+        render_files(_serving_plan("gaudi3", "gaudi3-hls2", 2, None), "kubernetes")
+    assert "image" in str(err.value)
+
+
+def test_tpu_replica_without_a_single_host_slice_is_refused() -> None:
+    with pytest.raises(BadInput, match="single-host slices"):
+        render_files(_serving_plan("tpu-v6e", "tpu-v6e-host", 2, None), "kubernetes")
+
+
+@pytest.mark.parametrize(
+    ("acc", "node", "stack"),
+    [("gaudi3", "gaudi3-hls2", "Habana"), ("trn2", "trn2-48xlarge", "NeuronX"), ("tpu-v5p", "tpu-v5p-host", "MaxText"),
+     ("tpu-v6e", "tpu-v6e-host", "MaxText")],
+)  # fmt: skip
+def test_training_on_a_non_gpu_part_is_refused_naming_its_stack(acc: str, node: str, stack: str) -> None:
+    plan = _on(plan_dict("llama3-70b-pretrain"), acc, node, None)
+    with pytest.raises(BadInput, match=stack):
+        render_files(plan, "kubernetes")
+
+
+def test_amd_training_uses_rocm_and_rccl_names() -> None:
+    plan = _on(plan_dict("llama3-70b-pretrain"), "mi300x", "mi300x-platform", None)
+    files = render_files(plan, "kubernetes")
+    text = "".join(files.values())
+    assert (
+        "nvidia.com/gpu" not in text and "nvcr.io" not in text and "CUDA_DEVICE_MAX_CONNECTIONS" not in text
+    )
+    objs = _by_kind(files)
+    job = objs["JobSet"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    c = job["template"]["spec"]["containers"][0]
+    assert c["image"].startswith("rocm/") and c["resources"]["limits"]["amd.com/gpu"] == 8
+    quota = {r["name"] for r in objs["ClusterQueue"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
+    assert "amd.com/gpu" in quota and "nvidia.com/gpu" not in quota
+
+
+@pytest.mark.parametrize("example", ["llama2-7b-batch1", "llama3-70b-chat-serving"])
+def test_gpu_memory_utilization_holds_the_plan(example: str) -> None:
+    """Offline and fixed-batch plans carry no KV figures: the fraction is computed from the
+    model's KV bytes per token, never the 0.1 floor; it covers what one GPU holds."""
+    v = serving_view(plan_dict(example))
+    frac = gpu_memory_utilization(v)
+    assert 0.3 <= frac <= 0.95
+    assert frac * v.hw.hbm_bytes >= min(gpu_memory_bytes(v), 0.95 * v.hw.hbm_bytes) - 0.01 * v.hw.hbm_bytes
+    plan = plan_dict(example)
+    plan["spec"]["serving"]["batch"] = 64  # more streams need more KV: the fraction grows
+    plan["spec"]["serving"]["scenario"] = "fixed_batch"
+    plan["best"]["memory"].pop("kv_bytes_per_token", None)
+    assert gpu_memory_utilization(serving_view(plan)) >= frac or frac == 0.95
