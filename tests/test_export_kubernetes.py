@@ -263,3 +263,42 @@ def test_chat_service_serves_the_instruct_model() -> None:
     batch = _by_kind(render_files(plan_dict("llama2-7b-batch1"), "kubernetes"))
     c2 = batch["Deployment"]["spec"]["template"]["spec"]["containers"][0]
     assert {e["name"]: e.get("value") for e in c2["env"]}["MODEL"] == "meta-llama/Llama-2-7b-hf"
+
+
+TRAINING_EXAMPLES = [
+    "llama3-70b-pretrain",
+    "llama3-8b-lora-weekly",
+    "gpt3-175b-megatron",
+    "mixtral-8x7b-pretrain",
+    "deepseek-v3-pretrain",
+    "llama3.1-405b-pretrain",
+]
+SERVING_EXAMPLES = ["llama3-70b-chat-serving", "llama2-7b-batch1"]
+
+
+@pytest.mark.parametrize("example", TRAINING_EXAMPLES + SERVING_EXAMPLES)
+@pytest.mark.parametrize("framework", ["auto", "megatron", "torchtitan", "nemo"])
+def test_every_example_on_every_route_is_valid(example: str, framework: str) -> None:
+    """Every exportable example, every framework route: each object valid against its schema,
+    images pinned by exact tag, the JobSet's queue is the LocalQueue, and no catalog node id
+    is used as a node label. A framework that cannot express the plan refuses (BadInput)."""
+    from rightsize.errors import BadInput
+
+    if example in SERVING_EXAMPLES and framework != "auto":
+        pytest.skip("serving has one engine (vLLM)")
+    plan = plan_dict(example)
+    try:
+        files = render_files(plan, "kubernetes", framework)
+    except BadInput:
+        assert framework != "auto", "the auto route must export"
+        return
+    objs = _by_kind(files)
+    text = "".join(files.values())
+    assert ":latest" not in text and f"instance-type: {plan['best']['node']}" not in text
+    if "JobSet" in objs:
+        assert (
+            objs["JobSet"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+            == objs["LocalQueue"]["metadata"]["name"]
+        )
+        c = _pods(objs)[0][0]
+        assert c["image"].rsplit(":", 1)[1]
