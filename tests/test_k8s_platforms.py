@@ -5,6 +5,7 @@ validated as in test_export_kubernetes (Kubernetes OpenAPI, vendored CRD schemas
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -84,8 +85,7 @@ def test_tpu_replica_without_a_single_host_slice_is_refused() -> None:
 
 @pytest.mark.parametrize(
     ("acc", "node", "stack"),
-    [("gaudi3", "gaudi3-hls2", "Habana"), ("trn2", "trn2-48xlarge", "NeuronX"), ("tpu-v5p", "tpu-v5p-host", "MaxText"),
-     ("tpu-v6e", "tpu-v6e-host", "MaxText")],
+    [("gaudi3", "gaudi3-hls2", "Habana"), ("trn2", "trn2-48xlarge", "NeuronX")],
 )  # fmt: skip
 def test_training_on_a_non_gpu_part_is_refused_naming_its_stack(acc: str, node: str, stack: str) -> None:
     plan = _on(plan_dict("llama3-70b-pretrain"), acc, node, None)
@@ -121,3 +121,97 @@ def test_gpu_memory_utilization_holds_the_plan(example: str) -> None:
     plan["spec"]["serving"]["scenario"] = "fixed_batch"
     plan["best"]["memory"].pop("kv_bytes_per_token", None)
     assert gpu_memory_utilization(serving_view(plan)) >= frac or frac == 0.95
+
+
+@pytest.fixture(scope="module")
+def tpu_plan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A real TPU training plan: the Llama 3 70B example planned for TPU v5p only."""
+    import json
+
+    from rightsize.api import plan
+    from rightsize.report.render import result_dict, to_json
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "examples" / "llama3-70b-pretrain.yaml").read_text()
+    text = text.replace(
+        "accelerators: [h100-sxm, h200-sxm, b200, a100-sxm-80gb, mi300x]", "accelerators: [tpu-v5p]"
+    )
+    text = text.replace("deadline: 60d", "deadline: 120d")
+    spec = tmp_path_factory.mktemp("tpu") / "tpu.yaml"
+    spec.write_text(text)
+    return dict(json.loads(to_json(result_dict(plan(spec)))))
+
+
+def _maxtext(files: dict[str, str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    import yaml
+
+    objs = _by_kind(files)
+    return yaml.safe_load(objs["ConfigMap"]["data"]["maxtext.yml"]), objs
+
+
+@pytest.mark.parametrize("chips", [None, 512])
+def test_tpu_training_is_maxtext_on_gke_slices(tpu_plan: dict[str, Any], chips: int | None) -> None:
+    """TPU training: a JobSet of MaxText pods on GKE TPU slices (chips per host, accelerator
+    and topology selectors, one node pool per slice), a MaxText config whose batch and
+    parallelism multiply out to the plan's, and no NVIDIA resource, NCCL or torchrun."""
+    import copy
+
+    plan = copy.deepcopy(tpu_plan)
+    assert plan["best"]["accelerator"] == "tpu-v5p"
+    if chips:  # v6e: more chips than its largest (256-chip) slice -> slices over DCN
+        _on(plan, "tpu-v6e", "tpu-v6e-host", None)
+        plan["best"]["gpus"], plan["sizing"]["nodes"]["nodes"] = chips, chips // 8
+        plan["best"]["parallel"].update(tp=4, dp=chips // 4)
+    files = render_files(plan, "kubernetes")
+    text = "".join(files.values())
+    assert "nvidia.com/gpu" not in text and "NCCL_" not in text and "torchrun" not in text
+    cfg, objs = _maxtext(files)
+    js = objs["JobSet"]
+    assert (
+        js["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"]
+        == "cloud.google.com/gke-nodepool"
+    )
+    rj = js["spec"]["replicatedJobs"][0]
+    pod = rj["template"]["spec"]["template"]["spec"]
+    per_host = pod["containers"][0]["resources"]["limits"]["google.com/tpu"]
+    hosts, n_slices = rj["template"]["spec"]["parallelism"], rj["replicas"]
+    total = plan["best"]["gpus"]
+    assert per_host * hosts * n_slices == total
+    sel = pod["nodeSelector"]
+    dims = [int(x) for x in sel["cloud.google.com/gke-tpu-topology"].split("x")]
+    assert math.prod(dims) == total // n_slices
+    assert sel["cloud.google.com/gke-tpu-accelerator"] == ("tpu-v6e-slice" if chips else "tpu-v5p-slice")
+    ici = cfg["ici_tensor_parallelism"] * cfg["ici_expert_parallelism"] * cfg["ici_context_parallelism"]
+    ici *= cfg.get("ici_fsdp_parallelism", 1) * cfg.get("ici_data_parallelism", 1)
+    assert ici == total // n_slices and cfg["dcn_data_parallelism"] == n_slices
+    gb = _global_batch(plan)
+    assert cfg["per_device_batch_size"] * total * cfg["gradient_accumulation_steps"] == pytest.approx(gb)
+    assert cfg["base_num_decoder_layers"] == plan["spec"]["model"]["layers"]
+    assert cfg["max_target_length"] == plan["spec"]["training"]["seq_len"]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert env["DATA_PATH"] in mounts and cfg["base_output_directory"] in mounts
+    quota = {
+        r["name"]: r["nominalQuota"]
+        for r in objs["ClusterQueue"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    }
+    assert quota["google.com/tpu"] == total
+
+
+def _global_batch(plan: dict[str, Any]) -> float:
+    from rightsize.export.plan_view import training_view
+
+    return float(training_view(plan).global_batch)
+
+
+def test_tpu_training_refuses_what_maxtext_cannot_express(tpu_plan: dict[str, Any]) -> None:
+    import copy
+
+    plan = copy.deepcopy(tpu_plan)
+    plan["best"]["gpus"] = 4096 + 4  # no slice shape, not a whole number of slices
+    with pytest.raises(BadInput, match="slice"):
+        render_files(plan, "kubernetes")
+    plan = copy.deepcopy(tpu_plan)
+    plan["spec"]["model"]["mlp"] = "gelu"
+    with pytest.raises(BadInput, match="SwiGLU"):
+        render_files(plan, "kubernetes")

@@ -60,7 +60,8 @@ class Rdma:
 
 
 @cache
-def _data() -> dict[str, Any]:
+def data() -> dict[str, Any]:
+    """The parsed data file (cached)."""
     return read_data_file(DATA_FILE)
 
 
@@ -74,7 +75,7 @@ def _image(d: dict[str, Any] | None) -> Image | None:
 
 def stack(hw: HardwareView) -> Stack:
     """The stack of the plan's accelerator vendor; BadInput for a vendor the data lacks."""
-    stacks = _data()["stacks"]
+    stacks = data()["stacks"]
     d = stacks.get(hw.vendor)
     if d is None:
         raise BadInput(
@@ -119,7 +120,7 @@ def serving_stack(hw: HardwareView) -> tuple[Stack, Image]:
 
 
 def rdma() -> Rdma:
-    d = _data()["rdma"]
+    d = data()["rdma"]
     return Rdma(
         resource=qualified_name(str(d["resource"]), "resource name"),
         per_pod=int(d["per_pod"]),
@@ -131,7 +132,7 @@ def rdma() -> Rdma:
 def tpu_selector(hw: HardwareView, chips: int) -> dict[str, str]:
     """GKE's TPU node labels for a single-host slice of `chips` chips; BadInput when the
     chip has no such single-host shape (multi-host TPU slices are not exported)."""
-    tpu = _data()["tpu"]
+    tpu = data()["tpu"]
     d = tpu.get(hw.accelerator)
     shapes = {int(k): str(v) for k, v in (d or {}).get("single_host", {}).items()}
     if chips not in shapes:
@@ -150,7 +151,7 @@ def instance_selector(priced: tuple[str, str] | None) -> dict[str, str]:
     """`node.kubernetes.io/instance-type` = the instance the plan priced, when a cloud whose
     node controller sets that label priced it; empty otherwise (an estimate names no
     instance a node carries)."""
-    d = _data()["instance_label"]
+    d = data()["instance_label"]
     if priced is None or priced[0] not in d["providers"]:
         return {}
     return {str(d["key"]): label_value(priced[1], "instance type")}
@@ -174,5 +175,5 @@ def instruct_model(hf_id: str | None) -> str | None:
     """The instruction-tuned release of a base checkpoint (data: `instruct_models`), or None."""
     if not hf_id:
         return None
-    found = _data()["instruct_models"]["models"].get(hf_id)
+    found = data()["instruct_models"]["models"].get(hf_id)
     return str(found) if found else None

@@ -13,8 +13,8 @@ run (twice that, at least 3). So that it runs as planned:
 - When the plan's fabric is RDMA (InfiniBand, RoCE) each pod requests the RDMA device
   (`k8s_platform.rdma`) and the IPC_LOCK capability; NCCL is told to use IB only then, and a
   one-node job disables it. RCCL (AMD) reads the same variables; other parts get none.
-- Images are pinned by exact tag per vendor (`k8s_platform`); TPU, Trainium and Gaudi
-  training is refused with what is missing.
+- Images are pinned by exact tag per vendor (`k8s_platform`); TPU training is JAX + MaxText
+  (`export.k8s_maxtext`); Trainium and Gaudi training is refused with what is missing.
 - Kueue (`kueue.yaml`): a ResourceFlavor selecting the nodes the plan priced, a ClusterQueue
   whose quota covers every resource the pods request (CPU, memory, the accelerator, RDMA),
   and the LocalQueue the JobSet names. No liveness probe: a training step has no endpoint,
@@ -203,10 +203,14 @@ def training_files(
     v: TrainingView, framework: str = "auto", node_labels: dict[str, str] | None = None
 ) -> dict[str, str]:
     st, image = training_stack(v.hw)
-    name = object_name(v.header)
-    script, files = _torchrun_script(v, framework, name, st)
     interruptions = v.run_s / v.mtbf_s if v.mtbf_s else 0.0
     restarts = max(3, math.ceil(2 * interruptions))
+    if image.engine == "maxtext":  # TPU: JAX + MaxText over GKE slices, not torchrun
+        from rightsize.export.k8s_maxtext import tpu_training_files
+
+        return tpu_training_files(v, st, image, restarts)
+    name = object_name(v.header)
+    script, files = _torchrun_script(v, framework, name, st)
     container = _container(v, st, image.image, script, name)
     selector = node_selector(v.hw, v.priced_instance, node_labels)
     queue = f"{name}-queue"

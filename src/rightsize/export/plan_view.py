@@ -78,6 +78,9 @@ class ModelView:
     q_lora_rank: int | None
     qk_rope_head_dim: int | None
     v_head_dim: int | None  # Hugging Face repository named in the preset's source, when there is one
+    mlp: str = "swiglu"  # swiglu / gelu (spec.model.mlp)
+    norm: str = "rmsnorm"  # rmsnorm / layernorm
+    tied_embeddings: bool = False
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,9 @@ def _model(spec: Fields) -> ModelView:
         q_lora_rank=m.integer("q_lora_rank", 0, MAX_WIDTH, default=0) or None,
         qk_rope_head_dim=m.integer("qk_rope_head_dim", 0, MAX_WIDTH, default=0) or None,
         v_head_dim=m.integer("v_head_dim", 0, MAX_WIDTH, default=0) or None,
+        mlp=choice(m.text("mlp", default="swiglu", max_len=40), ("swiglu", "gelu"), "model mlp"),
+        norm=choice(m.text("norm", default="rmsnorm", max_len=40), ("rmsnorm", "layernorm"), "model norm"),
+        tied_embeddings=m.flag("tied_embeddings"),
     )
 
 
