@@ -302,3 +302,15 @@ def test_every_example_on_every_route_is_valid(example: str, framework: str) -> 
         )
         c = _pods(objs)[0][0]
         assert c["image"].rsplit(":", 1)[1]
+
+
+def test_preemption_leaves_time_for_the_plans_checkpoint() -> None:
+    """SIGTERM reaches torchrun (exec: the container's process 1, not a shell that ignores
+    it) and the pod's grace period holds the plan's checkpoint write and two steps."""
+    from rightsize.export.slurm_segments import checkpoint_write_s
+
+    plan = plan_dict("llama3-70b-pretrain")
+    v = training_view(plan)
+    _, _, pod = _pods(_by_kind(render_files(plan, "kubernetes")))
+    assert pod["terminationGracePeriodSeconds"] >= checkpoint_write_s(v) + 2 * v.step_time_s
+    assert "\nexec torchrun " in pod["containers"][0]["args"][0]

@@ -27,7 +27,14 @@ from rightsize.errors import BadInput
 from rightsize.export.header import comment_block, dump_yaml
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests
 from rightsize.export.k8s_platform import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL, Image, Stack, data
-from rightsize.export.k8s_training import CKPT_MOUNT, DATA_MOUNT, kueue_file, pod_quotas, volume_claims
+from rightsize.export.k8s_training import (
+    CKPT_MOUNT,
+    DATA_MOUNT,
+    grace_s,
+    kueue_file,
+    pod_quotas,
+    volume_claims,
+)
 from rightsize.export.plan_view import TrainingView
 
 REMAT = {"none": "minimal", "selective": "save_dot_except_mlp", "full": "full"}  # MaxText remat_policy
@@ -139,6 +146,7 @@ def _pod(
     }  # fmt: skip
     return {
         "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": grace_s(v),
         "nodeSelector": selector,
         "containers": [container],
         "volumes": [

@@ -34,6 +34,7 @@ from rightsize.export.kueue import queue_objects
 from rightsize.export.names import DNS_1035, k8s_name, shell_args, shell_word
 from rightsize.export.plan_view import TrainingView
 from rightsize.export.slurm import nccl_env
+from rightsize.export.slurm_segments import checkpoint_write_s
 
 RDZV_PORT = 29500
 CKPT_MOUNT = "/checkpoints"
@@ -68,11 +69,17 @@ def _torchrun_script(v: TrainingView, framework: str, name: str, st: Stack) -> t
     script = (
         f"{env}"
         'mkdir -p "$CKPT_DIR"\n'
-        f"torchrun --nnodes={v.nodes} --nproc-per-node={gpn} --node-rank=$JOB_COMPLETION_INDEX "
+        f"exec torchrun --nnodes={v.nodes} --nproc-per-node={gpn} --node-rank=$JOB_COMPLETION_INDEX "
         f"--rdzv-id={name} --rdzv-backend=static --master-addr={name}-workers-0-0.{name} --master-port={RDZV_PORT} "
         f"{entry} {args}\n"
     )  # fmt: skip
     return script, launch.files
+
+
+def grace_s(v: TrainingView) -> int:
+    """Seconds between SIGTERM (preemption, eviction, a drain) and SIGKILL: the plan's
+    checkpoint write, two steps (the one in flight and the save's barrier) and a minute."""
+    return math.ceil(checkpoint_write_s(v) + 2 * v.step_time_s + 60)
 
 
 def _volume_size(n_bytes: float, margin: float) -> str:
@@ -141,6 +148,7 @@ def _jobset(
     }
     if selector:
         pod_spec["nodeSelector"] = selector
+    pod_spec["terminationGracePeriodSeconds"] = grace_s(v)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -233,6 +241,9 @@ def training_files(
             "volumes (ReadWriteMany; the cluster's default class unless you set storageClassName): "
             + ", ".join(f"{c['metadata']['name']} {c['spec']['resources']['requests']['storage']}" for c in claims)
             + f"; CKPT_DIR={CKPT_MOUNT}/{name}, DATA_PATH={DATA_MOUNT} (put the preprocessed data there)",
+            f"stopping: torchrun runs as the container's process 1 (exec) and gets SIGTERM first; the pods have "
+            f"{grace_s(v)} s before SIGKILL (the plan's checkpoint write, two steps, a minute); torchrun gives its "
+            "workers 30 s after forwarding it, so a framework without a stop handler loses at most one checkpoint interval",
             (f"{v.fabric_kind} fabric: each pod requests {rdma().resource} and IPC_LOCK" if v.fabric_kind
              else "one node: no RDMA device, NCCL_IB_DISABLE=1"),
         ],
