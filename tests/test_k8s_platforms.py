@@ -106,6 +106,9 @@ def test_amd_training_uses_rocm_and_rccl_names() -> None:
     assert c["image"].startswith("rocm/") and c["resources"]["limits"]["amd.com/gpu"] == 8
     quota = {r["name"] for r in objs["ClusterQueue"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
     assert "amd.com/gpu" in quota and "nvidia.com/gpu" not in quota
+    assert "/workspace/Megatron-LM/pretrain_gpt.py" in c["args"][0]  # where the ROCm image carries it
+    with pytest.raises(BadInput, match="carries megatron only"):
+        render_files(plan, "kubernetes", "torchtitan")
 
 
 @pytest.mark.parametrize("example", ["llama2-7b-batch1", "llama3-70b-chat-serving"])

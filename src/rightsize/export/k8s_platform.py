@@ -33,8 +33,10 @@ TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 @dataclass(frozen=True)
 class Image:
     image: str
-    engine: str  # vllm / vllm-neuron / vllm-tpu for serving; "" for training
+    engine: str  # vllm / vllm-neuron / vllm-tpu for serving; maxtext or "" for training
     source: str
+    megatron_dir: str = ""  # where the image carries Megatron-LM (pretrain_gpt.py)
+    frameworks: tuple[str, ...] = ()  # training frameworks the image carries; empty: all
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,13 @@ def _image(d: dict[str, Any] | None) -> Image | None:
         return None
     image = str(d["image"])
     assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image  # an exact tag
-    return Image(image=image, engine=str(d.get("engine", "")), source=str(d["source"]))
+    return Image(
+        image=image,
+        engine=str(d.get("engine", "")),
+        source=str(d["source"]),
+        megatron_dir=str(d.get("megatron_dir", "")),
+        frameworks=tuple(str(f) for f in d.get("frameworks", ())),
+    )
 
 
 def stack(hw: HardwareView) -> Stack:

@@ -26,10 +26,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rightsize.errors import BadInput
 from rightsize.export.frameworks import launch_for
 from rightsize.export.header import comment_block, dump_yaml_all
 from rightsize.export.k8s_common import dump, gib, meta, object_name, pod_requests, shm
-from rightsize.export.k8s_platform import Stack, node_selector, rdma, training_stack
+from rightsize.export.k8s_platform import Image, Stack, node_selector, rdma, training_stack
 from rightsize.export.kueue import queue_objects
 from rightsize.export.names import DNS_1035, k8s_name, shell_args, shell_word
 from rightsize.export.plan_view import TrainingView
@@ -42,12 +43,21 @@ DATA_MOUNT = "/data"
 MIN_VOLUME_BYTES = 2**30
 
 
-def _torchrun_script(v: TrainingView, framework: str, name: str, st: Stack) -> tuple[str, dict[str, str]]:
+def _torchrun_script(
+    v: TrainingView, framework: str, name: str, st: Stack, image: Image
+) -> tuple[str, dict[str, str]]:
     """The container's bash script. `name` is a `k8s_name` (a-z, 0-9, '-'), a shell word as it
     is; the framework's arguments are quoted by `names.shell_args`. `CKPT_DIR` and `DATA_PATH`
     come from the container's environment (the volumes)."""
     launch = launch_for(v, framework)
-    entry = launch.entry.replace('"$MEGATRON_DIR/pretrain_gpt.py"', "/opt/megatron-lm/pretrain_gpt.py")
+    if image.frameworks and launch.framework not in image.frameworks:
+        raise BadInput(
+            f"The {launch.framework} export needs an image that carries it; {image.image} carries "
+            f"{', '.join(image.frameworks)} only.",
+            f"{v.hw.accelerator} jobs run in that vendor image ({image.source}).",
+            f"Export with --framework {image.frameworks[0]}.",
+        )
+    entry = launch.entry.replace('"$MEGATRON_DIR/pretrain_gpt.py"', f"{image.megatron_dir}/pretrain_gpt.py")
     if not launch.torchrun:
         entry = f"/config/{launch.entry}"
     config_files = {f: f"/config/{f}" for f in launch.files}
@@ -218,7 +228,7 @@ def training_files(
 
         return tpu_training_files(v, st, image, restarts)
     name = object_name(v.header)
-    script, files = _torchrun_script(v, framework, name, st)
+    script, files = _torchrun_script(v, framework, name, st, image)
     container = _container(v, st, image.image, script, name)
     selector = node_selector(v.hw, v.priced_instance, node_labels)
     queue = f"{name}-queue"
