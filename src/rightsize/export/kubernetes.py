@@ -162,8 +162,9 @@ def disruption_budget(v: ServingView, autoscale_floor: int) -> tuple[dict[str, A
     if keep < 1:
         return {"maxUnavailable": 1}, "at most 1 replica down at a time (the autoscaler's floor is 1)"
     return {"minAvailable": keep}, (
-        f"at least {keep} replica(s) (the design rate {v.design_rate_rps:.1f} req/s needs {need} at "
-        f"{v.replica_capacity_rps:.2f} req/s each), below the autoscaler's floor of {autoscale_floor} so drains proceed"
+        f"at least {keep} replica(s): the design rate {v.design_rate_rps:.1f} req/s needs {need} at "
+        f"{v.replica_capacity_rps:.2f} req/s each, capped below the autoscaler's floor of {autoscale_floor} "
+        "so a drain at the floor can still evict one"
     )
 
 
