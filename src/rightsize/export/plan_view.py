@@ -140,6 +140,9 @@ class TrainingView:
     gpu_activity_fraction: float  # planned engine activity (the power model's)
     utilisation_target: float
     mfu: float
+    priced_instance: tuple[str, str] | None = None  # (provider, instance type) the cloud cost priced
+    checkpoints_bytes: float = 0.0  # the retained checkpoints (sizing.storage)
+    dataset_bytes: float = 0.0  # the preprocessed training data (sizing.storage)
 
     @property
     def steps(self) -> int:
@@ -182,6 +185,9 @@ class ServingView:
     gpu_activity_fraction: float
     cpu_cores_need_per_gpu: float
     host_memory_need_bytes_per_gpu: float
+    scenario: str = "serving"  # serving (requests with SLOs) / offline / fixed_batch
+    stream_batch: int | None = None  # serving.batch: concurrent streams of a fixed_batch plan
+    priced_instance: tuple[str, str] | None = None  # (provider, instance type) the cloud cost priced
 
     @property
     def gpus_per_replica(self) -> int:
@@ -360,6 +366,26 @@ def _power(sizing: Fields) -> dict[str, Any]:
     }
 
 
+_PRICED = re.compile(r"([a-z][a-z0-9-]{0,30}) ([A-Za-z0-9][A-Za-z0-9._-]{0,62}) \(")
+SCENARIOS = ("serving", "offline", "fixed_batch")
+
+
+def _priced_instance(sizing: Fields) -> tuple[str, str] | None:
+    """(provider, instance type) from `sizing.cost.priced_instance` ("aws p5.48xlarge (8 GPUs)
+    in us-east-1"); None when no instance was priced or the text is not that shape."""
+    text = sizing.sub("cost", False).text("priced_instance", default="", max_len=300)
+    found = _PRICED.match(text)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def _storage(sizing: Fields) -> dict[str, Any]:
+    cap = sizing.sub("storage", False).sub("capacity", False)
+    return {
+        "checkpoints_bytes": cap.num("checkpoints_bytes", 0.0, MAX_BYTES, default=0.0),
+        "dataset_bytes": cap.num("preprocessed_bytes", 0.0, MAX_BYTES, default=0.0),
+    }
+
+
 def training_view(plan: dict[str, Any]) -> TrainingView:
     p = Fields(plan)
     spec, best, sizing = p.sub("spec"), p.sub("best"), p.sub("sizing")
@@ -379,6 +405,8 @@ def training_view(plan: dict[str, Any]) -> TrainingView:
         **_host_needs(sizing),
         **_power(sizing),
         mfu=best.num("mfu", 0.0, 1.0, default=0.0),
+        priced_instance=_priced_instance(sizing),
+        **_storage(sizing),
     )
 
 
@@ -459,6 +487,11 @@ def serving_view(plan: dict[str, Any]) -> ServingView:
         **_serving_limits(spec, best, sizing),
         **_power(sizing),
         **_host_needs(sizing),
+        scenario=choice(
+            spec.sub("serving", False).text("scenario", default="serving", max_len=40), SCENARIOS, "scenario"
+        ),
+        priced_instance=_priced_instance(sizing),
+        stream_batch=spec.sub("serving", False).integer("batch", 1, MAX_TOKENS_INT, default=None),
     )
 
 

@@ -4,11 +4,18 @@ vllm/engine/arg_utils.py). The limits are the plan's:
 - `--tensor-parallel-size`: the plan's TP.
 - `--max-model-len`: the longest prompt plus the longest output the traffic spec allows,
   capped at the model's context.
-- `--max-num-seqs`: `engine.max_batch` when the spec fixes it, else the number of mean-length
+- `--max-num-seqs`: `engine.max_batch` when the spec fixes it, a fixed-batch plan's
+  `serving.batch`, else the number of mean-length
   requests whose whole KV cache fits the planned KV capacity (what the planner's simulator
   admits), at most 1024.
-- `--gpu-memory-utilization`: the planned weights plus KV cache per GPU over its HBM, plus
-  a 3% workspace allowance, at most 0.95.
+- `--gpu-memory-utilization`: what one GPU holds over its HBM (`memory_per_gpu`): the
+  planned weights, the KV cache (the planned KV capacity; for offline and fixed-batch plans,
+  which carry no KV figures, `--max-num-seqs` full-length sequences at the model's KV bytes
+  per token), the activations of one profiled forward pass (vLLM profiles a batch of
+  `max_num_batched_tokens`, 8192 on the OpenAI server, plus the sampler's fp32 logits), and
+  a fixed 2 GiB for the CUDA/ROCm context, graphs and communicator buffers (vLLM counts
+  non-torch memory in the budget) plus a 3% workspace allowance; kept within [0.3, 0.95]:
+  below 0.3 nothing is saved (vLLM only preallocates), above 0.95 the runtime has no room.
 - `--kv-cache-dtype` / `--quantization`: the planned KV and weight precisions.
 """
 
@@ -20,22 +27,58 @@ from rightsize.export.names import Arg, ShellExpr, shell_args
 from rightsize.export.plan_view import ServingView
 
 VLLM_VERSION = "vLLM v0.10"
-WORKSPACE_FRACTION = 0.03  # activations, CUDA graphs and sampler buffers beyond weights + KV
+WORKSPACE_FRACTION = 0.03  # allocator fragmentation and sampler buffers beyond the terms below
 MAX_NUM_SEQS_CAP = 1024
+PROFILE_TOKENS = 8192  # vLLM's max_num_batched_tokens for the OpenAI server on >= 70 GiB GPUs (EngineArgs)
+RUNTIME_BYTES = 2 * 2**30  # CUDA/ROCm context, CUDA graphs, NCCL buffers: outside torch, inside the budget
+UTILISATION_FLOOR, UTILISATION_CEILING = 0.3, 0.95
+ACT_BYTES = 2  # bf16 activations
+KV_ELEMENT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5}
 
 
 def max_num_seqs(v: ServingView) -> int:
     if v.max_batch:
         return v.max_batch
+    if v.scenario == "fixed_batch" and v.stream_batch:
+        return min(MAX_NUM_SEQS_CAP, v.stream_batch)  # the spec's concurrent streams
     per_request = v.mean_prompt_tokens + v.mean_output_tokens
     fit = int(v.kv_capacity_tokens // per_request) if per_request > 0 else MAX_NUM_SEQS_CAP
     return max(1, min(MAX_NUM_SEQS_CAP, fit))
 
 
+def kv_bytes_per_token_per_gpu(v: ServingView) -> float:
+    """KV cache bytes one token takes on one GPU: the plan's figure split over TP when it has
+    one, else from the model (K and V per layer per KV head, or the MLA latent), KV heads
+    replicated when there are fewer than TP ranks."""
+    if v.kv_bytes_per_token:
+        return v.kv_bytes_per_token / v.tp
+    m, elem = v.model, KV_ELEMENT_BYTES[v.kv_precision]
+    if m.kv_lora_rank:  # multi-head latent attention: one compressed latent per layer, on every rank
+        return m.layers * (m.kv_lora_rank + (m.qk_rope_head_dim or 0)) * elem
+    return 2 * m.layers * math.ceil(m.kv_heads / v.tp) * m.head_dim * elem
+
+
+def activation_bytes_per_gpu(v: ServingView) -> float:
+    """One profiled forward pass: PROFILE_TOKENS tokens of hidden states and the MLP's
+    intermediate (split over TP), plus fp32 logits for every running sequence."""
+    m = v.model
+    hidden = PROFILE_TOKENS * (4 * m.hidden + 2 * m.ffn_hidden / v.tp) * ACT_BYTES
+    return hidden + max_num_seqs(v) * m.vocab * 4
+
+
+def gpu_memory_bytes(v: ServingView) -> float:
+    """What one GPU holds while serving the plan (weights, KV, activations, runtime)."""
+    if v.kv_bytes_per_token and v.kv_capacity_tokens:
+        kv_tokens = v.kv_capacity_tokens  # the planned KV capacity of a replica
+    else:
+        kv_tokens = max_num_seqs(v) * v.max_model_len  # every planned sequence at full length
+    kv = kv_tokens * kv_bytes_per_token_per_gpu(v)
+    return v.weights_bytes_per_gpu + kv + activation_bytes_per_gpu(v) + RUNTIME_BYTES
+
+
 def gpu_memory_utilization(v: ServingView) -> float:
-    kv_per_gpu = v.kv_capacity_tokens * v.kv_bytes_per_token / v.tp
-    frac = (v.weights_bytes_per_gpu + kv_per_gpu) / v.hw.hbm_bytes + WORKSPACE_FRACTION
-    return round(min(0.95, max(0.1, frac)), 2)
+    frac = gpu_memory_bytes(v) / v.hw.hbm_bytes + WORKSPACE_FRACTION
+    return round(min(UTILISATION_CEILING, max(UTILISATION_FLOOR, frac)), 2)
 
 
 def vllm_arg_list(v: ServingView) -> list[Arg]:

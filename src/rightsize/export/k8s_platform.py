@@ -1,0 +1,187 @@
+"""Where a Kubernetes workload runs and with what: the accelerator's own stack.
+
+Facts are data (`catalog/data/kubernetes.yaml`, each with its source): the device plugin's
+extended resource (`nvidia.com/gpu`, `amd.com/gpu`, `aws.amazon.com/neuron`,
+`habana.ai/gaudi`, `google.com/tpu`), the collective library (NCCL, RCCL, or none: a
+non-GPU part never gets NCCL settings), the images pinned by exact tag, the RDMA device
+resource and capability, and GKE's TPU node labels and single-host slice shapes.
+
+Node selection uses only labels nodes carry: the well-known
+`node.kubernetes.io/instance-type` set to the instance the plan priced (`sizing.cost`:
+`p5.48xlarge` on AWS, `a3-highgpu-8g` on GCP, `Standard_ND96isr_H100_v5` on Azure), the
+TPU accelerator and topology labels on GKE, or labels the caller gives. A catalog node id
+(`hgx-b200`) is never used as a label value. A stack this export does not write (Gaudi,
+Trainium or TPU training, Gaudi serving) is refused with the reason and what is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from rightsize.catalog.loader import read_data_file
+from rightsize.errors import BadInput
+from rightsize.export.names import label_value, qualified_name
+from rightsize.export.plan_view import HardwareView
+
+DATA_FILE = "kubernetes.yaml"
+TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+
+
+@dataclass(frozen=True)
+class Image:
+    image: str
+    engine: str  # vllm / vllm-neuron / vllm-tpu for serving; maxtext or "" for training
+    source: str
+    megatron_dir: str = ""  # where the image carries Megatron-LM (pretrain_gpt.py)
+    frameworks: tuple[str, ...] = ()  # training frameworks the image carries; empty: all
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One vendor's Kubernetes stack."""
+
+    vendor: str
+    resource: str  # the device plugin's extended resource
+    collectives: str  # nccl / rccl / none
+    serving: Image | None
+    training: Image | None
+    serving_refused: str
+    training_refused: str
+    neuron_cores_per_device: int
+
+
+@dataclass(frozen=True)
+class Rdma:
+    resource: str
+    per_pod: int
+    capability: str
+    source: str
+
+
+@cache
+def data() -> dict[str, Any]:
+    """The parsed data file (cached)."""
+    return read_data_file(DATA_FILE)
+
+
+def _image(d: dict[str, Any] | None) -> Image | None:
+    if not d:
+        return None
+    image = str(d["image"])
+    assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image  # an exact tag
+    return Image(
+        image=image,
+        engine=str(d.get("engine", "")),
+        source=str(d["source"]),
+        megatron_dir=str(d.get("megatron_dir", "")),
+        frameworks=tuple(str(f) for f in d.get("frameworks", ())),
+    )
+
+
+def stack(hw: HardwareView) -> Stack:
+    """The stack of the plan's accelerator vendor; BadInput for a vendor the data lacks."""
+    stacks = data()["stacks"]
+    d = stacks.get(hw.vendor)
+    if d is None:
+        raise BadInput(
+            f"The plan runs on {hw.accelerator} (vendor {hw.vendor}); the Kubernetes export knows no device "
+            "plugin, image or collective library for it.",
+            f"Kubernetes exports are written for {', '.join(sorted(stacks))} accelerators.",
+            "Plan for one of those accelerators.",
+        )
+    return Stack(
+        vendor=hw.vendor,
+        resource=qualified_name(str(d["resource"]), "resource name"),
+        collectives=str(d["collectives"]),
+        serving=_image(d.get("serving")),
+        training=_image(d.get("training")),
+        serving_refused=str(d.get("serving_refused", "")),
+        training_refused=str(d.get("training_refused", "")),
+        neuron_cores_per_device=int(d.get("neuron_cores_per_device", 0)),
+    )
+
+
+def _refuse(hw: HardwareView, what: str, st: Stack, why: str) -> BadInput:
+    return BadInput(
+        f"The plan's {what} runs on {hw.accelerator} ({st.resource}); the Kubernetes export does not write "
+        f"its {what} stack.",
+        why,
+        f"Plan for NVIDIA or AMD GPUs, or run the {what} with the vendor's own tooling.",
+    )
+
+
+def training_stack(hw: HardwareView) -> tuple[Stack, Image]:
+    st = stack(hw)
+    if st.training is None:
+        raise _refuse(hw, "training", st, st.training_refused or "no training image is pinned for it")
+    return st, st.training
+
+
+def serving_stack(hw: HardwareView) -> tuple[Stack, Image]:
+    st = stack(hw)
+    if st.serving is None:
+        raise _refuse(hw, "serving", st, st.serving_refused or "no serving image is pinned for it")
+    return st, st.serving
+
+
+def rdma() -> Rdma:
+    d = data()["rdma"]
+    return Rdma(
+        resource=qualified_name(str(d["resource"]), "resource name"),
+        per_pod=int(d["per_pod"]),
+        capability=str(d["capability"]),
+        source=str(d["source"]),
+    )
+
+
+def tpu_selector(hw: HardwareView, chips: int) -> dict[str, str]:
+    """GKE's TPU node labels for a single-host slice of `chips` chips; BadInput when the
+    chip has no such single-host shape (multi-host TPU slices are not exported)."""
+    tpu = data()["tpu"]
+    d = tpu.get(hw.accelerator)
+    shapes = {int(k): str(v) for k, v in (d or {}).get("single_host", {}).items()}
+    if chips not in shapes:
+        have = ", ".join(f"{n} chips ({t})" for n, t in sorted(shapes.items())) or "none known"
+        raise BadInput(
+            f"The plan uses {chips} {hw.accelerator} chips per replica; GKE single-host slices of "
+            f"{hw.accelerator} are: {have}.",
+            "A replica runs on one TPU host here (google.com/tpu counts that host's chips, and the "
+            "topology label must name a slice shape that exists).",
+            "Re-plan with a tensor-parallel degree that matches a single-host slice.",
+        )
+    return {TPU_ACCELERATOR_LABEL: str(d["accelerator"]), TPU_TOPOLOGY_LABEL: shapes[chips]}
+
+
+def instance_selector(priced: tuple[str, str] | None) -> dict[str, str]:
+    """`node.kubernetes.io/instance-type` = the instance the plan priced, when a cloud whose
+    node controller sets that label priced it; empty otherwise (an estimate names no
+    instance a node carries)."""
+    d = data()["instance_label"]
+    if priced is None or priced[0] not in d["providers"]:
+        return {}
+    return {str(d["key"]): label_value(priced[1], "instance type")}
+
+
+def node_selector(
+    hw: HardwareView, priced: tuple[str, str] | None, user_labels: dict[str, str] | None, tpu_chips: int = 0
+) -> dict[str, str]:
+    """The labels pods (and the Kueue ResourceFlavor) select nodes by: the caller's labels
+    when given, else the priced instance type; a TPU adds GKE's TPU labels."""
+    out = {
+        qualified_name(k, "node label key"): label_value(v, "node label value")
+        for k, v in (user_labels or {}).items()
+    }
+    if hw.vendor == "google":  # the slice's labels, not the priced host (its chip count may differ)
+        return out | tpu_selector(hw, tpu_chips)
+    return out or instance_selector(priced)
+
+
+def instruct_model(hf_id: str | None) -> str | None:
+    """The instruction-tuned release of a base checkpoint (data: `instruct_models`), or None."""
+    if not hf_id:
+        return None
+    found = data()["instruct_models"]["models"].get(hf_id)
+    return str(found) if found else None
