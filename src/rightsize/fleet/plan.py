@@ -21,8 +21,10 @@ import numpy as np
 
 from rightsize.errors import BadInput, RightsizeError
 from rightsize.fleet import timeline as tl
+from rightsize.fleet.dedicated import dedicated_solutions
 from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
 from rightsize.fleet.prices import PoolPrices, pool_prices
+from rightsize.fleet.progress import Progress
 from rightsize.fleet.solver import Limits, Solution, combine, solve
 from rightsize.fleet.workload_view import WorkloadView, view_of
 from rightsize.spec.fleet import FleetPolicy, month_text
@@ -55,6 +57,7 @@ class FleetPlan:
     assumptions: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     entries: list[dict[str, Any]] = field(default_factory=list)
+    solo_plans: dict[str, int] = field(default_factory=dict)
 
     @property
     def pooled_usd(self) -> float:
@@ -112,6 +115,37 @@ def _flags(view: WorkloadView, entry: FleetEntry) -> tuple[bool, bool]:
     job = not view.is_service
     w = entry.workload
     return (job if w.deferrable is None else w.deferrable), (job if w.preemptible is None else w.preemptible)
+
+
+class SoloCache:
+    """Solo plans by spec content: workloads that differ only in their fleet settings (schedule,
+    window, priority, name) share one plan of their spec."""
+
+    def __init__(self, plan_one: PlanOne) -> None:
+        self.plan_one = plan_one
+        self.results: dict[str, Any] = {}
+        self.hits = 0
+
+    def __call__(self, spec: Any) -> Any:
+        key = _spec_key(spec)
+        if key is None:
+            return self.plan_one(spec)
+        if key in self.results:
+            self.hits += 1
+            return self.results[key]
+        result = self.plan_one(spec)
+        self.results[key] = result
+        return result
+
+
+def _spec_key(spec: Any) -> str | None:
+    dump = getattr(spec, "model_dump_json", None)
+    if dump is None:
+        return None
+    try:
+        return f"{type(spec).__module__}.{type(spec).__qualname__}:{dump()}"
+    except (TypeError, ValueError):  # a spec that cannot be serialised is planned every time
+        return None
 
 
 def _plan_entry(entry: FleetEntry, policy: FleetPolicy, plan_one: PlanOne) -> tuple[WorkloadView, str | None]:
@@ -182,42 +216,63 @@ def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDem
 
 
 def _limits(policy: FleetPolicy, budget: bool = True) -> Limits:
-    return Limits(policy.utilisation_target, policy.budget_usd if budget else None, policy.power_limit_w)
+    o = policy.solver
+    return Limits(
+        policy.utilisation_target,
+        policy.budget_usd if budget else None,
+        policy.power_limit_w,
+        o.time_limit_s,
+        o.mip_gap,
+        o.random_seed,
+    )
 
 
 def solve_pool(
-    days: np.ndarray, pools: dict[str, PoolPrices], demands: list[WorkloadDemand], policy: FleetPolicy
+    days: np.ndarray,
+    pools: dict[str, PoolPrices],
+    demands: list[WorkloadDemand],
+    policy: FleetPolicy,
+    progress: Progress | None = None,
 ) -> tuple[Solution, dict[str, Solution]]:
     """The pooled solution and each workload's dedicated one (alone on its own capacity, no budget)."""
+    step = (lambda done, total: progress.step("dedicated solves", done, total)) if progress else None
+    dedicated = dedicated_solutions(
+        days, pools, demands, _limits(policy, budget=False), policy.solver.workers, step
+    )
+    if progress is not None:
+        progress.note(f"pooled solve of {len(demands)} workloads")
     pooled = solve(days, pools, demands, _limits(policy))
-    dedicated = {
-        d.name: solve(days, {d.pool: pools[d.pool]}, [d], _limits(policy, budget=False)) for d in demands
-    }
     summed = combine(list(dedicated.values()), days, pools, demands, _limits(policy))
     if (
         summed is not None
         and summed.cost_usd + summed.penalty_usd < pooled.cost_usd + pooled.penalty_usd - 1e-6
     ):
         summed.seconds = pooled.seconds
+        summed.stopped_at_time_limit = pooled.stopped_at_time_limit
+        summed.time_limit_s, summed.gap_limit = pooled.time_limit_s, pooled.gap_limit
+        summed.mip_gap = pooled.mip_gap
         pooled = summed
     return pooled, dedicated
 
 
-def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne) -> FleetPlan:
+def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne, progress: Progress | None = None) -> FleetPlan:
     policy = fleet.spec.policy
+    progress = progress if progress is not None else Progress()
     t0 = time.perf_counter()
     cal = Calendar(fleet.start_month, fleet.horizon_months)
     views, notes = [], []
-    for entry in fleet.entries:
-        view, note = _plan_entry(entry, policy, plan_one)
+    solo = SoloCache(plan_one)
+    for i, entry in enumerate(fleet.entries):
+        view, note = _plan_entry(entry, policy, solo)
         views.append(view)
         notes.append(note)
+        progress.step("workloads planned alone", i + 1, len(fleet.entries))
     t_plan = time.perf_counter() - t0
     demands = [_demand(v, e, cal) for v, e in zip(views, fleet.entries, strict=True)]
     pools = _pools(views, policy, fleet)
     days = cal.days
     t1 = time.perf_counter()
-    pooled, dedicated = solve_pool(days, pools, demands, policy)
+    pooled, dedicated = solve_pool(days, pools, demands, policy, progress)
     t_solve = time.perf_counter() - t1
     u = tl.usage(pooled, cal, pools, demands, policy.utilisation_target)
     line = tl.timeline(u, cal, demands, pools, pooled)
@@ -243,6 +298,11 @@ def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne) -> FleetPlan:
     ]
     _finish(plan, fleet, u)
     plan.seconds = {"planning_workloads_s": t_plan, "solver_s": t_solve, "total_s": time.perf_counter() - t0}
+    plan.solo_plans = {
+        "workloads": len(fleet.entries),
+        "distinct_specs_planned": len(solo.results),
+        "shared": solo.hits,
+    }
     return plan
 
 

@@ -11,7 +11,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def fleet_dict(plan: FleetPlan) -> dict[str, Any]:
-    sol = plan.solution
     return {
         "kind": "fleet_plan",
         "name": plan.name,
@@ -34,18 +33,57 @@ def fleet_dict(plan: FleetPlan) -> dict[str, Any]:
         "quotas": plan.quotas,
         "findings": [f.as_dict() for f in plan.findings],
         "assumptions": plan.assumptions,
-        "solver": {
-            "method": "mixed-integer linear program, HiGHS via scipy.optimize.milp",
-            "status": sol.status,
-            "variables": sol.variables,
-            "integer_variables": sol.integers,
-            "constraints": sol.rows,
-            "mip_gap": sol.mip_gap,
-            "seconds": sol.seconds,
-            "grid": f"{plan.horizon_months} months x {HOURS} hours of a representative day",
-        },
+        "solver": solver_dict(plan),
         "seconds": plan.seconds,
+        "solo_plans": plan.solo_plans,
     }
+
+
+def solver_dict(plan: FleetPlan) -> dict[str, Any]:
+    """How the programs were solved: status, gap reached and allowed, limits; never a silent limit."""
+    sol = plan.solution
+    ded = list(plan.dedicated.values())
+    gaps = [s.mip_gap for s in ded if s.mip_gap is not None]
+    stopped = [n for n, s in plan.dedicated.items() if s.stopped_at_time_limit]
+    o = plan.policy.solver
+    return {
+        "method": "mixed-integer linear program, HiGHS via scipy.optimize.milp",
+        "status": sol.status,
+        "optimal_within_gap": not sol.stopped_at_time_limit,
+        "stopped_at_time_limit": sol.stopped_at_time_limit,
+        "variables": sol.variables,
+        "integer_variables": sol.integers,
+        "constraints": sol.rows,
+        "mip_gap": sol.mip_gap,
+        "mip_gap_limit": o.mip_gap,
+        "time_limit_s": o.time_limit_s,
+        "random_seed": o.random_seed,
+        "threads_per_solve": 1,
+        "seconds": sol.seconds,
+        "grid": f"{plan.horizon_months} months x {HOURS} hours of a representative day",
+        "dedicated": {
+            "solves": len(ded),
+            "worst_mip_gap": max(gaps) if gaps else None,
+            "stopped_at_time_limit": stopped,
+        },
+    }
+
+
+def solver_headline(s: dict[str, Any]) -> str:
+    """One line for the headline: optimal within the gap, or stopped at the time limit with its gap."""
+    gap = s.get("mip_gap")
+    gap_text = "gap unknown" if gap is None else f"gap {gap:.2%}"
+    if s["stopped_at_time_limit"]:
+        text = (
+            f"STOPPED at the {s['time_limit_s']:,.0f} s time limit, {gap_text} (asked {s['mip_gap_limit']:.2%}); "
+            "raise policy.solver.time_limit_s for a closer plan"
+        )
+    else:
+        text = f"within its gap ({gap_text}, limit {s['mip_gap_limit']:.2%}) in {s['seconds']:.2f} s"
+    late = s["dedicated"]["stopped_at_time_limit"]
+    if late:
+        text += f"; {len(late)} dedicated solve(s) stopped at the time limit"
+    return text
 
 
 def _overall(plan: FleetPlan) -> float | None:

@@ -22,7 +22,12 @@ hours it saves (the demand duration curve's break-even), and moves deferrable wo
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +38,7 @@ from rightsize.fleet.demand import HOURS, WorkloadDemand
 from rightsize.fleet.prices import COMMITTED, PoolPrices
 
 MISS_PENALTY_FACTOR = 20.0  # a missed GPU-hour costs this many times the dearest price in the fleet
-TIME_LIMIT_S = 20.0
+TIME_LIMIT_S = 120.0  # defaults of policy.solver (spec.fleet.SolverOptions)
 MIP_REL_GAP = 1e-3  # 0.1% of the cost: far inside the price table's own uncertainty
 TIE_BREAK_USD_PER_GPU_HOUR = 1e-4
 BUY_EVERY_MONTHS = 3  # commitments start at quarter boundaries (procurement runs quarterly)
@@ -44,6 +49,9 @@ class Limits:
     utilisation_target: float = 1.0
     budget_usd: float | None = None
     power_limit_w: float | None = None
+    time_limit_s: float = TIME_LIMIT_S
+    mip_gap: float = MIP_REL_GAP
+    random_seed: int = 0
 
 
 @dataclass
@@ -58,6 +66,9 @@ class Solution:
     rows: int
     mip_gap: float | None = None
     spot_prices: dict[str, float] = field(default_factory=dict)  # xs block -> USD per GPU-hour of work
+    stopped_at_time_limit: bool = False  # HiGHS stopped at limits.time_limit_s, not at the gap
+    time_limit_s: float | None = None
+    gap_limit: float | None = None
 
     def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         return self.values.get(name, np.zeros(shape))
@@ -226,6 +237,39 @@ def _cover_rows(
                 md.row(np.concatenate(c), np.concatenate(v), float(fixed[acc][m, h]))
 
 
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """Send whatever the native solver writes to file descriptor 1 to stderr for the duration:
+    stdout carries the plan (`--format json`) and nothing else."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):  # no real stdout (an embedding host): nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _highs_options(limits: Limits) -> dict[str, Any]:
+    """Bounded, deterministic and silent: one thread, a fixed seed, no log."""
+    return {
+        "time_limit": float(limits.time_limit_s),
+        "mip_rel_gap": float(limits.mip_gap),
+        "disp": False,
+        "threads": 1,
+        "random_seed": int(limits.random_seed),
+        "output_flag": False,
+        "log_to_console": False,
+    }
+
+
 def solve(
     days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDemand], limits: Limits
 ) -> Solution:
@@ -237,25 +281,32 @@ def solve(
     a, lo, hi = md.matrix()
     cost, pen = np.concatenate(md.cost), np.concatenate(md.penalty)
     integ = np.concatenate(md.integer)
-    res = milp(
-        cost + pen + np.concatenate(md.tie),
-        integrality=integ,
-        bounds=Bounds(np.concatenate(md.lb), np.concatenate(md.ub)),
-        constraints=[LinearConstraint(a, lo, hi)],
-        options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": MIP_REL_GAP, "disp": False},
-    )
+    with warnings.catch_warnings(), quiet_stdout():
+        warnings.simplefilter("ignore", RuntimeWarning)  # scipy: options passed to HiGHS verbatim
+        res = milp(
+            cost + pen + np.concatenate(md.tie),
+            integrality=integ,
+            bounds=Bounds(np.concatenate(md.lb), np.concatenate(md.ub)),
+            constraints=[LinearConstraint(a, lo, hi)],
+            options=_highs_options(limits),
+        )
     seconds = time.perf_counter() - t0
+    stopped = int(res.status) == 1  # scipy: "iteration or time limit reached"
     if res.x is None:
         raise Infeasible(
             "No capacity plan serves the fleet's fixed load within the policy.",
-            f"The solver (HiGHS) reports: {res.message}",
-            "Allow on_demand capacity, raise policy.budget_usd or policy.power_limit_w, or shorten the "
+            f"The solver (HiGHS) reports: {res.message}"
+            + (f" (after {seconds:,.0f} s, at policy.solver.time_limit_s)" if stopped else ""),
+            "Raise policy.solver.time_limit_s, or allow on_demand capacity, raise policy.budget_usd or "
+            "policy.power_limit_w, or shorten the services' windows."
+            if stopped
+            else "Allow on_demand capacity, raise policy.budget_usd or policy.power_limit_w, or shorten the "
             "services' windows.",
         )
     xv = np.where(integ > 0, np.round(res.x), res.x)
     values = {name: xv[idx] for name, idx in md.blocks.items()}
     gap = getattr(res, "mip_gap", None)
-    return Solution(
+    sol = Solution(
         values,
         float(cost @ xv),
         float(pen @ xv),
@@ -264,9 +315,13 @@ def solve(
         md.n,
         int(integ.sum()),
         len(md.rows),
-        float(gap) if gap is not None else None,
+        float(gap) if gap is not None and np.isfinite(gap) else None,
         _spot_prices(md, pools, work),
     )
+    sol.stopped_at_time_limit = stopped
+    sol.time_limit_s = float(limits.time_limit_s)
+    sol.gap_limit = float(limits.mip_gap)
+    return sol
 
 
 def combine(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.fleet.report_data import solver_headline
 from rightsize.report import svg, units
 from rightsize.report.document import Chart, Document, Section, Table
 from rightsize.report.sections import findings_section
@@ -47,7 +48,8 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
     doc.decision = (
         f"commit up to {most_committed:,.0f} GPUs ({_kinds(d['purchases'])}), burst up to "
         f"{max(m['burst_gpus'] for m in line):,.0f} GPUs to the cloud; pooled {units.usd(c['pooled_usd'])} against "
-        f"{units.usd(c['dedicated_usd'])} with each workload on its own ({_saving_text(c)})"
+        f"{units.usd(c['dedicated_usd'])} with each workload on its own ({_saving_text(c)}); "
+        f"solver {solver_headline(d['solver'])}"
     )
     met = sum(1 for x in d["deadlines"] if x["met"])
     doc.key_numbers = [
@@ -57,7 +59,7 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
         ("peak demand", f"{peak['demand_gpus']:,.0f} GPUs in {peak['month']}"),
         ("committed pool busy", _pct(d["utilisation"]["overall_fraction"])),
         ("deadlines met", f"{met} of {len(d['deadlines'])}"),
-        ("solver", f"{d['solver']['seconds']:.2f} s, HiGHS MILP, {d['solver']['variables']:,} variables"),
+        ("solver", f"HiGHS MILP, {d['solver']['variables']:,} variables, " + solver_headline(d["solver"])),
     ]
     doc.sections = [
         _workloads(d),
@@ -78,7 +80,8 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
     s = d["solver"]
     a.text.append(
         f"{s['method']}: {s['variables']:,} variables ({s['integer_variables']} integer), {s['constraints']:,} "
-        f"constraints on {s['grid']}; {s['status']}; {s['seconds']:.2f} s."
+        f"constraints on {s['grid']}; {s['status']}; {solver_headline(s)}; one thread, random seed "
+        f"{s['random_seed']}."
     )
     doc.sections.append(a)
     return doc

@@ -211,6 +211,40 @@ class FleetWorkload(BaseModel):
         return refuse_bare_durations(data, ("turnaround",), seconds_key=False)
 
 
+class SolverOptions(BaseModel):
+    """How long and how closely the fleet's program is solved; same options, same plan."""
+
+    model_config = _CFG
+
+    time_limit_s: float = Field(
+        default=120.0,
+        ge=1,
+        le=86_400,
+        description=(
+            "Most seconds HiGHS may spend on one program (the pooled one, each dedicated one). A solve "
+            "stopped by it says so in the plan's headline, with the gap it reached."
+        ),
+    )
+    mip_gap: float = Field(
+        default=1e-3,
+        ge=0,
+        le=0.2,
+        description="Relative gap at which a solve stops as good enough (0.001: within 0.1% of the best).",
+    )
+    random_seed: int = Field(
+        default=0,
+        ge=0,
+        le=2_147_483_647,
+        description="HiGHS's random seed (a fixed seed: the same plan twice).",
+    )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Processes for the independent dedicated solves; null: the machine's CPU count.",
+    )
+
+
 class FleetPolicy(BaseModel):
     """How the pool may be built and paid for."""
 
@@ -246,6 +280,9 @@ class FleetPolicy(BaseModel):
         default=None,
         validation_alias=AliasChoices("power_limit_w", "power_limit"),
         description="Most facility power the owned racks may draw, e.g. '1.5 MW'; null: no limit.",
+    )
+    solver: SolverOptions = Field(
+        default_factory=SolverOptions, description="Time limit, gap, seed and workers of the solves."
     )
 
     @field_validator("power_limit_w")
