@@ -53,8 +53,9 @@ def test_200_workloads_give_valid_json_on_stdout(tmp_path: Path) -> None:
     s = data["solver"]
     assert s["dedicated"]["solves"] == 200
     assert s["time_limit_s"] == 120 and s["mip_gap_limit"] == 0.001
-    assert s["optimal_within_gap"] is not s["stopped_at_time_limit"]
-    assert s["mip_gap"] is None or s["mip_gap"] <= s["mip_gap_limit"] + 1e-12 or s["stopped_at_time_limit"]
+    if s["optimal_within_gap"]:
+        assert not s["stopped_at_time_limit"] and s["mip_gap"] <= s["mip_gap_limit"] + 1e-12
+    assert s["mip_gap"] is not None  # the gap is always stated
     assert data["solo_plans"]["distinct_specs_planned"] == 4  # 200 workloads, 4 specs: planned once each
     assert "rightsize fleet: dedicated solves" in proc.stderr  # progress, on stderr only
 

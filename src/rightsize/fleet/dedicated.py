@@ -26,9 +26,29 @@ PARALLEL_FROM = 6  # fewer distinct programs than this run in this process (a wo
 Progress = Callable[[int, int], None]
 
 
-def _key(d: WorkloadDemand) -> str:
-    """The demand's content without its name: equal keys, equal programs."""
+def cap_shares(demands: list[WorkloadDemand]) -> dict[str, float]:
+    """Each workload's share of its pool's burst caps when it is alone: its own peak over the pool's
+    sum of peaks. The dedicated plans share one provider too, so together they stay within its caps
+    (and their sum remains a solution of the pooled program)."""
+    weight = {
+        d.name: float(max(d.solo_gpus, d.gang_gpus, float(d.fixed.max(initial=0.0)), 1.0)) for d in demands
+    }
+    total: dict[str, float] = {}
+    for d in demands:
+        total[d.pool] = total.get(d.pool, 0.0) + weight[d.name]
+    return {d.name: weight[d.name] / total[d.pool] for d in demands}
+
+
+def _alone(pools: dict[str, PoolPrices], d: WorkloadDemand, share: float) -> dict[str, PoolPrices]:
+    pr = pools[d.pool]
+    caps = {k: v * share for k, v in pr.burst_caps_gpus.items()}
+    return {d.pool: dataclasses.replace(pr, burst_caps_gpus=caps)}
+
+
+def _key(d: WorkloadDemand, share: float) -> str:
+    """The demand's content without its name, and its share of the caps: equal keys, equal programs."""
     h = hashlib.sha256()
+    h.update(f"share:{share!r};".encode())
     fields = dataclasses.asdict(d)
     fields.pop("name")
     for k in sorted(fields):
@@ -73,14 +93,15 @@ def dedicated_solutions(
     progress: Progress | None = None,
 ) -> dict[str, Solution]:
     """Each workload's solution alone, keyed by name in the fleet's order."""
+    shares = cap_shares(demands)
     first: dict[str, WorkloadDemand] = {}
     keys = []
     for d in demands:
-        k = _key(d)
+        k = _key(d, shares[d.name])
         keys.append(k)
         first.setdefault(k, d)
     unique = list(first.items())
-    tasks = [(days, {d.pool: pools[d.pool]}, d, limits) for _, d in unique]
+    tasks = [(days, _alone(pools, d, shares[d.name]), d, limits) for _, d in unique]
     n = workers_for(len(tasks), workers)
     solved: list[Solution] = []
     if n > 1 and len(tasks) >= PARALLEL_FROM:

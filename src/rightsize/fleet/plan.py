@@ -12,6 +12,7 @@ solver's (within its gap) costs more.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,8 +22,10 @@ import numpy as np
 
 from rightsize.errors import BadInput, RightsizeError
 from rightsize.fleet import timeline as tl
+from rightsize.fleet.caps import ON_DEMAND_GPUS, SPOT_GPUS, burst_caps
 from rightsize.fleet.dedicated import dedicated_solutions
 from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
+from rightsize.fleet.gangs import Holdings, holdings
 from rightsize.fleet.prices import PoolPrices, pool_prices
 from rightsize.fleet.progress import Progress
 from rightsize.fleet.solver import Limits, Solution, combine, solve
@@ -58,6 +61,7 @@ class FleetPlan:
     seconds: dict[str, float] = field(default_factory=dict)
     entries: list[dict[str, Any]] = field(default_factory=list)
     solo_plans: dict[str, int] = field(default_factory=dict)
+    holdings: Holdings | None = None
 
     @property
     def pooled_usd(self) -> float:
@@ -275,7 +279,8 @@ def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne, progress: Progress | Non
     pooled, dedicated = solve_pool(days, pools, demands, policy, progress)
     t_solve = time.perf_counter() - t1
     u = tl.usage(pooled, cal, pools, demands, policy.utilisation_target)
-    line = tl.timeline(u, cal, demands, pools, pooled)
+    held = holdings(pooled, cal, pools, demands, u.usable)
+    line = tl.timeline(u, cal, demands, pools, pooled, held)
     peak = int(np.argmax([m["demand_gpus"] for m in line]))
     plan = FleetPlan(
         fleet.name,
@@ -288,11 +293,12 @@ def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne, progress: Progress | Non
         pooled,
         dedicated,
         line,
-        tl.hourly_profile(u, cal, peak),
+        tl.hourly_profile(u, cal, peak, held),
         tl.utilisation_by_hour(u, cal),
         tl.purchases(pooled, cal, pools),
         tl.deadlines(pooled, cal, demands, u),
     )
+    plan.holdings = held
     plan.entries = [
         _entry_dict(e, v, d, n) for e, v, d, n in zip(fleet.entries, views, demands, notes, strict=True)
     ]
@@ -322,6 +328,8 @@ def _pools(views: list[WorkloadView], policy: FleetPolicy, fleet: ResolvedFleet)
     for v in views:
         if v.accelerator not in pools and v.demand is not None:
             pools[v.accelerator] = pool_prices(v.demand, list(policy.capacity), fleet.spec.infrastructure)
+    caps = burst_caps(policy.burst_caps)
+    pools = {acc: dataclasses.replace(pr, burst_caps_gpus=dict(caps)) for acc, pr in pools.items()}
     for acc, pr in pools.items():
         if not set(pr.usd_per_gpu_hour) - {"spot"}:
             why = "; ".join(f"{k}: {w}" for k, w in pr.unavailable.items()) or "only spot is allowed"
@@ -363,9 +371,15 @@ def _assumptions(plan: FleetPlan) -> list[str]:
         f"The committed pool is planned busy at most {p.utilisation_target:.0%} of its GPUs "
         "(policy.utilisation_target); commitments are bought in whole nodes.",
         "Commitments running past the horizon are charged only for their months inside it.",
-        "Spot work takes more GPU-hours by each workload's spot slowdown (preemptions and restarts); the "
-        "timeline counts those GPU-hours as GPUs of the hour (a run 1.1x slower on spot shows 1.1x its gang).",
-        "A one-off run keeps its whole gang through the day when it runs (it may move between days "
-        "and months in its window); recurring and batch jobs may use any hours of their window.",
+        "Spot work takes more GPU-hours by each workload's spot slowdown (its preemption cost: lost work "
+        "and restarts), and spot is used only within the spot cap.",
+        "Whole gangs: a job holds whole copies of its gang (whole nodes when it spans nodes) in every hour "
+        "it runs, each copy on one kind of capacity (the committed pool, on-demand or spot), and a service "
+        "whole replicas; the timeline and the holdings report whole GPUs. A one-off run holds its gang "
+        "through the day on the days it runs; one that may be preempted is split into checkpointed "
+        "segments across months, one that may not runs as one block of consecutive months.",
+        "Burst is capped per pool by what a provider plausibly has (policy.burst_caps, or the bundled "
+        f"{ON_DEMAND_GPUS} on-demand and {SPOT_GPUS} spot GPUs). Alone, each workload gets a share of "
+        "the caps in proportion to its own peak, so the dedicated plans together fit the same provider.",
         f"Cloud quotas carry a {p.safety_margin:.0%} margin over the planned burst peak (policy.safety_margin).",
     ]

@@ -35,6 +35,7 @@ class PoolPrices:
     onprem_facility_w_per_node: float = 0.0
     onprem_capex_usd_per_node: float = 0.0
     unavailable: dict[str, str] = field(default_factory=dict)  # kind -> why it has no price
+    burst_caps_gpus: dict[str, float] = field(default_factory=dict)  # on_demand/spot -> most GPUs at once
 
     def as_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)

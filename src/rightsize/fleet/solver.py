@@ -22,12 +22,8 @@ hours it saves (the demand duration curve's break-even), and moves deferrable wo
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
+import math
 import time
-import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +31,9 @@ import numpy as np
 
 from rightsize.errors import Infeasible
 from rightsize.fleet.demand import HOURS, WorkloadDemand
+from rightsize.fleet.highs import GANG_BLOCKS, Program, two_phase
 from rightsize.fleet.prices import COMMITTED, PoolPrices
+from rightsize.fleet.rounding import round_gangs, whole_fixed
 
 MISS_PENALTY_FACTOR = 20.0  # a missed GPU-hour costs this many times the dearest price in the fleet
 TIME_LIMIT_S = 120.0  # defaults of policy.solver (spec.fleet.SolverOptions)
@@ -165,12 +163,47 @@ def build(
         if "on_demand" in pr.usd_per_gpu_hour:
             md.add(f"od:{acc}", (months, HOURS), pr.usd_per_gpu_hour["on_demand"] * days[:, None])
     _jobs(md, days, pools, work, fixed, MISS_PENALTY_FACTOR * dearest)
-    _cover_rows(md, months, work, commits, fixed)
+    _cover_rows(md, months, work, commits, fixed, pools)
     if limits.budget_usd is not None:
         c = np.concatenate(md.cost)
         nz = np.flatnonzero(c)
         md.row(nz, c[nz], -np.inf, limits.budget_usd)
     return md
+
+
+def _flat_block(md: _Model, name: str, months: int, cost: np.ndarray, ub: np.ndarray) -> np.ndarray:
+    """Placed work that holds the same GPUs every hour of a day: one variable per month (time
+    aggregated where nothing changes), seen by the rows as the same variable at every hour."""
+    raw = md.add(f"{name}~month", (months,), cost.sum(axis=1), ub.max(axis=1))
+    md.blocks.pop(f"{name}~month")
+    idx = np.repeat(raw[:, None], HOURS, axis=1)
+    md.blocks[name] = idx
+    return idx
+
+
+def _work_block(
+    md: _Model, name: str, w: WorkloadDemand, cost: np.ndarray, ub: np.ndarray, role: str
+) -> np.ndarray:
+    if w.flat_in_day:
+        return _flat_block(md, name, len(cost), cost, ub)
+    return md.add(name, (len(cost), HOURS), cost, ub, role=role)
+
+
+def _contiguous(md: _Model, w: WorkloadDemand, x: np.ndarray, cr: np.ndarray, co: np.ndarray) -> None:
+    """A one-off run that cannot be checkpointed and resumed runs as one block: the months it holds
+    its gang are consecutive (at most one start), and a month between two such months is run in full
+    (it has no spot: a preemption would lose the run)."""
+    months = list(w.periods[0][0])
+    start = md.add(f"start:{w.name}", (len(months),), 0.0, 1.0, integer=True)
+    g = float(w.gang_gpus)
+    for i, m in enumerate(months):
+        prev = [cr[months[i - 1]], co[months[i - 1]]] if i > 0 else []
+        # start >= held[m] - held[m-1]
+        md.row([start[i], cr[m], co[m], *prev], [1.0, -1.0, -1.0, *([1.0] * len(prev))], 0.0)
+        if 0 < i < len(months) - 1:  # x[m] >= gang (held[m-1] + held[m+1] - 1)
+            a, b = months[i - 1], months[i + 1]
+            md.row([x[m, 0], cr[a], co[a], cr[b], co[b]], [1.0, -g, -g, -g, -g], -g)
+    md.row(start, np.ones(len(months)), -np.inf, 1.0)
 
 
 def _jobs(
@@ -190,24 +223,47 @@ def _jobs(
         # Among schedules of equal cost, the earliest: a tie-break far below any price, kept out of
         # the reported cost (it rides with the penalties).
         early = TIE_BREAK_USD_PER_GPU_HOUR * (np.arange(months)[:, None] + np.arange(HOURS)[None, :] / HOURS)
-        x = md.add(f"x:{w.name}", (months, HOURS), early * days[:, None] / months, ub, role="tie")
+        x = _work_block(md, f"x:{w.name}", w, early * days[:, None] / months, ub, "tie")
+        if w.flat_in_day:  # its cost rides as a tie-break: move it to the tie role
+            md.tie[-1], md.cost[-1] = md.cost[-1], md.tie[-1]
         blocks = [x]
         spot = pools[w.pool].usd_per_gpu_hour.get("spot")
+        xs = None
         if spot is not None and w.spot_factor is not None:
-            xs = md.add(f"xs:{w.name}", (months, HOURS), spot * w.spot_factor * days[:, None], ub)
+            xs = _work_block(
+                md, f"xs:{w.name}", w, spot * w.spot_factor * np.repeat(days[:, None], HOURS, 1), ub, "cost"
+            )
             blocks.append(xs)
-            for m, h in zip(*np.nonzero(w.allowed), strict=True):
-                md.row([x[m, h], xs[m, h]], [1.0, 1.0], -np.inf, w.max_gpus)
+        _gang_rows(md, w, x, xs)
         miss = md.add(f"miss:{w.name}", (len(w.periods),), penalty, role="penalty")
         for q, (ms, gpu_hours) in enumerate(w.periods):
             cols = [b[ms, :].ravel() for b in blocks] + [np.array([miss[q]])]
             vals = [np.repeat(days[ms], HOURS) for _ in blocks] + [np.ones(1)]
             md.row(np.concatenate(cols), np.concatenate(vals), gpu_hours)
-        if w.flat_in_day:
-            for b in blocks:
-                for m in np.flatnonzero(w.allowed.any(axis=1)):
-                    for h in range(1, HOURS):
-                        md.row([b[m, h], b[m, 0]], [1.0, -1.0], 0.0, 0.0)
+
+
+def _gang_rows(md: _Model, w: WorkloadDemand, x: np.ndarray, xs: np.ndarray | None) -> None:
+    """Whole gangs: in each month the job holds whole copies of its gang, each on one kind of
+    capacity: cr on the committed pool, co on demand, cs on spot (integers); its work in any hour
+    fits in what it holds (spot work takes the spot slowdown more GPUs). One row a month for work
+    flat in the day, one an hour otherwise."""
+    months = x.shape[0]
+    active = w.allowed.any(axis=1)
+    most = np.where(active, math.ceil(w.max_gpus / w.gang_gpus - 1e-9), 0.0)
+    cr = md.add(f"cr:{w.name}", (months,), 0.0, most, integer=True)
+    co = md.add(f"co:{w.name}", (months,), 0.0, most, integer=True)
+    cs = md.add(f"cs:{w.name}", (months,), 0.0, most, integer=True) if xs is not None else None
+    if not w.preemptible and w.flat_in_day and len(w.periods) == 1 and len(w.periods[0][0]) > 1:
+        _contiguous(md, w, x, cr, co)
+    g = -float(w.gang_gpus)
+    for m in np.flatnonzero(active):
+        hours = [0] if w.flat_in_day else [int(h) for h in np.flatnonzero(w.allowed[m])]
+        for h in hours:
+            md.row([x[m, h], cr[m], co[m]], [1.0, g, g], -np.inf, 0.0)
+            if xs is not None and cs is not None:
+                md.row([xs[m, h], cs[m]], [w.spot_factor or 1.0, g], -np.inf, 0.0)
+        held = [cr[m], co[m]] + ([cs[m]] if cs is not None else [])
+        md.row(held, np.ones(len(held)), -np.inf, float(most[m]))
 
 
 def _cover_rows(
@@ -216,18 +272,15 @@ def _cover_rows(
     work: list[WorkloadDemand],
     commits: dict[str, list[tuple[np.ndarray, np.ndarray, float]]],
     fixed: dict[str, np.ndarray],
+    pools: dict[str, PoolPrices],
 ) -> None:
-    """committed x utilisation + on-demand - placed jobs >= fixed load, in every slot of every pool."""
+    """committed x utilisation + on-demand - placed jobs >= fixed load, in every slot of every pool;
+    then the whole gangs (`_held_rows`)."""
     for acc, kinds in commits.items():
         od = md.blocks.get(f"od:{acc}")
         jobs = [md.blocks[f"x:{w.name}"] for w in work if w.pool == acc and w.placed]
         for m in range(months):
-            base_c: list[np.ndarray] = []
-            base_v: list[np.ndarray] = []
-            for idx, act, weight in kinds:
-                served = np.flatnonzero(act[:, m])
-                base_c.append(idx[served])
-                base_v.append(np.full(len(served), weight))
+            base_c, base_v = _committed(kinds, m)
             for h in range(HOURS):
                 c = [*base_c, *(np.array([j[m, h]]) for j in jobs)]
                 v = [*base_v, *(np.array([-1.0]) for _ in jobs)]
@@ -235,90 +288,149 @@ def _cover_rows(
                     c.append(np.array([od[m, h]]))
                     v.append(np.ones(1))
                 md.row(np.concatenate(c), np.concatenate(v), float(fixed[acc][m, h]))
+        _held_rows(md, months, [w for w in work if w.pool == acc], kinds, pools[acc])
 
 
-@contextlib.contextmanager
-def quiet_stdout() -> Iterator[None]:
-    """Send whatever the native solver writes to file descriptor 1 to stderr for the duration:
-    stdout carries the plan (`--format json`) and nothing else."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError):  # no real stdout (an embedding host): nothing to protect
-        yield
-        return
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+def _committed(
+    kinds: list[tuple[np.ndarray, np.ndarray, float]], m: int
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    cols, vals = [], []
+    for idx, act, weight in kinds:
+        served = np.flatnonzero(act[:, m])
+        cols.append(idx[served])
+        vals.append(np.full(len(served), weight))
+    return cols, vals
 
 
-def _highs_options(limits: Limits) -> dict[str, Any]:
-    """Bounded, deterministic and silent: one thread, a fixed seed, no log."""
-    return {
-        "time_limit": float(limits.time_limit_s),
-        "mip_rel_gap": float(limits.mip_gap),
-        "disp": False,
-        "threads": 1,
-        "random_seed": int(limits.random_seed),
-        "output_flag": False,
-        "log_to_console": False,
-    }
+def _held_rows(
+    md: _Model,
+    months: int,
+    mine: list[WorkloadDemand],
+    kinds: list[tuple[np.ndarray, np.ndarray, float]],
+    pr: PoolPrices,
+) -> None:
+    """Whole units on one kind each, at every hour: the gangs held on the committed pool plus the
+    fixed load put there (sr) fit in the committed GPUs x utilisation; the gangs held on demand plus
+    the rest of the fixed load fit in the on-demand cap; the spot gangs in the spot cap. Fixed load
+    counts whole units (a replica, a gang)."""
+    od_cap = pr.burst_caps_gpus.get("on_demand", np.inf)
+    spot_cap = pr.burst_caps_gpus.get("spot", np.inf)
+    whole = sum((whole_fixed(w) for w in mine), np.zeros((months, HOURS)))
+    room = od_cap - whole if np.isfinite(od_cap) else None
+    placed = [w for w in mine if w.placed]
+    sr = md.add(f"sr:{pr.accelerator}", (months, HOURS), 0.0, whole)
+    for m in range(months):
+        base_c, base_v = _committed(kinds, m)
+        for h in range(HOURS):
+            held = [w for w in placed if w.allowed[m, h]]
+            gangs = np.array([float(w.gang_gpus) for w in held])
+            cr = np.array([md.blocks[f"cr:{w.name}"][m] for w in held], dtype=int)
+            co = np.array([md.blocks[f"co:{w.name}"][m] for w in held], dtype=int)
+            md.row(
+                np.concatenate([*base_c, cr, [sr[m, h]]]),
+                np.concatenate([*(-v for v in base_v), gangs, [1.0]]),
+                -np.inf,
+                0.0,
+            )
+            if room is not None:
+                md.row(
+                    np.concatenate([co, [sr[m, h]]]),
+                    np.concatenate([gangs, [-1.0]]),
+                    -np.inf,
+                    float(room[m, h]),
+                )
+        spots = [
+            (md.blocks[f"cs:{w.name}"][m], float(w.gang_gpus)) for w in placed if f"cs:{w.name}" in md.blocks
+        ]
+        if np.isfinite(spot_cap) and spots:
+            md.row([c for c, _ in spots], [g for _, g in spots], -np.inf, spot_cap)
+    od = md.blocks.get(f"od:{pr.accelerator}")
+    if od is not None and np.isfinite(od_cap):
+        md.ub[_block_of(md, od)] = np.minimum(md.ub[_block_of(md, od)], od_cap)
+
+
+def _block_of(md: _Model, idx: np.ndarray) -> int:
+    """The position in md's lists of the block whose first variable is idx's first."""
+    first = int(np.asarray(idx).ravel()[0])
+    start = 0
+    for i, ub in enumerate(md.ub):
+        if start == first:
+            return i
+        start += len(ub)
+    raise KeyError(first)
+
+
+def _gang_groups(md: _Model) -> np.ndarray:
+    """Each gang count's job-month (cr, co and cs of one job and month share it); -1 elsewhere."""
+    group = np.full(md.n, -1)
+    base: dict[tuple[str, str], int] = {}
+    for name, idx in md.blocks.items():
+        kind, _, who = name.partition(":")
+        if kind not in GANG_BLOCKS:
+            continue
+        cols = np.asarray(idx).ravel()
+        key = (who, "start" if kind == "start" else "held")
+        if key not in base:
+            base[key] = int(group.max()) + 1
+        group[cols] = base[key] + np.arange(len(cols))
+    return group
 
 
 def solve(
     days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDemand], limits: Limits
 ) -> Solution:
-    """Build and solve the program; Infeasible when even unlimited misses cannot make it fit."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
+    """Build and solve the program (`fleet.highs.two_phase`); Infeasible when even unlimited misses
+    cannot make it fit."""
     t0 = time.perf_counter()
     md = build(days, pools, work, limits)
     a, lo, hi = md.matrix()
     cost, pen = np.concatenate(md.cost), np.concatenate(md.penalty)
     integ = np.concatenate(md.integer)
-    with warnings.catch_warnings(), quiet_stdout():
-        warnings.simplefilter("ignore", RuntimeWarning)  # scipy: options passed to HiGHS verbatim
-        res = milp(
-            cost + pen + np.concatenate(md.tie),
-            integrality=integ,
-            bounds=Bounds(np.concatenate(md.lb), np.concatenate(md.ub)),
-            constraints=[LinearConstraint(a, lo, hi)],
-            options=_highs_options(limits),
-        )
+    program = Program(
+        cost + pen + np.concatenate(md.tie),
+        pen,
+        integ,
+        _gang_groups(md),
+        np.concatenate(md.lb),
+        np.concatenate(md.ub),
+        a,
+        lo,
+        hi,
+    )
+    out = two_phase(
+        program,
+        limits.time_limit_s,
+        limits.mip_gap,
+        limits.random_seed,
+        lambda x: round_gangs(md, x, work, pools),
+    )
     seconds = time.perf_counter() - t0
-    stopped = int(res.status) == 1  # scipy: "iteration or time limit reached"
-    if res.x is None:
+    if out.x is None:
         raise Infeasible(
             "No capacity plan serves the fleet's fixed load within the policy.",
-            f"The solver (HiGHS) reports: {res.message}"
-            + (f" (after {seconds:,.0f} s, at policy.solver.time_limit_s)" if stopped else ""),
+            f"The solver (HiGHS) reports: {out.message}"
+            + (f" (after {seconds:,.0f} s, at policy.solver.time_limit_s)" if out.stopped else ""),
             "Raise policy.solver.time_limit_s, or allow on_demand capacity, raise policy.budget_usd or "
             "policy.power_limit_w, or shorten the services' windows."
-            if stopped
-            else "Allow on_demand capacity, raise policy.budget_usd or policy.power_limit_w, or shorten the "
-            "services' windows.",
+            if out.stopped
+            else "Allow on_demand or a committed kind, raise policy.burst_caps (a provider's quota), "
+            "policy.budget_usd or policy.power_limit_w, or shorten the services' windows.",
         )
-    xv = np.where(integ > 0, np.round(res.x), res.x)
+    xv = np.where(integ > 0, np.round(out.x), out.x)
     values = {name: xv[idx] for name, idx in md.blocks.items()}
-    gap = getattr(res, "mip_gap", None)
     sol = Solution(
         values,
         float(cost @ xv),
         float(pen @ xv),
-        str(res.message),
+        out.message,
         seconds,
         md.n,
         int(integ.sum()),
         len(md.rows),
-        float(gap) if gap is not None and np.isfinite(gap) else None,
+        out.gap,
         _spot_prices(md, pools, work),
     )
-    sol.stopped_at_time_limit = stopped
+    sol.stopped_at_time_limit = out.stopped
     sol.time_limit_s = float(limits.time_limit_s)
     sol.gap_limit = float(limits.mip_gap)
     return sol

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.fleet.demand import HOURS, Calendar, WorkloadDemand
+from rightsize.fleet.gangs import Holdings, flavor_totals, month_holders
 from rightsize.fleet.prices import COMMITTED, PoolPrices
 from rightsize.fleet.solver import Solution, _active
 from rightsize.spec.fleet import month_text
@@ -70,14 +71,22 @@ def usage(
 
 
 def timeline(
-    u: Usage, cal: Calendar, work: list[WorkloadDemand], pools: dict[str, PoolPrices], sol: Solution
+    u: Usage,
+    cal: Calendar,
+    work: list[WorkloadDemand],
+    pools: dict[str, PoolPrices],
+    sol: Solution,
+    h: Holdings,
 ) -> list[dict[str, Any]]:
-    """One entry per month: demand, committed and burst GPUs (peak hour), GPU-hours, cost, by workload."""
+    """One entry per month: whole GPUs held (busiest hour) in all and by flavor, GPU-hours, cost, and
+    which workload holds what (`fleet.gangs`)."""
     days = cal.days
     demand = sum(u.total.values(), np.zeros((cal.months, HOURS)))
     od = sum(u.on_demand.values(), np.zeros_like(demand))
     sp = sum(u.spot.values(), np.zeros_like(demand))
     used = sum(u.on_pool.values(), np.zeros_like(demand))
+    held = flavor_totals(h, [w.name for w in work], cal.months)
+    all_held = held["reserved"] + held["on_demand"] + held["spot"]
     costs = month_costs(sol, cal, pools)
     out = []
     for m in range(cal.months):
@@ -86,29 +95,26 @@ def timeline(
         by_kind = {
             kind: sum(float(p[kind][m]) for p in u.committed.values() if kind in p) for kind in COMMITTED
         }
+        holders = month_holders(h, m)
+        for name, entry in holders.items():
+            entry["gpu_hours"] = float(u.total[name][m].sum() * days[m])
         out.append(
             {
                 "month": month_text(cal.start_month + m),
-                "demand_gpus": float(demand[m].max()),
+                "demand_gpus": int(round(float(all_held[m].max()))),
                 "reserved_gpus": reserved,
-                "burst_gpus": float((od[m] + sp[m]).max()),
+                "burst_gpus": int(round(float((held["on_demand"][m] + held["spot"][m]).max()))),
                 "reserved_by_kind_gpus": {k: v for k, v in by_kind.items() if v > 0},
-                "on_demand_gpus": float(od[m].max()),
-                "spot_gpus": float(sp[m].max()),
+                "reserved_held_gpus": int(round(float(held["reserved"][m].max()))),
+                "on_demand_gpus": int(round(float(held["on_demand"][m].max()))),
+                "spot_gpus": int(round(float(held["spot"][m].max()))),
                 "demand_gpu_hours": float(demand[m].sum() * days[m]),
                 "reserved_gpu_hours": res_h,
                 "reserved_used_gpu_hours": float(used[m].sum() * days[m]),
                 "burst_gpu_hours": float((od[m] + sp[m]).sum() * days[m]),
                 "reserved_utilisation_fraction": float(used[m].sum() * days[m] / res_h) if res_h else None,
                 "cost_usd": costs[m],
-                "by_workload": {
-                    w.name: {
-                        "gpus": float(u.total[w.name][m].max()),
-                        "gpu_hours": float(u.total[w.name][m].sum() * days[m]),
-                    }
-                    for w in work
-                    if u.total[w.name][m].max() > EPS
-                },
+                "by_workload": holders,
             }
         )
     return out
@@ -137,20 +143,22 @@ def _spot_month_costs(sol: Solution, cal: Calendar) -> np.ndarray:
     return out
 
 
-def hourly_profile(u: Usage, cal: Calendar, m: int) -> dict[str, Any]:
-    """The typical day of month m: per hour, GPUs by workload and by source, idle committed GPUs."""
+def hourly_profile(u: Usage, cal: Calendar, m: int, h: Holdings) -> dict[str, Any]:
+    """The typical day of month m: per hour, whole GPUs held by workload and by flavor, idle committed GPUs."""
     committed = sum(float(k[m]) for p in u.committed.values() for k in p.values())
+    names = list(h.gpus)
+    held = flavor_totals(h, names, cal.months)
     hours = []
-    for h in range(HOURS):
-        pool = sum(float(v[m, h]) for v in u.on_pool.values())
+    for hr in range(HOURS):
+        by = {n: int(round(float(h.total(n)[m, hr]))) for n in names}
         hours.append(
             {
-                "hour": h,
-                "by_workload_gpus": {n: float(v[m, h]) for n, v in u.total.items() if v[m, h] > EPS},
-                "reserved_used_gpus": pool,
-                "on_demand_gpus": sum(float(v[m, h]) for v in u.on_demand.values()),
-                "spot_gpus": sum(float(v[m, h]) for v in u.spot.values()),
-                "reserved_idle_gpus": max(0.0, committed - pool),
+                "hour": hr,
+                "by_workload_gpus": {n: v for n, v in by.items() if v > 0},
+                "reserved_used_gpus": int(round(float(held["reserved"][m, hr]))),
+                "on_demand_gpus": int(round(float(held["on_demand"][m, hr]))),
+                "spot_gpus": int(round(float(held["spot"][m, hr]))),
+                "reserved_idle_gpus": max(0.0, committed - float(held["reserved"][m, hr])),
             }
         )
     return {"month": month_text(cal.start_month + m), "reserved_gpus": committed, "hours": hours}

@@ -245,6 +245,25 @@ class SolverOptions(BaseModel):
     )
 
 
+class BurstCaps(BaseModel):
+    """Most cloud GPUs a provider plausibly has for this fleet at once, per pool (accelerator)."""
+
+    model_config = _CFG
+
+    on_demand_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description="Most on-demand GPUs at once in one pool; null: the bundled figure (fleet.caps).",
+    )
+    spot_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description="Most spot GPUs at once in one pool; null: the bundled figure (fleet.caps).",
+    )
+
+
 class FleetPolicy(BaseModel):
     """How the pool may be built and paid for."""
 
@@ -280,6 +299,10 @@ class FleetPolicy(BaseModel):
         default=None,
         validation_alias=AliasChoices("power_limit_w", "power_limit"),
         description="Most facility power the owned racks may draw, e.g. '1.5 MW'; null: no limit.",
+    )
+    burst_caps: BurstCaps = Field(
+        default_factory=BurstCaps,
+        description="Most on-demand and spot GPUs a provider has for the fleet at once, per pool.",
     )
     solver: SolverOptions = Field(
         default_factory=SolverOptions, description="Time limit, gap, seed and workers of the solves."
