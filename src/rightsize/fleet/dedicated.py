@@ -71,7 +71,9 @@ def _renamed(sol: Solution, old: str, new: str) -> Solution:
 
 def _swap(block: str, old: str, new: str) -> str:
     kind, _, name = block.partition(":")
-    return f"{kind}:{new}" if name == old and kind in ("x", "xs", "miss", "c", "cs") else block
+    return (
+        f"{kind}:{new}" if name == old and kind in ("x", "xs", "miss", "cr", "co", "cs", "start") else block
+    )
 
 
 def _one(args: tuple[np.ndarray, dict[str, PoolPrices], WorkloadDemand, Limits]) -> Solution:

@@ -1,12 +1,13 @@
 """HiGHS through scipy.optimize.milp, bounded, deterministic and silent; and the fleet program's
 two-phase solve.
 
-Phase 1 solves the program with the whole-gang counts (how many copies of each job's gang it holds
-in a month on each kind of capacity) relaxed to real numbers: a bound on the best cost and where
-the gangs go. Phase 2 keeps each count between the floor and the ceiling of its phase-1 value
-(most are whole already) and solves again with the counts integer. If that neighbourhood has no
-solution, the full program is solved. The gap reported is phase 2's cost against phase 1's bound,
-so it covers both the solver's gap and the rounding.
+Phase 1 solves the program as a linear program (the whole-gang counts, how many copies of each
+job's gang it holds in a month on each kind of capacity, and the nodes bought, relaxed to real
+numbers): a bound on the best cost and where the gangs go. Phase 2 fixes the gang counts where
+`fleet.rounding` puts them (whole, within the caps) and solves again with the nodes bought integer,
+which is quick. If that has no solution, the counts may take any whole value up to the ceiling of
+their relaxed total; failing that, the full program is solved. The gap reported is the final cost
+against phase 1's bound, so it covers both the solver's gap and the rounding.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class Program:
 
 
 def two_phase(p: Program, limit_s: float, gap: float, seed: int, rounder: Rounder | None = None) -> Outcome:
-    """Solve with the gang counts relaxed; then with them fixed where `rounder` puts them (whole
+    """Solve as a linear program; then with them fixed where `rounder` puts them (whole
     gangs within the caps, a quick solve: only commitments stay integer); failing that, integer near
     their relaxed values; failing that, the whole program. A later phase that leaves more work undone
     than phase 1 (misses keep any program feasible) does not count as a solution."""
@@ -126,7 +127,7 @@ def two_phase(p: Program, limit_s: float, gap: float, seed: int, rounder: Rounde
         return Outcome(
             res.x, str(res.message), int(res.status) == 1, _finite(getattr(res, "mip_gap", None)), 1
         )
-    r1 = milp(p.c, np.where(gang, 0, p.integ), p.lb, p.ub, p.a, p.lo, p.hi, options(limit_s * 0.5, gap, seed))
+    r1 = milp(p.c, np.zeros_like(p.integ), p.lb, p.ub, p.a, p.lo, p.hi, options(limit_s * 0.5, gap, seed))
     if r1.x is None:
         return Outcome(None, str(r1.message), int(r1.status) == 1, None, 1)
     bound = _bound(r1)

@@ -20,7 +20,7 @@ from rightsize.fleet.demand import HOURS, WorkloadDemand
 from rightsize.fleet.prices import COMMITTED, PoolPrices
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rightsize.fleet.solver import _Model
+    from rightsize.fleet.model import Model
 
 KINDS = ("cr", "co", "cs")
 EPS = 1e-6
@@ -40,7 +40,7 @@ def _floors(v: dict[str, float]) -> tuple[dict[str, int], int]:
 
 
 def round_gangs(
-    md: _Model, x: np.ndarray, work: list[WorkloadDemand], pools: dict[str, PoolPrices]
+    md: Model, x: np.ndarray, work: list[WorkloadDemand], pools: dict[str, PoolPrices]
 ) -> np.ndarray | None:
     out = np.full(md.n, np.nan)
     months = len(next(iter(md.blocks.values())))
@@ -137,7 +137,7 @@ def _within_caps(
     return True
 
 
-def _starts(md: _Model, w: WorkloadDemand, held: np.ndarray, out: np.ndarray) -> None:
+def _starts(md: Model, w: WorkloadDemand, held: np.ndarray, out: np.ndarray) -> None:
     """A run that may not be checkpointed starts in the first month it holds its gang."""
     start = md.blocks.get(f"start:{w.name}")
     if start is None:

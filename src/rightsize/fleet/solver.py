@@ -22,23 +22,22 @@ hours it saves (the demand duration curve's break-even), and moves deferrable wo
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from rightsize.errors import Infeasible
 from rightsize.fleet.demand import HOURS, WorkloadDemand
 from rightsize.fleet.highs import GANG_BLOCKS, Program, two_phase
+from rightsize.fleet.model import Model
 from rightsize.fleet.prices import COMMITTED, PoolPrices
+from rightsize.fleet.program_jobs import jobs
 from rightsize.fleet.rounding import round_gangs, whole_fixed
 
 MISS_PENALTY_FACTOR = 20.0  # a missed GPU-hour costs this many times the dearest price in the fleet
 TIME_LIMIT_S = 120.0  # defaults of policy.solver (spec.fleet.SolverOptions)
 MIP_REL_GAP = 1e-3  # 0.1% of the cost: far inside the price table's own uncertainty
-TIE_BREAK_USD_PER_GPU_HOUR = 1e-4
 BUY_EVERY_MONTHS = 3  # commitments start at quarter boundaries (procurement runs quarterly)
 
 
@@ -72,62 +71,12 @@ class Solution:
         return self.values.get(name, np.zeros(shape))
 
 
-def _spot_prices(md: _Model, pools: dict[str, PoolPrices], work: list[WorkloadDemand]) -> dict[str, float]:
+def _spot_prices(md: Model, pools: dict[str, PoolPrices], work: list[WorkloadDemand]) -> dict[str, float]:
     return {
         f"xs:{w.name}": pools[w.pool].usd_per_gpu_hour["spot"] * (w.spot_factor or 1.0)
         for w in work
         if f"xs:{w.name}" in md.blocks
     }
-
-
-class _Model:
-    """Variable blocks and sparse rows for scipy.optimize.milp."""
-
-    def __init__(self) -> None:
-        self.blocks: dict[str, np.ndarray] = {}
-        self.lb: list[np.ndarray] = []
-        self.ub: list[np.ndarray] = []
-        self.cost: list[np.ndarray] = []
-        self.penalty: list[np.ndarray] = []
-        self.tie: list[np.ndarray] = []
-        self.integer: list[np.ndarray] = []
-        self.n = 0
-        self.rows: list[tuple[np.ndarray, np.ndarray, float, float]] = []
-
-    def add(
-        self,
-        name: str,
-        shape: tuple[int, ...],
-        cost: Any,
-        ub: Any = np.inf,
-        integer: bool = False,
-        role: str = "cost",  # cost | penalty (misses) | tie (tie-break, far below any price)
-    ) -> np.ndarray:
-        size = int(np.prod(shape))
-        idx = np.arange(self.n, self.n + size).reshape(shape)
-        self.n += size
-        self.blocks[name] = idx
-        c = np.broadcast_to(np.asarray(cost, dtype=float), shape).ravel()
-        zero = np.zeros(size)
-        self.cost.append(c if role == "cost" else zero)
-        self.penalty.append(c if role == "penalty" else zero)
-        self.tie.append(c if role == "tie" else zero)
-        self.lb.append(np.zeros(size))
-        self.ub.append(np.broadcast_to(np.asarray(ub, dtype=float), shape).ravel().copy())
-        self.integer.append(np.full(size, 1 if integer else 0))
-        return idx
-
-    def row(self, cols: Any, vals: Any, lo: float, hi: float = np.inf) -> None:
-        self.rows.append((np.asarray(cols, dtype=int).ravel(), np.asarray(vals, dtype=float).ravel(), lo, hi))
-
-    def matrix(self) -> tuple[Any, np.ndarray, np.ndarray]:
-        from scipy.sparse import coo_matrix
-
-        r = np.concatenate([np.full(len(c), i) for i, (c, _, _, _) in enumerate(self.rows)])
-        c = np.concatenate([c for c, _, _, _ in self.rows])
-        v = np.concatenate([v for _, v, _, _ in self.rows])
-        a = coo_matrix((v, (r, c)), shape=(len(self.rows), self.n)).tocsr()
-        return a, np.array([lo for *_, lo, _ in self.rows]), np.array([hi for *_, hi in self.rows])
 
 
 def _active(term: int, months: int) -> np.ndarray:
@@ -139,9 +88,9 @@ def _active(term: int, months: int) -> np.ndarray:
 
 def build(
     days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDemand], limits: Limits
-) -> _Model:
+) -> Model:
     months = len(days)
-    md = _Model()
+    md = Model()
     dearest = max([max(p.usd_per_gpu_hour.values(), default=1.0) for p in pools.values()] + [1.0])
     fixed: dict[str, np.ndarray] = {acc: np.zeros((months, HOURS)) for acc in pools}
     commits: dict[str, list[tuple[np.ndarray, np.ndarray, float]]] = {acc: [] for acc in pools}
@@ -162,7 +111,7 @@ def build(
                     md.row(idx[served], watts, -np.inf, limits.power_limit_w)
         if "on_demand" in pr.usd_per_gpu_hour:
             md.add(f"od:{acc}", (months, HOURS), pr.usd_per_gpu_hour["on_demand"] * days[:, None])
-    _jobs(md, days, pools, work, fixed, MISS_PENALTY_FACTOR * dearest)
+    jobs(md, days, pools, work, fixed, MISS_PENALTY_FACTOR * dearest)
     _cover_rows(md, months, work, commits, fixed, pools)
     if limits.budget_usd is not None:
         c = np.concatenate(md.cost)
@@ -171,103 +120,8 @@ def build(
     return md
 
 
-def _flat_block(md: _Model, name: str, months: int, cost: np.ndarray, ub: np.ndarray) -> np.ndarray:
-    """Placed work that holds the same GPUs every hour of a day: one variable per month (time
-    aggregated where nothing changes), seen by the rows as the same variable at every hour."""
-    raw = md.add(f"{name}~month", (months,), cost.sum(axis=1), ub.max(axis=1))
-    md.blocks.pop(f"{name}~month")
-    idx = np.repeat(raw[:, None], HOURS, axis=1)
-    md.blocks[name] = idx
-    return idx
-
-
-def _work_block(
-    md: _Model, name: str, w: WorkloadDemand, cost: np.ndarray, ub: np.ndarray, role: str
-) -> np.ndarray:
-    if w.flat_in_day:
-        return _flat_block(md, name, len(cost), cost, ub)
-    return md.add(name, (len(cost), HOURS), cost, ub, role=role)
-
-
-def _contiguous(md: _Model, w: WorkloadDemand, x: np.ndarray, cr: np.ndarray, co: np.ndarray) -> None:
-    """A one-off run that cannot be checkpointed and resumed runs as one block: the months it holds
-    its gang are consecutive (at most one start), and a month between two such months is run in full
-    (it has no spot: a preemption would lose the run)."""
-    months = list(w.periods[0][0])
-    start = md.add(f"start:{w.name}", (len(months),), 0.0, 1.0, integer=True)
-    g = float(w.gang_gpus)
-    for i, m in enumerate(months):
-        prev = [cr[months[i - 1]], co[months[i - 1]]] if i > 0 else []
-        # start >= held[m] - held[m-1]
-        md.row([start[i], cr[m], co[m], *prev], [1.0, -1.0, -1.0, *([1.0] * len(prev))], 0.0)
-        if 0 < i < len(months) - 1:  # x[m] >= gang (held[m-1] + held[m+1] - 1)
-            a, b = months[i - 1], months[i + 1]
-            md.row([x[m, 0], cr[a], co[a], cr[b], co[b]], [1.0, -g, -g, -g, -g], -g)
-    md.row(start, np.ones(len(months)), -np.inf, 1.0)
-
-
-def _jobs(
-    md: _Model,
-    days: np.ndarray,
-    pools: dict[str, PoolPrices],
-    work: list[WorkloadDemand],
-    fixed: dict[str, np.ndarray],
-    penalty: float,
-) -> None:
-    months = len(days)
-    for w in work:
-        fixed[w.pool] += w.fixed
-        if not w.placed:
-            continue
-        ub = np.where(w.allowed, w.max_gpus, 0.0)
-        # Among schedules of equal cost, the earliest: a tie-break far below any price, kept out of
-        # the reported cost (it rides with the penalties).
-        early = TIE_BREAK_USD_PER_GPU_HOUR * (np.arange(months)[:, None] + np.arange(HOURS)[None, :] / HOURS)
-        x = _work_block(md, f"x:{w.name}", w, early * days[:, None] / months, ub, "tie")
-        if w.flat_in_day:  # its cost rides as a tie-break: move it to the tie role
-            md.tie[-1], md.cost[-1] = md.cost[-1], md.tie[-1]
-        blocks = [x]
-        spot = pools[w.pool].usd_per_gpu_hour.get("spot")
-        xs = None
-        if spot is not None and w.spot_factor is not None:
-            xs = _work_block(
-                md, f"xs:{w.name}", w, spot * w.spot_factor * np.repeat(days[:, None], HOURS, 1), ub, "cost"
-            )
-            blocks.append(xs)
-        _gang_rows(md, w, x, xs)
-        miss = md.add(f"miss:{w.name}", (len(w.periods),), penalty, role="penalty")
-        for q, (ms, gpu_hours) in enumerate(w.periods):
-            cols = [b[ms, :].ravel() for b in blocks] + [np.array([miss[q]])]
-            vals = [np.repeat(days[ms], HOURS) for _ in blocks] + [np.ones(1)]
-            md.row(np.concatenate(cols), np.concatenate(vals), gpu_hours)
-
-
-def _gang_rows(md: _Model, w: WorkloadDemand, x: np.ndarray, xs: np.ndarray | None) -> None:
-    """Whole gangs: in each month the job holds whole copies of its gang, each on one kind of
-    capacity: cr on the committed pool, co on demand, cs on spot (integers); its work in any hour
-    fits in what it holds (spot work takes the spot slowdown more GPUs). One row a month for work
-    flat in the day, one an hour otherwise."""
-    months = x.shape[0]
-    active = w.allowed.any(axis=1)
-    most = np.where(active, math.ceil(w.max_gpus / w.gang_gpus - 1e-9), 0.0)
-    cr = md.add(f"cr:{w.name}", (months,), 0.0, most, integer=True)
-    co = md.add(f"co:{w.name}", (months,), 0.0, most, integer=True)
-    cs = md.add(f"cs:{w.name}", (months,), 0.0, most, integer=True) if xs is not None else None
-    if not w.preemptible and w.flat_in_day and len(w.periods) == 1 and len(w.periods[0][0]) > 1:
-        _contiguous(md, w, x, cr, co)
-    g = -float(w.gang_gpus)
-    for m in np.flatnonzero(active):
-        hours = [0] if w.flat_in_day else [int(h) for h in np.flatnonzero(w.allowed[m])]
-        for h in hours:
-            md.row([x[m, h], cr[m], co[m]], [1.0, g, g], -np.inf, 0.0)
-            if xs is not None and cs is not None:
-                md.row([xs[m, h], cs[m]], [w.spot_factor or 1.0, g], -np.inf, 0.0)
-        held = [cr[m], co[m]] + ([cs[m]] if cs is not None else [])
-        md.row(held, np.ones(len(held)), -np.inf, float(most[m]))
-
-
 def _cover_rows(
-    md: _Model,
+    md: Model,
     months: int,
     work: list[WorkloadDemand],
     commits: dict[str, list[tuple[np.ndarray, np.ndarray, float]]],
@@ -278,12 +132,19 @@ def _cover_rows(
     then the whole gangs (`_held_rows`)."""
     for acc, kinds in commits.items():
         od = md.blocks.get(f"od:{acc}")
-        jobs = [md.blocks[f"x:{w.name}"] for w in work if w.pool == acc and w.placed]
+        placed = [w for w in work if w.pool == acc and w.placed]
+        x = (
+            np.stack([md.blocks[f"x:{w.name}"] for w in placed])
+            if placed
+            else np.zeros((0, months, HOURS), int)
+        )
+        ok = np.stack([w.allowed for w in placed]) if placed else np.zeros((0, months, HOURS), bool)
         for m in range(months):
             base_c, base_v = _committed(kinds, m)
             for h in range(HOURS):
-                c = [*base_c, *(np.array([j[m, h]]) for j in jobs)]
-                v = [*base_v, *(np.array([-1.0]) for _ in jobs)]
+                here = x[ok[:, m, h], m, h]
+                c = [*base_c, here]
+                v = [*base_v, np.full(len(here), -1.0)]
                 if od is not None:
                     c.append(np.array([od[m, h]]))
                     v.append(np.ones(1))
@@ -303,7 +164,7 @@ def _committed(
 
 
 def _held_rows(
-    md: _Model,
+    md: Model,
     months: int,
     mine: list[WorkloadDemand],
     kinds: list[tuple[np.ndarray, np.ndarray, float]],
@@ -319,13 +180,15 @@ def _held_rows(
     room = od_cap - whole if np.isfinite(od_cap) else None
     placed = [w for w in mine if w.placed]
     sr = md.add(f"sr:{pr.accelerator}", (months, HOURS), 0.0, whole)
+    ok = np.stack([w.allowed for w in placed]) if placed else np.zeros((0, months, HOURS), bool)
+    all_gangs = np.array([float(w.gang_gpus) for w in placed])
+    all_cr = np.array([md.blocks[f"cr:{w.name}"] for w in placed], dtype=int).reshape(len(placed), months)
+    all_co = np.array([md.blocks[f"co:{w.name}"] for w in placed], dtype=int).reshape(len(placed), months)
     for m in range(months):
         base_c, base_v = _committed(kinds, m)
         for h in range(HOURS):
-            held = [w for w in placed if w.allowed[m, h]]
-            gangs = np.array([float(w.gang_gpus) for w in held])
-            cr = np.array([md.blocks[f"cr:{w.name}"][m] for w in held], dtype=int)
-            co = np.array([md.blocks[f"co:{w.name}"][m] for w in held], dtype=int)
+            sel = ok[:, m, h]
+            gangs, cr, co = all_gangs[sel], all_cr[sel, m], all_co[sel, m]
             md.row(
                 np.concatenate([*base_c, cr, [sr[m, h]]]),
                 np.concatenate([*(-v for v in base_v), gangs, [1.0]]),
@@ -349,7 +212,7 @@ def _held_rows(
         md.ub[_block_of(md, od)] = np.minimum(md.ub[_block_of(md, od)], od_cap)
 
 
-def _block_of(md: _Model, idx: np.ndarray) -> int:
+def _block_of(md: Model, idx: np.ndarray) -> int:
     """The position in md's lists of the block whose first variable is idx's first."""
     first = int(np.asarray(idx).ravel()[0])
     start = 0
@@ -360,7 +223,7 @@ def _block_of(md: _Model, idx: np.ndarray) -> int:
     raise KeyError(first)
 
 
-def _gang_groups(md: _Model) -> np.ndarray:
+def _gang_groups(md: Model) -> np.ndarray:
     """Each gang count's job-month (cr, co and cs of one job and month share it); -1 elsewhere."""
     group = np.full(md.n, -1)
     base: dict[tuple[str, str], int] = {}
