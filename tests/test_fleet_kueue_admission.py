@@ -178,24 +178,28 @@ def test_a_gang_fits_one_flavor(example: dict[str, Any]) -> None:
                     assert p["unit_gpus"] <= caps[f"{p['pool']}-{SUFFIX[kind]}"]
 
 
-def test_the_model_refuses_when_a_quota_is_a_node_short(example: dict[str, Any]) -> None:
-    """The model can fail: one node less of the busiest burst flavor and some gang stays pending."""
+def test_the_model_refuses_a_gang_its_queue_has_no_quota_for(example: dict[str, Any]) -> None:
+    """The model can fail: take away the quota of the queue of the biggest planned gang on its
+    flavor, and that gang stays pending (its node selector rules out every other flavor)."""
     data = json.loads(json.dumps(example))
-    busiest = max(
-        data["quotas"]["resource_flavors"], key=lambda f: f["gpus"] if "reserved" not in f["name"] else -1
-    )
+    units = data["holdings"]["unit_gpus"]
+    held = [
+        (units[n], n, k)
+        for month in data["holdings"]["by_month"]
+        for n, flavors in month["holders_gpus"].items()
+        for k, gpus in flavors.items()
+        if max(gpus) > 0
+    ]
+    _, name, kind = max(held)
+    pool = next(w["pool"] for w in data["workloads"] if w["name"] == name)
     for cq in data["quotas"]["cluster_queues"]:
-        for f in cq["flavors"]:
-            if f["name"] == busiest["name"]:
-                for v in f["resources"].values():
-                    share = v["nominal_quota"] + v["borrowing_limit"]
-                    per_gpu = share / max(f["nominal_quota"] + f["borrowing_limit"], 1)
-                    gpn = data["pools"][busiest["node_labels"][POOL]]["gpus_per_node"]
-                    v["borrowing_limit"] = max(0.0, v["borrowing_limit"] - gpn * per_gpu)
-                    if v["borrowing_limit"] == 0.0:
-                        v["nominal_quota"] = max(0.0, v["nominal_quota"] - gpn * per_gpu)
-                        v["lending_limit"] = min(v["lending_limit"], v["nominal_quota"])
-    assert _admit_plan(data) != []
+        if name in cq["workloads"]:
+            for f in cq["flavors"]:
+                if f["name"] == f"{pool}-{SUFFIX[kind]}":
+                    for v in f["resources"].values():
+                        v.update(nominal_quota=0.0, borrowing_limit=0.0, lending_limit=0.0)
+    failures = _admit_plan(data)
+    assert failures and all(name in f for f in failures)
 
 
 def test_a_synthetic_fleet_is_admitted(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ def fleet_dict(plan: FleetPlan) -> dict[str, Any]:
         "start": plan.start,
         "horizon_months": plan.horizon_months,
         "policy": plan.policy.model_dump(),
-        "workloads": [{**e, "dedicated_usd": plan.dedicated[e["name"]].cost_usd} for e in plan.entries],
+        "workloads": [{**e, "dedicated_usd": plan.dedicated_one_usd(e["name"])} for e in plan.entries],
         "pools": {acc: pr.as_dict() for acc, pr in plan.pools.items()},
         "timeline": plan.timeline,
         "hourly_profile": plan.hourly_profile,

@@ -100,7 +100,10 @@ def build(
                 continue
             act = _active(pr.term_months[kind], months)  # [s, m]
             hours_in = act @ (days * HOURS)
-            price = pr.gpus_per_node * pr.usd_per_gpu_hour[kind] * hours_in
+            term = pr.term_months[kind]
+            left = np.maximum(0, np.arange(months) + term - months) / term
+            bought = pr.onprem_node_price(hours_in, left) if kind == "onprem" else None
+            price = bought if bought is not None else pr.gpus_per_node * pr.usd_per_gpu_hour[kind] * hours_in
             buy = np.where(np.arange(months) % BUY_EVERY_MONTHS == 0, np.inf, 0.0)
             idx = md.add(f"n:{acc}:{kind}", (months,), price, ub=buy, integer=True)
             commits[acc].append((idx, act, limits.utilisation_target * pr.gpus_per_node))

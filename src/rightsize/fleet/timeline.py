@@ -127,8 +127,15 @@ def month_costs(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> l
     for acc, pr in pools.items():
         for kind in COMMITTED:
             n = sol.values.get(f"n:{acc}:{kind}")
-            if n is not None:
-                gpus = pr.gpus_per_node * (n @ _active(pr.term_months[kind], cal.months))
+            if n is None:
+                continue
+            gpus = pr.gpus_per_node * (n @ _active(pr.term_months[kind], cal.months))
+            if kind == "onprem" and pr.onprem_capex_usd_per_node > 0:  # bought: capital when bought
+                term = pr.term_months[kind]
+                left = np.maximum(0, np.arange(cal.months) + term - cal.months) / term
+                capital = n * pr.capital_counted(left)
+                out += capital + gpus * pr.onprem_opex_usd_per_gpu_hour * days * HOURS
+            else:
                 out += gpus * pr.usd_per_gpu_hour[kind] * days * HOURS
         od = sol.values.get(f"od:{acc}")
         if od is not None:
@@ -194,13 +201,30 @@ def purchases(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> lis
                         "gpus": gpus,
                         "term_months": term,
                         "ends": month_text(cal.start_month + int(s) + term - 1),
-                        "usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours,
-                        "capex_usd": int(round(n[s])) * pr.onprem_capex_usd_per_node
-                        if kind == "onprem"
-                        else None,
+                        **_paid(pr, kind, int(round(n[s])), hours, term, last - s + 1),
                     }
                 )
     return sorted(out, key=lambda p: (p["month"], p["pool"], p["kind"]))
+
+
+def _paid(pr: PoolPrices, kind: str, nodes: int, hours: float, term: int, months_in: int) -> dict[str, Any]:
+    """What a purchase costs inside the horizon; an owned node is bought outright (capital in full,
+    running cost for its hours), with its life beyond the horizon and the value left stated."""
+    gpus = nodes * pr.gpus_per_node
+    if kind != "onprem" or pr.onprem_capex_usd_per_node <= 0:
+        return {"usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours, "capex_usd": None}
+    capex = nodes * pr.onprem_capex_usd_per_node
+    beyond = max(0, term - months_in)
+    counted = nodes * float(pr.capital_counted(beyond / term if term else 0.0))
+    return {
+        "usd_in_horizon": counted + gpus * pr.onprem_opex_usd_per_gpu_hour * hours,
+        "capital_counted": pr.owned_capital,
+        "capex_usd": capex,
+        "opex_usd_in_horizon": gpus * pr.onprem_opex_usd_per_gpu_hour * hours,
+        "life_months": term,
+        "life_beyond_horizon_months": beyond,
+        "residual_value_usd": capex * beyond / term if term else 0.0,
+    }
 
 
 def deadlines(sol: Solution, cal: Calendar, work: list[WorkloadDemand], u: Usage) -> list[dict[str, Any]]:

@@ -300,6 +300,14 @@ class FleetPolicy(BaseModel):
         validation_alias=AliasChoices("power_limit_w", "power_limit"),
         description="Most facility power the owned racks may draw, e.g. '1.5 MW'; null: no limit.",
     )
+    owned_capital: Literal["full", "depreciated"] = Field(
+        default="full",
+        description=(
+            "How owned nodes count in the cost: full (the capital when bought, whatever life is left "
+            "after the horizon; that life is stated) or depreciated (less the straight-line value left "
+            "at the horizon's end)."
+        ),
+    )
     burst_caps: BurstCaps = Field(
         default_factory=BurstCaps,
         description="Most on-demand and spot GPUs a provider has for the fleet at once, per pool.",
