@@ -6,7 +6,9 @@ job's gang it holds in a month on each kind of capacity, and the nodes bought, r
 numbers): a bound on the best cost and where the gangs go. Phase 2 fixes the gang counts where
 `fleet.rounding` puts them (whole, within the caps) and solves again with the nodes bought integer,
 which is quick. If that has no solution, the counts may take any whole value up to the ceiling of
-their relaxed total; failing that, the full program is solved. The gap reported is the final cost
+their relaxed total; failing that, the full program is solved. A small program (few integers)
+also gets that neighbourhood search after the rounding, bounded by a node count (not by time, so
+the result does not depend on the machine's speed), and keeps the better plan. The gap reported is the final cost
 against phase 1's bound, so it covers both the solver's gap and the rounding.
 """
 
@@ -24,6 +26,8 @@ from typing import Any
 import numpy as np
 
 GANG_BLOCKS = ("cr", "co", "cs", "start")
+POLISH_MAX_INTEGERS = 600  # programs this small also get a search near the rounded solution
+POLISH_NODES = 2000  # ... bounded by nodes, not time, so the plan is the same every run
 
 
 @dataclass
@@ -165,9 +169,18 @@ def two_phase(p: Program, limit_s: float, gap: float, seed: int, rounder: Rounde
             None,
             phase,
         )
-    obj = float(p.c @ r2.x)
+    best = r2
+    if phases == 2 and int(p.integ.sum()) <= POLISH_MAX_INTEGERS:  # a small program: look near it
+        left = limit_s - (time.perf_counter() - t0)
+        if left > 0.05:
+            opts = {**options(left, gap, seed), "mip_max_nodes": POLISH_NODES}
+            r3 = milp(p.c, p.integ, p.lb, tries[-2][1], p.a, p.lo, p.hi, opts)
+            stopped = stopped or int(r3.status) == 1
+            if ok(r3) and float(p.c @ r3.x) < float(p.c @ r2.x) - 1e-9:
+                best, phases = r3, 3
+    obj = float(p.c @ best.x)
     rel = None if bound is None else max(0.0, (obj - bound) / max(abs(obj), 1e-9))
-    return Outcome(r2.x, str(r2.message), stopped, rel, phases)
+    return Outcome(best.x, str(best.message), stopped, rel, phases)
 
 
 def _finite(g: Any) -> float | None:
