@@ -108,8 +108,8 @@ def solver_headline(s: dict[str, Any]) -> str:
         text = f"within its gap ({gap_text}, limit {s['mip_gap_limit']:.2%}) in {s['seconds']:.2f} s"
     else:
         text = (
-            f"{gap_text} against the bound with gangs relaxed (limit {s['mip_gap_limit']:.2%}: whole gangs "
-            f"cost that much more at most) in {s['seconds']:.2f} s"
+            f"{gap_text} from the linear bound (asked {s['mip_gap_limit']:.2%}; the rest is at most the price "
+            f"of whole gangs) in {s['seconds']:.2f} s"
         )
     late = s["dedicated"]["stopped_at_time_limit"]
     if late:

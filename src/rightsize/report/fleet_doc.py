@@ -11,6 +11,8 @@ from rightsize.report import svg, units
 from rightsize.report.document import Chart, Document, Section, Table
 from rightsize.report.sections import findings_section
 
+HOLDERS_SHOWN = 15
+
 
 def _g(v: float | None) -> str:
     return "" if v is None else f"{v:,.0f}" if abs(v) >= 10 else f"{v:,.1f}"
@@ -65,6 +67,7 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
         _workloads(d),
         _timeline(d),
         _typical_day(d),
+        _holders(d),
         _utilisation(d),
         _cost(d),
         _purchases(d),
@@ -279,6 +282,11 @@ def _cost(d: dict[str, Any]) -> Section:
         )
     )
     s.text.append("Cost is " + c["what"] + ".")
+    if c.get("owned_capital_usd"):
+        s.text.append(
+            f"Owned nodes: {units.usd(c['owned_capital_usd'])} of capital, of which "
+            f"{units.usd(c['owned_residual_value_usd'])} is life left after the horizon (straight line)."
+        )
     s.charts.append(
         Chart(
             "fleet-cost",
@@ -365,6 +373,34 @@ def _shared(d: dict[str, Any]) -> Section:
             + ("" if o["within_power_limit"] else " (over the power limit)")
             + "."
         )
+    return s
+
+
+def _holders(d: dict[str, Any]) -> Section:
+    """Who holds what in the busiest month: whole GPUs by kind of capacity at its busiest hour."""
+    peak = max(d["timeline"], key=lambda m: m["demand_gpus"])
+    s = Section("holders", f"Who holds what in the busiest month ({peak['month']})", brief=True)
+    rows = []
+    ranked = sorted(peak["by_workload"].items(), key=lambda kv: (-kv[1]["gpus"], kv[0]))
+    for name, e in ranked[:HOLDERS_SHOWN]:
+        hours = e["hours_of_day"]
+        span = (
+            "all day"
+            if len(hours) == 24
+            else ", ".join(f"{h:02d}" for h in hours[:6]) + (" ..." if len(hours) > 6 else "")
+        )
+        flav = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in e["by_flavor_gpus"].items())
+        rows.append([name, str(e["gpus"]), f"{e['unit_gpus']} ({e['nodes_per_unit']} node(s))", flav, span])
+    s.tables.append(
+        Table(
+            ["workload", "GPUs held", "one unit (gang or replica)", "by capacity", "hours"], rows, "holders"
+        )
+    )
+    more = f"{len(ranked) - HOLDERS_SHOWN} more workloads hold less; " if len(ranked) > HOLDERS_SHOWN else ""
+    s.text.append(
+        more + "whole units only: each copy of a gang and each replica sits on one kind of capacity; the "
+        "JSON `holdings` has every workload at every hour of every month."
+    )
     return s
 
 
