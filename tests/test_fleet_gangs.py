@@ -138,3 +138,40 @@ def test_the_example_reports_whole_gpus_and_holders() -> None:
             for kind in ("on_demand", "spot"):
                 mine = [f[kind] for n, f in month["holders_gpus"].items() if pool[n] == acc and kind in f]
                 assert all(sum(hour) <= cap[kind] for hour in zip(*mine, strict=True)), (month["month"], acc)
+
+
+def test_user_caps_bind_the_example(tmp_path: Path) -> None:
+    """policy.burst_caps as user input: the plan keeps on-demand and spot within them at every hour."""
+    import yaml
+
+    data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    data["policy"]["burst_caps"] = {"on_demand_gpus": 24, "spot_gpus": 0}
+    for w in data["workloads"]:
+        w["spec"] = str(EXAMPLE.parent / w["spec"])
+    path = tmp_path / "capped.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    out = json.loads(render(plan(path), "json"))
+    assert not out["holdings"]["over_caps"]
+    pool = {w["name"]: w["pool"] for w in out["workloads"]}
+    for month in out["holdings"]["by_month"]:
+        for acc in out["pools"]:
+            for kind, cap in (("on_demand", 24), ("spot", 0)):
+                rows = [f[kind] for n, f in month["holders_gpus"].items() if pool[n] == acc and kind in f]
+                assert all(sum(hour) <= cap for hour in zip(*rows, strict=True)), (month["month"], acc, kind)
+    assert all(d["met"] for d in out["deadlines"])
+
+
+@pytest.mark.parametrize("caps", [{"on_demand_gpus": -1}, {"spot_gpus": "many"}, {"other": 3}])
+def test_caps_are_checked(caps: dict[str, Any]) -> None:
+    from rightsize.errors import BadInput
+    from rightsize.spec.fleet_load import parse_fleet
+
+    data = {
+        "kind": "fleet",
+        "start": "2027-01",
+        "workloads": [{"spec": "x.yaml"}],
+        "policy": {"burst_caps": caps},
+    }
+    with pytest.raises(BadInput) as err:
+        parse_fleet(data, EXAMPLE.parent)
+    assert "burst_caps" in str(err.value)
