@@ -3,21 +3,28 @@
 Decision variables, on the grid of months m x hours h of a representative day (`fleet.demand`):
 
 - n[p, k, s] integer: nodes of committed kind k (owned, 1- or 3-year reserved) bought in pool p in
-  month s; they serve from s for the kind's term. Cost: nodes x GPUs per node x price x the hours
-  of the term's months inside the horizon.
+  month s; they serve from s for the kind's term. Cost: a reservation, nodes x GPUs per node x
+  price x the hours of the term inside the horizon; an owned node, bought (`PoolPrices.
+  onprem_node_price`: its capital plus its running cost inside the horizon).
 - od[p, m, h] >= 0: on-demand GPUs. Cost: price x the month's days (one hour each day).
 - x[j, m, h] >= 0: GPUs a placeable job j runs on the pool or on-demand; xs[j, m, h] >= 0 the work it
   runs on spot, which takes `spot_factor` times the GPUs (preemptions lengthen it). Cost of spot:
-  price x factor x days.
+  price x factor x days. One variable per cell where nothing changes (`fleet.program_jobs`).
+- cr, co, cs[j, m] integer: whole copies of job j's gang held in month m on the committed pool, on
+  demand and on spot; sr[p, m, h] the fixed load (services) put on the committed pool.
 - miss[j, q] >= 0: GPU-hours of period q of job j left undone, at a penalty far above any price.
 
 Constraints: in every slot the committed GPUs x the utilisation target plus on-demand cover the
-fixed load and the placed jobs; each job's period gets its GPU-hours (or reports the miss); a job
-never runs more than its gang (or copies) at once, only in its allowed hours, and a job that cannot
-pause runs the same GPUs every hour of a day; the total stays within the budget; the owned racks'
-facility power within the power limit. The objective is cost plus miss penalties. Minimising it
-puts the committed baseline where one more GPU-hour of commitment costs more than the on-demand
-hours it saves (the demand duration curve's break-even), and moves deferrable work into valleys.
+fixed load and the placed jobs; each job's period gets its GPU-hours (or reports the miss); a job's
+work fits in the whole gangs it holds, at most its copies at once, only in its allowed hours; a run
+that cannot pause runs the same GPUs every hour of a day, and one that cannot be checkpointed runs
+in consecutive months; the gangs held on the committed pool plus the fixed load put there fit in
+the committed GPUs, those on demand plus the rest of the fixed load in the on-demand cap, those on
+spot in the spot cap; the total stays within the budget; the owned racks' facility power within
+the power limit. The objective is cost plus miss penalties. Minimising it puts the committed
+baseline where one more GPU-hour of commitment costs more than the on-demand hours it saves (the
+demand duration curve's break-even), and moves deferrable work into valleys. `fleet.highs` solves
+it in phases and states the gap.
 """
 
 from __future__ import annotations
