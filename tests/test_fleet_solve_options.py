@@ -112,3 +112,35 @@ def test_solver_options_are_checked(solver: dict[str, Any]) -> None:
     with pytest.raises(BadInput) as err:
         parse_fleet(data, EXAMPLES)
     assert "solver" in str(err.value)
+
+
+_PARENT = [0]
+
+
+def _dies_in_a_worker(args: Any) -> Any:
+    """A solve that kills its process when it runs in a worker (and solves in the parent)."""
+    from rightsize.fleet.solver import solve as real
+
+    if os.getpid() != _PARENT[0]:
+        os._exit(1)
+    days, pools, d, limits = args
+    return real(days, pools, [d], limits)
+
+
+def test_a_broken_worker_pool_falls_back_to_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed mid-solve (out of memory, a signal) does not lose the plan: the solves not
+    returned are done in this process, and the result equals a one-process run."""
+    from test_fleet_solver import _job, _pool
+
+    from rightsize.fleet import dedicated
+
+    cal = Calendar(2027 * 12, 3)
+    pools = {"acc": _pool(10.0, 6.0, 4.5, 3.0, 3.0, ["on_demand", "reserved_1y"])}
+    work = [_job(f"j{i}", 3, 8, 0, 2, 0.1 + 0.05 * i, list(range(24)), True, None, cal) for i in range(8)]
+    alone = dedicated.dedicated_solutions(cal.days, pools, work, Limits(), workers=1)
+    _PARENT[0] = os.getpid()
+    monkeypatch.setattr(dedicated, "_one", _dies_in_a_worker)
+    survived = dedicated.dedicated_solutions(cal.days, pools, work, Limits(), workers=2)
+    assert list(survived) == list(alone)
+    for name in alone:
+        assert survived[name].cost_usd == pytest.approx(alone[name].cost_usd)

@@ -15,6 +15,8 @@ import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 import numpy as np
 
@@ -81,6 +83,22 @@ def _one(args: tuple[np.ndarray, dict[str, PoolPrices], WorkloadDemand, Limits])
     return solve(days, pools, [d], limits)
 
 
+def _in_workers(tasks: list[Any], n: int, progress: Progress | None) -> list[Solution]:
+    """The solves in `n` worker processes, in submission order; as many as finished if the pool
+    breaks (a worker killed), the caller solves the rest itself."""
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    solved: list[Solution] = []
+    try:
+        with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method)) as pool:
+            for sol in pool.map(_one, tasks, chunksize=max(1, len(tasks) // (4 * n))):
+                solved.append(sol)  # map yields in submission order: a deterministic merge
+                if progress is not None:
+                    progress(len(solved), len(tasks))
+    except (BrokenProcessPool, OSError):
+        pass
+    return solved
+
+
 def workers_for(jobs: int, wanted: int | None) -> int:
     cpus = os.cpu_count() or 1
     return max(1, min(jobs, wanted if wanted is not None else cpus))
@@ -107,16 +125,9 @@ def dedicated_solutions(
     n = workers_for(len(tasks), workers)
     solved: list[Solution] = []
     if n > 1 and len(tasks) >= PARALLEL_FROM:
-        ctx = multiprocessing.get_context(
-            "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        )
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-            for sol in pool.map(_one, tasks, chunksize=max(1, len(tasks) // (4 * n))):
-                solved.append(sol)  # map yields in submission order: a deterministic merge
-                if progress is not None:
-                    progress(len(solved), len(tasks))
-    else:
-        for t in tasks:
+        solved = _in_workers(tasks, n, progress)
+    if len(solved) < len(tasks):  # one process, or the workers could not finish: here, in order
+        for t in tasks[len(solved) :]:
             solved.append(_one(t))
             if progress is not None:
                 progress(len(solved), len(tasks))
