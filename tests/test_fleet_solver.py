@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from rightsize.fleet import timeline as tl
 from rightsize.fleet.demand import HOURS, Calendar, WorkloadDemand, daily_shape
+from rightsize.fleet.gangs import holdings
 from rightsize.fleet.plan import solve_pool
 from rightsize.fleet.prices import PoolPrices
 from rightsize.fleet.solver import Limits, solve
@@ -133,7 +134,8 @@ def test_unseen_fleets(
     pooled, dedicated = solve_pool(cal.days, pools, work, policy)
     u = tl.usage(pooled, cal, pools, work, policy.utilisation_target)
     # every month (and every hour of it) committed + burst covers demand
-    for m in tl.timeline(u, cal, work, pools, pooled):
+    held = holdings(pooled, cal, pools, work, u.usable)
+    for m in tl.timeline(u, cal, work, pools, pooled, held):
         assert m["reserved_gpus"] + m["burst_gpus"] >= m["demand_gpus"] - 1e-6, m
     demand = sum(u.total.values(), np.zeros((cal.months, HOURS)))
     od = pooled.get("od:acc", demand.shape)

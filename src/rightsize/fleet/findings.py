@@ -24,7 +24,7 @@ SPOT_SUITS_BELOW = 1.25  # spot suits a workload whose work takes at most this m
 
 
 def fleet_findings(plan: FleetPlan, u: Usage) -> list[Finding]:
-    out = [f for f in (_peaks(plan, u), _idle(plan), _saving(plan)) if f is not None]
+    out = [f for f in (_peaks(plan, u), _idle(plan), _saving(plan), _solver(plan)) if f is not None]
     out += _misses(plan) + _spot(plan)
     return sorted(out, key=lambda f: -f.impact)
 
@@ -48,6 +48,29 @@ def _peaks(plan: FleetPlan, u: Usage) -> Finding | None:
         },
         "Size shared capacity for the pooled peak, not the sum: let Kueue lend idle quota across queues "
         "(the borrowing limits in the quotas) instead of giving each workload its own peak.",
+    )
+
+
+def _solver(plan: FleetPlan) -> Finding | None:
+    """A solve stopped at its time limit is said, with the gap it reached: never a silent limit."""
+    late = [n for n, s in plan.dedicated.items() if s.stopped_at_time_limit]
+    sol = plan.solution
+    if not sol.stopped_at_time_limit and not late:
+        return None
+    gap = sol.mip_gap
+    return Finding(
+        "fleet_solver_time_limit",
+        "under-provisioning",
+        max(0.2, min(1.0, gap or 1.0)),
+        "The solver stopped at its time limit: the plan is feasible but may cost more than the best "
+        + (f"(pooled gap {gap:.2%})" if gap is not None else "(gap unknown)"),
+        {
+            "time_limit_s": plan.policy.solver.time_limit_s,
+            "pooled_stopped": "yes" if sol.stopped_at_time_limit else "no",
+            "pooled_mip_gap": gap,
+            "dedicated_stopped": ", ".join(late) or "none",
+        },
+        "Raise policy.solver.time_limit_s (or the gap, policy.solver.mip_gap) and plan again.",
     )
 
 

@@ -12,6 +12,7 @@ solver's (within its gap) costs more.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,8 +22,14 @@ import numpy as np
 
 from rightsize.errors import BadInput, RightsizeError
 from rightsize.fleet import timeline as tl
+from rightsize.fleet.caps import ON_DEMAND_GPUS, SPOT_GPUS, burst_caps
+from rightsize.fleet.dedicated import dedicated_solutions
 from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
+from rightsize.fleet.fleet_cost import REPAIR_HOURS, SPARE_CONFIDENCE, Parts
+from rightsize.fleet.gangs import Holdings, holdings
 from rightsize.fleet.prices import PoolPrices, pool_prices
+from rightsize.fleet.progress import Progress
+from rightsize.fleet.shared import pool_fabric
 from rightsize.fleet.solver import Limits, Solution, combine, solve
 from rightsize.fleet.workload_view import WorkloadView, view_of
 from rightsize.spec.fleet import FleetPolicy, month_text
@@ -55,14 +62,22 @@ class FleetPlan:
     assumptions: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     entries: list[dict[str, Any]] = field(default_factory=list)
+    solo_plans: dict[str, int] = field(default_factory=dict)
+    holdings: Holdings | None = None
+    parts: dict[str, Any] = field(default_factory=dict)  # shared parts and spares, pooled and alone
 
     @property
     def pooled_usd(self) -> float:
-        return self.solution.cost_usd
+        """Capacity plus the shared parts and spares (`fleet.fleet_cost`)."""
+        return self.solution.cost_usd + float(self.parts.get("pooled", {}).get("total_usd", 0.0))
+
+    def dedicated_one_usd(self, name: str) -> float:
+        own = self.parts.get("dedicated", {}).get(name, {})
+        return self.dedicated[name].cost_usd + float(own.get("total_usd", 0.0))
 
     @property
     def dedicated_usd(self) -> float:
-        return sum(s.cost_usd for s in self.dedicated.values())
+        return sum(self.dedicated_one_usd(n) for n in self.dedicated)
 
     def cost(self) -> dict[str, Any]:
         saving = self.dedicated_usd - self.pooled_usd
@@ -81,16 +96,28 @@ class FleetPlan:
         )
         if spot:
             by_kind["spot"] = spot
+        pooled_parts = self.parts.get("pooled", {})
+        for part in ("fabric_usd", "storage_usd", "spares_usd"):
+            if pooled_parts.get(part):
+                by_kind[part.removesuffix("_usd")] = float(pooled_parts[part])
+        capital = [p for p in self.purchases if p.get("capex_usd")]
         return {
             "pooled_usd": self.pooled_usd,
             "dedicated_usd": self.dedicated_usd,
             "saving_usd": saving,
             "saving_fraction": saving / self.dedicated_usd if self.dedicated_usd else 0.0,
+            "pooled_capacity_usd": self.solution.cost_usd,
             "pooled_by_kind_usd": by_kind,
-            "dedicated_by_workload_usd": {n: s.cost_usd for n, s in self.dedicated.items()},
+            "dedicated_by_workload_usd": {n: self.dedicated_one_usd(n) for n in self.dedicated},
+            "parts": self.parts,
+            "owned_capital_usd": sum(float(p["capex_usd"]) for p in capital),
+            "owned_residual_value_usd": sum(float(p.get("residual_value_usd") or 0.0) for p in capital),
             "horizon_months": self.horizon_months,
-            "what": "accelerator capacity over the horizon (owned at its hourly total cost of ownership, "
-            "reserved commitments, on-demand and spot hours); shared fabric and storage are listed apart",
+            "what": "accelerator capacity over the horizon (owned nodes bought outright: capital in full and "
+            "running cost for the months inside the horizon; reserved commitments; on-demand and spot "
+            "hours) plus the shared parts (scale-out fabric where nodes are owned, storage) and spare "
+            "nodes, pooled and dedicated alike; owned_residual_value_usd is the capital's life beyond "
+            "the horizon (straight line), not subtracted",
         }
 
     def _days(self) -> np.ndarray:
@@ -112,6 +139,37 @@ def _flags(view: WorkloadView, entry: FleetEntry) -> tuple[bool, bool]:
     job = not view.is_service
     w = entry.workload
     return (job if w.deferrable is None else w.deferrable), (job if w.preemptible is None else w.preemptible)
+
+
+class SoloCache:
+    """Solo plans by spec content: workloads that differ only in their fleet settings (schedule,
+    window, priority, name) share one plan of their spec."""
+
+    def __init__(self, plan_one: PlanOne) -> None:
+        self.plan_one = plan_one
+        self.results: dict[str, Any] = {}
+        self.hits = 0
+
+    def __call__(self, spec: Any) -> Any:
+        key = _spec_key(spec)
+        if key is None:
+            return self.plan_one(spec)
+        if key in self.results:
+            self.hits += 1
+            return self.results[key]
+        result = self.plan_one(spec)
+        self.results[key] = result
+        return result
+
+
+def _spec_key(spec: Any) -> str | None:
+    dump = getattr(spec, "model_dump_json", None)
+    if dump is None:
+        return None
+    try:
+        return f"{type(spec).__module__}.{type(spec).__qualname__}:{dump()}"
+    except (TypeError, ValueError):  # a spec that cannot be serialised is planned every time
+        return None
 
 
 def _plan_entry(entry: FleetEntry, policy: FleetPolicy, plan_one: PlanOne) -> tuple[WorkloadView, str | None]:
@@ -182,45 +240,74 @@ def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDem
 
 
 def _limits(policy: FleetPolicy, budget: bool = True) -> Limits:
-    return Limits(policy.utilisation_target, policy.budget_usd if budget else None, policy.power_limit_w)
+    o = policy.solver
+    return Limits(
+        policy.utilisation_target,
+        policy.budget_usd if budget else None,
+        policy.power_limit_w,
+        o.time_limit_s,
+        o.mip_gap,
+        o.random_seed,
+    )
 
 
 def solve_pool(
-    days: np.ndarray, pools: dict[str, PoolPrices], demands: list[WorkloadDemand], policy: FleetPolicy
+    days: np.ndarray,
+    pools: dict[str, PoolPrices],
+    demands: list[WorkloadDemand],
+    policy: FleetPolicy,
+    progress: Progress | None = None,
+    parts: Parts | None = None,
 ) -> tuple[Solution, dict[str, Solution]]:
-    """The pooled solution and each workload's dedicated one (alone on its own capacity, no budget)."""
+    """The pooled solution and each workload's dedicated one (alone on its own capacity, no budget).
+    The dedicated solutions together are a solution of the pooled program too; it is taken when it
+    costs less, shared parts and spares counted (`parts`), so pooling never costs more."""
+    step = (lambda done, total: progress.step("dedicated solves", done, total)) if progress else None
+    dedicated = dedicated_solutions(
+        days, pools, demands, _limits(policy, budget=False), policy.solver.workers, step
+    )
+    if progress is not None:
+        progress.note(f"pooled solve of {len(demands)} workloads")
     pooled = solve(days, pools, demands, _limits(policy))
-    dedicated = {
-        d.name: solve(days, {d.pool: pools[d.pool]}, [d], _limits(policy, budget=False)) for d in demands
-    }
     summed = combine(list(dedicated.values()), days, pools, demands, _limits(policy))
-    if (
-        summed is not None
-        and summed.cost_usd + summed.penalty_usd < pooled.cost_usd + pooled.penalty_usd - 1e-6
-    ):
+
+    def total(sol: Solution) -> float:
+        return sol.cost_usd + sol.penalty_usd + (parts.pooled(sol)["total_usd"] if parts else 0.0)
+
+    if summed is not None and total(summed) < total(pooled) - 1e-6:
         summed.seconds = pooled.seconds
+        summed.stopped_at_time_limit = pooled.stopped_at_time_limit
+        summed.time_limit_s, summed.gap_limit = pooled.time_limit_s, pooled.gap_limit
+        summed.mip_gap = pooled.mip_gap
         pooled = summed
     return pooled, dedicated
 
 
-def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne) -> FleetPlan:
+def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne, progress: Progress | None = None) -> FleetPlan:
     policy = fleet.spec.policy
+    progress = progress if progress is not None else Progress()
     t0 = time.perf_counter()
     cal = Calendar(fleet.start_month, fleet.horizon_months)
     views, notes = [], []
-    for entry in fleet.entries:
-        view, note = _plan_entry(entry, policy, plan_one)
+    solo = SoloCache(plan_one)
+    for i, entry in enumerate(fleet.entries):
+        view, note = _plan_entry(entry, policy, solo)
         views.append(view)
         notes.append(note)
+        progress.step("workloads planned alone", i + 1, len(fleet.entries))
     t_plan = time.perf_counter() - t0
     demands = [_demand(v, e, cal) for v, e in zip(views, fleet.entries, strict=True)]
     pools = _pools(views, policy, fleet)
     days = cal.days
     t1 = time.perf_counter()
-    pooled, dedicated = solve_pool(days, pools, demands, policy)
+    found = pool_fabric(views, fleet.spec.infrastructure)
+    keys = {e.name: _spec_key(e.spec) or e.name for e in fleet.entries}
+    parts = Parts(views, pools, cal, float(found[1].capex_usd) if found else 0.0, keys)
+    pooled, dedicated = solve_pool(days, pools, demands, policy, progress, parts)
     t_solve = time.perf_counter() - t1
     u = tl.usage(pooled, cal, pools, demands, policy.utilisation_target)
-    line = tl.timeline(u, cal, demands, pools, pooled)
+    held = holdings(pooled, cal, pools, demands, u.usable)
+    line = tl.timeline(u, cal, demands, pools, pooled, held)
     peak = int(np.argmax([m["demand_gpus"] for m in line]))
     plan = FleetPlan(
         fleet.name,
@@ -233,17 +320,40 @@ def plan_fleet(fleet: ResolvedFleet, plan_one: PlanOne) -> FleetPlan:
         pooled,
         dedicated,
         line,
-        tl.hourly_profile(u, cal, peak),
+        tl.hourly_profile(u, cal, peak, held),
         tl.utilisation_by_hour(u, cal),
         tl.purchases(pooled, cal, pools),
         tl.deadlines(pooled, cal, demands, u),
     )
+    plan.holdings = held
+    plan.parts = {
+        "pooled": parts.pooled(pooled),
+        "dedicated": {n: parts.alone(n, sol) for n, sol in dedicated.items()},
+        "repair_hours": REPAIR_HOURS,
+        "spare_confidence": SPARE_CONFIDENCE,
+    }
+    _parts_by_month(plan.timeline, plan.parts["pooled"], cal)
     plan.entries = [
         _entry_dict(e, v, d, n) for e, v, d, n in zip(fleet.entries, views, demands, notes, strict=True)
     ]
     _finish(plan, fleet, u)
     plan.seconds = {"planning_workloads_s": t_plan, "solver_s": t_solve, "total_s": time.perf_counter() - t0}
+    plan.solo_plans = {
+        "workloads": len(fleet.entries),
+        "distinct_specs_planned": len(solo.results),
+        "shared": solo.hits,
+    }
     return plan
+
+
+def _parts_by_month(line: list[dict[str, Any]], pooled: dict[str, Any], cal: Calendar) -> None:
+    """The shared parts in the monthly costs: fabric and storage bought in the first month, spares
+    held every month."""
+    share = cal.days / cal.days.sum()
+    for m, entry in enumerate(line):
+        bought = (pooled["fabric_usd"] + pooled["storage_usd"]) if m == 0 else 0.0
+        entry["parts_usd"] = bought + pooled["spares_usd"] * float(share[m])
+        entry["cost_usd"] += entry["parts_usd"]
 
 
 def _finish(plan: FleetPlan, fleet: ResolvedFleet, u: tl.Usage) -> None:
@@ -262,6 +372,11 @@ def _pools(views: list[WorkloadView], policy: FleetPolicy, fleet: ResolvedFleet)
     for v in views:
         if v.accelerator not in pools and v.demand is not None:
             pools[v.accelerator] = pool_prices(v.demand, list(policy.capacity), fleet.spec.infrastructure)
+    caps = burst_caps(policy.burst_caps)
+    pools = {
+        acc: dataclasses.replace(pr, burst_caps_gpus=dict(caps), owned_capital=policy.owned_capital)
+        for acc, pr in pools.items()
+    }
     for acc, pr in pools.items():
         if not set(pr.usd_per_gpu_hour) - {"spot"}:
             why = "; ".join(f"{k}: {w}" for k, w in pr.unavailable.items()) or "only spot is allowed"
@@ -302,10 +417,22 @@ def _assumptions(plan: FleetPlan) -> list[str]:
         "growth, rounded up to whole replicas, at least one.",
         f"The committed pool is planned busy at most {p.utilisation_target:.0%} of its GPUs "
         "(policy.utilisation_target); commitments are bought in whole nodes.",
-        "Commitments running past the horizon are charged only for their months inside it.",
-        "Spot work takes more GPU-hours by each workload's spot slowdown (preemptions and restarts); the "
-        "timeline counts those GPU-hours as GPUs of the hour (a run 1.1x slower on spot shows 1.1x its gang).",
-        "A one-off run keeps its whole gang through the day when it runs (it may move between days "
-        "and months in its window); recurring and batch jobs may use any hours of their window.",
+        "Reservations running past the horizon are charged for their months inside it; owned nodes are "
+        "bought outright (capital in full when bought, running cost inside the horizon), their life "
+        "beyond the horizon stated as the value left (straight line), not subtracted.",
+        "Shared parts in both costs: a scale-out fabric where nodes are owned (pooled: one, for the "
+        "largest job; dedicated: each its own), storage bought per usable TB (pooled: one copy of a "
+        "spec's datasets), and spare nodes for committed capacity from each workload's GPU failure "
+        f"rate, {REPAIR_HOURS:.0f} h to replace a node, covering {SPARE_CONFIDENCE:.0%} of the time.",
+        "Spot work takes more GPU-hours by each workload's spot slowdown (its preemption cost: lost work "
+        "and restarts), and spot is used only within the spot cap.",
+        "Whole gangs: a job holds whole copies of its gang (whole nodes when it spans nodes) in every hour "
+        "it runs, each copy on one kind of capacity (the committed pool, on-demand or spot), and a service "
+        "whole replicas; the timeline and the holdings report whole GPUs. A one-off run holds its gang "
+        "through the day on the days it runs; one that may be preempted is split into checkpointed "
+        "segments across months, one that may not runs as one block of consecutive months.",
+        "Burst is capped per pool by what a provider plausibly has (policy.burst_caps, or the bundled "
+        f"{ON_DEMAND_GPUS} on-demand and {SPOT_GPUS} spot GPUs). Alone, each workload gets a share of "
+        "the caps in proportion to its own peak, so the dedicated plans together fit the same provider.",
         f"Cloud quotas carry a {p.safety_margin:.0%} margin over the planned burst peak (policy.safety_margin).",
     ]

@@ -3,15 +3,18 @@
 Cloud kinds (on-demand, 1- and 3-year reserved, spot) are the catalog's USD per GPU-hour. Owning
 is the on-premises total cost of one node per GPU-hour, every hour of the year (amortised capex,
 energy at the facility power, facility and operations), from `sizing.cost.size_cost`; the shared
-fabric and storage are sized once for the pool and reported apart. A commitment (owned or
-reserved) is paid for every hour of its term inside the horizon, used or not; its months beyond
-the horizon are left to whatever comes next.
+fabric and storage are sized once for the pool (`fleet.fleet_cost`). A reservation is paid for
+every hour of its term inside the horizon, used or not; an owned node is bought: its capital in
+full when bought, its running cost for the hours inside the horizon, and its life beyond the
+horizon stated (as the straight-line value left).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from rightsize.catalog import get_node
 from rightsize.catalog.prices import cloud_price
@@ -35,6 +38,25 @@ class PoolPrices:
     onprem_facility_w_per_node: float = 0.0
     onprem_capex_usd_per_node: float = 0.0
     unavailable: dict[str, str] = field(default_factory=dict)  # kind -> why it has no price
+    burst_caps_gpus: dict[str, float] = field(default_factory=dict)  # on_demand/spot -> most GPUs at once
+    onprem_opex_usd_per_gpu_hour: float = 0.0  # owning less the capital: energy, facility, operations
+
+    owned_capital: str = "full"  # policy.owned_capital: full | depreciated
+
+    def capital_counted(self, left_fraction: np.ndarray | float) -> np.ndarray:
+        """The capital of one node as counted: in full, or less the share of its life left."""
+        left = np.asarray(left_fraction, dtype=float)
+        if self.owned_capital == "depreciated":
+            return self.onprem_capex_usd_per_node * (1.0 - left)
+        return self.onprem_capex_usd_per_node * np.ones_like(left)
+
+    def onprem_node_price(self, hours_in_horizon: np.ndarray, left_fraction: np.ndarray) -> np.ndarray | None:
+        """A node bought outright: its capital (`capital_counted`) plus its running cost for the
+        hours it serves inside the horizon; None when the capital is not known apart."""
+        if self.onprem_capex_usd_per_node <= 0:
+            return None
+        running = self.gpus_per_node * self.onprem_opex_usd_per_gpu_hour * hours_in_horizon
+        return self.capital_counted(left_fraction) + running
 
     def as_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -46,7 +68,7 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
     prices: dict[str, float] = {}
     terms: dict[str, int] = {}
     missing: dict[str, str] = {}
-    facility_w = capex = 0.0
+    facility_w = capex = opex = 0.0
     cloud_kinds = [k for k in allowed if k != "onprem"]
     if cloud_kinds:
         try:
@@ -84,6 +106,16 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
             terms["onprem"] = round(cost.onprem.amortisation_years * 12)
             facility_w = cost.onprem.facility_power_w
             capex = cost.onprem.capex_usd
+            life_h = cost.onprem.amortisation_years * 365.0 * 24.0
+            opex = max(0.0, cost.onprem.usd_per_gpu_hour_owned - capex / (life_h * node.gpus_per_node))
     return PoolPrices(
-        demand.accelerator, node.id, node.gpus_per_node, prices, terms, facility_w, capex, missing
+        demand.accelerator,
+        node.id,
+        node.gpus_per_node,
+        prices,
+        terms,
+        facility_w,
+        capex,
+        missing,
+        onprem_opex_usd_per_gpu_hour=opex,
     )

@@ -1,13 +1,20 @@
-"""Quotas for a shared scheduler, as data: one Kueue ClusterQueue per workload group in one cohort.
+"""Quotas for a shared scheduler, as data: Kueue ResourceFlavors, one ClusterQueue per workload
+group in one cohort, and each workload's pod sets, under which every planned job is admissible.
 
-Groups are workload kinds (serving, pretraining, fine_tuning, batch_inference). Each pool gives
-ResourceFlavors: `<accelerator>-reserved` (the committed pool), `<accelerator>-on-demand` and
-`<accelerator>-spot`. A group's nominal quota on the reserved flavor is what it uses of the pool at
-its own busiest hour, scaled down together if the groups' peaks add up to more than the pool (peaks
-that never coincide); its borrowing limit is the rest of the pool, so idle reserved GPUs go to
-whoever has work (Kueue borrows within a cohort). Services lend only what they leave idle at their
-quietest hour. Cloud flavors get the group's burst peak plus the policy's safety margin. An export
-turns these into ClusterQueue / ResourceFlavor / WorkloadPriorityClass objects.
+Flavors: per pool `<accelerator>-reserved` (the committed pool), `<accelerator>-on-demand` and
+`<accelerator>-spot`, each labelled so a pod's node selector picks it. Kueue places a pod set on
+ONE flavor, so each copy of a gang (and each service replica) is a pod set that names its flavor
+(`rightsize/capacity`), as the plan's holdings (`fleet.gangs`) put it. A pod takes one whole node
+of GPUs (or a gang smaller than a node), and the CPU and memory of that share of the node.
+
+Quotas, in whole nodes and for every resource a pod requests (GPU, cpu, memory): a flavor's
+capacity is what the plan holds on it at its busiest hour (the committed pool: the most committed
+nodes; burst: within the provider's caps). Each group's nominal quota is its own peak there, scaled
+down together so the nominal quotas add up to the capacity (peaks that never coincide share it);
+its borrowing limit is the rest of the capacity; it lends all of its nominal quota except, for a
+service, what it always holds (the replicas it never gives up). Then at every hour of the plan the
+groups' use fits: each within its nominal plus what the cohort lends, the cohort within its
+capacity. `tests/test_fleet_kueue_admission.py` checks this with a model of Kueue's admission.
 """
 
 from __future__ import annotations
@@ -17,16 +24,61 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rightsize.catalog import get_accelerator, get_node
+from rightsize.fleet.gangs import FLAVORS
 from rightsize.fleet.timeline import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.fleet.plan import FleetPlan
 
 RESOURCE = "nvidia.com/gpu"
+FLAVOR_SUFFIX = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
+CAPACITY_LABEL = "rightsize/capacity"
+POOL_LABEL = "rightsize/pool"
 
 
 def _flavor(acc: str, kind: str) -> str:
-    return f"{acc}-{kind}"
+    return f"{acc}-{FLAVOR_SUFFIX.get(kind, kind)}"
+
+
+def gpu_resource(acc: str) -> str:
+    try:
+        vendor = get_accelerator(acc).vendor
+    except Exception:  # noqa: BLE001 - an unknown id keeps the common resource name
+        return RESOURCE
+    return "amd.com/gpu" if vendor == "amd" else RESOURCE
+
+
+def _node_share(plan: FleetPlan, acc: str) -> tuple[int, float, float]:
+    """GPUs per node, and the CPU cores and memory bytes that go with one GPU of that node."""
+    node = get_node(plan.pools[acc].node)
+    gpn = node.gpus_per_node
+    return gpn, node.cpu_cores / gpn, node.host_memory_bytes / gpn
+
+
+def pod_sets(plan: FleetPlan) -> list[dict[str, Any]]:
+    """Each workload's pod set: pods per copy (one a node), each pod's requests, its group."""
+    h = plan.holdings
+    assert h is not None
+    out = []
+    for d in plan.demands:
+        gpn, cpu, mem = _node_share(plan, d.pool)
+        unit = h.unit[d.name]
+        per_pod = min(unit, gpn)
+        res = gpu_resource(d.pool)
+        out.append(
+            {
+                "workload": d.name,
+                "group": d.kind,
+                "pool": d.pool,
+                "priority": d.priority,
+                "unit_gpus": unit,
+                "pods_per_unit": math.ceil(unit / per_pod),
+                "pod_requests": {res: per_pod, "cpu": per_pod * cpu, "memory": per_pod * mem},
+                "node_selector_label": CAPACITY_LABEL,
+            }
+        )
+    return out
 
 
 def kueue_quotas(plan: FleetPlan, u: Usage) -> dict[str, Any]:
@@ -36,14 +88,24 @@ def kueue_quotas(plan: FleetPlan, u: Usage) -> dict[str, Any]:
     flavors: list[dict[str, Any]] = []
     per_group: dict[str, list[dict[str, Any]]] = {g: [] for g in groups}
     for acc in plan.pools:
-        reserved, entries = _pool_quotas(plan, u, acc, groups)
-        for g, entry in entries.items():
-            per_group[g] += entry
-        flavors += [
-            {"name": _flavor(acc, kind), "node_labels": {"rightsize/pool": acc, "rightsize/capacity": kind}}
-            for kind in ("reserved", "on-demand", "spot")
-        ]
-        flavors[-3]["gpus"] = reserved
+        for kind in FLAVORS:
+            capacity, entries = _flavor_quotas(plan, u, acc, kind, groups)
+            gpn, cpu, mem = _node_share(plan, acc)
+            flavors.append(
+                {
+                    "name": _flavor(acc, kind),
+                    "node_labels": {POOL_LABEL: acc, CAPACITY_LABEL: FLAVOR_SUFFIX[kind]},
+                    "gpus": capacity,
+                    "nodes": capacity // gpn,
+                    "resources": {
+                        gpu_resource(acc): capacity,
+                        "cpu": capacity * cpu,
+                        "memory": capacity * mem,
+                    },
+                }
+            )
+            for g, entry in entries.items():
+                per_group[g].append(entry)
     queues = []
     for g, names in groups.items():
         members = [d for d in plan.demands if d.name in names]
@@ -53,7 +115,8 @@ def kueue_quotas(plan: FleetPlan, u: Usage) -> dict[str, Any]:
                 "cohort": f"{plan.name}-pool",
                 "workloads": names,
                 "priority": max(d.priority for d in members),
-                "resource": RESOURCE,
+                "resource": gpu_resource(members[0].pool),
+                "covered_resources": sorted({gpu_resource(d.pool) for d in members} | {"cpu", "memory"}),
                 "flavors": per_group[g],
                 "preemption": {
                     "reclaim_within_cohort": "Never" if all(d.preemptible for d in members) else "Any",
@@ -66,54 +129,68 @@ def kueue_quotas(plan: FleetPlan, u: Usage) -> dict[str, Any]:
         "cohort": f"{plan.name}-pool",
         "resource_flavors": flavors,
         "cluster_queues": queues,
+        "pod_sets": pod_sets(plan),
+        "what": "nominal quotas in whole nodes for every resource a pod requests; each gang copy and "
+        "replica is one pod set on one flavor (its node selector), admissible at every planned hour",
     }
 
 
-def _pool_quotas(
-    plan: FleetPlan, u: Usage, acc: str, groups: dict[str, list[str]]
-) -> tuple[int, dict[str, list[dict[str, Any]]]]:
-    """The committed GPUs of pool `acc` and each group's flavor quotas there."""
-    margin = plan.policy.safety_margin
-    committed = sum((v for v in u.committed[acc].values()), np.zeros(plan.horizon_months))
-    reserved = int(round(float(committed.max()))) if committed.size else 0
-    mine = {g: [n for n in names if _pool_of(plan, n) == acc] for g, names in groups.items()}
-    peaks = {}
-    for g, names in mine.items():
-        pool = sum((u.on_pool[n] for n in names), np.zeros((plan.horizon_months, 24)))
-        peaks[g] = (float(pool.max()), float(pool[pool > 0].min()) if (pool > 0).any() else 0.0)
-    total = sum(p for p, _ in peaks.values())
-    scale = min(1.0, reserved / total) if total else 0.0  # peaks that never coincide share the pool
-    out: dict[str, list[dict[str, Any]]] = {}
-    for g, names in mine.items():
-        if not names:
+def _group_use(plan: FleetPlan, acc: str, kind: str, names: list[str]) -> np.ndarray:
+    h = plan.holdings
+    assert h is not None
+    mine = [n for n in names if _pool_of(plan, n) == acc]
+    return sum((h.gpus[n][kind] for n in mine), np.zeros((plan.horizon_months, 24)))
+
+
+def _flavor_quotas(
+    plan: FleetPlan, u: Usage, acc: str, kind: str, groups: dict[str, list[str]]
+) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The flavor's capacity (whole nodes of GPUs) and each group's quotas on it."""
+    gpn, cpu, mem = _node_share(plan, acc)
+    use = {g: _group_use(plan, acc, kind, names) for g, names in groups.items()}
+    total = sum(use.values(), np.zeros((plan.horizon_months, 24)))
+    held = gpn * math.ceil(float(total.max()) / gpn - 1e-9)
+    if kind == "reserved":
+        committed = sum((v for v in u.committed[acc].values()), np.zeros(plan.horizon_months))
+        capacity = max(held, int(round(float(committed.max()))) if committed.size else 0)
+    else:
+        capacity = held
+    nominal = _shares(plan, {g: float(v.max()) for g, v in use.items()}, capacity, gpn)
+    res = gpu_resource(acc)
+    out: dict[str, dict[str, Any]] = {}
+    for g, names in groups.items():
+        if not any(_pool_of(plan, n) == acc for n in names):
             continue
-        peak, low = peaks[g]
-        nominal = int(math.floor(peak * scale))
-        od = max(float(u.on_demand[n].max()) for n in names)
-        sp = max(float(u.spot[n].max()) for n in names)
-        lend = max(0, nominal - int(math.ceil(low * scale))) if g == "serving" else nominal
-        out[g] = [
-            {
-                "name": _flavor(acc, "reserved"),
-                "nominal_quota": nominal,
-                "borrowing_limit": max(0, reserved - nominal),
-                "lending_limit": lend,
+        n = nominal[g]
+        keep = 0
+        if g == "serving":  # a service keeps what it always holds; it lends the rest
+            keep = gpn * math.floor(float(use[g].min()) / gpn + 1e-9)
+        lend = max(0, n - min(keep, n))
+        out[g] = {
+            "name": _flavor(acc, kind),
+            "nominal_quota": n,
+            "borrowing_limit": capacity - n,
+            "lending_limit": lend,
+            "resources": {
+                r: {"nominal_quota": n * f, "borrowing_limit": (capacity - n) * f, "lending_limit": lend * f}
+                for r, f in ((res, 1.0), ("cpu", cpu), ("memory", mem))
             },
-            {
-                "name": _flavor(acc, "on-demand"),
-                "nominal_quota": math.ceil(od * (1 + margin)),
-                "borrowing_limit": 0,
-            },
-        ]
-        if sp > 0:
-            out[g].append(
-                {
-                    "name": _flavor(acc, "spot"),
-                    "nominal_quota": math.ceil(sp * (1 + margin)),
-                    "borrowing_limit": 0,
-                }
-            )
-    return reserved, out
+        }
+    return capacity, out
+
+
+def _shares(plan: FleetPlan, peaks: dict[str, float], capacity: int, gpn: int) -> dict[str, int]:
+    """Whole-node nominal quotas: each group's peak, scaled so they add up to the capacity at most."""
+    nodes = {g: math.ceil(p / gpn - 1e-9) for g, p in peaks.items()}
+    cap_nodes = capacity // gpn
+    if sum(nodes.values()) <= cap_nodes:
+        return {g: n * gpn for g, n in nodes.items()}
+    scale = cap_nodes / sum(nodes.values())
+    base = {g: math.floor(n * scale) for g, n in nodes.items()}
+    rest = cap_nodes - sum(base.values())
+    for g in sorted(nodes, key=lambda g: (-(nodes[g] * scale - base[g]), g))[:rest]:
+        base[g] += 1
+    return {g: n * gpn for g, n in base.items()}
 
 
 def _pool_of(plan: FleetPlan, name: str) -> str:

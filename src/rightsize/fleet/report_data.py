@@ -11,14 +11,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def fleet_dict(plan: FleetPlan) -> dict[str, Any]:
-    sol = plan.solution
     return {
         "kind": "fleet_plan",
         "name": plan.name,
         "start": plan.start,
         "horizon_months": plan.horizon_months,
         "policy": plan.policy.model_dump(),
-        "workloads": [{**e, "dedicated_usd": plan.dedicated[e["name"]].cost_usd} for e in plan.entries],
+        "workloads": [{**e, "dedicated_usd": plan.dedicated_one_usd(e["name"])} for e in plan.entries],
         "pools": {acc: pr.as_dict() for acc, pr in plan.pools.items()},
         "timeline": plan.timeline,
         "hourly_profile": plan.hourly_profile,
@@ -34,18 +33,88 @@ def fleet_dict(plan: FleetPlan) -> dict[str, Any]:
         "quotas": plan.quotas,
         "findings": [f.as_dict() for f in plan.findings],
         "assumptions": plan.assumptions,
-        "solver": {
-            "method": "mixed-integer linear program, HiGHS via scipy.optimize.milp",
-            "status": sol.status,
-            "variables": sol.variables,
-            "integer_variables": sol.integers,
-            "constraints": sol.rows,
-            "mip_gap": sol.mip_gap,
-            "seconds": sol.seconds,
-            "grid": f"{plan.horizon_months} months x {HOURS} hours of a representative day",
-        },
+        "solver": solver_dict(plan),
         "seconds": plan.seconds,
+        "solo_plans": plan.solo_plans,
+        "holdings": _holdings(plan),
     }
+
+
+def _holdings(plan: FleetPlan) -> dict[str, Any]:
+    """Which workload holds which capacity, whole GPUs, every hour of every month's typical day."""
+    from rightsize.fleet.demand import Calendar
+    from rightsize.fleet.gangs import hourly_holders
+    from rightsize.spec.fleet import month_index, month_text
+
+    h = plan.holdings
+    if h is None:
+        return {}
+    cal = Calendar(month_index(plan.start), plan.horizon_months)
+    return {
+        "what": "whole GPUs each workload holds at each hour of each month's typical day, by flavor "
+        "(reserved: the committed pool; on_demand; spot): a job holds whole copies of its gang on the "
+        "days it runs, a service whole replicas",
+        "unit_gpus": h.unit,
+        "nodes_per_unit": h.nodes_per_unit,
+        "burst_caps_gpus": h.caps,
+        "over_caps": [{**o, "month": month_text(cal.start_month + o["month"])} for o in h.over_caps],
+        "by_month": hourly_holders(h, cal),
+    }
+
+
+def solver_dict(plan: FleetPlan) -> dict[str, Any]:
+    """How the programs were solved: status, gap reached and allowed, limits; never a silent limit."""
+    sol = plan.solution
+    ded = list(plan.dedicated.values())
+    gaps = [s.mip_gap for s in ded if s.mip_gap is not None]
+    stopped = [n for n, s in plan.dedicated.items() if s.stopped_at_time_limit]
+    o = plan.policy.solver
+    return {
+        "method": "mixed-integer linear program, HiGHS via scipy.optimize.milp",
+        "status": sol.status,
+        "optimal_within_gap": not sol.stopped_at_time_limit
+        and (sol.mip_gap is None or sol.mip_gap <= o.mip_gap + 1e-12),
+        "gap_against": "the best bound of the program with gang counts relaxed (phase 1), so it covers "
+        "the solver's gap and the rounding to whole gangs",
+        "stopped_at_time_limit": sol.stopped_at_time_limit,
+        "variables": sol.variables,
+        "integer_variables": sol.integers,
+        "constraints": sol.rows,
+        "mip_gap": sol.mip_gap,
+        "mip_gap_limit": o.mip_gap,
+        "time_limit_s": o.time_limit_s,
+        "random_seed": o.random_seed,
+        "threads_per_solve": 1,
+        "seconds": sol.seconds,
+        "grid": f"{plan.horizon_months} months x {HOURS} hours of a representative day",
+        "dedicated": {
+            "solves": len(ded),
+            "worst_mip_gap": max(gaps) if gaps else None,
+            "stopped_at_time_limit": stopped,
+        },
+    }
+
+
+def solver_headline(s: dict[str, Any]) -> str:
+    """One line for the headline: optimal within the gap, or stopped at the time limit with its gap."""
+    gap = s.get("mip_gap")
+    gap_text = "gap unknown" if gap is None else f"gap {gap:.2%}"
+    if s["stopped_at_time_limit"]:
+        text = (
+            f"STOPPED at the {s['time_limit_s']:,.0f} s time limit, {gap_text} (asked {s['mip_gap_limit']:.2%}); "
+            "raise policy.solver.time_limit_s for a closer plan"
+        )
+    elif s["optimal_within_gap"]:
+        text = f"within its gap ({gap_text}, limit {s['mip_gap_limit']:.2%}) in {s['seconds']:.2f} s"
+    else:
+        text = (
+            f"{gap_text} from the linear bound (asked {s['mip_gap_limit']:.2%}; the rest is at most the price "
+            f"of whole gangs) in {s['seconds']:.2f} s"
+        )
+    late = s["dedicated"]["stopped_at_time_limit"]
+    if late:
+        text += f"; {len(late)} dedicated solve(s) stopped at the time limit"
+    return text
 
 
 def _overall(plan: FleetPlan) -> float | None:

@@ -14,6 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from rightsize.catalog import get_node
+from rightsize.fleet.workload_view import WorkloadView
 from rightsize.sizing.fabric import size_fabric
 from rightsize.sizing.nodes_racks import size_nodes_racks
 from rightsize.sizing.power import size_power
@@ -23,15 +24,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from rightsize.fleet.plan import FleetPlan
 
 
+def pool_fabric(views: list[WorkloadView], infra: Infrastructure) -> tuple[WorkloadView, Any] | None:
+    """The pool's scale-out fabric: sized for the largest job that spans nodes; None if none does."""
+    jobs = [v for v in views if v.needs_fabric and v.demand is not None]
+    if not jobs:
+        return None
+    big = max(jobs, key=lambda v: (v.fabric_nodes, v.name))
+    assert big.demand is not None
+    return big, size_fabric(big.demand, get_node(big.node), max(big.fabric_nodes, 1), infra.fabric)
+
+
 def shared_parts(plan: FleetPlan, infra: Infrastructure) -> dict[str, Any]:
     out: dict[str, Any] = {"storage": _storage(plan)}
-    jobs = [v for v in plan.views if v.needs_fabric and v.demand is not None]
+    found = pool_fabric(plan.views, infra)
     fabric_w = 0.0
-    if jobs:
-        big = max(jobs, key=lambda v: v.fabric_nodes)
-        assert big.demand is not None
-        node = get_node(big.node)
-        fab = size_fabric(big.demand, node, max(big.fabric_nodes, 1), infra.fabric)
+    if found is not None:
+        big, fab = found
         fabric_w = fab.power_w
         out["fabric"] = {
             "for_workload": big.name,

@@ -3,39 +3,48 @@
 Decision variables, on the grid of months m x hours h of a representative day (`fleet.demand`):
 
 - n[p, k, s] integer: nodes of committed kind k (owned, 1- or 3-year reserved) bought in pool p in
-  month s; they serve from s for the kind's term. Cost: nodes x GPUs per node x price x the hours
-  of the term's months inside the horizon.
+  month s; they serve from s for the kind's term. Cost: a reservation, nodes x GPUs per node x
+  price x the hours of the term inside the horizon; an owned node, bought (`PoolPrices.
+  onprem_node_price`: its capital plus its running cost inside the horizon).
 - od[p, m, h] >= 0: on-demand GPUs. Cost: price x the month's days (one hour each day).
 - x[j, m, h] >= 0: GPUs a placeable job j runs on the pool or on-demand; xs[j, m, h] >= 0 the work it
   runs on spot, which takes `spot_factor` times the GPUs (preemptions lengthen it). Cost of spot:
-  price x factor x days.
+  price x factor x days. One variable per cell where nothing changes (`fleet.program_jobs`).
+- cr, co, cs[j, m] integer: whole copies of job j's gang held in month m on the committed pool, on
+  demand and on spot; sr[p, m, h] the fixed load (services) put on the committed pool.
 - miss[j, q] >= 0: GPU-hours of period q of job j left undone, at a penalty far above any price.
 
 Constraints: in every slot the committed GPUs x the utilisation target plus on-demand cover the
-fixed load and the placed jobs; each job's period gets its GPU-hours (or reports the miss); a job
-never runs more than its gang (or copies) at once, only in its allowed hours, and a job that cannot
-pause runs the same GPUs every hour of a day; the total stays within the budget; the owned racks'
-facility power within the power limit. The objective is cost plus miss penalties. Minimising it
-puts the committed baseline where one more GPU-hour of commitment costs more than the on-demand
-hours it saves (the demand duration curve's break-even), and moves deferrable work into valleys.
+fixed load and the placed jobs; each job's period gets its GPU-hours (or reports the miss); a job's
+work fits in the whole gangs it holds, at most its copies at once, only in its allowed hours; a run
+that cannot pause runs the same GPUs every hour of a day, and one that cannot be checkpointed runs
+in consecutive months; the gangs held on the committed pool plus the fixed load put there fit in
+the committed GPUs, those on demand plus the rest of the fixed load in the on-demand cap, those on
+spot in the spot cap; the total stays within the budget; the owned racks' facility power within
+the power limit. The objective is cost plus miss penalties. Minimising it puts the committed
+baseline where one more GPU-hour of commitment costs more than the on-demand hours it saves (the
+demand duration curve's break-even), and moves deferrable work into valleys. `fleet.highs` solves
+it in phases and states the gap.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from rightsize.errors import Infeasible
 from rightsize.fleet.demand import HOURS, WorkloadDemand
+from rightsize.fleet.highs import GANG_BLOCKS, Program, two_phase
+from rightsize.fleet.model import Model
 from rightsize.fleet.prices import COMMITTED, PoolPrices
+from rightsize.fleet.program_jobs import jobs
+from rightsize.fleet.rounding import round_gangs, whole_fixed
 
 MISS_PENALTY_FACTOR = 20.0  # a missed GPU-hour costs this many times the dearest price in the fleet
-TIME_LIMIT_S = 20.0
+TIME_LIMIT_S = 120.0  # defaults of policy.solver (spec.fleet.SolverOptions)
 MIP_REL_GAP = 1e-3  # 0.1% of the cost: far inside the price table's own uncertainty
-TIE_BREAK_USD_PER_GPU_HOUR = 1e-4
 BUY_EVERY_MONTHS = 3  # commitments start at quarter boundaries (procurement runs quarterly)
 
 
@@ -44,6 +53,9 @@ class Limits:
     utilisation_target: float = 1.0
     budget_usd: float | None = None
     power_limit_w: float | None = None
+    time_limit_s: float = TIME_LIMIT_S
+    mip_gap: float = MIP_REL_GAP
+    random_seed: int = 0
 
 
 @dataclass
@@ -58,67 +70,20 @@ class Solution:
     rows: int
     mip_gap: float | None = None
     spot_prices: dict[str, float] = field(default_factory=dict)  # xs block -> USD per GPU-hour of work
+    stopped_at_time_limit: bool = False  # HiGHS stopped at limits.time_limit_s, not at the gap
+    time_limit_s: float | None = None
+    gap_limit: float | None = None
 
     def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         return self.values.get(name, np.zeros(shape))
 
 
-def _spot_prices(md: _Model, pools: dict[str, PoolPrices], work: list[WorkloadDemand]) -> dict[str, float]:
+def _spot_prices(md: Model, pools: dict[str, PoolPrices], work: list[WorkloadDemand]) -> dict[str, float]:
     return {
         f"xs:{w.name}": pools[w.pool].usd_per_gpu_hour["spot"] * (w.spot_factor or 1.0)
         for w in work
         if f"xs:{w.name}" in md.blocks
     }
-
-
-class _Model:
-    """Variable blocks and sparse rows for scipy.optimize.milp."""
-
-    def __init__(self) -> None:
-        self.blocks: dict[str, np.ndarray] = {}
-        self.lb: list[np.ndarray] = []
-        self.ub: list[np.ndarray] = []
-        self.cost: list[np.ndarray] = []
-        self.penalty: list[np.ndarray] = []
-        self.tie: list[np.ndarray] = []
-        self.integer: list[np.ndarray] = []
-        self.n = 0
-        self.rows: list[tuple[np.ndarray, np.ndarray, float, float]] = []
-
-    def add(
-        self,
-        name: str,
-        shape: tuple[int, ...],
-        cost: Any,
-        ub: Any = np.inf,
-        integer: bool = False,
-        role: str = "cost",  # cost | penalty (misses) | tie (tie-break, far below any price)
-    ) -> np.ndarray:
-        size = int(np.prod(shape))
-        idx = np.arange(self.n, self.n + size).reshape(shape)
-        self.n += size
-        self.blocks[name] = idx
-        c = np.broadcast_to(np.asarray(cost, dtype=float), shape).ravel()
-        zero = np.zeros(size)
-        self.cost.append(c if role == "cost" else zero)
-        self.penalty.append(c if role == "penalty" else zero)
-        self.tie.append(c if role == "tie" else zero)
-        self.lb.append(np.zeros(size))
-        self.ub.append(np.broadcast_to(np.asarray(ub, dtype=float), shape).ravel().copy())
-        self.integer.append(np.full(size, 1 if integer else 0))
-        return idx
-
-    def row(self, cols: Any, vals: Any, lo: float, hi: float = np.inf) -> None:
-        self.rows.append((np.asarray(cols, dtype=int).ravel(), np.asarray(vals, dtype=float).ravel(), lo, hi))
-
-    def matrix(self) -> tuple[Any, np.ndarray, np.ndarray]:
-        from scipy.sparse import coo_matrix
-
-        r = np.concatenate([np.full(len(c), i) for i, (c, _, _, _) in enumerate(self.rows)])
-        c = np.concatenate([c for c, _, _, _ in self.rows])
-        v = np.concatenate([v for _, v, _, _ in self.rows])
-        a = coo_matrix((v, (r, c)), shape=(len(self.rows), self.n)).tocsr()
-        return a, np.array([lo for *_, lo, _ in self.rows]), np.array([hi for *_, hi in self.rows])
 
 
 def _active(term: int, months: int) -> np.ndarray:
@@ -130,9 +95,9 @@ def _active(term: int, months: int) -> np.ndarray:
 
 def build(
     days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDemand], limits: Limits
-) -> _Model:
+) -> Model:
     months = len(days)
-    md = _Model()
+    md = Model()
     dearest = max([max(p.usd_per_gpu_hour.values(), default=1.0) for p in pools.values()] + [1.0])
     fixed: dict[str, np.ndarray] = {acc: np.zeros((months, HOURS)) for acc in pools}
     commits: dict[str, list[tuple[np.ndarray, np.ndarray, float]]] = {acc: [] for acc in pools}
@@ -142,7 +107,10 @@ def build(
                 continue
             act = _active(pr.term_months[kind], months)  # [s, m]
             hours_in = act @ (days * HOURS)
-            price = pr.gpus_per_node * pr.usd_per_gpu_hour[kind] * hours_in
+            term = pr.term_months[kind]
+            left = np.maximum(0, np.arange(months) + term - months) / term
+            bought = pr.onprem_node_price(hours_in, left) if kind == "onprem" else None
+            price = bought if bought is not None else pr.gpus_per_node * pr.usd_per_gpu_hour[kind] * hours_in
             buy = np.where(np.arange(months) % BUY_EVERY_MONTHS == 0, np.inf, 0.0)
             idx = md.add(f"n:{acc}:{kind}", (months,), price, ub=buy, integer=True)
             commits[acc].append((idx, act, limits.utilisation_target * pr.gpus_per_node))
@@ -153,8 +121,8 @@ def build(
                     md.row(idx[served], watts, -np.inf, limits.power_limit_w)
         if "on_demand" in pr.usd_per_gpu_hour:
             md.add(f"od:{acc}", (months, HOURS), pr.usd_per_gpu_hour["on_demand"] * days[:, None])
-    _jobs(md, days, pools, work, fixed, MISS_PENALTY_FACTOR * dearest)
-    _cover_rows(md, months, work, commits, fixed)
+    jobs(md, days, pools, work, fixed, MISS_PENALTY_FACTOR * dearest)
+    _cover_rows(md, months, work, commits, fixed, pools)
     if limits.budget_usd is not None:
         c = np.concatenate(md.cost)
         nz = np.flatnonzero(c)
@@ -162,111 +130,183 @@ def build(
     return md
 
 
-def _jobs(
-    md: _Model,
-    days: np.ndarray,
-    pools: dict[str, PoolPrices],
-    work: list[WorkloadDemand],
-    fixed: dict[str, np.ndarray],
-    penalty: float,
-) -> None:
-    months = len(days)
-    for w in work:
-        fixed[w.pool] += w.fixed
-        if not w.placed:
-            continue
-        ub = np.where(w.allowed, w.max_gpus, 0.0)
-        # Among schedules of equal cost, the earliest: a tie-break far below any price, kept out of
-        # the reported cost (it rides with the penalties).
-        early = TIE_BREAK_USD_PER_GPU_HOUR * (np.arange(months)[:, None] + np.arange(HOURS)[None, :] / HOURS)
-        x = md.add(f"x:{w.name}", (months, HOURS), early * days[:, None] / months, ub, role="tie")
-        blocks = [x]
-        spot = pools[w.pool].usd_per_gpu_hour.get("spot")
-        if spot is not None and w.spot_factor is not None:
-            xs = md.add(f"xs:{w.name}", (months, HOURS), spot * w.spot_factor * days[:, None], ub)
-            blocks.append(xs)
-            for m, h in zip(*np.nonzero(w.allowed), strict=True):
-                md.row([x[m, h], xs[m, h]], [1.0, 1.0], -np.inf, w.max_gpus)
-        miss = md.add(f"miss:{w.name}", (len(w.periods),), penalty, role="penalty")
-        for q, (ms, gpu_hours) in enumerate(w.periods):
-            cols = [b[ms, :].ravel() for b in blocks] + [np.array([miss[q]])]
-            vals = [np.repeat(days[ms], HOURS) for _ in blocks] + [np.ones(1)]
-            md.row(np.concatenate(cols), np.concatenate(vals), gpu_hours)
-        if w.flat_in_day:
-            for b in blocks:
-                for m in np.flatnonzero(w.allowed.any(axis=1)):
-                    for h in range(1, HOURS):
-                        md.row([b[m, h], b[m, 0]], [1.0, -1.0], 0.0, 0.0)
-
-
 def _cover_rows(
-    md: _Model,
+    md: Model,
     months: int,
     work: list[WorkloadDemand],
     commits: dict[str, list[tuple[np.ndarray, np.ndarray, float]]],
     fixed: dict[str, np.ndarray],
+    pools: dict[str, PoolPrices],
 ) -> None:
-    """committed x utilisation + on-demand - placed jobs >= fixed load, in every slot of every pool."""
+    """committed x utilisation + on-demand - placed jobs >= fixed load, in every slot of every pool;
+    then the whole gangs (`_held_rows`)."""
     for acc, kinds in commits.items():
         od = md.blocks.get(f"od:{acc}")
-        jobs = [md.blocks[f"x:{w.name}"] for w in work if w.pool == acc and w.placed]
+        placed = [w for w in work if w.pool == acc and w.placed]
+        x = (
+            np.stack([md.blocks[f"x:{w.name}"] for w in placed])
+            if placed
+            else np.zeros((0, months, HOURS), int)
+        )
+        ok = np.stack([w.allowed for w in placed]) if placed else np.zeros((0, months, HOURS), bool)
         for m in range(months):
-            base_c: list[np.ndarray] = []
-            base_v: list[np.ndarray] = []
-            for idx, act, weight in kinds:
-                served = np.flatnonzero(act[:, m])
-                base_c.append(idx[served])
-                base_v.append(np.full(len(served), weight))
+            base_c, base_v = _committed(kinds, m)
             for h in range(HOURS):
-                c = [*base_c, *(np.array([j[m, h]]) for j in jobs)]
-                v = [*base_v, *(np.array([-1.0]) for _ in jobs)]
+                here = x[ok[:, m, h], m, h]
+                c = [*base_c, here]
+                v = [*base_v, np.full(len(here), -1.0)]
                 if od is not None:
                     c.append(np.array([od[m, h]]))
                     v.append(np.ones(1))
                 md.row(np.concatenate(c), np.concatenate(v), float(fixed[acc][m, h]))
+        _held_rows(md, months, [w for w in work if w.pool == acc], kinds, pools[acc])
+
+
+def _committed(
+    kinds: list[tuple[np.ndarray, np.ndarray, float]], m: int
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    cols, vals = [], []
+    for idx, act, weight in kinds:
+        served = np.flatnonzero(act[:, m])
+        cols.append(idx[served])
+        vals.append(np.full(len(served), weight))
+    return cols, vals
+
+
+def _held_rows(
+    md: Model,
+    months: int,
+    mine: list[WorkloadDemand],
+    kinds: list[tuple[np.ndarray, np.ndarray, float]],
+    pr: PoolPrices,
+) -> None:
+    """Whole units on one kind each, at every hour: the gangs held on the committed pool plus the
+    fixed load put there (sr) fit in the committed GPUs x utilisation; the gangs held on demand plus
+    the rest of the fixed load fit in the on-demand cap; the spot gangs in the spot cap. Fixed load
+    counts whole units (a replica, a gang)."""
+    od_cap = pr.burst_caps_gpus.get("on_demand", np.inf)
+    spot_cap = pr.burst_caps_gpus.get("spot", np.inf)
+    whole = sum((whole_fixed(w) for w in mine), np.zeros((months, HOURS)))
+    room = od_cap - whole if np.isfinite(od_cap) else None
+    placed = [w for w in mine if w.placed]
+    sr = md.add(f"sr:{pr.accelerator}", (months, HOURS), 0.0, whole)
+    ok = np.stack([w.allowed for w in placed]) if placed else np.zeros((0, months, HOURS), bool)
+    all_gangs = np.array([float(w.gang_gpus) for w in placed])
+    all_cr = np.array([md.blocks[f"cr:{w.name}"] for w in placed], dtype=int).reshape(len(placed), months)
+    all_co = np.array([md.blocks[f"co:{w.name}"] for w in placed], dtype=int).reshape(len(placed), months)
+    for m in range(months):
+        base_c, base_v = _committed(kinds, m)
+        for h in range(HOURS):
+            sel = ok[:, m, h]
+            gangs, cr, co = all_gangs[sel], all_cr[sel, m], all_co[sel, m]
+            md.row(
+                np.concatenate([*base_c, cr, [sr[m, h]]]),
+                np.concatenate([*(-v for v in base_v), gangs, [1.0]]),
+                -np.inf,
+                0.0,
+            )
+            if room is not None:
+                md.row(
+                    np.concatenate([co, [sr[m, h]]]),
+                    np.concatenate([gangs, [-1.0]]),
+                    -np.inf,
+                    float(room[m, h]),
+                )
+        spots = [
+            (md.blocks[f"cs:{w.name}"][m], float(w.gang_gpus)) for w in placed if f"cs:{w.name}" in md.blocks
+        ]
+        if np.isfinite(spot_cap) and spots:
+            md.row([c for c, _ in spots], [g for _, g in spots], -np.inf, spot_cap)
+    od = md.blocks.get(f"od:{pr.accelerator}")
+    if od is not None and np.isfinite(od_cap):
+        md.ub[_block_of(md, od)] = np.minimum(md.ub[_block_of(md, od)], od_cap)
+
+
+def _block_of(md: Model, idx: np.ndarray) -> int:
+    """The position in md's lists of the block whose first variable is idx's first."""
+    first = int(np.asarray(idx).ravel()[0])
+    start = 0
+    for i, ub in enumerate(md.ub):
+        if start == first:
+            return i
+        start += len(ub)
+    raise KeyError(first)
+
+
+def _gang_groups(md: Model) -> np.ndarray:
+    """Each gang count's job-month (cr, co and cs of one job and month share it); -1 elsewhere."""
+    group = np.full(md.n, -1)
+    base: dict[tuple[str, str], int] = {}
+    for name, idx in md.blocks.items():
+        kind, _, who = name.partition(":")
+        if kind not in GANG_BLOCKS:
+            continue
+        cols = np.asarray(idx).ravel()
+        key = (who, "start" if kind == "start" else "held")
+        if key not in base:
+            base[key] = int(group.max()) + 1
+        group[cols] = base[key] + np.arange(len(cols))
+    return group
 
 
 def solve(
     days: np.ndarray, pools: dict[str, PoolPrices], work: list[WorkloadDemand], limits: Limits
 ) -> Solution:
-    """Build and solve the program; Infeasible when even unlimited misses cannot make it fit."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
+    """Build and solve the program (`fleet.highs.two_phase`); Infeasible when even unlimited misses
+    cannot make it fit."""
     t0 = time.perf_counter()
     md = build(days, pools, work, limits)
     a, lo, hi = md.matrix()
     cost, pen = np.concatenate(md.cost), np.concatenate(md.penalty)
     integ = np.concatenate(md.integer)
-    res = milp(
+    program = Program(
         cost + pen + np.concatenate(md.tie),
-        integrality=integ,
-        bounds=Bounds(np.concatenate(md.lb), np.concatenate(md.ub)),
-        constraints=[LinearConstraint(a, lo, hi)],
-        options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": MIP_REL_GAP, "disp": False},
+        pen,
+        integ,
+        _gang_groups(md),
+        np.concatenate(md.lb),
+        np.concatenate(md.ub),
+        a,
+        lo,
+        hi,
+    )
+    out = two_phase(
+        program,
+        limits.time_limit_s,
+        limits.mip_gap,
+        limits.random_seed,
+        lambda x: round_gangs(md, x, work, pools),
     )
     seconds = time.perf_counter() - t0
-    if res.x is None:
+    if out.x is None:
         raise Infeasible(
             "No capacity plan serves the fleet's fixed load within the policy.",
-            f"The solver (HiGHS) reports: {res.message}",
-            "Allow on_demand capacity, raise policy.budget_usd or policy.power_limit_w, or shorten the "
-            "services' windows.",
+            f"The solver (HiGHS) reports: {out.message}"
+            + (f" (after {seconds:,.0f} s, at policy.solver.time_limit_s)" if out.stopped else ""),
+            "Raise policy.solver.time_limit_s, or allow on_demand capacity, raise policy.budget_usd or "
+            "policy.power_limit_w, or shorten the services' windows."
+            if out.stopped
+            else "Allow on_demand or a committed kind, raise policy.burst_caps (a provider's quota), "
+            "policy.budget_usd or policy.power_limit_w, or shorten the services' windows.",
         )
-    xv = np.where(integ > 0, np.round(res.x), res.x)
+    xv = np.where(integ > 0, np.round(out.x), out.x)
     values = {name: xv[idx] for name, idx in md.blocks.items()}
-    gap = getattr(res, "mip_gap", None)
-    return Solution(
+    sol = Solution(
         values,
         float(cost @ xv),
         float(pen @ xv),
-        str(res.message),
+        out.message,
         seconds,
         md.n,
         int(integ.sum()),
         len(md.rows),
-        float(gap) if gap is not None else None,
+        out.gap,
         _spot_prices(md, pools, work),
     )
+    sol.stopped_at_time_limit = out.stopped
+    sol.time_limit_s = float(limits.time_limit_s)
+    sol.gap_limit = float(limits.mip_gap)
+    return sol
 
 
 def combine(

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.fleet.demand import HOURS, Calendar, WorkloadDemand
+from rightsize.fleet.gangs import Holdings, flavor_totals, month_holders
 from rightsize.fleet.prices import COMMITTED, PoolPrices
 from rightsize.fleet.solver import Solution, _active
 from rightsize.spec.fleet import month_text
@@ -70,14 +71,22 @@ def usage(
 
 
 def timeline(
-    u: Usage, cal: Calendar, work: list[WorkloadDemand], pools: dict[str, PoolPrices], sol: Solution
+    u: Usage,
+    cal: Calendar,
+    work: list[WorkloadDemand],
+    pools: dict[str, PoolPrices],
+    sol: Solution,
+    h: Holdings,
 ) -> list[dict[str, Any]]:
-    """One entry per month: demand, committed and burst GPUs (peak hour), GPU-hours, cost, by workload."""
+    """One entry per month: whole GPUs held (busiest hour) in all and by flavor, GPU-hours, cost, and
+    which workload holds what (`fleet.gangs`)."""
     days = cal.days
     demand = sum(u.total.values(), np.zeros((cal.months, HOURS)))
     od = sum(u.on_demand.values(), np.zeros_like(demand))
     sp = sum(u.spot.values(), np.zeros_like(demand))
     used = sum(u.on_pool.values(), np.zeros_like(demand))
+    held = flavor_totals(h, [w.name for w in work], cal.months)
+    all_held = held["reserved"] + held["on_demand"] + held["spot"]
     costs = month_costs(sol, cal, pools)
     out = []
     for m in range(cal.months):
@@ -86,29 +95,26 @@ def timeline(
         by_kind = {
             kind: sum(float(p[kind][m]) for p in u.committed.values() if kind in p) for kind in COMMITTED
         }
+        holders = month_holders(h, m)
+        for name, entry in holders.items():
+            entry["gpu_hours"] = float(u.total[name][m].sum() * days[m])
         out.append(
             {
                 "month": month_text(cal.start_month + m),
-                "demand_gpus": float(demand[m].max()),
+                "demand_gpus": int(round(float(all_held[m].max()))),
                 "reserved_gpus": reserved,
-                "burst_gpus": float((od[m] + sp[m]).max()),
+                "burst_gpus": int(round(float((held["on_demand"][m] + held["spot"][m]).max()))),
                 "reserved_by_kind_gpus": {k: v for k, v in by_kind.items() if v > 0},
-                "on_demand_gpus": float(od[m].max()),
-                "spot_gpus": float(sp[m].max()),
+                "reserved_held_gpus": int(round(float(held["reserved"][m].max()))),
+                "on_demand_gpus": int(round(float(held["on_demand"][m].max()))),
+                "spot_gpus": int(round(float(held["spot"][m].max()))),
                 "demand_gpu_hours": float(demand[m].sum() * days[m]),
                 "reserved_gpu_hours": res_h,
                 "reserved_used_gpu_hours": float(used[m].sum() * days[m]),
                 "burst_gpu_hours": float((od[m] + sp[m]).sum() * days[m]),
                 "reserved_utilisation_fraction": float(used[m].sum() * days[m] / res_h) if res_h else None,
                 "cost_usd": costs[m],
-                "by_workload": {
-                    w.name: {
-                        "gpus": float(u.total[w.name][m].max()),
-                        "gpu_hours": float(u.total[w.name][m].sum() * days[m]),
-                    }
-                    for w in work
-                    if u.total[w.name][m].max() > EPS
-                },
+                "by_workload": holders,
             }
         )
     return out
@@ -121,8 +127,15 @@ def month_costs(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> l
     for acc, pr in pools.items():
         for kind in COMMITTED:
             n = sol.values.get(f"n:{acc}:{kind}")
-            if n is not None:
-                gpus = pr.gpus_per_node * (n @ _active(pr.term_months[kind], cal.months))
+            if n is None:
+                continue
+            gpus = pr.gpus_per_node * (n @ _active(pr.term_months[kind], cal.months))
+            if kind == "onprem" and pr.onprem_capex_usd_per_node > 0:  # bought: capital when bought
+                term = pr.term_months[kind]
+                left = np.maximum(0, np.arange(cal.months) + term - cal.months) / term
+                capital = n * pr.capital_counted(left)
+                out += capital + gpus * pr.onprem_opex_usd_per_gpu_hour * days * HOURS
+            else:
                 out += gpus * pr.usd_per_gpu_hour[kind] * days * HOURS
         od = sol.values.get(f"od:{acc}")
         if od is not None:
@@ -137,20 +150,22 @@ def _spot_month_costs(sol: Solution, cal: Calendar) -> np.ndarray:
     return out
 
 
-def hourly_profile(u: Usage, cal: Calendar, m: int) -> dict[str, Any]:
-    """The typical day of month m: per hour, GPUs by workload and by source, idle committed GPUs."""
+def hourly_profile(u: Usage, cal: Calendar, m: int, h: Holdings) -> dict[str, Any]:
+    """The typical day of month m: per hour, whole GPUs held by workload and by flavor, idle committed GPUs."""
     committed = sum(float(k[m]) for p in u.committed.values() for k in p.values())
+    names = list(h.gpus)
+    held = flavor_totals(h, names, cal.months)
     hours = []
-    for h in range(HOURS):
-        pool = sum(float(v[m, h]) for v in u.on_pool.values())
+    for hr in range(HOURS):
+        by = {n: int(round(float(h.total(n)[m, hr]))) for n in names}
         hours.append(
             {
-                "hour": h,
-                "by_workload_gpus": {n: float(v[m, h]) for n, v in u.total.items() if v[m, h] > EPS},
-                "reserved_used_gpus": pool,
-                "on_demand_gpus": sum(float(v[m, h]) for v in u.on_demand.values()),
-                "spot_gpus": sum(float(v[m, h]) for v in u.spot.values()),
-                "reserved_idle_gpus": max(0.0, committed - pool),
+                "hour": hr,
+                "by_workload_gpus": {n: v for n, v in by.items() if v > 0},
+                "reserved_used_gpus": int(round(float(held["reserved"][m, hr]))),
+                "on_demand_gpus": int(round(float(held["on_demand"][m, hr]))),
+                "spot_gpus": int(round(float(held["spot"][m, hr]))),
+                "reserved_idle_gpus": max(0.0, committed - float(held["reserved"][m, hr])),
             }
         )
     return {"month": month_text(cal.start_month + m), "reserved_gpus": committed, "hours": hours}
@@ -186,13 +201,30 @@ def purchases(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> lis
                         "gpus": gpus,
                         "term_months": term,
                         "ends": month_text(cal.start_month + int(s) + term - 1),
-                        "usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours,
-                        "capex_usd": int(round(n[s])) * pr.onprem_capex_usd_per_node
-                        if kind == "onprem"
-                        else None,
+                        **_paid(pr, kind, int(round(n[s])), hours, term, last - s + 1),
                     }
                 )
     return sorted(out, key=lambda p: (p["month"], p["pool"], p["kind"]))
+
+
+def _paid(pr: PoolPrices, kind: str, nodes: int, hours: float, term: int, months_in: int) -> dict[str, Any]:
+    """What a purchase costs inside the horizon; an owned node is bought outright (capital in full,
+    running cost for its hours), with its life beyond the horizon and the value left stated."""
+    gpus = nodes * pr.gpus_per_node
+    if kind != "onprem" or pr.onprem_capex_usd_per_node <= 0:
+        return {"usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours, "capex_usd": None}
+    capex = nodes * pr.onprem_capex_usd_per_node
+    beyond = max(0, term - months_in)
+    counted = nodes * float(pr.capital_counted(beyond / term if term else 0.0))
+    return {
+        "usd_in_horizon": counted + gpus * pr.onprem_opex_usd_per_gpu_hour * hours,
+        "capital_counted": pr.owned_capital,
+        "capex_usd": capex,
+        "opex_usd_in_horizon": gpus * pr.onprem_opex_usd_per_gpu_hour * hours,
+        "life_months": term,
+        "life_beyond_horizon_months": beyond,
+        "residual_value_usd": capex * beyond / term if term else 0.0,
+    }
 
 
 def deadlines(sol: Solution, cal: Calendar, work: list[WorkloadDemand], u: Usage) -> list[dict[str, Any]]:

@@ -42,6 +42,8 @@ class WorkloadView:
     needs_fabric: bool = False
     fabric_nodes: int = 0
     spot_slowdown_factor: float | None = None  # wall-time factor on spot (None: no spot price)
+    fabric_capex_usd: float = 0.0  # its own plan's scale-out fabric, bought
+    failure_rate_per_gpu_hour: float = 0.0  # its own plan's reliability model
     summary: dict[str, Any] = field(default_factory=dict)
     demand: Demand | None = None  # kept for the shared sizing (fabric, power)
 
@@ -124,6 +126,12 @@ def view_of(name: str, spec: Any, result: Any) -> WorkloadView:
         storage_bytes=float(storage.total_bytes) if storage is not None else 0.0,
         needs_fabric=bool(getattr(fabric, "needed", False)),
         fabric_nodes=int(getattr(fabric, "nodes", 0) or 0),
+        fabric_capex_usd=float(getattr(fabric, "capex_usd", 0.0) or 0.0)
+        if getattr(fabric, "needed", False)
+        else 0.0,
+        failure_rate_per_gpu_hour=float(
+            getattr(getattr(sizing, "reliability", None), "failure_rate_per_gpu_hour", 0.0) or 0.0
+        ),
         spot_slowdown_factor=float(spot.details["slowdown_factor"]) if spot is not None else None,
         summary=summary,
         demand=demand,

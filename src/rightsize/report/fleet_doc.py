@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.fleet.report_data import solver_headline
 from rightsize.report import svg, units
 from rightsize.report.document import Chart, Document, Section, Table
 from rightsize.report.sections import findings_section
+
+HOLDERS_SHOWN = 15
 
 
 def _g(v: float | None) -> str:
@@ -47,7 +50,8 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
     doc.decision = (
         f"commit up to {most_committed:,.0f} GPUs ({_kinds(d['purchases'])}), burst up to "
         f"{max(m['burst_gpus'] for m in line):,.0f} GPUs to the cloud; pooled {units.usd(c['pooled_usd'])} against "
-        f"{units.usd(c['dedicated_usd'])} with each workload on its own ({_saving_text(c)})"
+        f"{units.usd(c['dedicated_usd'])} with each workload on its own ({_saving_text(c)}); "
+        f"solver {solver_headline(d['solver'])}"
     )
     met = sum(1 for x in d["deadlines"] if x["met"])
     doc.key_numbers = [
@@ -57,12 +61,13 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
         ("peak demand", f"{peak['demand_gpus']:,.0f} GPUs in {peak['month']}"),
         ("committed pool busy", _pct(d["utilisation"]["overall_fraction"])),
         ("deadlines met", f"{met} of {len(d['deadlines'])}"),
-        ("solver", f"{d['solver']['seconds']:.2f} s, HiGHS MILP, {d['solver']['variables']:,} variables"),
+        ("solver", f"HiGHS MILP, {d['solver']['variables']:,} variables, " + solver_headline(d["solver"])),
     ]
     doc.sections = [
         _workloads(d),
         _timeline(d),
         _typical_day(d),
+        _holders(d),
         _utilisation(d),
         _cost(d),
         _purchases(d),
@@ -78,7 +83,8 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
     s = d["solver"]
     a.text.append(
         f"{s['method']}: {s['variables']:,} variables ({s['integer_variables']} integer), {s['constraints']:,} "
-        f"constraints on {s['grid']}; {s['status']}; {s['seconds']:.2f} s."
+        f"constraints on {s['grid']}; {s['status']}; {solver_headline(s)}; one thread, random seed "
+        f"{s['random_seed']}."
     )
     doc.sections.append(a)
     return doc
@@ -276,6 +282,11 @@ def _cost(d: dict[str, Any]) -> Section:
         )
     )
     s.text.append("Cost is " + c["what"] + ".")
+    if c.get("owned_capital_usd"):
+        s.text.append(
+            f"Owned nodes: {units.usd(c['owned_capital_usd'])} of capital, of which "
+            f"{units.usd(c['owned_residual_value_usd'])} is life left after the horizon (straight line)."
+        )
     s.charts.append(
         Chart(
             "fleet-cost",
@@ -362,6 +373,34 @@ def _shared(d: dict[str, Any]) -> Section:
             + ("" if o["within_power_limit"] else " (over the power limit)")
             + "."
         )
+    return s
+
+
+def _holders(d: dict[str, Any]) -> Section:
+    """Who holds what in the busiest month: whole GPUs by kind of capacity at its busiest hour."""
+    peak = max(d["timeline"], key=lambda m: m["demand_gpus"])
+    s = Section("holders", f"Who holds what in the busiest month ({peak['month']})", brief=True)
+    rows = []
+    ranked = sorted(peak["by_workload"].items(), key=lambda kv: (-kv[1]["gpus"], kv[0]))
+    for name, e in ranked[:HOLDERS_SHOWN]:
+        hours = e["hours_of_day"]
+        span = (
+            "all day"
+            if len(hours) == 24
+            else ", ".join(f"{h:02d}" for h in hours[:6]) + (" ..." if len(hours) > 6 else "")
+        )
+        flav = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in e["by_flavor_gpus"].items())
+        rows.append([name, str(e["gpus"]), f"{e['unit_gpus']} ({e['nodes_per_unit']} node(s))", flav, span])
+    s.tables.append(
+        Table(
+            ["workload", "GPUs held", "one unit (gang or replica)", "by capacity", "hours"], rows, "holders"
+        )
+    )
+    more = f"{len(ranked) - HOLDERS_SHOWN} more workloads hold less; " if len(ranked) > HOLDERS_SHOWN else ""
+    s.text.append(
+        more + "whole units only: each copy of a gang and each replica sits on one kind of capacity; the "
+        "JSON `holdings` has every workload at every hour of every month."
+    )
     return s
 
 

@@ -211,6 +211,59 @@ class FleetWorkload(BaseModel):
         return refuse_bare_durations(data, ("turnaround",), seconds_key=False)
 
 
+class SolverOptions(BaseModel):
+    """How long and how closely the fleet's program is solved; same options, same plan."""
+
+    model_config = _CFG
+
+    time_limit_s: float = Field(
+        default=120.0,
+        ge=1,
+        le=86_400,
+        description=(
+            "Most seconds HiGHS may spend on one program (the pooled one, each dedicated one). A solve "
+            "stopped by it says so in the plan's headline, with the gap it reached."
+        ),
+    )
+    mip_gap: float = Field(
+        default=1e-3,
+        ge=0,
+        le=0.2,
+        description="Relative gap at which a solve stops as good enough (0.001: within 0.1% of the best).",
+    )
+    random_seed: int = Field(
+        default=0,
+        ge=0,
+        le=2_147_483_647,
+        description="HiGHS's random seed (a fixed seed: the same plan twice).",
+    )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Processes for the independent dedicated solves; null: the machine's CPU count.",
+    )
+
+
+class BurstCaps(BaseModel):
+    """Most cloud GPUs a provider plausibly has for this fleet at once, per pool (accelerator)."""
+
+    model_config = _CFG
+
+    on_demand_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description="Most on-demand GPUs at once in one pool; null: the bundled figure (fleet.caps).",
+    )
+    spot_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description="Most spot GPUs at once in one pool; null: the bundled figure (fleet.caps).",
+    )
+
+
 class FleetPolicy(BaseModel):
     """How the pool may be built and paid for."""
 
@@ -246,6 +299,21 @@ class FleetPolicy(BaseModel):
         default=None,
         validation_alias=AliasChoices("power_limit_w", "power_limit"),
         description="Most facility power the owned racks may draw, e.g. '1.5 MW'; null: no limit.",
+    )
+    owned_capital: Literal["full", "depreciated"] = Field(
+        default="full",
+        description=(
+            "How owned nodes count in the cost: full (the capital when bought, whatever life is left "
+            "after the horizon; that life is stated) or depreciated (less the straight-line value left "
+            "at the horizon's end)."
+        ),
+    )
+    burst_caps: BurstCaps = Field(
+        default_factory=BurstCaps,
+        description="Most on-demand and spot GPUs a provider has for the fleet at once, per pool.",
+    )
+    solver: SolverOptions = Field(
+        default_factory=SolverOptions, description="Time limit, gap, seed and workers of the solves."
     )
 
     @field_validator("power_limit_w")

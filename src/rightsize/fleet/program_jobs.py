@@ -1,0 +1,126 @@
+"""The jobs' part of the fleet's program: where each job's work may go, and whole gangs.
+
+A job's work is a variable per cell: a month for work that holds the same GPUs all day (a run
+that cannot pause daily), an hour for batch jobs in their window, a block of `BLOCK_HOURS` hours
+for other jobs (time aggregated where nothing needs finer steps). Slots where the job may not run
+point at the model's zero variable. Gang counts (whole copies of the gang on each kind of capacity)
+are integers per month (`fleet.solver` explains the program).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rightsize.fleet.demand import HOURS, WorkloadDemand
+from rightsize.fleet.model import Model
+from rightsize.fleet.prices import PoolPrices
+
+TIE_BREAK_USD_PER_GPU_HOUR = 1e-4
+BLOCK_HOURS = 4  # a job that may run at any hour is placed in blocks of this many hours
+
+
+def cells(w: WorkloadDemand) -> tuple[np.ndarray, int]:
+    """[months, 24] cell number of each slot where the job may run (-1 elsewhere), and the count."""
+    months = w.allowed.shape[0]
+    if w.flat_in_day:
+        key = np.repeat(np.arange(months)[:, None], HOURS, axis=1) * HOURS
+    elif w.kind == "batch_inference":
+        key = np.arange(months * HOURS).reshape(months, HOURS)
+    else:
+        key = np.arange(months)[:, None] * HOURS + (np.arange(HOURS)[None, :] // BLOCK_HOURS)
+    key = np.where(w.allowed, key, -1)
+    used = np.unique(key[key >= 0])
+    out = np.full(key.shape, -1)
+    out[w.allowed] = np.searchsorted(used, key[w.allowed])
+    return out, len(used)
+
+
+def work_block(md: Model, name: str, w: WorkloadDemand, cost: np.ndarray, role: str) -> np.ndarray:
+    """The job's work as [months, 24] variable indices: one variable per cell, zero elsewhere."""
+    cell, n = cells(w)
+    c = np.bincount(cell[w.allowed], weights=cost[w.allowed], minlength=n)
+    raw = md.add(f"{name}~cells", (n,), c, w.max_gpus, role=role)
+    md.blocks.pop(f"{name}~cells")
+    idx = np.where(cell >= 0, raw[np.maximum(cell, 0)], md.zero)
+    md.blocks[name] = idx
+    return idx
+
+
+def _contiguous(md: Model, w: WorkloadDemand, x: np.ndarray, cr: np.ndarray, co: np.ndarray) -> None:
+    """A one-off run that cannot be checkpointed and resumed runs as one block: the months it holds
+    its gang are consecutive (at most one start), and a month between two such months is run in full
+    (it has no spot: a preemption would lose the run)."""
+    months = list(w.periods[0][0])
+    start = md.add(f"start:{w.name}", (len(months),), 0.0, 1.0, integer=True)
+    g = float(w.gang_gpus)
+    for i, m in enumerate(months):
+        prev = [cr[months[i - 1]], co[months[i - 1]]] if i > 0 else []
+        # start >= held[m] - held[m-1]
+        md.row([start[i], cr[m], co[m], *prev], [1.0, -1.0, -1.0, *([1.0] * len(prev))], 0.0)
+        if 0 < i < len(months) - 1:  # x[m] >= gang (held[m-1] + held[m+1] - 1)
+            a, b = months[i - 1], months[i + 1]
+            md.row([x[m, 0], cr[a], co[a], cr[b], co[b]], [1.0, -g, -g, -g, -g], -g)
+    md.row(start, np.ones(len(months)), -np.inf, 1.0)
+
+
+def jobs(
+    md: Model,
+    days: np.ndarray,
+    pools: dict[str, PoolPrices],
+    work: list[WorkloadDemand],
+    fixed: dict[str, np.ndarray],
+    penalty: float,
+) -> None:
+    months = len(days)
+    for w in work:
+        fixed[w.pool] += w.fixed
+        if not w.placed:
+            continue
+        # Among schedules of equal cost, the earliest: a tie-break far below any price, kept out of
+        # the reported cost (it rides with the penalties).
+        early = TIE_BREAK_USD_PER_GPU_HOUR * (np.arange(months)[:, None] + np.arange(HOURS)[None, :] / HOURS)
+        x = work_block(md, f"x:{w.name}", w, early * days[:, None] / months, "tie")
+        blocks = [x]
+        spot = pools[w.pool].usd_per_gpu_hour.get("spot")
+        xs = None
+        if spot is not None and w.spot_factor is not None:
+            xs = work_block(
+                md, f"xs:{w.name}", w, spot * w.spot_factor * np.repeat(days[:, None], HOURS, 1), "cost"
+            )
+            blocks.append(xs)
+        _gang_rows(md, w, x, xs)
+        miss = md.add(f"miss:{w.name}", (len(w.periods),), penalty, role="penalty")
+        for q, (ms, gpu_hours) in enumerate(w.periods):
+            ok = w.allowed[ms, :].ravel()
+            cols = [b[ms, :].ravel()[ok] for b in blocks] + [np.array([miss[q]])]
+            vals = [np.repeat(days[ms], HOURS)[ok] for _ in blocks] + [np.ones(1)]
+            md.row(np.concatenate(cols), np.concatenate(vals), gpu_hours)
+
+
+def _gang_rows(md: Model, w: WorkloadDemand, x: np.ndarray, xs: np.ndarray | None) -> None:
+    """Whole gangs: in each month the job holds whole copies of its gang, each on one kind of
+    capacity: cr on the committed pool, co on demand, cs on spot (integers); its work in any cell
+    fits in what it holds (spot work takes the spot slowdown more GPUs)."""
+    months = x.shape[0]
+    active = w.allowed.any(axis=1)
+    most = np.where(active, math.ceil(w.max_gpus / w.gang_gpus - 1e-9), 0.0)
+    cr = md.add(f"cr:{w.name}", (months,), 0.0, most, integer=True)
+    co = md.add(f"co:{w.name}", (months,), 0.0, most, integer=True)
+    cs = md.add(f"cs:{w.name}", (months,), 0.0, most, integer=True) if xs is not None else None
+    if not w.preemptible and w.flat_in_day and len(w.periods) == 1 and len(w.periods[0][0]) > 1:
+        _contiguous(md, w, x, cr, co)
+    g = -float(w.gang_gpus)
+    cell, n = cells(w)
+    first = np.full(n, -1)
+    ms, hs = np.nonzero(cell >= 0)
+    first[cell[ms, hs][::-1]] = np.arange(len(ms))[::-1]  # the first slot of each cell
+    for k in first:
+        a, b = int(ms[k]), int(hs[k])
+        md.row([x[a, b], cr[a], co[a]], [1.0, g, g], -np.inf, 0.0)
+        if xs is not None and cs is not None:
+            md.row([xs[a, b], cs[a]], [w.spot_factor or 1.0, g], -np.inf, 0.0)
+    for m in np.flatnonzero(active):
+        held = [cr[m], co[m]] + ([cs[m]] if cs is not None else [])
+        md.row(held, np.ones(len(held)), -np.inf, float(most[m]))
