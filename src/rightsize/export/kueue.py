@@ -14,9 +14,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rightsize.errors import BadInput
 from rightsize.export.header import comment_block, dump_yaml_all, k8s_annotations
 from rightsize.export.names import k8s_name, label_value, qualified_name
-from rightsize.export.plan_view import Header, QueueQuota, TrainingView, fleet_quotas, header
+from rightsize.export.plan_view import (
+    FlavorQuota,
+    Header,
+    QueueQuota,
+    ResourceQuota,
+    TrainingView,
+    fleet_quotas,
+    header,
+)
 
 API = "kueue.x-k8s.io/v1beta1"
 
@@ -133,15 +142,18 @@ def _node_labels(labels: dict[str, str]) -> dict[str, str]:
 
 
 def _fleet_cluster_queue(cq: QueueQuota, name: str, cohort: str, h: Header) -> dict[str, Any]:
-    resource = qualified_name(cq.resource, "resource name")
+    """One ClusterQueue: every resource its pods request covered (Kueue admits a pod set only
+    when each of its requests has quota in one flavor), each flavor listing them in that order."""
+    covered = [qualified_name(r, "resource name") for r in (cq.covered or [cq.resource])]
     flavors = []
     for f in cq.flavors:
-        r: dict[str, Any] = {"name": resource, "nominalQuota": f.nominal}
-        if f.borrowing_limit is not None:
-            r["borrowingLimit"] = f.borrowing_limit
-        if f.lending_limit is not None:
-            r["lendingLimit"] = f.lending_limit
-        flavors.append({"name": k8s_name(f.name, what="resource flavor"), "resources": [r]})
+        limits = {r: _limits(r, f, cq.resource) for r in covered}
+        flavors.append(
+            {
+                "name": k8s_name(f.name, what="resource flavor"),
+                "resources": [{"name": r, **limits[r]} for r in covered],
+            }
+        )
     return {
         "apiVersion": API,
         "kind": "ClusterQueue",
@@ -150,10 +162,38 @@ def _fleet_cluster_queue(cq: QueueQuota, name: str, cohort: str, h: Header) -> d
             "cohort": cohort,
             "namespaceSelector": {},
             "queueingStrategy": "BestEffortFIFO",
-            "resourceGroups": [{"coveredResources": [resource], "flavors": flavors}],
+            "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
             "preemption": {
                 "reclaimWithinCohort": cq.reclaim_within_cohort,
                 "withinClusterQueue": cq.within_cluster_queue,
             },
         },
     }
+
+
+def _quantity(resource: str, value: float) -> int | str:
+    """A Kubernetes quantity: whole GPUs and CPU cores (rounded up), memory in GiB (rounded up)."""
+    if resource == "memory":
+        return f"{math.ceil(value / 2**30 - 1e-9)}Gi"
+    if resource == "cpu":
+        return str(math.ceil(value - 1e-9))
+    return math.ceil(value - 1e-9)
+
+
+def _limits(resource: str, f: FlavorQuota, gpu: str) -> dict[str, int | str]:
+    """nominalQuota and the borrowing and lending limits of one resource in one flavor."""
+    q = f.resources.get(resource)
+    if q is None and resource == gpu or q is None and not f.resources:
+        q = ResourceQuota(f.nominal, f.borrowing_limit, f.lending_limit)
+    if q is None:
+        raise BadInput(
+            f"The fleet plan's flavor {f.name!r} has no quota for {resource!r}, which its queue covers.",
+            "Kueue needs a quota for every covered resource in every flavor.",
+            "Re-plan the fleet with this version of rightsize.",
+        )
+    out: dict[str, int | str] = {"nominalQuota": _quantity(resource, q.nominal)}
+    if q.borrowing_limit is not None:
+        out["borrowingLimit"] = _quantity(resource, q.borrowing_limit)
+    if q.lending_limit is not None:
+        out["lendingLimit"] = _quantity(resource, q.lending_limit)
+    return out

@@ -496,11 +496,21 @@ def serving_view(plan: dict[str, Any]) -> ServingView:
 
 
 @dataclass(frozen=True)
+class ResourceQuota:
+    """One resource's limits in one flavor: GPUs and CPU cores as counts, memory in bytes."""
+
+    nominal: float
+    borrowing_limit: float | None
+    lending_limit: float | None
+
+
+@dataclass(frozen=True)
 class FlavorQuota:
     name: str
     nominal: int
     borrowing_limit: int | None
     lending_limit: int | None
+    resources: dict[str, ResourceQuota]  # every resource the pods request (empty: the GPU only)
 
 
 @dataclass(frozen=True)
@@ -510,6 +520,7 @@ class QueueQuota:
     name: str
     workloads: list[str]
     resource: str
+    covered: list[str]  # the resources the queue covers (GPU, cpu, memory); [resource] alone when absent
     flavors: list[FlavorQuota]
     reclaim_within_cohort: str
     within_cluster_queue: str
@@ -528,6 +539,19 @@ def _flavor_quota(f: Fields) -> FlavorQuota:
         nominal=f.integer("nominal_quota", 0, MAX_GPUS),
         borrowing_limit=f.integer("borrowing_limit", 0, MAX_GPUS, default=None),
         lending_limit=f.integer("lending_limit", 0, MAX_GPUS, default=None),
+        resources={
+            check_text(r, f.where, "resources", 320): _resource_quota(Fields(v, f"{f.where}.resources.{r}"))
+            for r, v in f.sub("resources", False).d.items()
+        },
+    )
+
+
+def _resource_quota(r: Fields) -> ResourceQuota:
+    top = 1e18  # bytes of memory in a pool are the largest figure here
+    return ResourceQuota(
+        nominal=r.num("nominal_quota", 0.0, top),
+        borrowing_limit=r.num("borrowing_limit", 0.0, top) if r.has("borrowing_limit") else None,
+        lending_limit=r.num("lending_limit", 0.0, top) if r.has("lending_limit") else None,
     )
 
 
@@ -537,6 +561,9 @@ def _queue_quota(cq: Fields) -> QueueQuota:
         name=cq.text("name"),
         workloads=[check_text(w, cq.where, "workloads") for w in cq.items("workloads")],
         resource=cq.text("resource", default="nvidia.com/gpu", max_len=320),
+        covered=[
+            check_text(r, cq.where, "covered_resources", 320) for r in cq.items("covered_resources", False)
+        ],
         flavors=[_flavor_quota(Fields(f, f"{cq.where}.flavors")) for f in cq.items("flavors")],
         reclaim_within_cohort=choice(
             pre.text("reclaim_within_cohort", default="Never", max_len=40),
