@@ -21,12 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from rightsize.fleet.synthetic import synthetic_fleet  # noqa: E402
+from rightsize.fleet.synthetic import write_synthetic_fleet  # noqa: E402
 
 
 def _run(path: Path) -> tuple[float, dict[str, Any] | None, str]:
@@ -58,8 +56,7 @@ def main() -> int:
     ap.add_argument("--twice", action="store_true", help="plan twice and compare the plans")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "fleet.yaml"
-        path.write_text(yaml.safe_dump(synthetic_fleet(ROOT / "examples", args.workloads, args.months)))
+        path = write_synthetic_fleet(Path(tmp), ROOT / "examples", args.workloads, args.months)
         wall, data, err = _run(path)
         out: dict[str, Any] = {
             "workloads": args.workloads,

@@ -44,7 +44,11 @@ def test_fleet_quotas_export_as_valid_kueue_objects(fleet_plan: dict[str, Any]) 
     for cq in q["cluster_queues"]:
         spec = queues[cq["name"]]
         assert spec["cohort"] == q["cohort"]
-        got = {f["name"]: f["resources"][0] for f in spec["resourceGroups"][0]["flavors"]}
+        group = spec["resourceGroups"][0]
+        assert set(group["coveredResources"]) == set(cq["covered_resources"])  # cpu and memory too
+        assert all([r["name"] for r in f["resources"]] == group["coveredResources"] for f in group["flavors"])
+        gpu = cq["resource"]
+        got = {f["name"]: next(r for r in f["resources"] if r["name"] == gpu) for f in group["flavors"]}
         for f in cq["flavors"]:
             r = got[f["name"]]
             assert r["nominalQuota"] == f["nominal_quota"]

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import poisson
@@ -23,7 +22,7 @@ from rightsize.fleet.demand import Calendar
 from rightsize.fleet.fleet_cost import SPARE_CONFIDENCE, spare_nodes
 from rightsize.fleet.prices import PoolPrices
 from rightsize.fleet.solver import Limits, solve
-from rightsize.fleet.synthetic import synthetic_fleet
+from rightsize.fleet.synthetic import write_synthetic_fleet
 from rightsize.report.render import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +51,7 @@ def test_shared_parts_and_spares_are_in_both_costs(example: dict[str, Any]) -> N
 
 
 def test_one_copy_of_a_shared_spec_is_stored_pooled(tmp_path: Path) -> None:
-    path = tmp_path / "fleet.yaml"
-    path.write_text(yaml.safe_dump(synthetic_fleet(ROOT / "examples", 8, 3)), encoding="utf-8")
+    path = write_synthetic_fleet(tmp_path, ROOT / "examples", 8, 3)
     c = json.loads(render(plan(path), "json"))["cost"]
     alone = sum(a["storage_bytes"] for a in c["parts"]["dedicated"].values())
     assert c["parts"]["pooled"]["storage_bytes"] < alone  # two of each spec: their datasets once

@@ -142,12 +142,15 @@ def test_the_example_reports_whole_gpus_and_holders() -> None:
 
 def test_user_caps_bind_the_example(tmp_path: Path) -> None:
     """policy.burst_caps as user input: the plan keeps on-demand and spot within them at every hour."""
+    import shutil
+
     import yaml
 
     data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     data["policy"]["burst_caps"] = {"on_demand_gpus": 24, "spot_gpus": 0}
-    for w in data["workloads"]:
-        w["spec"] = str(EXAMPLE.parent / w["spec"])
+    for w in data["workloads"]:  # the specs beside the fleet file: its entries stay inside its folder
+        (tmp_path / w["spec"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(EXAMPLE.parent / w["spec"], tmp_path / w["spec"])
     path = tmp_path / "capped.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     out = json.loads(render(plan(path), "json"))

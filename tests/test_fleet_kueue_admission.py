@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from rightsize.api import plan
-from rightsize.fleet.synthetic import synthetic_fleet
+from rightsize.fleet.synthetic import write_synthetic_fleet
 from rightsize.report.render import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,8 +202,7 @@ def test_the_model_refuses_a_gang_its_queue_has_no_quota_for(example: dict[str, 
 
 
 def test_a_synthetic_fleet_is_admitted(tmp_path: Path) -> None:
-    path = tmp_path / "fleet.yaml"
-    path.write_text(yaml.safe_dump(synthetic_fleet(ROOT / "examples", 16, 4)), encoding="utf-8")
+    path = write_synthetic_fleet(tmp_path, ROOT / "examples", 16, 4)
     data = json.loads(render(plan(path), "json"))
     assert _admit_plan(data) == []
     _check_whole_nodes(data)

@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
 from rightsize.api import plan
 from rightsize.errors import BadInput, Infeasible
 from rightsize.fleet.demand import Calendar
 from rightsize.fleet.solver import Limits, solve
-from rightsize.fleet.synthetic import synthetic_fleet
+from rightsize.fleet.synthetic import synthetic_fleet, write_synthetic_fleet
 from rightsize.spec.fleet_load import parse_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,12 +27,7 @@ EXAMPLES = ROOT / "examples"
 
 
 def _fleet_file(tmp_path: Path, workloads: int, months: int, policy: dict[str, Any] | None = None) -> Path:
-    data = synthetic_fleet(EXAMPLES, workloads, months)
-    if policy:
-        data["policy"] = policy
-    path = tmp_path / "fleet.yaml"
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return path
+    return write_synthetic_fleet(tmp_path, EXAMPLES, workloads, months, policy)
 
 
 def test_200_workloads_give_valid_json_on_stdout(tmp_path: Path) -> None:

@@ -7,8 +7,11 @@ shapes. The same arguments give the same fleet (no randomness).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from rightsize.spec.fleet import month_text
 
@@ -22,12 +25,14 @@ WINDOWS = ("22:00-06:00", "20:00-04:00", "00:00-08:00", "18:00-02:00")
 
 
 def synthetic_fleet(examples: Path, workloads: int, months: int, start: int = 2027 * 12) -> dict[str, Any]:
-    """`workloads` entries over `months` months from `start` (months since year 0)."""
+    """`workloads` entries over `months` months from `start` (months since year 0); each `spec:`
+    is relative to `examples` (a fleet's entries stay inside its folder: `write_synthetic_fleet`
+    copies them beside the fleet file)."""
     out: list[dict[str, Any]] = []
     for i in range(workloads):
         kind = i % len(SPECS)
         entry: dict[str, Any] = {
-            "spec": str(examples / SPECS[kind]),
+            "spec": SPECS[kind],
             "name": f"w{i:04d}",
             "priority": 10 + i % 7,
         }
@@ -51,3 +56,18 @@ def synthetic_fleet(examples: Path, workloads: int, months: int, start: int = 20
         "horizon_months": months,
         "workloads": out,
     }
+
+
+def write_synthetic_fleet(
+    folder: Path, examples: Path, workloads: int, months: int, policy: dict[str, Any] | None = None
+) -> Path:
+    """`folder/fleet.yaml`, a synthetic fleet, with the example specs it names copied beside it."""
+    for rel in SPECS:
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(examples / rel, folder / rel)
+    data = synthetic_fleet(examples, workloads, months)
+    if policy:
+        data["policy"] = policy
+    path = folder / "fleet.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
