@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from rightsize.catalog.prices import active_prices
 from rightsize.fleet.demand import HOURS, Calendar
 from rightsize.fleet.prices import COMMITTED, PoolPrices
 from rightsize.fleet.solver import Solution, _active
+from rightsize.sizing.spot import poisson_quantile
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -36,15 +36,7 @@ TB = 1e12
 
 def spare_nodes(expected_down: float) -> int:
     """Smallest k with P(Poisson(expected_down) <= k) >= SPARE_CONFIDENCE."""
-    if expected_down <= 0:
-        return 0
-    k, term = 0, math.exp(-expected_down)
-    total = term
-    while total < SPARE_CONFIDENCE and k < 100_000:
-        k += 1
-        term *= expected_down / k
-        total += term
-    return k
+    return poisson_quantile(expected_down, SPARE_CONFIDENCE)
 
 
 def committed_nodes(sol: Solution, pools: dict[str, PoolPrices], months: int) -> dict[str, int]:
