@@ -122,6 +122,9 @@ def test_on_demand_alone_keeps_the_catalog_discounts() -> None:
         ({"hgx-h100": {"on_demand_usd_per_gpu_hour": 2.0}}, "is a node type"),  # node priced per GPU-hour
         ({"h100-sxm": {"on_demand_usd_per_gpu_hour": 98.32}}, "unit slip"),  # an 8-GPU instance's price
         ({"h100-sxm": {"reserved_1y_usd_per_gpu_hour": 20.0}}, "more per GPU-hour than"),  # above on-demand
+        # a number where a mapping goes, beside the flat form (was a TypeError traceback)
+        ({"nodes": 5, "h100-sxm": {"on_demand_usd_per_gpu_hour": 2.0}}, "prices.nodes must be a mapping"),
+        ({"accelerators": [1], "hgx-h100": {"capex_usd": 1}}, "prices.accelerators must be a mapping"),
     ],
 )
 def test_bad_user_prices_name_the_cause(prices: dict[str, Any], needle: str) -> None:

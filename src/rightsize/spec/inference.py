@@ -28,10 +28,9 @@ from pydantic import (
     model_validator,
 )
 
-from rightsize.spec.finite import finite_numbers
+from rightsize.spec.checked import CheckedSpec
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
-from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.model import ModelArch
 from rightsize.spec.prices import ProviderList, UserPrices, providers_field
 from rightsize.spec.shared import (
@@ -249,8 +248,6 @@ class SLO(BaseModel):
 class Speculative(BaseModel):
     """Speculative decoding: a draft proposes tokens that the model verifies in one step."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
-
     draft_tokens: int = Field(ge=1, description="Tokens the draft proposes per verification step (k).")
     acceptance_rate: float = Field(
         gt=0, le=1, description="Probability that each drafted token is accepted (0 < rate <= 1)."
@@ -392,19 +389,10 @@ class Policy(BaseModel):
 # --------------------------------------------------------------------------------------------- spec
 
 
-class InferenceSpec(BaseModel):
+class InferenceSpec(CheckedSpec):
     """A model deployment to size: the model, the serving scenario, the traffic, the SLOs and the engine."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _numbers_are_finite(cls, data: Any) -> Any:
-        return finite_numbers(data)
-
-    @model_validator(mode="after")
-    def _figures_above_their_floor(self) -> InferenceSpec:
-        return refuse_figures_under_floor(self)
 
     kind: Literal["inference"] = Field(description="Spec kind; 'inference' for serving a model.")
     name: str | None = Field(

@@ -194,6 +194,11 @@ class UserPrices(BaseModel):
         """Accept the flat form (`{h100-sxm: {...}, hgx-h100: {capex_usd: ...}, power_usd_per_kwh: x}`)."""
         if not isinstance(value, Mapping) or set(value) <= {"accelerators", "nodes", POWER_KEY, PROVIDER_KEY}:
             return value
+        for part in ("accelerators", "nodes"):
+            if not isinstance(value.get(part) or {}, Mapping):
+                raise ValueError(
+                    f"prices.{part} must be a mapping of names to price keys, got a {type(value[part]).__name__}"
+                )
         accs: dict[str, Any] = dict(value.get("accelerators") or {})
         nodes: dict[str, Any] = dict(value.get("nodes") or {})
         out: dict[str, Any] = {"accelerators": accs, "nodes": nodes}

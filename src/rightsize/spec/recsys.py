@@ -21,10 +21,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, fi
 
 from rightsize import yamlio
 from rightsize.errors import did_you_mean
-from rightsize.spec.finite import finite_numbers
+from rightsize.spec.checked import CheckedSpec
 from rightsize.spec.inference import Policy
 from rightsize.spec.infrastructure import Infrastructure
-from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.prices import ProviderList, UserPrices, providers_field
 from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
 from rightsize.spec.units import Bytes, Count, CountInt, DurationS, refuse_bare_durations
@@ -243,21 +242,12 @@ class RecsysTargets(BaseModel):
         return refuse_bare_durations(data, ("deadline",))
 
 
-class RecsysSpec(BaseModel):
+class RecsysSpec(CheckedSpec):
     """A recommendation workload to size: model, embeddings, mode and its section, targets."""
 
     model_config = ConfigDict(
         extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _numbers_are_finite(cls, data: Any) -> Any:
-        return finite_numbers(data)
-
-    @model_validator(mode="after")
-    def _figures_above_their_floor(self) -> RecsysSpec:
-        return refuse_figures_under_floor(self)
+    )  # CheckedSpec's, with aliases read by name
 
     kind: Literal["recommendation"] = Field(
         description="Spec kind; 'recommendation' for DLRM-style models with large embedding tables."

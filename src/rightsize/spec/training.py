@@ -21,9 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-from rightsize.spec.finite import finite_numbers
+from rightsize.spec.checked import CheckedSpec
 from rightsize.spec.infrastructure import Infrastructure
-from rightsize.spec.limits import refuse_figures_under_floor
 from rightsize.spec.model import ModelArch
 from rightsize.spec.prices import ProviderList, UserPrices, providers_field
 from rightsize.spec.shared import (
@@ -42,8 +41,6 @@ MAX_GPUS_LIMIT = 1_048_576
 
 class ParallelSettings(BaseModel):
     """Parallelism the user fixes; every field left out (null) is chosen by the search."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
 
     tp: int | None = Field(
         default=None, ge=1, description="Tensor-parallel degree (Megatron column/row split)."
@@ -270,19 +267,10 @@ class Targets(BaseModel):
         return all_means_every(value)
 
 
-class TrainingSpec(BaseModel):
+class TrainingSpec(CheckedSpec):
     """A training job to size: the model, the workload, the targets and any fixed parallelism."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _numbers_are_finite(cls, data: Any) -> Any:
-        return finite_numbers(data)
-
-    @model_validator(mode="after")
-    def _figures_above_their_floor(self) -> TrainingSpec:
-        return refuse_figures_under_floor(self)
 
     kind: Literal["training"] = Field(
         default="training", description="Spec kind; 'training' for pre-training and fine-tuning runs."
