@@ -105,7 +105,7 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
         hint = did_you_mean(clean_key(kind), SPEC_KINDS)
         raise BadInput(
             f"Unknown spec kind '{clean_key(kind)}' in {source}.",
-            f"Known kinds: {', '.join(SPEC_KINDS)}.",
+            f"Known kinds: {', '.join(_schema_kinds())}.",
             (hint[0].upper() + hint[1:] + " " if hint else "") + "Set `kind:` to one of them.",
         )
     context: dict[str, Any] = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
@@ -228,7 +228,7 @@ def spec_json_schema(kind: str | None = None) -> dict[str, Any]:
     """
     if kind is None:
         return _any_kind_schema()
-    spec_cls = SPEC_KINDS.get(kind)
+    spec_cls = _schema_kinds().get(kind)
     if spec_cls is None:
         hint = did_you_mean(kind, SPEC_KINDS)
         raise BadInput(
@@ -286,12 +286,20 @@ def _model_input_schema(arch: Mapping[str, Any], description: str) -> dict[str, 
     }
 
 
+def _schema_kinds() -> dict[str, type[BaseModel]]:
+    """Every kind a spec file may be, for the schema: the workload kinds and `kind: fleet` (read by
+    its own loader, `spec.fleet_load`, and imported here only when a schema is asked for)."""
+    from rightsize.spec.fleet import FleetSpec
+
+    return {**SPEC_KINDS, "fleet": FleetSpec}
+
+
 def _any_kind_schema() -> dict[str, Any]:
     """Every kind in one schema: `oneOf` the kinds' schemas, kept in `$defs` under their class names."""
     defs: dict[str, Any] = {}
     properties: dict[str, Any] = {}
     variants: dict[str, dict[str, dict[str, Any]]] = {}  # key -> kind -> its property schema
-    for kind, spec_cls in SPEC_KINDS.items():
+    for kind, spec_cls in _schema_kinds().items():
         schema = _kind_schema(spec_cls)
         for name, definition in schema.pop("$defs").items():
             # Shared models (ModelArch) must be described identically by every kind.
@@ -314,12 +322,13 @@ def _any_kind_schema() -> dict[str, Any]:
                 "anyOf": _merged_options(distinct.values()),
             }
     properties["kind"] = {
-        "enum": list(SPEC_KINDS),
+        "enum": list(_schema_kinds()),
         "default": next(iter(SPEC_KINDS)),
         "description": (
             "Spec kind: 'training' (pre-training runs; the default when left out), 'inference' "
-            "(serving a model), 'vision' (CNNs and vision transformers) or 'recommendation' "
-            "(DLRM-style models). It decides which other keys the spec takes."
+            "(serving a model), 'vision' (CNNs and vision transformers), 'recommendation' "
+            "(DLRM-style models) or 'fleet' (many workloads over months on one pool). It decides "
+            "which other keys the spec takes."
         ),
     }
     return {
@@ -328,7 +337,7 @@ def _any_kind_schema() -> dict[str, Any]:
         "description": "A workload to size; `kind` picks the kind and with it the keys below that apply.",
         "type": "object",
         "properties": {"kind": properties.pop("kind"), **properties},
-        "oneOf": [{"$ref": f"#/$defs/{spec_cls.__name__}"} for spec_cls in SPEC_KINDS.values()],
+        "oneOf": [{"$ref": f"#/$defs/{spec_cls.__name__}"} for spec_cls in _schema_kinds().values()],
         "$defs": defs,
     }
 

@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -77,6 +78,13 @@ LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 ALL_LINEAR_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
 ATTENTION_TARGETS: tuple[str, ...] = ("q", "k", "v", "o")
 _TARGET_GROUPS = {"all_linear": ALL_LINEAR_TARGETS, "attention": ATTENTION_TARGETS}
+# What a spec may write (a group name, or a list of matrices and groups), not the expanded tuple.
+_LORA_TARGETS_SCHEMA = {
+    "anyOf": [
+        {"enum": list(_TARGET_GROUPS)},
+        {"type": "array", "minItems": 1, "items": {"enum": [*ALL_LINEAR_TARGETS, *_TARGET_GROUPS]}},
+    ]
+}
 
 
 class LoraSettings(BaseModel):
@@ -90,7 +98,7 @@ class LoraSettings(BaseModel):
         gt=0,
         description="Adapter scale numerator (alpha / r); changes no cost, kept for records.",
     )
-    targets: tuple[LoraTarget, ...] = Field(
+    targets: Annotated[tuple[LoraTarget, ...], WithJsonSchema(_LORA_TARGETS_SCHEMA)] = Field(
         default=ALL_LINEAR_TARGETS,  # type: ignore[arg-type]
         min_length=1,
         description=(
