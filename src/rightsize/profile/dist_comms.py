@@ -186,6 +186,7 @@ def run_distributed_comms(
                     writer.write(rec)
                     results.append(rec)
                     say(f"{tier:<10} {op:<15} {real:>10} B  {rec['bus_bytes_per_s'] / 1e9:8.3f} GB/s bus")
+        dist.barrier()  # every rank done before any tears the group down (see dist_train)
     finally:
         tele = summarise(sampler.stop(), sampler.notes) if sampler else {}
         if launch.rank == 0:

@@ -174,6 +174,9 @@ def run_distributed_train(
                 writer.write(rec)
                 results.append(rec)
                 say(f"b{b} s{s}: step {slowest * 1e3:.1f} ms over {launch.world_size} ranks")
+        # Every rank done before any tears down: gloo aborts a process ("terminate called without an
+        # active exception") when its peer destroys the group while rank 0 is still writing.
+        dist.barrier()
     finally:
         writer.close()
         dist.destroy_process_group()
