@@ -553,7 +553,13 @@ def test_schema_of_any_kind() -> None:
     schema = spec_json_schema()
     kinds = ["TrainingSpec", "InferenceSpec", "VisionSpec", "RecsysSpec", "FleetSpec"]
     assert schema["oneOf"] == [{"$ref": f"#/$defs/{kind}"} for kind in kinds]
-    assert schema["properties"]["kind"]["enum"] == ["training", "inference", "vision", "recommendation", "fleet"]
+    assert schema["properties"]["kind"]["enum"] == [
+        "training",
+        "inference",
+        "vision",
+        "recommendation",
+        "fleet",
+    ]
     # every top-level key of either kind is described at the top, for editors
     for kind in kinds:
         assert set(schema["$defs"][kind]["properties"]) <= set(schema["properties"])
