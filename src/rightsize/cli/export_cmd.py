@@ -40,8 +40,26 @@ def load_plan_or_spec(path: str, calibration: str | None = None) -> dict[str, An
     return result_dict(plan(p, calibration=calibration))
 
 
+def node_labels(items: list[str] | None) -> dict[str, str]:
+    """`--node-label KEY=VALUE` (repeatable) as a mapping; a key given twice is refused."""
+    from rightsize.export.names import node_label
+
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, value = node_label(item)
+        if key in out and out[key] != value:
+            raise BadInput(
+                f"--node-label {key} is given twice ({out[key]!r} and {value!r}).",
+                fix="Give each label key once.",
+            )
+        out[key] = value
+    return out
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from rightsize.export import export_plan
+
+    labels = node_labels(args.node_label)
 
     data = load_plan_or_spec(args.plan, args.calibration)
     written = export_plan(
@@ -52,6 +70,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         args.profile_device,
         force=args.force,
         inputs=[args.plan, args.calibration],
+        node_labels=labels or None,
     )
     for path in written:
         sys.stdout.write(f"{path}\n")
@@ -86,6 +105,15 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         help="replace files in --out that have other contents, or are read-only (never a link or an input)",
     )
     sp.add_argument("--calibration", metavar="FILE", help="plan a spec with this calibration file")
+    sp.add_argument(
+        "--node-label",
+        action="append",
+        metavar="KEY=VALUE",
+        help=(
+            "kubernetes: a label your nodes carry, which pods and the Kueue flavor select instead of the "
+            "priced cloud instance type (repeatable; e.g. node.kubernetes.io/instance-type=p5.48xlarge)"
+        ),
+    )
     sp.add_argument(
         "--profile-device",
         choices=("gpu", "cpu"),

@@ -51,6 +51,8 @@ def cmd_plan(args: argparse.Namespace, estimate: bool = False) -> int:
     from rightsize.report.render import render
 
     check_outputs(args, [args.spec, args.calibration, args.prices])
+    if getattr(args, "progress", None) is not None:  # what rightsize.fleet.progress reads
+        os.environ["RIGHTSIZE_PROGRESS"] = "1" if args.progress else "0"
     run = run_estimate if estimate else run_plan
     with _spinner("planning" if not estimate else "estimating"):
         result = run(args.spec, calibration=args.calibration, prices=args.prices)
@@ -155,6 +157,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("spec", help="workload spec (YAML); see `rightsize schema` and examples/")
     sp.add_argument("--calibration", metavar="FILE", help="calibration file from `rightsize calibrate`")
     sp.add_argument("--prices", metavar="FILE", help=_PRICES_HELP)
+    sp.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a fleet plan's progress on stderr (default: only when stderr is a terminal); never on stdout",
+    )
     sp.set_defaults(func=cmd_plan)
     sp = add("estimate", "evaluate one configuration (fixed accelerator and GPU count)", FORMATS)
     sp.add_argument("spec", help="workload spec (YAML) with targets.gpus and one accelerator")

@@ -19,9 +19,19 @@ TARGETS = ("slurm", "kubernetes", "prometheus")
 
 
 def render_files(
-    plan: dict[str, Any], target: str, framework: str = "auto", profile_device: str = "gpu"
+    plan: dict[str, Any],
+    target: str,
+    framework: str = "auto",
+    profile_device: str = "gpu",
+    node_labels: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """File name -> content for `target`."""
+    """File name -> content for `target`. `node_labels` (Kubernetes): the labels the pods and
+    the Kueue flavor select nodes by, instead of the priced cloud instance type."""
+    if node_labels and target != "kubernetes":
+        raise BadInput(
+            f"--node-label selects Kubernetes nodes; the {target} export has no node labels.",
+            fix="Use --node-label with --target kubernetes, or leave it out.",
+        )
     kind = plan_kind(plan)
     if kind == "fleet_plan":
         from rightsize.export.kueue import fleet_files
@@ -31,6 +41,12 @@ def render_files(
                 f"A fleet plan exports to Kubernetes (Kueue quotas), not {target}.",
                 "A fleet's quotas are Kueue objects; its workloads export one by one.",
                 "Use --target kubernetes, or export each workload's own plan.",
+            )
+        if node_labels:
+            raise BadInput(
+                "--node-label is for one workload's plan; a fleet's Kueue flavors select nodes by the "
+                "labels rightsize/pool and rightsize/capacity (see kueue-fleet.yaml).",
+                fix="Label the nodes with those, or export each workload's own plan with --node-label.",
             )
         return fleet_files(plan)
     if target == "slurm":
@@ -44,8 +60,8 @@ def render_files(
         from rightsize.export import kubernetes
 
         if kind == "training_plan":
-            return kubernetes.training_files(training_view(plan), framework)
-        return kubernetes.serving_files(serving_view(plan))
+            return kubernetes.training_files(training_view(plan), framework, node_labels)
+        return kubernetes.serving_files(serving_view(plan), node_labels)
     if target == "prometheus":
         from rightsize.export import prometheus
 
@@ -68,6 +84,7 @@ def export_plan(
     *,
     force: bool = False,
     inputs: Sequence[str | Path | None] = (),
+    node_labels: dict[str, str] | None = None,
 ) -> list[Path]:
     """Write the target's files into `out_dir`, safely (`export.folder`): nothing is written
     when any file would be refused; existing files with other contents are replaced only with
@@ -75,7 +92,7 @@ def export_plan(
     from rightsize.export.folder import write_export
     from rightsize.export.plan_view import header as plan_header
 
-    files = render_files(plan, target, framework, profile_device)
+    files = render_files(plan, target, framework, profile_device, node_labels)
     about = {"plan": plan_header(plan).name, "plan_kind": plan_kind(plan)}
     return write_export(out_dir, files, target, about, force=force, inputs=inputs)
 

@@ -22,17 +22,11 @@ from rightsize.export.plan_view import (
     Header,
     QueueQuota,
     ResourceQuota,
-    TrainingView,
     fleet_quotas,
     header,
 )
 
 API = "kueue.x-k8s.io/v1beta1"
-
-
-def gpu_resource(vendor: str) -> str:
-    """The device plugin's resource name for the vendor's GPUs."""
-    return "amd.com/gpu" if vendor == "amd" else "nvidia.com/gpu"
 
 
 def _meta(name: str, h: Header) -> dict[str, Any]:
@@ -76,25 +70,6 @@ def queue_objects(
             "spec": {"clusterQueue": queue},
         },
     ]
-
-
-def training_queue(v: TrainingView, queue: str) -> str:
-    gpu = gpu_resource(v.hw.vendor)
-    quotas = {
-        "cpu": str(math.ceil(v.cpu_cores_need_per_gpu * v.gpus)),
-        "memory": f"{math.ceil(v.host_memory_need_bytes_per_gpu * v.gpus / 2**30)}Gi",
-        gpu: v.gpus,
-    }
-    label = {"node.kubernetes.io/instance-type": label_value(v.hw.node, "node type")}
-    docs = queue_objects(v.header, queue, k8s_name(v.hw.accelerator, what="accelerator"), label, quotas)
-    head = comment_block(
-        v.header,
-        "Kueue quota for this job",
-        [
-            f"nominal quota: {v.gpus} {gpu}, {quotas['cpu']} CPUs, {quotas['memory']} (the plan's per-GPU host needs)"
-        ],
-    )
-    return head + dump_yaml_all(docs)
 
 
 def fleet_files(plan: dict[str, Any]) -> dict[str, str]:

@@ -261,6 +261,27 @@ def qualified_name(text: str, what: str) -> str:
     )
 
 
+def node_label(text: str) -> tuple[str, str]:
+    """A user's `KEY=VALUE` node label, both parts checked and never rewritten: a label selects
+    real nodes, so one that is not valid Kubernetes is refused (BadInput), not repaired."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise BadInput(
+            f"--node-label {one_line(text)[:80]!r} has no '='.",
+            "A node label is KEY=VALUE, as `kubectl get nodes --show-labels` lists them.",
+            "Use e.g. --node-label node.kubernetes.io/instance-type=p5.48xlarge.",
+        )
+    qualified_name(key, "node label key")
+    if len(value) > DNS_LABEL_MAX or not LABEL_VALUE.fullmatch(value):
+        raise BadInput(
+            f"--node-label {one_line(key)[:80]}: the value {one_line(value)[:80]!r} is not a valid label value.",
+            "Label values are at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter "
+            "or digit (or empty).",
+            "Give the value exactly as your nodes carry it.",
+        )
+    return key, value
+
+
 def choice(text: str, allowed: Sequence[str], what: str) -> str:
     """`text` when it is one of `allowed` (an enumerated field), else BadInput listing them."""
     if text in allowed:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rightsize.catalog import get_accelerator, get_node
+from rightsize.catalog import get_node
+from rightsize.catalog.devices import accelerator_resource
 from rightsize.fleet.gangs import FLAVORS
 from rightsize.fleet.timeline import Usage
 
@@ -42,11 +43,9 @@ def _flavor(acc: str, kind: str) -> str:
 
 
 def gpu_resource(acc: str) -> str:
-    try:
-        vendor = get_accelerator(acc).vendor
-    except Exception:  # noqa: BLE001 - an unknown id keeps the common resource name
-        return RESOURCE
-    return "amd.com/gpu" if vendor == "amd" else RESOURCE
+    """The extended resource a pod of pool `acc` requests (the vendor's device plugin:
+    `catalog.devices`); the common GPU resource for an id the catalog does not know."""
+    return accelerator_resource(acc) or RESOURCE
 
 
 def _node_share(plan: FleetPlan, acc: str) -> tuple[int, float, float]:
