@@ -55,6 +55,14 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     if args.save and not args.prometheus:
         raise BadInput("--save records what a live Prometheus answers; it needs --prometheus.")
     check_outputs(args, [args.plan, args.from_file], [("--save", args.save, "the --save capture")])
+    fleet = _fleet(args.plan)
+    if fleet is not None:
+        return _monitor_fleet(args, fleet, run_plan)
+    if args.workload_selector:
+        raise BadInput(
+            "--workload-selector picks a fleet's workloads; this spec is one workload.",
+            fix="Use --selector (or --gpu-selector / --serving-selector) for one workload.",
+        )
     plan, spec = load_plan_or_spec(args.plan, run_plan)
     result = monitor(
         plan,
@@ -74,6 +82,56 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         force=args.force,
     )
     emit(render(result, args.format, "Monitor"), args)
+    return 0
+
+
+def _fleet(path: str) -> Any:
+    """The resolved fleet when `path` is a `kind: fleet` spec; a saved fleet plan is refused."""
+    from pathlib import Path
+
+    if Path(path).suffix.lower() == ".json":
+        from rightsize.safe_read import read_json_capped
+
+        data = read_json_capped(Path(path), "the plan", 64 * 2**20, "Give the spec YAML.")
+        if isinstance(data, dict) and data.get("kind") == "fleet_plan":
+            raise BadInput(
+                f"{path} is a saved fleet plan; monitoring a fleet re-plans the rest of its horizon.",
+                "That needs the fleet's workload specs, which a saved plan does not carry.",
+                "Give the fleet spec (YAML) instead: rightsize monitor fleet.yaml --prometheus URL.",
+            )
+        return None
+    from rightsize.spec.fleet_load import as_fleet
+
+    return as_fleet(path)
+
+
+def _monitor_fleet(args: argparse.Namespace, fleet: Any, run_plan: Callable[..., Any]) -> int:
+    from rightsize.monitor.run import monitor_fleet_run, response_cap_bytes
+    from rightsize.report.render import render
+
+    for option in ("selector", "gpu_selector", "serving_selector"):
+        if getattr(args, option):
+            raise BadInput(
+                f"--{option.replace('_', '-')} is for one workload; a fleet's workloads are picked by "
+                "--workload-selector.",
+                fix="Use e.g. --workload-selector '{namespace=\"$workload\"}'.",
+            )
+    result = monitor_fleet_run(
+        fleet,
+        run_plan(fleet),
+        prometheus_url=args.prometheus,
+        from_file=args.from_file,
+        window_s=args.window,
+        end_s=args.end,
+        step_s=args.step,
+        workload_selector=args.workload_selector,
+        timeout_s=args.timeout,
+        max_response_bytes=response_cap_bytes(args.max_response_mib),
+        capture_path=args.save,
+        plan_fn=run_plan,
+        force=args.force,
+    )
+    emit(render(result, args.format, "Fleet monitor"), args)
     return 0
 
 
@@ -104,6 +162,14 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         "--gpu-selector", help="label matchers for the DCGM exporter's series (overrides --selector)"
     )
     sp.add_argument("--serving-selector", help="label matchers for vLLM's series (overrides --selector)")
+    sp.add_argument(
+        "--workload-selector",
+        metavar="TEMPLATE",
+        help=(
+            "a fleet: label matchers of one workload's GPU series, $workload standing for its name "
+            "(default: '{pod=~\"$workload-.*\"}', the exported jobs' pod names)"
+        ),
+    )
     sp.add_argument(
         "--timeout",
         type=_duration,

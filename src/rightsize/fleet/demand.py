@@ -90,13 +90,20 @@ def daily_shape(hourly: list[float] | None, peak_to_average: float | None) -> np
 
 
 def _window(cal: Calendar, first: int, last: int) -> np.ndarray:
+    """Months of the calendar from `first` to `last` (either may lie outside it: a re-plan's
+    calendar starts after a workload began)."""
     active = np.zeros(cal.months, dtype=bool)
-    active[cal.index(first) : cal.index(last) + 1] = True
+    lo, hi = max(cal.index(first), 0), cal.index(last) + 1
+    if hi > lo:
+        active[lo:hi] = True
     return active
 
 
-def service_demand(view: WorkloadView, w: FleetWorkload, cal: Calendar, first: int, last: int) -> np.ndarray:
-    """GPUs a service needs each hour: its plan's replicas x the hour's load / the plan's design load."""
+def service_demand(
+    view: WorkloadView, w: FleetWorkload, cal: Calendar, first: int, last: int, scale: float = 1.0
+) -> np.ndarray:
+    """GPUs a service needs each hour: its plan's replicas x the hour's load / the plan's design load
+    (x `scale`: the load observed against the load planned, when re-planned from a monitor)."""
     shape = daily_shape(
         w.load.hourly if w.load else None,
         (w.load.peak_to_average if w.load else None) or view.peak_to_average,
@@ -106,7 +113,7 @@ def service_demand(view: WorkloadView, w: FleetWorkload, cal: Calendar, first: i
     growth = (1.0 + g) ** (np.maximum(months_in, 0) / 12.0)
     replicas = view.replicas or max(1, view.gpus // max(view.gpus_per_replica or 1, 1))
     per = view.gpus_per_replica or max(1, view.gpus // replicas)
-    need = np.maximum(1.0, np.ceil(replicas * growth[:, None] * shape[None, :] - 1e-9))
+    need = np.maximum(1.0, np.ceil(scale * replicas * growth[:, None] * shape[None, :] - 1e-9))
     return need * per * _window(cal, first, last)[:, None]
 
 
@@ -144,8 +151,10 @@ def job_demand(
     last: int,
     deferrable: bool,
     preemptible: bool,
+    scale: float = 1.0,
 ) -> WorkloadDemand:
-    """A job's work to place (or, when it may not wait, its fixed load)."""
+    """A job's work to place (or, when it may not wait, its fixed load); `scale` multiplies its
+    GPU-hours (a monitor's re-plan: observed against planned, or the share of the work left)."""
     days = cal.days
     active = _window(cal, first, last)
     allowed = np.repeat(active[:, None], HOURS, axis=1)
@@ -159,7 +168,7 @@ def job_demand(
         mask = np.zeros(HOURS, dtype=bool)
         mask[hours] = True
         allowed &= mask[None, :]
-        per_run = batch_gpu_hours(view, w.batch)
+        per_run = batch_gpu_hours(view, w.batch) * scale
         runs_day = (runs or RUNS_PER_MONTH["daily"]) * 12.0 / 365.0  # type: ignore[operator]
         per_day = per_run * runs_day
         solo = gang * math.ceil(per_day / len(hours) / gang - 1e-9)
@@ -173,7 +182,7 @@ def job_demand(
                 "Only jobs recur.",
                 "Remove `cadence:`.",
             )
-        run_h = view.run_s / 3600.0
+        run_h = view.run_s / 3600.0 * scale
         max_gpus = float(gang * max(1, math.ceil(runs * 12.0 / 365.0 * run_h / 24.0)))
         periods = [
             ([int(i)], float(runs * days[i] * 12.0 / 365.0 * gang * run_h)) for i in np.flatnonzero(active)
@@ -186,7 +195,7 @@ def job_demand(
                 "A one-off job needs a plan with a run length (train_tokens, or samples and epochs).",
                 "Give the spec its amount of work, or mark it as a service.",
             )
-        run_h = view.run_s / 3600.0
+        run_h = view.run_s / 3600.0 * scale
         max_gpus = float(gang)
         periods = [([int(i) for i in np.flatnonzero(active)], gang * run_h)]
         flat = True  # one long run holds its gang through the day; preemption moves it between days

@@ -217,7 +217,7 @@ def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDem
                 "batch: is for offline inference.",
                 "Remove it, or use serving.scenario: offline.",
             )
-        fixed = service_demand(view, w, cal, entry.start_month, entry.end_month)
+        fixed = service_demand(view, w, cal, entry.start_month, entry.end_month, entry.demand_scale)
         mask = fixed > 0
         return WorkloadDemand(
             view.name,
@@ -236,7 +236,9 @@ def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDem
             [],
             view.gpus,
         )
-    return job_demand(view, w, cal, entry.start_month, entry.end_month, deferrable, preemptible)
+    return job_demand(
+        view, w, cal, entry.start_month, entry.end_month, deferrable, preemptible, entry.demand_scale
+    )
 
 
 def _limits(policy: FleetPolicy, budget: bool = True) -> Limits:

@@ -94,42 +94,101 @@ def monitor(
 ) -> MonitorResult:
     """Compare the running system with ``plan`` (``spec`` too, to re-plan with ``plan_fn``).
     ``force`` lets the capture replace a read-only file."""
+    p = planned(plan, spec)
+    gsel = gpu_selector if gpu_selector is not None else selector
+    ssel = serving_selector if serving_selector is not None else selector
+    selectors = {k: v for k, v in (("gpu", gsel), ("serving", ssel)) if v}
+    quantile = p.slo_percentile / 100.0
+    source, window = open_source(
+        prometheus_url, from_file, window_s, end_s, step_s, selectors, timeout_s, max_response_bytes,
+        deadline_s, capture_path,
+    )  # fmt: skip
+    if isinstance(source, FileSource):
+        # a capture answers only the queries it holds: use the selectors it was made with
+        gsel, ssel = _captured_selectors(source, gsel, ssel)
+    try:
+        obs = collect(source, window, gsel, ssel, quantile)
+    finally:
+        _finish(source, capture_path, force)
+    findings = compare(obs, p)
+    rp = replan(obs, p, spec, plan_fn) if p.kind == "serving" else None
+    return MonitorResult(p, obs, findings, rp, source.where, selectors)
+
+
+def open_source(
+    prometheus_url: str | None,
+    from_file: str | None,
+    window_s: float,
+    end_s: float | None,
+    step_s: float | None,
+    selectors: dict[str, str],
+    timeout_s: float = 30.0,
+    max_response_bytes: int | None = None,
+    deadline_s: float | None = None,
+    capture_path: str | None = None,
+) -> tuple[Source, Window]:
+    """A live Prometheus (recording its answers when `capture_path`) or a saved capture, and the
+    window to read: the capture's own, or `window_s` back from `end_s` (default now)."""
     if bool(prometheus_url) == bool(from_file):
         raise BadInput(
             "Give exactly one of --prometheus URL and --from FILE.",
             "monitor reads a live Prometheus or a capture saved from one.",
             "Use --prometheus http://prometheus:9090, or --from capture.json.",
         )
-    p = planned(plan, spec)
-    gsel = gpu_selector if gpu_selector is not None else selector
-    ssel = serving_selector if serving_selector is not None else selector
-    selectors = {k: v for k, v in (("gpu", gsel), ("serving", ssel)) if v}
-    quantile = p.slo_percentile / 100.0
-    source: Source
     if from_file:
         fsrc = FileSource.load(from_file)
         window = fsrc.window()
         check_window(window, f"--from {from_file}")
-        source = fsrc
-        # a capture answers only the queries it holds: use the selectors it was made with
-        gsel, ssel = _captured_selectors(fsrc, gsel, ssel)
-    else:
-        window = choose_window(window_s, end_s, step_s)
-        record = new_capture(window, selectors) if capture_path else None
-        kwargs: dict[str, Any] = {"timeout_s": timeout_s, "record": record, "deadline_s": deadline_s}
-        if max_response_bytes is not None:
-            kwargs["max_response_bytes"] = max_response_bytes
-        source = PrometheusSource(str(prometheus_url), **kwargs)
+        return fsrc, window
+    window = choose_window(window_s, end_s, step_s)
+    record = new_capture(window, selectors) if capture_path else None
+    kwargs: dict[str, Any] = {"timeout_s": timeout_s, "record": record, "deadline_s": deadline_s}
+    if max_response_bytes is not None:
+        kwargs["max_response_bytes"] = max_response_bytes
+    return PrometheusSource(str(prometheus_url), **kwargs), window
+
+
+def _finish(source: Source, capture_path: str | None, force: bool) -> None:
+    """Close a live source; write what it answered to `capture_path` (when asked)."""
+    if isinstance(source, PrometheusSource):
+        source.close()
+        if capture_path and source.record is not None:
+            _write_capture(capture_path, source.record, force)
+
+
+def monitor_fleet_run(
+    fleet: Any,
+    plan: Any,
+    *,
+    prometheus_url: str | None = None,
+    from_file: str | None = None,
+    window_s: float = 7 * 86400.0,
+    end_s: float | None = None,
+    step_s: float | None = None,
+    workload_selector: str | None = None,
+    timeout_s: float = 30.0,
+    max_response_bytes: int | None = None,
+    capture_path: str | None = None,
+    plan_fn: Callable[..., Any] | None = None,
+    force: bool = False,
+) -> Any:
+    """`monitor` on a fleet (`monitor.fleet_use`): each workload against its slot; the rest of the
+    horizon re-planned from what was observed."""
+    from rightsize.monitor.fleet_use import DEFAULT_TEMPLATE, monitor_fleet
+
+    template = workload_selector or DEFAULT_TEMPLATE
+    source, window = open_source(
+        prometheus_url, from_file, window_s, end_s, step_s, {"workload": template}, timeout_s,
+        max_response_bytes, None, capture_path,
+    )  # fmt: skip
+    if isinstance(source, FileSource) and workload_selector is None:
+        got = source.capture.get("selectors")
+        if isinstance(got, dict) and isinstance(got.get("workload"), str):
+            template = got["workload"]
     try:
-        obs = collect(source, window, gsel, ssel, quantile)
+        return monitor_fleet(fleet, plan, source, window, template, plan_fn)
     finally:
-        if isinstance(source, PrometheusSource):
-            source.close()
-    if capture_path and isinstance(source, PrometheusSource) and source.record is not None:
-        _write_capture(capture_path, source.record, force)
-    findings = compare(obs, p)
-    rp = replan(obs, p, spec, plan_fn) if p.kind == "serving" else None
-    return MonitorResult(p, obs, findings, rp, source.where, selectors)
+        _finish(source, capture_path, force)
 
 
 def _captured_selectors(

@@ -78,6 +78,13 @@ def _is_monitor(result: Any) -> bool:
     return type(result).__name__ == "MonitorResult"
 
 
+def _is_fleet_monitor(result: Any) -> bool:
+    """`rightsize monitor` on a fleet (object, or its dict)."""
+    if isinstance(result, dict):
+        return result.get("kind") == "fleet_monitor"
+    return type(result).__name__ == "FleetMonitorResult"
+
+
 def _plan_extras(result: Any) -> dict[str, Any]:
     """What every plan adds to its JSON: sizing, uncertainty, findings, checklists."""
     from rightsize.advise import advise, checklists
@@ -111,7 +118,7 @@ def result_dict(result: Any) -> dict[str, Any]:
 
     if _is_fleet(result):
         return _clean({"schema_version": SCHEMA_VERSION, **result.to_dict()})
-    if _is_monitor(result):
+    if _is_monitor(result) or _is_fleet_monitor(result):
         return _clean(result if isinstance(result, dict) else result.to_dict())
     kind = plan_kind(result)
     if kind == "training":
@@ -147,6 +154,10 @@ def document(result: Any, title: str = "Plan") -> Document:
         from rightsize.report.monitor_doc import monitor_document
 
         return monitor_document(result_dict(result), title if title != "Plan" else "Monitor")
+    if _is_fleet_monitor(result):
+        from rightsize.report.fleet_monitor_doc import fleet_monitor_document
+
+        return fleet_monitor_document(result_dict(result), title if title != "Plan" else "Fleet monitor")
     kind = plan_kind(result)
     if kind == "training":
         return training_document(result, title)

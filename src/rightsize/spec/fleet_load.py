@@ -49,6 +49,9 @@ class FleetEntry:
     source: str  # the file (or 'inline in FILE') it came from
     start_month: int  # months since year 0
     end_month: int  # last month it runs, inclusive
+    # Demand relative to its own plan (1: as planned). `monitor` sets it when it re-plans from
+    # what it observed: a service's load, a job's GPU-hours (a one-off job: the work left).
+    demand_scale: float = 1.0
 
 
 @dataclass(frozen=True)
