@@ -195,6 +195,7 @@ EXTENSIONS = {
     "calibrate": "rightsize.cli.profile_cmds",
     "monitor": "rightsize.cli.monitor_cmd",
     "export": "rightsize.cli.export_cmd",
+    "sweep": "rightsize.cli.sweep_cmd",
 }
 
 

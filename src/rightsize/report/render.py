@@ -85,6 +85,13 @@ def _is_fleet_monitor(result: Any) -> bool:
     return type(result).__name__ == "FleetMonitorResult"
 
 
+def _is_sweep(result: Any) -> bool:
+    """`rightsize sweep` (object, or its dict)."""
+    if isinstance(result, dict):
+        return result.get("kind") == "sweep"
+    return type(result).__name__ == "SweepResult"
+
+
 def _plan_extras(result: Any) -> dict[str, Any]:
     """What every plan adds to its JSON: sizing, uncertainty, findings, checklists."""
     from rightsize.advise import advise, checklists
@@ -118,7 +125,7 @@ def result_dict(result: Any) -> dict[str, Any]:
 
     if _is_fleet(result):
         return _clean({"schema_version": SCHEMA_VERSION, **result.to_dict()})
-    if _is_monitor(result) or _is_fleet_monitor(result):
+    if _is_monitor(result) or _is_fleet_monitor(result) or _is_sweep(result):
         return _clean(result if isinstance(result, dict) else result.to_dict())
     kind = plan_kind(result)
     if kind == "training":
@@ -158,6 +165,10 @@ def document(result: Any, title: str = "Plan") -> Document:
         from rightsize.report.fleet_monitor_doc import fleet_monitor_document
 
         return fleet_monitor_document(result_dict(result), title if title != "Plan" else "Fleet monitor")
+    if _is_sweep(result):
+        from rightsize.report.sweep_doc import sweep_document
+
+        return sweep_document(result_dict(result), title if title != "Plan" else "Sweep")
     kind = plan_kind(result)
     if kind == "training":
         return training_document(result, title)

@@ -1,0 +1,11 @@
+"""Sweeps: one spec (a workload or a fleet) planned under many variations (a grid, named
+scenarios, seeded samples of prices or growth), here or on a Dask cluster, with the same results.
+
+- `spec`: the `kind: sweep` file.
+- `scenarios`: the variations, set at dotted paths into the base spec and checked before planning.
+- `run`: every scenario through the one planner (`api.plan`), locally or on `dask.distributed`.
+"""
+
+from rightsize.sweep.run import SweepResult, run_sweep
+
+__all__ = ["SweepResult", "run_sweep"]
