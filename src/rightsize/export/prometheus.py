@@ -111,6 +111,23 @@ def _gpu_rules(v: TrainingView | ServingView) -> list[dict[str, Any]]:
     ]
 
 
+AGGREGATES = {  # recorded series -> expression over the per-GPU records (one series per node or cluster)
+    "rightsize:node_gpu_engine_active:avg": "avg by (Hostname) (rightsize:gpu_engine_active:ratio)",
+    "rightsize:node_gpu_power:watts": "sum by (Hostname) (rightsize:gpu_power:watts)",
+    "rightsize:cluster_gpu_engine_active:avg": "avg(rightsize:gpu_engine_active:ratio)",
+    "rightsize:cluster_gpu_engine_active:min": "min(rightsize:gpu_engine_active:ratio)",
+    "rightsize:cluster_gpu_engine_active:max": "max(rightsize:gpu_engine_active:ratio)",
+    "rightsize:cluster_gpus_reporting:count": "count(rightsize:gpu_engine_active:ratio)",
+    "rightsize:cluster_gpu_power:watts": "sum(rightsize:gpu_power:watts)",
+}
+
+
+def _aggregate_rules() -> list[dict[str, Any]]:
+    """Per node and cluster-wide aggregates, recorded by Prometheus: a dashboard or `rightsize
+    monitor` over thousands of GPUs reads a few series instead of one per GPU."""
+    return [{"record": name, "expr": expr} for name, expr in AGGREGATES.items()]
+
+
 def _pct_name(pct: float) -> str:
     return f"p{pct:g}".replace(".", "_")
 
@@ -182,12 +199,12 @@ SERVING_KEYS = ["time_to_first_token", "inter_token_latency", "kv_cache_usage", 
 
 
 def training_rules(v: TrainingView) -> dict[str, str]:
-    rules = _gpu_rules(v)
+    rules = _gpu_rules(v) + _aggregate_rules()
     return {RULES_FILE: _doc(v, rules, GPU_KEYS), TEST_FILE: rule_tests(v, rules)}
 
 
 def serving_rules(v: ServingView) -> dict[str, str]:
-    rules = _gpu_rules(v) + _serving_rules(v)
+    rules = _gpu_rules(v) + _aggregate_rules() + _serving_rules(v)
     return {RULES_FILE: _doc(v, rules, GPU_KEYS + SERVING_KEYS), TEST_FILE: rule_tests(v, rules)}
 
 

@@ -94,21 +94,67 @@ def build_tests(
     if isinstance(v, ServingView):
         broken += _serving_series(v, True)
         planned += _serving_series(v, False)
+    tests = [
+        {"name": "beyond the plan: every alert fires", "interval": "1m", "input_series": broken,
+         "alert_rule_test": fired},
+        {"name": "as planned: no alert fires", "interval": "1m", "input_series": planned,
+         "alert_rule_test": quiet},
+    ]  # fmt: skip
+    if any(r.get("record", "").startswith("rightsize:cluster_") for r in rules):
+        tests.append(_aggregate_test())
+    return {"rule_files": [rules_file], "evaluation_interval": "1m", "tests": tests}
+
+
+def _aggregate_test() -> dict[str, Any]:
+    """Three GPUs on two nodes at known activity and power: the node and cluster records equal
+    the sums, means and extremes computed here."""
+    # binary fractions: promtool compares sums and means exactly
+    gpus = [("node0", "0", 0.25, 300.0), ("node0", "1", 0.5, 500.0), ("node1", "0", 0.75, 600.0)]
+    series = []
+    for host, gpu, act, watts in gpus:
+        labels = {"Hostname": host, "gpu": gpu}
+        series += [
+            _series(_name("gr_engine_active"), labels, _flat(act)),
+            _series(_name("power_usage"), labels, _flat(watts)),
+        ]
+    acts = [g[2] for g in gpus]
+
+    def one(expr: str, value: float) -> dict[str, Any]:
+        return {
+            "expr": expr,
+            "eval_time": EVAL_AT,
+            "exp_samples": [{"labels": expr, "value": round(value, 9)}],
+        }
+
     return {
-        "rule_files": [rules_file],
-        "evaluation_interval": "1m",
-        "tests": [
+        "name": "aggregates: per node and cluster-wide records",
+        "interval": "1m",
+        "input_series": series,
+        "promql_expr_test": [
+            one("rightsize:cluster_gpu_engine_active:avg", sum(acts) / len(acts)),
+            one("rightsize:cluster_gpu_engine_active:min", min(acts)),
+            one("rightsize:cluster_gpu_engine_active:max", max(acts)),
+            one("rightsize:cluster_gpus_reporting:count", len(gpus)),
+            one("rightsize:cluster_gpu_power:watts", sum(g[3] for g in gpus)),
             {
-                "name": "beyond the plan: every alert fires",
-                "interval": "1m",
-                "input_series": broken,
-                "alert_rule_test": fired,
+                "expr": 'rightsize:node_gpu_engine_active:avg{Hostname="node0"}',
+                "eval_time": EVAL_AT,
+                "exp_samples": [
+                    {
+                        "labels": 'rightsize:node_gpu_engine_active:avg{Hostname="node0"}',
+                        "value": (acts[0] + acts[1]) / 2,
+                    }
+                ],
             },
             {
-                "name": "as planned: no alert fires",
-                "interval": "1m",
-                "input_series": planned,
-                "alert_rule_test": quiet,
+                "expr": 'rightsize:node_gpu_power:watts{Hostname="node0"}',
+                "eval_time": EVAL_AT,
+                "exp_samples": [
+                    {
+                        "labels": 'rightsize:node_gpu_power:watts{Hostname="node0"}',
+                        "value": gpus[0][3] + gpus[1][3],
+                    }
+                ],
             },
         ],
     }
