@@ -139,3 +139,28 @@ def test_a_broken_worker_pool_falls_back_to_this_process(monkeypatch: pytest.Mon
     assert list(survived) == list(alone)
     for name in alone:
         assert survived[name].cost_usd == pytest.approx(alone[name].cost_usd)
+
+
+def test_no_pooled_plan_within_the_time_limit_falls_back_to_the_dedicated_plans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pooled solve stopped before it found any plan (a 400-workload, 120-month fleet on a busy
+    machine) still gives a plan: the dedicated plans combined, said so in the headline."""
+    import rightsize.fleet.plan as fleet_plan
+    from rightsize.fleet.report_data import solver_headline
+    from rightsize.fleet.solver import SolveStopped
+
+    real = fleet_plan.solve
+
+    def stopped(days: Any, pools: Any, demands: Any, limits: Limits) -> Any:
+        if len(demands) > 1:  # the pooled program; the dedicated ones solve as usual
+            raise SolveStopped("No capacity plan serves the fleet's fixed load within the policy.")
+        return real(days, pools, demands, limits)
+
+    monkeypatch.setattr(fleet_plan, "solve", stopped)
+    p = plan(_fleet_file(tmp_path, 6, 4, {"solver": {"workers": 1}}))
+    d = p.to_dict()
+    assert d["solver"]["stopped_at_time_limit"] and d["solver"]["status"] == fleet_plan.STOPPED_STATUS
+    assert "before any pooled plan" in solver_headline(d["solver"])
+    # the capacity is exactly the dedicated plans' (the shared parts are then counted once)
+    assert p.solution.cost_usd == pytest.approx(sum(s.cost_usd for s in p.dedicated.values()), rel=1e-9)

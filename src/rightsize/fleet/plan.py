@@ -30,12 +30,13 @@ from rightsize.fleet.gangs import Holdings, holdings
 from rightsize.fleet.prices import PoolPrices, pool_prices
 from rightsize.fleet.progress import Progress
 from rightsize.fleet.shared import pool_fabric
-from rightsize.fleet.solver import Limits, Solution, combine, solve
+from rightsize.fleet.solver import Limits, Solution, SolveStopped, combine, solve
 from rightsize.fleet.workload_view import WorkloadView, view_of
 from rightsize.spec.fleet import FleetPolicy, month_text
 from rightsize.spec.fleet_load import FleetEntry, ResolvedFleet
 
 PlanOne = Callable[[Any], Any]
+STOPPED_STATUS = "time limit reached before any pooled plan: the dedicated plans combined (not pooled)"
 
 
 @dataclass
@@ -270,8 +271,19 @@ def solve_pool(
     )
     if progress is not None:
         progress.note(f"pooled solve of {len(demands)} workloads")
-    pooled = solve(days, pools, demands, _limits(policy))
     summed = combine(list(dedicated.values()), days, pools, demands, _limits(policy))
+    t0 = time.perf_counter()
+    try:
+        pooled = solve(days, pools, demands, _limits(policy))
+    except SolveStopped:
+        if summed is None:
+            raise
+        # No pooled plan within the time limit: the dedicated plans together are one (never
+        # cheaper than a pooled plan would be); the headline says so.
+        summed.status, summed.seconds = STOPPED_STATUS, time.perf_counter() - t0
+        summed.stopped_at_time_limit = True
+        summed.time_limit_s, summed.gap_limit = policy.solver.time_limit_s, policy.solver.mip_gap
+        return summed, dedicated
 
     def total(sol: Solution) -> float:
         return sol.cost_usd + sol.penalty_usd + (parts.pooled(sol)["total_usd"] if parts else 0.0)

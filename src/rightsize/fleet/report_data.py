@@ -99,7 +99,12 @@ def solver_headline(s: dict[str, Any]) -> str:
     """One line for the headline: optimal within the gap, or stopped at the time limit with its gap."""
     gap = s.get("mip_gap")
     gap_text = "gap unknown" if gap is None else f"gap {gap:.2%}"
-    if s["stopped_at_time_limit"]:
+    if s["stopped_at_time_limit"] and s.get("status", "").startswith("time limit reached before any pooled"):
+        text = (
+            f"STOPPED at the {s['time_limit_s']:,.0f} s time limit before any pooled plan: the workloads' "
+            "dedicated plans combined, not pooled (gap unknown); raise policy.solver.time_limit_s to pool them"
+        )
+    elif s["stopped_at_time_limit"]:
         text = (
             f"STOPPED at the {s['time_limit_s']:,.0f} s time limit, {gap_text} (asked {s['mip_gap_limit']:.2%}); "
             "raise policy.solver.time_limit_s for a closer plan"

@@ -58,6 +58,10 @@ class Limits:
     random_seed: int = 0
 
 
+class SolveStopped(Infeasible):
+    """The time limit stopped the solve before it found any plan (not proof that none exists)."""
+
+
 @dataclass
 class Solution:
     values: dict[str, np.ndarray]  # variable block name -> its values
@@ -279,7 +283,7 @@ def solve(
     )
     seconds = time.perf_counter() - t0
     if out.x is None:
-        raise Infeasible(
+        raise (SolveStopped if out.stopped else Infeasible)(
             "No capacity plan serves the fleet's fixed load within the policy.",
             f"The solver (HiGHS) reports: {out.message}"
             + (f" (after {seconds:,.0f} s, at policy.solver.time_limit_s)" if out.stopped else ""),
