@@ -187,6 +187,7 @@ EXTENSIONS = {
     "calibrate": "rightsize.cli.profile_cmds",
     "monitor": "rightsize.cli.monitor_cmd",
     "export": "rightsize.cli.export_cmd",
+    "ui": "rightsize.ui.command",
 }
 
 

@@ -1,0 +1,144 @@
+"""The headline figures of a plan, read from its versioned JSON (`report.render.result_dict`):
+accelerator, count, time, GPU-hours, cost and power, each with its number (for comparing what-ifs),
+its text (formatted by `report.units`), the JSON path it was read from, and the report section
+that shows how it was computed and from which sources. Nothing is computed here but a fleet's
+totals over its months; every figure is the plan's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rightsize.report import units
+
+Figure = dict[str, Any]
+HEADLINE_IDS = ("accelerator", "count", "time", "gpu_hours", "cost", "power")
+
+
+def _get(d: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(d, dict):
+            return None
+        d = d.get(part)
+    return d
+
+
+def _figure(fid: str, label: str, plan: dict[str, Any], path: str, key: str, section: str) -> Figure:
+    """One figure read at `path`, formatted by the unit its `key` names."""
+    value = _get(plan, path)
+    text = units.value(key, value) if not isinstance(value, str) else value
+    number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return {"id": fid, "label": label, "value": number, "text": text, "path": path, "section": section}
+
+
+def _cost_path(plan: dict[str, Any]) -> tuple[str, str, str]:
+    """(path, unit key, label) of the on-demand cloud cost: per run for a run, else per month."""
+    cost = _get(plan, "sizing.cost") or {}
+    per_run = cost.get("period") == "run"
+    leaf = "usd_per_run" if per_run else "usd_per_month"
+    if _get(cost, f"cloud.on_demand.{leaf}") is not None:
+        return (
+            f"sizing.cost.cloud.on_demand.{leaf}",
+            "usd",
+            f"cost (cloud on demand, per {'run' if per_run else 'month'})",
+        )
+    for path in ("best.cloud_cost_usd", "best.cost_usd"):
+        if _get(plan, path) is not None:
+            return path, "usd", "cost"
+    return "sizing.cost.onprem.usd_per_month", "usd", "cost (on premises, per month)"
+
+
+def _time_path(plan: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(path, unit key, label, section) of the time that matters: the run's length, else latency."""
+    if _get(plan, "best.time_to_train_s") is not None:
+        return "best.time_to_train_s", "time_to_train_s", "time to train", "sizing-run"
+    if _get(plan, "best.latency_s.ttft_p95_s") is not None:
+        return "best.latency_s.ttft_p95_s", "ttft_s", "time to first token (p95)", "latency"
+    return "best.latency_p99_s", "latency_p99_s", "latency (p99)", "best"
+
+
+def plan_headline(plan: dict[str, Any]) -> list[Figure]:
+    """The six headline figures of a workload plan (training, serving, vision, recommendation)."""
+    if plan.get("kind") == "fleet_plan":
+        return fleet_headline(plan)
+    time_path, time_key, time_label, time_section = _time_path(plan)
+    cost_path, cost_key, cost_label = _cost_path(plan)
+    per = "" if (_get(plan, "sizing.cost.period") or "run") == "run" else " (per month)"
+    hours_path = (
+        "best.gpu_hours" if _get(plan, "best.gpu_hours") is not None else "sizing.cost.gpu_hours_billed"
+    )
+    return [
+        _figure("accelerator", "accelerator", plan, "best.accelerator", "accelerator", "sizing-nodes"),
+        _figure("count", "accelerators", plan, "best.gpus", "gpus", "sizing-nodes"),
+        _figure("time", time_label, plan, time_path, time_key, time_section),
+        _figure("gpu_hours", "GPU-hours" + per, plan, hours_path, "gpu_hours", "sizing-cost"),
+        _figure("cost", cost_label, plan, cost_path, cost_key, "sizing-cost"),
+        _figure(
+            "power",
+            "facility power",
+            plan,
+            "sizing.power.facility_power_w",
+            "facility_power_w",
+            "sizing-power",
+        ),
+    ]
+
+
+def fleet_headline(plan: dict[str, Any]) -> list[Figure]:
+    """A fleet's headline: its pools, its peak demand, horizon, GPU-hours and cost over the horizon."""
+    timeline = [m for m in plan.get("timeline") or [] if isinstance(m, dict)]
+    peak = max((m.get("demand_gpus") or 0 for m in timeline), default=None)
+    hours = sum(float(m.get("demand_gpu_hours") or 0.0) for m in timeline) if timeline else None
+    pools = ", ".join(str(p) for p in plan.get("pools") or {})
+    horizon = plan.get("horizon_months")
+    return [
+        {
+            "id": "accelerator",
+            "label": "pools",
+            "value": None,
+            "text": pools or "-",
+            "path": "pools",
+            "section": "workloads",
+        },
+        {
+            "id": "count",
+            "label": "peak demand (GPUs)",
+            "value": peak,
+            "text": units.value("gpus", peak),
+            "path": "timeline",
+            "section": "timeline",
+        },
+        {
+            "id": "time",
+            "label": "horizon",
+            "value": horizon,
+            "text": f"{horizon} months" if horizon else "-",
+            "path": "horizon_months",
+            "section": "timeline",
+        },
+        {
+            "id": "gpu_hours",
+            "label": "GPU-hours demanded",
+            "value": hours,
+            "text": units.value("gpu_hours", hours),
+            "path": "timeline",
+            "section": "utilisation",
+        },
+        _figure("cost", "cost (pooled, over the horizon)", plan, "cost.pooled_usd", "usd", "cost"),
+        _figure("power", "power limit", plan, "policy.power_limit_w", "power_limit_w", "assumptions"),
+    ]
+
+
+def workload_shares(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each fleet workload's GPU-hours over the horizon (the sum of its monthly GPU-hours in the
+    timeline) and its share of the fleet's, largest first."""
+    totals: dict[str, float] = {}
+    for month in plan.get("timeline") or []:
+        for name, held in ((month or {}).get("by_workload") or {}).items():
+            totals[name] = totals.get(name, 0.0) + float((held or {}).get("gpu_hours") or 0.0)
+    whole = sum(totals.values())
+    rows = [
+        {"workload": name, "gpu_hours": hours, "share": hours / whole if whole else None}
+        for name, hours in totals.items()
+    ]
+    return sorted(rows, key=lambda r: -r["gpu_hours"])
