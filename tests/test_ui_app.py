@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("starlette")
 with warnings.catch_warnings():  # newer Starlette prefers httpx2 for its test client; httpx still works
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
 from rightsize.cli.main import build_parser, main  # noqa: E402
@@ -88,8 +88,9 @@ def test_bad_input_is_the_cli_message_at_its_field(client: Any, tmp_path: Path, 
     app = create_app(text, str(bad), tmp_path)
     with TestClient(app, base_url="http://127.0.0.1") as c:
         r = _post(c, "/api/plan", text)
-    assert r.status_code == 422
+    assert r.status_code == 200  # an answer the page shows, not a failed request
     error = r.json()["error"]
+    assert error["exit_code"] == 2
     assert main(["plan", str(bad)]) == 2
     assert error["message"] + "\n" == capsys.readouterr().err  # word for word what the CLI says
     assert [f["path"] for f in error["fields"]] == ["infrastructure.schedule.turnaround"]
@@ -97,11 +98,13 @@ def test_bad_input_is_the_cli_message_at_its_field(client: Any, tmp_path: Path, 
     assert r.json()["spec_data"]["infrastructure"]["schedule"]["turnaround"] == "24 parsecs"
 
 
-def test_infeasible_is_409(client: Any) -> None:
+def test_infeasible(client: Any) -> None:
     text = (ROOT / "examples" / "llama3-70b-pretrain.yaml").read_text(encoding="utf-8")
-    r = _post(client, "/api/plan", text.replace("deadline: 60d", "deadline: 2d"))
-    assert r.status_code == 409
+    text = text.replace("deadline: 60d", "deadline: 2d")
+    r = _post(client, "/api/plan", text)
+    assert r.status_code == 200 and r.json()["error"]["exit_code"] == 1
     assert r.json()["error"]["message"].startswith("rightsize: infeasible: The deadline of 2.0 days")
+    assert _post(client, "/api/download/plan/json", text).status_code == 409
 
 
 @pytest.mark.parametrize(
@@ -115,7 +118,8 @@ def test_infeasible_is_409(client: Any) -> None:
 )
 def test_posted_text_has_the_spec_file_caps(client: Any, text: str, expect: str | None) -> None:
     r = _post(client, "/api/plan", text)
-    assert r.status_code == 422
+    assert r.status_code == 200 and r.json()["error"]["exit_code"] == 2
+    assert _post(client, "/api/download/jobs", text).status_code == 422
     if expect:
         assert expect in r.json()["error"]["message"]
 

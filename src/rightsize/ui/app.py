@@ -4,9 +4,10 @@
 - `GET /api/schema/{kind}`: the JSON Schema of a spec kind (`rightsize schema`), which the page
   builds its form from.
 - `POST /api/plan` `{"yaml": TEXT}`: the plan (JSON, headline, report document), or the CLI's error
-  with its problems by field (422 bad input, 409 infeasible).
+  with its problems by field and exit code (2 bad input, 1 infeasible): an answer (200) the page
+  shows, as the CLI prints it.
 - `POST /api/download/plan/{fmt}` and `POST /api/download/jobs`: the plan as a file, the job files
-  as a zip.
+  as a zip (422 bad input, 409 infeasible).
 
 It listens on loopback only. Requests must name a loopback host (no DNS rebinding), posts must be
 JSON from the page's own origin (another site's form cannot post here), and a body is read up to a
@@ -164,7 +165,9 @@ def create_app(
             planned = await run_in_threadpool(planner.plan, text)
             view = await run_in_threadpool(plan_view, planned.result, planned.plan_json)
             return _json({**view, "kind": planned.read.kind, "notes": planned.read.notes, "spec_data": data})
-        except Exception as exc:  # every failure becomes the CLI's message
+        except RightsizeError as exc:  # a planning outcome the page shows, not a failed request
+            return _json({"error": error_payload(exc), "spec_data": data})
+        except Exception as exc:  # every other failure becomes the CLI's message
             return _failure(exc, {"spec_data": data})
 
     async def download_plan(request: Request) -> Response:

@@ -70,7 +70,7 @@ async function replan(redraw) {
   if (seq !== state.seq) return;  // a newer edit is on its way
   if (redraw && body.spec_data !== undefined) await redrawForm(body.spec_data);
   if (body.spec_data && typeof body.spec_data === "object") state.data = body.spec_data;
-  if (!r.ok) return showFailure(body.error);
+  if (body.error) return showFailure(body.error);
   showPlan(body, performance.now() - started);
 }
 
@@ -80,6 +80,7 @@ function showFailure(error) {
   showError($("plan-error"), error.kind === "bad_input" ? (unplaced.length || !error.fields.length ? "The spec has problems; see above." : "") : error.message);
   setStatus(error.kind === "infeasible" ? "No configuration meets this spec (see below)." : error.kind === "bad_input" ? "The spec has problems: not planned." : "Internal error.");
   document.body.dataset.planState = "error";
+  document.body.dataset.planSeq = String(state.seq);
 }
 
 function showPlan(view, ms) {
@@ -139,6 +140,7 @@ for (const b of document.querySelectorAll("button[data-download]")) {
   b.addEventListener("click", async () => {
     const what = b.dataset.download, stem = (state.view && state.view.plan.name) || "spec";
     if (what === "spec") { saveText(state.yaml, `${stem}.yaml`, "application/yaml"); return; }
+    if (document.body.dataset.planState !== "ok") { setStatus("Only a planned spec has a plan and job files: fix the spec first."); return; }
     setStatus("Preparing the download…");
     const url = what === "jobs" ? "/api/download/jobs" : `/api/download/plan/${b.dataset.format}`;
     const error = await download(url, state.yaml, `${stem}.${what === "jobs" ? "zip" : b.dataset.format}`);

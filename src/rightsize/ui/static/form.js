@@ -38,6 +38,13 @@ export function classify(root, node) {
     if (isScalar(o)) return { type: "scalar", numeric: o.type !== "string", desc };
     return { type: "json", desc };
   }
+  const arrays = opts.filter((o) => o.type === "array"), words = opts.filter((o) => o.const !== undefined || o.enum);
+  if (arrays.length === 1 && arrays.length + words.length === opts.length) {  // a list, or a word such as 'all'
+    const items = options(root, arrays[0].items || {});
+    if (items.length && items.every(isScalar) && !items.some((i) => i.type === "boolean"))
+      return { type: "list", numeric: items.every((i) => i.type === "number" || i.type === "integer"),
+        words: words.flatMap((o) => (o.enum ? o.enum : [o.const])), desc };
+  }
   if (opts.length && opts.every((o) => o.enum)) return { type: "enum", values: [...new Set(opts.flatMap((o) => o.enum))], desc };
   if (opts.length && opts.every(isScalar) && !opts.some((o) => o.type === "boolean"))
     return { type: "scalar", numeric: opts.some((o) => o.type === "number" || o.type === "integer"), desc };
@@ -87,6 +94,7 @@ function parsed(kind, control) {
   if (kind.type === "bool") return { value: t === "" ? undefined : t === "true" };
   if (kind.type === "list") {
     const items = t.split(",").map((s) => s.trim()).filter(Boolean);
+    if (items.length === 1 && (kind.words || []).includes(items[0])) return { value: items[0] };
     return { value: items.length ? items.map((s) => scalarOf(s, kind.numeric)) : undefined };
   }
   if (kind.type === "json" && /^\s*[[{"]/.test(t)) {
