@@ -57,10 +57,25 @@ def _time_path(plan: dict[str, Any]) -> tuple[str, str, str, str]:
     return "best.latency_p99_s", "latency_p99_s", "latency (p99)", "best"
 
 
+def beside(plan: dict[str, Any], path: str) -> list[list[str]]:
+    """The figures next to the one at `path` (its parent's scalars) as [key, value in its unit]:
+    what the drill-down shows beside a headline figure."""
+    parent = _get(plan, path.rsplit(".", 1)[0]) if "." in path else plan.get(path)
+    if not isinstance(parent, dict):
+        return []
+    return [[key, units.value(key, v)] for key, v in parent.items() if not isinstance(v, dict | list)]
+
+
 def plan_headline(plan: dict[str, Any]) -> list[Figure]:
+    """The six headline figures of a plan, each with the figures beside it."""
+    figures = _workload_headline(plan) if plan.get("kind") != "fleet_plan" else fleet_headline(plan)
+    for f in figures:
+        f["beside"] = beside(plan, f["path"])
+    return figures
+
+
+def _workload_headline(plan: dict[str, Any]) -> list[Figure]:
     """The six headline figures of a workload plan (training, serving, vision, recommendation)."""
-    if plan.get("kind") == "fleet_plan":
-        return fleet_headline(plan)
     time_path, time_key, time_label, time_section = _time_path(plan)
     cost_path, cost_key, cost_label = _cost_path(plan)
     per = "" if (_get(plan, "sizing.cost.period") or "run") == "run" else " (per month)"

@@ -74,8 +74,15 @@ async function replan(redraw) {
   showPlan(body, performance.now() - started);
 }
 
+// The fields an infeasible plan's advice names (`Extend targets.deadline to at least 8d`).
+function named(message) {
+  return [...new Set([...message.matchAll(/\b([a-z_]+(?:\.[a-z_]+)+)\b/g)].map((m) => m[1]))]
+    .filter((p) => form.fields.has(p) || form.groups.has(p));
+}
+
 function showFailure(error) {
-  const unplaced = form.showProblems(error.fields || []);
+  const advice = error.kind === "infeasible" ? named(error.message).map((path) => ({ path, message: "No configuration meets the spec; the message under Plan suggests changing this." })) : [];
+  const unplaced = form.showProblems([...(error.fields || []), ...advice]);
   showError($("spec-error"), error.kind === "bad_input" ? error.message : "");
   showError($("plan-error"), error.kind === "bad_input" ? (unplaced.length || !error.fields.length ? "The spec has problems; see above." : "") : error.message);
   setStatus(error.kind === "infeasible" ? "No configuration meets this spec (see below)." : error.kind === "bad_input" ? "The spec has problems: not planned." : "Internal error.");

@@ -42,13 +42,9 @@ export function renderDrill(box, figure, view) {
     el("p", {}, el("strong", { text: `${figure.label}: ${figure.text}` })),
     el("p", { class: "hint", text: `Read from the plan's JSON at ${figure.path}; the figures beside it (${parentPath}) and the report section that derives it follow.` }),
   );
-  if (parent && typeof parent === "object" && !Array.isArray(parent)) {
-    const rows = Object.entries(parent).filter(([, v]) => v === null || typeof v !== "object").map(([k, v]) => [k, String(v ?? "-")]);
-    if (rows.length) box.append(table(["field", "value"], rows, { title: `plan JSON: ${parentPath}` }));
-    const nested = Object.entries(parent).filter(([, v]) => v && typeof v === "object");
-    for (const [k, v] of nested) box.append(el("details", { class: "drill-sec" }, el("summary", { text: `${parentPath}.${k}` }), el("pre", { class: "json", text: JSON.stringify(v, null, 2) })));
-  } else if (parent !== undefined) {
-    box.append(el("pre", { class: "json", text: JSON.stringify(parent, null, 2).slice(0, 20000) }));
+  if (figure.beside && figure.beside.length) box.append(table(["field", "value"], figure.beside, { title: `plan JSON: ${parentPath}`, align: ["l", "r"] }));
+  if (parent && typeof parent === "object") {
+    box.append(el("details", { class: "drill-sec" }, el("summary", { text: `${parentPath} as JSON` }), el("pre", { class: "json", text: JSON.stringify(parent, null, 2).slice(0, 20000) })));
   }
   if (section) box.append(el("section", { class: "drill-sec", "data-section": section.id }, el("h4", { text: section.title }), ...sectionBody(section)));
 }
