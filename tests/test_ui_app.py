@@ -20,7 +20,7 @@ with warnings.catch_warnings():  # newer Starlette prefers httpx2 for its test c
 from rightsize.cli.main import build_parser, main  # noqa: E402
 from rightsize.errors import BadInput  # noqa: E402
 from rightsize.ui.app import MAX_BODY_BYTES, create_app  # noqa: E402
-from rightsize.ui.server import free_port, starting_spec  # noqa: E402
+from rightsize.ui.server import bound_socket, starting_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LORA = ROOT / "examples" / "llama3-8b-lora-weekly.yaml"
@@ -182,14 +182,21 @@ def test_fleet_view() -> None:
 def test_command_line() -> None:
     args = build_parser("ui").parse_args(["ui", "spec.yaml", "--port", "8123", "--no-browser"])
     assert (args.spec, args.port, args.no_browser) == ("spec.yaml", 8123, True)
-    port = free_port(None)
-    assert 0 < port < 65536
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
+    with bound_socket(None) as s:
+        host, port = s.getsockname()
+        assert host == "127.0.0.1" and 0 < port < 65536
         with pytest.raises(BadInput, match="Cannot listen"):
-            free_port(s.getsockname()[1])
+            bound_socket(port)  # taken
+    with pytest.raises(BadInput, match="not a port"):
+        bound_socket(70000)
     with pytest.raises(BadInput):
         starting_spec("/nonexistent/spec.yaml")
+
+
+def test_the_starter_spec_plans(tmp_path: Path) -> None:
+    text, source, base = starting_spec(None)
+    assert (source, base) == ("(from the browser)", Path.cwd())
+    with TestClient(create_app(text, source, tmp_path), base_url="http://127.0.0.1") as c:
+        body = _post(c, "/api/plan", text).json()
+    assert "error" not in body, body.get("error")
+    assert body["plan"]["kind"] == "training_plan" and body["headline"][1]["value"] >= 1

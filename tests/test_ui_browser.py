@@ -64,14 +64,13 @@ def server() -> Iterator[str]:
     import uvicorn
 
     from rightsize.ui.app import create_app
-    from rightsize.ui.server import HOST, free_port, starting_spec
+    from rightsize.ui.server import HOST, bound_socket, starting_spec
 
     text, source, base = starting_spec(str(LORA))
-    port = free_port(None)
-    srv = uvicorn.Server(
-        uvicorn.Config(create_app(text, source, base), host=HOST, port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=srv.run, daemon=True)
+    sock = bound_socket(None)
+    port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(text, source, base), log_level="warning"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15
     while not srv.started:
@@ -80,6 +79,7 @@ def server() -> Iterator[str]:
     yield f"http://{HOST}:{port}/"
     srv.should_exit = True
     thread.join(10)
+    sock.close()
 
 
 @pytest.fixture()
@@ -240,3 +240,77 @@ def test_layout_at_two_widths(page: Any, server: str, tmp_path: Path, width: int
     shot = tmp_path / f"ui-{width}.png"
     pg.screenshot(path=str(shot), full_page=False)
     assert shot.stat().st_size > 10_000
+
+
+def _schema_paths(schema: dict[str, Any], node: dict[str, Any], prefix: str = "") -> set[str]:
+    """Every field path of a spec kind's schema: a group for an object with properties, else a field."""
+
+    def options(n: dict[str, Any]) -> list[dict[str, Any]]:
+        while "$ref" in n:
+            n = schema["$defs"][n["$ref"].split("/")[-1]]
+        alts = n.get("anyOf") or n.get("oneOf")
+        return [o for a in alts for o in options(a)] if alts else [n] if n.get("type") != "null" else []
+
+    paths: set[str] = set()
+    for key, prop in node.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        paths.add(path)
+        opts = options(prop)
+        if len(opts) == 1 and "properties" in opts[0]:
+            paths |= _schema_paths(schema, opts[0], path + ".")
+    return paths
+
+
+@pytest.mark.parametrize("kind", ["training", "inference", "vision", "recommendation", "fleet"])
+def test_the_form_has_every_field_of_the_schema(page: Any, server: str, kind: str) -> None:
+    from rightsize.spec.load import spec_json_schema
+
+    page.goto(server)
+    _planned(page)
+    shown = page.evaluate(
+        """async (kind) => {
+            const { SpecForm } = await import('/static/form.js');
+            const schema = await (await fetch(`/api/schema/${kind}`)).json();
+            const form = new SpecForm(document.createElement('form'), () => {});
+            form.render(schema, {});
+            return [...form.fields.keys(), ...form.groups.keys()];
+        }""",
+        kind,
+    )
+    assert set(shown) == _schema_paths(spec_json_schema(kind), spec_json_schema(kind))
+
+
+def test_the_yaml_writer_reads_back_every_example(page: Any, server: str) -> None:
+    """The form writes the spec back as YAML (static/yaml.js); PyYAML must read every bundled
+    example's data back to the same values."""
+    examples = sorted((ROOT / "examples").rglob("*.yaml"))
+    data = [
+        json.loads(json.dumps(yaml.safe_load(p.read_text(encoding="utf-8")), default=str)) for p in examples
+    ]
+    data.append(
+        {
+            "odd": [
+                "yes",
+                "no",
+                "on",
+                "null",
+                "1e5",
+                "a: b",
+                "x #y",
+                " lead",
+                "",
+                1e21,
+                2.5e-7,
+                -0.0,
+                True,
+                None,
+            ]
+        }
+    )
+    page.goto(server)
+    _planned(page)
+    texts = page.evaluate(
+        "async (all) => { const { toYaml } = await import('/static/yaml.js'); return all.map(toYaml); }", data
+    )
+    for original, text in zip(data, texts, strict=True):
+        assert json.loads(json.dumps(yaml.safe_load(text), default=str)) == original, text

@@ -37,18 +37,27 @@ def starting_spec(spec: str | None) -> tuple[str, str, Path]:
     return text, str(path), path.resolve().parent
 
 
-def free_port(port: int | None) -> int:
-    """`port` when given and free on loopback, else one the system picks."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((HOST, port or 0))
-        except OSError as err:
-            raise BadInput(
-                f"Cannot listen on {HOST}:{port}.",
-                f"The port is taken or not allowed ({err.strerror or err}).",
-                "Pick another --port, or leave it out for a free one.",
-            ) from None
-        return int(s.getsockname()[1])
+def bound_socket(port: int | None) -> socket.socket:
+    """A socket listening on loopback at `port` when given (it must be free), else at a port the
+    system picks; handed to uvicorn as it is, so no other process can take the port in between."""
+    if port is not None and not 0 < port < 65536:
+        raise BadInput(
+            f"--port {port} is not a port.",
+            "Ports are 1 to 65535.",
+            "Pick a port in that range, or leave it out.",
+        )
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((HOST, port or 0))
+        s.listen(64)
+    except OSError as err:
+        s.close()
+        raise BadInput(
+            f"Cannot listen on {HOST}:{port}.",
+            f"The port is taken or not allowed ({err.strerror or err}).",
+            "Pick another --port, or leave it out for a free one.",
+        ) from None
+    return s
 
 
 def serve(spec: str | None, port: int | None = None, open_browser: bool = True) -> None:
@@ -58,10 +67,11 @@ def serve(spec: str | None, port: int | None = None, open_browser: bool = True) 
     from rightsize.ui.app import create_app
 
     text, source, base = starting_spec(spec)
-    chosen = free_port(port)
-    url = f"http://{HOST}:{chosen}/"
+    sock = bound_socket(port)
+    url = f"http://{HOST}:{sock.getsockname()[1]}/"
     sys.stderr.write(f"rightsize ui: planning {source} at {url} (Ctrl-C stops it)\n")
     if open_browser:
         webbrowser.open(url)
-    config = uvicorn.Config(create_app(text, source, base), host=HOST, port=chosen, log_level="warning")
-    uvicorn.Server(config).run()
+    config = uvicorn.Config(create_app(text, source, base), log_level="warning")
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])
