@@ -86,6 +86,7 @@ function showFailure(error) {
   showError($("spec-error"), error.kind === "bad_input" ? error.message : "");
   showError($("plan-error"), error.kind === "bad_input" ? (unplaced.length || !error.fields.length ? "The spec has problems; see above." : "") : error.message);
   setStatus(error.kind === "infeasible" ? "No configuration meets this spec (see below)." : error.kind === "bad_input" ? "The spec has problems: not planned." : "Internal error.");
+  $("spec-summary").textContent = error.kind === "infeasible" ? "Plan: infeasible (see the plan's message)" : "Plan: not planned: the spec has problems";
   document.body.dataset.planState = "error";
   document.body.dataset.planSeq = String(state.seq);
 }
@@ -110,6 +111,7 @@ function showPlan(view, ms) {
   renderSections($("sections"), view.document);
   if (!$("drill").hidden) $("drill").hidden = true;
   setStatus(`Planned ${view.plan.name || "the spec"} in ${(ms / 1000).toFixed(1)} s.`);
+  $("spec-summary").textContent = `Plan: ${summary(view)}`;
   document.body.dataset.planState = "ok";
   document.body.dataset.planSeq = String(state.seq);
 }

@@ -77,7 +77,7 @@ function setPath(data, path, value) {
 function shown(kind, v) {
   if (v === undefined || v === null) return "";
   if (kind.type === "list" && Array.isArray(v)) return v.join(", ");
-  if (typeof v === "object") return JSON.stringify(v);
+  if (typeof v === "object") return JSON.stringify(v, null, 1);
   return String(v);
 }
 
@@ -154,8 +154,9 @@ export class SpecForm {
       control = el("select", { id }, el("option", { value: "", text: `(${hint})` }),
         values.map((v) => el("option", { value: String(v), text: String(v), selected: value !== undefined && String(value) === String(v) })));
     } else if (kind.type === "json") {
-      control = el("textarea", { id, rows: value && typeof value === "object" ? 4 : 1, spellcheck: "false", placeholder: hint });
+      control = el("textarea", { id, rows: 1, spellcheck: "false", placeholder: hint });
       control.value = shown(kind, value);
+      control.rows = Math.min(12, control.value.split("\n").length);
     } else {
       control = el("input", { id, type: "text", placeholder: hint, readonly: kind.type === "const", autocomplete: "off" });
       control.value = kind.type === "const" ? String(value ?? kind.value) : shown(kind, value);

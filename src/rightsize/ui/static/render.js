@@ -111,5 +111,7 @@ export function renderFleet(box, view) {
   const rows = shares.map((r) => [r.workload, Math.round(r.gpu_hours).toLocaleString("en-US"),
     el("span", {}, el("span", { class: "bar", style: `width:${Math.round((r.share || 0) * 120)}px` }), `${((r.share || 0) * 100).toFixed(1)}%`)]);
   box.append(table(["workload", "GPU-hours over the horizon", "share"], rows, { title: "Each workload's share of the fleet's GPU-hours", align: ["l", "r", "l"] }));
-  for (const s of view.document.sections) for (const c of s.charts) if (FLEET_CHARTS.has(c.name)) box.append(chartFigure(c, s.title));
+  const charts = el("div", { class: "charts" });
+  for (const s of view.document.sections) for (const c of s.charts) if (FLEET_CHARTS.has(c.name)) charts.append(chartFigure(c, s.title));
+  box.append(charts);
 }
