@@ -145,10 +145,12 @@ def test_edit_compare_drill_download_share(page: Any, server: str, tmp_path: Pat
     assert row.locator("td.diff").count() == 1 and "a100-sxm-80gb" in row.inner_text()
     assert table.locator("tr", has_text="spec: targets.accelerators").count() == 1
 
-    pg.click("[data-figure=power]")  # drill-down: how the facility power was computed, and from what
+    pg.focus("[data-figure=power]")  # drill-down, by keyboard: how the facility power was computed
+    pg.keyboard.press("Enter")
     drill = pg.locator("#drill")
     assert drill.is_visible() and "sizing.power.facility_power_w" in drill.inner_text()
-    assert drill.locator("details.sources li").count() > 0
+    assert drill.locator("details.sources li").count() > 0  # and from what
+    assert drill.locator("table", has_text="it_power_max_w").count() == 1  # the figures beside it
 
     with pg.expect_download() as got:
         pg.click("button[data-format=json]")

@@ -34,7 +34,7 @@ from starlette.staticfiles import StaticFiles
 from rightsize.errors import BUG_REPORT, BadInput, RightsizeError
 from rightsize.spec.load import MAX_SPEC_BYTES
 from rightsize.ui.downloads import file_stem, jobs_zip, plan_file
-from rightsize.ui.planner import Planner
+from rightsize.ui.planner import Planned, Planner
 from rightsize.ui.spec_text import error_payload, spec_yaml
 from rightsize.ui.view import plan_view
 
@@ -136,6 +136,19 @@ def _failure(exc: BaseException, extra: dict[str, Any] | None = None) -> Respons
     return _internal(exc)
 
 
+def _page_view(planned: Planned) -> dict[str, Any]:
+    return {
+        **plan_view(planned.result, planned.plan_json),
+        "kind": planned.read.kind,
+        "notes": planned.read.notes,
+    }
+
+
+def _attachment(body: str | bytes, media: str, name: str) -> Response:
+    headers = {**SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'}
+    return Response(body, media_type=media, headers=headers)
+
+
 def create_app(
     spec_text: str, source: str, base_dir: Path, allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
 ) -> Starlette:
@@ -162,40 +175,35 @@ def create_app(
         try:
             text = await _posted_text(request)
             data = _yaml_or_none(text, source)
-            planned = await run_in_threadpool(planner.plan, text)
-            view = await run_in_threadpool(plan_view, planned.result, planned.plan_json)
-            return _json({**view, "kind": planned.read.kind, "notes": planned.read.notes, "spec_data": data})
+            view = await run_in_threadpool(planner.rendered, text, _page_view)
+            return _json({**view, "spec_data": data})
         except RightsizeError as exc:  # a planning outcome the page shows, not a failed request
             return _json({"error": error_payload(exc), "spec_data": data})
         except Exception as exc:  # every other failure becomes the CLI's message
             return _failure(exc, {"spec_data": data})
 
     async def download_plan(request: Request) -> Response:
+        fmt = request.path_params["fmt"]
         try:
-            planned = await run_in_threadpool(planner.plan, await _posted_text(request))
-            fmt = request.path_params["fmt"]
-            text, media = await run_in_threadpool(plan_file, planned.result, fmt)
+            text = await _posted_text(request)
+            body, media, name = await run_in_threadpool(
+                planner.rendered, text, lambda p: plan_file(p.result, p.plan_json, fmt)
+            )
         except Exception as exc:
             return _failure(exc)
-        name = f"{file_stem(planned.plan_json)}.{ {'markdown': 'md', 'table': 'txt'}.get(fmt, fmt) }"
-        return Response(
-            text,
-            media_type=media,
-            headers={**SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'},
-        )
+        return _attachment(body, media, name)
 
     async def download_jobs(request: Request) -> Response:
         try:
-            planned = await run_in_threadpool(planner.plan, await _posted_text(request))
-            data = await run_in_threadpool(jobs_zip, planned.plan_json)
+            text = await _posted_text(request)
+            body, name = await run_in_threadpool(
+                planner.rendered,
+                text,
+                lambda p: (jobs_zip(p.plan_json), f"{file_stem(p.plan_json)}-jobs.zip"),
+            )
         except Exception as exc:
             return _failure(exc)
-        name = f"{file_stem(planned.plan_json)}-jobs.zip"
-        return Response(
-            data,
-            media_type="application/zip",
-            headers={**SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'},
-        )
+        return _attachment(body, "application/zip", name)
 
     routes = [
         Route("/", index),

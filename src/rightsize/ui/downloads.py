@@ -28,8 +28,9 @@ def file_stem(plan_json: dict[str, Any]) -> str:
     return stem or "plan"
 
 
-def plan_file(result: Any, fmt: str) -> tuple[str, str]:
-    """(text, media type) of the plan in `fmt`, rendered as `rightsize plan --format FMT` renders it."""
+def plan_file(result: Any, plan_json: dict[str, Any], fmt: str) -> tuple[str, str, str]:
+    """(text, media type, file name) of the plan in `fmt`, rendered as `rightsize plan --format FMT`
+    renders it."""
     from rightsize.report.render import render
 
     if fmt not in PLAN_FORMATS:
@@ -38,7 +39,8 @@ def plan_file(result: Any, fmt: str) -> tuple[str, str]:
             f"Formats: {', '.join(PLAN_FORMATS)}.",
             "Ask for json, markdown, html or table.",
         )
-    return render(result, fmt, "Plan") + "\n", PLAN_FORMATS[fmt][0]
+    media, suffix = PLAN_FORMATS[fmt]
+    return render(result, fmt, "Plan") + "\n", media, f"{file_stem(plan_json)}.{suffix}"
 
 
 def jobs_zip(plan_json: dict[str, Any]) -> bytes:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rightsize.ui.spec_text import ReadSpec, read_spec_text
 
 KEEP_PLANS = 16
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -35,6 +37,13 @@ class Planner:
         self.source = source
         self._lock = threading.Lock()
         self._kept: OrderedDict[str, Planned] = OrderedDict()
+
+    def rendered(self, text: str, render: Callable[[Planned], _T]) -> _T:
+        """`render(planned)` for the plan of `text`, under the same lock as planning: renderers read
+        the prices in effect, which another plan could be changing at the same moment."""
+        planned = self.plan(text)
+        with self._lock:
+            return render(planned)
 
     def read(self, text: str) -> ReadSpec:
         """The spec checked as the CLI checks it, without planning (BadInput on a mistake)."""
