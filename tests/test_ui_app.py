@@ -200,3 +200,30 @@ def test_the_starter_spec_plans(tmp_path: Path) -> None:
         body = _post(c, "/api/plan", text).json()
     assert "error" not in body, body.get("error")
     assert body["plan"]["kind"] == "training_plan" and body["headline"][1]["value"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("example", "time_label"),
+    [
+        ("resnet50-imagenet-train", "time to train"),
+        ("dlrm-criteo-serving", "latency (p99)"),
+        ("llama3-70b-chat-serving", "time to first token (p95)"),
+    ],
+)
+def test_headline_of_every_kind(example: str, time_label: str) -> None:
+    """Each headline figure is the plan's own figure at its path, for every workload kind."""
+    from rightsize.api import plan
+    from rightsize.report.render import result_dict
+    from rightsize.ui.headline import plan_headline
+
+    data = result_dict(plan(ROOT / "examples" / f"{example}.yaml"))
+    figures = {f["id"]: f for f in plan_headline(data)}
+    assert figures["time"]["label"] == time_label
+    for f in figures.values():
+        held: Any = data
+        for part in f["path"].split("."):
+            held = held[part]
+        assert f["value"] == (held if f["id"] != "accelerator" else None)
+        assert f["text"] not in ("", "-") and f["beside"], f
+    assert figures["accelerator"]["text"] == data["best"]["accelerator"]
+    assert figures["count"]["value"] == data["best"]["gpus"]
