@@ -152,6 +152,13 @@ def test_edit_compare_drill_download_share(page: Any, server: str, tmp_path: Pat
     assert drill.locator("details.sources li").count() > 0  # and from what
     assert drill.locator("table", has_text="it_power_max_w").count() == 1  # the figures beside it
 
+    pareto = pg.locator("#charts figure[data-chart-name=pareto]")
+    mark = pareto.locator("circle[tabindex]").first
+    mark.focus()  # a chart's marks answer keyboard focus (and hover) with their figures
+    assert pg.locator("#tip").is_visible() and pg.text_content("#tip") == mark.get_attribute("aria-label")
+    pareto.locator("button", has_text="Data").click()  # and lead to the section with its data
+    assert pg.evaluate("document.getElementById('sec-pareto').open")
+
     with pg.expect_download() as got:
         pg.click("button[data-format=json]")
     plan = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))

@@ -78,20 +78,31 @@ function interactive(svg) {
   return svg;
 }
 
-export function chartFigure(chart, sectionTitle) {
+// Open the report section a chart comes from (its tables and sources) and move focus there.
+function openSection(id) {
+  const d = document.getElementById(`sec-${id}`);
+  if (!d) return;
+  d.open = true;
+  d.querySelector("summary").focus();
+  d.scrollIntoView({ block: "start" });
+}
+
+export function chartFigure(chart, sectionTitle, sectionId) {
   const fig = el("figure", { "data-chart-name": chart.name });
   const wider = el("button", { type: "button", "aria-pressed": "false", text: "Larger", "aria-label": `Larger: ${chart.title}` });
   wider.addEventListener("click", () => {
     const on = fig.classList.toggle("wide");
     wider.setAttribute("aria-pressed", String(on));
   });
-  fig.append(interactive(svgNode(chart.svg)), el("figcaption", {}, el("span", { text: chart.caption || (sectionTitle && !chart.title.startsWith(sectionTitle) ? `From: ${sectionTitle}` : "") }), wider));
+  const data = el("button", { type: "button", text: "Data", "aria-label": `Data and sources: ${sectionTitle}`, onclick: () => openSection(sectionId) });
+  fig.append(interactive(svgNode(chart.svg)), el("figcaption", {}, el("span", { text: chart.caption || (sectionTitle && !chart.title.startsWith(sectionTitle) ? `From: ${sectionTitle}` : "") }),
+    el("span", { class: "buttons" }, data, wider)));
   return fig;
 }
 
 export function renderCharts(box, doc, skip = new Set()) {
   clear(box);
-  for (const s of doc.sections) for (const c of s.charts) if (!skip.has(c.name)) box.append(chartFigure(c, s.title));
+  for (const s of doc.sections) for (const c of s.charts) if (!skip.has(c.name)) box.append(chartFigure(c, s.title, s.id));
   if (!box.firstChild) box.append(el("p", { class: "hint", text: "This plan has no charts." }));
 }
 
@@ -112,6 +123,6 @@ export function renderFleet(box, view) {
     el("span", {}, el("span", { class: "bar", style: `width:${Math.round((r.share || 0) * 120)}px` }), `${((r.share || 0) * 100).toFixed(1)}%`)]);
   box.append(table(["workload", "GPU-hours over the horizon", "share"], rows, { title: "Each workload's share of the fleet's GPU-hours", align: ["l", "r", "l"] }));
   const charts = el("div", { class: "charts" });
-  for (const s of view.document.sections) for (const c of s.charts) if (FLEET_CHARTS.has(c.name)) charts.append(chartFigure(c, s.title));
+  for (const s of view.document.sections) for (const c of s.charts) if (FLEET_CHARTS.has(c.name)) charts.append(chartFigure(c, s.title, s.id));
   box.append(charts);
 }
