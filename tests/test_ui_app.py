@@ -76,6 +76,7 @@ def test_plan_matches_the_cli(client: Any, tmp_path: Path) -> None:
     for f in figures.values():  # every headline figure drills down to a section of the report
         assert f["section"] in sections, f
     assert sections["sizing-power"]["sources"], "the power section names its sources"
+    assert figures["time"]["sections"][:2] == ["sizing-run", "step"] and "step" in sections
     charts = {c["name"] for s in sections.values() for c in s["charts"]}
     assert {"step-breakdown", "memory", "pareto"} <= charts
     assert body["spec_data"]["targets"]["objective"] == "cost"

@@ -13,6 +13,15 @@ from rightsize.report import units
 
 Figure = dict[str, Any]
 HEADLINE_IDS = ("accelerator", "count", "time", "gpu_hours", "cost", "power")
+# Report sections that also explain a figure (those a plan's report has): the step time behind a
+# run's length, the alternatives behind the choice of accelerator and count, the uncertainty.
+ALSO_EXPLAINED_BY = {
+    "accelerator": ("alternatives", "pareto"),
+    "count": ("alternatives",),
+    "time": ("step", "latency", "uncertainty"),
+    "gpu_hours": ("uncertainty",),
+    "cost": ("pareto",),
+}
 
 
 def _get(d: Any, path: str) -> Any:
@@ -71,6 +80,7 @@ def plan_headline(plan: dict[str, Any]) -> list[Figure]:
     figures = _workload_headline(plan) if plan.get("kind") != "fleet_plan" else fleet_headline(plan)
     for f in figures:
         f["beside"] = beside(plan, f["path"])
+        f["sections"] = list(dict.fromkeys([f["section"], *ALSO_EXPLAINED_BY.get(f["id"], ())]))
     return figures
 
 

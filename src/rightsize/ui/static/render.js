@@ -37,16 +37,18 @@ export function renderDrill(box, figure, view) {
   clear(box);
   const parentPath = figure.path.includes(".") ? figure.path.split(".").slice(0, -1).join(".") : figure.path;
   const parent = at(view.plan, parentPath);
-  const section = view.document.sections.find((s) => s.id === figure.section);
+  const sections = (figure.sections || [figure.section]).map((id) => view.document.sections.find((s) => s.id === id)).filter(Boolean);
   box.append(
     el("p", {}, el("strong", { text: `${figure.label}: ${figure.text}` })),
-    el("p", { class: "hint", text: `Read from the plan's JSON at ${figure.path}; the figures beside it (${parentPath}) and the report section that derives it follow.` }),
+    el("p", { class: "hint", text: `Read from the plan's JSON at ${figure.path}; the figures beside it (${parentPath}) and the report sections that derive it follow.` }),
   );
   if (figure.beside && figure.beside.length) box.append(table(["field", "value"], figure.beside, { title: `plan JSON: ${parentPath}`, align: ["l", "r"] }));
   if (parent && typeof parent === "object") {
     box.append(el("details", { class: "drill-sec" }, el("summary", { text: `${parentPath} as JSON` }), el("pre", { class: "json", text: JSON.stringify(parent, null, 2).slice(0, 20000) })));
   }
-  if (section) box.append(el("section", { class: "drill-sec", "data-section": section.id }, el("h4", { text: section.title }), ...sectionBody(section)));
+  sections.forEach((section, i) => box.append(i === 0
+    ? el("section", { class: "drill-sec", "data-section": section.id }, el("h4", { text: section.title }), ...sectionBody(section))
+    : el("details", { class: "drill-sec", "data-section": section.id }, el("summary", { text: `Also: ${section.title}` }), ...sectionBody(section))));
 }
 
 let tip = null;
