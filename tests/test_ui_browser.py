@@ -323,3 +323,20 @@ def test_the_yaml_writer_reads_back_every_example(page: Any, server: str) -> Non
     )
     for original, text in zip(data, texts, strict=True):
         assert json.loads(json.dumps(yaml.safe_load(text), default=str)) == original, text
+
+
+def test_infeasible_plan_names_the_fields_to_change(page: Any, server: str) -> None:
+    pg = page
+    pg.goto(server)
+    _planned(pg)
+    seq = _seq(pg)
+    pg.set_input_files("#open-file", str(ROOT / "examples" / "llama3-70b-pretrain.yaml"))
+    _planned(pg, seq)
+    pg.wait_for_function("() => document.body.dataset.planState === 'ok'")
+    seq = _seq(pg)
+    pg.fill("#f_targets_deadline", "2d")
+    _planned(pg, seq)
+    assert pg.evaluate("document.body.dataset.planState") == "error"
+    assert pg.text_content("#plan-error").startswith("rightsize: infeasible: The deadline of 2.0 days")
+    assert pg.locator("#f_targets_deadline_e").is_visible()  # the advice names targets.deadline
+    assert pg.is_hidden("#spec-error")  # the spec itself is valid
