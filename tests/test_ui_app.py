@@ -72,6 +72,10 @@ def test_plan_matches_the_cli(client: Any, tmp_path: Path) -> None:
     assert figures["accelerator"]["text"] == cli["best"]["accelerator"]
     assert figures["count"]["value"] == cli["best"]["gpus"]
     assert figures["power"]["value"] == pytest.approx(cli["sizing"]["power"]["facility_power_w"])
+    # a weekly job is costed per month, but its GPU-hours are one run's, and say so
+    assert figures["gpu_hours"]["label"] == "GPU-hours (per run)"
+    assert figures["gpu_hours"]["value"] == pytest.approx(cli["best"]["gpu_hours"])
+    assert figures["cost"]["label"] == "cost (cloud on demand, per month)"
     sections = {s["id"]: s for s in body["document"]["sections"]}
     for f in figures.values():  # every headline figure drills down to a section of the report
         assert f["section"] in sections, f

@@ -231,6 +231,7 @@ def test_layout_at_two_widths(page: Any, server: str, tmp_path: Path, width: int
     pg.set_viewport_size({"width": width, "height": 1000})
     pg.goto(server)
     _planned(pg)
+    pg.click("[data-figure=cost]")  # the drill-down open too: its tables and JSON must fit
     pg.evaluate("for (const d of document.querySelectorAll('details')) d.open = true")
     overflow = pg.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
     assert overflow[0] <= overflow[1], f"horizontal overflow at {width} px: {overflow}"
@@ -246,7 +247,14 @@ def test_layout_at_two_widths(page: Any, server: str, tmp_path: Path, width: int
     pg.keyboard.press("Tab")
     pg.keyboard.press("Tab")
     assert pg.evaluate("document.activeElement && document.activeElement !== document.body")
-    shot = tmp_path / f"ui-{width}.png"
+    # RIGHTSIZE_SCREENSHOT_DIR keeps the screenshots (for a reader to look at), else they go with tmp_path.
+    shots = Path(os.environ.get("RIGHTSIZE_SCREENSHOT_DIR") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    pg.evaluate(
+        "for (const d of document.querySelectorAll('#sections details, #drill details')) d.open = false"
+    )
+    pg.evaluate("window.scrollTo(0, 0)")
+    shot = shots / f"ui-{width}.png"
     pg.screenshot(path=str(shot), full_page=False)
     assert shot.stat().st_size > 10_000
 

@@ -57,6 +57,15 @@ def _cost_path(plan: dict[str, Any]) -> tuple[str, str, str]:
     return "sizing.cost.onprem.usd_per_month", "usd", "cost (on premises, per month)"
 
 
+def _hours_path(plan: dict[str, Any]) -> tuple[str, str]:
+    """(path, label) of the GPU-hours: a run's, per run when the plan is costed per month (a job that
+    recurs); else the billed hours of the costing period (a service's month)."""
+    monthly = (_get(plan, "sizing.cost.period") or "run") != "run"
+    if _get(plan, "best.gpu_hours") is not None:
+        return "best.gpu_hours", "GPU-hours (per run)" if monthly else "GPU-hours"
+    return "sizing.cost.gpu_hours_billed", "GPU-hours (per month)" if monthly else "GPU-hours"
+
+
 def _time_path(plan: dict[str, Any]) -> tuple[str, str, str, str]:
     """(path, unit key, label, section) of the time that matters: the run's length, else latency."""
     if _get(plan, "best.time_to_train_s") is not None:
@@ -88,15 +97,12 @@ def _workload_headline(plan: dict[str, Any]) -> list[Figure]:
     """The six headline figures of a workload plan (training, serving, vision, recommendation)."""
     time_path, time_key, time_label, time_section = _time_path(plan)
     cost_path, cost_key, cost_label = _cost_path(plan)
-    per = "" if (_get(plan, "sizing.cost.period") or "run") == "run" else " (per month)"
-    hours_path = (
-        "best.gpu_hours" if _get(plan, "best.gpu_hours") is not None else "sizing.cost.gpu_hours_billed"
-    )
+    hours_path, hours_label = _hours_path(plan)
     return [
         _figure("accelerator", "accelerator", plan, "best.accelerator", "accelerator", "sizing-nodes"),
         _figure("count", "accelerators", plan, "best.gpus", "gpus", "sizing-nodes"),
         _figure("time", time_label, plan, time_path, time_key, time_section),
-        _figure("gpu_hours", "GPU-hours" + per, plan, hours_path, "gpu_hours", "sizing-cost"),
+        _figure("gpu_hours", hours_label, plan, hours_path, "gpu_hours", "sizing-cost"),
         _figure("cost", cost_label, plan, cost_path, cost_key, "sizing-cost"),
         _figure(
             "power",
