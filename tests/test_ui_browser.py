@@ -348,3 +348,22 @@ def test_infeasible_plan_names_the_fields_to_change(page: Any, server: str) -> N
     assert pg.text_content("#plan-error").startswith("rightsize: infeasible: The deadline of 2.0 days")
     assert pg.locator("#f_targets_deadline_e").is_visible()  # the advice names targets.deadline
     assert pg.is_hidden("#spec-error")  # the spec itself is valid
+
+
+def test_a_pareto_point_is_tried_as_a_what_if(page: Any, server: str) -> None:
+    pg = page
+    pg.goto(server)
+    _planned(pg)
+    current = f"{_figure(pg, 'count')} x {_figure(pg, 'accelerator')}:"
+    points = pg.locator("#charts figure[data-chart-name=pareto] circle[tabindex]")
+    labels = [str(points.nth(i).get_attribute("aria-label")) for i in range(points.count())]
+    other = next(i for i, label in enumerate(labels) if not label.startswith(current))
+    count, accelerator = labels[other].split(":")[0].split(" x ")
+    seq = _seq(pg)
+    points.nth(other).focus()
+    pg.keyboard.press("Enter")  # by keyboard: that accelerator and count become the what-if
+    _planned(pg, seq)
+    pg.wait_for_function("() => document.body.dataset.planState === 'ok'")
+    assert (_figure(pg, "count"), _figure(pg, "accelerator")) == (count, accelerator)
+    assert pg.input_value("#f_targets_gpus") == count.replace(",", "")
+    assert pg.input_value("#f_targets_accelerators") == accelerator

@@ -107,13 +107,24 @@ function showPlan(view, ms) {
   const fleet = view.kind === "fleet";
   $("fleet").hidden = !fleet;
   if (fleet) renderFleet($("fleet-body"), view);
-  renderCharts($("charts"), view.document, fleet ? FLEET_CHARTS : new Set());
+  const picks = view.kind === "training" ? { pareto: tryParetoPoint } : {};
+  renderCharts($("charts"), view.document, fleet ? FLEET_CHARTS : new Set(), picks);
   renderSections($("sections"), view.document);
   if (!$("drill").hidden) $("drill").hidden = true;
   setStatus(`Planned ${view.plan.name || "the spec"} in ${(ms / 1000).toFixed(1)} s.`);
   $("spec-summary").textContent = `Plan: ${summary(view)}`;
   document.body.dataset.planState = "ok";
   document.body.dataset.planSeq = String(state.seq);
+}
+
+// A training Pareto point ("2,048 x b200: ...") tried as a what-if: that accelerator, that count.
+function tryParetoPoint(text) {
+  const m = /^([\d,]+) x ([A-Za-z0-9._-]+):/.exec(text);
+  if (!m || !state.data) return;
+  const data = structuredClone(state.data);
+  data.targets = { ...(data.targets || {}), accelerators: [m[2]], gpus: Number(m[1].replace(/,/g, "")) };
+  setStatus(`Trying ${m[1]} × ${m[2]} from the Pareto front…`);
+  loadText(toYaml(data));
 }
 
 // --- what-ifs

@@ -64,11 +64,17 @@ function showTip(target, text) {
 function hideTip() { if (tip) tip.hidden = true; }
 
 // Marks that carry a <title> answer hover and keyboard focus with their figures.
-function interactive(svg) {
+// `onPick(text)`, when given, makes each point (circle) a button: click, Enter or Space picks it.
+function interactive(svg, onPick) {
   for (const t of svg.querySelectorAll("title")) {
     const mark = t.parentElement;
     if (!mark || mark === svg) continue;
     const text = t.textContent;
+    if (onPick && mark.tagName === "circle") {
+      mark.style.cursor = "pointer";
+      mark.addEventListener("click", () => onPick(text));
+      mark.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); onPick(text); } });
+    }
     mark.setAttribute("tabindex", "0");
     mark.setAttribute("role", "img");
     mark.setAttribute("aria-label", text);
@@ -89,7 +95,7 @@ function openSection(id) {
   d.scrollIntoView({ block: "start" });
 }
 
-export function chartFigure(chart, sectionTitle, sectionId) {
+export function chartFigure(chart, sectionTitle, sectionId, onPick) {
   const fig = el("figure", { "data-chart-name": chart.name });
   const wider = el("button", { type: "button", "aria-pressed": "false", text: "Larger", "aria-label": `Larger: ${chart.title}` });
   wider.addEventListener("click", () => {
@@ -97,14 +103,15 @@ export function chartFigure(chart, sectionTitle, sectionId) {
     wider.setAttribute("aria-pressed", String(on));
   });
   const data = el("button", { type: "button", text: "Data", "aria-label": `Data and sources: ${sectionTitle}`, onclick: () => openSection(sectionId) });
-  fig.append(interactive(svgNode(chart.svg)), el("figcaption", {}, el("span", { text: chart.caption || (sectionTitle && !chart.title.startsWith(sectionTitle) ? `From: ${sectionTitle}` : "") }),
+  fig.append(interactive(svgNode(chart.svg), onPick), el("figcaption", {}, el("span", { text: chart.caption || (sectionTitle && !chart.title.startsWith(sectionTitle) ? `From: ${sectionTitle}` : "") }),
     el("span", { class: "buttons" }, data, wider)));
   return fig;
 }
 
-export function renderCharts(box, doc, skip = new Set()) {
+// `picks` maps a chart's name to what picking one of its points does.
+export function renderCharts(box, doc, skip = new Set(), picks = {}) {
   clear(box);
-  for (const s of doc.sections) for (const c of s.charts) if (!skip.has(c.name)) box.append(chartFigure(c, s.title, s.id));
+  for (const s of doc.sections) for (const c of s.charts) if (!skip.has(c.name)) box.append(chartFigure(c, s.title, s.id, picks[c.name]));
   if (!box.firstChild) box.append(el("p", { class: "hint", text: "This plan has no charts." }));
 }
 
