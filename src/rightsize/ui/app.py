@@ -174,7 +174,7 @@ def create_app(
         data: Any = None
         try:
             text = await _posted_text(request)
-            data = _yaml_or_none(text, source)
+            data = await run_in_threadpool(_yaml_or_none, text, source)
             view = await run_in_threadpool(planner.rendered, text, _page_view)
             return _json({**view, "spec_data": data})
         except RightsizeError as exc:  # a planning outcome the page shows, not a failed request
