@@ -196,6 +196,7 @@ EXTENSIONS = {
     "monitor": "rightsize.cli.monitor_cmd",
     "export": "rightsize.cli.export_cmd",
     "sweep": "rightsize.cli.sweep_cmd",
+    "ui": "rightsize.ui.command",
 }
 
 
