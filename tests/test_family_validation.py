@@ -98,7 +98,7 @@ def test_plan_headline_names_the_family_validation() -> None:
     label, text = family_row(SimpleNamespace(best=SimpleNamespace(accelerator="gaudi3"))) or ("", "")
     assert label == "validated (family)"
     assert text.startswith("Intel Gaudi 3: validated on ") and "median error" in text
-    _, unval = family_row(SimpleNamespace(best=SimpleNamespace(accelerator="trn2"))) or ("", "")
+    _, unval = family_row(SimpleNamespace(best=SimpleNamespace(accelerator="tpu-v7"))) or ("", "")
     assert "not validated" in unval
 
 
