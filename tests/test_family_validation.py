@@ -98,8 +98,12 @@ def test_plan_headline_names_the_family_validation() -> None:
     label, text = family_row(SimpleNamespace(best=SimpleNamespace(accelerator="gaudi3"))) or ("", "")
     assert label == "validated (family)"
     assert text.startswith("Intel Gaudi 3: validated on ") and "median error" in text
-    _, unval = family_row(SimpleNamespace(best=SimpleNamespace(accelerator="tpu-v7"))) or ("", "")
-    assert "not validated" in unval
+    # a family with no published row yet says so (any such family; TPU v5e at the time of writing)
+    empty = [f for f, v in family_validation().items() if v["all"].rows == 0]
+    if empty:
+        acc = families()[empty[0]].accelerators[0]
+        _, unval = family_row(SimpleNamespace(best=SimpleNamespace(accelerator=acc))) or ("", "")
+        assert "not validated" in unval
 
 
 def test_a_serving_plan_carries_its_family_status(tmp_path: Path) -> None:
