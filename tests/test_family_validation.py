@@ -20,7 +20,7 @@ from rightsize.catalog.families import (
     family_validation,
     validation_of,
 )
-from rightsize.report.family_rows import family_row
+from rightsize.report.family_rows import alternatives_row, family_row
 from rightsize.validate.families import compute_table, family_breakdown, serialise, table_path
 
 
@@ -124,3 +124,20 @@ def test_a_serving_plan_carries_its_family_status(tmp_path: Path) -> None:
     assert fam["family"] == "gaudi3" and fam["rows"] >= 24
     assert fam["kind"] == "serving"
     assert fam["sigma"] == pytest.approx(family_sigma("gaudi3", "serving"))
+
+
+def test_every_family_offered_says_how_well_it_is_validated() -> None:
+    """The alternatives' families get a short status too; the chosen family is not repeated."""
+    plan = SimpleNamespace(
+        best=SimpleNamespace(accelerator="mi300x"),
+        alternatives=[
+            (SimpleNamespace(accelerator="gaudi3"), "slower"),
+            (SimpleNamespace(accelerator="mi325x"), "dearer"),  # same family as the chosen part
+            (SimpleNamespace(accelerator="my-own-asic"), "unknown"),
+        ],
+        uncertainty={"family": {"kind": "serving"}},
+    )
+    label, text = alternatives_row(plan) or ("", "")
+    assert label == "validated (alternatives)"
+    assert "Intel Gaudi 3: " in text and "my-own-asic: not validated" in text
+    assert "MI300X" not in text
