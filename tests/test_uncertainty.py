@@ -80,7 +80,8 @@ def test_reproducible_and_measured_spread_widens(training: tuple[TrainingPlan, T
     a = training_uncertainty(plan, spec, samples=500)
     b = training_uncertainty(plan, spec, samples=500)
     assert a["metrics"] == b["metrics"]
-    wide = training_uncertainty(plan, spec, samples=500, measured_sigma=0.2)
+    # 0.4: above the H100 family's own error sigma (issue 28), so the measured spread dominates
+    wide = training_uncertainty(plan, spec, samples=500, measured_sigma=0.4)
     width = lambda u: u["metrics"]["step_time_s"]["p90"] - u["metrics"]["step_time_s"]["p10"]  # noqa: E731
     assert width(wide) > 1.5 * width(a)
 

@@ -40,9 +40,12 @@ SCALAR_FIELDS = (
     "attention_seq_half_tokens",
     "tp_comm_overlap",
     "param_gather_overlap",
+    "decode_allreduce_bw_fraction",
 )
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
-ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap", "param_gather_overlap"})  # 0 = the stack does not overlap
+# tp_comm_overlap, param_gather_overlap: 0 = the stack does not overlap;
+# decode_allreduce_bw_fraction: 0 = decode all-reduces reach scaleup_bw_fraction like large ones
+ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap", "param_gather_overlap", "decode_allreduce_bw_fraction"})
 # Fields a catalog (a user's own, or an older one) may leave out entirely: the shipped
 # default's figures, with their sources (data/efficiency.yaml, `default`).
 OPTIONAL_FIELDS = {
@@ -56,6 +59,12 @@ OPTIONAL_FIELDS = {
     ),
     "param_gather_overlap": Sourced(
         0.0, "estimate: ZeRO-1/2 parameter all-gather after the optimizer step, not overlapped", "2026-11"
+    ),
+    "decode_allreduce_bw_fraction": Sourced(
+        0.0,
+        "estimate: the serving stack's decode-sized tensor-parallel all-reduces (16 KB-4 MB) reach the same "
+        "bus bandwidth fraction as large ones (custom one-/two-shot all-reduce kernels in vLLM and TensorRT-LLM)",
+        "2026-11",
     ),
 }
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
@@ -77,6 +86,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "attention_seq_half_tokens": (1.0, 65536.0),
     "tp_comm_overlap": (0.0, 1.0),
     "param_gather_overlap": (0.0, 1.0),
+    "decode_allreduce_bw_fraction": (0.0, 2.0),
 }
 
 
@@ -104,6 +114,9 @@ class Efficiency:
     # Share of the ZeRO-1/2 parameter all-gather (after the optimizer step) the usual stack
     # overlaps with the next step's forward (Megatron-Core overlap_param_gather).
     param_gather_overlap: float = 0.0
+    # Bus bandwidth fraction of the serving stack's decode-sized TP all-reduces (16 KB-4 MB per
+    # message); 0: the same as scaleup_bw_fraction.
+    decode_allreduce_bw_fraction: float = 0.0
 
     def gemm_fraction(self, dtype: str) -> float:
         """Achieved / dense peak for large, well-shaped GEMMs in ``dtype``.
@@ -254,5 +267,6 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         attention_seq_half_tokens=values["attention_seq_half_tokens"],
         tp_comm_overlap=values["tp_comm_overlap"],
         param_gather_overlap=values["param_gather_overlap"],
+        decode_allreduce_bw_fraction=values["decode_allreduce_bw_fraction"],
         sources=sources,
     )

@@ -37,6 +37,9 @@ _ALIASES = {
     "trt-llm": "tensorrt-llm",
     "tensorrt_llm": "tensorrt-llm",
     "gptfast": "gpt-fast",
+    "neuron-vllm": "vllm-neuron",
+    "nxdi": "vllm-neuron",
+    "habana": "optimum-habana",
 }
 DEFAULT_ENGINE = "vllm"
 

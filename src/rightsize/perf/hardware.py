@@ -54,6 +54,8 @@ class Hardware:
     tp_comm_overlap: float = 0.0  # share of hideable TP traffic the stack overlaps
     param_gather_overlap: float = 0.0  # share of the ZeRO-1/2 parameter all-gather overlapped
     torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
+    # bus bandwidth fraction of a serving stack's decode-sized TP all-reduces; 0 = scaleup_bw_fraction
+    decode_allreduce_bw_fraction: float = 0.0
 
     @classmethod
     def from_catalog(cls, acc: Accelerator, node: NodeType, dtype: str) -> Hardware:
@@ -87,6 +89,7 @@ class Hardware:
             tp_comm_overlap=eff.tp_comm_overlap,
             param_gather_overlap=eff.param_gather_overlap,
             torus_dims=acc.torus_dims,
+            decode_allreduce_bw_fraction=eff.decode_allreduce_bw_fraction,
         )
 
     def with_overrides(self, **fields: float | np.ndarray) -> Hardware:

@@ -80,6 +80,12 @@ DECODE_STEP_OVERHEAD_S = 2.0e-4
 ENGINE_MEMORY_UTILISATION = 0.90
 ENGINE_WORKSPACE_BYTES = 2.0 * GiB
 
+# Largest message counted as a decode-sized all-reduce (`Hardware.decode_allreduce_bw_fraction`):
+# [batch, hidden] 16-bit activations reach 4 MiB at batch 256 x hidden 8192; prefill chunks of
+# thousands of tokens send tens of MiB, where the collective library's large-message bus
+# bandwidth applies.
+DECODE_ALLREDUCE_MAX_BYTES = 4.0 * 2**20
+
 # Sampling reads the step's logits (batch x vocab, fp32) about three times: softmax
 # (max and sum), top-k/top-p filtering and the draw. Memory-bound: bytes / bandwidth.
 SAMPLING_PASSES = 3.0
@@ -212,10 +218,17 @@ class Replica:
         return self.hw.hbm_bytes_per_s * self.hw.memory_bw_fraction * DECODE_STREAM_FRACTION
 
     def tp_comm_s(self, tokens: np.ndarray | float) -> np.ndarray:
-        """Two all-reduces of [tokens, hidden] 16-bit activations per layer."""
+        """Two all-reduces of [tokens, hidden] 16-bit activations per layer. Inside the scale-up
+        domain a serving stack's decode-sized all-reduces run at the accelerator's
+        `decode_allreduce_bw_fraction` of the link where the catalog gives one (ROCm/vLLM on
+        MI300X reaches far less than RCCL's large-message bus bandwidth, issue 28)."""
         n = np.asarray(float(self.tp))
         bw, lat = coll.group_link(n, np.asarray(1.0), self.hw)
         nbytes = np.asarray(tokens, dtype=np.float64) * self.arch.hidden * 2.0
+        hw = self.hw
+        if hw.decode_allreduce_bw_fraction > 0 and self.tp <= hw.domain_gpus:
+            small = np.minimum(bw, hw.scaleup_bytes_per_s * hw.decode_allreduce_bw_fraction)
+            bw = np.where(nbytes <= DECODE_ALLREDUCE_MAX_BYTES, small, bw)
         return 2.0 * self.arch.layers * coll.all_reduce_s(nbytes, n, bw, lat)
 
     def step_overhead_s(self, batch: np.ndarray | float) -> np.ndarray:

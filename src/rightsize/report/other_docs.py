@@ -37,6 +37,9 @@ def validation_document(result: dict[str, Any], title: str = "Validation") -> Do
     sec = Section("summary", "Summary", brief=True)
     sec.tables.append(Table(["metric", "n", "median |error|", "max |error|", "not predicted"], rows))
     doc.sections.append(sec)
+    fam = _family_section(result.get("by_family") or {})
+    if fam is not None:
+        doc.sections.append(fam)
     cases = Section("cases", "Cases")
     crow = []
     bars = []
@@ -68,6 +71,23 @@ def validation_document(result: dict[str, Any], title: str = "Validation") -> Do
         )
     doc.sections.append(cases)
     return doc
+
+
+def _family_section(by_family: dict[str, Any]) -> Section | None:
+    """Accuracy per accelerator family (issue 28): rows, median / worst |error|, coverage."""
+    if not by_family:
+        return None
+    rows = []
+    for fid, s in by_family.items():
+        med = units.pct(s["median_abs_error"]) if s.get("median_abs_error") is not None else "-"
+        mx = units.pct(s["max_abs_error"]) if s.get("max_abs_error") is not None else "-"
+        cov = units.pct(s["coverage_p10_p90"]) if s.get("coverage_p10_p90") is not None else "-"
+        rows.append([fid, str(s["rows"]), med, mx, cov, str(s["not_predicted"])])
+    sec = Section("families", "By accelerator family", brief=True)
+    sec.tables.append(
+        Table(["family", "n", "median |error|", "max |error|", "P10-P90 coverage", "not predicted"], rows)
+    )
+    return sec
 
 
 def profile_from_records(records: Any) -> dict[str, Any]:

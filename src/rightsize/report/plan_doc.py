@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rightsize.advise import advise, checklists
 from rightsize.advise.view import sizing_dict
 from rightsize.constants import DAY_S, GiB
-from rightsize.report import money_rows, svg, units
+from rightsize.report import family_rows, money_rows, svg, units
 from rightsize.report import sections as common
 from rightsize.report.document import Chart, Document, Section, Table
 from rightsize.report.text import _MEM_LABELS, _STEP_LABELS, layout
@@ -41,6 +41,7 @@ def _range(unc: dict[str, Any] | None, key: str, fmt: Any) -> str:
 
 def _shared(doc: Document, plan: Any) -> None:
     money_rows.place(doc, plan)  # a stale price next to its cost, unpriced parts dropped
+    family_rows.place(doc, plan)  # how well the chosen accelerator's family is validated
     unc = getattr(plan, "uncertainty", None)
     sizing = sizing_dict(plan)
     margins = sizing.get("margins") if isinstance(sizing.get("margins"), list) else None

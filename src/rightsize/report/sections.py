@@ -183,6 +183,11 @@ def uncertainty_section(
             + (f"; no validated run on this kind of accelerator used {', '.join(thin)}" if thin else "")
             + "."
         )
+    fam = unc.get("family")
+    if fam:
+        sec.bullets.append(
+            f"Accelerator family {fam['family']}: {fam['status']}; family error sigma {fam['sigma']:.0%}."
+        )
     d = unc.get("deadline")
     if d:
         sec.bullets.append(

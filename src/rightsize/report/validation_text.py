@@ -45,7 +45,26 @@ def render_validation(result: dict[str, Any]) -> str:
             f"serving, {name}: n={s['n']}  median |error| {s['median_abs_error']:.1%}  "
             f"max |error| {s['max_abs_error']:.1%}"
         )
+    lines.extend(_family_lines(result.get("by_family") or {}))
     return "\n".join(lines)
+
+
+def _family_lines(by_family: dict[str, Any]) -> list[str]:
+    """One line per accelerator family: rows, median and worst |error|, P10-P90 coverage."""
+    out = ["", "by accelerator family:"] if by_family else []
+    for fid, s in by_family.items():
+        if not s["rows"]:
+            out.append(f"  {fid}: no row predicted ({s['not_predicted']} not predicted)")
+            continue
+        cov = (
+            f"  P10-P90 coverage {s['coverage_p10_p90']:.0%}" if s.get("coverage_p10_p90") is not None else ""
+        )
+        rej = f"  ({s['not_predicted']} not predicted)" if s["not_predicted"] else ""
+        out.append(
+            f"  {fid}: n={s['rows']}  median |error| {s['median_abs_error']:.1%}  "
+            f"max |error| {s['max_abs_error']:.1%}{cov}{rej}"
+        )
+    return out
 
 
 def _source_line(r: dict[str, Any]) -> str:

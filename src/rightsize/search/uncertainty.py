@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.catalog import get_accelerator, get_node
+from rightsize.catalog.families import family_sigma, validation_of
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.inference import Replica
 from rightsize.perf.step import train_step
@@ -196,6 +197,12 @@ def parallel_row(parallel: dict[str, Any]) -> ParallelConfigs:
     return ParallelConfigs(**{k: np.array([v]) for k, v in p.items()})
 
 
+def _family_entry(accelerator: str, kind: str) -> dict[str, Any]:
+    """The accelerator family's validation status on `kind` and the error sigma it adds (issue 28)."""
+    v = validation_of(accelerator, kind)
+    return {"family": v.family, "kind": kind, "sigma": v.sigma, "status": v.headline(), "rows": v.rows}
+
+
 def training_uncertainty(
     plan: Any,
     spec: Any,
@@ -231,7 +238,10 @@ def training_uncertainty(
     )
     rng = np.random.default_rng(seed)
     mult = _capped(_triangular(rng, samples), hw)
-    k = _factor(el, mult) * _measured(rng, samples, measured_sigma) * _measured(rng, samples, ground["sigma"])
+    # The model error is the wider of the ground's (distance to validated runs) and the
+    # family's own (its published rows' spread, wide where it has few or none: issue 28).
+    sigma = max(ground["sigma"], family_sigma(b.accelerator, "training"))
+    k = _factor(el, mult) * _measured(rng, samples, measured_sigma) * _measured(rng, samples, sigma)
     # The spread is relative: it scales the plan's own figures (which may carry a calibration).
     metrics: dict[str, Any] = {"step_time_s": summary(b.step_time_s * k, b.step_time_s)}
     for name, value in (
@@ -254,6 +264,7 @@ def training_uncertainty(
         "ranges": _ranges(),
         "elasticities": el,
         "ground": ground,
+        "family": _family_entry(b.accelerator, "training"),
         "metrics": metrics,
     }
     deadline = getattr(plan, "deadline_s", None)
@@ -322,7 +333,9 @@ def serving_uncertainty(
     share_p = p_s / (p_s + d_s)
     rng = np.random.default_rng(seed)
     mult = _capped(_triangular(rng, samples), hw)
-    extra = _measured(rng, samples, measured_sigma)
+    extra = _measured(rng, samples, measured_sigma) * _measured(
+        rng, samples, family_sigma(b.accelerator, "serving")
+    )
     k_p = _factor(el_p, mult) * extra
     k_d = _factor(el_d, mult) * extra
     gpu_time_factor = share_p * k_p + (1.0 - share_p) * k_d
@@ -342,6 +355,7 @@ def serving_uncertainty(
         "elasticities": {"prefill": el_p, "decode": el_d},
         "prefill_share_of_gpu_time": share_p,
         "operating_point": {"decode_batch": batch, "context_tokens": ctx},
+        "family": _family_entry(b.accelerator, "serving"),
         "metrics": metrics,
     }
     if plan.scenario == "serving" and b.design_rate_rps > 0:

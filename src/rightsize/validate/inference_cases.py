@@ -22,6 +22,7 @@ import numpy as np
 
 from rightsize.catalog import get_accelerator, node_for
 from rightsize.catalog.engines import engine_id
+from rightsize.catalog.families import family_sigma
 from rightsize.errors import BadInput
 from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throughput
 from rightsize.perf.kernels import aiconfigurator
@@ -127,7 +128,8 @@ def _range(case: Case, rep: Replica, value: float) -> dict[str, Any]:
         12.0 * rep.arch.layers * rep.arch.hidden**2 + rep.arch.vocab * rep.arch.hidden,
         exclude=(case.id,),
     )
-    k = spread_factors(rep.hw, lambda h: 1.0 / _predict(replace(rep, hw=h), r)[0], ground["sigma"])
+    sigma = max(ground["sigma"], family_sigma(r["accelerator"], "serving"))  # the family's spread (issue 28)
+    k = spread_factors(rep.hw, lambda h: 1.0 / _predict(replace(rep, hw=h), r)[0], sigma)
     samples = value / k
     q = {name: float(np.quantile(samples, p)) for name, p in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9))}
     return {"range": q, "ground": ground}

@@ -18,6 +18,7 @@ from rightsize.sizing.pipeline import run_pipeline
 from rightsize.spec.load import parse_spec
 from rightsize.spec.training import TrainingSpec
 from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, training_spec_data
+from rightsize.validate.families import family_breakdown
 from rightsize.validate.inference_cases import predict_inference
 
 
@@ -81,6 +82,7 @@ def validate_paths(
                 "predicted": predicted,
                 "error": (predicted - case.published) / case.published if predicted is not None else None,
                 "file": path.name,
+                "accelerator": case.row.get("accelerator", "").strip(),
             }
             if reason:
                 row["reason"] = reason
@@ -95,7 +97,12 @@ def validate_paths(
             if detail:
                 row["chosen"] = detail
             rows.append(row)
-    return {"rows": rows, "summary": summarise(rows), "by_source": summarise_sources(rows)}
+    return {
+        "rows": rows,
+        "summary": summarise(rows),
+        "by_source": summarise_sources(rows),
+        "by_family": family_breakdown(rows),
+    }
 
 
 def _sources(row: dict[str, Any], detail: dict[str, Any], published: float) -> None:
