@@ -331,9 +331,11 @@ def _reader_check(
         errors: list[str] = []
         page.on(
             "console",
-            lambda m: errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+            lambda m, errors=errors: (
+                errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None
+            ),
         )
-        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        page.on("pageerror", lambda e, errors=errors: errors.append(f"page error: {e}"))
         page.goto(path.as_uri())
         page.wait_for_load_state("load")
         first = page.evaluate(FIRST_SCREEN_JS)
