@@ -101,6 +101,7 @@ def test_no_raw_numbers_in_any_format(plans: dict[str, Any], name: str) -> None:
         ("read_bytes_per_s_per_node", 5.12e10, "read per node", "51.20 GB/s"),
         ("time_change_fraction_low", 0.18, "time change low", "18.0%"),
         ("onprem_power_w_per_tb", 1.2, "onprem power per tb", "1.2 W"),
+        ("nic_gbps_per_gpu", 400, "nic per gpu", "400 Gb/s"),
         ("usd_per_month_by_tier", 15385.0, "usd per month by tier", "$15,385 per month"),
     ],
 )

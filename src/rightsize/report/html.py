@@ -11,6 +11,7 @@ A contents list sits beside the report on a wide screen. Printing opens every se
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from rightsize._version import __version__
@@ -18,7 +19,10 @@ from rightsize.report.document import Document, Section, Table
 
 SOURCE_PREFIX = "source: "  # a section bullet naming where a figure came from
 TOP_ADVICE = 3  # findings shown in the summary
-WIDE_TABLE_COLUMNS = 5  # a table with more columns takes the section's whole width
+WIDE_TABLE_COLUMNS = 5
+LONG_CELL_CHARS = 32
+ROW_PX = 26  # a table row's height, for balancing the two columns
+TABLE_CHARS_PER_LINE = 60  # a cell's characters before it wraps to a second line, roughly  # longer than a number with its unit: text, left to wrap  # a table with more columns takes the section's whole width
 OPEN_SECTIONS = {"findings", "sizing-warnings"}  # open besides the brief ones and those with charts
 
 CSS = """
@@ -57,15 +61,19 @@ section.sec { background: #fff; border: 1px solid var(--line); border-radius: 6p
 section.sec > details > summary { cursor: pointer; padding: 10px 16px; list-style-position: inside; }
 section.sec > details > summary:focus-visible { outline: 3px solid #1a4f8b; outline-offset: -3px; }
 section.sec > details[open] > summary { border-bottom: 1px solid #e6e9ed; }
-.body { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 540px), 1fr));
-        gap: 10px 24px; align-items: start; padding: 10px 16px 14px; }
-.body > p, .body > ul, .body > details, .body > .wide { grid-column: 1 / -1; margin: 0; }
+.body { display: flex; flex-direction: column; gap: 10px; padding: 10px 16px 14px; }
+.body > p, .body > ul { margin: 0; }
+.cols { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 540px), 1fr)); gap: 10px 24px;
+        align-items: start; }
+.col { display: flex; flex-direction: column; gap: 12px; min-width: 0; }
+.col:only-child figure { max-width: 1000px; }
 table { border-collapse: collapse; margin: 0; font-size: .86rem; width: 100%; }
 th, td { border-bottom: 1px solid #e6e9ed; padding: 3px 8px; vertical-align: top; text-align: left; }
 thead th { background: #eef1f4; }
 tbody th { font-weight: 400; }
 td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td { overflow-wrap: anywhere; }
+td { overflow-wrap: break-word; }
+td.r.text { white-space: normal; text-align: left; }
 caption { text-align: left; font-weight: 600; padding: 2px 0 4px; }
 figure { margin: 0; min-width: 0; }
 figcaption { color: var(--muted); font-size: .85rem; }
@@ -131,6 +139,8 @@ def _table(t: Table) -> str:
             inner = escape(c)
             if i == sev_col:
                 inner = f'<span class="sev sev-{escape(c)}">{inner}</span>'
+            if cls == "r" and len(c) > LONG_CELL_CHARS:  # a sentence in a number column wraps
+                cls = "r text"
             if i == 0 and row_heads and c:
                 cells.append(_cell("th", cls, inner, "row"))
             else:
@@ -145,6 +155,32 @@ def _is_open(s: Section) -> bool:
     return s.brief or bool(s.charts) or s.id in OPEN_SECTIONS
 
 
+def _chart_height(svg_text: str) -> float:
+    """A chart's height in a column, from its viewBox (drawn about 0.9 of its width there)."""
+    m = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg_text)
+    return 0.9 * float(m.group(2)) if m else 300.0
+
+
+def _table_height(t: Table) -> float:
+    """A table's height, roughly: a line a row, more for cells long enough to wrap."""
+    per_row = [max([1] + [1 + len(c) // TABLE_CHARS_PER_LINE for c in r]) for r in t.rows]
+    return 56 + ROW_PX * sum(per_row)
+
+
+def _columns(items: list[tuple[str, float]]) -> str:
+    """A run of charts and narrow tables in two columns, each item to the shorter column so
+    far (order kept within a column): the width used without rows of empty space beside a
+    long table. One item alone takes the width (a chart capped, by CSS, to stay readable)."""
+    cols: list[list[str]] = [[], []]
+    heights = [0.0, 0.0]
+    for html, h in items:
+        k = 0 if heights[0] <= heights[1] else 1
+        cols[k].append(html)
+        heights[k] += h
+    inner = "".join('<div class="col">' + "\n".join(c) + "</div>" for c in cols if c)
+    return f'<div class="cols">{inner}</div>'
+
+
 def _section(s: Section) -> str:
     hid = f"h-{escape(s.id)}"
     out = [
@@ -154,10 +190,20 @@ def _section(s: Section) -> str:
         '<div class="body">',
     ]
     out += [f"<p>{escape(p)}</p>" for p in s.text]
+    run: list[tuple[str, float]] = []  # charts and narrow tables, laid out in two columns
     for c in s.charts:
         cap = f"<figcaption>{escape(c.caption)}</figcaption>" if c.caption else ""
-        out.append(f'<figure class="chart-figure">{c.svg}{cap}</figure>')
-    out += [_table(t) for t in s.tables]
+        run.append((f'<figure class="chart-figure">{c.svg}{cap}</figure>', _chart_height(c.svg)))
+    for t in s.tables:
+        if len(t.columns) > WIDE_TABLE_COLUMNS:  # a wide table takes the whole width
+            if run:
+                out.append(_columns(run))
+                run = []
+            out.append(_table(t))
+        else:
+            run.append((_table(t), _table_height(t)))
+    if run:
+        out.append(_columns(run))
     sources = [b[len(SOURCE_PREFIX) :] for b in s.bullets if b.startswith(SOURCE_PREFIX)]
     bullets = [b for b in s.bullets if not b.startswith(SOURCE_PREFIX)]
     if bullets:

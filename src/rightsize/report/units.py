@@ -164,7 +164,7 @@ def value(key: str, v: Any) -> str:
         return pct(v)
     if k.endswith("_bytes") or "_bytes_" in k or k == "bytes":
         return nbytes(v)
-    if k.endswith("_gbps"):
+    if k.endswith("_gbps") or "_gbps_" in k:
         return f"{v:,.0f} Gb/s"
     if k.endswith("_rps"):
         return f"{v:,.2f} req/s"
@@ -190,7 +190,7 @@ def value(key: str, v: Any) -> str:
 
 
 # Units a key may carry in its middle (`read_bytes_per_s_per_node`): the label drops them.
-_INFIXES = ("_bytes_per_s_", "_fraction_", "_bytes_", "_w_per_")
+_INFIXES = ("_bytes_per_s_", "_fraction_", "_bytes_", "_gbps_", "_w_per_")
 
 
 def label(key: str) -> str:
