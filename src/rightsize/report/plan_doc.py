@@ -61,9 +61,9 @@ def _step_section(c: Candidate) -> Section:
     rows = [(label, c.step.get(k, 0.0)) for k, label in _STEP_LABELS.items() if c.step.get(k, 0.0) > 0]
     sec.tables.append(
         Table(
-            ["component", "seconds", "share"],
-            [[lab, f"{v:.3f}", units.pct(v / total)] for lab, v in rows]
-            + [["step", f"{total:.3f}", "100.0%"]],
+            ["component", "time", "share"],
+            [[lab, units.seconds(v), units.pct(v / total)] for lab, v in rows]
+            + [["step", units.seconds(total), "100.0%"]],
             "step breakdown",
         )
     )
