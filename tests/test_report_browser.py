@@ -11,6 +11,8 @@ CI sets RIGHTSIZE_REQUIRE_BROWSER=1, which turns their absence into a failure.""
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import shutil
 from collections.abc import Iterator
@@ -186,7 +188,9 @@ def _check(browser: Any, html: str, tmp_path: Path, name: str, charts: set[str])
     assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@functools.cache
 def _planned(example: str) -> Any:
+    """A bundled example planned once for this module (its tests only read the plan)."""
     return _planned_path(ROOT / "examples" / f"{example}.yaml")
 
 
@@ -205,6 +209,7 @@ def test_training_report_in_browser(browser: Any, tmp_path: Path) -> None:
     p = _planned("llama3-70b-pretrain")
     sizing = sizing_dict(p)
     if not (sizing.get("growth", {}).get("stages") and sizing.get("sensitivity")):
+        p = copy.copy(p)  # the cached plan is shared: stand the sizing in on a copy
         p.sizing = _Sizing({**sizing, **SIZING})
     charts = {"step-breakdown", "memory", "pareto", "uncertainty", "growth", "sensitivity"}
     _check(browser, render(p, "html"), tmp_path, "training", charts)
@@ -343,6 +348,8 @@ def _reader_check(
         assert first["overflow"] <= 0, f"{name} at {width} px scrolls sideways by {first['overflow']} px"
         assert 0 < first["closed"] < first["sections"], f"{name}: sections not collapsible as expected"
         page.screenshot(path=str(tmp_path / f"{name}-{width}-first-screen.png"))
+        if width == 1600:  # the whole page as it opens (a full page with every section open takes seconds)
+            page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
         if width == 1600:  # a manager's summary in one screen: every key number and the advice
             labels = {c["label"] for c in first["cards"]}
             assert first_screen <= labels, f"{name}: summary lacks {first_screen - labels}"
@@ -369,7 +376,6 @@ def _reader_check(
         problems = page.evaluate(A11Y_JS) + page.evaluate(LAYOUT_JS)
         assert not problems, f"{name} at {width} px: {problems[:8]}"
         assert not errors, errors
-        page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
         page.close()
     # print: every section opens on paper, the contents list does not print
     page = browser.new_page(viewport={"width": 1600, "height": 900})
