@@ -414,7 +414,7 @@ def _serving_pareto(plan: ServingPlan) -> Section | None:
     def lat(c: ServingCandidate) -> float | None:
         for k in ("e2e_p95_s", "e2e_p50_s", "tpot_p50_s"):
             if k in c.latency_s:
-                return c.latency_s[k] * 1e3
+                return c.latency_s[k]
         return None
 
     use_cost = best.cost_usd_per_hour is not None
@@ -439,7 +439,7 @@ def _serving_pareto(plan: ServingPlan) -> Section | None:
         if best.latency_s
         else "latency"
     )
-    xlabel = f"{key.removesuffix('_s').replace('_', ' ')} latency (ms)"
+    xlabel = f"{key.removesuffix('_s').replace('_', ' ')} latency"
     ylabel = "cost per hour (USD, on demand)" if use_cost else "GPUs"
     title = f"Pareto front: {key[:3]} latency against {'cost' if use_cost else 'GPUs'}; the choice ringed"
     sec.charts.append(
@@ -452,7 +452,7 @@ def _serving_pareto(plan: ServingPlan) -> Section | None:
                 pts,
                 xlabel,
                 ylabel,
-                units.short,
+                units.seconds,
                 _usd_tick if use_cost else units.short,
                 logy=True,
             ),
@@ -464,7 +464,7 @@ def _serving_pareto(plan: ServingPlan) -> Section | None:
             [
                 [
                     p.label,
-                    f"{p.x:,.0f} ms",
+                    units.seconds(p.x),
                     units.usd(p.y) + "/h" if use_cost else units.count(p.y),
                     "chosen" if p.chosen else "",
                 ]

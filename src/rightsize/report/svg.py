@@ -573,7 +573,7 @@ def intervals(
     fmt: Fmt,
 ) -> str:
     """P10-P90 ranges with the P50 marked, each relative to the plan's value (0)."""
-    h = 64 + 30 * max(len(rows), 1) + 30
+    h = 64 + 30 * max(len(rows), 1) + 48
     desc = _desc([f"{lab}: P10 {fmt(a)}, P50 {fmt(b)}, P90 {fmt(c)}" for lab, a, b, c in rows])
     parts = _open(name, title, h, desc)
     left, right = 230, WIDTH - 40
@@ -588,6 +588,7 @@ def intervals(
         f'<line x1="{x(0):.1f}" y1="{top}" x2="{x(0):.1f}" y2="{bottom}" stroke="{AXIS}" stroke-width="1.5"/>'
     )
     parts.append(_t(x(0) + 4, top - 4, "plan", size=10))
+    parts.append(_t((left + right) / 2, bottom + 34, "change from the plan", "middle", 12))
     parts.append(x.marker("x"))
     for i, (lab, p10, p50, p90) in enumerate(rows):
         y = top + 30 * i + 15
