@@ -20,7 +20,9 @@ from rightsize.report import sections, units
 from rightsize.report.render import document, render
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+# every bundled plan: the top-level examples and the fleet's own workloads (profile/ holds a
+# model for the profiler, not a plan)
+EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.yaml") if p.parent.name != "profile")
 
 # A run of seven or more digits, bare (1653071) or grouped (1,653,071), not part of a word
 # or an identifier (a model id, a hash, "megatron21-76.1b") and not the tail of a decimal.
@@ -222,9 +224,8 @@ def test_growth_chart_has_one_label_per_point() -> None:
     assert 'fill="#e15759"' in chart.svg  # year 1 outgrows the fabric: drawn red
 
 
-def test_fleet_demand_is_drawn_on_top_and_named() -> None:
-    fleet = run_plan(ROOT / "examples" / "fleet-2027.yaml")
-    svg_text = _svg(render(fleet, "html"), "fleet-timeline")
+def test_fleet_demand_is_drawn_on_top_and_named(plans: dict[str, Any]) -> None:
+    svg_text = _svg(render(plans["fleet-2027"], "html"), "fleet-timeline")
     paths = re.findall(r'<path [^>]*data-series="([^"]+)"', svg_text)
     assert paths[-1] == "demand (peak hour)"  # the last drawn, so nothing hides it
     demand = re.search(r'<path [^>]*data-series="demand \(peak hour\)"[^>]*>', svg_text)

@@ -316,7 +316,7 @@ def _serving_memory(plan: ServingPlan) -> Section | None:
             ["what", "value"],
             [
                 ["weights per GPU", units.gib(b.memory.get("weights_bytes_per_gpu", 0.0))],
-                ["KV cache per replica", f"{b.memory.get('kv_capacity_tokens', 0.0):,.0f} tokens"],
+                ["KV cache per replica", f"{units.count(b.memory.get('kv_capacity_tokens', 0.0))} tokens"],
             ],
         )
     )
