@@ -262,8 +262,8 @@ def _advice(doc: Document) -> str:
 def _summary(doc: Document) -> str:
     cards = "".join(_card(k, v) for k, v in doc.key_numbers)
     parts = [
-        '<section class="summary" id="summary" aria-labelledby="h-summary">',
-        '<h2 id="h-summary">Summary</h2>',
+        '<section class="summary" id="headline" aria-labelledby="h-headline">',
+        '<h2 id="h-headline">Summary</h2>',
         f'<p class="decision">{escape(doc.decision)}</p>' if doc.decision else "",
         f'<dl class="cards">{cards}</dl>' if cards else "",
         _advice(doc),
@@ -272,7 +272,21 @@ def _summary(doc: Document) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _unique_chart_ids(doc: Document) -> Document:
+    """A chart's title and description ids come from its name: a name used twice in one
+    document gets a number, so aria-labelledby points at its own chart."""
+    seen: dict[str, int] = {}
+    for sec in doc.sections:
+        for c in sec.charts:
+            k = seen.get(c.name, 0)
+            seen[c.name] = k + 1
+            if k:
+                c.svg = c.svg.replace(f"chart-{c.name}-", f"chart-{c.name}-{k + 1}-")
+    return doc
+
+
 def render_html(doc: Document) -> str:
+    doc = _unique_chart_ids(doc)
     toc = "".join(
         f'<li><a href="#{escape(s.id)}">{escape(s.title.split(":")[0].split(" (")[0])}</a></li>'
         for s in doc.sections
