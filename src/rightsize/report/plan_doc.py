@@ -215,6 +215,33 @@ def _power_text(plan: Any) -> str | None:
     )
 
 
+def headline_numbers(best: dict[str, Any], plan: Any) -> list[tuple[str, str]]:
+    """The summary's first cards for a plan read from its JSON (vision, recommendation): the
+    hardware, the time (or the p99 latency of a service), GPU-hours, cost and power."""
+    kn: list[tuple[str, str]] = []
+    gpus, acc = best.get("gpus"), best.get("accelerator")
+    if isinstance(gpus, int | float) and acc:
+        kn.append(("GPUs", f"{units.count(gpus)} x {acc}"))
+    job = isinstance(best.get("time_to_train_s"), int | float)
+    if job:
+        kn.append(("time to train", units.duration(best["time_to_train_s"])))
+    elif isinstance(best.get("latency_p99_s"), int | float):
+        kn.append(("p99 latency", units.seconds(best["latency_p99_s"])))
+    if isinstance(best.get("gpu_hours"), int | float):
+        kn.append(
+            (
+                "GPU-hours",
+                units.count(best["gpu_hours"]) if best["gpu_hours"] >= 10 else f"{best['gpu_hours']:.3g}",
+            )
+        )
+    if isinstance(best.get("cost_usd"), int | float):  # per run for a job, per hour for a service
+        kn.append(("cost (on demand)", units.usd(best["cost_usd"]) + ("" if job else "/h")))
+    power = _power_text(plan)
+    if power:
+        kn.append(("power", power))
+    return kn
+
+
 def _search_summary(plan: TrainingPlan) -> str:
     """What the search did, its counts in the report's units (4.52M configurations)."""
     timed = (
