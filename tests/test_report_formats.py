@@ -82,13 +82,16 @@ def _expected_sections(plan: Any) -> set[str]:
     }
     common |= {t for k, t in titles.items() if sizing.get(k)}
     if isinstance(plan, TrainingPlan):
+        # the front says what it plots: cost where every point has a price, else GPU-hours
+        shown = [plan.best, *plan.pareto, *(a for a, _ in plan.alternatives)]
+        priced = all(c.cost_usd is not None for c in shown)
         return (
             common
             | {
                 "Step time breakdown",
                 "Memory per GPU",
                 "Alternatives",
-                "Pareto front: time against cost",
+                f"Pareto front: time against {'cost' if priced else 'GPU-hours'}",
                 "Uncertainty: P10, P50, P90",
             }
             | _checklist_titles()

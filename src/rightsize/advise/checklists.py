@@ -48,7 +48,14 @@ def _rate(bytes_per_s: float) -> str:
 
 
 def _usd(x: float) -> str:
+    if x >= 1e6:  # as the report writes money: $23.56M, never $23,560,345
+        return f"${x / 1e6:,.2f}M"
     return f"${x:,.0f}" if x >= 100 else f"${x:,.2f}"
+
+
+def _count(x: float) -> str:
+    """A count as the report writes it: 452,760 below a million, 1.65M above."""
+    return f"{x / 1e6:,.3g}M" if abs(x) >= 1e6 else f"{x:,.0f}"
 
 
 def _growth(v: PlanView) -> tuple[str, str]:
@@ -85,7 +92,7 @@ def _economics(v: PlanView) -> tuple[str, str]:
     b = v.best
     bits = []
     if v.is_job and getattr(b, "cost_usd", None) is not None and getattr(b, "gpu_hours", None) is not None:
-        bits.append(f"{_usd(b.cost_usd)} per run on demand ({b.gpu_hours:,.0f} GPU-hours)")
+        bits.append(f"{_usd(b.cost_usd)} per run on demand ({_count(b.gpu_hours)} GPU-hours)")
     if v.kind in ("vision", "recommendation") and not v.is_job and b.cost_usd is not None:
         bits.append(f"{_usd(b.cost_usd)}/h on demand")
     if v.kind == "serving" and b.cost_usd_per_hour is not None:
@@ -358,7 +365,7 @@ def _deploy_yield(v: PlanView) -> Item:
             "yield plan",
             question,
             ANSWERED,
-            f"After {_days(b.time_to_train_s)} ({b.gpu_hours:,.0f} GPU-hours) the {b.gpus:,} GPUs are free: "
+            f"After {_days(b.time_to_train_s)} ({_count(b.gpu_hours)} GPU-hours) the {b.gpus:,} GPUs are free: "
             "queue the next job or end the reservation.",
         )
     duty = getattr(v.demand, "duty_cycle", None)

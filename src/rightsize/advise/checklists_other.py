@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from rightsize.advise.checklists import ANSWERED, TO_DECIDE, Item, _days, _economics, _growth, _pct
+from rightsize.advise.checklists import ANSWERED, TO_DECIDE, Item, _count, _days, _economics, _growth, _pct
 from rightsize.advise.view import PlanView
 
 
@@ -44,7 +44,7 @@ def scale_other(v: PlanView) -> list[Item]:
             "Which accelerator, how many, how busy?",
             ANSWERED,
             f"{b.gpus:,} x {b.accelerator} ({math.ceil(b.gpus / gpn):,} x {b.node}); {busy}"
-            + (f"{rate:,.0f} {unit}s/s in all." if rate else "throughput as sized."),
+            + (f"{_count(rate)} {unit}s/s in all." if rate else "throughput as sized."),
         )
     )
     st = v.section("storage")
@@ -151,5 +151,5 @@ def _rate_per_gpu(v: PlanView) -> str:
     for key in ("images_per_s_per_gpu", "samples_per_s_per_gpu"):
         x = getattr(b, key, None)
         if x:
-            return f"{x:,.0f}/s per GPU"
+            return f"{_count(x)}/s per GPU"
     return "as sized"

@@ -74,8 +74,8 @@ def _summary(cost: dict[str, Any], per: str) -> Table:
     gh_billed, gh_used = cost.get("gpu_hours_billed"), cost.get("gpu_hours_used")
     if isinstance(gh_billed, int | float) and isinstance(gh_used, int | float):
         period = cost.get("period", per)
-        summary.append([f"GPU-hours billed per {period}", f"{gh_billed:,.1f}"])
-        summary.append([f"GPU-hours used per {period}", f"{gh_used:,.1f}"])
+        summary.append([f"GPU-hours billed per {period}", units.count(gh_billed)])
+        summary.append([f"GPU-hours used per {period}", units.count(gh_used)])
     return Table(["what", "value"], summary, "what is costed", ["l", "l"])
 
 
@@ -147,9 +147,7 @@ def cost_section(cost: dict[str, Any]) -> Section:
     sec.bullets.extend(
         str(n) for n in cost.get("notes") or [] if not str(n).startswith("spot is not applicable")
     )
-    sec.bullets.extend(
-        "source: " + ", ".join(f"{k}: {v}" for k, v in s.items())
-        for s in cost.get("sources") or []
-        if isinstance(s, dict)
-    )
+    from rightsize.report.sections import source_line
+
+    sec.bullets.extend(source_line(s) for s in cost.get("sources") or [] if isinstance(s, dict))
     return sec

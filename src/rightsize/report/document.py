@@ -64,9 +64,15 @@ class Document:
         return [c for s in self.sections for c in s.charts]
 
 
-def kv_table(d: dict[str, Any], title: str = "") -> Table:
-    """Scalars of a dict as (what, value) rows, units from the keys."""
-    rows = [[units.label(k), units.value(k, v)] for k, v in d.items() if not isinstance(v, dict | list)]
+def kv_table(d: dict[str, Any], title: str = "", unit_key: str = "") -> Table:
+    """Scalars of a dict as (what, value) rows, units from the keys; a dict keyed by names (a
+    price per tier) takes its unit from `unit_key`, the key that holds it."""
+
+    def fmt(k: str, v: Any) -> str:
+        own = units.label(k) != k.replace("_", " ")
+        return units.value(k if own or not unit_key else unit_key, v)
+
+    rows = [[units.label(k), fmt(k, v)] for k, v in d.items() if not isinstance(v, dict | list)]
     return Table(["what", "value"], rows, title)
 
 
@@ -109,7 +115,7 @@ def generic_section(id_: str, title: str, data: Any, brief: bool = False) -> Sec
                     sec.tables.append(kv_table(v, units.label(k)))
                     for ik, iv in v.items():
                         if isinstance(iv, dict) and iv:
-                            sec.tables.append(kv_table(iv, f"{units.label(k)}: {units.label(ik)}"))
+                            sec.tables.append(kv_table(iv, f"{units.label(k)}: {units.label(ik)}", ik))
             elif isinstance(v, list) and v:
                 if all(isinstance(x, dict) for x in v):
                     sec.tables.append(records_table(v, units.label(k)))

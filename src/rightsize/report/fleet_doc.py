@@ -151,11 +151,14 @@ def _timeline(d: dict[str, Any]) -> Section:
         )
     )
     xs = list(range(len(d["timeline"])))
+    # Demand equals committed + burst whenever the pool covers it, so it is drawn last, dark,
+    # thick and dashed: on top, still seen where the other lines run along it.
     series = [
-        ("demand (peak hour)", xs, [m["demand_gpus"] for m in d["timeline"]]),
         ("committed", xs, [m["reserved_gpus"] for m in d["timeline"]]),
         ("committed + burst", xs, [m["reserved_gpus"] + m["burst_gpus"] for m in d["timeline"]]),
+        ("demand (peak hour)", xs, [m["demand_gpus"] for m in d["timeline"]]),
     ]
+    styles = {"demand (peak hour)": svg.LineStyle(color="#1d232b", width=3, dash="8 4", on_top=True)}
     months = [m["month"] for m in d["timeline"]]
     s.charts.append(
         Chart(
@@ -167,8 +170,9 @@ def _timeline(d: dict[str, Any]) -> Section:
                 series,
                 "month",
                 "GPUs",
-                lambda v: months[int(v)] if 0 <= int(v) < len(months) else "",
+                lambda v: months[int(v)] if float(v).is_integer() and 0 <= int(v) < len(months) else "",
                 lambda v: f"{v:,.0f}",
+                styles=styles,
             ),
         )
     )

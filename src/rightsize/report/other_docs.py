@@ -321,6 +321,10 @@ def generic_document(result: Any, title: str = "Plan") -> Document:
     name = d.get("name") or d.get("model") or kind
     doc = Document(kind, f"{title}: {name}", kind.replace("_", " "))
     skip = {"kind", "name", "schema_version", "sizing", "uncertainty", "findings", "checklists"}
+    if isinstance(d.get("best"), dict) and not isinstance(result, dict):
+        from rightsize.report.plan_doc import headline_numbers
+
+        doc.key_numbers += headline_numbers(d["best"], result)
     for k, v in d.items():
         if k not in skip and not isinstance(v, dict | list):
             doc.key_numbers.append((units.label(k), units.value(k, v)))

@@ -62,9 +62,9 @@ def _step_section(c: Candidate) -> Section:
     rows = [(label, c.step.get(k, 0.0)) for k, label in _STEP_LABELS.items() if c.step.get(k, 0.0) > 0]
     sec.tables.append(
         Table(
-            ["component", "seconds", "share"],
-            [[lab, f"{v:.3f}", units.pct(v / total)] for lab, v in rows]
-            + [["step", f"{total:.3f}", "100.0%"]],
+            ["component", "time", "share"],
+            [[lab, units.seconds(v), units.pct(v / total)] for lab, v in rows]
+            + [["step", units.seconds(total), "100.0%"]],
             "step breakdown",
         )
     )
@@ -115,7 +115,7 @@ def _alternatives_section(plan: TrainingPlan) -> Section:
                 layout(c).split(" (")[0],
                 _days(c.time_to_train_s),
                 units.pct(c.mfu),
-                f"{c.gpu_hours:,.0f}" if c.gpu_hours is not None else "-",
+                units.count(c.gpu_hours) if c.gpu_hours is not None else "-",
                 units.usd(c.cost_usd) if c.cost_usd is not None else "-",
                 why,
             ]
@@ -133,47 +133,48 @@ def _alternatives_section(plan: TrainingPlan) -> Section:
     return sec
 
 
+def _days_tick(v: float) -> str:
+    return f"{units.short(v)} d"
+
+
+def _usd_tick(v: float) -> str:
+    return "$" + units.short(v)
+
+
 def _pareto_section(plan: TrainingPlan) -> Section:
-    sec = Section("pareto", "Pareto front: time against cost")
+    """Time to train against cost (GPU-hours where a candidate has no price): the axes say
+    what is plotted, and the section's title says the same."""
     best = plan.best
-    use_cost = plan.objective == "cost" and best.cost_usd is not None
+    cands: list[Candidate] = []
+    for c in [best, *plan.pareto, *(a for a, _ in plan.alternatives)]:
+        if all(c is not x for x in cands):
+            cands.append(c)
+    use_cost = all(c.cost_usd is not None for c in cands)
+    use_hours = not use_cost and all(c.gpu_hours is not None for c in cands)
+    has_ttt = best.time_to_train_s is not None
+    what = "cost" if use_cost else "GPU-hours" if use_hours else "GPU time per token"
+    sec = Section("pareto", f"Pareto front: {'time' if has_ttt else 'step time'} against {what}")
 
     def xy(c: Candidate) -> tuple[float, float] | None:
         x = c.time_to_train_s / DAY_S if c.time_to_train_s is not None else c.step_time_s
-        y = (
-            c.cost_usd
-            if use_cost
-            else c.gpu_hours
-            if c.gpu_hours is not None
-            else 1.0 / c.tokens_per_s_per_gpu
-        )
-        return (x, y) if y is not None else None
+        y = c.cost_usd if use_cost else c.gpu_hours if use_hours else 1.0 / c.tokens_per_s_per_gpu
+        return (x, y) if y is not None and x is not None else None
 
-    seen: set[int] = set()
     pts: list[svg.Point] = []
     front_ids = {id(c) for c in plan.pareto}
-    for c in [best, *plan.pareto, *(a for a, _ in plan.alternatives)]:
-        if id(c) in seen:
-            continue
-        seen.add(id(c))
+    for c in cands:
         p = xy(c)
-        if p is None:
-            continue
-        pts.append(
-            svg.Point(
-                p[0], p[1], f"{c.gpus:,} x {c.accelerator}", c.accelerator, c is best, id(c) in front_ids
+        if p is not None:
+            pts.append(
+                svg.Point(
+                    p[0], p[1], f"{c.gpus:,} x {c.accelerator}", c.accelerator, c is best, id(c) in front_ids
+                )
             )
-        )
-    has_ttt = best.time_to_train_s is not None
     ylabel = (
-        "cost (USD, on demand)"
-        if use_cost
-        else "GPU-hours"
-        if best.gpu_hours is not None
-        else "GPU-seconds per token"
+        "cost per run (USD, on demand)" if use_cost else "GPU-hours" if use_hours else "GPU-seconds per token"
     )
     xlabel = "time to train (days)" if has_ttt else "step time (s)"
-    title = f"Pareto front: {xlabel} against {ylabel}; the choice ringed"
+    title = f"Pareto front: {'time to train' if has_ttt else 'step time'} against {what}; the choice ringed"
     sec.charts.append(
         Chart(
             "pareto",
@@ -184,8 +185,8 @@ def _pareto_section(plan: TrainingPlan) -> Section:
                 pts,
                 xlabel,
                 ylabel,
-                units.short,
-                (lambda v: "$" + units.short(v)) if use_cost else units.short,
+                _days_tick if has_ttt else units.seconds,
+                _usd_tick if use_cost else units.short,
                 vlines=[(plan.deadline_s / DAY_S, "deadline")] if plan.deadline_s and has_ttt else [],
             ),
         )
@@ -194,7 +195,7 @@ def _pareto_section(plan: TrainingPlan) -> Section:
         [
             f"{c.gpus:,} x {c.accelerator}",
             _days(c.time_to_train_s),
-            f"{c.gpu_hours:,.0f}" if c.gpu_hours else "-",
+            units.count(c.gpu_hours) if c.gpu_hours else "-",
             units.usd(c.cost_usd) if c.cost_usd else "-",
             "chosen" if c is best else "",
         ]
@@ -202,6 +203,54 @@ def _pareto_section(plan: TrainingPlan) -> Section:
     ]
     sec.tables.append(Table(["hardware", "time to train", "GPU-hours", "cost", ""], rows, "Pareto front"))
     return sec
+
+
+def _power_text(plan: Any) -> str | None:
+    """The power the site must supply, and what the IT load draws on a typical hour."""
+    pw = sizing_dict(plan).get("power")
+    if not isinstance(pw, dict) or not isinstance(pw.get("facility_power_w"), int | float):
+        return None
+    typ = pw.get("it_power_typical_w")
+    return f"{units.watts(pw['facility_power_w'])} facility" + (
+        f" ({units.watts(typ)} IT typical)" if isinstance(typ, int | float) else ""
+    )
+
+
+def headline_numbers(best: dict[str, Any], plan: Any) -> list[tuple[str, str]]:
+    """The summary's first cards for a plan read from its JSON (vision, recommendation): the
+    hardware, the time (or the p99 latency of a service), GPU-hours, cost and power."""
+    kn: list[tuple[str, str]] = []
+    gpus, acc = best.get("gpus"), best.get("accelerator")
+    if isinstance(gpus, int | float) and acc:
+        kn.append(("GPUs", f"{units.count(gpus)} x {acc}"))
+    job = isinstance(best.get("time_to_train_s"), int | float)
+    if job:
+        kn.append(("time to train", units.duration(best["time_to_train_s"])))
+    elif isinstance(best.get("latency_p99_s"), int | float):
+        kn.append(("p99 latency", units.seconds(best["latency_p99_s"])))
+    if isinstance(best.get("gpu_hours"), int | float):
+        kn.append(
+            (
+                "GPU-hours",
+                units.count(best["gpu_hours"]) if best["gpu_hours"] >= 10 else f"{best['gpu_hours']:.3g}",
+            )
+        )
+    if isinstance(best.get("cost_usd"), int | float):  # per run for a job, per hour for a service
+        kn.append(("cost (on demand)", units.usd(best["cost_usd"]) + ("" if job else "/h")))
+    power = _power_text(plan)
+    if power:
+        kn.append(("power", power))
+    return kn
+
+
+def _search_summary(plan: TrainingPlan) -> str:
+    """What the search did, its counts in the report's units (4.52M configurations)."""
+    timed = (
+        f": each checked against memory, the {units.count(plan.configs_timed)} that fit timed"
+        if plan.configs_timed
+        else ""
+    )
+    return f"Searched {units.count(plan.configs_evaluated)} configurations in {plan.search_seconds:.2f} s{timed}."
 
 
 def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
@@ -218,17 +267,20 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
     if b.time_to_train_s is not None:
         decision += f": {_days(b.time_to_train_s)} to train"
     doc = Document("training_plan", f"{title}: {plan.name}", sub, decision)
-    kn = doc.key_numbers
+    kn = doc.key_numbers  # what a manager reads first: hardware, time, GPU-hours, cost, power
     kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({units.plural(nodes, 'node')})"))
-    kn.append(("step time", f"{b.step_time_s:.3f} s{_range(unc, 'step_time_s', lambda v: f'{v:.3f} s')}"))
-    kn.append(("MFU / HFU", f"{b.mfu:.1%} / {b.hfu:.1%}"))
-    kn.append(("tokens/s per GPU", f"{b.tokens_per_s_per_gpu:,.0f}"))
     if b.time_to_train_s is not None:
         kn.append(("time to train", _days(b.time_to_train_s) + _range(unc, "time_to_train_s", _days)))
     if b.gpu_hours is not None:
-        kn.append(("GPU-hours", f"{b.gpu_hours:,.0f}" + _range(unc, "gpu_hours", lambda v: f"{v:,.0f}")))
+        kn.append(("GPU-hours", units.count(b.gpu_hours) + _range(unc, "gpu_hours", units.count)))
     if b.cost_usd is not None:
         kn.append(("cost (on demand)", units.usd(b.cost_usd) + _range(unc, "cost_usd", units.usd)))
+    power = _power_text(plan)
+    if power:
+        kn.append(("power", power))
+    kn.append(("step time", f"{b.step_time_s:.3f} s{_range(unc, 'step_time_s', lambda v: f'{v:.3f} s')}"))
+    kn.append(("MFU / HFU", f"{b.mfu:.1%} / {b.hfu:.1%}"))
+    kn.append(("tokens/s per GPU", f"{b.tokens_per_s_per_gpu:,.0f}"))
     if b.reliability.get("goodput"):
         kn.append(("goodput", f"{b.reliability['goodput']:.1%}"))
     kn.append(
@@ -247,7 +299,7 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
         Section(
             "search",
             "Search",
-            text=[plan.search_summary()],
+            text=[_search_summary(plan)],
         )
     )
     return doc
@@ -292,7 +344,7 @@ def _serving_memory(plan: ServingPlan) -> Section | None:
             ["what", "value"],
             [
                 ["weights per GPU", units.gib(b.memory.get("weights_bytes_per_gpu", 0.0))],
-                ["KV cache per replica", f"{b.memory.get('kv_capacity_tokens', 0.0):,.0f} tokens"],
+                ["KV cache per replica", f"{units.count(b.memory.get('kv_capacity_tokens', 0.0))} tokens"],
             ],
         )
     )
@@ -301,6 +353,10 @@ def _serving_memory(plan: ServingPlan) -> Section | None:
         Chart("memory", title, svg.stacked_hbars("memory", title, rows, lambda v: f"{v:,.0f} GiB"))
     )
     return sec
+
+
+def _ms_tick(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 10 or v == 0 else f"{v:,.2g}"
 
 
 def _latency_section(plan: ServingPlan) -> Section:
@@ -322,26 +378,22 @@ def _latency_section(plan: ServingPlan) -> Section:
         )
     if b.goodput is not None:
         sec.bullets.append(f"Goodput (requests meeting every SLO): {b.goodput:.1%}")
-    series = [
-        (
-            m,
-            [float(p) for p in pcts if f"{m}_p{p}_s" in lat],
-            [lat[f"{m}_p{p}_s"] * 1e3 for p in pcts if f"{m}_p{p}_s" in lat],
-        )
-        for m in ("ttft", "tpot")
-    ]
-    series = [s for s in series if s[1]]
-    if series:
-        title = "Latency percentiles at the design load (ms)"
-        sec.charts.append(
-            Chart(
-                "latency",
-                title,
-                svg.lines(
-                    "latency", title, series, "percentile", "ms", lambda v: f"p{v:.0f}", lambda v: f"{v:,.0f}"
-                ),
-            )
-        )
+    # TTFT (hundreds of ms) and TPOT (tens of ms) each on its own axis and scale: on one axis
+    # the smaller is a flat line along the bottom. Percentiles are categories, evenly spaced.
+    names = {"ttft": "time to first token (TTFT)", "tpot": "time per output token (TPOT)"}
+    row = []
+    for m in ("ttft", "tpot"):
+        idx = [i for i, p in enumerate(pcts) if f"{m}_p{p}_s" in lat]
+        if idx:
+            ms = [lat[f"{m}_p{pcts[i]}_s"] * 1e3 for i in idx]
+            row.append(svg.Panel(names[m], [(m.upper(), [float(i) for i in idx], ms)], "ms", _ms_tick))
+    if row:
+
+        def pct_tick(v: float) -> str:
+            return f"p{pcts[int(v)]}" if float(v).is_integer() and 0 <= v < len(pcts) else ""
+
+        title = "Latency percentiles at the design load, each on its own scale (ms)"
+        sec.charts.append(Chart("latency", title, svg.panels("latency", title, row, "percentile", pct_tick)))
     unc = getattr(plan, "uncertainty", None) or {}
     share = unc.get("prefill_share_of_gpu_time")
     if isinstance(share, int | float):
@@ -390,7 +442,7 @@ def _serving_pareto(plan: ServingPlan) -> Section | None:
     def lat(c: ServingCandidate) -> float | None:
         for k in ("e2e_p95_s", "e2e_p50_s", "tpot_p50_s"):
             if k in c.latency_s:
-                return c.latency_s[k] * 1e3
+                return c.latency_s[k]
         return None
 
     use_cost = best.cost_usd_per_hour is not None
@@ -415,9 +467,9 @@ def _serving_pareto(plan: ServingPlan) -> Section | None:
         if best.latency_s
         else "latency"
     )
-    xlabel = f"{key.removesuffix('_s').replace('_', ' ')} (ms)"
-    ylabel = "USD per hour" if use_cost else "GPUs"
-    title = f"Pareto front: {xlabel} against {ylabel}; the choice ringed"
+    xlabel = f"{key.removesuffix('_s').replace('_', ' ')} latency"
+    ylabel = "cost per hour (USD, on demand)" if use_cost else "GPUs"
+    title = f"Pareto front: {key[:3]} latency against {'cost' if use_cost else 'GPUs'}; the choice ringed"
     sec.charts.append(
         Chart(
             "pareto",
@@ -428,10 +480,25 @@ def _serving_pareto(plan: ServingPlan) -> Section | None:
                 pts,
                 xlabel,
                 ylabel,
-                units.short,
-                (lambda v: "$" + units.short(v)) if use_cost else units.short,
+                units.seconds,
+                _usd_tick if use_cost else units.short,
                 logy=True,
             ),
+        )
+    )
+    sec.tables.append(
+        Table(
+            ["configuration", xlabel, ylabel, ""],
+            [
+                [
+                    p.label,
+                    units.seconds(p.x),
+                    units.usd(p.y) + "/h" if use_cost else units.count(p.y),
+                    "chosen" if p.chosen else "",
+                ]
+                for p in pts
+            ],
+            "points on the chart",
         )
     )
     return sec
@@ -464,6 +531,9 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
         kn.append(("cost", f"{units.usd(b.cost_usd_per_hour)}/h on demand"))
     if b.cost_usd_per_m_output_tokens is not None:
         kn.append(("per 1M output tokens", units.usd(b.cost_usd_per_m_output_tokens)))
+    power = _power_text(plan)
+    if power:
+        kn.append(("power", power))
     for k in ("ttft_p95_s", "tpot_p95_s", "ttft_p50_s", "tpot_p50_s"):
         if k in b.latency_s and not any(x[0].startswith(k[:4]) for x in kn):
             kn.append(

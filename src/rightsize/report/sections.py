@@ -28,7 +28,7 @@ SIZING_TITLES = {
 UNCERTAINTY_METRICS: dict[str, tuple[str, Callable[[float], str]]] = {
     "time_to_train_s": ("time to train", units.seconds),
     "step_time_s": ("step time", units.seconds),
-    "gpu_hours": ("GPU-hours", lambda v: f"{v:,.0f}"),
+    "gpu_hours": ("GPU-hours", units.count),
     "cost_usd": ("cost (on demand)", units.usd),
     "tokens_per_s_per_gpu": ("tokens/s per GPU", lambda v: f"{v:,.0f}"),
     "mfu": ("MFU", units.pct),
@@ -37,6 +37,60 @@ UNCERTAINTY_METRICS: dict[str, tuple[str, Callable[[float], str]]] = {
     "cost_usd_per_hour": ("cost per hour", units.usd),
     "output_tokens_per_s": ("output tokens/s", lambda v: f"{v:,.0f}"),
 }
+# A margin line's `unit` word, and the formatter its base and planned values take.
+MARGIN_UNITS: dict[str, Callable[[float], str]] = {
+    "bytes": units.nbytes,
+    "days": lambda v: f"{v:,.1f} d",
+    "GPUs": units.count,
+    "replicas": units.count,
+    "req/s": lambda v: f"{v:,.2f} req/s",
+}
+
+
+def source_line(s: dict[str, Any]) -> str:
+    """One catalog or price source as a bullet: the figure, its value in its own unit (from the
+    figure's name: `host_memory_bytes` reads 2.20 TB), where it came from and when."""
+    what = s.get("item", s.get("figure"))
+    v = s.get("value")
+    parts = []
+    if what is not None:
+        name = str(what).rsplit(".", 1)[-1]
+        parts.append(f"{what} = {units.value(name, v)}" if v is not None else str(what))
+    elif v is not None:
+        parts.append(units.number(v))
+    if s.get("source"):
+        parts.append(str(s["source"]))
+    if s.get("as_of"):
+        parts.append(f"as of {s['as_of']}")
+    rest = [
+        f"{k}: {units.value(k, x)}"
+        for k, x in s.items()
+        if k not in ("item", "figure", "value", "source", "as_of")
+    ]
+    return "source: " + "; ".join(parts + rest)
+
+
+def margins_table(rows: list[dict[str, Any]]) -> Table:
+    """The margin lines, base and planned in each line's own unit (bytes as TB, days as d)."""
+
+    def cell(fmt: Callable[[float], str], v: Any) -> str:
+        number = isinstance(v, int | float) and not isinstance(v, bool)
+        return fmt(float(v)) if number else units.number(v)
+
+    out = []
+    for r in rows:
+        fmt = MARGIN_UNITS.get(str(r.get("unit", "")), units.number)
+        frac = r.get("margin_fraction")
+        out.append(
+            [
+                str(r.get("what", "")),
+                cell(fmt, r.get("base")),
+                cell(fmt, r.get("planned", r.get("with_margin"))),
+                units.pct(frac) if isinstance(frac, int | float) else "-",
+                str(r.get("applied", "")),
+            ]
+        )
+    return Table(["what", "base", "planned", "margin", "applied"], out, align=["l", "r", "r", "r", "l"])
 
 
 def _evidence(ev: dict[str, Any]) -> str:
@@ -220,17 +274,25 @@ def _growth_chart(g: dict[str, Any]) -> Chart | None:
     ]
     if not stages:
         return None
-    bars = []
+    # One bar per point in time: purchases due together (the build and the first cycle's growth
+    # bought ahead with it) are one bar, the GPUs installed after the last of them and their
+    # capital summed; "today" is year 0, never both.
+    points: dict[str, tuple[float, float, bool]] = {}
     for s in stages:
         year = s.get("year", s.get("needed_at_years", s.get("stage", "")))
-        capex = s.get("added_capex_usd")
-        note = f"+{units.usd(capex)}" if isinstance(capex, int | float) and capex else ""
-        ok = s.get("fabric_ok") is not False and s.get("power_ok") is not False
-        if s is stages[0]:
-            when = "today"
+        if isinstance(year, int | float):
+            when = "today" if year <= 0 else f"year {year:g}"
         else:
-            when = f"year {year:g}" if isinstance(year, int | float) else f"year {year}"
-        bars.append((when, float(s["gpus"]), note, ok))
+            when = "today" if s is stages[0] else f"year {year}"
+        capex = s.get("added_capex_usd")
+        ok = s.get("fabric_ok") is not False and s.get("power_ok") is not False
+        _, spent, ok_before = points.get(when, (0.0, 0.0, True))
+        spent += float(capex) if isinstance(capex, int | float) else 0.0
+        points[when] = (float(s["gpus"]), spent, ok_before and ok)
+    bars = [
+        (when, gpus, f"+{units.usd(capex)}" if capex else "", ok)
+        for when, (gpus, capex, ok) in points.items()
+    ]
     title = "Growth: GPUs after each purchase, one a budget cycle (capital cost added above)"
     return Chart("growth", title, svg.vbars("growth", title, bars, "GPUs", lambda v: f"{v:,.0f}"))
 
@@ -323,7 +385,7 @@ def sizing_sections(sizing: dict[str, Any]) -> list[Section]:
             continue
         if key == "margins" and isinstance(data, list):
             sec = Section("sizing-margins", title)
-            sec.tables.append(records_table([r for r in data if isinstance(r, dict)], first="what"))
+            sec.tables.append(margins_table([r for r in data if isinstance(r, dict)]))
             out.append(sec)
             continue
         if key == "sensitivity" and isinstance(data, list):
@@ -348,10 +410,6 @@ def sizing_sections(sizing: dict[str, Any]) -> list[Section]:
                 sec.charts.insert(0, c)
             sources = data.get("sources")
             if isinstance(sources, list):
-                sec.bullets.extend(
-                    "source: " + ", ".join(f"{k}: {v}" for k, v in s.items())
-                    for s in sources
-                    if isinstance(s, dict)
-                )
+                sec.bullets.extend(source_line(s) for s in sources if isinstance(s, dict))
         out.append(sec)
     return out

@@ -2,6 +2,10 @@
 from the network. Every chart is one <svg> element with `data-chart="NAME"` and real marks
 (rect, circle, path), so a browser test can find and measure it.
 
+Charts are responsive: a viewBox and `width="100%"` with no fixed height, so a chart fills
+the box it is put in and keeps its proportions. Each carries a <title> and a <desc> (the
+numbers it shows, in words) that screen readers announce through aria-labelledby.
+
 Each function takes plain numbers and labels and returns the SVG text.
 """
 
@@ -29,7 +33,9 @@ CHOSEN = "#d62728"
 GRID = "#e3e3e3"
 AXIS = "#555"
 BAD = "#e15759"
+BAD_TEXT = "#b3261e"  # red text on white at 6:1 contrast (the mark colour BAD is 3.6:1)
 GOOD = "#59a14f"
+DESC_CHARS = 600  # a <desc> says the numbers, up to about this length
 
 Fmt = Callable[[float], str]
 
@@ -38,12 +44,19 @@ def _t(x: float, y: float, text: str, anchor: str = "start", size: int = 12, ext
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}"{extra}>{escape(text)}</text>'
 
 
-def _open(name: str, title: str, height: float) -> list[str]:
+def _desc(items: Sequence[str]) -> str:
+    text = "; ".join(items)
+    return text if len(text) <= DESC_CHARS else text[: DESC_CHARS - 3].rsplit("; ", 1)[0] + "; ..."
+
+
+def _open(name: str, title: str, height: float, desc: str = "") -> list[str]:
+    tid, did = f"chart-{name}-title", f"chart-{name}-desc"
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" data-chart="{escape(name)}" viewBox="0 0 {WIDTH} {height:.0f}" '
-        f'width="{WIDTH}" height="{height:.0f}" role="img" aria-label="{escape(title)}" '
+        f'width="100%" role="img" aria-labelledby="{tid} {did}" '
         'font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" class="chart">',
-        f"<title>{escape(title)}</title>",
+        f'<title id="{tid}">{escape(title)}</title>',
+        f'<desc id="{did}">{escape(desc or title)}</desc>',
         f'<rect x="0" y="0" width="{WIDTH}" height="{height:.0f}" fill="#fff"/>',
         _t(12, 20, title, size=14, extra=' font-weight="600"'),
     ]
@@ -161,25 +174,53 @@ def _axes(
     out.append(f'<path d="M{x.start:.1f},{top:.1f} V{bottom:.1f} H{x.end:.1f}" fill="none" stroke="{AXIS}"/>')
     out += [x.marker("x"), y.marker("y")]
     out.append(_t((x.start + x.end) / 2, bottom + 34, xlabel, "middle", 12))
+    lx, my = x.start - 66, (top + bottom) / 2
     out.append(
-        f'<text x="14" y="{(top + bottom) / 2:.1f}" text-anchor="middle" font-size="12" '
-        f'transform="rotate(-90 14 {(top + bottom) / 2:.1f})">{escape(ylabel)}</text>'
+        f'<text x="{lx:.1f}" y="{my:.1f}" text-anchor="middle" font-size="12" '
+        f'transform="rotate(-90 {lx:.1f} {my:.1f})">{escape(ylabel)}</text>'
     )
     return out
 
 
 def _legend(
-    items: Sequence[tuple[str, str]], x: float, y: float, width: float = WIDTH - 24
+    items: Sequence[tuple[str, str]],
+    x: float,
+    y: float,
+    width: float = WIDTH - 24,
+    strokes: Sequence[LineStyle | None] = (),
 ) -> tuple[list[str], float]:
-    out, cx, cy = [], x, y
-    for lab, color in items:
-        w = 18 + 7 * len(lab) + 14
+    """Swatches and labels, wrapped to `width`; a series with a LineStyle gets a line sample
+    (its colour, width and dashes) instead of a square."""
+    out, cx, cy = ['<g class="legend">'], x, y
+    for i, (lab, color) in enumerate(items):
+        st = strokes[i] if i < len(strokes) else None
+        w = 18 + 7 * len(lab) + 14 + (10 if st else 0)
         if cx + w > x + width:
             cx, cy = x, cy + 18
-        out.append(f'<rect x="{cx:.1f}" y="{cy - 9:.1f}" width="12" height="12" fill="{color}"/>')
-        out.append(_t(cx + 16, cy + 1, lab, size=11))
+        if st:
+            dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
+            out.append(
+                f'<line x1="{cx:.1f}" y1="{cy - 3:.1f}" x2="{cx + 22:.1f}" y2="{cy - 3:.1f}" '
+                f'stroke="{st.color or color}" stroke-width="{st.width:g}"{dash}/>'
+            )
+            out.append(_t(cx + 26, cy + 1, lab, size=11))
+        else:
+            out.append(f'<rect x="{cx:.1f}" y="{cy - 9:.1f}" width="12" height="12" fill="{color}"/>')
+            out.append(_t(cx + 16, cy + 1, lab, size=11))
         cx += w
+    out.append("</g>")
     return out, cy + 18
+
+
+@dataclass(frozen=True)
+class LineStyle:
+    """How one line series is drawn: its colour (the palette's when empty), width and
+    dashes; series with a style are drawn after (on top of) those without."""
+
+    color: str = ""
+    width: float = 2.0
+    dash: str = ""
+    on_top: bool = False
 
 
 def hbars(
@@ -188,7 +229,7 @@ def hbars(
     """One horizontal bar per row, with its value (and its share of `total`)."""
     rows = [(lab, v) for lab, v in rows if v is not None]
     h = 40 + 26 * max(len(rows), 1) + 10
-    parts = _open(name, title, h)
+    parts = _open(name, title, h, _desc([f"{lab}: {fmt(v)}" for lab, v in rows]))
     left, right = 250, WIDTH - 150
     vmax = max([v for _, v in rows] + [1e-300])
     for i, (lab, v) in enumerate(rows):
@@ -217,7 +258,13 @@ def stacked_hbars(
     legend, ly = _legend([(s, colors[s]) for s in seg_names], 12, 40)
     top = ly + 4
     h = top + 34 * n + 16
-    parts = _open(name, title, h) + legend
+    desc = _desc(
+        [
+            f"{lab}: {fmt(sum(v for _, v in segs))}" + (f" of {fmt(cap)}" if cap else "")
+            for lab, segs, cap in rows
+        ]
+    )
+    parts = _open(name, title, h, desc) + legend
     left, right = 180, WIDTH - 110
     vmax = max([sum(v for _, v in segs) for _, segs, _ in rows] + [c or 0.0 for _, _, c in rows] + [1e-300])
     for i, (lab, segs, cap) in enumerate(rows):
@@ -275,13 +322,17 @@ def scatter(
     h = bottom + 44
     x = _Axis.fit([p.x for p in points] + [v for v, _ in vlines], 80, WIDTH - 30, logx)
     y = _Axis.fit([p.y for p in points], bottom, top, logy)
-    parts = _open(name, title, h) + legend + _axes(x, y, xlabel, ylabel, xfmt, yfmt, top, bottom)
+    desc = _desc(
+        [f"x: {xlabel}, y: {ylabel}"]
+        + [f"{'chosen ' if p.chosen else ''}{p.label}: {xfmt(p.x)}, {yfmt(p.y)}" for p in points]
+    )
+    parts = _open(name, title, h, desc) + legend + _axes(x, y, xlabel, ylabel, xfmt, yfmt, top, bottom)
     for v, lab in vlines:
         px = x(v)
         parts.append(
             f'<line x1="{px:.1f}" y1="{top:.1f}" x2="{px:.1f}" y2="{bottom:.1f}" stroke="{BAD}" stroke-width="1.5" stroke-dasharray="6 4"/>'
         )
-        parts.append(_t(px + 4, top + 12, lab, "start", 11, f' fill="{BAD}"'))
+        parts.append(_t(px + 4, top + 12, lab, "start", 11, f' fill="{BAD_TEXT}"'))
     front = sorted((p for p in points if p.on_front), key=lambda p: p.x)
     if len(front) > 1:
         d = " ".join(f"{'M' if i == 0 else 'L'}{x(p.x):.1f},{y(p.y):.1f}" for i, p in enumerate(front))
@@ -305,10 +356,51 @@ def scatter(
     return _close(parts)
 
 
+Series = tuple[str, Sequence[float], Sequence[float]]
+
+
+def _series_paths(
+    series: Sequence[Series], x: _Axis, y: _Axis, styles: dict[str, LineStyle], offset: int = 0
+) -> list[str]:
+    """The series as paths with markers, styled ones (a demand line) drawn last, on top."""
+    out: list[str] = []
+    order = sorted(range(len(series)), key=lambda i: styles.get(series[i][0], LineStyle()).on_top)
+    for i in order:
+        lab, sx, sy = series[i]
+        st = styles.get(lab, LineStyle())
+        color = st.color or _color(i + offset)
+        pts = [(x(a), y(b)) for a, b in zip(sx, sy, strict=False) if math.isfinite(a) and math.isfinite(b)]
+        if not pts:
+            continue
+        d = " ".join(f"{'M' if j == 0 else 'L'}{px:.1f},{py:.1f}" for j, (px, py) in enumerate(pts))
+        dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
+        out.append(
+            f'<path d="{d}" fill="none" stroke="{color}" stroke-width="{st.width:g}"{dash} '
+            f'data-series="{escape(lab)}"><title>{escape(lab)}</title></path>'
+        )
+        if len(pts) <= 60:
+            r = 3 + (st.width - 2) / 2 if st.width > 2 else 3
+            for px, py in pts:
+                out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="{r:g}" fill="{color}"/>')
+    return out
+
+
+def _series_desc(series: Sequence[Series], xfmt: Fmt, yfmt: Fmt) -> list[str]:
+    out = []
+    for lab, sx, sy in series:
+        vals = [(a, b) for a, b in zip(sx, sy, strict=False) if math.isfinite(b)]
+        if vals:
+            hi = max(vals, key=lambda t: t[1])
+            out.append(
+                f"{lab}: {yfmt(vals[0][1])} at {xfmt(vals[0][0])} to {yfmt(vals[-1][1])} at {xfmt(vals[-1][0])}, peak {yfmt(hi[1])} at {xfmt(hi[0])}"
+            )
+    return out
+
+
 def lines(
     name: str,
     title: str,
-    series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+    series: Sequence[Series],
     xlabel: str,
     ylabel: str,
     xfmt: Fmt,
@@ -316,33 +408,70 @@ def lines(
     hlines: Sequence[tuple[float, str]] = (),
     logx: bool = False,
     zero: bool = True,
+    styles: dict[str, LineStyle] | None = None,
 ) -> str:
-    """Line series with markers; `hlines` are dashed reference levels (a capacity, a limit)."""
-    legend, ly = _legend([(s, _color(i)) for i, (s, _, _) in enumerate(series)], 60, 40)
+    """Line series with markers; `hlines` are dashed reference levels (a capacity, a limit);
+    `styles` draws named series apart (thicker, dashed, on top) and the legend shows it."""
+    styles = styles or {}
+    legend, ly = _legend(
+        [(s, styles.get(s, LineStyle()).color or _color(i)) for i, (s, _, _) in enumerate(series)],
+        60,
+        40,
+        strokes=[styles.get(s, LineStyle()) for s, _, _ in series],
+    )
     top, bottom = ly + 6, ly + 6 + 240
     h = bottom + 44
     xs = [v for _, sx, _ in series for v in sx]
     ys = [v for _, _, sy in series for v in sy] + [v for v, _ in hlines]
     x = _Axis.fit(xs, 80, WIDTH - 30, logx)
     y = _Axis.fit(ys, bottom, top, False, zero=zero)
-    parts = _open(name, title, h) + legend + _axes(x, y, xlabel, ylabel, xfmt, yfmt, top, bottom)
+    desc = _desc([f"x: {xlabel}, y: {ylabel}"] + _series_desc(series, xfmt, yfmt))
+    parts = _open(name, title, h, desc) + legend + _axes(x, y, xlabel, ylabel, xfmt, yfmt, top, bottom)
     for v, lab in hlines:
         py = y(v)
         parts.append(
             f'<line x1="{x.start:.1f}" y1="{py:.1f}" x2="{x.end:.1f}" y2="{py:.1f}" stroke="{BAD}" stroke-width="1.5" stroke-dasharray="6 4"/>'
         )
-        parts.append(_t(x.end - 4, py - 5, lab, "end", 11, f' fill="{BAD}"'))
-    for i, (lab, sx, sy) in enumerate(series):
-        pts = [(x(a), y(b)) for a, b in zip(sx, sy, strict=False) if math.isfinite(a) and math.isfinite(b)]
-        if not pts:
-            continue
-        d = " ".join(f"{'M' if j == 0 else 'L'}{px:.1f},{py:.1f}" for j, (px, py) in enumerate(pts))
-        parts.append(
-            f'<path d="{d}" fill="none" stroke="{_color(i)}" stroke-width="2"><title>{escape(lab)}</title></path>'
-        )
-        if len(pts) <= 60:
-            for px, py in pts:
-                parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{_color(i)}"/>')
+        parts.append(_t(x.end - 4, py - 5, lab, "end", 11, f' fill="{BAD_TEXT}"'))
+    parts += _series_paths(series, x, y, styles)
+    return _close(parts)
+
+
+@dataclass
+class Panel:
+    """One small chart of a row of panels: its own series, y label, y scale and formatter."""
+
+    title: str
+    series: Sequence[Series]
+    ylabel: str
+    yfmt: Fmt
+    zero: bool = True
+
+
+def panels(name: str, title: str, row: Sequence[Panel], xlabel: str, xfmt: Fmt) -> str:
+    """Panels side by side sharing an x quantity, each with its own y axis and scale: two
+    quantities of different size (TTFT in hundreds of ms, TPOT in tens) each read in full,
+    never one flattened against the other's axis."""
+    n = max(len(row), 1)
+    top, bottom = 62, 62 + 220
+    h = bottom + 44
+    slot = (WIDTH - 10) / n
+    descs = []
+    for pn in row:
+        descs += [f"{pn.title} ({pn.ylabel})", *_series_desc(pn.series, xfmt, pn.yfmt)]
+    parts = _open(name, title, h, _desc(descs))
+    for k, pn in enumerate(row):
+        x0 = 10 + slot * k + 76
+        x1 = 10 + slot * (k + 1) - 24
+        xs = [v for _, sx, _ in pn.series for v in sx]
+        ys = [v for _, _, sy in pn.series for v in sy]
+        x = _Axis.fit(xs, x0, x1, False)
+        y = _Axis.fit(ys, bottom, top, False, zero=pn.zero)
+        parts.append(f'<g data-panel="{escape(pn.title)}">')
+        parts.append(_t((x0 + x1) / 2, 46, pn.title, "middle", 12, ' font-weight="600"'))
+        parts += _axes(x, y, xlabel, pn.ylabel, xfmt, pn.yfmt, top, bottom)
+        parts += _series_paths(pn.series, x, y, {}, offset=k)
+        parts.append("</g>")
     return _close(parts)
 
 
@@ -359,7 +488,13 @@ def vbars(
     n = max(len(bars), 1)
     x0, x1 = 80, WIDTH - 30
     y = _Axis.fit([v for _, v, _, _ in bars] + [0.0], bottom, top, False, zero=True)
-    parts = _open(name, title, h)
+    desc = _desc(
+        [
+            f"{lab}: {yfmt(v)} {ylabel} {note}".strip() + ("" if ok else " (over a limit)")
+            for lab, v, note, ok in bars
+        ]
+    )
+    parts = _open(name, title, h, desc)
     legend, _ = _legend([("within fabric and power limits", GOOD), ("over a limit", BAD)], 60, 40)
     parts += legend
     for v in y.ticks():
@@ -402,7 +537,8 @@ def tornado(
     high label) a bar each side of zero, the widest on top."""
     rows = sorted(rows, key=lambda r: -max(abs(r[1]), abs(r[2])))
     h = 64 + 30 * max(len(rows), 1) + 10
-    parts = _open(name, title, h)
+    desc = _desc([f"{lab}: {fmt(lo)} at {lo_l}, {fmt(hi)} at {hi_l}" for lab, lo, hi, lo_l, hi_l in rows])
+    parts = _open(name, title, h, desc)
     left, right = 230, WIDTH - 90
     mid = (left + right) / 2
     span = max([abs(v) for _, lo, hi, _, _ in rows for v in (lo, hi)] + [1e-12])
@@ -437,8 +573,9 @@ def intervals(
     fmt: Fmt,
 ) -> str:
     """P10-P90 ranges with the P50 marked, each relative to the plan's value (0)."""
-    h = 64 + 30 * max(len(rows), 1) + 30
-    parts = _open(name, title, h)
+    h = 64 + 30 * max(len(rows), 1) + 48
+    desc = _desc([f"{lab}: P10 {fmt(a)}, P50 {fmt(b)}, P90 {fmt(c)}" for lab, a, b, c in rows])
+    parts = _open(name, title, h, desc)
     left, right = 230, WIDTH - 40
     vals = [v for _, a, b, c in rows for v in (a, b, c)] + [0.0]
     x = _Axis.fit(vals, left, right, False)
@@ -451,6 +588,7 @@ def intervals(
         f'<line x1="{x(0):.1f}" y1="{top}" x2="{x(0):.1f}" y2="{bottom}" stroke="{AXIS}" stroke-width="1.5"/>'
     )
     parts.append(_t(x(0) + 4, top - 4, "plan", size=10))
+    parts.append(_t((left + right) / 2, bottom + 34, "change from the plan", "middle", 12))
     parts.append(x.marker("x"))
     for i, (lab, p10, p50, p90) in enumerate(rows):
         y = top + 30 * i + 15

@@ -104,15 +104,28 @@ def pct(v: float, digits: int = 1) -> str:
     return f"{v * 100:,.{digits}f}%"
 
 
+def count(v: float) -> str:
+    """A count for people: '452,760' below a million, '1.65M' and '2.3B' above (a 7-digit
+    figure is read as its first three digits anyway)."""
+    a = abs(v)
+    if a >= 1e6:
+        for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+            if a >= div:
+                return f"{v / div:,.3g}{suffix}"
+    return f"{v:,.0f}" if a >= 1000 or float(v).is_integer() else f"{v:,.3g}"
+
+
 def number(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int):
-        return f"{v:,}"
+        return count(v)
     if isinstance(v, float):
         if not math.isfinite(v):
             return str(v)
-        if v == int(v) and abs(v) < 1e15:
+        if abs(v) >= 1e6:
+            return count(v)
+        if v == int(v):
             return f"{int(v):,}"
         a = abs(v)
         if a >= 1000:
@@ -141,17 +154,17 @@ def value(key: str, v: Any) -> str:
             return ", ".join(value(key, x) for x in v)
         return number(v)
     k = key.lower()
-    if k.endswith("_bytes_per_s"):
+    if k.endswith("_bytes_per_s") or "_bytes_per_s_" in k:
         return rate(v)
     if "usd" in k:
-        unit = k.split("usd", 1)[1].removeprefix("_")
+        unit = k.split("usd", 1)[1].removeprefix("_").split("_by_")[0]
         unit = unit.replace("per_m_", "per 1M ").replace("per_", "per ").replace("_", " ").strip()
         return usd(v) + (f" {unit}" if unit else "")
-    if k.endswith("_fraction") or k in ("mfu", "hfu", "goodput") or k.endswith("_share"):
+    if k.endswith("_fraction") or "_fraction_" in k or k in ("mfu", "hfu", "goodput") or k.endswith("_share"):
         return pct(v)
-    if k.endswith("_bytes"):
+    if k.endswith("_bytes") or "_bytes_" in k or k == "bytes":
         return nbytes(v)
-    if k.endswith("_gbps"):
+    if k.endswith("_gbps") or "_gbps_" in k:
         return f"{v:,.0f} Gb/s"
     if k.endswith("_rps"):
         return f"{v:,.2f} req/s"
@@ -161,7 +174,7 @@ def value(key: str, v: Any) -> str:
         return f"{v:,.1f} MWh"
     if k.endswith("_kwh"):
         return f"{number(float(v))} kWh"  # three significant figures: 0.393 kWh, not 0.4
-    if k.endswith("_w"):
+    if k.endswith("_w") or "_w_per_" in k:
         return watts(v)
     if k.endswith("_per_s"):
         return f"{number(float(v))}/s"
@@ -176,10 +189,19 @@ def value(key: str, v: Any) -> str:
     return number(v)
 
 
+# Units a key may carry in its middle (`read_bytes_per_s_per_node`): the label drops them.
+_INFIXES = ("_bytes_per_s_", "_fraction_", "_bytes_", "_gbps_", "_w_per_")
+
+
 def label(key: str) -> str:
-    """A key without its unit suffix, in words: `checkpoint_interval_s` -> `checkpoint interval`."""
+    """A key without its unit suffix, in words: `checkpoint_interval_s` -> `checkpoint interval`,
+    `read_bytes_per_s_per_node` -> `read per node`."""
     if key.endswith("_per_s") and not key.endswith("_bytes_per_s"):
         return key[: -len("_per_s")].replace("_", " ") + "/s"
+    for infix in _INFIXES:
+        if infix in key and not key.startswith(infix):
+            key = key.replace(infix, "_per_" if infix == "_w_per_" else "_", 1)
+            break
     k = key
     for suffix in _SUFFIXES:
         if k.endswith(suffix) and len(k) > len(suffix):

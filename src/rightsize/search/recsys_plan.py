@@ -46,7 +46,7 @@ class RecsysOption(RankedOption):
 def explain(loser: RecsysOption, winner: RecsysOption, objective: str) -> str:
     parts = [objective_gap(loser, winner, objective)]
     parts.append(
-        f"{loser.samples_per_s_per_gpu:,.0f} vs {winner.samples_per_s_per_gpu:,.0f} samples/s per GPU"
+        f"{loser.samples_per_s_per_gpu / 1e6:,.3g}M vs {winner.samples_per_s_per_gpu / 1e6:,.3g}M samples/s per GPU"
     )
     if loser.placement.get("host_bytes", 0) + loser.placement.get("ssd_bytes", 0) > 0:
         parts.append(f"tables spill beyond HBM (cache hit {loser.placement['cache_hit_rate']:.0%})")

@@ -103,7 +103,8 @@ class PowerPlan:
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["throttle_slowdown_fraction"] = self.throttle_slowdown
+        # one key per quantity, the one that says its unit (the field's name predates the rule)
+        d["throttle_slowdown_fraction"] = d.pop("throttle_slowdown")
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
         return d

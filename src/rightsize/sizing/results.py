@@ -36,7 +36,6 @@ class RunTime:
             "ideal_run_s": self.ideal_run_s,
             "with_failures_run_s": self.with_failures_run_s,
             "run_s": self.run_s,
-            "run_days": self.run_days,
             "gpu_hours": self.gpu_hours,
             "thermal_slowdown_fraction": self.thermal_slowdown_fraction,
         }
