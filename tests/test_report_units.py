@@ -22,7 +22,11 @@ from rightsize.report.render import document, render
 ROOT = Path(__file__).resolve().parent.parent
 # every bundled plan: the top-level examples and the fleet's own workloads (profile/ holds a
 # model for the profiler, not a plan)
-EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.yaml") if p.parent.name != "profile")
+EXAMPLES = sorted(
+    p
+    for p in (ROOT / "examples").rglob("*.yaml")
+    if p.parent.name != "profile" and "\nkind: sweep" not in p.read_text()
+)
 
 # A run of seven or more digits, bare (1653071) or grouped (1,653,071), not part of a word
 # or an identifier (a model id, a hash, "megatron21-76.1b") and not the tail of a decimal.

@@ -14,9 +14,9 @@ import yaml
 
 from rightsize.cli.main import main
 from rightsize.errors import BadInput
+from rightsize.spec.sweep import SweepSpec
 from rightsize.sweep import run_sweep
 from rightsize.sweep.scenarios import expand
-from rightsize.sweep.spec import SweepSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,3 +104,13 @@ def test_cli_sweep(tmp_path: Path, capsys: Any) -> None:
         assert "traffic.peak_rate=140" in out, fmt
     assert main(["sweep", str(path), "--address", "tcp://127.0.0.1:1"]) == 2
     assert "--engine dask" in capsys.readouterr().err
+
+
+def test_bundled_example_expands() -> None:
+    from rightsize.sweep.run import load_sweep
+    from rightsize.sweep.scenarios import check
+
+    spec, base, data = load_sweep(ROOT / "examples" / "fleet-2027" / "sweep-chat-prices.yaml")
+    scenarios = expand(spec, data)
+    check(scenarios, base.parent, str(base))
+    assert len(scenarios) == 1 + 2 + 1 + 4  # the base, the grid, one named scenario, four samples

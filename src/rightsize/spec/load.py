@@ -101,6 +101,12 @@ def parse_spec(data: Any, base_dir: Path | None = None, source: str = "(inline)"
         )
     kind = data.get("kind", "training")
     spec_cls = SPEC_KINDS.get(kind) if isinstance(kind, str) else None
+    if kind == "sweep":
+        raise BadInput(
+            f"{source} is a sweep (`kind: sweep`), not one spec to plan.",
+            "A sweep plans its base spec under many variations.",
+            f"Run it with `rightsize sweep {source}`.",
+        )
     if spec_cls is None:
         hint = did_you_mean(clean_key(kind), SPEC_KINDS)
         raise BadInput(
@@ -290,8 +296,9 @@ def _schema_kinds() -> dict[str, type[BaseModel]]:
     """Every kind a spec file may be, for the schema: the workload kinds and `kind: fleet` (read by
     its own loader, `spec.fleet_load`, and imported here only when a schema is asked for)."""
     from rightsize.spec.fleet import FleetSpec
+    from rightsize.spec.sweep import SweepSpec
 
-    return {**SPEC_KINDS, "fleet": FleetSpec}
+    return {**SPEC_KINDS, "fleet": FleetSpec, "sweep": SweepSpec}
 
 
 def _any_kind_schema() -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Sweeps: one spec (a workload or a fleet) planned under many variations (a grid, named
 scenarios, seeded samples of prices or growth), here or on a Dask cluster, with the same results.
 
-- `spec`: the `kind: sweep` file.
+- `spec.sweep` (in the spec package): the `kind: sweep` file, which names a base spec.
 - `scenarios`: the variations, set at dotted paths into the base spec and checked before planning.
 - `run`: every scenario through the one planner (`api.plan`), locally or on `dask.distributed`.
 """

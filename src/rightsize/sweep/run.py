@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.errors import BadInput, RightsizeError
+from rightsize.spec.sweep import SweepSpec
 from rightsize.sweep.scenarios import ScenarioSpec, check, expand
-from rightsize.sweep.spec import SweepSpec
 
 ENGINES = ("local", "dask")
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.errors import BadInput, RightsizeError
-from rightsize.sweep.spec import SweepSpec
+from rightsize.spec.sweep import SweepSpec
 
 
 @dataclass(frozen=True)
