@@ -36,6 +36,7 @@ from typing import Any
 from rightsize.catalog.facility import CoolingType, cooling_types, facility_defaults
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.registry import get_accelerator
 from rightsize.constants import KILO, GiB
 from rightsize.errors import BadInput
@@ -77,6 +78,16 @@ class NodesRacks:
     cpu_cores_need_per_gpu: float
     warnings: tuple[str, ...]
     sources: tuple[dict[str, Any], ...]
+    # The vendor's platform (data/platforms.yaml): its word for one accelerator, who runs the
+    # halls (owner, or the cloud provider for TPU and Trainium: racks, power and cooling are
+    # then the provider's and the rack figures above only estimate them), and the scale-up
+    # groups the accelerators form (TPU slices, Trn2 UltraServers, NVL72 racks, nodes).
+    platform: str = ""
+    unit_noun: str = "GPU"
+    facility_operated_by: str = "owner"
+    scaleup_group: str = "node"
+    scaleup_group_max_units: int = 0
+    scaleup_groups: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -306,7 +317,15 @@ def _nodes_racks_record(
     reserved_u = defaults.rack_reserved_units
     mem_per_gpu = node.host_memory_bytes / node.gpus_per_node
     cores_per_gpu = node.cpu_cores / node.gpus_per_node
+    plat = platform_for(node.accelerator)
+    group_max = plat.domain_max_units.get(node.accelerator, node.gpus_per_node)
     return NodesRacks(
+        platform=plat.id,
+        unit_noun=plat.unit_noun,
+        facility_operated_by=plat.facility,
+        scaleup_group=plat.scaleup_domain,
+        scaleup_group_max_units=group_max,
+        scaleup_groups=math.ceil(demand.gpus / group_max),
         node=node.id,
         gpus=demand.gpus,
         gpus_per_node=node.gpus_per_node,
