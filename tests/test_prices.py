@@ -30,8 +30,8 @@ from rightsize.catalog.prices import (
     stale_note,
     stale_prices,
 )
-from rightsize.errors import BadInput
 from rightsize.catalog.providers import provider_offer
+from rightsize.errors import BadInput
 
 PRICED_ACCELERATORS = [
     "a100-sxm-40gb",
