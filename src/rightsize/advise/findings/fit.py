@@ -59,7 +59,7 @@ def _crosses_scaleout(v: PlanView) -> bool:
         return v.spans_nodes
     plat = platform_for(v.acc.id, v.acc.vendor)
     group = plat.domain_max_units.get(v.acc.id, v.node.gpus_per_node)
-    gpus = int(getattr(v.demand, "gpus", 0) or 0)
+    gpus = int(getattr(v.best, "gpus", 0) or getattr(v.demand, "gpus", 0) or 0)
     return v.spans_nodes and gpus > max(group, v.node.gpus_per_node)
 
 
