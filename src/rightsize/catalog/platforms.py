@@ -10,6 +10,7 @@ stages read it; the advisor and the report use its words.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -50,7 +51,8 @@ _KEYS = frozenset(
         "source",
     }
 )
-_SCALEOUT_KEYS = frozenset({"kind", "name", "operated_by", "nics_on_chip"})
+_SCALEOUT_KEYS = frozenset({"kind", "name", "operated_by", "nics", "switch"})
+NIC_SOURCES = ("on_chip", "node", "catalog")
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ class Platform:
     scaleout_kind: str  # one of SCALEOUT_KINDS
     scaleout_name: str
     scaleout_operated_by: str  # owner / provider
-    nics_on_chip: bool  # the scale-out ports are the accelerator's own (Gaudi): no NICs to buy
+    nics: str  # on_chip (Gaudi: no NICs to buy), node (the node's own, in its price), catalog
+    switch: str  # preferred fabric.yaml switch id for an owner-built network of scaleout_kind; "" none
     facility: str  # owner / provider
     collectives: str
     launcher: str
@@ -80,6 +83,11 @@ class Platform:
     def provider_network(self) -> bool:
         """The cloud provider runs the network between scale-up groups: nothing to size or buy."""
         return self.scaleout_operated_by == "provider"
+
+    @property
+    def nics_on_chip(self) -> bool:
+        """The scale-out ports are the accelerator's own (Gaudi): no NICs to buy."""
+        return self.nics == "on_chip"
 
     @property
     def provider_facility(self) -> bool:
@@ -117,6 +125,9 @@ def parse_platform(raw: Any, file: str, key: str) -> Platform:
     for field, value in (("scaleout.operated_by", operated), ("facility", facility)):
         if value not in OPERATORS:
             raise CatalogDataError(file, f"{key}.{field}", f"use one of {OPERATORS}")
+    nics = str(out.get("nics", "catalog"))
+    if nics not in NIC_SOURCES:
+        raise CatalogDataError(file, f"{key}.scaleout.nics", f"use one of {NIC_SOURCES}")
     domains = raw.get("domain_max_units") or {}
     if not isinstance(domains, Mapping):
         raise CatalogDataError(
@@ -142,7 +153,8 @@ def parse_platform(raw: Any, file: str, key: str) -> Platform:
         scaleout_kind=kind,
         scaleout_name=require_str(out, "name", file, f"{key}.scaleout"),
         scaleout_operated_by=operated,
-        nics_on_chip=bool(out.get("nics_on_chip", False)),
+        nics=nics,
+        switch=str(out.get("switch", "")),
         facility=facility,
         collectives=require_str(raw, "collectives", file, key),
         launcher=require_str(raw, "launcher", file, key),
@@ -210,3 +222,14 @@ def rented_only_by(node_id: str) -> str:
         return ""
     plat = platform_for(node.accelerator)
     return plat.operator if plat.provider_facility else ""
+
+
+def say_units(text: str, noun: str) -> str:
+    """``text`` with GPU(s) called ``noun``(s): GPU -> chip, GPUs -> chips, GPU-hours ->
+    chip-hours, per-GPU -> per-chip, and the lower-case labels of JSON keys (gpus, gpu slots)."""
+    if noun == "GPU":
+        return text
+    text = re.sub(r"\bGPUs\b", f"{noun}s", text)
+    text = re.sub(r"\bGPU\b", noun, text)
+    text = re.sub(r"\bgpus\b", f"{noun.lower()}s", text)
+    return re.sub(r"\bgpu\b", noun.lower(), text)

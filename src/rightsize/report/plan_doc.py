@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from rightsize.advise import advise, checklists
 from rightsize.advise.view import sizing_dict
-from rightsize.catalog.platforms import unit_noun
 from rightsize.constants import DAY_S, GiB
 from rightsize.report import money_rows, svg, units
 from rightsize.report import sections as common
 from rightsize.report.document import Chart, Document, Section, Table
+from rightsize.report.platform_terms import in_platform_terms
 from rightsize.report.text import _MEM_LABELS, _STEP_LABELS, layout
 
 if TYPE_CHECKING:
@@ -219,24 +219,20 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
         decision += f": {_days(b.time_to_train_s)} to train"
     doc = Document("training_plan", f"{title}: {plan.name}", sub, decision)
     kn = doc.key_numbers
-    noun = unit_noun(b.accelerator)  # the platform's word: GPU, chip
-    kn.append((f"{noun}s", f"{b.gpus:,} x {b.accelerator} ({units.plural(nodes, 'node')})"))
+    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({units.plural(nodes, 'node')})"))
     kn.append(("step time", f"{b.step_time_s:.3f} s{_range(unc, 'step_time_s', lambda v: f'{v:.3f} s')}"))
     kn.append(("MFU / HFU", f"{b.mfu:.1%} / {b.hfu:.1%}"))
-    kn.append((f"tokens/s per {noun}", f"{b.tokens_per_s_per_gpu:,.0f}"))
+    kn.append(("tokens/s per GPU", f"{b.tokens_per_s_per_gpu:,.0f}"))
     if b.time_to_train_s is not None:
         kn.append(("time to train", _days(b.time_to_train_s) + _range(unc, "time_to_train_s", _days)))
     if b.gpu_hours is not None:
-        kn.append((f"{noun}-hours", f"{b.gpu_hours:,.0f}" + _range(unc, "gpu_hours", lambda v: f"{v:,.0f}")))
+        kn.append(("GPU-hours", f"{b.gpu_hours:,.0f}" + _range(unc, "gpu_hours", lambda v: f"{v:,.0f}")))
     if b.cost_usd is not None:
         kn.append(("cost (on demand)", units.usd(b.cost_usd) + _range(unc, "cost_usd", units.usd)))
     if b.reliability.get("goodput"):
         kn.append(("goodput", f"{b.reliability['goodput']:.1%}"))
     kn.append(
-        (
-            f"memory per {noun}",
-            f"{units.gib(b.memory['total_bytes'])} of {units.gib(b.memory['capacity_bytes'])}",
-        )
+        ("memory per GPU", f"{units.gib(b.memory['total_bytes'])} of {units.gib(b.memory['capacity_bytes'])}")
     )
     doc.sections += [
         _step_section(b),
@@ -254,7 +250,7 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
             text=[plan.search_summary()],
         )
     )
-    return doc
+    return in_platform_terms(doc, b.accelerator)  # chips where the platform's unit is a chip
 
 
 # --- serving ----------------------------------------------------------------------------------
@@ -446,13 +442,12 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
     unc = getattr(plan, "uncertainty", None)
     sub = f"model {plan.model}, scenario {plan.scenario}, objective {plan.objective}"
     decision = (
-        f"{units.plural(b.replicas, 'replica')} x tp{b.tp} on {b.accelerator} = "
-        f"{units.plural(b.gpus, unit_noun(b.accelerator))} "
+        f"{units.plural(b.replicas, 'replica')} x tp{b.tp} on {b.accelerator} = {units.plural(b.gpus, 'GPU')} "
         f"(weights {b.weight_precision}, KV cache {b.kv_precision})"
     )
     doc = Document("serving_plan", f"{title}: {plan.name}", sub, decision)
     kn = doc.key_numbers
-    kn.append((f"{unit_noun(b.accelerator)}s", f"{b.gpus:,} x {b.accelerator} ({b.replicas} x tp{b.tp})"))
+    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({b.replicas} x tp{b.tp})"))
     if plan.scenario == "serving":
         kn.append(
             (
@@ -493,4 +488,4 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
     if plan.assumptions:
         doc.sections.append(Section("assumptions", "Assumptions", bullets=list(plan.assumptions)))
     doc.sections.append(Section("search", "Search", text=[f"Planned in {plan.seconds:.1f} s."]))
-    return doc
+    return in_platform_terms(doc, b.accelerator)  # chips where the platform's unit is a chip

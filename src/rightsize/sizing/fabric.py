@@ -96,6 +96,37 @@ class NicSensitivity:
     slowdown_vs_fastest_fraction: float  # vs the fastest rate tabulated
 
 
+# FabricPlan fields that describe a network the buyer builds; a provider-run one (Google's DCN,
+# AWS's EFA) has none of them in its JSON view.
+_OWNER_ONLY = (
+    "oversubscription",
+    "tiers",
+    "rails",
+    "link_gbps",
+    "switch",
+    "switch_radix",
+    "leaf_down_ports",
+    "leaf_up_ports",
+    "leaves",
+    "spines",
+    "cores",
+    "pods",
+    "switches",
+    "switch_rack_units",
+    "nic",
+    "nics",
+    "node_leaf_links",
+    "leaf_spine_links",
+    "spine_core_links",
+    "dac_cables",
+    "fiber_cables",
+    "transceivers",
+    "nic_capex_in_node_price",
+    "switch_power_w",
+    "optics_power_w",
+)
+
+
 @dataclass(frozen=True)
 class FabricPlan:
     """Scale-out fabric: NIC sensitivity, topology, bill of materials, cost, power and growth limit."""
@@ -163,6 +194,9 @@ class FabricPlan:
         if not self.needed or self.operated_by == "provider":  # nothing bought: no cost figure
             for k in [k for k in d if k.endswith("capex_usd")]:
                 d[k] = None
+        if self.operated_by == "provider":  # the provider's network: no switches, optics or NICs of ours
+            for k in _OWNER_ONLY:
+                d.pop(k, None)
         return d
 
 
@@ -456,6 +490,8 @@ def size_fabric(
     per_gpu = fabric.nic_gbps if fabric.nic_gbps is not None else node_gbps_per_gpu
     link_gbps = per_gpu * node.gpus_per_node / node.nics_per_node
     rails = node.nics_per_node
+    if switch is None and plat.switch and fabric.kind == plat.scaleout_kind:
+        switch = plat.switch  # the vendor's reference design: merchant Ethernet, not NVIDIA's
     sw, k = _switch_and_radix(fabric, link_gbps, switch)
     rail_opt = fabric.topology == "rail_optimized"
     topo = count_topology(nodes, rails, k, fabric.oversubscription, rail_opt)
@@ -476,9 +512,11 @@ def size_fabric(
     dac = dac_for(link_gbps)
     fibre = fiber()
     transceivers = 2 * optical_links
-    nic = None if plat.nics_on_chip else nic_for(fabric.kind, link_gbps)
+    node_speed = math.isclose(link_gbps * GIGA, node.nic_bits_per_s)
+    own = plat.nics_on_chip or (plat.nics == "node" and node_speed)  # no catalog NIC to name or price
+    nic = None if own else nic_for(fabric.kind, link_gbps)
     nics = nodes * rails
-    nic_in_node = plat.nics_on_chip or math.isclose(link_gbps * GIGA, node.nic_bits_per_s)
+    nic_in_node = own or node_speed
     nic_capex = nics * nic.price_usd if nic else 0.0
     warnings = kind_warnings + fabric_warnings(
         demand,
@@ -488,7 +526,7 @@ def size_fabric(
         (optic, nic, nic_in_node, nics),
         (sensitivity, recommended),
     )
-    if plat.nics_on_chip:  # the ports are the chip's own: no NIC to find or price
+    if own:  # the chip's own ports, or the node's own NICs: no catalog NIC to find or price
         warnings = [w for w in warnings if not w.startswith(f"No {fabric.kind} NIC")]
 
     switches = topo.leaves + topo.spines + topo.cores

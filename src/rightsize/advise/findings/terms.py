@@ -6,21 +6,14 @@ Gaudi plan, and no NVIDIA generation names where the accelerator is not NVIDIA's
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from rightsize.advise.findings.base import Finding
-from rightsize.catalog.platforms import Platform
+from rightsize.catalog.platforms import Platform, say_units
 
 _NVIDIA_ONLY = (
     # (phrase written for NVIDIA parts, what it says on any platform)
     (" on Hopper or Blackwell", " where the accelerator has FP8 matrix units"),
 )
-
-
-def _nouns(text: str, noun: str) -> str:
-    """GPU -> chip, GPUs -> chips, GPU-hours -> chip-hours; words like 'GPU-side' follow."""
-    text = re.sub(r"\bGPUs\b", f"{noun}s", text)
-    return re.sub(r"\bGPU\b", noun, text)
 
 
 def in_platform_terms(finding: Finding, plat: Platform) -> Finding:
@@ -31,5 +24,5 @@ def in_platform_terms(finding: Finding, plat: Platform) -> Finding:
     for nvidia, neutral in _NVIDIA_ONLY:
         title, fix = title.replace(nvidia, neutral), fix.replace(nvidia, neutral)
     if plat.unit_noun != "GPU":
-        title, fix = _nouns(title, plat.unit_noun), _nouns(fix, plat.unit_noun)
+        title, fix = say_units(title, plat.unit_noun), say_units(fix, plat.unit_noun)
     return dataclasses.replace(finding, title=title, fix=fix)
