@@ -139,3 +139,12 @@ def test_every_accelerator_has_a_platform_and_a_unit_noun() -> None:
         plat = platform_for(acc)
         assert plat.unit_noun in ("GPU", "chip"), acc
         assert plat.source and plat.as_of
+
+
+def test_an_nvl72_plan_packs_the_vendors_liquid_cooled_rack() -> None:
+    spec = {**SPEC, "targets": {**SPEC["targets"], "accelerators": ["gb300"], "max_gpus": 144}}
+    nodes = plan(spec).sizing.nodes
+    # 72 GPUs per NVLink domain = 18 four-GPU trays in one rack, direct-to-chip liquid cooled
+    # within the vendor's ~140 kW rack (not pushed to immersion by a generic 120 kW budget)
+    assert nodes.nodes_per_rack == 18 and nodes.cooling == "direct_liquid"
+    assert nodes.rack_budget_kw == pytest.approx(platforms()["nvidia-nvl72"].rack_kw["gb300"])

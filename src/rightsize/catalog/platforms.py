@@ -48,6 +48,7 @@ _KEYS = frozenset(
         "collectives",
         "launcher",
         "operator",
+        "rack",
         "source",
     }
 )
@@ -75,6 +76,8 @@ class Platform:
     collectives: str
     launcher: str
     operator: str  # who runs the provider-operated parts ("Google", "AWS"); "" for the buyer
+    rack_cooling: str  # the vendor's rack cooling (facility.yaml id) where it sells the rack; ""
+    rack_kw: dict[str, float]  # accelerator id -> the vendor's rack power, kW (NVL72)
     source: str
     as_of: str
     sources: dict[str, Sourced]
@@ -138,6 +141,15 @@ def parse_platform(raw: Any, file: str, key: str) -> Platform:
         sources[f"domain_max_units.{acc_id}"] = sourced(
             fig, file, f"{key}.domain_max_units.{acc_id}", integer=True, minimum=1, maximum=100_000
         )
+    rack = raw.get("rack") or {}
+    if not isinstance(rack, Mapping):
+        raise CatalogDataError(file, f"{key}.rack", "expected {cooling, rack_kw}")
+    check_keys(rack, frozenset({"cooling", "rack_kw"}), file, f"{key}.rack")
+    rack_cooling = str(rack.get("cooling", ""))
+    for acc_id, fig in (rack.get("rack_kw") or {}).items():
+        sources[f"rack_kw.{acc_id}"] = sourced(
+            fig, file, f"{key}.rack.rack_kw.{acc_id}", minimum=1, maximum=2000
+        )
     accs = raw.get("accelerators") or []
     if not isinstance(accs, list) or not all(isinstance(a, str) for a in accs):
         raise CatalogDataError(file, f"{key}.accelerators", "expected a list of accelerator ids")
@@ -149,7 +161,9 @@ def parse_platform(raw: Any, file: str, key: str) -> Platform:
         accelerators=tuple(accs),
         unit_noun=require_str(raw, "unit_noun", file, key),
         scaleup_domain=require_str(raw, "scaleup_domain", file, key),
-        domain_max_units={a: int(s.value) for a, s in ((k[17:], v) for k, v in sources.items())},
+        domain_max_units={
+            k[17:]: int(v.value) for k, v in sources.items() if k.startswith("domain_max_units.")
+        },
         scaleout_kind=kind,
         scaleout_name=require_str(out, "name", file, f"{key}.scaleout"),
         scaleout_operated_by=operated,
@@ -159,6 +173,8 @@ def parse_platform(raw: Any, file: str, key: str) -> Platform:
         collectives=require_str(raw, "collectives", file, key),
         launcher=require_str(raw, "launcher", file, key),
         operator=str(raw.get("operator", "")),
+        rack_cooling=rack_cooling,
+        rack_kw={a[8:]: s.value for a, s in sources.items() if a.startswith("rack_kw.")},
         source=source,
         as_of=as_of,
         sources=sources,

@@ -173,6 +173,11 @@ def _rack_budget(
     types = cooling_types()
     if facility.rack_power_kw is not None:
         return None, facility.rack_power_kw, RACK_POWER_FIELD
+    plat = platform_for(node.accelerator)
+    vendor_kw = plat.rack_kw.get(node.accelerator)
+    if vendor_kw and plat.rack_cooling in types and wanted in ("auto", plat.rack_cooling):
+        # the vendor sells the rack (NVL72): its power and cooling, not a generic density
+        return types[plat.rack_cooling], vendor_kw, f"{plat.name}: the vendor's rack"
     if wanted != "auto":
         return types[wanted], types[wanted].default_rack_kw, f"default for {wanted} cooling"
     overhead_w = facility_defaults().rack_overhead_w
