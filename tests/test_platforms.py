@@ -1,5 +1,5 @@
 """Each vendor family planned on its own platform (issue 28): no other vendor's fabric,
-launcher or terms in the JSON, Markdown and terminal outputs; the network and halls the
+launcher or terms in the JSON, Markdown, terminal and HTML outputs; the network and halls the
 vendor publishes (TPU slices over DCN, Trainium over EFA, Gaudi's on-chip RoCE)."""
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ FOREIGN = {
     "ConnectX": {"nvidia-hgx", "nvidia-nvl72"},
     "connectx": {"nvidia-hgx", "nvidia-nvl72"},
     "torchrun": {"nvidia-hgx", "nvidia-nvl72", "amd-instinct", "intel-gaudi", "aws-trainium"},
+    "GPU": {"nvidia-hgx", "nvidia-nvl72", "amd-instinct"},  # a TPU, Trainium or Gaudi is a chip
     "transceivers": {"nvidia-hgx", "nvidia-nvl72", "amd-instinct", "intel-gaudi"},
     "rail_optimized": {"nvidia-hgx", "nvidia-nvl72", "amd-instinct", "intel-gaudi"},
 }
@@ -54,13 +55,14 @@ FAMILIES = {
 def _outputs(acc: str) -> tuple[Any, dict[str, str]]:
     spec = {**SPEC, "targets": {**SPEC["targets"], "accelerators": [acc]}}
     p = plan(spec)
-    return p, {fmt: render(p, fmt) for fmt in ("json", "markdown", "table")}
+    return p, {fmt: render(p, fmt) for fmt in ("json", "markdown", "table", "html")}
 
 
 # JSON subtrees that are not the plan's own words: the spec as given (its defaults included)
 # and the provenance of catalog figures (a default efficiency spread cites the NCCL runs it
-# came from, which is where that number came from).
-_NOT_PROSE = {"spec", "source"}
+# came from, which is where that number came from), and the priced instance whose "(N GPUs)"
+# `export` parses as the price catalog writes it.
+_NOT_PROSE = {"spec", "source", "priced_instance"}
 
 
 def _prose(text: str, fmt: str) -> str:
@@ -94,7 +96,10 @@ def test_a_plan_has_no_other_vendors_fabric_or_terms(acc: str) -> None:
         prose = _prose(text, fmt)
         for word, owners in FOREIGN.items():
             if family not in owners:
-                assert word not in prose, f"{word!r} in the {fmt} output of a {acc} plan"
+                found = re.search(rf"\b{word}s?\b" if word == "GPU" else re.escape(word), prose)
+                assert not found, (
+                    f"{word!r} in the {fmt} output of a {acc} plan: {prose[found.start() - 80 : found.end() + 40]!r}"
+                )
 
 
 @pytest.mark.parametrize("acc", [a for a, f in FAMILIES.items() if platforms()[f].unit_noun != "GPU"])
