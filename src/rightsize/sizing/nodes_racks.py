@@ -48,6 +48,25 @@ RACK_UNITS_FIELD = "infrastructure.facility.rack_units"
 COOLING_FIELD = "infrastructure.facility.cooling"
 
 
+# NodesRacks fields about racks the buyer fills and cools; a provider-operated platform's JSON
+# view (TPU, Trainium) has none of them.
+_RACK_FIELDS = (
+    "nodes_per_rack",
+    "racks",
+    "limited_by",
+    "rack_budget_kw",
+    "rack_budget_from",
+    "rack_units",
+    "reserved_rack_units",
+    "rack_units_used",
+    "rack_overhead_w",
+    "kw_per_rack",
+    "cooling",
+    "cooling_max_rack_kw",
+    "cooling_reason",
+)
+
+
 @dataclass(frozen=True)
 class NodesRacks:
     """Nodes, their packing into compute racks, host resources per GPU, and the rack's cooling."""
@@ -93,6 +112,9 @@ class NodesRacks:
         d = asdict(self)
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
+        if self.facility_operated_by == "provider":  # the provider's racks: none of ours to list
+            for k in _RACK_FIELDS:
+                d.pop(k, None)
         return d
 
 

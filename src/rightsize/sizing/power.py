@@ -111,6 +111,17 @@ class PowerPlan:
         d["throttle_slowdown_fraction"] = self.throttle_slowdown
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
+        if self.facility_operated_by == "provider":  # the provider's racks and cooling, not ours
+            for k in (
+                "racks",
+                "rack_overhead_w",
+                "nodes_in_fullest_rack",
+                "kw_per_rack",
+                "kw_per_rack_typical",
+            ):
+                d.pop(k, None)
+            for k in ("cooling", "cooling_max_rack_kw", "power_cap_w"):
+                d.pop(k, None)
         return d
 
 
