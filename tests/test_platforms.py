@@ -153,3 +153,36 @@ def test_an_nvl72_plan_packs_the_vendors_liquid_cooled_rack() -> None:
     # within the vendor's ~140 kW rack (not pushed to immersion by a generic 120 kW budget)
     assert nodes.nodes_per_rack == 18 and nodes.cooling == "direct_liquid"
     assert nodes.rack_budget_kw == pytest.approx(platforms()["nvidia-nvl72"].rack_kw["gb300"])
+
+
+def test_a_tpu_plan_past_one_slice_is_multislice_over_dcn() -> None:
+    spec = {**SPEC, "targets": {**SPEC["targets"], "accelerators": ["tpu-v6e"]}}
+    p = plan(spec)
+    fab, nodes = p.sizing.fabric, p.sizing.nodes
+    most = platforms()["google-tpu"].domain_max_units["tpu-v6e"]  # 256 chips (16x16)
+    assert p.best.gpus > most and nodes.scaleup_groups == -(-p.best.gpus // most)
+    assert fab.needed and fab.kind == "dcn" and fab.operated_by == "provider"
+    assert "Multislice" in fab.reason and "slices" in fab.reason
+
+
+def test_objective_time_stops_where_each_accelerator_falls_below_half_its_best_throughput() -> None:
+    """Diminishing returns, for every vendor alike: llama3-70b on Trainium2 with room to 65,536
+    chips within 200 days took all 65,536 at 23% MFU (under half the 47% it reaches at 4,096)."""
+    base = {
+        "name": "trn2-time",
+        "model": "llama3-70b",
+        "training": {
+            "seq_len": 8192,
+            "global_batch_tokens": "16Mi",
+            "train_tokens": "15T",
+            "precision": "bf16",
+        },
+        "targets": {"accelerators": ["trn2"], "objective": "time", "deadline": "200d", "max_gpus": 65536},
+    }
+    fast = plan(base).best
+    small = plan({**base, "targets": {**base["targets"], "gpus": 4096}}).best
+    assert fast.gpus < 65536
+    assert (
+        fast.tokens_per_s_per_gpu / fast.risk_factor >= 0.5 * small.tokens_per_s_per_gpu / small.risk_factor
+    )
+    assert fast.time_to_train_s < small.time_to_train_s  # still faster than the efficient small cluster

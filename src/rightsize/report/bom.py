@@ -67,7 +67,7 @@ def _compute_row(nodes: dict[str, Any], cost: dict[str, Any]) -> list[str]:
         groups = nodes.get("scaleup_groups", 0)
         return [
             "compute",
-            f"{head} in {groups:,} x {nodes.get('scaleup_group', 'group')} of up to "
+            f"{head} in {units.plural(groups, str(nodes.get('scaleup_group', 'group')))} of up to "
             f"{nodes.get('scaleup_group_max_units', 0):,}; racks, power and cooling are provider-operated",
         ]
     return [

@@ -70,7 +70,7 @@ def provider_network(plat: Platform, node: NodeType, nodes: int, gpus: int) -> t
         )
     return (
         True,
-        f"{groups:,} x {group} of up to {most:,} {plat.units(most)} ({hosts}) joined over "
+        f"{groups:,} {group}s of up to {most:,} {plat.units(most)} ({hosts}) joined over "
         f"{plat.scaleout_name}{' (Multislice)' if plat.scaleout_kind == 'dcn' else ''}: {per_unit_gbps:g} Gb/s per {plat.unit_noun}, {per_host_gbps:g} Gb/s per host; "
         f"{runs}.",
     )
