@@ -75,7 +75,12 @@ from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.search.demand import Demand
 from rightsize.sizing.dci import DciPlan, size_dci
-from rightsize.sizing.fabric_platform import provider_network, scaleout_kind, scaleup_groups
+from rightsize.sizing.fabric_platform import (
+    OWNER_ONLY_FIELDS,
+    provider_network,
+    scaleout_kind,
+    scaleup_groups,
+)
 from rightsize.sizing.fabric_tiers import MAX_TIERS, count_tree, tiers_needed, tree_capacity
 from rightsize.sizing.fabric_warnings import NIC_FIELD, fabric_warnings
 from rightsize.sizing.nodes_racks import source_entry
@@ -94,37 +99,6 @@ class NicSensitivity:
     step_s: float
     slowdown_vs_node_fraction: float | None  # vs the node's own NICs (demand.step_s); None if unknown
     slowdown_vs_fastest_fraction: float  # vs the fastest rate tabulated
-
-
-# FabricPlan fields that describe a network the buyer builds; a provider-run one (Google's DCN,
-# AWS's EFA) has none of them in its JSON view.
-_OWNER_ONLY = (
-    "oversubscription",
-    "tiers",
-    "rails",
-    "link_gbps",
-    "switch",
-    "switch_radix",
-    "leaf_down_ports",
-    "leaf_up_ports",
-    "leaves",
-    "spines",
-    "cores",
-    "pods",
-    "switches",
-    "switch_rack_units",
-    "nic",
-    "nics",
-    "node_leaf_links",
-    "leaf_spine_links",
-    "spine_core_links",
-    "dac_cables",
-    "fiber_cables",
-    "transceivers",
-    "nic_capex_in_node_price",
-    "switch_power_w",
-    "optics_power_w",
-)
 
 
 @dataclass(frozen=True)
@@ -195,7 +169,7 @@ class FabricPlan:
             for k in [k for k in d if k.endswith("capex_usd")]:
                 d[k] = None
         if self.operated_by == "provider":  # the provider's network: no switches, optics or NICs of ours
-            for k in _OWNER_ONLY:
+            for k in OWNER_ONLY_FIELDS:
                 d.pop(k, None)
         return d
 

@@ -23,6 +23,36 @@ from rightsize.catalog.platforms import Platform
 from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.spec.infrastructure import Fabric
 
+# FabricPlan fields that describe a network the buyer builds; a provider-run one (Google's DCN,
+# AWS's EFA) has none of them in its JSON view.
+OWNER_ONLY_FIELDS = (
+    "oversubscription",
+    "tiers",
+    "rails",
+    "link_gbps",
+    "switch",
+    "switch_radix",
+    "leaf_down_ports",
+    "leaf_up_ports",
+    "leaves",
+    "spines",
+    "cores",
+    "pods",
+    "switches",
+    "switch_rack_units",
+    "nic",
+    "nics",
+    "node_leaf_links",
+    "leaf_spine_links",
+    "spine_core_links",
+    "dac_cables",
+    "fiber_cables",
+    "transceivers",
+    "nic_capex_in_node_price",
+    "switch_power_w",
+    "optics_power_w",
+)
+
 
 def scaleout_kind(plat: Platform, fabric: Fabric) -> tuple[str, list[str]]:
     """The switch family to size (infiniband / roce) for an owner-built network, and warnings.
