@@ -115,7 +115,7 @@ def test_a_tpu_plan_is_one_slice_over_ici_with_nothing_to_buy() -> None:
     p, _ = _outputs("tpu-v5p")
     fab, nodes = p.sizing.fabric, p.sizing.nodes
     # 2,048 v5p chips fit one slice (the largest is 6,144, Google Cloud TPU docs)
-    assert nodes.scaleup_groups == 1 and nodes.scaleup_group == "slice"
+    assert nodes.scaleup_groups == 1 and nodes.scaleup_group == "slice" and not fab.crosses_network
     assert fab.operated_by == "provider" and fab.switches == 0 and fab.transceivers == 0
     assert fab.as_dict()["capex_usd"] is None
     assert nodes.facility_operated_by == "provider" and p.sizing.power.throttle_slowdown == 0.0
@@ -126,7 +126,8 @@ def test_a_tpu_plan_is_one_slice_over_ici_with_nothing_to_buy() -> None:
 def test_trainium_crosses_ultraservers_over_efa_run_by_aws() -> None:
     p, outs = _outputs("trn2")
     fab = p.sizing.fabric
-    assert fab.needed and fab.kind == "efa" and fab.operated_by == "provider"
+    assert fab.crosses_network and not fab.needed  # AWS's network: nothing to buy
+    assert fab.kind == "efa" and fab.operated_by == "provider"
     assert fab.scaleup_groups == 2048 // 64  # Trn2 UltraServers of 64 chips
     assert "EFA" in outs["table"] and fab.switches == 0
 
@@ -161,7 +162,7 @@ def test_a_tpu_plan_past_one_slice_is_multislice_over_dcn() -> None:
     fab, nodes = p.sizing.fabric, p.sizing.nodes
     most = platforms()["google-tpu"].domain_max_units["tpu-v6e"]  # 256 chips (16x16)
     assert p.best.gpus > most and nodes.scaleup_groups == -(-p.best.gpus // most)
-    assert fab.needed and fab.kind == "dcn" and fab.operated_by == "provider"
+    assert fab.crosses_network and not fab.needed and fab.kind == "dcn" and fab.operated_by == "provider"
     assert "Multislice" in fab.reason and "slices" in fab.reason
 
 

@@ -154,6 +154,10 @@ class FabricPlan:
     # who builds it: "owner" (switches, optics and NICs sized and priced here) or "provider"
     # (Google's DCN between TPU slices, AWS's EFA network: nothing to buy; no capex figure)
     operated_by: str = "owner"
+    # the job's traffic crosses the network between scale-up groups: an owner-built fabric
+    # that is `needed`, or the provider's (TPU Multislice over DCN, Trainium over EFA), which
+    # is never `needed` (nothing to buy) but still carries the data-parallel traffic
+    crosses_network: bool = False
     scaleup_group: str = "node"  # what shares the scale-up links: node, slice, Trn2 UltraServer, NVL72 rack
     scaleup_groups: int = 0  # how many of them the job spans
 
@@ -439,17 +443,17 @@ def size_fabric(
     plat = platform_for(node.accelerator)
     group, groups, _ = scaleup_groups(plat, node, demand.gpus)
     if plat.provider_network:  # Google's DCN, AWS's EFA: the provider's network, nothing to size
-        needed, why = provider_network(plat, node, nodes, demand.gpus)
+        crosses, why = provider_network(plat, node, nodes, demand.gpus)
         if unneeded is not None and unneeded[1] == UNLIMITED_NODES:
-            needed, why = False, unneeded[0]
+            crosses, why = False, unneeded[0]
         base = _no_fabric(
             node, nodes, fabric, why, UNLIMITED_NODES, sensitivity, recommended, slowdown_threshold
         )
-        return dataclasses.replace(
+        return dataclasses.replace(  # needed stays False: nothing of ours to build or buy
             base,
-            needed=needed,
+            crosses_network=crosses,
             kind=plat.scaleout_kind,
-            topology="provider_network" if needed else "none",
+            topology="provider_network" if crosses else "none",
             operated_by="provider",
             scaleup_group=group,
             scaleup_groups=groups,
@@ -578,6 +582,7 @@ def size_fabric(
         planes=topo.planes,
         switches_by_tier=by_tier,
         dci=dci,
+        crosses_network=True,
         scaleup_group=group,
         scaleup_groups=groups,
     )

@@ -81,7 +81,7 @@ def fabric_too_slow(v: PlanView) -> Finding | None:
     if gain < MIN_SAVING:
         return None
     fab = v.section("fabric")
-    if fab.get("operated_by") == "provider" and not fab.get("needed"):
+    if fab.get("operated_by") == "provider" and not fab.get("crosses_network"):
         return None  # the job stays inside one TPU slice / UltraServer: no network between them to speed up
     fix = f"Provision {g:,.0f} Gb/s per GPU (or more NICs per node), or change the layout to move less over the fabric."
     if fab.get("operated_by") == "provider":  # Google's DCN, AWS's EFA: the provider sets the rate per host
