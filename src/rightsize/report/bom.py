@@ -64,11 +64,15 @@ def _compute_row(nodes: dict[str, Any], cost: dict[str, Any]) -> list[str]:
     are the cloud provider's (TPU, Trainium) the scale-up groups instead of a rack count."""
     head = f"{nodes.get('nodes', 0):,} x {nodes.get('node', '?')} ({_gpus(nodes, cost)})"
     if nodes.get("facility_operated_by") == "provider":
-        groups = nodes.get("scaleup_groups", 0)
+        groups = max(int(nodes.get("scaleup_groups", 0) or 0), 1)
+        noun = nodes.get("unit_noun") or "GPU"
+        per_group = -(-int(nodes.get("gpus", 0) or 0) // groups)
+        hosts = -(-per_group // max(int(nodes.get("gpus_per_node", 1) or 1), 1))
         return [
             "compute",
-            f"{head} in {units.plural(groups, str(nodes.get('scaleup_group', 'group')))} of up to "
-            f"{nodes.get('scaleup_group_max_units', 0):,}; racks, power and cooling are provider-operated",
+            f"{head} in {units.plural(groups, str(nodes.get('scaleup_group', 'group')))} of "
+            f"{units.plural(per_group, noun)} ({units.plural(hosts, 'host')} each; the largest holds "
+            f"{nodes.get('scaleup_group_max_units', 0):,}); racks, power and cooling are provider-operated",
         ]
     return [
         "compute",
