@@ -74,6 +74,8 @@ DIMENSIONLESS = {
     "nodes_per_rack",
     "nodes_in_fullest_rack",
     "scaleup_domain_nodes",
+    "scaleup_groups",  # TPU slices, Trn2 UltraServers, NVL72 racks the job spans (issue 28)
+    "scaleup_group_max_units",
     "rack_units",
     "reserved_rack_units",
     "rack_units_used",

@@ -30,6 +30,7 @@ from rightsize.catalog.prices import (
     stale_note,
     stale_prices,
 )
+from rightsize.catalog.providers import provider_offer
 from rightsize.errors import BadInput
 
 PRICED_ACCELERATORS = [
@@ -369,10 +370,11 @@ def test_stale_prices_are_flagged() -> None:
 
     stale = dict(stale_prices(today=date(2026, 11, 25)))
     assert (
-        "cloud.a100-sxm-40gb.on_demand_usd_per_instance_hour" in stale
+        "cloud.a100-sxm-80gb[aws].on_demand_usd_per_instance_hour" in stale
     )  # 2025-05: before AWS's June-2025 cut
+    assert "cloud.a100-sxm-40gb.on_demand_usd_per_instance_hour" not in stale  # refreshed 2026-03
     assert "cloud.h100-sxm.on_demand_usd_per_instance_hour" not in stale  # 2025-11, post-cut
-    figure = cloud_price("a100-sxm-40gb").sources[ON_DEMAND]
+    figure = provider_offer("a100-sxm-80gb", "aws").sources[ON_DEMAND]
     note = stale_note(figure, date(2026, 11, 25))
     assert note is not None and "2025-05" in note and "18 months" in note
     assert stale_note(figure, date(2025, 12, 1)) is None

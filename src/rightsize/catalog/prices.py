@@ -32,6 +32,7 @@ from rightsize.catalog.loader import (
     require_str,
     sourced,
 )
+from rightsize.catalog.platforms import rented_only_by
 from rightsize.catalog.registry import accelerators, nodes
 from rightsize.errors import BadInput, did_you_mean
 from rightsize.spec.prices import PROVIDERS
@@ -491,6 +492,12 @@ def _no_price(
         why = (
             f"'{name}' is rented only by {', '.join(rents)} in {PRICES_FILE}, and the plan allows only "
             f"{', '.join(providers)} (targets.providers or prices: provider)."
+        )
+        hint = ""
+    elif section == "onprem" and (operator := rented_only_by(_key(name))):
+        why = (
+            f"'{name}' is a {operator} cloud host: {operator} rents it and does not sell it, and its racks, "
+            "power and cooling are the provider's (data/platforms.yaml), so there is no on-premises option."
         )
         hint = ""
     elif _key(name) in known:

@@ -49,22 +49,49 @@ def per_million_text(usd: Any, work_unit: Any) -> str:
 
 
 def _gpus(nodes: dict[str, Any], cost: dict[str, Any]) -> str:
-    """GPUs billed (whole nodes) and, when fewer, GPUs the job uses."""
+    """Accelerators billed (whole nodes) and, when fewer, those the job uses, in the
+    platform's word (GPUs, chips)."""
+    noun = nodes.get("unit_noun") or "GPU"
     billed = cost.get("gpus_billed") or nodes.get("gpus", 0)
     used = cost.get("gpus_used") or billed
     if used < billed:
-        return f"{units.plural(billed, 'GPU')} billed, {used:,} used"
-    return units.plural(billed, "GPU")
+        return f"{units.plural(billed, noun)} billed, {used:,} used"
+    return units.plural(billed, noun)
 
 
-def _fabric_row(fabric: dict[str, Any]) -> list[str]:
-    if not fabric.get("needed"):
-        return ["fabric", str(fabric.get("reason", "none"))]
+def _compute_row(nodes: dict[str, Any], cost: dict[str, Any]) -> list[str]:
+    """The accelerators, their hosts and the racks around them; where the platform's halls
+    are the cloud provider's (TPU, Trainium) the scale-up groups instead of a rack count."""
+    head = f"{nodes.get('nodes', 0):,} x {nodes.get('node', '?')} ({_gpus(nodes, cost)})"
+    if nodes.get("facility_operated_by") == "provider":
+        groups = max(int(nodes.get("scaleup_groups", 0) or 0), 1)
+        noun = nodes.get("unit_noun") or "GPU"
+        per_group = -(-int(nodes.get("gpus", 0) or 0) // groups)
+        hosts = -(-per_group // max(int(nodes.get("gpus_per_node", 1) or 1), 1))
+        return [
+            "compute",
+            f"{head} in {units.plural(groups, str(nodes.get('scaleup_group', 'group')))} of "
+            f"{units.plural(per_group, noun)} ({units.plural(hosts, 'host')} each; the largest holds "
+            f"{nodes.get('scaleup_group_max_units', 0):,}); racks, power and cooling are provider-operated",
+        ]
+    return [
+        "compute",
+        f"{head} in {units.plural(nodes.get('racks', 0), 'rack')} of {nodes.get('nodes_per_rack', 0)} "
+        f"({units.number(nodes.get('kw_per_rack', 0))} kW, {nodes.get('cooling', '?')} cooled)",
+    ]
+
+
+def _fabric_row(fabric: dict[str, Any], noun: str = "GPU") -> list[str]:
+    if not fabric.get("needed") or fabric.get("operated_by") == "provider":
+        return [
+            "fabric" if fabric.get("operated_by") != "provider" else "network",
+            str(fabric.get("reason", "none")),
+        ]
     return [
         "fabric",
         f"{fabric.get('kind', '')} {fabric.get('topology', '')}, {units.plural(fabric.get('tiers', 0), 'tier')}, "
         + (f"{fabric.get('rails', 0)} planes, " if fabric.get("topology") == "multi_plane" else "")
-        + f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per GPU: {fabric.get('leaves', 0)} leaf + "
+        + f"{units.number(fabric.get('nic_gbps_per_gpu', 0))} Gb/s per {noun}: {fabric.get('leaves', 0)} leaf + "
         f"{fabric.get('spines', 0)} spine + {fabric.get('cores', 0)} core {fabric.get('switch', '')}, "
         f"{fabric.get('transceivers', 0):,} transceivers; {units.usd(fabric.get('capex_usd', 0))}",
     ]
@@ -117,6 +144,8 @@ def _power_line(power: dict[str, Any]) -> str:
         f"{units.watts(power.get('it_power_max_w', 0))} max; facility {units.watts(power.get('facility_power_w', 0))} "
         f"(PUE {power.get('pue', 0):g})"
     )
+    if power.get("facility_operated_by") == "provider":
+        line = "provider-operated halls; estimated draw " + line
     if isinstance(power.get("energy_per_run_mwh"), int | float):
         line += f"; {units.number(power['energy_per_run_mwh'])} MWh per run"
     elif isinstance(power.get("energy_per_month_mwh"), int | float):
@@ -227,13 +256,8 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
         return None
     cost = sizing.get("cost") or {}
     rows: list[list[str]] = [
-        [
-            "compute",
-            f"{nodes.get('nodes', 0):,} x {nodes.get('node', '?')} ({_gpus(nodes, cost)}) in "
-            f"{units.plural(nodes.get('racks', 0), 'rack')} of {nodes.get('nodes_per_rack', 0)} "
-            f"({units.number(nodes.get('kw_per_rack', 0))} kW, {nodes.get('cooling', '?')} cooled)",
-        ],
-        _fabric_row(sizing.get("fabric") or {}),
+        _compute_row(nodes, cost),
+        _fabric_row(sizing.get("fabric") or {}, nodes.get("unit_noun") or "GPU"),
         *_dci_rows(sizing.get("fabric") or {}),
         ["storage", _storage_line(sizing.get("storage") or {})],
         ["power", _power_line(sizing.get("power") or {})],

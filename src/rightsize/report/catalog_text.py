@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from rightsize.catalog import accelerators, nodes
+from rightsize.catalog.platforms import platforms
 from rightsize.constants import GB, TERA
 from rightsize.perf.params import active_params, count_params
 from rightsize.perf.recsys import dense_params
@@ -21,7 +22,11 @@ def catalog_dict() -> dict[str, Any]:
         d = asdict(a)
         d["efficiency"] = asdict(a.efficiency)
         accs[a.id] = d
-    return {"accelerators": accs, "nodes": {n.id: asdict(n) for n in nodes().values()}}
+    return {
+        "accelerators": accs,
+        "nodes": {n.id: asdict(n) for n in nodes().values()},
+        "platforms": {p.id: asdict(p) for p in platforms().values()},
+    }
 
 
 def _link(acc: Any) -> str:
@@ -50,6 +55,17 @@ def render_catalog() -> str:
         lines.append(
             f"{n.id:<22} {n.accelerator:<15} {n.gpus_per_node:>4} {nics:>9} {n.max_power_w / 1e3:>7.1f}"
         )
+    lines += ["", "Platforms (what each accelerator runs in; unit: what a plan calls one):"]
+    lines.append(
+        f"{'id':<14} {'unit':<5} {'scale-up group':<18} {'scale-out':<48} {'runs the network, halls'}"
+    )
+    for p in platforms().values():
+        who = (
+            f"{p.operator or 'provider'}, {p.operator or 'provider'}"
+            if p.provider_network
+            else "buyer, buyer"
+        )
+        lines.append(f"{p.id:<14} {p.unit_noun:<5} {p.scaleup_domain:<18} {p.scaleout_name[:48]:<48} {who}")
     lines += ["", "Every figure carries a source and a date: `rightsize catalog --format json`."]
     return "\n".join(lines)
 

@@ -13,6 +13,7 @@ from rightsize.constants import DAY_S, GiB
 from rightsize.report import family_rows, money_rows, svg, units
 from rightsize.report import sections as common
 from rightsize.report.document import Chart, Document, Section, Table
+from rightsize.report.platform_terms import in_platform_terms
 from rightsize.report.text import _MEM_LABELS, _STEP_LABELS, layout
 
 if TYPE_CHECKING:
@@ -302,7 +303,7 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
             text=[_search_summary(plan)],
         )
     )
-    return doc
+    return in_platform_terms(doc, b.accelerator)  # chips where the platform's unit is a chip
 
 
 # --- serving ----------------------------------------------------------------------------------
@@ -558,4 +559,4 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
     if plan.assumptions:
         doc.sections.append(Section("assumptions", "Assumptions", bullets=list(plan.assumptions)))
     doc.sections.append(Section("search", "Search", text=[f"Planned in {plan.seconds:.1f} s."]))
-    return doc
+    return in_platform_terms(doc, b.accelerator)  # chips where the platform's unit is a chip

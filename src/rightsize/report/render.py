@@ -121,6 +121,7 @@ def result_dict(result: Any) -> dict[str, Any]:
     """The versioned JSON-ready dict of any result."""
     from rightsize.advise.view import plan_kind
     from rightsize.report.plan_json import plan_dict
+    from rightsize.report.platform_terms import json_in_platform_terms
     from rightsize.report.serving_text import serving_dict
 
     if _is_fleet(result):
@@ -128,10 +129,11 @@ def result_dict(result: Any) -> dict[str, Any]:
     if _is_monitor(result) or _is_fleet_monitor(result) or _is_sweep(result):
         return _clean(result if isinstance(result, dict) else result.to_dict())
     kind = plan_kind(result)
+    acc = getattr(getattr(result, "best", None), "accelerator", None)  # its platform's words
     if kind == "training":
-        return _clean({**plan_dict(result), **_plan_extras(result)})
+        return json_in_platform_terms(_clean({**plan_dict(result), **_plan_extras(result)}), acc)
     if kind == "serving":
-        return _clean({**serving_dict(result), **_plan_extras(result)})
+        return json_in_platform_terms(_clean({**serving_dict(result), **_plan_extras(result)}), acc)
     if _is_profile(result):
         from rightsize.report.other_docs import profile_from_records
 

@@ -105,7 +105,9 @@ def keep_priced(
     if not priced:
         raise BadInput(
             "objective: cost was asked, but no allowed accelerator has a price in this deployment.",
-            "Unpriced: " + ", ".join(dropped) + ". A missing price is not a price of zero.",
+            "Unpriced: "
+            + "; ".join(f"{a} ({why_unpriced(a)})" for a in dropped)
+            + ". A missing price is not a price of zero.",
             f"Give prices (`prices: {{{dropped[0] if dropped else 'h100-sxm'}: {{on_demand_usd_per_gpu_hour: ...}}}}` "
             "or `--prices FILE`), allow a priced accelerator (`rightsize catalog`), "
             "or choose another objective (targets.objective).",

@@ -54,6 +54,7 @@ switch family (`rightsize.catalog.fabric.switch_for`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -69,18 +70,25 @@ from rightsize.catalog.fabric import (
     transceiver_for,
 )
 from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.platforms import platform_for
 from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.search.demand import Demand
 from rightsize.sizing.dci import DciPlan, size_dci
+from rightsize.sizing.fabric_platform import (
+    OWNER_ONLY_FIELDS,
+    provider_network,
+    scaleout_kind,
+    scaleup_groups,
+)
 from rightsize.sizing.fabric_tiers import MAX_TIERS, count_tree, tiers_needed, tree_capacity
+from rightsize.sizing.fabric_warnings import NIC_FIELD, fabric_warnings
 from rightsize.sizing.nodes_racks import source_entry
 from rightsize.spec.infrastructure import Fabric
 
 SLOWDOWN_THRESHOLD = 0.03  # a NIC speed is "enough" when the step is within 3% of the fastest tabulated
 SENSITIVITY_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)  # the per-GPU rates planners should tabulate
 UNLIMITED_NODES = 1_000_000_000  # max_nodes when no fabric is ever needed (independent single-node replicas)
-NIC_FIELD = "infrastructure.fabric.nic_gbps"
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,15 @@ class FabricPlan:
     planes: int = 1  # separate fat-trees, one per NIC rail (multi-plane); 1 for one fabric
     switches_by_tier: tuple[int, ...] = ()  # leaf first, all planes together
     dci: DciPlan | None = None  # buildings and the interconnect between them (its capex and power included)
+    # who builds it: "owner" (switches, optics and NICs sized and priced here) or "provider"
+    # (Google's DCN between TPU slices, AWS's EFA network: nothing to buy; no capex figure)
+    operated_by: str = "owner"
+    # the job's traffic crosses the network between scale-up groups: an owner-built fabric
+    # that is `needed`, or the provider's (TPU Multislice over DCN, Trainium over EFA), which
+    # is never `needed` (nothing to buy) but still carries the data-parallel traffic
+    crosses_network: bool = False
+    scaleup_group: str = "node"  # what shares the scale-up links: node, slice, Trn2 UltraServer, NVL72 rack
+    scaleup_groups: int = 0  # how many of them the job spans
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -152,9 +169,12 @@ class FabricPlan:
         d["dci"] = self.dci.as_dict() if self.dci else None
         # planes and per-tier counts are in `topology` and `reason` (every number's key names a unit)
         del d["planes"], d["switches_by_tier"]
-        if not self.needed:  # nothing bought: no cost figure (a $0 line reads as a priced item)
+        if not self.needed or self.operated_by == "provider":  # nothing bought: no cost figure
             for k in [k for k in d if k.endswith("capex_usd")]:
                 d[k] = None
+        if self.operated_by == "provider":  # the provider's network: no switches, optics or NICs of ours
+            for k in OWNER_ONLY_FIELDS:
+                d.pop(k, None)
         return d
 
 
@@ -399,47 +419,6 @@ def _switch_and_radix(fabric: Fabric, link_gbps: float, switch: str | None) -> t
     return sw, k
 
 
-def _fabric_warnings(
-    demand: Demand,
-    node: NodeType,
-    fabric: Fabric,
-    speeds: tuple[float, float],
-    parts: tuple[Any, Any, bool, int],
-    nic_advice: tuple[Any, float | None],
-) -> list[str]:
-    """What the plan should flag about its parts: optics or NICs the catalog lacks at the
-    link speed (`speeds`: link and per-GPU Gb/s), NICs that replace the node's own, a NIC
-    below the recommended speed, oversubscription under training."""
-    link_gbps, per_gpu = speeds
-    optic, nic, nic_in_node, nics = parts
-    sensitivity, recommended = nic_advice
-    warnings: list[str] = []
-    if optic.gbps < link_gbps:
-        warnings.append(f"No optic in {FABRIC_FILE} reaches {link_gbps:g} Gb/s; priced with {optic.id}.")
-    if nic is None:
-        warnings.append(
-            f"No {fabric.kind} NIC in {FABRIC_FILE} reaches {link_gbps:g} Gb/s; NICs are not priced."
-        )
-    if not nic_in_node:
-        warnings.append(
-            f"The plan runs {link_gbps:g} Gb/s NICs, not the node's own {node.nic_bits_per_s / GIGA:g} Gb/s: "
-            f"{nics} replacement NICs are priced into the fabric."
-        )
-    if recommended is not None and per_gpu < recommended:
-        row = next((r for r in sensitivity if math.isclose(r.nic_gbps, per_gpu)), None)
-        how_much = f" (the step is {row.slowdown_vs_fastest_fraction:.0%} slower)" if row else ""
-        warnings.append(
-            f"{per_gpu:g} Gb/s per GPU is below the recommended {recommended:g}{how_much}; "
-            f"set {NIC_FIELD}: {recommended:g} if switches and NICs that fast are available."
-        )
-    if fabric.oversubscription > 1 and demand.workload in ("pretraining", "fine_tuning"):
-        warnings.append(
-            f"Oversubscription {fabric.oversubscription:g}:1 slows cross-leaf collectives by up to that factor; "
-            "training fabrics are usually non-blocking."
-        )
-    return warnings
-
-
 def size_fabric(
     demand: Demand,
     node: NodeType,
@@ -457,17 +436,40 @@ def size_fabric(
 
     Longer than 80 lines for one reason: it fills the FabricPlan record (45 fields) in one
     place, so every field's derivation is read next to the others; the decisions live in
-    `_fabric_not_needed`, `_switch_and_radix`, `count_topology` and `_fabric_warnings`.
+    `_fabric_not_needed`, `_switch_and_radix`, `count_topology` and `fabric_warnings`.
     """
     sensitivity, recommended = nic_sensitivity(demand, slowdown_threshold)
     unneeded = _fabric_not_needed(demand, node, nodes)
+    plat = platform_for(node.accelerator)
+    group, groups, _ = scaleup_groups(plat, node, demand.gpus)
+    if plat.provider_network:  # Google's DCN, AWS's EFA: the provider's network, nothing to size
+        crosses, why = provider_network(plat, node, nodes, demand.gpus)
+        if unneeded is not None and unneeded[1] == UNLIMITED_NODES:
+            crosses, why = False, unneeded[0]
+        base = _no_fabric(
+            node, nodes, fabric, why, UNLIMITED_NODES, sensitivity, recommended, slowdown_threshold
+        )
+        return dataclasses.replace(  # needed stays False: nothing of ours to build or buy
+            base,
+            crosses_network=crosses,
+            kind=plat.scaleout_kind,
+            topology="provider_network" if crosses else "none",
+            operated_by="provider",
+            scaleup_group=group,
+            scaleup_groups=groups,
+        )
     if unneeded is not None:
         why, max_nodes = unneeded
         return _no_fabric(node, nodes, fabric, why, max_nodes, sensitivity, recommended, slowdown_threshold)
+    kind, kind_warnings = scaleout_kind(plat, fabric)
+    if kind != fabric.kind:
+        fabric = fabric.model_copy(update={"kind": kind})
     node_gbps_per_gpu = node.scaleout_bytes_per_s_per_gpu * BITS_PER_BYTE / GIGA
     per_gpu = fabric.nic_gbps if fabric.nic_gbps is not None else node_gbps_per_gpu
     link_gbps = per_gpu * node.gpus_per_node / node.nics_per_node
     rails = node.nics_per_node
+    if switch is None and plat.switch and fabric.kind == plat.scaleout_kind:
+        switch = plat.switch  # the vendor's reference design: merchant Ethernet, not NVIDIA's
     sw, k = _switch_and_radix(fabric, link_gbps, switch)
     rail_opt = fabric.topology == "rail_optimized"
     topo = count_topology(nodes, rails, k, fabric.oversubscription, rail_opt)
@@ -488,11 +490,13 @@ def size_fabric(
     dac = dac_for(link_gbps)
     fibre = fiber()
     transceivers = 2 * optical_links
-    nic = nic_for(fabric.kind, link_gbps)
+    node_speed = math.isclose(link_gbps * GIGA, node.nic_bits_per_s)
+    own = plat.nics_on_chip or (plat.nics == "node" and node_speed)  # no catalog NIC to name or price
+    nic = None if own else nic_for(fabric.kind, link_gbps)
     nics = nodes * rails
-    nic_in_node = math.isclose(link_gbps * GIGA, node.nic_bits_per_s)
+    nic_in_node = own or node_speed
     nic_capex = nics * nic.price_usd if nic else 0.0
-    warnings = _fabric_warnings(
+    warnings = kind_warnings + fabric_warnings(
         demand,
         node,
         fabric,
@@ -500,6 +504,8 @@ def size_fabric(
         (optic, nic, nic_in_node, nics),
         (sensitivity, recommended),
     )
+    if own:  # the chip's own ports, or the node's own NICs: no catalog NIC to find or price
+        warnings = [w for w in warnings if not w.startswith(f"No {fabric.kind} NIC")]
 
     switches = topo.leaves + topo.spines + topo.cores
     switch_capex = switches * sw.price_usd
@@ -525,6 +531,8 @@ def size_fabric(
     by_tier = topo.switches_by_tier or tuple(n for n in (topo.leaves, topo.spines, topo.cores) if n)
     if topo.switches_by_tier:
         reason += f" ({' / '.join(f'{n:,}' for n in by_tier)} switches per tier, leaf first)"
+    if plat.vendor != "nvidia":
+        reason += f" ({plat.scaleout_name})"
     if dci:
         reason += f"; {dci.buildings} buildings joined by a data-centre interconnect"
     return FabricPlan(
@@ -574,4 +582,7 @@ def size_fabric(
         planes=topo.planes,
         switches_by_tier=by_tier,
         dci=dci,
+        crosses_network=True,
+        scaleup_group=group,
+        scaleup_groups=groups,
     )

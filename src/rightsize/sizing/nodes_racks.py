@@ -36,6 +36,7 @@ from typing import Any
 from rightsize.catalog.facility import CoolingType, cooling_types, facility_defaults
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.registry import get_accelerator
 from rightsize.constants import KILO, GiB
 from rightsize.errors import BadInput
@@ -45,6 +46,25 @@ from rightsize.spec.infrastructure import Facility
 RACK_POWER_FIELD = "infrastructure.facility.rack_power_kw"
 RACK_UNITS_FIELD = "infrastructure.facility.rack_units"
 COOLING_FIELD = "infrastructure.facility.cooling"
+
+
+# NodesRacks fields about racks the buyer fills and cools; a provider-operated platform's JSON
+# view (TPU, Trainium) has none of them.
+_RACK_FIELDS = (
+    "nodes_per_rack",
+    "racks",
+    "limited_by",
+    "rack_budget_kw",
+    "rack_budget_from",
+    "rack_units",
+    "reserved_rack_units",
+    "rack_units_used",
+    "rack_overhead_w",
+    "kw_per_rack",
+    "cooling",
+    "cooling_max_rack_kw",
+    "cooling_reason",
+)
 
 
 @dataclass(frozen=True)
@@ -77,11 +97,24 @@ class NodesRacks:
     cpu_cores_need_per_gpu: float
     warnings: tuple[str, ...]
     sources: tuple[dict[str, Any], ...]
+    # The vendor's platform (data/platforms.yaml): its word for one accelerator, who runs the
+    # halls (owner, or the cloud provider for TPU and Trainium: racks, power and cooling are
+    # then the provider's and the rack figures above only estimate them), and the scale-up
+    # groups the accelerators form (TPU slices, Trn2 UltraServers, NVL72 racks, nodes).
+    platform: str = ""
+    unit_noun: str = "GPU"
+    facility_operated_by: str = "owner"
+    scaleup_group: str = "node"
+    scaleup_group_max_units: int = 0
+    scaleup_groups: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
+        if self.facility_operated_by == "provider":  # the provider's racks: none of ours to list
+            for k in _RACK_FIELDS:
+                d.pop(k, None)
         return d
 
 
@@ -162,6 +195,11 @@ def _rack_budget(
     types = cooling_types()
     if facility.rack_power_kw is not None:
         return None, facility.rack_power_kw, RACK_POWER_FIELD
+    plat = platform_for(node.accelerator)
+    vendor_kw = plat.rack_kw.get(node.accelerator)
+    if vendor_kw and plat.rack_cooling in types and wanted in ("auto", plat.rack_cooling):
+        # the vendor sells the rack (NVL72): its power and cooling, not a generic density
+        return types[plat.rack_cooling], vendor_kw, f"{plat.name}: the vendor's rack"
     if wanted != "auto":
         return types[wanted], types[wanted].default_rack_kw, f"default for {wanted} cooling"
     overhead_w = facility_defaults().rack_overhead_w
@@ -306,7 +344,15 @@ def _nodes_racks_record(
     reserved_u = defaults.rack_reserved_units
     mem_per_gpu = node.host_memory_bytes / node.gpus_per_node
     cores_per_gpu = node.cpu_cores / node.gpus_per_node
+    plat = platform_for(node.accelerator)
+    group_max = plat.domain_max_units.get(node.accelerator, node.gpus_per_node)
     return NodesRacks(
+        platform=plat.id,
+        unit_noun=plat.unit_noun,
+        facility_operated_by=plat.facility,
+        scaleup_group=plat.scaleup_domain,
+        scaleup_group_max_units=group_max,
+        scaleup_groups=math.ceil(demand.gpus / group_max),
         node=node.id,
         gpus=demand.gpus,
         gpus_per_node=node.gpus_per_node,

@@ -42,6 +42,7 @@ from typing import Any
 from rightsize.catalog.facility import facility_defaults
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.prices import onprem_defaults
 from rightsize.catalog.registry import get_accelerator
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, KILO, MEGA
@@ -100,6 +101,10 @@ class PowerPlan:
     warnings: tuple[str, ...]
     sources: tuple[dict[str, Any], ...]
     load_swing_w: float = 0.0  # facility load lost when every working GPU stalls at once
+    # "provider" where the platform's halls are the cloud provider's (TPU, Trainium): the
+    # figures above then estimate the provider's draw (energy, carbon), and cooling is not
+    # checked against a rack of ours (cooling_status "provider-operated", no throttling)
+    facility_operated_by: str = "owner"
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -107,6 +112,17 @@ class PowerPlan:
         d["throttle_slowdown_fraction"] = d.pop("throttle_slowdown")
         d["warnings"] = list(self.warnings)
         d["sources"] = list(self.sources)
+        if self.facility_operated_by == "provider":  # the provider's racks and cooling, not ours
+            for k in (
+                "racks",
+                "rack_overhead_w",
+                "nodes_in_fullest_rack",
+                "kw_per_rack",
+                "kw_per_rack_typical",
+            ):
+                d.pop(k, None)
+            for k in ("cooling", "cooling_max_rack_kw", "power_cap_w"):
+                d.pop(k, None)
         return d
 
 
@@ -305,7 +321,11 @@ def size_power(
     kw_rack_typical = (in_fullest * node_typical + defaults.rack_overhead_w) / KILO
     ct = choose_cooling(kw_rack, facility, cooling)
     cap = ct.max_rack_kw
-    status, throttle = _cooling_status(kw_rack, kw_rack_typical, ct, facility, warnings)
+    provider = platform_for(acc.id, acc.vendor).provider_facility
+    if provider:  # the cloud provider's halls: its racks and cooling, not ours to check or throttle
+        status, throttle = "provider-operated", 0.0
+    else:
+        status, throttle = _cooling_status(kw_rack, kw_rack_typical, ct, facility, warnings)
 
     if facility.power_cap_w is not None and facility_max > facility.power_cap_w:
         per_node = (node_max + defaults.rack_overhead_w / in_fullest + fabric_power_w / nodes) * pue
@@ -357,4 +377,5 @@ def size_power(
         warnings=tuple(warnings),
         sources=tuple(sources),
         load_swing_w=swing,
+        facility_operated_by="provider" if provider else "owner",
     )

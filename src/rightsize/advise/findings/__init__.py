@@ -35,6 +35,7 @@ from rightsize.advise.findings.over import (
     low_utilisation,
     unplanned_spare_gpus,
 )
+from rightsize.advise.findings.terms import in_platform_terms
 from rightsize.advise.findings.thresholds import *  # noqa: F403
 from rightsize.advise.findings.under import (
     deadline_risk,
@@ -45,6 +46,7 @@ from rightsize.advise.findings.under import (
     thermal_limit,
 )
 from rightsize.advise.view import PlanView, view
+from rightsize.catalog.platforms import platform_for
 
 __all__ = [
     "CATEGORIES",
@@ -105,4 +107,7 @@ def advise(plan: Any) -> list[Finding]:
 
     v = plan if isinstance(plan, PlanView) else view(plan)
     found = one_bottleneck([f for rule in (*RULES, thin_ground) if (f := rule(v)) is not None])
+    if v.acc is not None:  # the vendor's own words: chips on a TPU plan, no NVIDIA names on AMD
+        plat = platform_for(v.acc.id, v.acc.vendor)
+        found = [in_platform_terms(f, plat) for f in found]
     return sorted(found, key=lambda f: (-f.impact, f.rule))

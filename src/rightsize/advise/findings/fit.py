@@ -16,6 +16,7 @@ from rightsize.advise.findings.thresholds import (
     TRAINING_FABRIC_GBPS_PER_GPU,
 )
 from rightsize.advise.view import PlanView
+from rightsize.catalog.platforms import platform_for
 
 
 def training_cluster_for_serving(v: PlanView) -> Finding | None:
@@ -50,26 +51,42 @@ def training_cluster_for_serving(v: PlanView) -> Finding | None:
     )
 
 
+def _crosses_scaleout(v: PlanView) -> bool:
+    """Whether the job's accelerators outnumber one scale-up group of its platform (a TPU slice,
+    a Trn2 UltraServer, an NVL72 rack, else a node): only then does traffic cross the scale-out
+    network. A 2,048-chip TPU v5p job spans 512 hosts but one slice of ICI."""
+    if v.acc is None or v.node is None:
+        return v.spans_nodes
+    plat = platform_for(v.acc.id, v.acc.vendor)
+    group = plat.domain_max_units.get(v.acc.id, v.node.gpus_per_node)
+    gpus = int(getattr(v.best, "gpus", 0) or getattr(v.demand, "gpus", 0) or 0)
+    return v.spans_nodes and gpus > max(group, v.node.gpus_per_node)
+
+
 def serving_cluster_for_training(v: PlanView) -> Finding | None:
-    if v.step is None or not v.spans_nodes or v.acc is None:
+    if v.step is None or v.acc is None or not _crosses_scaleout(v):
         return None
     gbps = _nic_gbps(v) or 0.0
     slow_up = v.acc.scaleup_bytes_per_s < SLOW_SCALEUP_BYTES_PER_S
     if gbps >= SLOW_NIC_GBPS_PER_GPU and not slow_up:
         return None
     exposed = v.step.exposed_comm_total_s / v.step.total_s
+    plat = platform_for(v.acc.id, v.acc.vendor)
+    noun = plat.unit_noun
     return Finding(
         "serving_cluster_for_training",
         "wrong-workload",
         max(exposed, BACKEND_FABRIC_COST_SHARE),
-        f"An inference cluster used for training: {v.acc.id} with {gbps:,.0f} Gb/s per GPU across nodes",
+        f"An inference cluster used for training: {v.acc.id} with {gbps:,.0f} Gb/s per {noun} across "
+        f"{plat.scaleup_domain}s ({plat.scaleout_name})",
         {
             "nic_gbps_per_gpu": gbps,
             "scaleup_bytes_per_s": v.acc.scaleup_bytes_per_s,
             "exposed_comm_fraction": exposed,
         },
-        "Train multi-node jobs on nodes whose GPUs share a fast scale-up domain (NVIDIA NVLink, AMD Infinity "
-        "Fabric: an HGX or MI300X platform) with 200-400 Gb/s per GPU of scale-out, or keep the job inside one node.",
+        f"Train multi-node jobs on {noun}s that share a fast scale-up domain ({v.acc.scaleup_name} here: "
+        f"keep the job inside one {plat.scaleup_domain} of {plat.domain_max_units.get(v.acc.id, v.node.gpus_per_node if v.node else 1):,}) "
+        f"or on a platform with 200-400 Gb/s per {noun} of scale-out.",
     )
 
 

@@ -80,6 +80,16 @@ def fabric_too_slow(v: PlanView) -> Finding | None:
     gain = 1.0 - by_nic[g] / by_nic[cur]
     if gain < MIN_SAVING:
         return None
+    fab = v.section("fabric")
+    if fab.get("operated_by") == "provider" and not fab.get("crosses_network"):
+        return None  # the job stays inside one TPU slice / UltraServer: no network between them to speed up
+    fix = f"Provision {g:,.0f} Gb/s per GPU (or more NICs per node), or change the layout to move less over the fabric."
+    if fab.get("operated_by") == "provider":  # Google's DCN, AWS's EFA: the provider sets the rate per host
+        fix = (
+            f"The provider sets the network's rate per host, so it cannot be bought faster: keep more of the "
+            f"traffic inside each {fab.get('scaleup_group', 'scale-up group')} (a larger one, fewer of them) "
+            "or change the layout to move less between them."
+        )
     return Finding(
         "fabric_too_slow",
         "under-provisioning",
@@ -91,12 +101,14 @@ def fabric_too_slow(v: PlanView) -> Finding | None:
             "faster_nic_gbps_per_gpu": g,
             "faster_step_s": by_nic[g],
         },
-        f"Provision {g:,.0f} Gb/s per GPU (or more NICs per node), or change the layout to move less over the fabric.",
+        fix,
     )
 
 
 def thermal_limit(v: PlanView) -> Finding | None:
     pw = v.section("power")
+    if pw.get("facility_operated_by") == "provider":
+        return None  # the cloud provider's halls (TPU, Trainium): not our racks to cool
     throttle = _num(pw, "throttle_slowdown", "throttle_slowdown_fraction")
     kw = _num(pw, "kw_per_rack")
     limit = _num(pw, "cooling_max_rack_kw", "rack_limit_kw", "max_kw_per_rack", "rack_power_limit_kw")
