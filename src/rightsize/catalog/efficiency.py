@@ -40,9 +40,18 @@ SCALAR_FIELDS = (
     "attention_seq_half_tokens",
     "tp_comm_overlap",
     "param_gather_overlap",
+    "host_link_bytes_per_s",
+    "attention_fraction_flash2",
+    "attention_fraction_cudnn",
+    "attention_fraction_flash3",
 )
+# Attention kernels a training spec may name (training.attention_kernel), each with its own
+# measured fraction where the catalog has one (0: not measured, use attention_fraction).
+ATTENTION_KERNELS = ("flash2", "cudnn", "flash3")
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
-ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap", "param_gather_overlap"})  # 0 = the stack does not overlap
+ZERO_ALLOWED_FIELDS = frozenset(
+    {"tp_comm_overlap", "param_gather_overlap", *(f"attention_fraction_{k}" for k in ATTENTION_KERNELS)}
+)  # 0 = the stack does not overlap
 # Fields a catalog (a user's own, or an older one) may leave out entirely: the shipped
 # default's figures, with their sources (data/efficiency.yaml, `default`).
 OPTIONAL_FIELDS = {
@@ -57,6 +66,17 @@ OPTIONAL_FIELDS = {
     "param_gather_overlap": Sourced(
         0.0, "estimate: ZeRO-1/2 parameter all-gather after the optimizer step, not overlapped", "2026-11"
     ),
+    "host_link_bytes_per_s": Sourced(
+        32e9,
+        "estimate: PCIe Gen4 x16 between an accelerator and its host, 32 GB/s per direction nominal",
+        "2026-11",
+    ),
+    **{
+        f"attention_fraction_{k}": Sourced(
+            0.0, "not measured: the accelerator's attention_fraction", "2026-11"
+        )
+        for k in ATTENTION_KERNELS
+    },
 }
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
 
@@ -77,6 +97,8 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "attention_seq_half_tokens": (1.0, 65536.0),
     "tp_comm_overlap": (0.0, 1.0),
     "param_gather_overlap": (0.0, 1.0),
+    "host_link_bytes_per_s": (1e9, 1e13),
+    **{f"attention_fraction_{k}": (0.0, 1.0) for k in ATTENTION_KERNELS},
 }
 
 
@@ -104,6 +126,18 @@ class Efficiency:
     # Share of the ZeRO-1/2 parameter all-gather (after the optimizer step) the usual stack
     # overlaps with the next step's forward (Megatron-Core overlap_param_gather).
     param_gather_overlap: float = 0.0
+    # Accelerator <-> host bandwidth per direction (PCIe, NVLink-C2C): what activation and
+    # optimizer-state offload move over.
+    host_link_bytes_per_s: float = 32e9
+    # Flash-attention fwd+bwd fraction of 16-bit peak per named kernel (0: not measured).
+    attention_fraction_flash2: float = 0.0
+    attention_fraction_cudnn: float = 0.0
+    attention_fraction_flash3: float = 0.0
+
+    def attention_fraction_of(self, kernel: str) -> float:
+        """The fwd+bwd attention fraction of a named kernel ('auto': the usual stack's)."""
+        measured = getattr(self, f"attention_fraction_{kernel}", 0.0) if kernel != "auto" else 0.0
+        return measured or self.attention_fraction
 
     def gemm_fraction(self, dtype: str) -> float:
         """Achieved / dense peak for large, well-shaped GEMMs in ``dtype``.
@@ -254,5 +288,9 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         attention_seq_half_tokens=values["attention_seq_half_tokens"],
         tp_comm_overlap=values["tp_comm_overlap"],
         param_gather_overlap=values["param_gather_overlap"],
+        host_link_bytes_per_s=values["host_link_bytes_per_s"],
+        attention_fraction_flash2=values["attention_fraction_flash2"],
+        attention_fraction_cudnn=values["attention_fraction_cudnn"],
+        attention_fraction_flash3=values["attention_fraction_flash3"],
         sources=sources,
     )

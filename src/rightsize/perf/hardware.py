@@ -54,6 +54,18 @@ class Hardware:
     tp_comm_overlap: float = 0.0  # share of hideable TP traffic the stack overlaps
     param_gather_overlap: float = 0.0  # share of the ZeRO-1/2 parameter all-gather overlapped
     torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
+    host_link_bytes_per_s: float = 32e9  # accelerator <-> host, per direction (offload traffic)
+    host_bytes_per_gpu: float = float("inf")  # the node's host memory over its accelerators
+    # Named attention kernels' fwd+bwd fractions over `attention_fraction` (1: not measured).
+    attention_ratio_flash2: float = 1.0
+    attention_ratio_cudnn: float = 1.0
+    attention_ratio_flash3: float = 1.0
+
+    def attention_fraction_for(self, kernel: str) -> float | np.ndarray:
+        """The attention fraction of a named kernel ('auto': the accelerator's usual stack)."""
+        if kernel == "auto":
+            return self.attention_fraction
+        return self.attention_fraction * getattr(self, f"attention_ratio_{kernel}")
 
     @classmethod
     def from_catalog(cls, acc: Accelerator, node: NodeType, dtype: str) -> Hardware:
@@ -87,6 +99,11 @@ class Hardware:
             tp_comm_overlap=eff.tp_comm_overlap,
             param_gather_overlap=eff.param_gather_overlap,
             torus_dims=acc.torus_dims,
+            host_link_bytes_per_s=eff.host_link_bytes_per_s,
+            host_bytes_per_gpu=node.host_memory_bytes / max(node.gpus_per_node, 1),
+            attention_ratio_flash2=eff.attention_fraction_of("flash2") / eff.attention_fraction,
+            attention_ratio_cudnn=eff.attention_fraction_of("cudnn") / eff.attention_fraction,
+            attention_ratio_flash3=eff.attention_fraction_of("flash3") / eff.attention_fraction,
         )
 
     def with_overrides(self, **fields: float | np.ndarray) -> Hardware:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rightsize.perf import collectives as coll
+from rightsize.perf import remat
 from rightsize.perf.gemm import gemm_efficiency, train_gemm_time_s
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.params import (
@@ -282,17 +283,20 @@ REFERENCE_HEAD_DIM = 128.0
 REFERENCE_SEQ = 16384.0
 
 
-def attention_efficiency(keys: np.ndarray | float, head_dim: float, hw: Hardware) -> np.ndarray:
+def attention_efficiency(
+    keys: np.ndarray | float, head_dim: float, hw: Hardware, kernel: str = "auto"
+) -> np.ndarray:
     """Fraction of 16-bit peak a causal flash-attention fwd+bwd reaches with query/key
     blocks of `keys` tokens and this head dim: the catalog plateau (attention_fraction, at
     head dim 128 and 16k keys) times keys / (keys + half) and d / (d + HEAD_DIM_HALF), each
     normalised to the reference point (short blocks leave SMs idle and waste the diagonal
     tiles of the causal mask; narrow heads spend more of each tile on the softmax)."""
     keys = np.asarray(keys, dtype=np.float64)
+    plateau = hw.attention_fraction_for(kernel)
     half = hw.attention_seq_half_tokens
     seq = (keys / (keys + half)) / (REFERENCE_SEQ / (REFERENCE_SEQ + half))
     hd = (head_dim / (head_dim + HEAD_DIM_HALF)) / (REFERENCE_HEAD_DIM / (REFERENCE_HEAD_DIM + HEAD_DIM_HALF))
-    return np.minimum(hw.attention_fraction * seq * hd, 0.95)
+    return np.minimum(plateau * seq * hd, 0.95)
 
 
 def attention_core_times(
@@ -308,7 +312,7 @@ def attention_core_times(
     d = 0.5 * float(qk_head_dim(arch) + v_head_dim(arch))
     flops = 4.0 * b * q_rows * s * d * heads  # QK^T and PV, the whole square
     if w.flash_attention:
-        peak = hw.peak_16bit_flops_per_s * attention_efficiency(s / cfg.cp, d, hw)
+        peak = hw.peak_16bit_flops_per_s * attention_efficiency(s / cfg.cp, d, hw, w.attention_kernel)
         # Ring attention (cp > 1) runs one kernel per ring step on blocks of s/cp keys.
         fwd = 0.5 * flops / peak + cfg.cp * hw.kernel_overhead_s
         return fwd, FLASH_BACKWARD_OVER_FORWARD * fwd, flops
@@ -420,6 +424,51 @@ def _cp_ring_exposed(
     return cp_f_exp, cp_b_exp
 
 
+def _recompute_s(
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    full: np.ndarray,
+) -> np.ndarray:
+    """Forward seconds the remat policy repeats in the backward (`perf.remat`): the whole
+    layer under 'full'; under a named policy the GEMMs, attention core and elementwise
+    kernels it does not keep the outputs of. A projection's share of its group's time is
+    taken by FLOPs (QKV: (a + 2g) / (2a + 2g) of the attention projections; MLP up:
+    (m - 1) / m of the MLP for m matrices)."""
+    attn_proj_f, mlp_f, attn_f, ew_f = parts
+    arch = w.arch
+    code = remat.codes(cfg.recompute)
+    a, g = float(arch.heads), float(arch.kv_heads)
+    qkv_share = (a + 2 * g) / (2 * a + 2 * g)
+    mats = float(mlp_matrices(arch))
+    up_share = (mats - 1.0) / mats
+    r = remat.REBUILT
+    named = (
+        r["qkv_gemm"][code] * qkv_share * attn_proj_f
+        + r["out_gemm"][code] * (1.0 - qkv_share) * attn_proj_f
+        + r["mlp_up_gemm"][code] * up_share * mlp_f
+        + r["mlp_down_gemm"][code] * (1.0 - up_share) * mlp_f
+        + r["attention"][code] * attn_f
+        + r["elementwise"][code] * ew_f
+    )
+    return np.where(r["tp_comm"][code] > 0, full, named)
+
+
+# Offloaded activations leave in the forward and return in the backward as asynchronous
+# copies (JAX's pinned-host offload, Megatron's CPU activation offloading) overlapped with the
+# layer's compute; what the copy exceeds the compute by is exposed.
+def _offload_exposed(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, compute: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) exposed seconds of one layer's activation offload."""
+    from rightsize.perf.memory import offloaded_bytes_per_token_layer  # memory imports this module
+
+    rows = cfg.micro_batch * w.seq_len / cfg.cp
+    copy_s = rows * offloaded_bytes_per_token_layer(w, cfg) / hw.host_link_bytes_per_s
+    fwd, bwd = compute
+    return np.maximum(copy_s - fwd, 0.0), np.maximum(copy_s - bwd, 0.0)
+
+
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
     """Times of one dense (moe=False) or mixture-of-experts layer."""
     arch = w.arch
@@ -466,7 +515,9 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw)
     tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
-    recompute = np.select([cfg.recompute == 2, cfg.recompute == 1], [full, attn_f], 0.0)
+    recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f), full)
+    offload_f, offload_b = _offload_exposed(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
+    ew_f, ew_b = ew_f + offload_f, ew_b + offload_b
     return LayerTimes(
         gemm_fwd=gemm_f,
         gemm_bwd=gemm_b,
