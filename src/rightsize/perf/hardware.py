@@ -23,6 +23,17 @@ if TYPE_CHECKING:  # pragma: no cover
 # as a mechanism, not per row: 0.78 / 0.869 = 0.90.
 SUSTAINED_GEMM_REALISATION = 0.90
 
+# Device memory a training process cannot use for tensors, by software stack. CUDA / ROCm
+# stacks (PyTorch): the context, library workspaces and NCCL buffers (2.5 GiB, perf.memory's
+# FRAMEWORK_BYTES), and the caching allocator's fragmentation (8% kept aside). XLA on Cloud
+# TPU assigns every buffer of the compiled step statically (no caching allocator to fragment)
+# and runs no CUDA context or NCCL: estimate, a 0.5 GiB runtime reserve and 3% slack for the
+# compiler's buffer packing (not measured; JAX reports the per-chip limit in
+# `device.memory_stats()["bytes_limit"]`).
+GiB = 2.0**30
+RUNTIME_RESERVE_BY_VENDOR = {"google": (0.5 * GiB, 0.97)}
+CUDA_RUNTIME_RESERVE = (2.5 * GiB, 0.92)
+
 
 @dataclass(frozen=True)
 class Hardware:
@@ -56,6 +67,8 @@ class Hardware:
     torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
     host_link_bytes_per_s: float = 32e9  # accelerator <-> host, per direction (offload traffic)
     host_bytes_per_gpu: float = float("inf")  # the node's host memory over its accelerators
+    framework_bytes: float = CUDA_RUNTIME_RESERVE[0]  # runtime's own device memory (see above)
+    usable_fraction: float = CUDA_RUNTIME_RESERVE[1]  # of device memory that tensors may fill
     # Named attention kernels' fwd+bwd fractions over `attention_fraction` (1: not measured).
     attention_ratio_flash2: float = 1.0
     attention_ratio_cudnn: float = 1.0
@@ -101,6 +114,8 @@ class Hardware:
             torus_dims=acc.torus_dims,
             host_link_bytes_per_s=eff.host_link_bytes_per_s,
             host_bytes_per_gpu=node.host_memory_bytes / max(node.gpus_per_node, 1),
+            framework_bytes=RUNTIME_RESERVE_BY_VENDOR.get(acc.vendor, CUDA_RUNTIME_RESERVE)[0],
+            usable_fraction=RUNTIME_RESERVE_BY_VENDOR.get(acc.vendor, CUDA_RUNTIME_RESERVE)[1],
             attention_ratio_flash2=eff.attention_fraction_of("flash2") / eff.attention_fraction,
             attention_ratio_cudnn=eff.attention_fraction_of("cudnn") / eff.attention_fraction,
             attention_ratio_flash3=eff.attention_fraction_of("flash3") / eff.attention_fraction,

@@ -81,6 +81,7 @@ class TrainMemory:
     # optimizer states kept on the host; not part of `total` (device memory).
     host: np.ndarray | None = None
     host_capacity: float = float("inf")  # the node's host memory per GPU
+    usable_fraction: float = ALLOCATOR_USABLE_FRACTION  # of `capacity` tensors may fill (the stack's)
 
     @cached_property
     def total(self) -> np.ndarray:
@@ -90,7 +91,7 @@ class TrainMemory:
 
     @property
     def fits(self) -> np.ndarray:
-        device = self.total <= self.capacity * ALLOCATOR_USABLE_FRACTION
+        device = self.total <= self.capacity * self.usable_fraction
         if self.host is None:
             return device
         return device & (self.host <= self.host_capacity * HOST_USABLE_FRACTION)
@@ -102,7 +103,13 @@ class TrainMemory:
         joined = {k: np.concatenate([getattr(p, k) for p in parts]) for k in names}
         hosts = [p.host for p in parts]
         host = None if any(h is None for h in hosts) else np.concatenate(hosts)  # type: ignore[arg-type]
-        return cls(**joined, capacity=parts[0].capacity, host=host, host_capacity=parts[0].host_capacity)
+        return cls(
+            **joined,
+            capacity=parts[0].capacity,
+            host=host,
+            host_capacity=parts[0].host_capacity,
+            usable_fraction=parts[0].usable_fraction,
+        )
 
     def as_dict(self, i: int) -> dict[str, float]:
         return {
@@ -299,10 +306,11 @@ def train_memory(
         optimizer=optimizer,
         activations=activations,
         logits=logits,
-        framework=np.full(len(cfg), FRAMEWORK_BYTES),
+        framework=np.full(len(cfg), hw.framework_bytes),
         capacity=hw.hbm_bytes,
         host=host,
         host_capacity=hw.host_bytes_per_gpu,
+        usable_fraction=hw.usable_fraction,
     )
 
 
@@ -411,7 +419,11 @@ def _full_layer_bytes(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
 
 
 def memory_grid(
-    w: TrainWorkload, rows: ParallelConfigs, recompute: np.ndarray, zero: np.ndarray
+    w: TrainWorkload,
+    rows: ParallelConfigs,
+    recompute: np.ndarray,
+    zero: np.ndarray,
+    framework_bytes: float = FRAMEWORK_BYTES,
 ) -> np.ndarray:
     """Bytes per GPU of every (row, recompute, ZeRO stage) layout, shape (rows, recompute,
     ZeRO): the `train_memory` total of each, from two evaluations a grid's edge long.
@@ -426,14 +438,14 @@ def memory_grid(
     if len(rows) > EVAL_CHUNK_ROWS // max(zero.size, recompute.size, 1):
         step = max(EVAL_CHUNK_ROWS // max(zero.size, recompute.size, 1), 1)
         runs = [slice(a, a + step) for a in range(0, len(rows), step)]
-        return np.concatenate([memory_grid(w, rows.take(r), recompute, zero) for r in runs])
+        return np.concatenate([memory_grid(w, rows.take(r), recompute, zero, framework_bytes) for r in runs])
     n = len(rows)
     weights, gradients, optimizer = state_memory(
         w, replace(rows.take(np.repeat(np.arange(n), zero.size)), zero_stage=np.tile(zero, n))
     )
     if w.optimizer_offload:
         optimizer = np.zeros_like(optimizer)
-    static = (weights + gradients + optimizer + FRAMEWORK_BYTES).reshape(n, zero.size)
+    static = (weights + gradients + optimizer + framework_bytes).reshape(n, zero.size)
     activations, logits = activation_memory(
         w, replace(rows.take(np.repeat(np.arange(n), recompute.size)), recompute=np.tile(recompute, n))
     )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from rightsize.perf.memory import ZERO_STAGES
+from rightsize.perf.remat import SEARCHED as SEARCHED_RECOMPUTE
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
 from rightsize.spec.model import ModelArch
 from rightsize.spec.training import ParallelSettings
@@ -192,7 +193,10 @@ def enumerate_where(
     else:
         sp = np.full(len(cols["tp"]), fixed.sequence_parallel) & (cols["tp"] > 1)
     cols["sequence_parallel"] = sp
-    rc = [RECOMPUTE_CODES[fixed.recompute]] if fixed.recompute is not None else list(RECOMPUTE_CODES.values())
+    # A planner tries the policies every stack offers (perf.remat.SEARCHED); a named one (MaxText's
+    # save_* or *_offloaded) only when the spec fixes it.
+    searched = [RECOMPUTE_CODES[name] for name in SEARCHED_RECOMPUTE]
+    rc = [RECOMPUTE_CODES[fixed.recompute]] if fixed.recompute is not None else searched
     # ZeRO stages are all the same thing on a single replica.
     cols, excluded = _cross_recompute_zero(
         cols,
