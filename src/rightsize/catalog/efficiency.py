@@ -73,7 +73,7 @@ OPTIONAL_FIELDS = {
     ),
     **{
         f"attention_fraction_{k}": Sourced(
-            0.0, "not measured: the accelerator's attention_fraction", "2026-11"
+            0.0, "placeholder: not measured here; the accelerator's attention_fraction is used", "2026-11"
         )
         for k in ATTENTION_KERNELS
     },

@@ -67,6 +67,9 @@ class Hardware:
     torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
     host_link_bytes_per_s: float = 32e9  # accelerator <-> host, per direction (offload traffic)
     host_bytes_per_gpu: float = float("inf")  # the node's host memory over its accelerators
+    gemm_fraction_16bit: float = (
+        0.0  # the 16-bit GEMM fraction (for GEMMs a low-precision step keeps in bf16)
+    )
     framework_bytes: float = CUDA_RUNTIME_RESERVE[0]  # runtime's own device memory (see above)
     usable_fraction: float = CUDA_RUNTIME_RESERVE[1]  # of device memory that tensors may fill
     # Named attention kernels' fwd+bwd fractions over `attention_fraction` (1: not measured).
@@ -114,11 +117,22 @@ class Hardware:
             torus_dims=acc.torus_dims,
             host_link_bytes_per_s=eff.host_link_bytes_per_s,
             host_bytes_per_gpu=node.host_memory_bytes / max(node.gpus_per_node, 1),
+            gemm_fraction_16bit=eff.gemm_fraction("bf16" if acc.supports("bf16") else "fp16")
+            * SUSTAINED_GEMM_REALISATION,
             framework_bytes=RUNTIME_RESERVE_BY_VENDOR.get(acc.vendor, CUDA_RUNTIME_RESERVE)[0],
             usable_fraction=RUNTIME_RESERVE_BY_VENDOR.get(acc.vendor, CUDA_RUNTIME_RESERVE)[1],
             attention_ratio_flash2=eff.attention_fraction_of("flash2") / eff.attention_fraction,
             attention_ratio_cudnn=eff.attention_fraction_of("cudnn") / eff.attention_fraction,
             attention_ratio_flash3=eff.attention_fraction_of("flash3") / eff.attention_fraction,
+        )
+
+    def sixteen_bit(self) -> Hardware:
+        """The same accelerator running 16-bit GEMMs (what an fp8 step keeps in bf16). The GEMM
+        fraction follows any override of the low-precision one in proportion."""
+        if self.peak_flops_per_s == self.peak_16bit_flops_per_s or not self.gemm_fraction_16bit:
+            return self
+        return replace(
+            self, peak_flops_per_s=self.peak_16bit_flops_per_s, gemm_fraction=self.gemm_fraction_16bit
         )
 
     def with_overrides(self, **fields: float | np.ndarray) -> Hardware:

@@ -538,11 +538,16 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 def logits_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> tuple[np.ndarray, np.ndarray]:
     """(forward, backward) seconds of the output projection and the vocab-parallel
     cross-entropy (Megatron computes it in fp32: read logits 2 bytes, write fp32
-    4, softmax read/write 8) on the last pipeline stage."""
+    4, softmax read/write 8) on the last pipeline stage.
+
+    Low-precision training keeps the output projection in 16 bit: Transformer Engine's fp8
+    covers the transformer layers' linears (Megatron's output layer is a plain
+    ColumnParallelLinear), and torchao's float8 conversion skips the output layer by default
+    (torchtitan's float8 converter filters out `output`)."""
     rows = cfg.micro_batch * w.seq_len / cfg.cp
     v_local = w.arch.vocab / cfg.tp
     f, b = train_gemm_time_s(
-        rows, v_local, float(w.arch.hidden), hw, w.gemm_elem_bytes, weight_grad=not w.frozen_base
+        rows, v_local, float(w.arch.hidden), hw.sixteen_bit(), ACT_BYTES, weight_grad=not w.frozen_base
     )
     ce = rows * v_local * 14.0 / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     return f + ce, b + ce
