@@ -44,13 +44,19 @@ SCALAR_FIELDS = (
     "attention_fraction_flash2",
     "attention_fraction_cudnn",
     "attention_fraction_flash3",
+    "attention_fraction_training",
 )
 # Attention kernels a training spec may name (training.attention_kernel), each with its own
 # measured fraction where the catalog has one (0: not measured, use attention_fraction).
 ATTENTION_KERNELS = ("flash2", "cudnn", "flash3")
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
 ZERO_ALLOWED_FIELDS = frozenset(
-    {"tp_comm_overlap", "param_gather_overlap", *(f"attention_fraction_{k}" for k in ATTENTION_KERNELS)}
+    {
+        "tp_comm_overlap",
+        "param_gather_overlap",
+        "attention_fraction_training",
+        *(f"attention_fraction_{k}" for k in ATTENTION_KERNELS),
+    }
 )  # 0 = the stack does not overlap
 # Fields a catalog (a user's own, or an older one) may leave out entirely: the shipped
 # default's figures, with their sources (data/efficiency.yaml, `default`).
@@ -77,6 +83,11 @@ OPTIONAL_FIELDS = {
         )
         for k in ATTENTION_KERNELS
     },
+    "attention_fraction_training": Sourced(
+        0.0,
+        "placeholder: the usual training stack's kernel is not named here; attention_fraction is used",
+        "2026-11",
+    ),
 }
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
 
@@ -98,7 +109,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "tp_comm_overlap": (0.0, 1.0),
     "param_gather_overlap": (0.0, 1.0),
     "host_link_bytes_per_s": (1e9, 1e13),
-    **{f"attention_fraction_{k}": (0.0, 1.0) for k in ATTENTION_KERNELS},
+    **{f"attention_fraction_{k}": (0.0, 1.0) for k in (*ATTENTION_KERNELS, "training")},
 }
 
 
@@ -133,11 +144,14 @@ class Efficiency:
     attention_fraction_flash2: float = 0.0
     attention_fraction_cudnn: float = 0.0
     attention_fraction_flash3: float = 0.0
+    # The kernel the usual *training* stack runs on this accelerator (0: attention_fraction,
+    # which serving engines' own kernels use).
+    attention_fraction_training: float = 0.0
 
     def attention_fraction_of(self, kernel: str) -> float:
-        """The fwd+bwd attention fraction of a named kernel ('auto': the usual stack's)."""
-        measured = getattr(self, f"attention_fraction_{kernel}", 0.0) if kernel != "auto" else 0.0
-        return measured or self.attention_fraction
+        """The fwd+bwd attention fraction of a named kernel ('auto': the usual training stack's)."""
+        name = "training" if kernel == "auto" else kernel
+        return getattr(self, f"attention_fraction_{name}", 0.0) or self.attention_fraction
 
     def gemm_fraction(self, dtype: str) -> float:
         """Achieved / dense peak for large, well-shaped GEMMs in ``dtype``.
@@ -292,5 +306,6 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         attention_fraction_flash2=values["attention_fraction_flash2"],
         attention_fraction_cudnn=values["attention_fraction_cudnn"],
         attention_fraction_flash3=values["attention_fraction_flash3"],
+        attention_fraction_training=values["attention_fraction_training"],
         sources=sources,
     )

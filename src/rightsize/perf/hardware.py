@@ -76,11 +76,14 @@ class Hardware:
     attention_ratio_flash2: float = 1.0
     attention_ratio_cudnn: float = 1.0
     attention_ratio_flash3: float = 1.0
+    attention_ratio_auto: float = (
+        1.0  # the usual training stack's kernel (catalog attention_fraction_training)
+    )
 
     def attention_fraction_for(self, kernel: str) -> float | np.ndarray:
-        """The attention fraction of a named kernel ('auto': the accelerator's usual stack)."""
-        if kernel == "auto":
-            return self.attention_fraction
+        """The training attention fraction of a named kernel ('auto': the accelerator's usual
+        training stack). Each is a ratio over `attention_fraction`, so a calibration or a
+        sensitivity that moves attention_fraction moves them all."""
         return self.attention_fraction * getattr(self, f"attention_ratio_{kernel}")
 
     @classmethod
@@ -124,6 +127,7 @@ class Hardware:
             attention_ratio_flash2=eff.attention_fraction_of("flash2") / eff.attention_fraction,
             attention_ratio_cudnn=eff.attention_fraction_of("cudnn") / eff.attention_fraction,
             attention_ratio_flash3=eff.attention_fraction_of("flash3") / eff.attention_fraction,
+            attention_ratio_auto=eff.attention_fraction_of("auto") / eff.attention_fraction,
         )
 
     def sixteen_bit(self) -> Hardware:
