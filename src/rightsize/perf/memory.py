@@ -101,8 +101,8 @@ class TrainMemory:
         """The memory of consecutive runs of configurations, as one (same capacity)."""
         names = ("weights", "gradients", "optimizer", "activations", "logits", "framework")
         joined = {k: np.concatenate([getattr(p, k) for p in parts]) for k in names}
-        hosts = [p.host for p in parts]
-        host = None if any(h is None for h in hosts) else np.concatenate(hosts)  # type: ignore[arg-type]
+        hosts = [p.host for p in parts if p.host is not None]
+        host: np.ndarray | None = np.concatenate(hosts) if len(hosts) == len(parts) else None
         return cls(
             **joined,
             capacity=parts[0].capacity,
