@@ -443,10 +443,13 @@ def _recompute_s(
     mats = float(mlp_matrices(arch))
     up_share = (mats - 1.0) / mats
     r = remat.REBUILT
+    k_share = g / (2 * a + 2 * g)
     named = (
         r["qkv_gemm"][code] * qkv_share * attn_proj_f
+        + r["k_gemm"][code] * k_share * attn_proj_f
         + r["out_gemm"][code] * (1.0 - qkv_share) * attn_proj_f
         + r["mlp_up_gemm"][code] * up_share * mlp_f
+        + r["mlp_up_half_gemm"][code] * 0.5 * up_share * mlp_f
         + r["mlp_down_gemm"][code] * (1.0 - up_share) * mlp_f
         + r["attention"][code] * attn_f
         + r["elementwise"][code] * ew_f

@@ -270,6 +270,8 @@ def remat_tensor_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> dict
         "mlp_up": up,
         "mlp_down": hidden,
         "context": (2 * a * dv + 4.0 * a) / t,
+        "q_v": 2 * (a * dqk + g * dv) / t,
+        "mlp_gate": 2 * f * width / t,
     }
 
 

@@ -20,6 +20,14 @@ of the named matmul outputs (`query_proj`, `key_proj`, `value_proj`, `out_proj`,
 | qkv_proj_offloaded | nothing: q, k, v go to pinned host memory | as save_qkv_proj |
 | minimal_offloaded | nothing: minimal's tensors go to pinned host memory | as minimal |
 
+torchtitan's op-level selective checkpointing (`activation_checkpoint.mode: selective`,
+`selective_ac_option: op`; torchtitan's `_apply_ac_to_transformer_block`, Dec 2024) saves the
+outputs of every other matmul of a block (the 1st, 3rd, 5th, 7th: wq, wv, w1, w2) and of the
+attention kernel (output and log-sum-exp), and recomputes the rest (wk, wo, w3 and every
+elementwise kernel); here `selective_op`:
+
+| selective_op | q and v, attention output, MLP gate (w1), MLP output (w2) | k and out-projection GEMMs, half the MLP up GEMMs (w3), elementwise |
+
 The MLP down-projection's output is never needed by the backward (the layer's output is
 the next layer's kept input), so no policy rebuilds it; the out-projection's output is
 (it forms the residual that feeds the second norm). Offloaded tensors cross the host link
@@ -36,9 +44,19 @@ import numpy as np
 # shapes in perf.memory). "stack" is the Megatron / PyTorch set a layer keeps with no
 # recomputation (inputs of every GEMM, norm inputs, the MLP's inner tensors, the attention
 # output and its log-sum-exp); the others are JAX's named checkpoints.
-TENSORS = ("input", "stack", "qkv", "out_proj", "mlp_up", "mlp_down", "context")
+TENSORS = ("input", "stack", "qkv", "out_proj", "mlp_up", "mlp_down", "context", "q_v", "mlp_gate")
 # Forward work a policy repeats in the backward pass.
-PARTS = ("qkv_gemm", "out_gemm", "mlp_up_gemm", "mlp_down_gemm", "attention", "elementwise", "tp_comm")
+PARTS = (
+    "qkv_gemm",
+    "k_gemm",
+    "out_gemm",
+    "mlp_up_gemm",
+    "mlp_up_half_gemm",
+    "mlp_down_gemm",
+    "attention",
+    "elementwise",
+    "tp_comm",
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,13 @@ POLICIES: tuple[Policy, ...] = (
     _p("qkv_proj_offloaded", "input", "qkv", _JAX_QKV_REBUILT, "MaxText"),
     _p("minimal_offloaded", "input", "qkv out_proj mlp_up mlp_down", _JAX_MINIMAL_REBUILT, "MaxText"),
     _p("minimal_flash", "input qkv out_proj mlp_up mlp_down context", "", "elementwise", "MaxText"),
+    _p(
+        "selective_op",
+        "input q_v context mlp_gate mlp_down",
+        "",
+        "k_gemm out_gemm mlp_up_half_gemm elementwise",
+        "torchtitan",
+    ),
 )
 CODES: dict[str, int] = {p.name: i for i, p in enumerate(POLICIES)}
 NAMES: tuple[str, ...] = tuple(p.name for p in POLICIES)

@@ -189,8 +189,10 @@ def recompute_flops_per_token(w: TrainWorkload, recompute: np.ndarray) -> np.nda
         2.0
         * (
             r["qkv_gemm"][code] * qkv_share * attn_params
+            + r["k_gemm"][code] * g / (2 * a + 2 * g) * attn_params
             + r["out_gemm"][code] * (1.0 - qkv_share) * attn_params
             + r["mlp_up_gemm"][code] * up_share * mlp_params
+            + r["mlp_up_half_gemm"][code] * 0.5 * up_share * mlp_params
             + r["mlp_down_gemm"][code] * (1.0 - up_share) * mlp_params
         )
         + r["attention"][code] * attention

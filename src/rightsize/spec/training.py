@@ -73,6 +73,7 @@ class ParallelSettings(BaseModel):
             "qkv_proj_offloaded",
             "minimal_offloaded",
             "minimal_flash",
+            "selective_op",
         ]
         | None
     ) = Field(
@@ -82,7 +83,8 @@ class ParallelSettings(BaseModel):
             "'full' (whole layers), or a MaxText remat_policy name: 'minimal', 'minimal_flash', "
             "'save_dot_except_mlpwi', 'save_dot_except_mlp', 'save_qkv_proj', 'save_out_proj', and the "
             "host-offloading 'qkv_proj_offloaded' and 'minimal_offloaded' (saved tensors go to pinned host "
-            "memory over the host link). The search tries none, selective and full."
+            "memory over the host link), or torchtitan's op-level 'selective_op' (saves every other matmul "
+            "output and the attention output). The search tries none, selective and full."
         ),
     )
     sequence_parallel: bool | None = Field(
