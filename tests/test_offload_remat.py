@@ -178,3 +178,74 @@ def test_fp8_keeps_the_output_layer_in_bf16() -> None:
         TrainWorkload(arch=arch, seq_len=4096, global_batch=8, precision="fp8"), cfg, _hw("h100-sxm", "fp8")
     )
     assert fp8[0][0] == pytest.approx(bf16[0][0]) and fp8[1][0] == pytest.approx(bf16[1][0])
+
+
+def test_torchtitan_op_selective_keeps_every_other_matmul_output() -> None:
+    """torchtitan's op-level SAC on Llama 3.1 8B keeps wq, wv, w1, w2 outputs, the attention
+    output and the block input: 2h + 2ad + 2gd + (2ad + 4a) + 2f + 2h bytes per token per layer."""
+    arch = ModelArch(
+        name="llama3-8b",
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        ffn_hidden=14336,
+        vocab=128256,
+        mlp="swiglu",
+    )
+    w = TrainWorkload(arch=arch, seq_len=8192, global_batch=16, precision="bf16")
+    names = ["none", "selective_op", "full"]
+    cfg = ParallelConfigs(
+        tp=1,
+        pp=1,
+        dp=8,
+        cp=1,
+        ep=1,
+        vpp=1,
+        micro_batch=2,
+        recompute=np.array([remat.CODES[n] for n in names]),
+        sequence_parallel=False,
+        zero_stage=3,
+    )
+    st = train_step(w, cfg, _hw("h100-sxm"))
+    h, a, g, d, f = 4096, 32, 8, 128, 14336
+    per_token = 2 * h + 2 * a * d + 2 * g * d + (2 * a * d + 4 * a) + 2 * f + 2 * h
+    rebuilt = st.memory.activations[1] - per_token * 16384 * 32
+    assert 0 <= rebuilt < 0.1 * st.memory.activations[1]  # one layer rebuilt in its backward
+    assert st.memory.activations[0] > st.memory.activations[1] > st.memory.activations[2]
+    assert st.hardware_flops[0] < st.hardware_flops[1] < st.hardware_flops[2]
+
+
+def test_spec_takes_named_policies_and_offload_fields() -> None:
+    from rightsize.spec.training import TrainingSpec
+
+    spec = TrainingSpec.model_validate(
+        {
+            "model": {
+                "name": "m",
+                "layers": 4,
+                "hidden": 512,
+                "heads": 8,
+                "kv_heads": 8,
+                "ffn_hidden": 2048,
+                "vocab": 1000,
+                "mlp": "swiglu",
+            },
+            "training": {
+                "seq_len": 2048,
+                "global_batch": 8,
+                "attention_kernel": "cudnn",
+                "optimizer_offload": True,
+            },
+            "parallel": {"recompute": "qkv_proj_offloaded"},
+        }
+    )
+    w = TrainWorkload.from_spec(spec.model, spec.training)
+    assert w.optimizer_offload and w.attention_kernel == "cudnn"
+    with pytest.raises(ValueError):
+        TrainingSpec.model_validate({**spec.model_dump(), "parallel": {"recompute": "sometimes"}})
+
+
+def test_xla_keeps_less_device_memory_aside_than_cuda() -> None:
+    tpu, gpu = _hw("tpu-v5e"), _hw("h100-sxm")
+    assert tpu.framework_bytes < gpu.framework_bytes and tpu.usable_fraction > gpu.usable_fraction
