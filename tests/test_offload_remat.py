@@ -249,3 +249,28 @@ def test_spec_takes_named_policies_and_offload_fields() -> None:
 def test_xla_keeps_less_device_memory_aside_than_cuda() -> None:
     tpu, gpu = _hw("tpu-v5e"), _hw("h100-sxm")
     assert tpu.framework_bytes < gpu.framework_bytes and tpu.usable_fraction > gpu.usable_fraction
+
+
+def test_fp8_recipes_change_casts_and_fsdp_gathers() -> None:
+    """Delayed scaling skips the amax read (cheaper casts); torchao tensorwise gathers FSDP
+    weights in fp8 (half the all-gather bytes): neither slower than TE current scaling."""
+    arch = ModelArch(
+        name="llama3-8b",
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        ffn_hidden=14336,
+        vocab=128256,
+        mlp="swiglu",
+    )
+    cfg = ParallelConfigs.single(dp=64, micro_batch=1, recompute="full", zero_stage=3)
+    hw = _hw("h100-sxm", "fp8").with_overrides(
+        scaleout_bytes_per_s_per_gpu=5e9
+    )  # a thin network exposes gathers
+    base = TrainWorkload(arch=arch, seq_len=8192, global_batch=64, precision="fp8")
+    t = {
+        r: float(train_step(replace(base, fp8_recipe=r), cfg, hw).step_time[0])
+        for r in ("auto", "delayed", "tensorwise")
+    }
+    assert t["delayed"] < t["auto"] and t["tensorwise"] < t["auto"]

@@ -85,6 +85,20 @@ CAST_BYTES_PER_ELEMENT = {
     "fp8": (FP8_CAST_BYTES_PER_ELEMENT, FP8_CAST_BYTES_PER_ELEMENT),
     "nvfp4": (NVFP4_CAST_BYTES_PER_ELEMENT, NVFP4_CAST_BYTES_PER_ELEMENT + 4.0),
 }
+# Transformer Engine's delayed scaling takes each tensor's scale from the amax history of
+# earlier steps, so the amax is computed inside the cast kernel: no separate read of the
+# 16-bit tensor (TE docs, "Using FP8 with Transformer Engine": DelayedScaling, amax_history_len).
+FP8_DELAYED_CAST_BYTES_PER_ELEMENT = FP8_CAST_BYTES_PER_ELEMENT - 2.0
+
+
+def cast_bytes_per_element(w: TrainWorkload) -> tuple[float, float]:
+    """(forward, backward) bytes moved per GEMM-operand element to quantise it under the
+    workload's precision and fp8 recipe: current / dynamic scaling (Transformer Engine's
+    current scaling, torchao's tensorwise and rowwise) reads the 16-bit tensor for its amax
+    before the cast; delayed scaling does not."""
+    if w.precision == "fp8" and w.fp8_recipe == "delayed":
+        return FP8_DELAYED_CAST_BYTES_PER_ELEMENT, FP8_DELAYED_CAST_BYTES_PER_ELEMENT
+    return CAST_BYTES_PER_ELEMENT[w.precision]
 
 
 @dataclass
@@ -346,7 +360,7 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     if w.precision in CAST_BYTES_PER_ELEMENT:
         # The forward inputs of the four GEMMs: QKV and MLP-up read h, out-projection a d / t,
         # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT).
-        cast = CAST_BYTES_PER_ELEMENT[w.precision][0]
+        cast = cast_bytes_per_element(w)[0]
         cast_bytes = cast * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)
     return hidden_bytes + act_bytes + rope_bytes + cast_bytes
 
@@ -361,7 +375,7 @@ def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) ->
     f = float(arch.expert_ffn_hidden or arch.ffn_hidden) if arch.is_moe else float(arch.ffn_hidden)
     qkv_out = (arch.heads + 2 * arch.kv_heads) * arch.head_dim
     up_out = (mlp_matrices(arch) - 1) * f
-    return CAST_BYTES_PER_ELEMENT[w.precision][1] * (2 * h + (qkv_out + up_out) / cfg.tp)
+    return cast_bytes_per_element(w)[1] * (2 * h + (qkv_out + up_out) / cfg.tp)
 
 
 # Overlapped collectives still slow the GEMMs they hide under (NCCL/userbuffer thread blocks

@@ -295,6 +295,10 @@ def _zero3_per_microbatch(
     bw, lat = coll.group_link(dpc, cfg.tp, hw)
     units = np.maximum(lps, 1.0)
     gathered = stage_weight_bytes(w, cfg, dense, np.zeros_like(dense)) / units
+    if w.precision == "fp8" and w.fp8_recipe == "tensorwise":
+        # torchao's float8 all-gather (torchtitan enable_fsdp_float8_all_gather): each rank casts
+        # its weight shard to fp8 before the gather, so the gathered bytes are halved.
+        gathered = gathered / 2.0
     grads = 2.0 * t_dense / units  # 16-bit reduce-scatter (FSDP reduce_dtype, DeepSpeed fp16/bf16)
     ag = coll.all_gather_s(gathered, dpc, bw, lat)
     rs = coll.reduce_scatter_s(grads, dpc, bw, lat)
