@@ -274,3 +274,27 @@ def test_fp8_recipes_change_casts_and_fsdp_gathers() -> None:
         for r in ("auto", "delayed", "tensorwise")
     }
     assert t["delayed"] < t["auto"] and t["tensorwise"] < t["auto"]
+
+
+def test_context_parallel_variants_and_load_balance() -> None:
+    """Ring (p2p) hides its K/V sends under long blocks; all-gather and Ulysses all-to-alls are
+    exposed; contiguous causal chunks make the last rank do 2cp/(cp+1) of the average."""
+    arch = ModelArch(
+        name="llama3-8b",
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        ffn_hidden=14336,
+        vocab=128256,
+        mlp="swiglu",
+    )
+    cfg = ParallelConfigs.single(tp=8, dp=1, cp=16, micro_batch=1, recompute="full", sequence_parallel=True)
+    hw = _hw("h100-sxm", "fp8")
+    base = TrainWorkload(arch=arch, seq_len=262144, global_batch=4, precision="fp8")
+    ring = train_step(base, cfg, hw)
+    assert float(ring.cp_comm[0]) == 0.0
+    for variant in ("all_gather", "a2a"):
+        assert float(train_step(replace(base, cp_comm=variant), cfg, hw).cp_comm[0]) > 0.0
+    naive = train_step(replace(base, cp_load_balance=False), cfg, hw)
+    assert float(naive.compute[0]) > float(ring.compute[0]) * 1.3  # attention dominates at 256k

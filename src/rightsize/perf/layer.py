@@ -420,22 +420,52 @@ def _cp_ring_exposed(
     rows: np.ndarray,
     attn: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) exposed seconds of context parallelism: ring attention passes K
-    and V around the cp ranks, overlapped with the attention blocks (Liu et al. 2023);
-    only the excess is exposed."""
+    """(forward, backward) exposed seconds of context parallelism, by implementation
+    (`training.cp_comm`; Transformer Engine's cp_comm_type names them):
+
+    - p2p (ring attention, Liu et al. 2023; TE's default): each of the cp - 1 ring steps sends
+      one K/V block while the previous block's attention runs; a step is exposed only by
+      what its send exceeds one block's compute (attention / cp, the causal work balanced by
+      the 2 cp zig-zag chunking); backward sends K, V and returns dK, dV (twice the bytes).
+    - all_gather (TE's all_gather variant, Llama 3's context parallelism, PyTorch's
+      allgather rotation): K and V are all-gathered before the attention and dK, dV
+      reduce-scattered after its backward, not overlapped (TE PR #1060: "the KV all-gather
+      communication is exposed, but the overheads should be small with GQA/MQA").
+    - a2a (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-alls turn the sequence split into a
+      head split before the attention (Q, K, V) and back after it (the output); backward the
+      same four on the gradients; not overlapped.
+    """
     arch = w.arch
     cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
-    kv_bytes = rows * float(arch.kv_heads) * float(qk_head_dim(arch) + v_head_dim(arch)) / cfg.tp * ACT_BYTES
-    # Each of the cp - 1 ring steps sends one block while the previous block's attention
-    # runs: a step is exposed only by what its send exceeds one block's compute (attn / cp,
-    # causal work balanced by Megatron's 2 cp chunking); the first block waits for nothing.
+    dqk, dv = float(qk_head_dim(arch)), float(v_head_dim(arch))
+    kv_bytes = rows * float(arch.kv_heads) * (dqk + dv) / cfg.tp * ACT_BYTES
+    attn_f, attn_b = attn
+    on = cfg.cp > 1
+    if w.cp_comm == "all_gather":
+        gather = coll.all_gather_s(kv_bytes * cfg.cp, cfg.cp, cp_bw, cp_lat)
+        return np.where(on, gather, 0.0), np.where(on, 2.0 * gather, 0.0)  # gather again + reduce-scatter
+    if w.cp_comm == "a2a":
+        q_bytes = rows * float(arch.heads) * dqk / cfg.tp * ACT_BYTES
+        o_bytes = rows * float(arch.heads) * dv / cfg.tp * ACT_BYTES
+        a2a = coll.all_to_all_group_s(q_bytes + kv_bytes + o_bytes, cfg.cp, cfg.tp, hw)
+        return np.where(on, a2a, 0.0), np.where(on, a2a, 0.0)
     cp_steps = cfg.cp - 1.0
     step_f = coll.p2p_s(kv_bytes, cp_bw, cp_lat)
     step_b = 2.0 * step_f  # K, V forward and dK, dV back
-    attn_f, attn_b = attn
-    cp_f_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_f - attn_f / cfg.cp), 0.0)
-    cp_b_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_b - attn_b / cfg.cp), 0.0)
+    cp_f_exp = np.where(on, cp_steps * np.maximum(0.0, step_f - attn_f / cfg.cp), 0.0)
+    cp_b_exp = np.where(on, cp_steps * np.maximum(0.0, step_b - attn_b / cfg.cp), 0.0)
     return cp_f_exp, cp_b_exp
+
+
+def cp_causal_imbalance(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Attention work of the busiest context-parallel rank over the average under a causal
+    mask. Zig-zag (load-balanced) chunking gives each rank chunks i and 2 cp - 1 - i, equal
+    work (Megatron / TE, torchtitan's head-tail balancer, Llama 3). Contiguous chunks give
+    rank r the r + 1 lower-triangle blocks of its queries: the last rank does cp of an average
+    (cp + 1) / 2, and every ring step waits for it."""
+    if w.cp_load_balance:
+        return np.ones_like(cfg.cp)
+    return 2.0 * cfg.cp / (cfg.cp + 1.0)
 
 
 def _recompute_s(
@@ -505,6 +535,8 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     lora_f, lora_b = lora_layer_times(w, cfg, hw, moe)
 
     attn_f, attn_b, _ = attention_core_times(w, cfg, hw)
+    imbalance = cp_causal_imbalance(w, cfg)
+    attn_f, attn_b = attn_f * imbalance, attn_b * imbalance
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     ew_f = rows * elementwise_bytes_per_token(w, cfg) / mem_bw
     ew_f = ew_f + ELEMENTWISE_KERNELS_PER_LAYER_FWD * hw.kernel_overhead_s

@@ -53,6 +53,8 @@ class TrainWorkload:
     optimizer_offload: bool = False  # optimizer states in host memory, streamed for the update
     fp8_recipe: str = "auto"  # which GEMMs run in fp8 and how they are scaled (perf.layer)
     attention_kernel: str = "auto"  # flash2 | cudnn | flash3 | auto (the accelerator's usual)
+    cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses)
+    cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
 
     @classmethod
     def from_spec(cls, arch: ModelArch, training: TrainingWorkload) -> TrainWorkload:
@@ -72,6 +74,8 @@ class TrainWorkload:
             optimizer_offload=training.optimizer_offload,
             fp8_recipe=training.fp8_recipe,
             attention_kernel=training.attention_kernel,
+            cp_comm=training.cp_comm,
+            cp_load_balance=training.cp_load_balance,
         )
 
     @property

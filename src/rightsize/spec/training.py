@@ -212,6 +212,22 @@ class TrainingWorkload(BaseModel):
             "takes the accelerator's usual stack from the catalog."
         ),
     )
+    cp_comm: Literal["p2p", "all_gather", "a2a"] = Field(
+        default="p2p",
+        description=(
+            "Context parallelism's attention exchange: 'p2p' (ring attention, K/V blocks passed around the "
+            "ring under each block's attention), 'all_gather' (K/V gathered before the attention, exposed: "
+            "Transformer Engine's all_gather variant, Llama 3) or 'a2a' (DeepSpeed-Ulysses all-to-alls from "
+            "a sequence split to a head split and back)."
+        ),
+    )
+    cp_load_balance: bool = Field(
+        default=True,
+        description=(
+            "Context parallelism with causal masks: zig-zag chunks (each rank holds chunks i and 2cp-1-i) give "
+            "every rank equal attention work; false: contiguous chunks, the last rank does 2cp/(cp+1) of the average."
+        ),
+    )
     optimizer_offload: bool = Field(
         default=False,
         description=(
