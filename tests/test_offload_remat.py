@@ -306,6 +306,6 @@ def test_attention_waves_idle_sms_only_when_few_blocks() -> None:
     from rightsize.perf.layer import attention_wave_efficiency
 
     hw = _hw("h100-sxm")
-    assert float(attention_wave_efficiency(np.array(1.0), np.array(16.0), np.array(16384.0), hw)) > 0.99
+    assert float(attention_wave_efficiency(np.array(1.0), np.array(16.0), np.array(16384.0), hw)) == 1.0
     few = float(attention_wave_efficiency(np.array(1.0), np.array(1.0), np.array(2048.0), hw))
-    assert few == pytest.approx(16 / 132)
+    assert few == pytest.approx((16 / 132) / (2048 / (16 * 132)))
