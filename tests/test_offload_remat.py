@@ -309,3 +309,20 @@ def test_attention_waves_idle_sms_only_when_few_blocks() -> None:
     assert float(attention_wave_efficiency(np.array(1.0), np.array(16.0), np.array(16384.0), hw)) == 1.0
     few = float(attention_wave_efficiency(np.array(1.0), np.array(1.0), np.array(2048.0), hw))
     assert few == pytest.approx((16 / 132) / (2048 / (16 * 132)))
+
+
+def test_tpu_search_tries_maxtext_policies() -> None:
+    """On Cloud TPU the planner's remat choices are MaxText's names (JAX), offloading included."""
+    from rightsize.catalog import get_accelerator as acc_of
+    from rightsize.search.space import enumerate_where
+    from rightsize.spec.training import ParallelSettings
+
+    arch = _llama2_7b()
+    names = remat.searched_policies(acc_of("tpu-v5p").vendor)
+    assert "qkv_proj_offloaded" in names and "selective" not in names
+    cfg, _ = enumerate_where(
+        arch, 4096, 256, np.array([64.0]), 64, ParallelSettings(), recompute_options=names
+    )
+    assert {remat.NAMES[int(c)] for c in np.unique(cfg.recompute)} == set(names)
+    gpu = remat.searched_policies(acc_of("h100-sxm").vendor)
+    assert gpu == ("none", "selective", "full")

@@ -21,6 +21,7 @@ from rightsize.catalog import get_accelerator, node_for
 from rightsize.catalog.ground import validated_runs
 from rightsize.perf import workload as perf_workload
 from rightsize.perf.memory import memory_grid, train_memory
+from rightsize.perf.remat import searched_policies
 from rightsize.perf.step import step_time_variants, train_step
 from rightsize.perf.workload import ParallelConfigs
 from rightsize.search import train as search_train
@@ -103,7 +104,10 @@ def test_enumeration_builds_exactly_the_layouts_that_may_fit(example: str, acc_i
 @pytest.mark.parametrize(("example", "acc_id"), CASES)
 def test_search_picks_what_evaluating_every_layout_picks(example: str, acc_id: str) -> None:
     spec, w, hw, counts = _setup(example, acc_id, max_gpus=1024)
-    every, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
+    policies = searched_policies(get_accelerator(acc_id).vendor)  # MaxText's names on TPU
+    every, _ = enumerate_configs(
+        w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel, policies
+    )
     st_all = train_step(w, every, hw)
     best_all, risk_all = pick_per_count(w, every, hw, st_all.step_time, st_all.memory.fits, 0.5)
     acc, node = get_accelerator(acc_id), node_for(acc_id)

@@ -108,8 +108,25 @@ POLICIES: tuple[Policy, ...] = (
 )
 CODES: dict[str, int] = {p.name: i for i, p in enumerate(POLICIES)}
 NAMES: tuple[str, ...] = tuple(p.name for p in POLICIES)
-# Policies the search tries when the user fixes none: the three every stack offers.
+# Policies the search tries when the user fixes none: the three every PyTorch stack offers;
+# on Cloud TPU, where the stack is JAX (MaxText), MaxText's own names from most memory to
+# least (base.yml lists them fastest to slowest; 'none' keeps everything), the host-offloading
+# ones included.
 SEARCHED: tuple[str, ...] = ("none", "selective", "full")
+SEARCHED_JAX: tuple[str, ...] = (
+    "none",
+    "minimal",
+    "save_dot_except_mlp",
+    "save_qkv_proj",
+    "qkv_proj_offloaded",
+    "minimal_offloaded",
+    "full",
+)
+
+
+def searched_policies(vendor: str) -> tuple[str, ...]:
+    """The remat policies a planner tries on an accelerator of this vendor."""
+    return SEARCHED_JAX if vendor == "google" else SEARCHED
 
 
 def flags(which: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:

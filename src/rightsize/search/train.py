@@ -23,6 +23,7 @@ from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import memory_grid
 from rightsize.perf.reliability import checkpoint_bytes, goodput
+from rightsize.perf.remat import searched_policies
 from rightsize.perf.step import StepBreakdown, train_memory_only, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
@@ -195,6 +196,7 @@ def _evaluate_accelerator(
         hw.domain_gpus,
         spec.parallel,
         lambda rows, rc, zero: memory_grid(w, rows, rc, zero, hw.framework_bytes) <= usable,
+        searched_policies(acc.vendor),
     )
     if len(cfg) + excluded == 0:
         gpus = int(counts[0]) if len(counts) == 1 else None
@@ -215,7 +217,13 @@ def _smallest_memory_hint(evaluated: list[_Evaluated], w: TrainWorkload, spec: T
     best = None
     for ev in evaluated:
         every, _ = enumerate_where(
-            w.arch, w.seq_len, w.global_batch, ev.counts, ev.hw.domain_gpus, spec.parallel
+            w.arch,
+            w.seq_len,
+            w.global_batch,
+            ev.counts,
+            ev.hw.domain_gpus,
+            spec.parallel,
+            recompute_options=searched_policies(ev.acc.vendor),
         )
         total = train_memory_only(w, every, ev.hw).total
         if total.size == 0:
