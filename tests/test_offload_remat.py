@@ -326,3 +326,13 @@ def test_tpu_search_tries_maxtext_policies() -> None:
     assert {remat.NAMES[int(c)] for c in np.unique(cfg.recompute)} == set(names)
     gpu = remat.searched_policies(acc_of("h100-sxm").vendor)
     assert gpu == ("none", "selective", "full")
+
+
+def test_report_schema_names_every_remat_policy() -> None:
+    """A plan's JSON names its remat policy; the published schema must accept every one."""
+    import json
+    from importlib import resources
+
+    schema = json.loads((resources.files("rightsize.report") / "data" / "report.schema.json").read_text())
+    enum = schema["$defs"]["candidate"]["properties"]["parallel"]["properties"]["recompute"]["enum"]
+    assert set(enum) == set(remat.NAMES)
