@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from rightsize.catalog import get_accelerator, node_for
 from rightsize.catalog.ground import validated_runs
 from rightsize.perf import workload as perf_workload
-from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION, memory_grid, train_memory
+from rightsize.perf.memory import memory_grid, train_memory
+from rightsize.perf.remat import searched_policies
 from rightsize.perf.step import step_time_variants, train_step
 from rightsize.perf.workload import ParallelConfigs
 from rightsize.search import train as search_train
@@ -61,7 +62,7 @@ def test_memory_by_parts_equals_each_layouts_memory(example: str, acc_id: str) -
     cfg, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
     rows = _sample(cfg, 300)
     rc, zero = np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0, 3.0])
-    grid = memory_grid(w, rows, rc, zero)
+    grid = memory_grid(w, rows, rc, zero, hw.framework_bytes)
     assert grid.shape == (len(rows), 3, 4)
     for r in range(3):
         for z in range(4):
@@ -82,7 +83,7 @@ def test_memory_by_parts_equals_each_layouts_memory(example: str, acc_id: str) -
 def test_enumeration_builds_exactly_the_layouts_that_may_fit(example: str, acc_id: str) -> None:
     spec, w, hw, counts = _setup(example, acc_id)
     every, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
-    usable = hw.hbm_bytes * ALLOCATOR_USABLE_FRACTION * (1.0 + MEMORY_CUT_MARGIN)
+    usable = hw.hbm_bytes * hw.usable_fraction * (1.0 + MEMORY_CUT_MARGIN)
     kept, excluded = enumerate_where(
         w.arch,
         w.seq_len,
@@ -90,7 +91,7 @@ def test_enumeration_builds_exactly_the_layouts_that_may_fit(example: str, acc_i
         counts,
         hw.domain_gpus,
         spec.parallel,
-        lambda rows, rc, zero: memory_grid(w, rows, rc, zero) <= usable,
+        lambda rows, rc, zero: memory_grid(w, rows, rc, zero, hw.framework_bytes) <= usable,
     )
     assert len(kept) + excluded == len(every)
     assert excluded > 0  # the rule does reject layouts here
@@ -103,7 +104,10 @@ def test_enumeration_builds_exactly_the_layouts_that_may_fit(example: str, acc_i
 @pytest.mark.parametrize(("example", "acc_id"), CASES)
 def test_search_picks_what_evaluating_every_layout_picks(example: str, acc_id: str) -> None:
     spec, w, hw, counts = _setup(example, acc_id, max_gpus=1024)
-    every, _ = enumerate_configs(w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel)
+    policies = searched_policies(get_accelerator(acc_id).vendor)  # MaxText's names on TPU
+    every, _ = enumerate_configs(
+        w.arch, w.seq_len, w.global_batch, counts, hw.domain_gpus, spec.parallel, policies
+    )
     st_all = train_step(w, every, hw)
     best_all, risk_all = pick_per_count(w, every, hw, st_all.step_time, st_all.memory.fits, 0.5)
     acc, node = get_accelerator(acc_id), node_for(acc_id)

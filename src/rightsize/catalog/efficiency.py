@@ -41,11 +41,28 @@ SCALAR_FIELDS = (
     "tp_comm_overlap",
     "param_gather_overlap",
     "decode_allreduce_bw_fraction",
+    "host_link_bytes_per_s",
+    "attention_fraction_flash2",
+    "attention_fraction_cudnn",
+    "attention_fraction_flash3",
+    "attention_fraction_training",
 )
+# Attention kernels a training spec may name (training.attention_kernel), each with its own
+# measured fraction where the catalog has one (0: not measured, use attention_fraction).
+ATTENTION_KERNELS = ("flash2", "cudnn", "flash3")
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
 # tp_comm_overlap, param_gather_overlap: 0 = the stack does not overlap;
-# decode_allreduce_bw_fraction: 0 = decode all-reduces reach scaleup_bw_fraction like large ones
-ZERO_ALLOWED_FIELDS = frozenset({"tp_comm_overlap", "param_gather_overlap", "decode_allreduce_bw_fraction"})
+# decode_allreduce_bw_fraction: 0 = decode all-reduces reach scaleup_bw_fraction like large ones;
+# attention_fraction_*: 0 = not measured, attention_fraction is used
+ZERO_ALLOWED_FIELDS = frozenset(
+    {
+        "tp_comm_overlap",
+        "param_gather_overlap",
+        "decode_allreduce_bw_fraction",
+        "attention_fraction_training",
+        *(f"attention_fraction_{k}" for k in ATTENTION_KERNELS),
+    }
+)
 # Fields a catalog (a user's own, or an older one) may leave out entirely: the shipped
 # default's figures, with their sources (data/efficiency.yaml, `default`).
 OPTIONAL_FIELDS = {
@@ -64,6 +81,22 @@ OPTIONAL_FIELDS = {
         0.0,
         "estimate: the serving stack's decode-sized tensor-parallel all-reduces (16 KB-4 MB) reach the same "
         "bus bandwidth fraction as large ones (custom one-/two-shot all-reduce kernels in vLLM and TensorRT-LLM)",
+        "2026-11",
+    ),
+    "host_link_bytes_per_s": Sourced(
+        32e9,
+        "estimate: PCIe Gen4 x16 between an accelerator and its host, 32 GB/s per direction nominal",
+        "2026-11",
+    ),
+    **{
+        f"attention_fraction_{k}": Sourced(
+            0.0, "placeholder: not measured here; the accelerator's attention_fraction is used", "2026-11"
+        )
+        for k in ATTENTION_KERNELS
+    },
+    "attention_fraction_training": Sourced(
+        0.0,
+        "placeholder: the usual training stack's kernel is not named here; attention_fraction is used",
         "2026-11",
     ),
 }
@@ -87,6 +120,8 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "tp_comm_overlap": (0.0, 1.0),
     "param_gather_overlap": (0.0, 1.0),
     "decode_allreduce_bw_fraction": (0.0, 2.0),
+    "host_link_bytes_per_s": (1e9, 1e13),
+    **{f"attention_fraction_{k}": (0.0, 1.0) for k in (*ATTENTION_KERNELS, "training")},
 }
 
 
@@ -117,6 +152,21 @@ class Efficiency:
     # Bus bandwidth fraction of the serving stack's decode-sized TP all-reduces (16 KB-4 MB per
     # message); 0: the same as scaleup_bw_fraction.
     decode_allreduce_bw_fraction: float = 0.0
+    # Accelerator <-> host bandwidth per direction (PCIe, NVLink-C2C): what activation and
+    # optimizer-state offload move over.
+    host_link_bytes_per_s: float = 32e9
+    # Flash-attention fwd+bwd fraction of 16-bit peak per named kernel (0: not measured).
+    attention_fraction_flash2: float = 0.0
+    attention_fraction_cudnn: float = 0.0
+    attention_fraction_flash3: float = 0.0
+    # The kernel the usual *training* stack runs on this accelerator (0: attention_fraction,
+    # which serving engines' own kernels use).
+    attention_fraction_training: float = 0.0
+
+    def attention_fraction_of(self, kernel: str) -> float:
+        """The fwd+bwd attention fraction of a named kernel ('auto': the usual training stack's)."""
+        name = "training" if kernel == "auto" else kernel
+        return getattr(self, f"attention_fraction_{name}", 0.0) or self.attention_fraction
 
     def gemm_fraction(self, dtype: str) -> float:
         """Achieved / dense peak for large, well-shaped GEMMs in ``dtype``.
@@ -268,5 +318,10 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         tp_comm_overlap=values["tp_comm_overlap"],
         param_gather_overlap=values["param_gather_overlap"],
         decode_allreduce_bw_fraction=values["decode_allreduce_bw_fraction"],
+        host_link_bytes_per_s=values["host_link_bytes_per_s"],
+        attention_fraction_flash2=values["attention_fraction_flash2"],
+        attention_fraction_cudnn=values["attention_fraction_cudnn"],
+        attention_fraction_flash3=values["attention_fraction_flash3"],
+        attention_fraction_training=values["attention_fraction_training"],
         sources=sources,
     )

@@ -113,7 +113,7 @@ def maxtext_config(v: TrainingView, run_name: str, n_slices: int, per_slice: int
         "ici_context_parallelism": v.cp,
         ("ici_fsdp_parallelism" if v.zero_stage else "ici_data_parallelism"): per_slice // inner,
         "dcn_data_parallelism": n_slices,
-        "remat_policy": REMAT[v.recompute],
+        "remat_policy": REMAT.get(v.recompute, v.recompute),  # MaxText names pass through
         "dtype": DTYPES[v.precision],
         "dataset_type": "grain",
         "grain_file_type": "arrayrecord",

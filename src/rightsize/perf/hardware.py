@@ -23,6 +23,17 @@ if TYPE_CHECKING:  # pragma: no cover
 # as a mechanism, not per row: 0.78 / 0.869 = 0.90.
 SUSTAINED_GEMM_REALISATION = 0.90
 
+# Device memory a training process cannot use for tensors, by software stack. CUDA / ROCm
+# stacks (PyTorch): the context, library workspaces and NCCL buffers (2.5 GiB, perf.memory's
+# FRAMEWORK_BYTES), and the caching allocator's fragmentation (8% kept aside). XLA on Cloud
+# TPU assigns every buffer of the compiled step statically (no caching allocator to fragment)
+# and runs no CUDA context or NCCL: estimate, a 0.5 GiB runtime reserve and 3% slack for the
+# compiler's buffer packing (not measured; JAX reports the per-chip limit in
+# `device.memory_stats()["bytes_limit"]`).
+GiB = 2.0**30
+RUNTIME_RESERVE_BY_VENDOR = {"google": (0.5 * GiB, 0.97)}
+CUDA_RUNTIME_RESERVE = (2.5 * GiB, 0.92)
+
 
 @dataclass(frozen=True)
 class Hardware:
@@ -56,6 +67,26 @@ class Hardware:
     torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
     # bus bandwidth fraction of a serving stack's decode-sized TP all-reduces; 0 = scaleup_bw_fraction
     decode_allreduce_bw_fraction: float = 0.0
+    host_link_bytes_per_s: float = 32e9  # accelerator <-> host, per direction (offload traffic)
+    host_bytes_per_gpu: float = float("inf")  # the node's host memory over its accelerators
+    gemm_fraction_16bit: float = (
+        0.0  # the 16-bit GEMM fraction (for GEMMs a low-precision step keeps in bf16)
+    )
+    framework_bytes: float = CUDA_RUNTIME_RESERVE[0]  # runtime's own device memory (see above)
+    usable_fraction: float = CUDA_RUNTIME_RESERVE[1]  # of device memory that tensors may fill
+    # Named attention kernels' fwd+bwd fractions over `attention_fraction` (1: not measured).
+    attention_ratio_flash2: float = 1.0
+    attention_ratio_cudnn: float = 1.0
+    attention_ratio_flash3: float = 1.0
+    attention_ratio_auto: float = (
+        1.0  # the usual training stack's kernel (catalog attention_fraction_training)
+    )
+
+    def attention_fraction_for(self, kernel: str) -> float | np.ndarray:
+        """The training attention fraction of a named kernel ('auto': the accelerator's usual
+        training stack). Each is a ratio over `attention_fraction`, so a calibration or a
+        sensitivity that moves attention_fraction moves them all."""
+        return self.attention_fraction * getattr(self, f"attention_ratio_{kernel}")
 
     @classmethod
     def from_catalog(cls, acc: Accelerator, node: NodeType, dtype: str) -> Hardware:
@@ -90,6 +121,25 @@ class Hardware:
             param_gather_overlap=eff.param_gather_overlap,
             torus_dims=acc.torus_dims,
             decode_allreduce_bw_fraction=eff.decode_allreduce_bw_fraction,
+            host_link_bytes_per_s=eff.host_link_bytes_per_s,
+            host_bytes_per_gpu=node.host_memory_bytes / max(node.gpus_per_node, 1),
+            gemm_fraction_16bit=eff.gemm_fraction("bf16" if acc.supports("bf16") else "fp16")
+            * SUSTAINED_GEMM_REALISATION,
+            framework_bytes=RUNTIME_RESERVE_BY_VENDOR.get(acc.vendor, CUDA_RUNTIME_RESERVE)[0],
+            usable_fraction=RUNTIME_RESERVE_BY_VENDOR.get(acc.vendor, CUDA_RUNTIME_RESERVE)[1],
+            attention_ratio_flash2=eff.attention_fraction_of("flash2") / eff.attention_fraction,
+            attention_ratio_cudnn=eff.attention_fraction_of("cudnn") / eff.attention_fraction,
+            attention_ratio_flash3=eff.attention_fraction_of("flash3") / eff.attention_fraction,
+            attention_ratio_auto=eff.attention_fraction_of("auto") / eff.attention_fraction,
+        )
+
+    def sixteen_bit(self) -> Hardware:
+        """The same accelerator running 16-bit GEMMs (what an fp8 step keeps in bf16). The GEMM
+        fraction follows any override of the low-precision one in proportion."""
+        if self.peak_flops_per_s == self.peak_16bit_flops_per_s or not self.gemm_fraction_16bit:
+            return self
+        return replace(
+            self, peak_flops_per_s=self.peak_16bit_flops_per_s, gemm_fraction=self.gemm_fraction_16bit
         )
 
     def with_overrides(self, **fields: float | np.ndarray) -> Hardware:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rightsize.perf import collectives as coll
+from rightsize.perf import remat
 from rightsize.perf.gemm import gemm_efficiency, train_gemm_time_s
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.params import (
@@ -84,6 +85,20 @@ CAST_BYTES_PER_ELEMENT = {
     "fp8": (FP8_CAST_BYTES_PER_ELEMENT, FP8_CAST_BYTES_PER_ELEMENT),
     "nvfp4": (NVFP4_CAST_BYTES_PER_ELEMENT, NVFP4_CAST_BYTES_PER_ELEMENT + 4.0),
 }
+# Transformer Engine's delayed scaling takes each tensor's scale from the amax history of
+# earlier steps, so the amax is computed inside the cast kernel: no separate read of the
+# 16-bit tensor (TE docs, "Using FP8 with Transformer Engine": DelayedScaling, amax_history_len).
+FP8_DELAYED_CAST_BYTES_PER_ELEMENT = FP8_CAST_BYTES_PER_ELEMENT - 2.0
+
+
+def cast_bytes_per_element(w: TrainWorkload) -> tuple[float, float]:
+    """(forward, backward) bytes moved per GEMM-operand element to quantise it under the
+    workload's precision and fp8 recipe: current / dynamic scaling (Transformer Engine's
+    current scaling, torchao's tensorwise and rowwise) reads the 16-bit tensor for its amax
+    before the cast; delayed scaling does not."""
+    if w.precision == "fp8" and w.fp8_recipe == "delayed":
+        return FP8_DELAYED_CAST_BYTES_PER_ELEMENT, FP8_DELAYED_CAST_BYTES_PER_ELEMENT
+    return CAST_BYTES_PER_ELEMENT[w.precision]
 
 
 @dataclass
@@ -282,17 +297,46 @@ REFERENCE_HEAD_DIM = 128.0
 REFERENCE_SEQ = 16384.0
 
 
-def attention_efficiency(keys: np.ndarray | float, head_dim: float, hw: Hardware) -> np.ndarray:
+def attention_efficiency(
+    keys: np.ndarray | float, head_dim: float, hw: Hardware, kernel: str = "auto"
+) -> np.ndarray:
     """Fraction of 16-bit peak a causal flash-attention fwd+bwd reaches with query/key
     blocks of `keys` tokens and this head dim: the catalog plateau (attention_fraction, at
     head dim 128 and 16k keys) times keys / (keys + half) and d / (d + HEAD_DIM_HALF), each
     normalised to the reference point (short blocks leave SMs idle and waste the diagonal
     tiles of the causal mask; narrow heads spend more of each tile on the softmax)."""
     keys = np.asarray(keys, dtype=np.float64)
+    plateau = hw.attention_fraction_for(kernel)
     half = hw.attention_seq_half_tokens
     seq = (keys / (keys + half)) / (REFERENCE_SEQ / (REFERENCE_SEQ + half))
     hd = (head_dim / (head_dim + HEAD_DIM_HALF)) / (REFERENCE_HEAD_DIM / (REFERENCE_HEAD_DIM + HEAD_DIM_HALF))
-    return np.minimum(hw.attention_fraction * seq * hd, 0.95)
+    return np.minimum(plateau * seq * hd, 0.95)
+
+
+# Flash-attention kernels give each thread block (CTA) one head and one 128-row block of
+# queries (forward; backward, 128 keys): FlashAttention-2 (Dao 2023, section 3.2) parallelises
+# over batch x heads x row blocks; FA3 and cuDNN tile the same way on Hopper.
+ATTENTION_BLOCK_ROWS = 128.0
+# The FA3 paper's benchmarks (the catalog's source) run 16k tokens of hidden 2048: 16 heads of 128.
+REFERENCE_HEADS = 16.0
+
+
+def attention_wave_efficiency(
+    b: np.ndarray, heads: np.ndarray, q_rows: np.ndarray, hw: Hardware
+) -> np.ndarray:
+    """Share of the SMs a flash-attention launch keeps busy: b x local heads x row blocks
+    thread blocks over the SMs, the last wave partly idle. Long sequences fill every SM; few
+    local heads (tensor parallelism over a small head count) with short chunks do not. The
+    catalog fraction is measured at 16 heads x 16k tokens (2,048 blocks), so the share is
+    taken relative to that launch's (1 there, and never above 1)."""
+    sms = max(float(hw.sm_count), 1.0)
+
+    def waves(tiles: np.ndarray) -> np.ndarray:
+        return tiles / (np.ceil(tiles / sms) * sms)
+
+    tiles = np.maximum(b * np.maximum(heads, 1.0) * np.ceil(q_rows / ATTENTION_BLOCK_ROWS), 1.0)
+    reference = waves(np.asarray(REFERENCE_HEADS * np.ceil(REFERENCE_SEQ / ATTENTION_BLOCK_ROWS)))
+    return np.minimum(waves(tiles) / reference, 1.0)
 
 
 def attention_core_times(
@@ -308,7 +352,10 @@ def attention_core_times(
     d = 0.5 * float(qk_head_dim(arch) + v_head_dim(arch))
     flops = 4.0 * b * q_rows * s * d * heads  # QK^T and PV, the whole square
     if w.flash_attention:
-        peak = hw.peak_16bit_flops_per_s * attention_efficiency(s / cfg.cp, d, hw)
+        eff = attention_efficiency(s / cfg.cp, d, hw, w.attention_kernel) * attention_wave_efficiency(
+            b, heads, q_rows, hw
+        )
+        peak = hw.peak_16bit_flops_per_s * eff
         # Ring attention (cp > 1) runs one kernel per ring step on blocks of s/cp keys.
         fwd = 0.5 * flops / peak + cfg.cp * hw.kernel_overhead_s
         return fwd, FLASH_BACKWARD_OVER_FORWARD * fwd, flops
@@ -342,7 +389,7 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     if w.precision in CAST_BYTES_PER_ELEMENT:
         # The forward inputs of the four GEMMs: QKV and MLP-up read h, out-projection a d / t,
         # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT).
-        cast = CAST_BYTES_PER_ELEMENT[w.precision][0]
+        cast = cast_bytes_per_element(w)[0]
         cast_bytes = cast * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)
     return hidden_bytes + act_bytes + rope_bytes + cast_bytes
 
@@ -357,7 +404,7 @@ def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) ->
     f = float(arch.expert_ffn_hidden or arch.ffn_hidden) if arch.is_moe else float(arch.ffn_hidden)
     qkv_out = (arch.heads + 2 * arch.kv_heads) * arch.head_dim
     up_out = (mlp_matrices(arch) - 1) * f
-    return CAST_BYTES_PER_ELEMENT[w.precision][1] * (2 * h + (qkv_out + up_out) / cfg.tp)
+    return cast_bytes_per_element(w)[1] * (2 * h + (qkv_out + up_out) / cfg.tp)
 
 
 # Overlapped collectives still slow the GEMMs they hide under (NCCL/userbuffer thread blocks
@@ -402,22 +449,100 @@ def _cp_ring_exposed(
     rows: np.ndarray,
     attn: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) exposed seconds of context parallelism: ring attention passes K
-    and V around the cp ranks, overlapped with the attention blocks (Liu et al. 2023);
-    only the excess is exposed."""
+    """(forward, backward) exposed seconds of context parallelism, by implementation
+    (`training.cp_comm`; Transformer Engine's cp_comm_type names them):
+
+    - p2p (ring attention, Liu et al. 2023; TE's default): each of the cp - 1 ring steps sends
+      one K/V block while the previous block's attention runs; a step is exposed only by
+      what its send exceeds one block's compute (attention / cp, the causal work balanced by
+      the 2 cp zig-zag chunking); backward sends K, V and returns dK, dV (twice the bytes).
+    - all_gather (TE's all_gather variant, Llama 3's context parallelism, PyTorch's
+      allgather rotation): K and V are all-gathered before the attention and dK, dV
+      reduce-scattered after its backward, not overlapped (TE PR #1060: "the KV all-gather
+      communication is exposed, but the overheads should be small with GQA/MQA").
+    - a2a (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-alls turn the sequence split into a
+      head split before the attention (Q, K, V) and back after it (the output); backward the
+      same four on the gradients; not overlapped.
+    """
     arch = w.arch
     cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
-    kv_bytes = rows * float(arch.kv_heads) * float(qk_head_dim(arch) + v_head_dim(arch)) / cfg.tp * ACT_BYTES
-    # Each of the cp - 1 ring steps sends one block while the previous block's attention
-    # runs: a step is exposed only by what its send exceeds one block's compute (attn / cp,
-    # causal work balanced by Megatron's 2 cp chunking); the first block waits for nothing.
+    dqk, dv = float(qk_head_dim(arch)), float(v_head_dim(arch))
+    kv_bytes = rows * float(arch.kv_heads) * (dqk + dv) / cfg.tp * ACT_BYTES
+    attn_f, attn_b = attn
+    on = cfg.cp > 1
+    if w.cp_comm == "all_gather":
+        gather = coll.all_gather_s(kv_bytes * cfg.cp, cfg.cp, cp_bw, cp_lat)
+        return np.where(on, gather, 0.0), np.where(on, 2.0 * gather, 0.0)  # gather again + reduce-scatter
+    if w.cp_comm == "a2a":
+        q_bytes = rows * float(arch.heads) * dqk / cfg.tp * ACT_BYTES
+        o_bytes = rows * float(arch.heads) * dv / cfg.tp * ACT_BYTES
+        a2a = coll.all_to_all_group_s(q_bytes + kv_bytes + o_bytes, cfg.cp, cfg.tp, hw)
+        return np.where(on, a2a, 0.0), np.where(on, a2a, 0.0)
     cp_steps = cfg.cp - 1.0
     step_f = coll.p2p_s(kv_bytes, cp_bw, cp_lat)
     step_b = 2.0 * step_f  # K, V forward and dK, dV back
-    attn_f, attn_b = attn
-    cp_f_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_f - attn_f / cfg.cp), 0.0)
-    cp_b_exp = np.where(cfg.cp > 1, cp_steps * np.maximum(0.0, step_b - attn_b / cfg.cp), 0.0)
+    cp_f_exp = np.where(on, cp_steps * np.maximum(0.0, step_f - attn_f / cfg.cp), 0.0)
+    cp_b_exp = np.where(on, cp_steps * np.maximum(0.0, step_b - attn_b / cfg.cp), 0.0)
     return cp_f_exp, cp_b_exp
+
+
+def cp_causal_imbalance(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Attention work of the busiest context-parallel rank over the average under a causal
+    mask. Zig-zag (load-balanced) chunking gives each rank chunks i and 2 cp - 1 - i, equal
+    work (Megatron / TE, torchtitan's head-tail balancer, Llama 3). Contiguous chunks give
+    rank r the r + 1 lower-triangle blocks of its queries: the last rank does cp of an average
+    (cp + 1) / 2, and every ring step waits for it."""
+    if w.cp_load_balance:
+        return np.ones_like(cfg.cp)
+    return 2.0 * cfg.cp / (cfg.cp + 1.0)
+
+
+def _recompute_s(
+    w: TrainWorkload,
+    cfg: ParallelConfigs,
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    full: np.ndarray,
+) -> np.ndarray:
+    """Forward seconds the remat policy repeats in the backward (`perf.remat`): the whole
+    layer under 'full'; under a named policy the GEMMs, attention core and elementwise
+    kernels it does not keep the outputs of. A projection's share of its group's time is
+    taken by FLOPs (QKV: (a + 2g) / (2a + 2g) of the attention projections; MLP up:
+    (m - 1) / m of the MLP for m matrices)."""
+    attn_proj_f, mlp_f, attn_f, ew_f = parts
+    arch = w.arch
+    code = remat.codes(cfg.recompute)
+    a, g = float(arch.heads), float(arch.kv_heads)
+    qkv_share = (a + 2 * g) / (2 * a + 2 * g)
+    mats = float(mlp_matrices(arch))
+    up_share = (mats - 1.0) / mats
+    r = remat.REBUILT
+    k_share = g / (2 * a + 2 * g)
+    named = (
+        r["qkv_gemm"][code] * qkv_share * attn_proj_f
+        + r["k_gemm"][code] * k_share * attn_proj_f
+        + r["out_gemm"][code] * (1.0 - qkv_share) * attn_proj_f
+        + r["mlp_up_gemm"][code] * up_share * mlp_f
+        + r["mlp_up_half_gemm"][code] * 0.5 * up_share * mlp_f
+        + r["mlp_down_gemm"][code] * (1.0 - up_share) * mlp_f
+        + r["attention"][code] * attn_f
+        + r["elementwise"][code] * ew_f
+    )
+    return np.where(r["tp_comm"][code] > 0, full, named)
+
+
+# Offloaded activations leave in the forward and return in the backward as asynchronous
+# copies (JAX's pinned-host offload, Megatron's CPU activation offloading) overlapped with the
+# layer's compute; what the copy exceeds the compute by is exposed.
+def _offload_exposed(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, compute: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) exposed seconds of one layer's activation offload."""
+    from rightsize.perf.memory import offloaded_bytes_per_token_layer  # memory imports this module
+
+    rows = cfg.micro_batch * w.seq_len / cfg.cp
+    copy_s = rows * offloaded_bytes_per_token_layer(w, cfg) / hw.host_link_bytes_per_s
+    fwd, bwd = compute
+    return np.maximum(copy_s - fwd, 0.0), np.maximum(copy_s - bwd, 0.0)
 
 
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
@@ -439,6 +564,8 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     lora_f, lora_b = lora_layer_times(w, cfg, hw, moe)
 
     attn_f, attn_b, _ = attention_core_times(w, cfg, hw)
+    imbalance = cp_causal_imbalance(w, cfg)
+    attn_f, attn_b = attn_f * imbalance, attn_b * imbalance
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     ew_f = rows * elementwise_bytes_per_token(w, cfg) / mem_bw
     ew_f = ew_f + ELEMENTWISE_KERNELS_PER_LAYER_FWD * hw.kernel_overhead_s
@@ -466,7 +593,9 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw)
     tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
-    recompute = np.select([cfg.recompute == 2, cfg.recompute == 1], [full, attn_f], 0.0)
+    recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f), full)
+    offload_f, offload_b = _offload_exposed(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
+    ew_f, ew_b = ew_f + offload_f, ew_b + offload_b
     return LayerTimes(
         gemm_fwd=gemm_f,
         gemm_bwd=gemm_b,
@@ -487,11 +616,16 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 def logits_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> tuple[np.ndarray, np.ndarray]:
     """(forward, backward) seconds of the output projection and the vocab-parallel
     cross-entropy (Megatron computes it in fp32: read logits 2 bytes, write fp32
-    4, softmax read/write 8) on the last pipeline stage."""
+    4, softmax read/write 8) on the last pipeline stage.
+
+    Low-precision training keeps the output projection in 16 bit: Transformer Engine's fp8
+    covers the transformer layers' linears (Megatron's output layer is a plain
+    ColumnParallelLinear), and torchao's float8 conversion skips the output layer by default
+    (torchtitan's float8 converter filters out `output`)."""
     rows = cfg.micro_batch * w.seq_len / cfg.cp
     v_local = w.arch.vocab / cfg.tp
     f, b = train_gemm_time_s(
-        rows, v_local, float(w.arch.hidden), hw, w.gemm_elem_bytes, weight_grad=not w.frozen_base
+        rows, v_local, float(w.arch.hidden), hw.sixteen_bit(), ACT_BYTES, weight_grad=not w.frozen_base
     )
     ce = rows * v_local * 14.0 / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     return f + ce, b + ce

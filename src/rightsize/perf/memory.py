@@ -28,6 +28,7 @@ from functools import cached_property
 import numpy as np
 
 from rightsize.constants import GiB
+from rightsize.perf import remat
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.layer import moe_load_factor
 from rightsize.perf.params import ParamCounts, count_params, lora_counts, qk_head_dim, v_head_dim
@@ -56,6 +57,10 @@ ALLOCATOR_USABLE_FRACTION = 0.92
 # fp32 copy that the fused loss never makes).
 LOGITS_BYTES_PER_ENTRY = 6.0
 
+# Host memory an offloading job may fill: the operating system, the data loader's workers
+# and pinned staging buffers take the rest (planning keeps a fifth aside).
+HOST_USABLE_FRACTION = 0.8
+
 # ZeRO-3 / FSDP: unsharded units alive at once (the one computing, the one prefetched).
 GATHERED_UNITS = 2.0
 ZERO_STAGES = (0, 1, 2, 3)
@@ -72,6 +77,11 @@ class TrainMemory:
     logits: np.ndarray  # output-layer and loss buffers on the last stage
     framework: np.ndarray
     capacity: float
+    # Host (CPU) memory per GPU that offloading fills: activations a remat policy offloads and
+    # optimizer states kept on the host; not part of `total` (device memory).
+    host: np.ndarray | None = None
+    host_capacity: float = float("inf")  # the node's host memory per GPU
+    usable_fraction: float = ALLOCATOR_USABLE_FRACTION  # of `capacity` tensors may fill (the stack's)
 
     @cached_property
     def total(self) -> np.ndarray:
@@ -81,14 +91,25 @@ class TrainMemory:
 
     @property
     def fits(self) -> np.ndarray:
-        return self.total <= self.capacity * ALLOCATOR_USABLE_FRACTION
+        device = self.total <= self.capacity * self.usable_fraction
+        if self.host is None:
+            return device
+        return device & (self.host <= self.host_capacity * HOST_USABLE_FRACTION)
 
     @classmethod
     def concat(cls, parts: list[TrainMemory]) -> TrainMemory:
         """The memory of consecutive runs of configurations, as one (same capacity)."""
         names = ("weights", "gradients", "optimizer", "activations", "logits", "framework")
         joined = {k: np.concatenate([getattr(p, k) for p in parts]) for k in names}
-        return cls(**joined, capacity=parts[0].capacity)
+        hosts = [p.host for p in parts if p.host is not None]
+        host: np.ndarray | None = np.concatenate(hosts) if len(hosts) == len(parts) else None
+        return cls(
+            **joined,
+            capacity=parts[0].capacity,
+            host=host,
+            host_capacity=parts[0].host_capacity,
+            usable_fraction=parts[0].usable_fraction,
+        )
 
     def as_dict(self, i: int) -> dict[str, float]:
         return {
@@ -100,7 +121,9 @@ class TrainMemory:
             "framework_bytes": float(self.framework[i]),
             "total_bytes": float(self.total[i]),
             "capacity_bytes": float(self.capacity),
-        }
+        } | (
+            {"host_offload_bytes": float(self.host[i])} if self.host is not None and self.host[i] > 0 else {}
+        )
 
 
 def _stage_split(c: ParamCounts, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -219,8 +242,45 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
         scores = score_bytes * a * s_local / t
     full_layer = replicated + split + scores
     no_scores = replicated + split + (4.0 * a / t if w.flash_attention else 0.0)
-    layer_input = np.where(sp, 2 * h / t, 2 * h)
-    return np.select([cfg.recompute == 2, cfg.recompute == 1], [layer_input, no_scores], full_layer)
+    code = remat.codes(cfg.recompute)
+    stack = np.where(code == remat.CODES["selective"], no_scores, full_layer)
+    per_tensor = remat_tensor_bytes_per_token(w, cfg)
+    per_tensor["stack"] = stack
+    return sum(remat.KEPT[n][code] * per_tensor[n] for n in remat.TENSORS)
+
+
+def remat_tensor_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> dict[str, np.ndarray]:
+    """Bytes per token of one layer of each tensor a named remat policy may keep or offload
+    (`perf.remat.TENSORS`, all but the Megatron stack), on one GPU: 16-bit, split over TP
+    where the tensor is (heads, the MLP's inner width), or under sequence parallelism."""
+    arch = w.arch
+    h = float(arch.hidden)
+    a, g = float(arch.heads), float(arch.kv_heads)
+    dqk, dv = float(qk_head_dim(arch)), float(v_head_dim(arch))
+    t = cfg.tp.astype(np.float64)
+    sp = cfg.sequence_parallel
+    hidden = np.where(sp, 2 * h / t, 2 * h)  # a [tokens, h] tensor: replicated over TP unless SP
+    f = float(arch.expert_ffn_hidden or arch.ffn_hidden) if arch.is_moe else float(arch.ffn_hidden)
+    width = (arch.experts_per_token * moe_load_factor(w, cfg) + arch.shared_experts) if arch.is_moe else 1.0
+    up = (2 * 2 * f if arch.mlp == "swiglu" else 2 * f) * width / t
+    return {
+        "input": hidden,
+        "qkv": 2 * (a * dqk + g * dqk + g * dv) / t,
+        "out_proj": hidden,
+        "mlp_up": up,
+        "mlp_down": hidden,
+        "context": (2 * a * dv + 4.0 * a) / t,
+        "q_v": 2 * (a * dqk + g * dv) / t,
+        "mlp_gate": 2 * f * width / t,
+    }
+
+
+def offloaded_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Bytes per token of one layer that the remat policy moves to host memory (zero for
+    every policy that keeps its tensors on the device)."""
+    code = remat.codes(cfg.recompute)
+    per_tensor = remat_tensor_bytes_per_token(w, cfg)
+    return sum(remat.OFFLOADED[n][code] * per_tensor[n] for n in per_tensor) + 0.0 * cfg.tp
 
 
 def activation_per_token_layer_pair(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
@@ -239,15 +299,34 @@ def train_memory(
     already computed them (the search evaluates them once per distinct layer shape)."""
     weights, gradients, optimizer = state_memory(w, cfg, params)
     activations, logits = activation_memory(w, cfg, act_per_token)
+    host = host_offload_bytes(w, cfg, optimizer)
+    if w.optimizer_offload:  # optimizer states live in host memory, not on the device
+        optimizer = np.zeros_like(optimizer)
     return TrainMemory(
         weights=weights,
         gradients=gradients,
         optimizer=optimizer,
         activations=activations,
         logits=logits,
-        framework=np.full(len(cfg), FRAMEWORK_BYTES),
+        framework=np.full(len(cfg), hw.framework_bytes),
         capacity=hw.hbm_bytes,
+        host=host,
+        host_capacity=hw.host_bytes_per_gpu,
+        usable_fraction=hw.usable_fraction,
     )
+
+
+def host_offload_bytes(w: TrainWorkload, cfg: ParallelConfigs, optimizer: np.ndarray) -> np.ndarray:
+    """Host bytes per GPU: the activations the remat policy offloads for every micro-batch in
+    flight on the first stage (the stage that holds the most), and the optimizer states
+    when they are offloaded (`optimizer`: their bytes on this GPU)."""
+    offloaded = offloaded_bytes_per_token_layer(w, cfg)
+    tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
+    layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+    in_flight = np.minimum(cfg.pp, w.global_batch / (cfg.dp * cfg.micro_batch))
+    interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
+    acts = offloaded * tokens_mb * layers_per_stage * in_flight * interleave
+    return acts + (optimizer if w.optimizer_offload else 0.0)
 
 
 def state_memory(
@@ -312,7 +391,8 @@ def activation_memory(
     interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
     one_mb = kept * tokens_mb * layers_per_stage
     # Full recomputation rebuilds one layer's whole activations during its backward.
-    rebuilt = np.where(cfg.recompute == 2, rebuilt_per_token * tokens_mb, 0.0)
+    # (Named JAX policies rebuild a layer's tensors from its input the same way.)
+    rebuilt = np.where(cfg.recompute >= remat.CODES["full"], rebuilt_per_token * tokens_mb, 0.0)
     first_stage = one_mb * in_flight * interleave + rebuilt
     # The last stage keeps one micro-batch in flight under 1F1B, plus the logits
     # [T, V/t]: see LOGITS_BYTES_PER_ENTRY.
@@ -341,7 +421,11 @@ def _full_layer_bytes(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
 
 
 def memory_grid(
-    w: TrainWorkload, rows: ParallelConfigs, recompute: np.ndarray, zero: np.ndarray
+    w: TrainWorkload,
+    rows: ParallelConfigs,
+    recompute: np.ndarray,
+    zero: np.ndarray,
+    framework_bytes: float = FRAMEWORK_BYTES,
 ) -> np.ndarray:
     """Bytes per GPU of every (row, recompute, ZeRO stage) layout, shape (rows, recompute,
     ZeRO): the `train_memory` total of each, from two evaluations a grid's edge long.
@@ -356,12 +440,14 @@ def memory_grid(
     if len(rows) > EVAL_CHUNK_ROWS // max(zero.size, recompute.size, 1):
         step = max(EVAL_CHUNK_ROWS // max(zero.size, recompute.size, 1), 1)
         runs = [slice(a, a + step) for a in range(0, len(rows), step)]
-        return np.concatenate([memory_grid(w, rows.take(r), recompute, zero) for r in runs])
+        return np.concatenate([memory_grid(w, rows.take(r), recompute, zero, framework_bytes) for r in runs])
     n = len(rows)
     weights, gradients, optimizer = state_memory(
         w, replace(rows.take(np.repeat(np.arange(n), zero.size)), zero_stage=np.tile(zero, n))
     )
-    static = (weights + gradients + optimizer + FRAMEWORK_BYTES).reshape(n, zero.size)
+    if w.optimizer_offload:
+        optimizer = np.zeros_like(optimizer)
+    static = (weights + gradients + optimizer + framework_bytes).reshape(n, zero.size)
     activations, logits = activation_memory(
         w, replace(rows.take(np.repeat(np.arange(n), recompute.size)), recompute=np.tile(recompute, n))
     )

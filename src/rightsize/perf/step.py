@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.perf import collectives as coll
+from rightsize.perf import remat
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.layer import ACT_BYTES, LayerTimes, layer_times, logits_times
 from rightsize.perf.memory import (
@@ -37,8 +38,20 @@ from rightsize.perf.memory import (
     stage_weight_bytes,
     train_memory,
 )
-from rightsize.perf.params import active_lora_params, active_params, count_params, qk_head_dim, v_head_dim
-from rightsize.perf.workload import OPTIMIZER_UPDATE_BYTES_PER_PARAM, ParallelConfigs, TrainWorkload
+from rightsize.perf.params import (
+    active_lora_params,
+    active_params,
+    count_params,
+    mlp_matrices,
+    qk_head_dim,
+    v_head_dim,
+)
+from rightsize.perf.workload import (
+    OPTIMIZER_STATE_BYTES_PER_PARAM,
+    OPTIMIZER_UPDATE_BYTES_PER_PARAM,
+    ParallelConfigs,
+    TrainWorkload,
+)
 
 # Share of the last micro-batch's backward under which gradient reduction can
 # hide: buckets become ready progressively, so the first bucket starts after a
@@ -157,13 +170,34 @@ def model_flops_per_token(w: TrainWorkload) -> float:
 
 
 def recompute_flops_per_token(w: TrainWorkload, recompute: np.ndarray) -> np.ndarray:
-    """Extra forward FLOPs per token: the whole layer stack (full) or attention scores
-    and values (selective)."""
+    """Extra forward FLOPs per token: the whole layer stack (full), attention scores and
+    values (selective), or the GEMMs and attention core a named policy rebuilds (perf.remat:
+    QKV, out-projection and MLP-up GEMMs by their parameter share)."""
     c = count_params(w.arch)
     n_layers = active_params(w.arch) - c.embedding - c.output
     d = 0.5 * (qk_head_dim(w.arch) + v_head_dim(w.arch))
     attention = 4.0 * w.arch.layers * w.arch.heads * d * w.seq_len
-    return np.select([recompute == 2, recompute == 1], [2.0 * n_layers + attention, attention], 0.0)
+    code = remat.codes(recompute)
+    r = remat.REBUILT
+    attn_params = c.attention_per_layer * w.arch.layers
+    mlp_params = max(n_layers - attn_params, 0.0)
+    a, g = float(w.arch.heads), float(w.arch.kv_heads)
+    qkv_share = (a + 2 * g) / (2 * a + 2 * g)
+    mats = float(mlp_matrices(w.arch))
+    up_share = (mats - 1.0) / mats
+    named = (
+        2.0
+        * (
+            r["qkv_gemm"][code] * qkv_share * attn_params
+            + r["k_gemm"][code] * g / (2 * a + 2 * g) * attn_params
+            + r["out_gemm"][code] * (1.0 - qkv_share) * attn_params
+            + r["mlp_up_gemm"][code] * up_share * mlp_params
+            + r["mlp_up_half_gemm"][code] * 0.5 * up_share * mlp_params
+            + r["mlp_down_gemm"][code] * (1.0 - up_share) * mlp_params
+        )
+        + r["attention"][code] * attention
+    )
+    return np.where(r["tp_comm"][code] > 0, 2.0 * n_layers + attention, named)
 
 
 def _stage_layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> LayerTimes:
@@ -188,7 +222,7 @@ def _layer_key(cfg: ParallelConfigs, variant: np.ndarray | None = None) -> np.nd
     the only settings a layer's time depends on; and per hardware variant, when the
     configurations carry their own efficiencies (`step_time_variants`)."""
     key = cfg.tp.astype(np.int64)
-    for arr, span in ((cfg.cp, 1 << 12), (cfg.ep, 1 << 12), (cfg.micro_batch, 1 << 12), (cfg.recompute, 4)):
+    for arr, span in ((cfg.cp, 1 << 12), (cfg.ep, 1 << 12), (cfg.micro_batch, 1 << 12), (cfg.recompute, 16)):
         key = key * span + arr.astype(np.int64)
     key = key * 2 + cfg.sequence_parallel
     if variant is not None:
@@ -261,6 +295,10 @@ def _zero3_per_microbatch(
     bw, lat = coll.group_link(dpc, cfg.tp, hw)
     units = np.maximum(lps, 1.0)
     gathered = stage_weight_bytes(w, cfg, dense, np.zeros_like(dense)) / units
+    if w.precision == "fp8" and w.fp8_recipe == "tensorwise":
+        # torchao's float8 all-gather (torchtitan enable_fsdp_float8_all_gather): each rank casts
+        # its weight shard to fp8 before the gather, so the gathered bytes are halved.
+        gathered = gathered / 2.0
     grads = 2.0 * t_dense / units  # 16-bit reduce-scatter (FSDP reduce_dtype, DeepSpeed fp16/bf16)
     ag = coll.all_gather_s(gathered, dpc, bw, lat)
     rs = coll.reduce_scatter_s(grads, dpc, bw, lat)
@@ -424,6 +462,12 @@ def _train_step(
     optimizer = (
         owned * OPTIMIZER_UPDATE_BYTES_PER_PARAM[w.optimizer] / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     )
+    if w.optimizer_offload:
+        # The states this GPU owns cross the host link to the device for the update and back
+        # (MaxText's optimizer_memory_host_offload), after the backward: nothing to hide under.
+        optimizer = (
+            optimizer + 2.0 * owned * OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer] / hw.host_link_bytes_per_s
+        )
 
     gpus = cfg.gpus.astype(np.float64)
     straggler = compute * GPU_SPEED_SIGMA * np.sqrt(2.0 * np.log(np.maximum(gpus, 1.0)))

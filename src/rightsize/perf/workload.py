@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rightsize.perf.params import ALL_LINEAR, NF4_BYTES_PER_PARAM, trainable_params
+from rightsize.perf.remat import CODES as REMAT_CODES
 from rightsize.spec.model import ModelArch
 
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.spec.training import TrainingWorkload
 
-RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
+# Remat policies by name (perf.remat): none 0, selective 1, full 2, then MaxText's names.
+RECOMPUTE_CODES = dict(REMAT_CODES)
 
 # NVFP4 (NVIDIA, "Pretraining Large Language Models with NVFP4", arXiv 2509.25149, 2025):
 # 4-bit E2M1 values in 16-element blocks, each with an E4M3 scale: 0.5 + 1/16 bytes each.
@@ -48,6 +50,11 @@ class TrainWorkload:
     lora_rank: int = 16  # used when method is lora or qlora
     lora_targets: tuple[str, ...] = ALL_LINEAR
     moe_capacity_factor: float = 1.0  # busiest expert's load / the even share
+    optimizer_offload: bool = False  # optimizer states in host memory, streamed for the update
+    fp8_recipe: str = "auto"  # which GEMMs run in fp8 and how they are scaled (perf.layer)
+    attention_kernel: str = "auto"  # flash2 | cudnn | flash3 | auto (the accelerator's usual)
+    cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses)
+    cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
 
     @classmethod
     def from_spec(cls, arch: ModelArch, training: TrainingWorkload) -> TrainWorkload:
@@ -64,6 +71,11 @@ class TrainWorkload:
             lora_rank=lora.rank if lora is not None else 16,
             lora_targets=tuple(lora.targets) if lora is not None else ALL_LINEAR,
             moe_capacity_factor=training.moe_capacity_factor,
+            optimizer_offload=training.optimizer_offload,
+            fp8_recipe=training.fp8_recipe,
+            attention_kernel=training.attention_kernel,
+            cp_comm=training.cp_comm,
+            cp_load_balance=training.cp_load_balance,
         )
 
     @property

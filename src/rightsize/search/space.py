@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from rightsize.perf.memory import ZERO_STAGES
+from rightsize.perf.remat import SEARCHED as SEARCHED_RECOMPUTE
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
 from rightsize.spec.model import ModelArch
 from rightsize.spec.training import ParallelSettings
@@ -128,9 +129,12 @@ def enumerate_configs(
     gpu_counts: np.ndarray,
     domain_gpus: int,
     fixed: ParallelSettings,
+    recompute_options: Sequence[str] = SEARCHED_RECOMPUTE,
 ) -> tuple[ParallelConfigs, np.ndarray]:
     """All valid configurations for the given GPU counts; returns (configs, gpus)."""
-    cfg, _ = enumerate_where(arch, seq_len, global_batch, gpu_counts, domain_gpus, fixed)
+    cfg, _ = enumerate_where(
+        arch, seq_len, global_batch, gpu_counts, domain_gpus, fixed, recompute_options=recompute_options
+    )
     return cfg, cfg.gpus
 
 
@@ -142,6 +146,7 @@ def enumerate_where(
     domain_gpus: int,
     fixed: ParallelSettings,
     layout_ok: LayoutRule | None = None,
+    recompute_options: Sequence[str] = SEARCHED_RECOMPUTE,
 ) -> tuple[ParallelConfigs, int]:
     """All valid configurations that `layout_ok` accepts (all of them by default), and how
     many valid configurations it rejected (counted, not built).
@@ -192,7 +197,10 @@ def enumerate_where(
     else:
         sp = np.full(len(cols["tp"]), fixed.sequence_parallel) & (cols["tp"] > 1)
     cols["sequence_parallel"] = sp
-    rc = [RECOMPUTE_CODES[fixed.recompute]] if fixed.recompute is not None else list(RECOMPUTE_CODES.values())
+    # A planner tries the policies the accelerator's stack offers (`recompute_options`: perf.remat's
+    # SEARCHED, or MaxText's names on TPU); any other named one only when the spec fixes it.
+    searched = [RECOMPUTE_CODES[name] for name in recompute_options]
+    rc = [RECOMPUTE_CODES[fixed.recompute]] if fixed.recompute is not None else searched
     # ZeRO stages are all the same thing on a single replica.
     cols, excluded = _cross_recompute_zero(
         cols,

@@ -21,8 +21,9 @@ from rightsize.catalog.reliability import reliability
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION, memory_grid
+from rightsize.perf.memory import memory_grid
 from rightsize.perf.reliability import checkpoint_bytes, goodput
+from rightsize.perf.remat import searched_policies
 from rightsize.perf.step import StepBreakdown, train_memory_only, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
@@ -191,7 +192,7 @@ def _evaluate_accelerator(
     # Every layout's memory is evaluated as it is enumerated (by parts, `memory_grid`);
     # those that cannot fit are counted and rejected, not built, and only the rest are
     # timed: most of a large model's layouts do not fit.
-    usable = hw.hbm_bytes * ALLOCATOR_USABLE_FRACTION * (1.0 + MEMORY_CUT_MARGIN)
+    usable = hw.hbm_bytes * hw.usable_fraction * (1.0 + MEMORY_CUT_MARGIN)
     cfg, excluded = enumerate_where(
         w.arch,
         w.seq_len,
@@ -199,7 +200,8 @@ def _evaluate_accelerator(
         counts,
         hw.domain_gpus,
         spec.parallel,
-        lambda rows, rc, zero: memory_grid(w, rows, rc, zero) <= usable,
+        lambda rows, rc, zero: memory_grid(w, rows, rc, zero, hw.framework_bytes) <= usable,
+        searched_policies(acc.vendor),
     )
     if len(cfg) + excluded == 0:
         gpus = int(counts[0]) if len(counts) == 1 else None
@@ -220,14 +222,20 @@ def _smallest_memory_hint(evaluated: list[_Evaluated], w: TrainWorkload, spec: T
     best = None
     for ev in evaluated:
         every, _ = enumerate_where(
-            w.arch, w.seq_len, w.global_batch, ev.counts, ev.hw.domain_gpus, spec.parallel
+            w.arch,
+            w.seq_len,
+            w.global_batch,
+            ev.counts,
+            ev.hw.domain_gpus,
+            spec.parallel,
+            recompute_options=searched_policies(ev.acc.vendor),
         )
         total = train_memory_only(w, every, ev.hw).total
         if total.size == 0:
             continue
         i = int(np.argmin(total))
         need = float(total[i])
-        usable = ev.hw.hbm_bytes * ALLOCATOR_USABLE_FRACTION
+        usable = ev.hw.hbm_bytes * ev.hw.usable_fraction
         if best is None or need / usable < best[0]:
             best = (need / usable, ev, every.row(i), need, usable)
     if best is None:

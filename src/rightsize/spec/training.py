@@ -60,9 +60,32 @@ class ParallelSettings(BaseModel):
         default=None, ge=1, description="Virtual pipeline stages per GPU (interleaved 1F1B schedule)."
     )
     micro_batch: int | None = Field(default=None, ge=1, description="Sequences per micro-batch on each GPU.")
-    recompute: Literal["none", "selective", "full"] | None = Field(
+    recompute: (
+        Literal[
+            "none",
+            "selective",
+            "full",
+            "minimal",
+            "save_dot_except_mlpwi",
+            "save_dot_except_mlp",
+            "save_qkv_proj",
+            "save_out_proj",
+            "qkv_proj_offloaded",
+            "minimal_offloaded",
+            "minimal_flash",
+            "selective_op",
+        ]
+        | None
+    ) = Field(
         default=None,
-        description="Activation recomputation: 'none', 'selective' (attention only) or 'full' (whole layers).",
+        description=(
+            "Activation recomputation (remat) policy: 'none', 'selective' (attention core only, Megatron) or "
+            "'full' (whole layers), or a MaxText remat_policy name: 'minimal', 'minimal_flash', "
+            "'save_dot_except_mlpwi', 'save_dot_except_mlp', 'save_qkv_proj', 'save_out_proj', and the "
+            "host-offloading 'qkv_proj_offloaded' and 'minimal_offloaded' (saved tensors go to pinned host "
+            "memory over the host link), or torchtitan's op-level 'selective_op' (saves every other matmul "
+            "output and the attention output). The search tries none, selective and full."
+        ),
     )
     sequence_parallel: bool | None = Field(
         default=None,
@@ -179,6 +202,47 @@ class TrainingWorkload(BaseModel):
     )
     flash_attention: bool = Field(
         default=True, description="Fused attention that never stores the seq x seq score matrix."
+    )
+    attention_kernel: Literal["auto", "flash2", "cudnn", "flash3"] = Field(
+        default="auto",
+        description=(
+            "Which fused attention kernel the training stack runs: 'flash2' (FlashAttention-2, PyTorch SDPA's "
+            "flash backend, Transformer Engine's context parallelism before cuDNN support), 'cudnn' "
+            "(Transformer Engine / cuDNN fused attention), 'flash3' (FlashAttention-3 on Hopper); 'auto' "
+            "takes the accelerator's usual stack from the catalog."
+        ),
+    )
+    cp_comm: Literal["p2p", "all_gather", "a2a"] = Field(
+        default="p2p",
+        description=(
+            "Context parallelism's attention exchange: 'p2p' (ring attention, K/V blocks passed around the "
+            "ring under each block's attention), 'all_gather' (K/V gathered before the attention, exposed: "
+            "Transformer Engine's all_gather variant, Llama 3) or 'a2a' (DeepSpeed-Ulysses all-to-alls from "
+            "a sequence split to a head split and back)."
+        ),
+    )
+    cp_load_balance: bool = Field(
+        default=True,
+        description=(
+            "Context parallelism with causal masks: zig-zag chunks (each rank holds chunks i and 2cp-1-i) give "
+            "every rank equal attention work; false: contiguous chunks, the last rank does 2cp/(cp+1) of the average."
+        ),
+    )
+    optimizer_offload: bool = Field(
+        default=False,
+        description=(
+            "Keep optimizer states (fp32 master weights and moments) in host memory and stream them over "
+            "the host link for each update (MaxText optimizer_memory_host_offload, DeepSpeed ZeRO-Offload)."
+        ),
+    )
+    fp8_recipe: Literal["auto", "tensorwise", "rowwise", "delayed"] = Field(
+        default="auto",
+        description=(
+            "precision fp8 only: how the linear layers are scaled. 'tensorwise' and 'rowwise' are torchao "
+            "float8 (torchtitan: transformer-block linears only, casts fused by torch.compile, rowwise keeps "
+            "one scale per row); 'delayed' is Transformer Engine's amax-history recipe; 'auto' is Transformer "
+            "Engine's current scaling (NeMo FP8-CS)."
+        ),
     )
 
     @model_validator(mode="before")

@@ -117,6 +117,14 @@ def training_spec_data(case: Case) -> dict[str, Any]:
     }
     if not _blank(r.get("train_tokens")):
         training["train_tokens"] = float(r["train_tokens"])
+    # Optional columns (blank or absent: the spec's default): the attention kernel the stack
+    # ran, optimizer states offloaded to host memory, and the fp8 scaling recipe.
+    for column in ("attention_kernel", "fp8_recipe", "cp_comm"):
+        if not _blank(r.get(column)):
+            training[column] = r[column].strip()
+    for flag in ("optimizer_offload", "cp_load_balance"):
+        if not _blank(r.get(flag)):
+            training[flag] = _bool(r[flag])
     # Fine-tuning columns (finetune.csv): method full | lora | qlora, adapter rank and targets
     # ('attention', 'all_linear' or names joined by '+', e.g. 'q+v').
     if not _blank(r.get("method")):
