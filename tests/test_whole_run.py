@@ -1,0 +1,142 @@
+"""The whole-run model (issue #27): a job's days and GPU-hours by part, each part sourced,
+the parts adding up to the headline every downstream figure reads; the published schedule of
+a run priced as phases; and the whole-run validation against published runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from rightsize.catalog.whole_run import whole_run_factors
+from rightsize.perf.whole_run import checkpoint_share, eval_fraction, straggler_slowdown
+from rightsize.sizing.pipeline import run_pipeline
+from rightsize.spec.load import parse_spec
+from rightsize.validate.cases import read_cases
+from rightsize.validate.run import validate_paths
+from rightsize.validate.whole_run_cases import parse_phases, published_schedules, whole_runs_path
+
+SPEC = {
+    "kind": "training",
+    "name": "whole-run-test",
+    "model": "llama3-8b",
+    "training": {
+        "seq_len": 8192,
+        "global_batch_tokens": "16Mi",
+        "train_tokens": "1T",
+        "phases": [
+            {"name": "batch ramp", "tokens": "50B", "global_batch_tokens": "4Mi"},
+            {"name": "context 32k", "tokens": "20B", "seq_len": 32768},
+        ],
+    },
+    "targets": {"accelerators": ["h100-sxm"], "gpus": 256},
+}
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return run_pipeline(parse_spec(SPEC, Path(".")))
+
+
+def test_breakdown_lines_add_up_to_the_headline(plan):
+    whole = plan.sizing.run.whole_run
+    assert whole is not None
+    parts = [line.part for line in whole.lines]
+    for part in (
+        "steady-state steps",
+        "phase: batch ramp",
+        "phase: context 32k",
+        "evaluation",
+        "data-loader stalls",
+        "stragglers and congestion",
+        "checkpoint stalls",
+        "failures, restarts and lost work",
+        "thermal throttling",
+    ):
+        assert part in parts
+    total = sum(line.seconds for line in whole.lines)
+    assert total == pytest.approx(plan.sizing.run.run_s, rel=1e-12)
+    assert plan.best.time_to_train_s == pytest.approx(total, rel=1e-12)
+    gpu_hours = sum(line.gpu_hours for line in whole.lines)
+    assert plan.best.gpu_hours == pytest.approx(gpu_hours, rel=1e-12)
+    assert plan.sizing.run.gpu_hours == pytest.approx(gpu_hours, rel=1e-12)
+    # every line says where its figure comes from
+    assert all(line.basis for line in whole.lines)
+    # the cost reads the same run time
+    od = plan.sizing.cost.cloud.get("on_demand") if plan.sizing.cost.cloud else None
+    if od is not None and od.usd_per_run is not None:
+        assert plan.best.cost_usd == pytest.approx(od.usd_per_run)
+
+
+def test_phases_cost_more_than_the_same_tokens_at_the_main_settings(plan):
+    phases = {p["name"]: p for p in plan.extra["whole_run_phases"]}
+    # a 4Mi batch on a layout built for 16Mi leaves each replica fewer micro-batches
+    assert phases["batch ramp"]["run_s"] > phases["batch ramp"]["at_main_rate_s"]
+    # 4x the sequence: attention's quadratic share grows, and context parallel ranks grow with it
+    ctx = phases["context 32k"]
+    assert ctx["run_s"] > ctx["at_main_rate_s"]
+    assert ctx["parallel"]["cp"] >= 4 * plan.best.parallel["cp"] or ctx["note"]
+
+
+def test_whole_run_json_has_the_breakdown(plan):
+    d = plan.sizing.run.as_dict()
+    lines = d["whole_run"]["lines"]
+    assert sum(x["seconds"] for x in lines) == pytest.approx(d["run_s"])
+    assert sum(x["share"] for x in lines) == pytest.approx(1.0)
+
+
+def test_range_holds_the_whole_run_and_is_skewed_up(plan):
+    m = plan.uncertainty["metrics"]["gpu_hours"]
+    assert m["p10"] < m["p50"] < m["p90"]
+    # unplanned losses and stragglers only ever add time: the spread leans above the plan
+    assert m["p90"] / m["base"] - 1 > 1 - m["p10"] / m["base"]
+
+
+def test_physics_of_the_parts():
+    assert straggler_slowdown(1, 0.01) == 0.0
+    # Gumbel limit: s sqrt(2 ln n)
+    assert straggler_slowdown(2048, 0.01) == pytest.approx(0.01 * math.sqrt(2 * math.log(2048)))
+    assert straggler_slowdown(4096, 0.01) > straggler_slowdown(64, 0.01)
+    f = whole_run_factors()
+    assert eval_fraction(f.eval_interval_steps, f.eval_iters, f.eval_forward_share) == pytest.approx(
+        10 / 3 / 1000, rel=1e-3
+    )
+    # a slow checkpoint write and a rare failure: checkpoints dominate the overhead
+    assert checkpoint_share(mtbf_s=1e7, write_s=100.0, interval_s=1000.0, restart_s=60.0) > 0.9
+    assert all(v.source and v.as_of for v in f.sources.values())
+
+
+def test_phases_must_fit_in_the_run():
+    bad = {**SPEC, "training": {**SPEC["training"], "train_tokens": "10B"}}
+    with pytest.raises(Exception, match="phases"):
+        parse_spec(bad, Path("."))
+
+
+def test_published_schedules_parse():
+    sched = published_schedules()
+    phases = parse_phases(sched["llama-3.1-405b-gpu-hours"], "llama-3.1-405b-gpu-hours")
+    assert sum(p["tokens"] for p in phases) < 15.6e12
+    assert max(p["seq_len"] for p in phases) == 131072
+
+
+# Whole-run validation bars (public whole runs: model cards and papers). Measured when written
+# (issue #27): median |error| 18.4%, worst 56% (OPT-175B, a run with dozens of restarts and
+# rollbacks), P10-P90 coverage 82% over the 11 public whole runs. The issue's target of 15%
+# median is not reached: the step model's MFU for Meta's Llama runs is ~20% above what Meta's
+# own throughput implies (LLaMA-65B: 380 tokens/s/GPU = 47.6% MFU, planned at 58%).
+WHOLE_RUN_MEDIAN = 0.22
+WHOLE_RUN_WORST = 0.62
+WHOLE_RUN_COVERAGE = 0.75
+
+
+def test_whole_run_validation_bars():
+    paths = [Path(str(whole_runs_path()))]
+    cases = read_cases(paths[0])
+    assert len(cases) >= 9 and all(c.metric == "gpu_hours" for c in cases)
+    result = validate_paths(paths)
+    s = result["summary"]["gpu_hours"]
+    assert s["not_predicted"] == 0
+    assert s["median_abs_error"] <= WHOLE_RUN_MEDIAN
+    assert s["max_abs_error"] <= WHOLE_RUN_WORST
+    assert s["coverage_p10_p90"] >= WHOLE_RUN_COVERAGE
