@@ -1,4 +1,4 @@
-"""What a training run costs beyond its steady-state steps: evaluation, stragglers and the
+"""What a training run costs beyond its steady-state steps: evaluation and the
 spreads of each part (``whole_run.yaml``), sourced. Formulas live in `rightsize.perf.whole_run`."""
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ class WholeRunFactors:
     eval_interval_steps: float
     eval_iters: float
     eval_forward_share: float
-    node_step_jitter_fraction: float
     failures_low: float
     failures_high: float
     stragglers_high: float
@@ -28,7 +27,6 @@ class WholeRunFactors:
 def whole_run_factors() -> WholeRunFactors:
     raw = read_data_file(_FILE)
     ev = require_mapping(raw, "evaluation", _FILE, "evaluation")
-    st = require_mapping(raw, "stragglers", _FILE, "stragglers")
     sp = require_mapping(raw, "spread", _FILE, "spread")
     f: dict[str, Sourced] = {
         "eval_interval_steps": sourced(
@@ -37,9 +35,6 @@ def whole_run_factors() -> WholeRunFactors:
         "eval_iters": sourced(ev.get("iters"), _FILE, "evaluation.iters", allow_zero=True),
         "eval_forward_share": sourced(
             ev.get("forward_share_of_step"), _FILE, "evaluation.forward_share_of_step", maximum=1.0
-        ),
-        "node_step_jitter_fraction": sourced(
-            st.get("node_step_jitter_fraction"), _FILE, "stragglers.node_step_jitter_fraction", maximum=0.5
         ),
     }
     for k in ("failures_low", "failures_high", "stragglers_high", "unplanned_high"):

@@ -6,25 +6,13 @@ A run of T steady-state seconds also pays for:
   tokens at its own step rate, priced on the chosen layout by the step model;
 - evaluation: every `interval` steps, `iters` forward-only batches of about a third of a
   training step's FLOPs (forward 2N of 6N per token), a fraction iters x share / interval;
-- stragglers: a synchronous step waits for the slowest of n nodes; with each node's step
-  time spread by a relative standard deviation s, the expected maximum of n normal draws
-  is about s sqrt(2 ln n) above the mean (the Gumbel limit; exact for n -> infinity,
-  within ~20% of the exact order statistic from n = 16 up);
+- stragglers: already in every step (`perf.step`, the slowest of n GPUs); not repeated;
 - failures, restarts, lost work and checkpoint stalls: the goodput model
   (`perf.reliability`, Daly's complete model in `sizing.reliability`), split into its two
   first-order shares: checkpoint writes d / tau and failures (tau / 2 + R) / M.
 """
 
 from __future__ import annotations
-
-import math
-
-
-def straggler_slowdown(nodes: int, jitter_fraction: float) -> float:
-    """Fractional slowdown of a synchronous step over `nodes` nodes: s sqrt(2 ln n)."""
-    if nodes <= 1 or jitter_fraction <= 0:
-        return 0.0
-    return jitter_fraction * math.sqrt(2.0 * math.log(nodes))
 
 
 def eval_fraction(interval_steps: float, eval_iters: float, forward_share: float) -> float:

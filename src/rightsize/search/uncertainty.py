@@ -239,7 +239,8 @@ def training_uncertainty(
     # The run's time, GPU-hours and cost spread as its whole run does (each part with its own
     # spread, `search.uncertainty_whole_run`), else with the step time.
     whole = getattr(getattr(getattr(plan, "sizing", None), "run", None), "whole_run", None)
-    run_samples = whole_run_samples(whole, k, seed)
+    share = float(b.step.get("straggler_s", 0.0)) / b.step_time_s if b.step_time_s else 0.0
+    run_samples = whole_run_samples(whole, k, seed, share)
     run_k = run_samples / float(whole.total_s) if run_samples is not None and whole is not None else k
     for name, value in (
         ("time_to_train_s", b.time_to_train_s),

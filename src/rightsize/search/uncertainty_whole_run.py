@@ -2,7 +2,7 @@
 sampled with its own spread on top of the step model's.
 
     steps, phases, evaluation, loader, checkpoints, throttling   x k (the step-time samples)
-    stragglers                                                   x k x triangular(0, 1, high)
+    the step's slowest-GPU share (perf.step)                     x triangular(0, 1, high)
     failures, restarts and lost work                             x k x triangular(low, 1, high)
     unplanned losses (rollbacks, manual restarts, reduced scale) + total x triangular(0, 0, high)
 
@@ -20,15 +20,16 @@ import numpy as np
 
 from rightsize.catalog.whole_run import whole_run_factors
 
-STRAGGLERS = "stragglers"
 FAILURES = "failures"
 # Stream of the whole-run draws: apart from the step model's (same seed, other stream).
 STREAM = 7
 
 
-def whole_run_samples(whole_run: Any, k: np.ndarray, seed: int) -> np.ndarray | None:
+def whole_run_samples(
+    whole_run: Any, k: np.ndarray, seed: int, straggler_share: float = 0.0
+) -> np.ndarray | None:
     """Samples of the whole run's seconds (None without a whole run), `k` the step-time
-    multiplier samples of the same plan."""
+    multiplier samples of the same plan, `straggler_share` the step's slowest-GPU share."""
     lines = getattr(whole_run, "lines", None)
     if not lines:
         return None
@@ -40,9 +41,11 @@ def whole_run_samples(whole_run: Any, k: np.ndarray, seed: int) -> np.ndarray | 
     unplanned = rng.triangular(0.0, 0.0, f.unplanned_high, size=n)
     total = np.zeros(n)
     base = 0.0
+    # Stragglers beyond the step's chip spread: its slowest-GPU share scaled by m_strag.
+    strag = 1.0 + straggler_share * (m_strag - 1.0)
     for line in lines:
-        m = m_strag if line.part.startswith(STRAGGLERS) else m_fail if line.part.startswith(FAILURES) else 1.0
-        total += line.seconds * k * m
+        m = m_fail if line.part.startswith(FAILURES) else 1.0
+        total += line.seconds * k * m * strag
         base += line.seconds
     return total + unplanned * base
 
@@ -50,7 +53,7 @@ def whole_run_samples(whole_run: Any, k: np.ndarray, seed: int) -> np.ndarray | 
 def method_note() -> str:
     f = whole_run_factors()
     return (
-        "whole run: each part of the sized run scaled with the step samples; stragglers x triangular"
+        "whole run: each part of the sized run scaled with the step samples; the step's straggler share x triangular"
         f"(0, 1, {f.stragglers_high:g}), failures x triangular({f.failures_low:g}, 1, {f.failures_high:g}), "
         f"plus unplanned losses triangular(0, 0, {f.unplanned_high:g}) of the run"
     )

@@ -29,7 +29,7 @@ class WholeRunLine:
 @dataclass(frozen=True)
 class WholeRun:
     """A job's wall time by part: steady-state steps, the spec's phases (ramps, context
-    extension), evaluation and data-loader stalls, stragglers, checkpoint stalls, failures
+    extension), evaluation and data-loader stalls, checkpoint stalls, failures
     with their restarts and lost work, thermal throttling. `total_s` is the run's time."""
 
     lines: tuple[WholeRunLine, ...]

@@ -4,12 +4,13 @@
     phase: <name>           each phase the spec names, on the chosen layout (search.whole_run_phases)
     evaluation              forward-only eval batches every N steps (catalog whole_run.yaml)
     data-loader stalls      reads the storage as provisioned cannot keep up with
-    stragglers              the slowest of n nodes sets every step (perf.whole_run)
     checkpoint stalls       } the goodput model (sizing.reliability: Daly's complete model),
     failures and restarts   } split into its checkpoint and failure shares
     thermal throttling      the power sizing's slowdown
 
-Each line is seconds of wall time; the lines add up to the run time every report, the
+Stragglers are in the step time already (the step model's slowest-GPU term, `perf.step`):
+they are not added again here; their spread is in the plan's range
+(`search.uncertainty_whole_run`). Each line is seconds of wall time; the lines add up to the run time every report, the
 cost and the energy read (`RunTime.run_s`). Nothing here re-derives performance: step
 times come from the search, failures from the reliability model.
 """
@@ -22,7 +23,7 @@ from typing import Any
 from rightsize.catalog.whole_run import WholeRunFactors, whole_run_factors
 from rightsize.constants import HOUR_S
 from rightsize.perf.reliability import Goodput
-from rightsize.perf.whole_run import checkpoint_share, eval_fraction, straggler_slowdown
+from rightsize.perf.whole_run import checkpoint_share, eval_fraction
 from rightsize.search.demand import Demand
 from rightsize.sizing.results import WholeRun, WholeRunLine
 from rightsize.sizing.storage import StoragePlan
@@ -38,7 +39,6 @@ def _provided_read_bytes_per_s(st: StoragePlan) -> float | None:
 
 def before_throttling(
     demand: Demand,
-    nodes: int,
     gp: Goodput | None,
     st: StoragePlan,
     phases: Sequence[dict[str, Any]] = (),
@@ -86,14 +86,6 @@ def before_throttling(
         loader,
         "reads needed vs the storage as provisioned"
         + (f" ({need / 1e9:.3g} of {provided / 1e9:.3g} GB/s)" if provided else " (no file system sized)"),
-    )
-    so_far = sum(line.seconds for line in lines)
-    s = straggler_slowdown(nodes, f.node_step_jitter_fraction)
-    add(
-        "stragglers and congestion",
-        so_far * s,
-        f"slowest of {nodes:,} nodes: {f.node_step_jitter_fraction:.1%} per-node step jitter x sqrt(2 ln n) "
-        f"= {s:.1%} ({src['node_step_jitter_fraction'].source})",
     )
     if gp is not None and gp.goodput > 0:
         useful = sum(line.seconds for line in lines)

@@ -1,0 +1,45 @@
+"""The whole-run section of a training plan: the run's days and GPU-hours by part, each with
+where its figure comes from (`sizing.whole_run`), and the headline's note when the chosen
+layout stands far from any validated run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rightsize.constants import DAY_S
+from rightsize.report import units
+from rightsize.report.document import Section, Table
+
+
+def whole_run_section(plan: Any) -> Section | None:
+    whole = getattr(getattr(getattr(plan, "sizing", None), "run", None), "whole_run", None)
+    if whole is None or not whole.lines:
+        return None
+    total = whole.total_s
+    sec = Section("whole_run", f"Whole run ({total / DAY_S:,.1f} days, {whole.gpu_hours:,.0f} GPU-hours)")
+    rows = [
+        [
+            line.part,
+            f"{line.seconds / DAY_S:,.2f}",
+            f"{line.gpu_hours:,.0f}",
+            units.pct(line.seconds / total),
+            line.basis,
+        ]
+        for line in whole.lines
+    ]
+    rows.append(
+        ["whole run", f"{total / DAY_S:,.2f}", f"{whole.gpu_hours:,.0f}", "100.0%", "sum of the parts"]
+    )
+    sec.tables.append(Table(["part", "days", "GPU-hours", "share", "basis"], rows, "whole run by part"))
+    sec.bullets.extend(whole.notes)
+    return sec
+
+
+def far_from_ground_note(unc: dict[str, Any] | None) -> str:
+    """' (far from validated runs: ...)' for the headline when the ground is thin, else ''."""
+    g = (unc or {}).get("ground") or {}
+    if not g.get("thin"):
+        return ""
+    thin = g.get("thin_mechanisms") or []
+    why = f"never validated here: {', '.join(thin)}" if thin else f"{g.get('distance', 0.0):.1f} steps away"
+    return f" (far from validated runs, {why}; range widened to sigma {float(g.get('sigma', 0.0)):.0%})"
