@@ -157,7 +157,6 @@ def test_405b_search_does_not_pick_zero3_over_thousands_of_ranks() -> None:
     from pathlib import Path
 
     from rightsize.search.risk import P75
-
     from rightsize.search.train import plan_training
     from rightsize.spec.load import parse_spec
 
