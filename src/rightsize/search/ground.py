@@ -51,8 +51,8 @@ SIGMA_VALIDATED = 0.06
 SIGMA_PER_STEP = 0.10
 # Error added per mechanism that no validated run on a like accelerator (same die) used:
 # the validation never saw its efficiency on this hardware at all, a wider gap than one
-# step of distance from a run that did (estimate: twice SIGMA_PER_STEP).
-SIGMA_PER_THIN_MECHANISM = 0.20
+# step of distance from a run that did (estimate: one more SIGMA_PER_STEP).
+SIGMA_PER_THIN_MECHANISM = 0.10
 # Beyond this distance the ground says little: the advisor flags the plan.
 THIN_DISTANCE = 2.0
 NEAREST_SHOWN = 3
