@@ -53,7 +53,7 @@ def test_breakdown_lines_add_up_to_the_headline(plan):
         "thermal throttling",
     ):
         assert part in parts
-    total = sum(line.seconds for line in whole.lines)
+    total = sum(line.time_s for line in whole.lines)
     assert total == pytest.approx(plan.sizing.run.run_s, rel=1e-12)
     assert plan.best.time_to_train_s == pytest.approx(total, rel=1e-12)
     gpu_hours = sum(line.gpu_hours for line in whole.lines)
@@ -80,8 +80,8 @@ def test_phases_cost_more_than_the_same_tokens_at_the_main_settings(plan):
 def test_whole_run_json_has_the_breakdown(plan):
     d = plan.sizing.run.as_dict()
     lines = d["whole_run"]["lines"]
-    assert sum(x["seconds"] for x in lines) == pytest.approx(d["run_s"])
-    assert sum(x["share"] for x in lines) == pytest.approx(1.0)
+    assert sum(x["time_s"] for x in lines) == pytest.approx(d["run_s"])
+    assert sum(x["share_fraction"] for x in lines) == pytest.approx(1.0)
 
 
 def test_range_holds_the_whole_run_and_is_skewed_up(plan):

@@ -20,9 +20,9 @@ def whole_run_section(plan: Any) -> Section | None:
     rows = [
         [
             line.part,
-            f"{line.seconds / DAY_S:,.2f}",
+            f"{line.time_s / DAY_S:,.2f}",
             f"{line.gpu_hours:,.0f}",
-            units.pct(line.seconds / total),
+            units.pct(line.time_s / total),
             line.basis,
         ]
         for line in whole.lines

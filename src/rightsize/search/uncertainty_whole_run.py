@@ -45,8 +45,8 @@ def whole_run_samples(
     strag = 1.0 + straggler_share * (m_strag - 1.0)
     for line in lines:
         m = m_fail if line.part.startswith(FAILURES) else 1.0
-        total += line.seconds * k * m * strag
-        base += line.seconds
+        total += line.time_s * k * m * strag
+        base += line.time_s
     return total + unplanned * base
 
 

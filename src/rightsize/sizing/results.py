@@ -18,7 +18,7 @@ class WholeRunLine:
     its figure comes from. The lines of a `WholeRun` add up to its total."""
 
     part: str
-    seconds: float
+    time_s: float
     gpu_hours: float
     basis: str
 
@@ -38,14 +38,11 @@ class WholeRun:
 
     @property
     def total_s(self) -> float:
-        return sum(line.seconds for line in self.lines)
+        return sum(line.time_s for line in self.lines)
 
     @property
     def gpu_hours(self) -> float:
         return sum(line.gpu_hours for line in self.lines)
-
-    def seconds_of(self, part_prefix: str) -> float:
-        return sum(line.seconds for line in self.lines if line.part.startswith(part_prefix))
 
     def as_dict(self) -> dict[str, Any]:
         total = self.total_s
@@ -53,7 +50,8 @@ class WholeRun:
             "total_s": total,
             "gpu_hours": self.gpu_hours,
             "lines": [
-                {**line.as_dict(), "share": line.seconds / total if total else 0.0} for line in self.lines
+                {**line.as_dict(), "share_fraction": line.time_s / total if total else 0.0}
+                for line in self.lines
             ],
             "notes": list(self.notes),
         }

@@ -70,7 +70,7 @@ def before_throttling(
         )
         if p.get("note"):
             notes.append(f"Phase '{p['name']}': {p['note']}.")
-    compute_s = sum(line.seconds for line in lines)
+    compute_s = sum(line.time_s for line in lines)
     e = eval_fraction(f.eval_interval_steps, f.eval_iters, f.eval_forward_share)
     add(
         "evaluation",
@@ -88,7 +88,7 @@ def before_throttling(
         + (f" ({need / 1e9:.3g} of {provided / 1e9:.3g} GB/s)" if provided else " (no file system sized)"),
     )
     if gp is not None and gp.goodput > 0:
-        useful = sum(line.seconds for line in lines)
+        useful = sum(line.time_s for line in lines)
         overhead = useful * (1.0 / gp.goodput - 1.0)
         share = checkpoint_share(gp.mtbf_s, gp.checkpoint_write_s, gp.checkpoint_interval_s, gp.restart_s)
         add(
