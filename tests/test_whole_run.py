@@ -115,12 +115,15 @@ def test_published_schedules_parse():
 
 
 # Whole-run validation bars (the public whole runs of whole_runs.csv: LLaMA 7B-65B, Llama 2
-# 13B/34B, OPT-175B, BLOOM-176B, Falcon-180B, DeepSeek-V3). Measured when written (issue #27):
-# median |error| 15.2%, worst 57.7% (OPT-175B, a run with dozens of restarts and rollbacks),
-# P10-P90 coverage 80% (8 of 10). The plans stay low: the step model's MFU for Meta's Llama runs is
+# 13B/34B, OPT-175B, BLOOM-176B, Falcon-180B, MPT-7B, DeepSeek-V3). Measured when written
+# (issue #27): median |error| 16.7%, worst 57.7% (OPT-175B, a run with dozens of restarts and
+# rollbacks), P10-P90 coverage 82% (9 of 11). The issue's 15% median is not reached: 9 of
+# the 11 runs took longer than their plan (MPT-7B: 9.5 days on 440 GPUs against 7.3 days at
+# llm-foundry's own benchmark throughput), a production gap the range carries but the base
+# does not. The plans stay low: the step model's MFU for Meta's Llama runs is
 # above what Meta's own throughput implies (LLaMA-65B: 380 tokens/s/GPU, 47.6% MFU by 6N;
 # planned at 58%).
-WHOLE_RUN_MEDIAN = 0.17
+WHOLE_RUN_MEDIAN = 0.18
 WHOLE_RUN_WORST = 0.62
 WHOLE_RUN_COVERAGE = 0.75
 
