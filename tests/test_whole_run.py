@@ -190,3 +190,14 @@ def test_published_llama3_405b_whole_run_in_the_plans_range(tmp_path):
     row = validate_paths([out])["rows"][0]
     assert row["within_p10_p90"]
     assert abs(row["error"]) <= 0.20  # measured -8.8%
+
+
+def test_report_shows_the_whole_run_and_flags_thin_ground(plan):
+    from rightsize.report.plan_doc import training_document
+
+    doc = training_document(plan)
+    sec = next(s for s in doc.sections if s.id == "whole_run")
+    rows = sec.tables[0].rows
+    assert rows[-1][0] == "whole run" and len(rows) == len(plan.sizing.run.whole_run.lines) + 1
+    thin = plan.uncertainty["ground"].get("thin")
+    assert ("far from validated runs" in doc.decision) == bool(thin)
