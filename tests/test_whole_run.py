@@ -201,3 +201,17 @@ def test_report_shows_the_whole_run_and_flags_thin_ground(plan):
     assert rows[-1][0] == "whole run" and len(rows) == len(plan.sizing.run.whole_run.lines) + 1
     thin = plan.uncertainty["ground"].get("thin")
     assert ("far from validated runs" in doc.decision) == bool(thin)
+
+
+def test_the_spec_sets_the_evaluation_schedule():
+    spec = {**SPEC, "training": {**SPEC["training"], "eval_interval_steps": 100, "eval_batches": 50}}
+    p = run_pipeline(parse_spec(spec, Path(".")), uncertainty=False)
+    ev = next(line for line in p.sizing.run.whole_run.lines if line.part == "evaluation")
+    steps = sum(
+        line.time_s for line in p.sizing.run.whole_run.lines if line.part.startswith(("steady", "phase"))
+    )
+    assert ev.time_s == pytest.approx(steps * 50 / 100 * whole_run_factors().eval_forward_share)
+    assert "spec" in ev.basis
+    off = {**SPEC, "training": {**SPEC["training"], "eval_batches": 0}}
+    q = run_pipeline(parse_spec(off, Path(".")), uncertainty=False)
+    assert next(line for line in q.sizing.run.whole_run.lines if line.part == "evaluation").time_s == 0.0

@@ -530,6 +530,10 @@ def plan_training(
             "base_gpus": min((c.gpus for c in base), default=None),
             # The spec's phases (ramps, context extension) on the chosen layout: the sizing's
             # whole-run time adds what they cost over the main settings.
+            "evaluation": {
+                "interval_steps": spec.training.eval_interval_steps,
+                "batches": spec.training.eval_batches,
+            },
             "whole_run_phases": [
                 p.as_dict()
                 for p in price_phases(

@@ -123,7 +123,13 @@ def size(
     run_ideal = demand.run_s or 0.0
     # The whole run by part (phases, stalls, checkpoints, failures); thermal
     # throttling joins it once the power sizing has found it.
-    whole = before_throttling(demand, gp, st, extra.get("whole_run_phases") or ()) if demand.run_s else None
+    whole = (
+        before_throttling(
+            demand, gp, st, extra.get("whole_run_phases") or (), evaluation=extra.get("evaluation")
+        )
+        if demand.run_s
+        else None
+    )
     run_failures = whole.total_s if whole is not None else run_ideal
     pw = size_power(
         demand,

@@ -43,6 +43,7 @@ def before_throttling(
     st: StoragePlan,
     phases: Sequence[dict[str, Any]] = (),
     factors: WholeRunFactors | None = None,
+    evaluation: dict[str, Any] | None = None,
 ) -> WholeRun:
     """Every line but thermal throttling (the power sizing needs this time to find it)."""
     f = factors or whole_run_factors()
@@ -71,12 +72,18 @@ def before_throttling(
         if p.get("note"):
             notes.append(f"Phase '{p['name']}': {p['note']}.")
     compute_s = sum(line.time_s for line in lines)
-    e = eval_fraction(f.eval_interval_steps, f.eval_iters, f.eval_forward_share)
+    # The spec's evaluation schedule where it gives one, else the catalog's default.
+    ev = evaluation or {}
+    interval = float(ev.get("interval_steps") or f.eval_interval_steps)
+    iters = float(f.eval_iters if ev.get("batches") is None else ev["batches"])
+    given = ev.get("interval_steps") is not None or ev.get("batches") is not None
+    e = eval_fraction(interval, iters, f.eval_forward_share)
     add(
         "evaluation",
         compute_s * e,
-        f"{f.eval_iters:g} forward-only batches every {f.eval_interval_steps:g} steps, each "
-        f"{f.eval_forward_share:.2f} of a step ({src['eval_interval_steps'].source})",
+        f"{iters:g} forward-only batches every {interval:g} steps, each {f.eval_forward_share:.2f} of a step ("
+        + ("the spec's schedule" if given else src["eval_interval_steps"].source)
+        + ")",
     )
     need = demand.data_read_bytes_per_s
     provided = _provided_read_bytes_per_s(st)

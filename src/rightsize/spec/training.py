@@ -198,6 +198,15 @@ class TrainingWorkload(BaseModel):
     flash_attention: bool = Field(
         default=True, description="Fused attention that never stores the seq x seq score matrix."
     )
+    eval_interval_steps: Annotated[CountInt, _POSITIVE] | None = Field(
+        default=None,
+        description="Optimizer steps between evaluations; the catalog's default (Megatron-LM's 1,000) when absent.",
+    )
+    eval_batches: CountInt | None = Field(
+        default=None,
+        ge=0,
+        description="Forward-only batches per evaluation (0: no evaluation); the catalog's default (10) when absent.",
+    )
     phases: tuple[TrainingPhase, ...] = Field(
         default=(),
         description=(
