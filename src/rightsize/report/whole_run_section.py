@@ -16,7 +16,9 @@ def whole_run_section(plan: Any) -> Section | None:
     if whole is None or not whole.lines:
         return None
     total = whole.total_s
-    sec = Section("whole_run", f"Whole run ({total / DAY_S:,.1f} days, {whole.gpu_hours:,.0f} GPU-hours)")
+    sec = Section(
+        "whole_run", f"Whole run ({total / DAY_S:,.1f} days, {whole.gpu_hours:,.0f} GPU-hours)", brief=True
+    )
     rows = [
         [
             line.part,
@@ -30,7 +32,9 @@ def whole_run_section(plan: Any) -> Section | None:
     rows.append(
         ["whole run", f"{total / DAY_S:,.2f}", f"{whole.gpu_hours:,.0f}", "100.0%", "sum of the parts"]
     )
-    sec.tables.append(Table(["part", "days", "GPU-hours", "share", "basis"], rows, "whole run by part"))
+    table = Table(["part", "days", "GPU-hours", "share", "basis"], rows, "whole run by part")
+    table.brief_columns = [0, 1, 2, 3]  # the terminal summary leaves the sources to the full report
+    sec.tables.append(table)
     sec.bullets.extend(whole.notes)
     return sec
 
