@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.constants import DAY_S
 from rightsize.report import units
 from rightsize.report.document import Section, Table
 
@@ -17,22 +16,20 @@ def whole_run_section(plan: Any) -> Section | None:
         return None
     total = whole.total_s
     sec = Section(
-        "whole_run", f"Whole run ({total / DAY_S:,.1f} days, {whole.gpu_hours:,.0f} GPU-hours)", brief=True
+        "whole_run", f"Whole run ({units.seconds(total)}, {whole.gpu_hours:,.0f} GPU-hours)", brief=True
     )
     rows = [
         [
             line.part,
-            f"{line.time_s / DAY_S:,.2f}",
+            units.seconds(line.time_s),
             f"{line.gpu_hours:,.0f}",
             units.pct(line.time_s / total),
             line.basis,
         ]
         for line in whole.lines
     ]
-    rows.append(
-        ["whole run", f"{total / DAY_S:,.2f}", f"{whole.gpu_hours:,.0f}", "100.0%", "sum of the parts"]
-    )
-    table = Table(["part", "days", "GPU-hours", "share", "basis"], rows, "whole run by part")
+    rows.append(["whole run", units.seconds(total), f"{whole.gpu_hours:,.0f}", "100.0%", "sum of the parts"])
+    table = Table(["part", "time", "GPU-hours", "share", "basis"], rows, "whole run by part")
     table.brief_columns = [0, 1, 2, 3]  # the terminal summary leaves the sources to the full report
     sec.tables.append(table)
     sec.bullets.extend(whole.notes)
