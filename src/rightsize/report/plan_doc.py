@@ -15,6 +15,7 @@ from rightsize.report import sections as common
 from rightsize.report.document import Chart, Document, Section, Table
 from rightsize.report.platform_terms import in_platform_terms
 from rightsize.report.text import _MEM_LABELS, _STEP_LABELS, layout
+from rightsize.report.whole_run_section import far_from_ground_note, whole_run_section
 
 if TYPE_CHECKING:
     from rightsize.search.candidates import Candidate
@@ -267,6 +268,7 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
     decision = f"{b.gpus:,} x {b.accelerator} ({nodes:,} x {b.node} {'node' if nodes == 1 else 'nodes'}), layout {layout(b)}"
     if b.time_to_train_s is not None:
         decision += f": {_days(b.time_to_train_s)} to train"
+    decision += far_from_ground_note(unc)
     doc = Document("training_plan", f"{title}: {plan.name}", sub, decision)
     kn = doc.key_numbers  # what a manager reads first: hardware, time, GPU-hours, cost, power
     kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({units.plural(nodes, 'node')})"))
@@ -287,7 +289,9 @@ def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
     kn.append(
         ("memory per GPU", f"{units.gib(b.memory['total_bytes'])} of {units.gib(b.memory['capacity_bytes'])}")
     )
+    whole = whole_run_section(plan)
     doc.sections += [
+        *([whole] if whole is not None else []),
         _step_section(b),
         _memory_section(plan),
         _alternatives_section(plan),

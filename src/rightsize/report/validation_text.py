@@ -28,8 +28,9 @@ def render_validation(result: dict[str, Any]) -> str:
             )
             continue
         if s["n"]:
+            label = "whole runs (gpu_hours)" if metric == "gpu_hours" else metric
             lines.append(
-                f"{metric}: n={s['n']}  median |error| {s['median_abs_error']:.1%}  "
+                f"{label}: n={s['n']}  median |error| {s['median_abs_error']:.1%}  "
                 f"max |error| {s['max_abs_error']:.1%}"
                 + (f"  ({s['not_predicted']} not predicted)" if s["not_predicted"] else "")
                 + (

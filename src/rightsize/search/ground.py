@@ -16,9 +16,10 @@ steps:
     sequence      1 per 4x of sequence length
     scale         1 per 8x of GPUs (0.5 when the run did not publish its count)
 
-and the model error's log-sigma grows with it, each step an independent error term:
+and the model error's log-sigma grows with it, each step an independent error term, and
+with each mechanism no validated run on a like accelerator used (`thin` mechanisms):
 
-    sigma^2 = SIGMA_VALIDATED^2 + SIGMA_PER_STEP^2 x distance
+    sigma^2 = SIGMA_VALIDATED^2 + SIGMA_PER_STEP^2 x distance + SIGMA_PER_THIN_MECHANISM^2 x thin
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ SIGMA_VALIDATED = 0.06
 # 10-20% between sources and releases: MI300X GEMM 0.60 -> 0.51 across ROCm versions, H100
 # GEMM 0.80 best-shape vs 0.73 on real shapes, FA3 vs FA2 attention 2x), taken as 0.10.
 SIGMA_PER_STEP = 0.10
+# Error added per mechanism that no validated run on a like accelerator (same die) used:
+# the validation never saw its efficiency on this hardware at all, a wider gap than one
+# step of distance from a run that did (estimate: one more SIGMA_PER_STEP).
+SIGMA_PER_THIN_MECHANISM = 0.10
 # Beyond this distance the ground says little: the advisor flags the plan.
 THIN_DISTANCE = 2.0
 NEAREST_SHOWN = 3
@@ -131,8 +136,19 @@ def distance(p: Position, r: GroundRun) -> float:
     return total
 
 
-def model_sigma(distance: float) -> float:
-    return math.sqrt(SIGMA_VALIDATED**2 + SIGMA_PER_STEP**2 * max(distance, 0.0))
+def model_sigma(distance: float, thin_mechanisms: int = 0) -> float:
+    return math.sqrt(
+        SIGMA_VALIDATED**2
+        + SIGMA_PER_STEP**2 * max(distance, 0.0)
+        + SIGMA_PER_THIN_MECHANISM**2 * thin_mechanisms
+    )
+
+
+def _thin(p: Position, runs: tuple[GroundRun, ...] | list[GroundRun]) -> frozenset[str]:
+    """The mechanisms of `p` that no run on a like accelerator (same die) exercised."""
+    like = [r for r in runs if _accelerator_step(p.accelerator, r.accelerator) < 1.0]
+    covered: set[str] = set().union(*(r.mechanisms for r in like)) if like else set()
+    return frozenset(p.mechanisms - covered)
 
 
 def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -148,19 +164,19 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
             "thin_mechanisms": sorted(p.mechanisms),
         }
     d = scored[0][0]
-    like = [r for r in runs if _accelerator_step(p.accelerator, r.accelerator) < 1.0]
-    covered = set().union(*(r.mechanisms for r in like)) if like else set()
+    thin = _thin(p, runs)
     return {
         "distance": round(d, 3),
-        "sigma": model_sigma(d),
+        "sigma": model_sigma(d, len(thin)),
         "nearest": [
             {"id": r.id, "distance": round(dist, 3), "differences": distance_terms(p, r)}
             for dist, r in scored[:NEAREST_SHOWN]
         ],
-        "thin_mechanisms": sorted(p.mechanisms - covered),
-        "thin": d > THIN_DISTANCE or bool(p.mechanisms - covered),
+        "thin_mechanisms": sorted(thin),
+        "thin": d > THIN_DISTANCE or bool(thin),
         "method": "distance to the nearest validated public run (accelerator, precision, mechanisms, "
-        f"size, sequence, scale); sigma^2 = {SIGMA_VALIDATED:.2f}^2 + {SIGMA_PER_STEP:.2f}^2 x distance",
+        f"size, sequence, scale); sigma^2 = {SIGMA_VALIDATED:.2f}^2 + {SIGMA_PER_STEP:.2f}^2 x distance "
+        f"+ {SIGMA_PER_THIN_MECHANISM:.2f}^2 x mechanisms no run on a like accelerator used",
     }
 
 
@@ -168,8 +184,9 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
 def ground_sigma(p: Position) -> float:
     """`ground_report(p)["sigma"]` over every validated run, remembered per position (the
     search's risk ranking asks it for thousands of layouts that share few positions)."""
-    d = min((distance(p, r) for r in validated_runs()), default=None)
-    return model_sigma(6.0 if d is None else d)
+    runs = validated_runs()
+    d = min((distance(p, r) for r in runs), default=None)
+    return model_sigma(6.0 if d is None else d, len(_thin(p, runs)))
 
 
 def serving_ground_report(

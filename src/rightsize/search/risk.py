@@ -9,7 +9,11 @@ fall short of its base than one that does not. For the few best layouts of each 
 layouts: each efficiency's elasticity from the real step model (central differences), the
 triangular efficiency multipliers, and the model error whose sigma grows with the
 distance from validated ground (`search.ground`). The layout with the lowest quantile
-wins: the median (P50) normally, the P90 when a deadline must be met.
+wins: the P75 normally, the P90 when a deadline must be met. Not the median: the model
+error is a lognormal centred on the base, so its median is the base at any distance and a
+P50 ranking would let a layout far from validated ground win on its optimistic base alone
+(issue #27: the 405B search chose an unvalidated CP4 layout at 50% MFU); an upper quantile
+charges each layout for how little the validation says about it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from rightsize.search.uncertainty import EFFICIENCY_RANGES, FD_STEP, MAX_EFFICIE
 TOP_K = 6
 RISK_SAMPLES = 512
 RISK_SEED = 1
-P50, P90 = 0.5, 0.9
+P50, P75, P90 = 0.5, 0.75, 0.9
 
 
 def top_per_count(gpus: np.ndarray, step_time: np.ndarray, fits: np.ndarray, k: int = TOP_K) -> np.ndarray:

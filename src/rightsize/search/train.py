@@ -38,10 +38,11 @@ from rightsize.search.constraints import (
 from rightsize.search.demand import Demand
 from rightsize.search.layout_check import LayoutRejection, no_layout_reason, splittable_counts
 from rightsize.search.pareto import pareto_front
-from rightsize.search.risk import P50, P90, pick_per_count
+from rightsize.search.risk import P50, P75, P90, pick_per_count
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_where, gpu_count_candidates
 from rightsize.search.train_demand import dci_link, training_demand
+from rightsize.search.whole_run_phases import price_phases
 from rightsize.spec.training import DEFAULT_MAX_GPUS, TrainingSpec
 
 # Largest cluster the search considers unless the user fixes a count or raises
@@ -359,7 +360,7 @@ class _Budget:
     deadline: float | None  # planned: the bare deadline less the safety margin
     margin: float
     knee: bool  # neither a deadline nor a GPU count: scale to the knee of the scaling curve
-    quantile: float  # of step time that ranks layouts: P90 under a deadline, else P50
+    quantile: float  # of step time that ranks layouts: P90 under a deadline, else P75
 
 
 def _budget(spec: TrainingSpec, assumptions: list[str]) -> _Budget:
@@ -391,12 +392,12 @@ def _budget(spec: TrainingSpec, assumptions: list[str]) -> _Budget:
         )
     if not spec.training.flash_attention:
         assumptions.append("Attention without flash attention: s x s scores are materialised.")
-    # Rank by the median step time, or by its P90 when a deadline must be met.
+    # Rank by the P75 of step time, or by its P90 when a deadline must be met (search.risk).
     assumptions.append(
-        f"Layouts and clusters are ranked by the {'P90' if deadline else 'P50'} of their step time "
+        f"Layouts and clusters are ranked by the {'P90' if deadline else 'P75'} of their step time "
         "(efficiency spread and distance from validated runs), not by the optimistic base value."
     )
-    return _Budget(bare_deadline, deadline, margin, knee, P90 if deadline else P50)
+    return _Budget(bare_deadline, deadline, margin, knee, P90 if deadline else P75)
 
 
 def _options(
@@ -542,6 +543,23 @@ def plan_training(
             "bare_deadline_s": bare,
             "safety_margin": budget.margin,
             "base_gpus": min((c.gpus for c in base), default=None),
+            # The spec's phases (ramps, context extension) on the chosen layout: the sizing's
+            # whole-run time adds what they cost over the main settings.
+            "evaluation": {
+                "interval_steps": spec.training.eval_interval_steps,
+                "batches": spec.training.eval_batches,
+            },
+            "whole_run_phases": [
+                p.as_dict()
+                for p in price_phases(
+                    spec.training.phases,
+                    w,
+                    best_ev.cfg.take(best_i),
+                    best_ev.hw,
+                    best.step_time_s,
+                    dci_link(best_ev.node, best.gpus),
+                )
+            ],
         },
     )
 

@@ -41,6 +41,8 @@ from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import margins_of
 from rightsize.search.ground import ground_report, position
+from rightsize.search.uncertainty_whole_run import method_note as whole_run_method
+from rightsize.search.uncertainty_whole_run import whole_run_samples
 
 SAMPLES = 2000
 SEED = 0
@@ -244,13 +246,19 @@ def training_uncertainty(
     k = _factor(el, mult) * _measured(rng, samples, measured_sigma) * _measured(rng, samples, sigma)
     # The spread is relative: it scales the plan's own figures (which may carry a calibration).
     metrics: dict[str, Any] = {"step_time_s": summary(b.step_time_s * k, b.step_time_s)}
+    # The run's time, GPU-hours and cost spread as its whole run does (each part with its own
+    # spread, `search.uncertainty_whole_run`), else with the step time.
+    whole = getattr(getattr(getattr(plan, "sizing", None), "run", None), "whole_run", None)
+    share = float(b.step.get("straggler_s", 0.0)) / b.step_time_s if b.step_time_s else 0.0
+    run_samples = whole_run_samples(whole, k, seed, share)
+    run_k = run_samples / float(whole.total_s) if run_samples is not None and whole is not None else k
     for name, value in (
         ("time_to_train_s", b.time_to_train_s),
         ("gpu_hours", b.gpu_hours),
         ("cost_usd", b.cost_usd),
     ):
         if value is not None:
-            metrics[name] = summary(value * k, value)
+            metrics[name] = summary(value * run_k, value)
     metrics["tokens_per_s_per_gpu"] = summary(b.tokens_per_s_per_gpu / k, b.tokens_per_s_per_gpu)
     metrics["mfu"] = summary(b.mfu / k, b.mfu)
     out: dict[str, Any] = {
@@ -267,9 +275,11 @@ def training_uncertainty(
         "family": _family_entry(b.accelerator, "training"),
         "metrics": metrics,
     }
+    if run_samples is not None:
+        out["method"] += "; " + whole_run_method()
     deadline = getattr(plan, "deadline_s", None)
     if deadline and b.time_to_train_s is not None:
-        ttt = b.time_to_train_s * k
+        ttt = b.time_to_train_s * run_k
         out["deadline"] = {
             "deadline_s": deadline,
             "probability_met": float(np.mean(ttt <= deadline)),

@@ -33,7 +33,7 @@ from rightsize.sizing.nodes_racks import NodesRacks, size_nodes_racks
 from rightsize.sizing.pool import PoolPlan, size_pool
 from rightsize.sizing.power import PowerPlan, size_power
 from rightsize.sizing.reliability import Goodput, job_reliability, service_reliability
-from rightsize.sizing.results import JobReliability, RunTime, ServiceReliability
+from rightsize.sizing.results import JobReliability, RunTime, ServiceReliability, WholeRun
 from rightsize.sizing.sensitivity import (
     CLOUD_PRICE_RANGE,
     EFFICIENCY_RANGE,
@@ -46,6 +46,7 @@ from rightsize.sizing.sensitivity import (
     time_at_efficiency,
 )
 from rightsize.sizing.storage import StoragePlan, size_storage
+from rightsize.sizing.whole_run import before_throttling, with_throttling
 from rightsize.spec.infrastructure import Infrastructure
 
 
@@ -120,7 +121,16 @@ def size(
     rel_out, gp = _reliability(demand, st, rel, n, job)
     interval_s, restart_s = (gp.checkpoint_interval_s, gp.restart_s) if gp else (None, None)
     run_ideal = demand.run_s or 0.0
-    run_failures = run_ideal / gp.goodput if gp else run_ideal
+    # The whole run by part (phases, stalls, checkpoints, failures); thermal
+    # throttling joins it once the power sizing has found it.
+    whole = (
+        before_throttling(
+            demand, gp, st, extra.get("whole_run_phases") or (), evaluation=extra.get("evaluation")
+        )
+        if demand.run_s
+        else None
+    )
+    run_failures = whole.total_s if whole is not None else run_ideal
     pw = size_power(
         demand,
         node,
@@ -132,8 +142,9 @@ def size(
         run_failures or None,
         cooling=nr.cooling,
     )
-    run_s = run_failures * (1.0 + pw.throttle_slowdown) if run_failures else None
-    run = _run_time(demand, run_ideal, run_failures, run_s, pw.throttle_slowdown)
+    whole = with_throttling(whole, pw.throttle_slowdown) if whole is not None else None
+    run_s = whole.total_s if whole is not None and run_failures else None
+    run = _run_time(demand, run_ideal, run_failures, run_s, pw.throttle_slowdown, whole)
     cost = size_cost(
         demand,
         node,
@@ -193,7 +204,12 @@ def _reliability(
 
 
 def _run_time(
-    demand: Demand, ideal_s: float, with_failures_s: float, run_s: float | None, throttle: float
+    demand: Demand,
+    ideal_s: float,
+    with_failures_s: float,
+    run_s: float | None,
+    throttle: float,
+    whole: WholeRun | None = None,
 ) -> RunTime:
     if not demand.run_s:
         return RunTime(hours_per_month=HOURS_PER_MONTH, gpu_hours_per_month=demand.gpus * HOURS_PER_MONTH)
@@ -201,8 +217,9 @@ def _run_time(
         ideal_run_s=ideal_s,
         with_failures_run_s=with_failures_s,
         run_s=run_s,
-        gpu_hours=demand.gpus * (run_s or 0.0) / 3600.0,
+        gpu_hours=whole.gpu_hours if whole is not None else demand.gpus * (run_s or 0.0) / 3600.0,
         thermal_slowdown_fraction=throttle,
+        whole_run=whole,
     )
 
 
@@ -266,7 +283,7 @@ def _sensitivity(
             at_time(time_at_efficiency(base_time, share, hi)),
         )
     )
-    fail = _failure_swing(demand, rel, nodes, run_s, pw, at_time)
+    fail = _failure_swing(demand, rel, nodes, run_s, at_time)
     if fail is not None:
         out.append(fail)
     bw = _bandwidth_swing(demand, (base_time, base_cost), at_time)
@@ -285,10 +302,13 @@ Point = tuple[float, float]  # (time, cost)
 
 
 def _failure_swing(
-    demand: Demand, rel: Reliability, nodes: int, run_s: float | None, pw: PowerPlan, at_time: Any
+    demand: Demand, rel: Reliability, nodes: int, run_s: float | None, at_time: Any
 ) -> Swing | None:
+    """The whole run with the failure rate scaled: every other part of it stays, so the run
+    moves by the change of 1 / goodput."""
     if not (run_s and demand.checkpoint_bytes > 0 and demand.run_s):
         return None
+    base_gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel)
     ends = []
     for f in FAILURE_RATE_FACTORS:
         r = Reliability(
@@ -298,9 +318,8 @@ def _failure_swing(
             rel.sources,
         )
         gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, r)
-        ends.append(at_time(demand.run_s / gp.goodput * (1.0 + pw.throttle_slowdown)))
-    base_gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel)
-    base_t = demand.run_s / base_gp.goodput * (1.0 + pw.throttle_slowdown)
+        ends.append(at_time(run_s * base_gp.goodput / gp.goodput))
+    base_t = run_s
     return swing(
         "failure rate",
         (f"x{FAILURE_RATE_FACTORS[0]:g}", f"x{FAILURE_RATE_FACTORS[1]:g}"),

@@ -13,9 +13,56 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class WholeRunLine:
+    """One part of a job's whole-run time: what it is, its seconds and GPU-hours, and where
+    its figure comes from. The lines of a `WholeRun` add up to its total."""
+
+    part: str
+    time_s: float
+    gpu_hours: float
+    basis: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class WholeRun:
+    """A job's wall time by part: steady-state steps, the spec's phases (ramps, context
+    extension), evaluation and data-loader stalls, checkpoint stalls, failures
+    with their restarts and lost work, thermal throttling. `total_s` is the run's time."""
+
+    lines: tuple[WholeRunLine, ...]
+    gpus: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_s(self) -> float:
+        return sum(line.time_s for line in self.lines)
+
+    @property
+    def gpu_hours(self) -> float:
+        return sum(line.gpu_hours for line in self.lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        total = self.total_s
+        return {
+            "total_s": total,
+            "gpu_hours": self.gpu_hours,
+            "lines": [
+                {**line.as_dict(), "share_fraction": line.time_s / total if total else 0.0}
+                for line in self.lines
+            ],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
 class RunTime:
-    """Wall time of a job as sized: the failure-free run, with failures (goodput), and with
-    thermal throttling on top. For a service only the monthly hours are set."""
+    """Wall time of a job as sized: the steady-state steps at the main settings
+    (`ideal_run_s`), the whole run before thermal throttling (`with_failures_run_s`: phases,
+    stalls, stragglers, checkpoints and failures), and the whole run (`run_s`, broken down
+    in `whole_run`). For a service only the monthly hours are set."""
 
     ideal_run_s: float | None = None
     with_failures_run_s: float | None = None
@@ -24,6 +71,7 @@ class RunTime:
     thermal_slowdown_fraction: float | None = None
     hours_per_month: float | None = None
     gpu_hours_per_month: float | None = None
+    whole_run: WholeRun | None = None  # the run's time by part; its total is run_s
 
     @property
     def run_days(self) -> float | None:
@@ -38,6 +86,7 @@ class RunTime:
             "run_s": self.run_s,
             "gpu_hours": self.gpu_hours,
             "thermal_slowdown_fraction": self.thermal_slowdown_fraction,
+            "whole_run": self.whole_run.as_dict() if self.whole_run is not None else None,
         }
 
 

@@ -145,6 +145,24 @@ class LoraSettings(BaseModel):
         return tuple(out)
 
 
+class TrainingPhase(BaseModel):
+    """A stretch of the run at other settings than the main ones: a batch-size or sequence-length
+    ramp at the start, a context-extension or annealing stage at the end. Its tokens are part of
+    training.train_tokens; the rest of the run trains at the main seq_len and batch."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True)
+
+    name: str = Field(description="What the phase is ('batch ramp', 'context 32k', 'annealing').")
+    tokens: Annotated[Count, _POSITIVE] = Field(description="Tokens trained in this phase (e.g. '252M').")
+    seq_len: TokenLength | None = Field(
+        default=None, description="Tokens per sequence in this phase; the main seq_len when absent."
+    )
+    global_batch_tokens: Annotated[CountInt, _POSITIVE] | None = Field(
+        default=None,
+        description="Tokens per optimizer step in this phase (e.g. '4Mi'); the main batch when absent.",
+    )
+
+
 class TrainingWorkload(BaseModel):
     """What one training run does: sequence length, batch, length of the run, numerics."""
 
@@ -244,6 +262,22 @@ class TrainingWorkload(BaseModel):
             "Engine's current scaling (NeMo FP8-CS)."
         ),
     )
+    eval_interval_steps: Annotated[CountInt, _POSITIVE] | None = Field(
+        default=None,
+        description="Optimizer steps between evaluations; the catalog's default (Megatron-LM's 1,000) when absent.",
+    )
+    eval_batches: CountInt | None = Field(
+        default=None,
+        ge=0,
+        description="Forward-only batches per evaluation (0: no evaluation); the catalog's default (10) when absent.",
+    )
+    phases: tuple[TrainingPhase, ...] = Field(
+        default=(),
+        description=(
+            "Optional stages at other settings (batch and sequence-length ramps, context extension, "
+            "annealing), each with its tokens; the plan's whole-run time prices each on the chosen layout."
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -277,6 +311,20 @@ class TrainingWorkload(BaseModel):
             raise ValueError(
                 f"global_batch_tokens ({self.global_batch_tokens}) is not a multiple of seq_len ({self.seq_len}); "
                 f"use global_batch: {choices}, or a power-of-two token count such as '16Mi'"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_phases(self) -> TrainingWorkload:
+        if not self.phases:
+            return self
+        total = sum(p.tokens for p in self.phases)
+        if self.train_tokens is None:
+            raise ValueError("training.phases need training.train_tokens (the phases are part of the run)")
+        if total > self.train_tokens:
+            raise ValueError(
+                f"training.phases hold {total:.4g} tokens, more than training.train_tokens "
+                f"({self.train_tokens:.4g}); the phases are part of the run, so lower their tokens"
             )
         return self
 

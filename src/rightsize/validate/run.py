@@ -20,6 +20,7 @@ from rightsize.spec.training import TrainingSpec
 from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, training_spec_data
 from rightsize.validate.families import family_breakdown
 from rightsize.validate.inference_cases import predict_inference
+from rightsize.validate.whole_run_cases import whole_run_spec_data
 
 
 def _predict(
@@ -36,7 +37,7 @@ def _predict(
     if not case.is_training:
         return None, f"metric '{case.metric}' is not one rightsize predicts", {}
     try:
-        data = training_spec_data(case)
+        data = whole_run_spec_data(case) if case.metric == "gpu_hours" else training_spec_data(case)
     except (KeyError, ValueError) as exc:
         return None, f"the case's columns cannot be read: {exc}", {}
     try:

@@ -1,0 +1,217 @@
+"""The whole-run model (issue #27): a job's days and GPU-hours by part, each part sourced,
+the parts adding up to the headline every downstream figure reads; the published schedule of
+a run priced as phases; and the whole-run validation against published runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rightsize.catalog.whole_run import whole_run_factors
+from rightsize.perf.whole_run import checkpoint_share, eval_fraction
+from rightsize.sizing.pipeline import run_pipeline
+from rightsize.spec.load import parse_spec
+from rightsize.validate.cases import read_cases
+from rightsize.validate.run import validate_paths
+from rightsize.validate.whole_run_cases import parse_phases, published_schedules, whole_runs_path
+
+SPEC = {
+    "kind": "training",
+    "name": "whole-run-test",
+    "model": "llama3-8b",
+    "training": {
+        "seq_len": 8192,
+        "global_batch_tokens": "16Mi",
+        "train_tokens": "1T",
+        "phases": [
+            {"name": "batch ramp", "tokens": "50B", "global_batch_tokens": "4Mi"},
+            {"name": "context 32k", "tokens": "20B", "seq_len": 32768},
+        ],
+    },
+    "targets": {"accelerators": ["h100-sxm"], "gpus": 256},
+}
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return run_pipeline(parse_spec(SPEC, Path(".")))
+
+
+def test_breakdown_lines_add_up_to_the_headline(plan):
+    whole = plan.sizing.run.whole_run
+    assert whole is not None
+    parts = [line.part for line in whole.lines]
+    for part in (
+        "steady-state steps",
+        "phase: batch ramp",
+        "phase: context 32k",
+        "evaluation",
+        "data-loader stalls",
+        "checkpoint stalls",
+        "failures, restarts and lost work",
+        "thermal throttling",
+    ):
+        assert part in parts
+    total = sum(line.time_s for line in whole.lines)
+    assert total == pytest.approx(plan.sizing.run.run_s, rel=1e-12)
+    assert plan.best.time_to_train_s == pytest.approx(total, rel=1e-12)
+    gpu_hours = sum(line.gpu_hours for line in whole.lines)
+    assert plan.best.gpu_hours == pytest.approx(gpu_hours, rel=1e-12)
+    assert plan.sizing.run.gpu_hours == pytest.approx(gpu_hours, rel=1e-12)
+    # every line says where its figure comes from
+    assert all(line.basis for line in whole.lines)
+    # the cost reads the same run time
+    od = plan.sizing.cost.cloud.get("on_demand") if plan.sizing.cost.cloud else None
+    if od is not None and od.usd_per_run is not None:
+        assert plan.best.cost_usd == pytest.approx(od.usd_per_run)
+
+
+def test_phases_cost_more_than_the_same_tokens_at_the_main_settings(plan):
+    phases = {p["name"]: p for p in plan.extra["whole_run_phases"]}
+    # a 4Mi batch on a layout built for 16Mi leaves each replica fewer micro-batches
+    assert phases["batch ramp"]["run_s"] > phases["batch ramp"]["at_main_rate_s"]
+    # 4x the sequence: attention's quadratic share grows, and context parallel ranks grow with it
+    ctx = phases["context 32k"]
+    assert ctx["run_s"] > ctx["at_main_rate_s"]
+    assert ctx["parallel"]["cp"] >= 4 * plan.best.parallel["cp"] or ctx["note"]
+
+
+def test_whole_run_json_has_the_breakdown(plan):
+    d = plan.sizing.run.as_dict()
+    lines = d["whole_run"]["lines"]
+    assert sum(x["time_s"] for x in lines) == pytest.approx(d["run_s"])
+    assert sum(x["share_fraction"] for x in lines) == pytest.approx(1.0)
+
+
+def test_range_holds_the_whole_run_and_is_skewed_up(plan):
+    m = plan.uncertainty["metrics"]["gpu_hours"]
+    assert m["p10"] < m["p50"] < m["p90"]
+    # unplanned losses and stragglers only ever add time: the spread leans above the plan
+    assert m["p90"] / m["base"] - 1 > 1 - m["p10"] / m["base"]
+
+
+def test_physics_of_the_parts():
+    f = whole_run_factors()
+    assert eval_fraction(f.eval_interval_steps, f.eval_iters, f.eval_forward_share) == pytest.approx(
+        10 / 3 / 1000, rel=1e-3
+    )
+    # a slow checkpoint write and a rare failure: checkpoints dominate the overhead
+    assert checkpoint_share(mtbf_s=1e7, write_s=100.0, interval_s=1000.0, restart_s=60.0) > 0.9
+    assert all(v.source and v.as_of for v in f.sources.values())
+
+
+def test_phases_must_fit_in_the_run():
+    bad = {**SPEC, "training": {**SPEC["training"], "train_tokens": "10B"}}
+    with pytest.raises(Exception, match="phases"):
+        parse_spec(bad, Path("."))
+
+
+def test_published_schedules_parse():
+    sched = published_schedules()
+    phases = parse_phases(sched["llama-3.1-405b-gpu-hours"], "llama-3.1-405b-gpu-hours")
+    assert sum(p["tokens"] for p in phases) < 15.6e12
+    assert max(p["seq_len"] for p in phases) == 131072
+
+
+# Whole-run validation bars (the public whole runs of whole_runs.csv: LLaMA 7B-65B, Llama 2
+# 13B/34B, OPT-175B, BLOOM-176B, Falcon-180B, MPT-7B, DeepSeek-V3). Measured when written
+# (issue #27): median |error| 16.7%, worst 57.7% (OPT-175B, a run with dozens of restarts and
+# rollbacks), P10-P90 coverage 82% (9 of 11). The issue's 15% median is not reached: 9 of
+# the 11 runs took longer than their plan (MPT-7B: 9.5 days on 440 GPUs against 7.3 days at
+# llm-foundry's own benchmark throughput), a production gap the range carries but the base
+# does not. The plans stay low: the step model's MFU for Meta's Llama runs is
+# above what Meta's own throughput implies (LLaMA-65B: 380 tokens/s/GPU, 47.6% MFU by 6N;
+# planned at 58%).
+WHOLE_RUN_MEDIAN = 0.18
+WHOLE_RUN_WORST = 0.62
+WHOLE_RUN_COVERAGE = 0.75
+
+
+def test_whole_run_validation_bars():
+    paths = [Path(str(whole_runs_path()))]
+    cases = read_cases(paths[0])
+    assert len(cases) >= 9 and all(c.metric == "gpu_hours" for c in cases)
+    result = validate_paths(paths)
+    s = result["summary"]["gpu_hours"]
+    assert s["not_predicted"] == 0
+    assert s["median_abs_error"] <= WHOLE_RUN_MEDIAN
+    assert s["max_abs_error"] <= WHOLE_RUN_WORST
+    assert s["coverage_p10_p90"] >= WHOLE_RUN_COVERAGE
+
+
+def test_405b_search_does_not_take_the_most_optimistic_layout():
+    """Issue #27: left to the search, Llama 3.1 405B on 16,384 H100 took the layout with the
+    fastest base step (ZeRO-3, 50.3% MFU), a mechanism no H100 run in the validation used.
+    Ranked by the P75 (the model error widens with the distance from validated runs and with
+    each unvalidated mechanism), a layout with less unvalidated ground wins; the headline's
+    range is wide and says why."""
+    from rightsize.search.ground import ground_report, position
+    from rightsize.search.risk import P75
+    from rightsize.search.train import plan_training, workload_from_spec
+
+    spec = parse_spec(
+        {
+            "kind": "training",
+            "model": "llama3.1-405b",
+            "training": {"seq_len": 8192, "global_batch_tokens": "16Mi", "train_tokens": "15.6T"},
+            "targets": {"accelerators": ["h100-sxm"], "gpus": 16384, "objective": "time"},
+        },
+        Path("."),
+    )
+    plan = plan_training(spec)
+    b = plan.best
+    assert b.risk_quantile == P75
+    w = workload_from_spec(spec)
+    g = ground_report(position(w.arch, w.seq_len, w.precision, w.method, b.accelerator, b.parallel))
+    assert g["thin"]
+    # not the fastest base step among the layouts the search kept for this count
+    runner = plan.runner_up_layout
+    assert runner is not None and runner[0].step_time_s < b.step_time_s
+    assert b.parallel["zero_stage"] < 3
+
+
+def test_published_llama3_405b_whole_run_in_the_plans_range(tmp_path):
+    """The held-out Llama 3.1 405B run (30.84M H100 GPU-hours, model card), planned with its
+    published batch and context schedule: the plan's P10-P90 holds the published figure.
+    (Before issue #27: 26.4M planned, P10-P90 outside the published value's reach for 8B/70B.)"""
+    import csv
+
+    from rightsize.validate.cases import bundled_paths
+
+    src = next(p for p in bundled_paths(holdout=True) if p.name == "holdout_training.csv")
+    with open(src, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["id"] == "llama-3.1-405b-gpu-hours"]
+    out = tmp_path / "one.csv"
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    row = validate_paths([out])["rows"][0]
+    assert row["within_p10_p90"]
+    assert abs(row["error"]) <= 0.20  # measured -8.8%
+
+
+def test_report_shows_the_whole_run_and_flags_thin_ground(plan):
+    from rightsize.report.plan_doc import training_document
+
+    doc = training_document(plan)
+    sec = next(s for s in doc.sections if s.id == "whole_run")
+    rows = sec.tables[0].rows
+    assert rows[-1][0] == "whole run" and len(rows) == len(plan.sizing.run.whole_run.lines) + 1
+    thin = plan.uncertainty["ground"].get("thin")
+    assert ("far from validated runs" in doc.decision) == bool(thin)
+
+
+def test_the_spec_sets_the_evaluation_schedule():
+    spec = {**SPEC, "training": {**SPEC["training"], "eval_interval_steps": 100, "eval_batches": 50}}
+    p = run_pipeline(parse_spec(spec, Path(".")), uncertainty=False)
+    ev = next(line for line in p.sizing.run.whole_run.lines if line.part == "evaluation")
+    steps = sum(
+        line.time_s for line in p.sizing.run.whole_run.lines if line.part.startswith(("steady", "phase"))
+    )
+    assert ev.time_s == pytest.approx(steps * 50 / 100 * whole_run_factors().eval_forward_share)
+    assert "spec" in ev.basis
+    off = {**SPEC, "training": {**SPEC["training"], "eval_batches": 0}}
+    q = run_pipeline(parse_spec(off, Path(".")), uncertainty=False)
+    assert next(line for line in q.sizing.run.whole_run.lines if line.part == "evaluation").time_s == 0.0
