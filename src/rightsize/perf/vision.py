@@ -16,10 +16,14 @@ Time (Principle 1: FLOPs / rate, bytes / bandwidth):
 - attention runs as a fused (flash) kernel at the accelerator's attention fraction of 16-bit peak;
   its backward does 2.5x the forward's FLOPs (FlashAttention-2: five matmuls against two);
 - BatchNorm, ReLU, residual adds, pooling, LayerNorm and GELU are memory-bound: elements x
-  passes x bytes / (HBM bandwidth x memory_bw_fraction). Training counts a fused BN+ReLU as 3
-  passes forward (statistics, normalise: read x twice, write y) and 5 backward; inference folds BN
-  into the conv and fuses ReLU, residual adds and GELU into GEMM epilogues (TensorRT-style), so
-  only pooling and LayerNorm remain;
+  passes x bytes / (HBM bandwidth x memory_bw_fraction). How many passes depends on the kernels
+  the framework runs (`kernels`): 'fused' (cuDNN's fused BN+add+ReLU kernels, as MXNet and the
+  MLPerf submissions use) counts a BN+ReLU as 3 passes forward (statistics, normalise: read x
+  twice, write y) and 5 backward and folds the ReLU after a residual add into the add; 'eager'
+  (PyTorch eager mode: BatchNorm, ReLU and add are separate kernels) adds a ReLU of its own after
+  each BN+ReLU and each add, 2 passes forward (read, write) and 3 backward (read the gradient and
+  the mask, write). Inference folds BN into the conv and fuses ReLU, residual adds and GELU into
+  GEMM epilogues (TensorRT-style), so only pooling and LayerNorm remain;
 - the optimizer streams its bytes per parameter once per step.
 """
 
@@ -35,6 +39,11 @@ from rightsize.spec.vision import VisionLayer, VisionModel
 
 # FlashAttention-2 backward: 5 matmuls against the forward's 2 (Dao 2023, section 3.1).
 ATTENTION_BWD_OVER_FWD = 2.5
+# A ReLU as its own kernel (eager frameworks): forward reads and writes; backward reads the
+# gradient and the saved output (mask) and writes the input gradient.
+SEPARATE_RELU_PASSES = (2.0, 3.0)
+KERNELS = ("eager", "fused")
+
 # Elementwise passes (reads + writes of the tensor) per element, (forward, backward), training.
 TRAIN_PASSES: dict[str, tuple[float, float]] = {
     "bn": (3.0, 5.0),  # fused BN(+ReLU): stats read, normalise read + write; backward 2 reductions + dx
@@ -42,6 +51,7 @@ TRAIN_PASSES: dict[str, tuple[float, float]] = {
     "pool": (2.0, 3.0),
     "norm": (2.0, 4.0),  # fused LayerNorm kernel
     "act": (2.0, 3.0),
+    "relu": SEPARATE_RELU_PASSES,
 }
 # Optimizer bytes streamed per parameter per step (fp32 master weights, AMP): read weights,
 # gradients and states, write weights and states. SGD with momentum: 5 x 4 B; LARS adds norms;
@@ -169,10 +179,15 @@ class VisionStepTime:
         return {f"{k}": float(v) for k, v in asdict(self).items()}
 
 
-def _elementwise(layer: VisionLayer) -> list[tuple[str, float]]:
-    """(kind, elements per image) of the memory-bound work attached to one layer instance."""
+def _elementwise(layer: VisionLayer, kernels: str = "fused") -> list[tuple[str, float]]:
+    """(kind, elements per image) of the memory-bound work attached to one layer instance;
+    'eager' kernels add a separate ReLU after a BN+ReLU and after a residual add with ReLU."""
+    relu = kernels == "eager" and layer.relu
     if layer.op == "conv" and layer.bn:
-        return [("bn", float(layer.cout * layer.out_hw**2))]
+        out = float(layer.cout * layer.out_hw**2)
+        return [("bn", out)] + ([("relu", out)] if relu else [])
+    if layer.op == "add" and relu:
+        return [("add", layer.channels * _positions(layer)), ("relu", layer.channels * _positions(layer))]
     if layer.op == "pool":
         return [("pool", layer.channels * float(layer.in_hw**2 + layer.out_hw**2) / 2.0)]
     if layer.op in ("add", "norm", "act"):
@@ -181,9 +196,17 @@ def _elementwise(layer: VisionLayer) -> list[tuple[str, float]]:
 
 
 def step_time(
-    model: VisionModel, hw: Hardware, batch: int, *, training: bool, act_bytes: float, optimizer: str = "sgd"
+    model: VisionModel,
+    hw: Hardware,
+    batch: int,
+    *,
+    training: bool,
+    act_bytes: float,
+    optimizer: str = "sgd",
+    kernels: str = "fused",
 ) -> VisionStepTime:
-    """Time of one training step or inference batch of `batch` images on one GPU (no communication)."""
+    """Time of one training step or inference batch of `batch` images on one GPU (no communication);
+    `kernels` ('eager' or 'fused') sets the memory-bound passes of training (module docstring)."""
     gemm_s = attention_s = memory_s = 0.0
     kernels = 0.0
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
@@ -209,7 +232,7 @@ def step_time(
             rate = hw.peak_16bit_flops_per_s * hw.attention_fraction
             attention_s += n * flops / rate * (1.0 + (ATTENTION_BWD_OVER_FWD if training else 0.0))
             kernels += n * (2 if training else 1)
-        for kind, elements in _elementwise(layer):
+        for kind, elements in _elementwise(layer, kernels if training else "fused"):
             if training:
                 fwd_p, bwd_p = TRAIN_PASSES[kind]
                 memory_s += n * batch * elements * (fwd_p + bwd_p) * act_bytes / mem_bw
