@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from rightsize.constants import GiB
-from rightsize.perf.gemm import gemm_time_s, train_gemm_time_s
+from rightsize.perf.gemm import gemm_efficiency, gemm_time_s, train_gemm_time_s
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION, FRAMEWORK_BYTES
 from rightsize.spec.vision import VisionLayer, VisionModel
@@ -179,6 +179,33 @@ class VisionStepTime:
         return {f"{k}": float(v) for k, v in asdict(self).items()}
 
 
+def conv_time_s(
+    layer: VisionLayer, batch: int, hw: Hardware, elem_bytes: float, training: bool
+) -> list[float]:
+    """Seconds of one conv instance's passes (forward; + data gradient and weight gradient when
+    training), without launch overhead. Each pass is an implicit GEMM: its compute is a GEMM of
+    (M = batch x out_hw^2, N = cout, K = cin x k^2) at perf.gemm's shape efficiency, but its operands
+    are the real tensors, read once (cuDNN does not materialise the k^2-times larger im2col matrix):
+    input x (batch x cin x in_hw^2; in_hw = out_hw where the layer list gives none), weights
+    (cin x cout x k^2) and output (batch x cout x out_hw^2); the slower of the two sets the time."""
+    m = float(batch * layer.out_hw**2)
+    cols, red = float(layer.cout), float(layer.cin * layer.k**2)
+    x = batch * layer.cin * float((layer.in_hw or layer.out_hw) ** 2)
+    y = m * layer.cout
+    w = red * cols
+    mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    # (GEMM shape (m, n, k), elements moved): forward y = conv(x, W); dgrad dx = conv^T(dy, W);
+    # wgrad dW = x^T dy (reduction over the batch and positions).
+    shapes = [((m, cols, red), x + w + y)]
+    if training:
+        shapes += [((m, red, cols), y + w + x), ((red, cols, m), x + y + w)]
+    out = []
+    for (gm, gn, gk), elements in shapes:
+        compute = 2.0 * gm * gn * gk / (hw.peak_flops_per_s * float(gemm_efficiency(gm, gn, gk, hw)))
+        out.append(max(compute, elements * elem_bytes / mem_bw))
+    return out
+
+
 def _elementwise(layer: VisionLayer, kernels: str = "fused") -> list[tuple[str, float]]:
     """(kind, elements per image) of the memory-bound work attached to one layer instance;
     'eager' kernels add a separate ReLU after a BN+ReLU and after a residual add with ReLU."""
@@ -208,44 +235,45 @@ def step_time(
     """Time of one training step or inference batch of `batch` images on one GPU (no communication);
     `kernels` ('eager' or 'fused') sets the memory-bound passes of training (module docstring)."""
     gemm_s = attention_s = memory_s = 0.0
-    kernels = 0.0
+    launches = 0.0
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     gemm_bytes = act_bytes
     # gemm_time_s adds a launch overhead per GEMM; it is taken out here and counted once, below.
     for layer in model.layers:
         n = layer.count
-        if layer.op in ("conv", "linear"):
+        if layer.op == "conv":
+            passes = conv_time_s(layer, batch, hw, gemm_bytes, training)
+            gemm_s += n * sum(passes)
+            launches += n * len(passes)
+        elif layer.op == "linear":
             m = batch * _positions(layer)
-            if layer.op == "conv":
-                cols, red = float(layer.cout), float(layer.cin * layer.k**2)
-            else:
-                cols, red = float(layer.dout), float(layer.din)
+            cols, red = float(layer.dout), float(layer.din)
             if training:
                 fwd, bwd = train_gemm_time_s(m, cols, red, hw, gemm_bytes)
                 gemm_s += n * (float(fwd) + float(bwd) - 3 * hw.kernel_overhead_s)
-                kernels += 3 * n
+                launches += 3 * n
             else:
                 gemm_s += n * (float(gemm_time_s(m, cols, red, hw, gemm_bytes)) - hw.kernel_overhead_s)
-                kernels += n
+                launches += n
         elif layer.op == "attention":
             flops = 2.0 * layer_macs(layer) * batch
             rate = hw.peak_16bit_flops_per_s * hw.attention_fraction
             attention_s += n * flops / rate * (1.0 + (ATTENTION_BWD_OVER_FWD if training else 0.0))
-            kernels += n * (2 if training else 1)
+            launches += n * (2 if training else 1)
         for kind, elements in _elementwise(layer, kernels if training else "fused"):
             if training:
                 fwd_p, bwd_p = TRAIN_PASSES[kind]
                 memory_s += n * batch * elements * (fwd_p + bwd_p) * act_bytes / mem_bw
-                kernels += 2 * n
+                launches += 2 * n
             elif kind in ("pool", "norm"):
                 memory_s += n * batch * elements * TRAIN_PASSES[kind][0] * act_bytes / mem_bw
-                kernels += n
+                launches += n
     optimizer_s = 0.0
     if training:
         params = count_model(model).params
         optimizer_s = params * OPTIMIZER_STREAM_BYTES_PER_PARAM[optimizer] / mem_bw
-        kernels += 4  # multi-tensor apply launches a handful of kernels
-    overhead_s = kernels * hw.kernel_overhead_s
+        launches += 4  # multi-tensor apply launches a handful of kernels
+    overhead_s = launches * hw.kernel_overhead_s
     total = gemm_s + attention_s + memory_s + optimizer_s + overhead_s
     return VisionStepTime(batch, gemm_s, attention_s, memory_s, optimizer_s, overhead_s, total)
 

@@ -43,6 +43,7 @@ from rightsize.search.constraints import (
     under_power_cap,
 )
 from rightsize.search.demand import Demand
+from rightsize.search.job_common import meets_latency, serve_batches
 from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
@@ -375,7 +376,7 @@ def _serve_option(
     dense = dense_time_s(m, hw, local, act, training=False)
     service = look.total_s + comm.time_s + dense
     latency = batched_latency_s(service)
-    if latency > inf.latency_p99_s:
+    if not meets_latency(latency, inf.latency_p99_s, inf.batch):
         return f"{latency * 1e3:.1f} ms p99 at batch {batch:,}"
     util = margins_of(spec).utilisation_target
     capacity = util * batch / service
@@ -436,9 +437,10 @@ def _serving_options(
         )
         mine: list[RecsysOption] = []
         why = ""
+        batches = serve_batches(inf.batch, [q * inf.samples_per_query for q in BATCH_QUERIES])
         for g in sizes:
-            for q in BATCH_QUERIES:
-                o = _serve_option(spec, acc, node, hw, g, q * inf.samples_per_query, design_sps)
+            for batch in batches:
+                o = _serve_option(spec, acc, node, hw, g, batch, design_sps)
                 if isinstance(o, str):
                     why = why or o
                 else:

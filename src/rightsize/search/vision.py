@@ -7,7 +7,7 @@ cost each from perf.vision and perf.datapipe, keep the feasible, rank by the obj
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from rightsize.search.constraints import (
     under_power_cap,
 )
 from rightsize.search.demand import Demand
+from rightsize.search.job_common import meets_latency, serve_batches
 from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
@@ -45,6 +46,8 @@ from rightsize.spec.vision import VisionModel, VisionSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
 BATCHES = (256, 128, 64, 32, 16, 8, 4, 2, 1)
+# Inference engines batch further (MLPerf ResNet-50 engines run thousands of images per batch).
+SERVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 # Largest global batch the epoch count still holds for: ResNet-50 reaches its accuracy in ~90
 # epochs up to ~8k images with SGD (Goyal et al. 2017) and to ~32-64k with LARS (You et al. 2017);
 # beyond that more epochs are needed, which this planner does not model.
@@ -89,7 +92,7 @@ def _train_option(
 ) -> VisionOption:
     t = spec.train
     assert t is not None
-    st = step_time(arch, hw, batch, training=True, act_bytes=2.0, optimizer=optimizer)
+    st = step_time(arch, hw, batch, training=True, act_bytes=2.0, optimizer=optimizer, kernels=t.kernels)
     grad_bytes = counts.params * GRAD_BYTES_PER_PARAM
     bw, lat = group_link(np.array([float(gpus)]), np.array([1.0]), hw)
     ar = float(all_reduce_s(np.array(grad_bytes), np.array(float(gpus)), bw, lat)[0])
@@ -98,7 +101,7 @@ def _train_option(
     step_s = st.compute_s + exposed
     ips = batch / step_s
     cores_needed = datapipe.image_cpu_cores_per_gpu(ips, t.decode)
-    cores_have = node.cpu_cores / node.gpus_per_node
+    cores_have = datapipe.loader_cores_per_gpu(node.cpu_cores, node.gpus_per_node)
     input_bound = t.decode == "cpu" and cores_needed > cores_have
     if input_bound:
         ips = cores_have * datapipe.images_per_s_per_core()
@@ -240,7 +243,7 @@ def _training_assumptions(spec: VisionSpec, counts: Any, image_bytes: float) -> 
         f"Mean image {image_bytes / 1e3:.0f} KB; decode + augmentation on the {t.decode.upper()}"
         + (
             f" at {datapipe.images_per_s_per_core():.0f} images/s per core (decode "
-            f"{datapipe.figures().value('images.decode_images_per_s_per_core'):.0f}/s, augmentation "
+            f"{datapipe.figures().value('images.dataloader_decode_images_per_s_per_core'):.0f}/s in a DataLoader, augmentation "
             f"{datapipe.figures().value('images.augment_images_per_s_per_core'):.0f}/s, in series)."
             if t.decode == "cpu"
             else " (DALI; hardware/nvJPEG decode assumed not to slow the step)."
@@ -295,7 +298,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         "mean_image_bytes": image_bytes,
         "images_per_s_per_core": datapipe.images_per_s_per_core(),
         "cpu_cores_per_gpu": best.cpu_cores_per_gpu,
-        "cpu_cores_per_gpu_available": node.cpu_cores / node.gpus_per_node,
+        "cpu_cores_per_gpu_available": datapipe.loader_cores_per_gpu(node.cpu_cores, node.gpus_per_node),
         "read_bytes_per_s": best.images_per_s * image_bytes,
         "dataset_bytes": t.images * image_bytes,
     }
@@ -346,30 +349,19 @@ def _inference_on(
     counts = count_model(arch)
     design_fps, util, objective = sizing
     pixels = inf.resolution_vs_1080p
-    decode = inf.decode
-    if decode == "nvdec" and datapipe.nvdec_engines(acc.id) == 0:
-        decode = "cpu"
-        assumptions.append(f"{acc.id}: no NVDEC figure in the catalog; frames decoded on CPU cores.")
-    decode_fps = datapipe.video_decode_fps_per_gpu(acc.id, decode, pixels)
-    if decode == "nvdec":
-        decode_latency = pixels / datapipe.figures().value("video.nvdec_fps_per_engine_1080p")
-    else:
-        decode_latency = pixels / datapipe.figures().value("video.cpu_decode_fps_per_core_1080p")
-    prep_s = (NV12_BYTES_PER_PIXEL * PIXELS_1080P * pixels + 3 * arch.image_size**2 * 2.0) / (
-        hw.hbm_bytes_per_s * hw.memory_bw_fraction
-    )
+    decode, decode_fps, decode_latency, prep_s = _frame_costs(spec, acc.id, hw, assumptions)
     chosen: VisionOption | None = None
     lowest: float | None = None
-    for b in BATCHES:
+    for b in serve_batches(inf.batch, SERVE_BATCHES):
         mem = inference_memory(arch, hw, b, DTYPE_BYTES[inf.precision])
         if not mem.fits:
             continue
-        st = step_time(arch, hw, b, training=False, act_bytes=2.0)
+        st = step_time(arch, hw, b, training=False, act_bytes=DTYPE_BYTES[inf.precision])
         service = st.compute_s + b * prep_s
         latency = batched_latency_s(service, decode_latency)
         if lowest is None or latency < lowest:
             lowest = latency
-        if latency > inf.latency_p99_s:
+        if not meets_latency(latency, inf.latency_p99_s, inf.batch):
             continue
         per_gpu = util * min(b / service, decode_fps)
         gpus = max(1, math.ceil(design_fps / per_gpu))
@@ -392,7 +384,7 @@ def _inference_on(
             memory=mem.as_dict(),
             mfu=counts.flops_per_image * (b / service) / hw.peak_flops_per_s,
             cpu_cores_per_gpu=SERVING_CPU_CORES_PER_GPU
-            + datapipe.video_cpu_cores(design_fps / gpus, decode, pixels),
+            + datapipe.video_cpu_cores(design_fps / gpus, "cpu" if decode == "cpu" else "nvdec", pixels),
             input_bound=decode_fps < b / service,
             cost_usd=billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node),
             latency_p99_s=latency,
@@ -401,6 +393,30 @@ def _inference_on(
         if chosen is None or key < (chosen.objective(objective), chosen.latency_p99_s or 0.0):
             chosen = opt
     return chosen, lowest
+
+
+def _frame_costs(
+    spec: VisionSpec, acc_id: str, hw: Hardware, assumptions: list[str]
+) -> tuple[str, float, float, float]:
+    """(where frames are decoded, frames/s the GPU's decoders deliver, decode latency of one
+    frame, GPU preprocessing seconds per frame) for the spec's decode: NVDEC, CPU, or none
+    (frames arrive as tensors)."""
+    inf = spec.inference
+    assert inf is not None
+    if inf.decode == "none":
+        return "none", math.inf, 0.0, 0.0
+    pixels = inf.resolution_vs_1080p
+    decode: Literal["nvdec", "cpu"] = inf.decode
+    if decode == "nvdec" and datapipe.nvdec_engines(acc_id) == 0:
+        decode = "cpu"
+        assumptions.append(f"{acc_id}: no NVDEC figure in the catalog; frames decoded on CPU cores.")
+    decode_fps = datapipe.video_decode_fps_per_gpu(acc_id, decode, pixels)
+    per_s = "video.nvdec_fps_per_engine_1080p" if decode == "nvdec" else "video.cpu_decode_fps_per_core_1080p"
+    decode_latency = pixels / datapipe.figures().value(per_s)
+    prep_s = (NV12_BYTES_PER_PIXEL * PIXELS_1080P * pixels + 3 * spec.arch.image_size**2 * 2.0) / (
+        hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    )
+    return decode, decode_fps, decode_latency, prep_s
 
 
 def _no_latency_option(
