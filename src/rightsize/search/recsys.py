@@ -52,7 +52,9 @@ from rightsize.spec.recsys import RecsysModel, RecsysSpec
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
 MAX_GPUS = 1024
 REPLICA_GPUS = (1, 2, 4, 8)
-BATCH_QUERIES = (1, 2, 4, 8, 16, 32, 64, 128)
+# Queries per batch a serving search tries (x samples per query); engines batch hundreds of
+# thousands of samples (MLPerf DLRMv2 H100 engines: 102,400 pairs under a 60 ms bound).
+BATCH_QUERIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 VALUE_BYTES = 4.0  # stored label, dense feature and index values (int32 / fp32)
 TRAIN_CPU_CORES_PER_GPU = 2.0  # reading pre-processed binary samples; no decode
 SERVE_CPU_CORES_PER_GPU = 2.0  # request parsing, feature assembly, the server itself
@@ -411,6 +413,24 @@ def _serve_option(
         latency_p99_s=latency,
         cost_usd=hourly,
     )
+
+
+def serving_capacity(
+    spec: RecsysSpec, acc: Accelerator, node: NodeType, hw: Hardware, gpus_per_replica: int = 1
+) -> tuple[int, float, float] | None:
+    """(batch, samples/s one GPU serves at full load, p99 latency) at the batch that serves most
+    within the spec's bound (or at its fixed batch); None when no batch meets it."""
+    inf = spec.inference
+    assert inf is not None
+    best: tuple[int, float, float] | None = None
+    for batch in serve_batches(inf.batch, [q * inf.samples_per_query for q in BATCH_QUERIES]):
+        o = _serve_option(spec, acc, node, hw, gpus_per_replica, batch, 1.0)
+        if isinstance(o, str) or o.latency_p99_s is None:
+            continue
+        rate = batch / o.step["step_s"] / gpus_per_replica
+        if best is None or rate > best[1]:
+            best = (batch, rate, o.latency_p99_s)
+    return best
 
 
 def _serving_options(

@@ -24,6 +24,8 @@ from rightsize.perf.vision import (
     GRAD_BYTES_PER_PARAM,
     OPTIMIZER_STATE_BYTES_PER_PARAM,
     VisionCounts,
+    VisionMemory,
+    VisionStepTime,
     batched_latency_s,
     count_model,
     gradient_allreduce_exposed_s,
@@ -353,12 +355,10 @@ def _inference_on(
     chosen: VisionOption | None = None
     lowest: float | None = None
     for b in serve_batches(inf.batch, SERVE_BATCHES):
-        mem = inference_memory(arch, hw, b, DTYPE_BYTES[inf.precision])
-        if not mem.fits:
+        point = _serve_point(spec, hw, b, decode_latency, prep_s)
+        if point is None:
             continue
-        st = step_time(arch, hw, b, training=False, act_bytes=DTYPE_BYTES[inf.precision])
-        service = st.compute_s + b * prep_s
-        latency = batched_latency_s(service, decode_latency)
+        st, mem, service, latency = point
         if lowest is None or latency < lowest:
             lowest = latency
         if not meets_latency(latency, inf.latency_p99_s, inf.batch):
@@ -393,6 +393,38 @@ def _inference_on(
         if chosen is None or key < (chosen.objective(objective), chosen.latency_p99_s or 0.0):
             chosen = opt
     return chosen, lowest
+
+
+def _serve_point(
+    spec: VisionSpec, hw: Hardware, batch: int, decode_latency: float, prep_s: float
+) -> tuple[VisionStepTime, VisionMemory, float, float] | None:
+    """One batch on one GPU: its step breakdown, memory, service time and p99 latency (None
+    when the batch does not fit in memory)."""
+    inf = spec.inference
+    assert inf is not None
+    mem = inference_memory(spec.arch, hw, batch, DTYPE_BYTES[inf.precision])
+    if not mem.fits:
+        return None
+    st = step_time(spec.arch, hw, batch, training=False, act_bytes=DTYPE_BYTES[inf.precision])
+    service = st.compute_s + batch * prep_s
+    return st, mem, service, batched_latency_s(service, decode_latency)
+
+
+def serving_capacity(spec: VisionSpec, acc_id: str, hw: Hardware) -> tuple[int, float, float] | None:
+    """(batch, images/s one GPU serves at full load, p99 latency) at the batch that serves most
+    within the spec's bound (or at its fixed batch); None when no batch fits and meets it."""
+    inf = spec.inference
+    assert inf is not None
+    _, decode_fps, decode_latency, prep_s = _frame_costs(spec, acc_id, hw, [])
+    best: tuple[int, float, float] | None = None
+    for b in serve_batches(inf.batch, SERVE_BATCHES):
+        point = _serve_point(spec, hw, b, decode_latency, prep_s)
+        if point is None or not meets_latency(point[3], inf.latency_p99_s, inf.batch):
+            continue
+        rate = min(b / point[2], decode_fps)
+        if best is None or rate > best[1]:
+            best = (b, rate, point[3])
+    return best
 
 
 def _frame_costs(

@@ -19,6 +19,7 @@ from rightsize.spec.load import parse_spec
 from rightsize.spec.training import TrainingSpec
 from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, training_spec_data
 from rightsize.validate.inference_cases import predict_inference
+from rightsize.validate.kinds import kind_rows
 
 
 def _predict(
@@ -70,6 +71,10 @@ def validate_paths(
 ) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for path in paths:
+        kind = kind_rows(path, progress)  # vision and recommendation files (validate.kinds)
+        if kind is not None:
+            rows.extend(kind)
+            continue
         for case in read_cases(path):
             if progress:
                 progress(case.id)
