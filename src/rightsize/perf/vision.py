@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from rightsize.constants import GiB
 from rightsize.perf.gemm import gemm_efficiency, gemm_time_s, train_gemm_time_s
 from rightsize.perf.hardware import Hardware
@@ -201,7 +203,13 @@ def conv_time_s(
         shapes += [((m, red, cols), y + w + x), ((red, cols, m), x + y + w)]
     out = []
     for (gm, gn, gk), elements in shapes:
-        compute = 2.0 * gm * gn * gk / (hw.peak_flops_per_s * float(gemm_efficiency(gm, gn, gk, hw)))
+        compute = (
+            2.0
+            * gm
+            * gn
+            * gk
+            / (hw.peak_flops_per_s * float(gemm_efficiency(np.array(gm), np.array(gn), np.array(gk), hw)))
+        )
         out.append(max(compute, elements * elem_bytes / mem_bw))
     return out
 

@@ -1,20 +1,36 @@
 """What the vision and recommendation planners share, written once: which accelerators a spec
 allows, the GPU counts a training search tries, the batches a serving search tries (a fixed batch,
-or a list to pick from under a p99 latency bound), and the run figures of a training option
-(goodput, time to train, GPU-hours, cost)."""
+or a list to pick from under a p99 latency bound), the run figures of a training option
+(goodput, time to train, GPU-hours, cost), and the ranking of training and serving options."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from rightsize.catalog import NodeType, accelerators
+from rightsize.catalog import NodeType, accelerators, get_node
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S
+from rightsize.errors import Infeasible
 from rightsize.perf.reliability import goodput
+from rightsize.search.constraints import under_power_cap
+from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
+
+Opt = TypeVar("Opt")
+
+
+@dataclass(frozen=True)
+class TrainingRank(Generic[Opt]):
+    """A ranked training search: the best option, the alternatives with why each lost, the
+    planned deadline (None without one) and the options under the power cap."""
+
+    best: Opt
+    alternatives: list[tuple[Opt, str]]
+    deadline_s: float | None
+    options: list[Opt]
 
 
 def accelerator_ids(spec: Any) -> list[str]:
@@ -70,3 +86,57 @@ def run_figures(
         gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
         cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
     )
+
+
+def rank_training(
+    options: list[Opt],
+    spec: Any,
+    objective: str,
+    rejected: list[tuple[str, str]],
+    assumptions: list[str],
+    fastest_text: Callable[[Any], str],
+    fewer: str,
+    explain: Callable[[Any, Any, str], str],
+) -> TrainingRank[Opt]:
+    """A training search's options ranked: under the facility's power cap, those that meet the
+    planned deadline, by the objective then the time to train; every accelerator that neither
+    wins nor is an alternative joins `rejected` with why."""
+    kept: list[Opt] = under_power_cap(
+        options,
+        lambda o: o.gpus,  # type: ignore[attr-defined]
+        lambda o: get_node(o.node),  # type: ignore[attr-defined]
+        spec,
+        assumptions,
+    )
+    timely, deadline = in_time(kept, spec, assumptions, fastest_text, fewer)
+    if deadline is None and not spec.targets.gpus:
+        assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
+    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
+    seen = {best.accelerator} | {o.accelerator for o, _ in alternatives}  # type: ignore[attr-defined]
+    for acc_id in dict.fromkeys(o.accelerator for o in kept):  # type: ignore[attr-defined]
+        if acc_id not in seen and acc_id not in {a for a, _ in rejected}:
+            why = f"no GPU count meets the {deadline / HOUR_S:.1f} h deadline" if deadline else "ranked out"
+            rejected.append((acc_id, why))
+    return TrainingRank(best, alternatives, deadline, kept)
+
+
+def rank_serving(
+    options: list[Opt],
+    spec: Any,
+    objective: str,
+    notes: list[str],
+    rejected: list[tuple[str, str]],
+    explain: Callable[[Any, Any, str], str],
+) -> tuple[Opt, list[tuple[Opt, str]]]:
+    """A serving search's options ranked (power cap, priced ones under a cost objective, the
+    objective then the p99 latency): the best and the alternatives with why each lost.
+    `Infeasible` when none is left, naming every accelerator's reason."""
+    ranked = rank_by_objective_then_latency(options, spec, objective, notes, rejected)
+    if not ranked:
+        raise Infeasible(
+            "No serving option is left after the power cap and the price check.",
+            "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
+            "Raise the facility's power cap, give prices for the accelerators (`prices:`), or use objective: gpus.",
+        )
+    best = ranked[0]
+    return best, [(o, explain(o, best, objective)) for o in ranked[1:]]

@@ -10,11 +10,10 @@ latency meets the SLO, and size the replicas for the query rate.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
-from rightsize.catalog.reliability import reliability
-from rightsize.constants import HOUR_S
+from rightsize.catalog import Accelerator, NodeType, get_accelerator, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf import datapipe
 from rightsize.perf.hardware import Hardware
@@ -34,19 +33,24 @@ from rightsize.perf.recsys import (
     row_bytes,
     state_bytes_per_row,
 )
-from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import (
     margins_of,
     training_extra,
-    under_power_cap,
 )
 from rightsize.search.demand import Demand
-from rightsize.search.job_common import meets_latency, serve_batches
-from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
+from rightsize.search.job_common import (
+    accelerator_ids,
+    gpu_counts,
+    meets_latency,
+    rank_serving,
+    rank_training,
+    run_figures,
+    serve_batches,
+)
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
-from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
+from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
 NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
@@ -94,10 +98,6 @@ def _sample_bytes(m: RecsysModel) -> float:
 
 def _comm_bytes(precision: str) -> float:
     return 4.0 if precision in ("fp32", "tf32") else 2.0
-
-
-def _ids(spec: RecsysSpec) -> list[str]:
-    return list(spec.targets.accelerators) if spec.targets.accelerators else list(accelerators())
 
 
 def plan_recsys(spec: RecsysSpec, calibration: Calibration | None = None) -> RecsysPlan:
@@ -160,10 +160,7 @@ def _train_option(
     sps = batch / step_s
     samples = (t.samples or m.train_samples or 0.0) * t.epochs
     ckpt = sum(rows) * stored_row + dense_params(m) * DENSE_TRAIN_BYTES_PER_PARAM
-    nodes = math.ceil(gpus / node.gpus_per_node)
-    gp = goodput(gpus, nodes, ckpt, reliability()).goodput
-    ttt = samples / sps / gp
-    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
+    run = run_figures(acc.id, node, gpus, samples, sps, ckpt)
     return RecsysOption(
         accelerator=acc.id,
         node=node.id,
@@ -188,21 +185,8 @@ def _train_option(
             "dense_and_activation_bytes": other,
             "capacity_bytes": hw.hbm_bytes,
         },
-        time_to_train_s=ttt,
-        gpu_hours=gpus * ttt / HOUR_S,
-        cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
-        goodput=gp,
-        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
+        **asdict(run),
     )
-
-
-def _gpu_counts(node: NodeType, batch: int) -> list[int]:
-    counts = [g for g in (1, 2, 4) if g < node.gpus_per_node]
-    g = node.gpus_per_node
-    while g <= MAX_GPUS:
-        counts.append(g)
-        g *= 2
-    return [g for g in counts if batch % g == 0]
 
 
 def _training_options(
@@ -215,14 +199,16 @@ def _training_options(
     tgt = spec.targets
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in _ids(spec):
+    for acc_id in accelerator_ids(spec):
         acc = get_accelerator(acc_id)
         node = node_for(acc.id)
         if not acc.supports(t.precision if t.precision != "fp32" else "fp32"):
             rejected.append((acc.id, f"has no {t.precision} support"))
             continue
         hw = calibrated_hardware(acc, node, t.precision, calibration)
-        counts = [tgt.gpus] if tgt.gpus else _gpu_counts(node, t.global_batch)
+        counts = (
+            [tgt.gpus] if tgt.gpus else [g for g in gpu_counts(node, MAX_GPUS) if t.global_batch % g == 0]
+        )
         why = "no GPU count evaluated"
         found = False
         for g in counts:
@@ -313,11 +299,6 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
             "Allow more accelerators or GPUs, or lower train.global_batch.",
         )
     assumptions: list[str] = []
-    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
-    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
-    timely, deadline = in_time(
-        options, spec, assumptions, lambda o: f"{o.gpus} x {o.accelerator}", "train on fewer samples"
-    )
     assumptions += [
         "Embedding all-to-all is exposed (between the lookups and the dense part); the dense gradient "
         "all-reduce overlaps the dense backward pass in DDP buckets.",
@@ -328,7 +309,23 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
         "and written once per step.",
     ]
-    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
+    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
+    ranked = rank_training(
+        options,
+        spec,
+        objective,
+        rejected,
+        assumptions,
+        lambda o: f"{o.gpus} x {o.accelerator}",
+        "train on fewer samples",
+        explain,
+    )
+    best, alternatives, deadline, options = (
+        ranked.best,
+        ranked.alternatives,
+        ranked.deadline_s,
+        ranked.options,
+    )
     samples = (t.samples or m.train_samples or 0.0) * t.epochs
     demand = _training_demand(spec, best, calibration)
     return RecsysPlan(
@@ -443,7 +440,7 @@ def _serving_options(
     tgt = spec.targets
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in _ids(spec):
+    for acc_id in accelerator_ids(spec):
         acc = get_accelerator(acc_id)
         node = node_for(acc.id)
         if not acc.supports(inf.precision):
@@ -536,9 +533,7 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
         )
     cap_notes: list[str] = []
-    options = rank_by_objective_then_latency(options, spec, objective, cap_notes, rejected)
-    best = options[0]
-    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    best, alternatives = rank_serving(options, spec, objective, cap_notes, rejected, explain)
     rows, _ = _tables(spec)
     row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     assert best.replicas is not None and best.gpus_per_replica is not None

@@ -7,18 +7,16 @@ cost each from perf.vision and perf.datapipe, keep the feasible, rank by the obj
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any, Literal
 
 import numpy as np
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
-from rightsize.catalog.reliability import reliability
-from rightsize.constants import HOUR_S
+from rightsize.catalog import Accelerator, NodeType, get_accelerator, node_for
 from rightsize.errors import Infeasible
 from rightsize.perf import datapipe
 from rightsize.perf.collectives import all_reduce_s, group_link
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import (
     DTYPE_BYTES,
     GRAD_BYTES_PER_PARAM,
@@ -37,12 +35,18 @@ from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import (
     margins_of,
     training_extra,
-    under_power_cap,
 )
 from rightsize.search.demand import Demand
-from rightsize.search.job_common import meets_latency, serve_batches
-from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
-from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
+from rightsize.search.job_common import (
+    accelerator_ids,
+    gpu_counts,
+    meets_latency,
+    rank_serving,
+    rank_training,
+    run_figures,
+    serve_batches,
+)
+from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
 
@@ -64,10 +68,6 @@ Calibration = dict[str, dict[str, float]]
 
 
 # ------------------------------------------------------------------------------------ common
-
-
-def _accelerator_ids(spec: VisionSpec) -> list[str]:
-    return list(spec.targets.accelerators) if spec.targets.accelerators else list(accelerators())
 
 
 def plan_vision(spec: VisionSpec, calibration: Calibration | None = None) -> VisionPlan:
@@ -109,12 +109,8 @@ def _train_option(
         ips = cores_have * datapipe.images_per_s_per_core()
         cores_needed = cores_have
     total_ips = ips * gpus
-    images_total = t.images * t.epochs
-    nodes = math.ceil(gpus / node.gpus_per_node)
     ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
-    gp = goodput(gpus, nodes, ckpt, reliability()).goodput
-    ttt = images_total / total_ips / gp
-    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
+    run = run_figures(acc.id, node, gpus, t.images * t.epochs, total_ips, ckpt)
     mem = train_memory(arch, hw, batch, 2.0, optimizer)
     return VisionOption(
         accelerator=acc.id,
@@ -137,11 +133,7 @@ def _train_option(
         mfu=3.0 * counts.flops_per_image * ips / hw.peak_flops_per_s,
         cpu_cores_per_gpu=cores_needed,
         input_bound=input_bound,
-        time_to_train_s=ttt,
-        gpu_hours=gpus * ttt / HOUR_S,
-        cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
-        goodput=gp,
-        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
+        **asdict(run),
     )
 
 
@@ -217,7 +209,7 @@ def _training_options(
     image_bytes, optimizer = data
     options: list[VisionOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in _accelerator_ids(spec):
+    for acc_id in accelerator_ids(spec):
         acc = get_accelerator(acc_id)
         node = node_for(acc.id)
         if not acc.supports(t.precision):
@@ -228,7 +220,11 @@ def _training_options(
         if batch is None:
             rejected.append((acc.id, f"batch {t.batch_per_gpu or 1} per GPU does not fit in memory"))
             continue
-        counts_g = [tgt.gpus] if tgt.gpus else [g for g in _gpu_counts(node) if g * batch <= MAX_GLOBAL_BATCH]
+        counts_g = (
+            [tgt.gpus]
+            if tgt.gpus
+            else [g for g in gpu_counts(node, MAX_GPUS) if g * batch <= MAX_GLOBAL_BATCH]
+        )
         for g in counts_g:
             options.append(_train_option(arch, counts, acc, node, hw, batch, g, spec, image_bytes, optimizer))
     return options, rejected
@@ -272,29 +268,23 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Allow more accelerators or lower train.batch_per_gpu.",
         )
-    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
     bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
-    timely, deadline = in_time(
+    ranked = rank_training(
         options,
         spec,
+        objective,
+        rejected,
         assumptions,
         lambda o: f"{o.gpus} x {o.accelerator}, global batch {o.gpus * o.batch_per_gpu:,}",
         "train fewer epochs",
+        explain,
     )
-    if deadline is None and not tgt.gpus:
-        assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
-    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
-    seen = {best.accelerator} | {o.accelerator for o, _ in alternatives}
-    for acc_id in dict.fromkeys(o.accelerator for o in options):
-        if acc_id not in seen and acc_id not in {a for a, _ in rejected}:
-            rejected.append(
-                (
-                    acc_id,
-                    f"no GPU count meets the {deadline / HOUR_S:.1f} h deadline"
-                    if deadline
-                    else "ranked out",
-                )
-            )
+    best, alternatives, deadline, options = (
+        ranked.best,
+        ranked.alternatives,
+        ranked.deadline_s,
+        ranked.options,
+    )
     node = node_for(best.accelerator)
     pipeline = {
         "mean_image_bytes": image_bytes,
@@ -320,15 +310,6 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         demand=demand,
         extra=training_extra(options, best, bare, margin),
     )
-
-
-def _gpu_counts(node: NodeType) -> list[int]:
-    counts = [g for g in (1, 2, 4) if g < node.gpus_per_node]
-    g = node.gpus_per_node
-    while g <= MAX_GPUS:
-        counts.append(g)
-        g *= 2
-    return counts
 
 
 # --------------------------------------------------------------------------------- inference
@@ -532,7 +513,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
     options: list[VisionOption] = []
     rejected: list[tuple[str, str]] = []
     best_latency: tuple[float, str] | None = None
-    for acc_id in _accelerator_ids(spec):
+    for acc_id in accelerator_ids(spec):
         acc = get_accelerator(acc_id)
         node = node_for(acc.id)
         if not acc.supports(inf.precision):
@@ -548,9 +529,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             options.append(chosen)
     if not options:
         raise _no_latency_option(spec, rejected, best_latency)
-    options = rank_by_objective_then_latency(options, spec, objective, assumptions, rejected)
-    best = options[0]
-    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    best, alternatives = rank_serving(options, spec, objective, assumptions, rejected, explain)
     load = base_fps / (best.gpus * best.batch_per_gpu / best.step["step_s"])
     pipeline = {
         "decode": inf.decode,
