@@ -41,19 +41,22 @@ from rightsize.search.constraints import (
 )
 from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
+    KindFacts,
     accelerator_ids,
     gpu_counts,
     meets_latency,
+    nic_sweep,
     rank_serving,
     rank_training,
     run_figures,
     serve_batches,
+    serving_demand,
+    training_demand,
 )
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
 from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
-NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
 MAX_GPUS = 1024
 REPLICA_GPUS = (1, 2, 4, 8)
 # Queries per batch a serving search tries (x samples per query); engines batch hundreds of
@@ -232,50 +235,31 @@ def _training_demand(spec: RecsysSpec, best: RecsysOption, calibration: Calibrat
     row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     acc = get_accelerator(best.accelerator)
     node = node_for(acc.id)
-    sweep: dict[float, float] = {}
-    for gbps in NIC_SWEEP_GBPS:
-        hw = calibrated_hardware(acc, node, t.precision, calibration).with_overrides(
-            scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
-        )
+
+    def step_at(hw: Hardware) -> float | None:
         o = _train_option(spec, acc, node, hw, best.gpus)
-        if not isinstance(o, str):
-            sweep[gbps] = o.step["step_s"]
+        return None if isinstance(o, str) else o.step["step_s"]
+
+    sweep = nic_sweep(acc, node, t.precision, calibration, step_at)
     rows, _ = _tables(spec)
     stored_row = row_b + state_bytes_per_row(m.embedding_dim, m.optimizer)
-    samples = (t.samples or m.train_samples or 0.0) * t.epochs
+    samples = t.samples or m.train_samples or 0.0
     sample_bytes = t.bytes_per_sample or _sample_bytes(m)
-    assert best.time_to_train_s is not None
-    dense_share = (best.step["dense_s"]) / best.step["step_s"]
-    return Demand(
-        workload="pretraining",
-        name=spec.name or m.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=3
-        * 2
-        * dense_macs_per_sample(m)
-        * best.samples_per_s_per_gpu
-        / Hardware.from_catalog(acc, node, t.precision).peak_flops_per_s,
-        duty_cycle=1.0,
-        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
-        runs_per_month=None,
-        work_unit="sample",
-        work_units_per_s=best.samples_per_s,
-        work_units_total=samples,
-        dataset_bytes=(t.samples or m.train_samples or 0.0) * sample_bytes,
-        data_read_bytes_per_s=best.samples_per_s * sample_bytes,
-        bytes_per_work_unit=sample_bytes,
+    peak = Hardware.from_catalog(acc, node, t.precision).peak_flops_per_s
+    facts = KindFacts(
+        unit="sample",
+        unit_bytes=sample_bytes,
         params=sum(rows) * m.embedding_dim + dense_params(m),
         weights_bytes=sum(rows) * row_b + dense_params(m) * 4.0,
         checkpoint_bytes=sum(rows) * stored_row + dense_params(m) * DENSE_TRAIN_BYTES_PER_PARAM,
         host_memory_bytes_per_gpu=best.placement["host_bytes"] / best.gpus
         + datapipe.dataloader_host_bytes(TRAIN_CPU_CORES_PER_GPU),
         cpu_cores_per_gpu=TRAIN_CPU_CORES_PER_GPU,
-        step_s=best.step["step_s"],
-        step_s_by_nic_gbps=sweep,
-        compute_share_of_step=dense_share,
+        compute_utilisation=3 * 2 * dense_macs_per_sample(m) * best.samples_per_s_per_gpu / peak,
+        compute_share_of_step=best.step["dense_s"] / best.step["step_s"],
     )
+    units = (best.samples_per_s, samples * t.epochs, samples * sample_bytes)
+    return training_demand(spec.name or m.title, best, facts, units, sweep)
 
 
 def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
@@ -481,39 +465,25 @@ def _serving_demand(spec: RecsysSpec, best: RecsysOption, design_qps: float, loa
     row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     request_bytes = inf.samples_per_query * _sample_bytes(m)
     node = node_for(best.accelerator)
-    return Demand(
-        workload="serving",
-        name=spec.name or m.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=2
-        * dense_macs_per_sample(m)
-        * best.samples_per_s_per_gpu
-        / margins.utilisation_target
-        / Hardware.from_catalog(get_accelerator(best.accelerator), node, inf.precision).peak_flops_per_s,
-        duty_cycle=min(1.0, load),
-        run_s=None,
-        runs_per_month=None,
-        work_unit="query",
-        work_units_per_s=inf.qps,
-        work_units_total=None,
-        dataset_bytes=0.0,
-        data_read_bytes_per_s=inf.qps * request_bytes,
-        bytes_per_work_unit=request_bytes,
+    peak = Hardware.from_catalog(get_accelerator(best.accelerator), node, inf.precision).peak_flops_per_s
+    facts = KindFacts(
+        unit="query",
+        unit_bytes=request_bytes,
         params=sum(rows) * m.embedding_dim + dense_params(m),
         weights_bytes=sum(rows) * row_b + dense_params(m) * DTYPE_BYTES[inf.precision],
         checkpoint_bytes=0.0,
         host_memory_bytes_per_gpu=best.placement["host_bytes"] / node.gpus_per_node,
         cpu_cores_per_gpu=SERVE_CPU_CORES_PER_GPU,
-        step_s=None,
-        step_s_by_nic_gbps={},
+        compute_utilisation=2
+        * dense_macs_per_sample(m)
+        * best.samples_per_s_per_gpu
+        / margins.utilisation_target
+        / peak,
         compute_share_of_step=best.step["dense_s"] / best.step["step_s"],
-        replicas=best.replicas,
-        gpus_per_replica=best.gpus_per_replica,
-        design_rate_rps=design_qps,
-        base_rate_rps=inf.qps,
     )
+    assert best.gpus_per_replica is not None
+    rates = (inf.qps, design_qps, load)
+    return serving_demand(spec.name or m.title, best, facts, rates, (best.replicas, best.gpus_per_replica))
 
 
 def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +140,7 @@ def service_uncertainty(
 
 def vision_uncertainty(plan: Any, spec: Any, calibration: Calibration | None = None) -> dict[str, Any]:
     from rightsize.perf import datapipe
-    from rightsize.perf.vision import count_model, step_time
+    from rightsize.perf.vision import count_model
     from rightsize.search import vision as V
 
     b = plan.best
@@ -164,19 +164,12 @@ def vision_uncertainty(plan: Any, spec: Any, calibration: Calibration | None = N
         return job_uncertainty(plan, hw, step_of, "images_per_s_per_gpu")
     inf = spec.inference
     hw = calibrated_hardware(acc, node, inf.precision, calibration)
-    pixels = inf.resolution_vs_1080p
-    decode: Literal["nvdec", "cpu"] = (
-        "cpu" if inf.decode == "cpu" or datapipe.nvdec_engines(acc.id) == 0 else "nvdec"
-    )
-    decode_fps = datapipe.video_decode_fps_per_gpu(acc.id, decode, pixels)
+    at_batch = spec.model_copy(update={"inference": inf.model_copy(update={"batch": b.batch_per_gpu})})
 
     def unit_time_of(h: Hardware) -> float:
-        prep_s = (V.NV12_BYTES_PER_PIXEL * V.PIXELS_1080P * pixels + 3 * arch.image_size**2 * 2.0) / (
-            h.hbm_bytes_per_s * h.memory_bw_fraction
-        )
-        service = step_time(arch, h, b.batch_per_gpu, training=False, act_bytes=2.0).compute_s
-        service += b.batch_per_gpu * prep_s
-        return max(service / b.batch_per_gpu, 1.0 / decode_fps if decode_fps else 0.0)
+        # The planner's own serving figure at the chosen batch (decode, preprocessing, engine).
+        got = V.serving_capacity(at_batch, acc.id, h)
+        return 1.0 / got[1] if got else math.inf
 
     design = plan.demand.design_rate_rps if plan.demand is not None else 0.0
     return service_uncertainty(

@@ -38,19 +38,22 @@ from rightsize.search.constraints import (
 )
 from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
+    KindFacts,
     accelerator_ids,
     gpu_counts,
     meets_latency,
+    nic_sweep,
     rank_serving,
     rank_training,
     run_figures,
     serve_batches,
+    serving_demand,
+    training_demand,
 )
 from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
 
-NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
 BATCHES = (256, 128, 64, 32, 16, 8, 4, 2, 1)
 # Inference engines batch further (MLPerf ResNet-50 engines run thousands of images per batch).
 SERVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -159,43 +162,29 @@ def _training_demand(
     image_bytes, optimizer = data
     acc = get_accelerator(best.accelerator)
     node = node_for(acc.id)
-    sweep = {}
-    for gbps in NIC_SWEEP_GBPS:
-        hw = calibrated_hardware(acc, node, t.precision, calibration).with_overrides(
-            scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
-        )
-        o = _train_option(
+    sweep = nic_sweep(
+        acc,
+        node,
+        t.precision,
+        calibration,
+        lambda hw: _train_option(
             arch, counts, acc, node, hw, best.batch_per_gpu, best.gpus, spec, image_bytes, optimizer
-        )
-        sweep[gbps] = o.step["step_s"]
+        ).step["step_s"],
+    )
     compute = best.step["step_s"] - best.step["allreduce_exposed_s"] - best.step["input_wait_s"]
-    ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
-    assert best.time_to_train_s is not None
-    return Demand(
-        workload="pretraining",
-        name=spec.name or arch.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=best.mfu,
-        duty_cycle=1.0,
-        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
-        runs_per_month=None,
-        work_unit="image",
-        work_units_per_s=best.images_per_s,
-        work_units_total=t.images * t.epochs,
-        dataset_bytes=t.images * image_bytes,
-        data_read_bytes_per_s=best.images_per_s * image_bytes,
-        bytes_per_work_unit=image_bytes,
+    facts = KindFacts(
+        unit="image",
+        unit_bytes=image_bytes,
         params=counts.params,
         weights_bytes=counts.params * 2.0,
-        checkpoint_bytes=ckpt,
+        checkpoint_bytes=counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer]),
         host_memory_bytes_per_gpu=datapipe.dataloader_host_bytes(best.cpu_cores_per_gpu),
         cpu_cores_per_gpu=best.cpu_cores_per_gpu,
-        step_s=best.step["step_s"],
-        step_s_by_nic_gbps=sweep,
+        compute_utilisation=best.mfu,
         compute_share_of_step=compute / best.step["step_s"],
     )
+    units = (best.images_per_s, t.images * t.epochs, t.images * image_bytes)
+    return training_demand(spec.name or arch.title, best, facts, units, sweep)
 
 
 def _training_options(
@@ -458,37 +447,18 @@ def _inference_demand(
     inf = spec.inference
     assert inf is not None
     arch = spec.arch
-    base_fps, design_fps, load = rates
-    weight_bytes = DTYPE_BYTES[inf.precision]
-    return Demand(
-        workload="serving",
-        name=spec.name or arch.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=best.mfu,
-        duty_cycle=min(1.0, load),
-        run_s=None,
-        runs_per_month=None,
-        work_unit="image",
-        work_units_per_s=base_fps,
-        work_units_total=None,
-        dataset_bytes=0.0,
-        data_read_bytes_per_s=inf.streams * stream_bytes_per_s,
-        bytes_per_work_unit=stream_bytes_per_s / inf.fps,
+    facts = KindFacts(
+        unit="image",
+        unit_bytes=stream_bytes_per_s / inf.fps,
         params=counts.params,
-        weights_bytes=counts.params * weight_bytes,
+        weights_bytes=counts.params * DTYPE_BYTES[inf.precision],
         checkpoint_bytes=0.0,
         host_memory_bytes_per_gpu=datapipe.dataloader_host_bytes(best.cpu_cores_per_gpu),
         cpu_cores_per_gpu=best.cpu_cores_per_gpu,
-        step_s=None,
-        step_s_by_nic_gbps={},
+        compute_utilisation=best.mfu,
         compute_share_of_step=1.0,
-        replicas=best.gpus,
-        gpus_per_replica=1,
-        design_rate_rps=design_fps,
-        base_rate_rps=base_fps,
     )
+    return serving_demand(spec.name or arch.title, best, facts, rates, (best.gpus, 1))
 
 
 def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> VisionPlan:
