@@ -6,14 +6,15 @@ or a list to pick from under a p99 latency bound), the run figures of a training
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from rightsize.catalog import NodeType, accelerators, get_node
+from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
 from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S
 from rightsize.errors import Infeasible
+from rightsize.perf.hardware import Hardware
 from rightsize.perf.reliability import goodput
 from rightsize.search.constraints import under_power_cap
 from rightsize.search.demand import Demand
@@ -39,6 +40,22 @@ class TrainingRank(Generic[Opt]):
 def accelerator_ids(spec: Any) -> list[str]:
     """The accelerators the spec allows (every catalogued one when it names none)."""
     return list(spec.targets.accelerators) if spec.targets.accelerators else list(accelerators())
+
+
+def allowed_hardware(
+    spec: Any, precision: str, calibration: Any, rejected: list[tuple[str, str]]
+) -> Iterator[tuple[Accelerator, NodeType, Hardware]]:
+    """(accelerator, node, calibrated hardware at `precision`) of every accelerator the spec
+    allows; those without the precision join `rejected`."""
+    from rightsize.search.calibrated import calibrated_hardware
+
+    for acc_id in accelerator_ids(spec):
+        acc = get_accelerator(acc_id)
+        node = node_for(acc.id)
+        if not acc.supports(precision):
+            rejected.append((acc.id, f"has no {precision} support"))
+            continue
+        yield acc, node, calibrated_hardware(acc, node, precision, calibration)
 
 
 def gpu_counts(node: NodeType, max_gpus: int) -> list[int]:

@@ -34,7 +34,6 @@ from rightsize.perf.recsys import (
     state_bytes_per_row,
 )
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
-from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import (
     margins_of,
     training_extra,
@@ -42,7 +41,7 @@ from rightsize.search.constraints import (
 from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
     KindFacts,
-    accelerator_ids,
+    allowed_hardware,
     gpu_counts,
     meets_latency,
     nic_sweep,
@@ -202,13 +201,7 @@ def _training_options(
     tgt = spec.targets
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in accelerator_ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(t.precision if t.precision != "fp32" else "fp32"):
-            rejected.append((acc.id, f"has no {t.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, t.precision, calibration)
+    for acc, node, hw in allowed_hardware(spec, t.precision, calibration, rejected):
         counts = (
             [tgt.gpus] if tgt.gpus else [g for g in gpu_counts(node, MAX_GPUS) if t.global_batch % g == 0]
         )
@@ -424,13 +417,7 @@ def _serving_options(
     tgt = spec.targets
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in accelerator_ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(inf.precision):
-            rejected.append((acc.id, f"has no {inf.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, inf.precision, calibration)
+    for acc, node, hw in allowed_hardware(spec, inf.precision, calibration, rejected):
         sizes = (
             [tgt.gpus_per_replica]
             if tgt.gpus_per_replica

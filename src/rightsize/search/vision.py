@@ -31,7 +31,6 @@ from rightsize.perf.vision import (
     step_time,
     train_memory,
 )
-from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import (
     margins_of,
     training_extra,
@@ -39,7 +38,7 @@ from rightsize.search.constraints import (
 from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
     KindFacts,
-    accelerator_ids,
+    allowed_hardware,
     gpu_counts,
     meets_latency,
     nic_sweep,
@@ -198,13 +197,7 @@ def _training_options(
     image_bytes, optimizer = data
     options: list[VisionOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in accelerator_ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(t.precision):
-            rejected.append((acc.id, f"has no {t.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, t.precision, calibration)
+    for acc, node, hw in allowed_hardware(spec, t.precision, calibration, rejected):
         batch = _pick_batch(arch, hw, t.batch_per_gpu, optimizer)
         if batch is None:
             rejected.append((acc.id, f"batch {t.batch_per_gpu or 1} per GPU does not fit in memory"))
@@ -483,13 +476,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
     options: list[VisionOption] = []
     rejected: list[tuple[str, str]] = []
     best_latency: tuple[float, str] | None = None
-    for acc_id in accelerator_ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(inf.precision):
-            rejected.append((acc.id, f"has no {inf.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, inf.precision, calibration)
+    for acc, node, hw in allowed_hardware(spec, inf.precision, calibration, rejected):
         chosen, lowest = _inference_on(spec, acc, node, hw, (design_fps, util, objective), assumptions)
         if lowest is not None and (best_latency is None or lowest < best_latency[0]):
             best_latency = (lowest, acc.id)
