@@ -79,6 +79,21 @@ def meets_latency(latency_s: float, bound_s: float, fixed_batch: int | None) -> 
     return fixed_batch is not None or latency_s <= bound_s
 
 
+def batch_notes(fixed_batch: int | None, latency_s: float | None, bound_s: float) -> list[str]:
+    """What a plan says of its batch: a fixed batch's p99 against the bound (reported, not
+    enforced), or that the batch was picked under the bound."""
+    if fixed_batch is None:
+        return [
+            f"Batch picked by the objective among those whose p99 meets the {bound_s * 1e3:.0f} ms bound."
+        ]
+    got = f"{latency_s * 1e3:.1f} ms" if latency_s is not None else "unknown"
+    over = latency_s is not None and latency_s > bound_s
+    return [
+        f"Batch fixed at {fixed_batch:,} by the spec: p99 {got} against the {bound_s * 1e3:.0f} ms bound "
+        + ("(over it: reported, not enforced)." if over else "(within it).")
+    ]
+
+
 @dataclass(frozen=True)
 class RunFigures:
     """A training option's whole run: goodput, time to train, GPU-hours (used and billed), cost."""

@@ -42,6 +42,7 @@ from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
     KindFacts,
     allowed_hardware,
+    batch_notes,
     gpu_counts,
     meets_latency,
     nic_sweep,
@@ -502,6 +503,7 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
         f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {margins.headroom:.0%}) x "
         f"{inf.samples_per_query} candidates at {margins.utilisation_target:.0%} utilisation.",
         *cap_notes,
+        *batch_notes(inf.batch, best.latency_p99_s, inf.latency_p99_s),
     ]
     demand = _serving_demand(spec, best, design_qps, load)
     return RecsysPlan(

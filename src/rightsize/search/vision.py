@@ -39,6 +39,7 @@ from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
     KindFacts,
     allowed_hardware,
+    batch_notes,
     gpu_counts,
     meets_latency,
     nic_sweep,
@@ -487,6 +488,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
     if not options:
         raise _no_latency_option(spec, rejected, best_latency)
     best, alternatives = rank_serving(options, spec, objective, assumptions, rejected, explain)
+    assumptions += batch_notes(inf.batch, best.latency_p99_s, inf.latency_p99_s)
     load = base_fps / (best.gpus * best.batch_per_gpu / best.step["step_s"])
     pipeline = {
         "decode": inf.decode,
