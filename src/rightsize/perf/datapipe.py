@@ -142,6 +142,11 @@ def host_link_bytes_per_s(acc_id: str) -> float:
     return own if own is not None else f.value("host_link_bytes_per_s.default")
 
 
+def l2_bytes(acc_id: str) -> float:
+    """On-chip L2 cache of an accelerator (0 when the catalog has no figure for it)."""
+    return figures().get(f"l2_bytes.{acc_id}") or 0.0
+
+
 def tier(key: str) -> float:
     """A memory-tier figure: hbm_gather_fraction, host_access_latency_s, ssd_read_iops_per_drive, ..."""
     return figures().value(f"memory_tiers.{key}")

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rightsize.constants import GiB
+from rightsize.perf import datapipe
 from rightsize.perf.gemm import gemm_efficiency, gemm_time_s, train_gemm_time_s
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION, FRAMEWORK_BYTES
@@ -182,14 +183,16 @@ class VisionStepTime:
 
 
 def conv_time_s(
-    layer: VisionLayer, batch: int, hw: Hardware, elem_bytes: float, training: bool
+    layer: VisionLayer, batch: int, hw: Hardware, elem_bytes: float, training: bool, l2_bytes: float = 0.0
 ) -> list[float]:
     """Seconds of one conv instance's passes (forward; + data gradient and weight gradient when
     training), without launch overhead. Each pass is an implicit GEMM: its compute is a GEMM of
     (M = batch x out_hw^2, N = cout, K = cin x k^2) at perf.gemm's shape efficiency, but its operands
     are the real tensors, read once (cuDNN does not materialise the k^2-times larger im2col matrix):
     input x (batch x cin x in_hw^2; in_hw = out_hw where the layer list gives none), weights
-    (cin x cout x k^2) and output (batch x cout x out_hw^2); the slower of the two sets the time."""
+    (cin x cout x k^2) and output (batch x cout x out_hw^2); the slower of the two sets the time.
+    At inference, a layer whose input and output fit in the on-chip L2 (`l2_bytes`) keeps them
+    there between kernels: only its weights come from HBM."""
     m = float(batch * layer.out_hw**2)
     cols, red = float(layer.cout), float(layer.cin * layer.k**2)
     x = batch * layer.cin * float((layer.in_hw or layer.out_hw) ** 2)
@@ -198,7 +201,8 @@ def conv_time_s(
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     # (GEMM shape (m, n, k), elements moved): forward y = conv(x, W); dgrad dx = conv^T(dy, W);
     # wgrad dW = x^T dy (reduction over the batch and positions).
-    shapes = [((m, cols, red), x + w + y)]
+    resident = not training and (x + y) * elem_bytes <= l2_bytes
+    shapes = [((m, cols, red), w if resident else x + w + y)]
     if training:
         shapes += [((m, red, cols), y + w + x), ((red, cols, m), x + y + w)]
     out = []
@@ -244,13 +248,14 @@ def step_time(
     `kernels` ('eager' or 'fused') sets the memory-bound passes of training (module docstring)."""
     gemm_s = attention_s = memory_s = 0.0
     launches = 0.0
+    l2 = datapipe.l2_bytes(hw.accelerator_id)
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     gemm_bytes = act_bytes
     # gemm_time_s adds a launch overhead per GEMM; it is taken out here and counted once, below.
     for layer in model.layers:
         n = layer.count
         if layer.op == "conv":
-            passes = conv_time_s(layer, batch, hw, gemm_bytes, training)
+            passes = conv_time_s(layer, batch, hw, gemm_bytes, training, l2)
             gemm_s += n * sum(passes)
             launches += n * len(passes)
         elif layer.op == "linear":
