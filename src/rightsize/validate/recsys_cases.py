@@ -1,6 +1,8 @@
 """Recommendation validation cases (`validate/data/recsys.csv`): samples per second of published
 DLRM runs, predicted by the recommendation planner itself.
 
+Training rows plan the run at the row's GPU count and global batch (tables sharded over the GPUs,
+the pooled-embedding all-to-all, the dense all-reduce) and compare samples/s while training.
 Inference rows: one replica per GPU (the tables fit one GPU's HBM in the published runs), the
 batch the row names or the best within its p99 bound; a published 'sample' may aggregate several
 user-item pairs (MLPerf DLRMv2: 270 on average), so the model's pairs/s is divided by the row's
@@ -23,9 +25,23 @@ from rightsize.validate.kind_cases import KindCase, Prediction, range_of_rate
 METRICS = ("samples_per_s",)
 
 
+def _training_spec(case: KindCase) -> RecsysSpec:
+    if not case.batch:
+        raise ValueError("a training row needs its global batch in `batch`")
+    data: dict[str, Any] = {
+        "kind": "recommendation",
+        "model": case.text("model"),
+        "mode": "training",
+        "embeddings": {"precision": case.text("embedding_precision", "fp32")},
+        "train": {"global_batch": case.batch, "precision": case.text("precision", "bf16")},
+        "targets": {"accelerators": [case.text("accelerator")], "gpus": case.gpus},
+    }
+    spec = parse_spec(data, Path("."))
+    assert isinstance(spec, RecsysSpec)
+    return spec
+
+
 def _spec(case: KindCase) -> RecsysSpec:
-    if case.text("mode", "inference") != "inference":
-        raise ValueError("only inference rows are predicted for recommendation models so far")
     pairs = int(case.number("pairs_per_sample") or 1)
     data: dict[str, Any] = {
         "kind": "recommendation",
@@ -51,8 +67,21 @@ def _spec(case: KindCase) -> RecsysSpec:
 
 def predict_recsys(case: KindCase) -> Prediction:
     """Samples/s of the row's configuration (all its GPUs), with its P10-P90 range."""
-    from rightsize.search.recsys import serving_capacity
+    from rightsize.search.recsys import plan_recsys, serving_capacity
+    from rightsize.search.uncertainty_steps import recsys_uncertainty
 
+    if case.text("mode", "inference") == "training":
+        tspec = _training_spec(case)
+        plan = plan_recsys(tspec)
+        b = plan.best
+        unc = recsys_uncertainty(plan, tspec)["metrics"]["samples_per_s_per_gpu"]
+        return b.samples_per_s, {
+            "gpus": b.gpus,
+            "global_batch": b.batch,
+            "step_s": b.step["step_s"],
+            "all_to_all_s": b.step["all_to_all_s"],
+            "range": {q: unc[q] * b.gpus for q in ("p10", "p50", "p90")},
+        }
     spec = _spec(case)
     inf = spec.inference
     assert inf is not None
