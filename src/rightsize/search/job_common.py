@@ -214,6 +214,26 @@ def nic_sweep(
     return sweep
 
 
+def _demand(name: str, best: Any, facts: KindFacts, **kind: Any) -> Demand:
+    """The Demand fields every kind fills alike from its option and facts; `kind` the rest."""
+    return Demand(
+        name=name,
+        accelerator=best.accelerator,
+        node=best.node,
+        gpus=best.gpus,
+        compute_utilisation=facts.compute_utilisation,
+        runs_per_month=None,
+        work_unit=facts.unit,
+        bytes_per_work_unit=facts.unit_bytes,
+        params=facts.params,
+        weights_bytes=facts.weights_bytes,
+        host_memory_bytes_per_gpu=facts.host_memory_bytes_per_gpu,
+        cpu_cores_per_gpu=facts.cpu_cores_per_gpu,
+        compute_share_of_step=facts.compute_share_of_step,
+        **kind,
+    )
+
+
 def training_demand(
     name: str,
     best: Any,
@@ -224,30 +244,20 @@ def training_demand(
     """The Demand of a training run; `units` is (units/s, units in the run, dataset bytes)."""
     units_per_s, units_total, dataset_bytes = units
     assert best.time_to_train_s is not None
-    return Demand(
+    return _demand(
+        name,
+        best,
+        facts,
         workload="pretraining",
-        name=name,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=facts.compute_utilisation,
         duty_cycle=1.0,
         run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
-        runs_per_month=None,
-        work_unit=facts.unit,
         work_units_per_s=units_per_s,
         work_units_total=units_total,
         dataset_bytes=dataset_bytes,
         data_read_bytes_per_s=units_per_s * facts.unit_bytes,
-        bytes_per_work_unit=facts.unit_bytes,
-        params=facts.params,
-        weights_bytes=facts.weights_bytes,
         checkpoint_bytes=facts.checkpoint_bytes,
-        host_memory_bytes_per_gpu=facts.host_memory_bytes_per_gpu,
-        cpu_cores_per_gpu=facts.cpu_cores_per_gpu,
         step_s=best.step["step_s"],
         step_s_by_nic_gbps=sweep,
-        compute_share_of_step=facts.compute_share_of_step,
     )
 
 
@@ -257,30 +267,20 @@ def serving_demand(
     """The Demand of a service; `rates` is (base units/s, design units/s, load: the share of the
     fleet's capacity the base rate uses), `replicas` is (replicas, GPUs per replica)."""
     base, design, load = rates
-    return Demand(
+    return _demand(
+        name,
+        best,
+        facts,
         workload="serving",
-        name=name,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=facts.compute_utilisation,
         duty_cycle=min(1.0, load),
         run_s=None,
-        runs_per_month=None,
-        work_unit=facts.unit,
         work_units_per_s=base,
         work_units_total=None,
         dataset_bytes=0.0,
         data_read_bytes_per_s=base * facts.unit_bytes,
-        bytes_per_work_unit=facts.unit_bytes,
-        params=facts.params,
-        weights_bytes=facts.weights_bytes,
         checkpoint_bytes=0.0,
-        host_memory_bytes_per_gpu=facts.host_memory_bytes_per_gpu,
-        cpu_cores_per_gpu=facts.cpu_cores_per_gpu,
         step_s=None,
         step_s_by_nic_gbps={},
-        compute_share_of_step=facts.compute_share_of_step,
         replicas=replicas[0],
         gpus_per_replica=replicas[1],
         design_rate_rps=design,
