@@ -124,3 +124,19 @@ def test_bad_files_are_refused(tmp_path: Path) -> None:
     assert rows is not None and len(rows) == 2
     assert all(r["predicted"] is None and r["reason"] for r in rows)
     assert "resnet51" in rows[0]["reason"] and "burst" in rows[1]["reason"]
+
+
+def test_ranges_join_the_model_error_of_the_other_rows(result: dict) -> None:
+    """P10-P90 = efficiency spread combined with the RMS log error of the kind's other rows
+    (leave-one-out), so a row never vouches for itself."""
+    import math
+
+    rows = [r for r in result["rows"] if r["metric"] == "images_per_s"]
+    target = rows[0]
+    others = [math.log(r["predicted"] / r["published"]) for r in rows[1:]]
+    sigma = math.sqrt(sum(e * e for e in others) / len(others))
+    assert target["model_sigma"] == pytest.approx(sigma)
+    eff = target["efficiency_range"]
+    assert target["p10"] <= eff["p10"] and target["p90"] >= eff["p90"]
+    # nominal 80%: the joined ranges hold about that share of the published figures
+    assert 0.6 <= result["summary"]["images_per_s"]["coverage_p10_p90"] <= 1.0

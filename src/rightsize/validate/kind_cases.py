@@ -2,7 +2,8 @@
 published runs with their configuration (model, accelerator, count, precision, batch, scenario)
 and the published rate. Each kind's module builds its spec from a row and predicts the rate; this
 one reads the file, dispatches by the file's metric, and turns each prediction into a row of
-`rightsize validate` (error, P10-P90 range and whether the published figure falls inside).
+`rightsize validate` (error, P10-P90 range and whether the published figure falls inside; the
+range joins the plans' efficiency spread and the model's error on the kind's other rows).
 
 Scenarios: 'training' (images or samples per second while training), 'offline' (an engine's
 best throughput, no latency bound), 'server' (the most an engine serves within the row's p99
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from rightsize.perf.hardware import Hardware
 from rightsize.safe_read import read_text_capped
 
 MAX_BYTES = 4 * 2**20
+Z90 = 1.2815515655446004  # standard normal 90th percentile
 SCENARIOS = ("training", "offline", "server", "fixed_batch")
 # An offline run has no latency bound; a bound this long never binds a batch.
 OFFLINE_BOUND_S = 3600.0
@@ -128,6 +131,26 @@ def range_of_rate(hw: Hardware, unit_time_of: Callable[[Hardware], float], rate:
     return {q: float(m[q]) for q in ("p10", "p50", "p90")}
 
 
+def _with_model_error(rows: list[dict[str, Any]]) -> None:
+    """Each predicted row's P10-P90: the efficiency spread of the plans' uncertainty model
+    combined with the model's own error on the other rows of its metric (leave-one-out: a row
+    never vouches for itself). Both are taken as lognormal: sigma_e from the efficiency
+    P10-P90, sigma_m the RMS log error of the other rows; P10/P90 = P50 x exp(-/+ z90 x
+    sqrt(sigma_e^2 + sigma_m^2))."""
+    logs = {id(r): math.log(r["predicted"] / r["published"]) for r in rows if r.get("predicted")}
+    for r in rows:
+        eff = r.get("efficiency_range")
+        if eff is None:
+            continue
+        others = [logs[id(o)] for o in rows if o is not r and o["metric"] == r["metric"] and id(o) in logs]
+        sigma_m = math.sqrt(sum(e * e for e in others) / len(others)) if others else 0.0
+        sigma_e = math.log(eff["p90"] / eff["p10"]) / (2 * Z90) if eff["p10"] > 0 else 0.0
+        spread = Z90 * math.hypot(sigma_e, sigma_m)
+        r.update(p10=eff["p50"] * math.exp(-spread), p50=eff["p50"], p90=eff["p50"] * math.exp(spread))
+        r["model_sigma"] = sigma_m
+        r["within_p10_p90"] = r["p10"] <= r["published"] <= r["p90"]
+
+
 def validate_kind_rows(
     cases: list[KindCase], predict: Callable[[KindCase], Prediction], file: str, progress: Any = None
 ) -> list[dict[str, Any]]:
@@ -157,8 +180,8 @@ def validate_kind_rows(
         row["error"] = (value - case.published) / case.published
         rng = detail.pop("range", None)
         if rng is not None:
-            row.update(rng)
-            row["within_p10_p90"] = rng["p10"] <= case.published <= rng["p90"]
+            row["efficiency_range"] = rng
         row["chosen"] = detail
         rows.append(row)
+    _with_model_error(rows)
     return rows
