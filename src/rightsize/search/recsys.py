@@ -40,19 +40,16 @@ from rightsize.search.constraints import (
 )
 from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
-    KindFacts,
     allowed_hardware,
     batch_notes,
     gpu_counts,
     meets_latency,
-    nic_sweep,
     rank_serving,
     rank_training,
     run_figures,
     serve_batches,
-    serving_demand,
-    training_demand,
 )
+from rightsize.search.job_demand import KindFacts, nic_sweep, serving_demand, training_demand
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
 from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.spec.recsys import RecsysModel, RecsysSpec

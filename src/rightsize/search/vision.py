@@ -37,19 +37,16 @@ from rightsize.search.constraints import (
 )
 from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
-    KindFacts,
     allowed_hardware,
     batch_notes,
     gpu_counts,
     meets_latency,
-    nic_sweep,
     rank_serving,
     rank_training,
     run_figures,
     serve_batches,
-    serving_demand,
-    training_demand,
 )
+from rightsize.search.job_demand import KindFacts, nic_sweep, serving_demand, training_demand
 from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
