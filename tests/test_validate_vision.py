@@ -53,6 +53,7 @@ def test_every_published_run_is_predicted(result: dict) -> None:
     [
         # worst: the L40S ResNet-50 rows (-35%, -37%): the catalog's L40S int8 GEMM fraction is
         # an unmeasured estimate (0.6, as FP8); MLPerf shows the L40S at 49% of its int8 peak.
+        # Hopper ResNet-50 Server rows run +28% to +31% (server at 82-84% of offline, unexplained).
         ("images_per_s", 0.15, 0.40),
         # worst: MLPerf Training DLRMv2 on 128 H100 (+19%): HugeCTR's per-step costs are not modelled.
         ("samples_per_s", 0.15, 0.25),
@@ -98,7 +99,7 @@ def test_llm_files_are_left_to_their_readers() -> None:
     training = DATA / "training.csv"
     assert kind_cases(training) is None and kind_rows(training) is None
     assert case_count(training) > 0
-    assert case_count(DATA / "vision.csv") == 13
+    assert case_count(DATA / "vision.csv") == 15
 
 
 def test_bad_files_are_refused(tmp_path: Path) -> None:
