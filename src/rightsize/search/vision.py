@@ -91,6 +91,7 @@ def _train_option(
     spec: VisionSpec,
     image_bytes: float,
     optimizer: str,
+    loader_scale: float = 1.0,
 ) -> VisionOption:
     t = spec.train
     assert t is not None
@@ -102,11 +103,11 @@ def _train_option(
     exposed = gradient_allreduce_exposed_s(ar, backward_s, grad_bytes)
     step_s = st.compute_s + exposed
     ips = batch / step_s
-    cores_needed = datapipe.image_cpu_cores_per_gpu(ips, t.decode)
+    cores_needed = datapipe.image_cpu_cores_per_gpu(ips, t.decode) / loader_scale
     cores_have = datapipe.loader_cores_per_gpu(node.cpu_cores, node.gpus_per_node)
     input_bound = t.decode == "cpu" and cores_needed > cores_have
     if input_bound:
-        ips = cores_have * datapipe.images_per_s_per_core()
+        ips = cores_have * datapipe.images_per_s_per_core() * loader_scale
         cores_needed = cores_have
     total_ips = ips * gpus
     ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
@@ -371,9 +372,12 @@ def _serve_point(
     return st, mem, service, batched_latency_s(service, decode_latency)
 
 
-def serving_capacity(spec: VisionSpec, acc_id: str, hw: Hardware) -> tuple[int, float, float] | None:
+def serving_capacity(
+    spec: VisionSpec, acc_id: str, hw: Hardware, decode_scale: float = 1.0
+) -> tuple[int, float, float] | None:
     """(batch, images/s one GPU serves at full load, p99 latency) at the batch that serves most
-    within the spec's bound (or at its fixed batch); None when no batch fits and meets it."""
+    within the spec's bound (or at its fixed batch); None when no batch fits and meets it.
+    `decode_scale` scales the decoders' rate (for the uncertainty of a decode-bound service)."""
     inf = spec.inference
     assert inf is not None
     _, decode_fps, decode_latency, prep_s = _frame_costs(spec, acc_id, hw, [])
@@ -382,7 +386,7 @@ def serving_capacity(spec: VisionSpec, acc_id: str, hw: Hardware) -> tuple[int, 
         point = _serve_point(spec, hw, b, decode_latency, prep_s)
         if point is None or not meets_latency(point[3], inf.latency_p99_s, inf.batch):
             continue
-        rate = min(b / point[2], decode_fps)
+        rate = min(b / point[2], decode_fps * decode_scale)
         if best is None or rate > best[1]:
             best = (b, rate, point[3])
     return best
