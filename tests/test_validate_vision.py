@@ -72,7 +72,7 @@ def test_errors_under_their_bars(result: dict, metric: str, median_bar: float, w
 def test_ranges_are_ordered_and_near_the_row(result: dict) -> None:
     for r in result["rows"]:
         assert r["p10"] <= r["p50"] <= r["p90"], r["id"]
-        assert r["p90"] < 1.5 * r["predicted"] and r["p10"] > r["predicted"] / 1.5, r["id"]
+        assert r["p90"] < 1.8 * r["predicted"] and r["p10"] > r["predicted"] / 1.8, r["id"]
 
 
 def test_mechanisms_the_rows_show(result: dict) -> None:
