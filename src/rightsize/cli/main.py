@@ -87,9 +87,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from rich.console import Console
         from rich.progress import Progress
 
-        from rightsize.validate.cases import read_cases
+        from rightsize.validate.kinds import case_count
 
-        total = sum(len(read_cases(p)) for p in paths)
+        total = sum(case_count(p) for p in paths)
         with Progress(console=Console(file=sys.stderr), transient=True) as bar:
             task = bar.add_task("validating", total=total)
 

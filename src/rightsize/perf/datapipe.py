@@ -6,6 +6,10 @@ are rates divided by rates:
 
     CPU cores per GPU   = images/s per GPU / images/s one core decodes and augments
     images/s per core   = 1 / (1 / decode rate + 1 / augmentation rate)   (stages in series)
+    decode rate         = what one DataLoader worker decodes, not a single-thread benchmark: inside a
+                          PyTorch DataLoader (worker processes, IPC, collation, SMT siblings) a core
+                          decodes about a third of what one thread does alone (imread-benchmark)
+    cores for loading   = node cores / GPUs - the training process's own core per GPU
     read bytes/s        = images/s x mean JPEG bytes
 """
 
@@ -60,9 +64,9 @@ def figures() -> DataPipeFigures:
 
 
 def images_per_s_per_core() -> float:
-    """Images one CPU core decodes and augments per second (decode and augmentation in series)."""
+    """Images one CPU core of a DataLoader decodes and augments per second (in series)."""
     f = figures()
-    decode = f.value("images.decode_images_per_s_per_core")
+    decode = f.value("images.dataloader_decode_images_per_s_per_core")
     augment = f.value("images.augment_images_per_s_per_core")
     return 1.0 / (1.0 / decode + 1.0 / augment)
 
@@ -73,6 +77,11 @@ def image_cpu_cores_per_gpu(images_per_s_per_gpu: float, decode: ImageDecode) ->
     if decode == "gpu":
         return figures().value("images.gpu_decode_cpu_cores_per_gpu")
     return images_per_s_per_gpu / images_per_s_per_core()
+
+
+def loader_cores_per_gpu(node_cores: float, gpus_per_node: int) -> float:
+    """CPU cores per GPU left for its input pipeline: the node's share less the training process."""
+    return max(node_cores / gpus_per_node - figures().value("images.training_process_cores_per_gpu"), 0.0)
 
 
 def dataloader_host_bytes(cores: float) -> float:
@@ -131,6 +140,11 @@ def host_link_bytes_per_s(acc_id: str) -> float:
     f = figures()
     own = f.get(f"host_link_bytes_per_s.{acc_id}")
     return own if own is not None else f.value("host_link_bytes_per_s.default")
+
+
+def l2_bytes(acc_id: str) -> float:
+    """On-chip L2 cache of an accelerator (0 when the catalog has no figure for it)."""
+    return figures().get(f"l2_bytes.{acc_id}") or 0.0
 
 
 def tier(key: str) -> float:

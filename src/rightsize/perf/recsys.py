@@ -55,7 +55,11 @@ INDEX_BYTES = 8.0  # int64 indices (TorchRec KeyedJaggedTensor)
 SSD_READ_BYTES_PER_ROW = 4096.0  # one 4 KB page per row
 TRAIN_ROW_PASSES = 3.0  # forward read; fused backward + optimizer: read row (and state), write row
 WORKSPACE_BYTES = 1.0 * GiB
-DENSE_TRAIN_BYTES_PER_PARAM = 12.0  # fp32 weights, gradients, Adagrad state
+DENSE_TRAIN_BYTES_PER_PARAM = 12.0
+# Training's elementwise kernels: forward read + write, backward twice that.
+TRAIN_ELEMENTWISE_PASSES = 6.0
+# A fused DCN cross layer's epilogue reads x0 and x_l besides the GEMM's own operands.
+DCN_EPILOGUE_READS = 2.0  # fp32 weights, gradients, Adagrad state
 
 
 def row_bytes(dim: int, precision: str) -> float:
@@ -245,10 +249,17 @@ def dense_time_s(m: RecsysModel, hw: Hardware, batch: float, elem_bytes: float, 
             total += float(fwd) + float(bwd)
         else:
             total += float(gemm_time_s(batch, dout, din, hw, elem_bytes))
-    # Elementwise work (activations, DCN's x0 * (...) + x_l, interaction), memory-bound.
-    elems = sum(dout for _, dout in dense_layers(m)) * batch
-    passes = 6.0 if training else 3.0
-    total += elems * passes * elem_bytes / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
+    # Elementwise work (activations, DCN's x0 * (...) + x_l, interaction), memory-bound. Training
+    # runs it as separate kernels (read, write; backward twice that). An inference engine
+    # (TensorRT) fuses bias, activation and the DCN combination into the GEMM epilogues, whose
+    # only extra traffic is reading the combination's x0 and x_l (the GEMM output is already counted).
+    mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    if training:
+        elems = sum(dout for _, dout in dense_layers(m)) * batch
+        return total + elems * TRAIN_ELEMENTWISE_PASSES * elem_bytes / mem_bw
+    if m.interaction == "dcn":
+        x0 = (len(m.tables) + 1) * m.embedding_dim
+        total += m.dcn_layers * DCN_EPILOGUE_READS * x0 * batch * elem_bytes / mem_bw
     return total
 
 

@@ -16,10 +16,14 @@ Time (Principle 1: FLOPs / rate, bytes / bandwidth):
 - attention runs as a fused (flash) kernel at the accelerator's attention fraction of 16-bit peak;
   its backward does 2.5x the forward's FLOPs (FlashAttention-2: five matmuls against two);
 - BatchNorm, ReLU, residual adds, pooling, LayerNorm and GELU are memory-bound: elements x
-  passes x bytes / (HBM bandwidth x memory_bw_fraction). Training counts a fused BN+ReLU as 3
-  passes forward (statistics, normalise: read x twice, write y) and 5 backward; inference folds BN
-  into the conv and fuses ReLU, residual adds and GELU into GEMM epilogues (TensorRT-style), so
-  only pooling and LayerNorm remain;
+  passes x bytes / (HBM bandwidth x memory_bw_fraction). How many passes depends on the kernels
+  the framework runs (`kernels`): 'fused' (cuDNN's fused BN+add+ReLU kernels, as MXNet and the
+  MLPerf submissions use) counts a BN+ReLU as 3 passes forward (statistics, normalise: read x
+  twice, write y) and 5 backward and folds the ReLU after a residual add into the add; 'eager'
+  (PyTorch eager mode: BatchNorm, ReLU and add are separate kernels) adds a ReLU of its own after
+  each BN+ReLU and each add, 2 passes forward (read, write) and 3 backward (read the gradient and
+  the mask, write). Inference folds BN into the conv and fuses ReLU, residual adds and GELU into
+  GEMM epilogues (TensorRT-style), so only pooling and LayerNorm remain;
 - the optimizer streams its bytes per parameter once per step.
 """
 
@@ -27,14 +31,22 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from rightsize.constants import GiB
-from rightsize.perf.gemm import gemm_time_s, train_gemm_time_s
+from rightsize.perf import datapipe
+from rightsize.perf.gemm import gemm_efficiency, gemm_time_s, train_gemm_time_s
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION, FRAMEWORK_BYTES
 from rightsize.spec.vision import VisionLayer, VisionModel
 
 # FlashAttention-2 backward: 5 matmuls against the forward's 2 (Dao 2023, section 3.1).
 ATTENTION_BWD_OVER_FWD = 2.5
+# A ReLU as its own kernel (eager frameworks): forward reads and writes; backward reads the
+# gradient and the saved output (mask) and writes the input gradient.
+SEPARATE_RELU_PASSES = (2.0, 3.0)
+KERNELS = ("eager", "fused")
+
 # Elementwise passes (reads + writes of the tensor) per element, (forward, backward), training.
 TRAIN_PASSES: dict[str, tuple[float, float]] = {
     "bn": (3.0, 5.0),  # fused BN(+ReLU): stats read, normalise read + write; backward 2 reductions + dx
@@ -42,6 +54,7 @@ TRAIN_PASSES: dict[str, tuple[float, float]] = {
     "pool": (2.0, 3.0),
     "norm": (2.0, 4.0),  # fused LayerNorm kernel
     "act": (2.0, 3.0),
+    "relu": SEPARATE_RELU_PASSES,
 }
 # Optimizer bytes streamed per parameter per step (fp32 master weights, AMP): read weights,
 # gradients and states, write weights and states. SGD with momentum: 5 x 4 B; LARS adds norms;
@@ -169,10 +182,51 @@ class VisionStepTime:
         return {f"{k}": float(v) for k, v in asdict(self).items()}
 
 
-def _elementwise(layer: VisionLayer) -> list[tuple[str, float]]:
-    """(kind, elements per image) of the memory-bound work attached to one layer instance."""
+def conv_time_s(
+    layer: VisionLayer, batch: int, hw: Hardware, elem_bytes: float, training: bool, l2_bytes: float = 0.0
+) -> list[float]:
+    """Seconds of one conv instance's passes (forward; + data gradient and weight gradient when
+    training), without launch overhead. Each pass is an implicit GEMM: its compute is a GEMM of
+    (M = batch x out_hw^2, N = cout, K = cin x k^2) at perf.gemm's shape efficiency, but its operands
+    are the real tensors, read once (cuDNN does not materialise the k^2-times larger im2col matrix):
+    input x (batch x cin x in_hw^2; in_hw = out_hw where the layer list gives none), weights
+    (cin x cout x k^2) and output (batch x cout x out_hw^2); the slower of the two sets the time.
+    At inference, a layer whose input and output fit in the on-chip L2 (`l2_bytes`) keeps them
+    there between kernels: only its weights come from HBM."""
+    m = float(batch * layer.out_hw**2)
+    cols, red = float(layer.cout), float(layer.cin * layer.k**2)
+    x = batch * layer.cin * float((layer.in_hw or layer.out_hw) ** 2)
+    y = m * layer.cout
+    w = red * cols
+    mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    # (GEMM shape (m, n, k), elements moved): forward y = conv(x, W); dgrad dx = conv^T(dy, W);
+    # wgrad dW = x^T dy (reduction over the batch and positions).
+    resident = not training and (x + y) * elem_bytes <= l2_bytes
+    shapes = [((m, cols, red), w if resident else x + w + y)]
+    if training:
+        shapes += [((m, red, cols), y + w + x), ((red, cols, m), x + y + w)]
+    out = []
+    for (gm, gn, gk), elements in shapes:
+        compute = (
+            2.0
+            * gm
+            * gn
+            * gk
+            / (hw.peak_flops_per_s * float(gemm_efficiency(np.array(gm), np.array(gn), np.array(gk), hw)))
+        )
+        out.append(max(compute, elements * elem_bytes / mem_bw))
+    return out
+
+
+def _elementwise(layer: VisionLayer, kernels: str = "fused") -> list[tuple[str, float]]:
+    """(kind, elements per image) of the memory-bound work attached to one layer instance;
+    'eager' kernels add a separate ReLU after a BN+ReLU and after a residual add with ReLU."""
+    relu = kernels == "eager" and layer.relu
     if layer.op == "conv" and layer.bn:
-        return [("bn", float(layer.cout * layer.out_hw**2))]
+        out = float(layer.cout * layer.out_hw**2)
+        return [("bn", out)] + ([("relu", out)] if relu else [])
+    if layer.op == "add" and relu:
+        return [("add", layer.channels * _positions(layer)), ("relu", layer.channels * _positions(layer))]
     if layer.op == "pool":
         return [("pool", layer.channels * float(layer.in_hw**2 + layer.out_hw**2) / 2.0)]
     if layer.op in ("add", "norm", "act"):
@@ -181,48 +235,58 @@ def _elementwise(layer: VisionLayer) -> list[tuple[str, float]]:
 
 
 def step_time(
-    model: VisionModel, hw: Hardware, batch: int, *, training: bool, act_bytes: float, optimizer: str = "sgd"
+    model: VisionModel,
+    hw: Hardware,
+    batch: int,
+    *,
+    training: bool,
+    act_bytes: float,
+    optimizer: str = "sgd",
+    kernels: str = "fused",
 ) -> VisionStepTime:
-    """Time of one training step or inference batch of `batch` images on one GPU (no communication)."""
+    """Time of one training step or inference batch of `batch` images on one GPU (no communication);
+    `kernels` ('eager' or 'fused') sets the memory-bound passes of training (module docstring)."""
     gemm_s = attention_s = memory_s = 0.0
-    kernels = 0.0
+    launches = 0.0
+    l2 = datapipe.l2_bytes(hw.accelerator_id)
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     gemm_bytes = act_bytes
     # gemm_time_s adds a launch overhead per GEMM; it is taken out here and counted once, below.
     for layer in model.layers:
         n = layer.count
-        if layer.op in ("conv", "linear"):
+        if layer.op == "conv":
+            passes = conv_time_s(layer, batch, hw, gemm_bytes, training, l2)
+            gemm_s += n * sum(passes)
+            launches += n * len(passes)
+        elif layer.op == "linear":
             m = batch * _positions(layer)
-            if layer.op == "conv":
-                cols, red = float(layer.cout), float(layer.cin * layer.k**2)
-            else:
-                cols, red = float(layer.dout), float(layer.din)
+            cols, red = float(layer.dout), float(layer.din)
             if training:
                 fwd, bwd = train_gemm_time_s(m, cols, red, hw, gemm_bytes)
                 gemm_s += n * (float(fwd) + float(bwd) - 3 * hw.kernel_overhead_s)
-                kernels += 3 * n
+                launches += 3 * n
             else:
                 gemm_s += n * (float(gemm_time_s(m, cols, red, hw, gemm_bytes)) - hw.kernel_overhead_s)
-                kernels += n
+                launches += n
         elif layer.op == "attention":
             flops = 2.0 * layer_macs(layer) * batch
             rate = hw.peak_16bit_flops_per_s * hw.attention_fraction
             attention_s += n * flops / rate * (1.0 + (ATTENTION_BWD_OVER_FWD if training else 0.0))
-            kernels += n * (2 if training else 1)
-        for kind, elements in _elementwise(layer):
+            launches += n * (2 if training else 1)
+        for kind, elements in _elementwise(layer, kernels if training else "fused"):
             if training:
                 fwd_p, bwd_p = TRAIN_PASSES[kind]
                 memory_s += n * batch * elements * (fwd_p + bwd_p) * act_bytes / mem_bw
-                kernels += 2 * n
+                launches += 2 * n
             elif kind in ("pool", "norm"):
                 memory_s += n * batch * elements * TRAIN_PASSES[kind][0] * act_bytes / mem_bw
-                kernels += n
+                launches += n
     optimizer_s = 0.0
     if training:
         params = count_model(model).params
         optimizer_s = params * OPTIMIZER_STREAM_BYTES_PER_PARAM[optimizer] / mem_bw
-        kernels += 4  # multi-tensor apply launches a handful of kernels
-    overhead_s = kernels * hw.kernel_overhead_s
+        launches += 4  # multi-tensor apply launches a handful of kernels
+    overhead_s = launches * hw.kernel_overhead_s
     total = gemm_s + attention_s + memory_s + optimizer_s + overhead_s
     return VisionStepTime(batch, gemm_s, attention_s, memory_s, optimizer_s, overhead_s, total)
 

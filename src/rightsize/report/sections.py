@@ -214,7 +214,8 @@ def uncertainty_section(
         if base and (not k.startswith("latency_") or k.endswith("p95_s")):
             chart_rows.append((lab, m["p10"] / base - 1, m["p50"] / base - 1, m["p90"] / base - 1))
     sec.tables.append(Table(["metric", "plan", "P10", "P50", "P90", "P10-P90 vs plan"], rows))
-    if chart_rows:
+    # A chart of spreads that are all nil (every sample lands on the plan) would have no scale.
+    if any(abs(v) > 1e-12 for row in chart_rows for v in row[1:]):
         sec.charts.append(
             Chart(
                 "uncertainty",

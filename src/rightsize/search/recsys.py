@@ -10,11 +10,10 @@ latency meets the SLO, and size the replicas for the query rate.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
-from rightsize.catalog.reliability import reliability
-from rightsize.constants import HOUR_S
+from rightsize.catalog import Accelerator, NodeType, get_accelerator, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf import datapipe
 from rightsize.perf.hardware import Hardware
@@ -34,24 +33,32 @@ from rightsize.perf.recsys import (
     row_bytes,
     state_bytes_per_row,
 )
-from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
-from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import (
     margins_of,
     training_extra,
-    under_power_cap,
 )
 from rightsize.search.demand import Demand
-from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
+from rightsize.search.job_common import (
+    allowed_hardware,
+    batch_notes,
+    gpu_counts,
+    meets_latency,
+    rank_serving,
+    rank_training,
+    run_figures,
+    serve_batches,
+)
+from rightsize.search.job_demand import KindFacts, nic_sweep, serving_demand, training_demand
 from rightsize.search.recsys_plan import RecsysOption, RecsysPlan, explain
-from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
+from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.spec.recsys import RecsysModel, RecsysSpec
 
-NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
 MAX_GPUS = 1024
 REPLICA_GPUS = (1, 2, 4, 8)
-BATCH_QUERIES = (1, 2, 4, 8, 16, 32, 64, 128)
+# Queries per batch a serving search tries (x samples per query); engines batch hundreds of
+# thousands of samples (MLPerf DLRMv2 H100 engines: 102,400 pairs under a 60 ms bound).
+BATCH_QUERIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 VALUE_BYTES = 4.0  # stored label, dense feature and index values (int32 / fp32)
 TRAIN_CPU_CORES_PER_GPU = 2.0  # reading pre-processed binary samples; no decode
 SERVE_CPU_CORES_PER_GPU = 2.0  # request parsing, feature assembly, the server itself
@@ -91,10 +98,6 @@ def _sample_bytes(m: RecsysModel) -> float:
 
 def _comm_bytes(precision: str) -> float:
     return 4.0 if precision in ("fp32", "tf32") else 2.0
-
-
-def _ids(spec: RecsysSpec) -> list[str]:
-    return list(spec.targets.accelerators) if spec.targets.accelerators else list(accelerators())
 
 
 def plan_recsys(spec: RecsysSpec, calibration: Calibration | None = None) -> RecsysPlan:
@@ -157,10 +160,7 @@ def _train_option(
     sps = batch / step_s
     samples = (t.samples or m.train_samples or 0.0) * t.epochs
     ckpt = sum(rows) * stored_row + dense_params(m) * DENSE_TRAIN_BYTES_PER_PARAM
-    nodes = math.ceil(gpus / node.gpus_per_node)
-    gp = goodput(gpus, nodes, ckpt, reliability()).goodput
-    ttt = samples / sps / gp
-    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
+    run = run_figures(acc.id, node, gpus, samples, sps, ckpt)
     return RecsysOption(
         accelerator=acc.id,
         node=node.id,
@@ -185,21 +185,8 @@ def _train_option(
             "dense_and_activation_bytes": other,
             "capacity_bytes": hw.hbm_bytes,
         },
-        time_to_train_s=ttt,
-        gpu_hours=gpus * ttt / HOUR_S,
-        cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
-        goodput=gp,
-        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
+        **asdict(run),
     )
-
-
-def _gpu_counts(node: NodeType, batch: int) -> list[int]:
-    counts = [g for g in (1, 2, 4) if g < node.gpus_per_node]
-    g = node.gpus_per_node
-    while g <= MAX_GPUS:
-        counts.append(g)
-        g *= 2
-    return [g for g in counts if batch % g == 0]
 
 
 def _training_options(
@@ -212,14 +199,10 @@ def _training_options(
     tgt = spec.targets
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in _ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(t.precision if t.precision != "fp32" else "fp32"):
-            rejected.append((acc.id, f"has no {t.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, t.precision, calibration)
-        counts = [tgt.gpus] if tgt.gpus else _gpu_counts(node, t.global_batch)
+    for acc, node, hw in allowed_hardware(spec, t.precision, calibration, rejected):
+        counts = (
+            [tgt.gpus] if tgt.gpus else [g for g in gpu_counts(node, MAX_GPUS) if t.global_batch % g == 0]
+        )
         why = "no GPU count evaluated"
         found = False
         for g in counts:
@@ -243,50 +226,31 @@ def _training_demand(spec: RecsysSpec, best: RecsysOption, calibration: Calibrat
     row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     acc = get_accelerator(best.accelerator)
     node = node_for(acc.id)
-    sweep: dict[float, float] = {}
-    for gbps in NIC_SWEEP_GBPS:
-        hw = calibrated_hardware(acc, node, t.precision, calibration).with_overrides(
-            scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
-        )
+
+    def step_at(hw: Hardware) -> float | None:
         o = _train_option(spec, acc, node, hw, best.gpus)
-        if not isinstance(o, str):
-            sweep[gbps] = o.step["step_s"]
+        return None if isinstance(o, str) else o.step["step_s"]
+
+    sweep = nic_sweep(acc, node, t.precision, calibration, step_at)
     rows, _ = _tables(spec)
     stored_row = row_b + state_bytes_per_row(m.embedding_dim, m.optimizer)
-    samples = (t.samples or m.train_samples or 0.0) * t.epochs
+    samples = t.samples or m.train_samples or 0.0
     sample_bytes = t.bytes_per_sample or _sample_bytes(m)
-    assert best.time_to_train_s is not None
-    dense_share = (best.step["dense_s"]) / best.step["step_s"]
-    return Demand(
-        workload="pretraining",
-        name=spec.name or m.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=3
-        * 2
-        * dense_macs_per_sample(m)
-        * best.samples_per_s_per_gpu
-        / Hardware.from_catalog(acc, node, t.precision).peak_flops_per_s,
-        duty_cycle=1.0,
-        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
-        runs_per_month=None,
-        work_unit="sample",
-        work_units_per_s=best.samples_per_s,
-        work_units_total=samples,
-        dataset_bytes=(t.samples or m.train_samples or 0.0) * sample_bytes,
-        data_read_bytes_per_s=best.samples_per_s * sample_bytes,
-        bytes_per_work_unit=sample_bytes,
+    peak = Hardware.from_catalog(acc, node, t.precision).peak_flops_per_s
+    facts = KindFacts(
+        unit="sample",
+        unit_bytes=sample_bytes,
         params=sum(rows) * m.embedding_dim + dense_params(m),
         weights_bytes=sum(rows) * row_b + dense_params(m) * 4.0,
         checkpoint_bytes=sum(rows) * stored_row + dense_params(m) * DENSE_TRAIN_BYTES_PER_PARAM,
         host_memory_bytes_per_gpu=best.placement["host_bytes"] / best.gpus
         + datapipe.dataloader_host_bytes(TRAIN_CPU_CORES_PER_GPU),
         cpu_cores_per_gpu=TRAIN_CPU_CORES_PER_GPU,
-        step_s=best.step["step_s"],
-        step_s_by_nic_gbps=sweep,
-        compute_share_of_step=dense_share,
+        compute_utilisation=3 * 2 * dense_macs_per_sample(m) * best.samples_per_s_per_gpu / peak,
+        compute_share_of_step=best.step["dense_s"] / best.step["step_s"],
     )
+    units = (best.samples_per_s, samples * t.epochs, samples * sample_bytes)
+    return training_demand(spec.name or m.title, best, facts, units, sweep)
 
 
 def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
@@ -310,11 +274,6 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
             "Allow more accelerators or GPUs, or lower train.global_batch.",
         )
     assumptions: list[str] = []
-    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
-    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
-    timely, deadline = in_time(
-        options, spec, assumptions, lambda o: f"{o.gpus} x {o.accelerator}", "train on fewer samples"
-    )
     assumptions += [
         "Embedding all-to-all is exposed (between the lookups and the dense part); the dense gradient "
         "all-reduce overlaps the dense backward pass in DDP buckets.",
@@ -325,7 +284,23 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
         "and written once per step.",
     ]
-    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
+    bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
+    ranked = rank_training(
+        options,
+        spec,
+        objective,
+        rejected,
+        assumptions,
+        lambda o: f"{o.gpus} x {o.accelerator}",
+        "train on fewer samples",
+        explain,
+    )
+    best, alternatives, deadline, options = (
+        ranked.best,
+        ranked.alternatives,
+        ranked.deadline_s,
+        ranked.options,
+    )
     samples = (t.samples or m.train_samples or 0.0) * t.epochs
     demand = _training_demand(spec, best, calibration)
     return RecsysPlan(
@@ -375,7 +350,7 @@ def _serve_option(
     dense = dense_time_s(m, hw, local, act, training=False)
     service = look.total_s + comm.time_s + dense
     latency = batched_latency_s(service)
-    if latency > inf.latency_p99_s:
+    if not meets_latency(latency, inf.latency_p99_s, inf.batch):
         return f"{latency * 1e3:.1f} ms p99 at batch {batch:,}"
     util = margins_of(spec).utilisation_target
     capacity = util * batch / service
@@ -412,6 +387,24 @@ def _serve_option(
     )
 
 
+def serving_capacity(
+    spec: RecsysSpec, acc: Accelerator, node: NodeType, hw: Hardware, gpus_per_replica: int = 1
+) -> tuple[int, float, float] | None:
+    """(batch, samples/s one GPU serves at full load, p99 latency) at the batch that serves most
+    within the spec's bound (or at its fixed batch); None when no batch meets it."""
+    inf = spec.inference
+    assert inf is not None
+    best: tuple[int, float, float] | None = None
+    for batch in serve_batches(inf.batch, [q * inf.samples_per_query for q in BATCH_QUERIES]):
+        o = _serve_option(spec, acc, node, hw, gpus_per_replica, batch, 1.0)
+        if isinstance(o, str) or o.latency_p99_s is None:
+            continue
+        rate = batch / o.step["step_s"] / gpus_per_replica
+        if best is None or rate > best[1]:
+            best = (batch, rate, o.latency_p99_s)
+    return best
+
+
 def _serving_options(
     spec: RecsysSpec, calibration: Calibration | None, objective: str, design_sps: float
 ) -> tuple[list[RecsysOption], list[tuple[str, str]]]:
@@ -422,13 +415,7 @@ def _serving_options(
     tgt = spec.targets
     options: list[RecsysOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in _ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(inf.precision):
-            rejected.append((acc.id, f"has no {inf.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, inf.precision, calibration)
+    for acc, node, hw in allowed_hardware(spec, inf.precision, calibration, rejected):
         sizes = (
             [tgt.gpus_per_replica]
             if tgt.gpus_per_replica
@@ -436,9 +423,10 @@ def _serving_options(
         )
         mine: list[RecsysOption] = []
         why = ""
+        batches = serve_batches(inf.batch, [q * inf.samples_per_query for q in BATCH_QUERIES])
         for g in sizes:
-            for q in BATCH_QUERIES:
-                o = _serve_option(spec, acc, node, hw, g, q * inf.samples_per_query, design_sps)
+            for batch in batches:
+                o = _serve_option(spec, acc, node, hw, g, batch, design_sps)
                 if isinstance(o, str):
                     why = why or o
                 else:
@@ -462,39 +450,25 @@ def _serving_demand(spec: RecsysSpec, best: RecsysOption, design_qps: float, loa
     row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     request_bytes = inf.samples_per_query * _sample_bytes(m)
     node = node_for(best.accelerator)
-    return Demand(
-        workload="serving",
-        name=spec.name or m.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=2
-        * dense_macs_per_sample(m)
-        * best.samples_per_s_per_gpu
-        / margins.utilisation_target
-        / Hardware.from_catalog(get_accelerator(best.accelerator), node, inf.precision).peak_flops_per_s,
-        duty_cycle=min(1.0, load),
-        run_s=None,
-        runs_per_month=None,
-        work_unit="query",
-        work_units_per_s=inf.qps,
-        work_units_total=None,
-        dataset_bytes=0.0,
-        data_read_bytes_per_s=inf.qps * request_bytes,
-        bytes_per_work_unit=request_bytes,
+    peak = Hardware.from_catalog(get_accelerator(best.accelerator), node, inf.precision).peak_flops_per_s
+    facts = KindFacts(
+        unit="query",
+        unit_bytes=request_bytes,
         params=sum(rows) * m.embedding_dim + dense_params(m),
         weights_bytes=sum(rows) * row_b + dense_params(m) * DTYPE_BYTES[inf.precision],
         checkpoint_bytes=0.0,
         host_memory_bytes_per_gpu=best.placement["host_bytes"] / node.gpus_per_node,
         cpu_cores_per_gpu=SERVE_CPU_CORES_PER_GPU,
-        step_s=None,
-        step_s_by_nic_gbps={},
+        compute_utilisation=2
+        * dense_macs_per_sample(m)
+        * best.samples_per_s_per_gpu
+        / margins.utilisation_target
+        / peak,
         compute_share_of_step=best.step["dense_s"] / best.step["step_s"],
-        replicas=best.replicas,
-        gpus_per_replica=best.gpus_per_replica,
-        design_rate_rps=design_qps,
-        base_rate_rps=inf.qps,
     )
+    assert best.gpus_per_replica is not None
+    rates = (inf.qps, design_qps, load)
+    return serving_demand(spec.name or m.title, best, facts, rates, (best.replicas, best.gpus_per_replica))
 
 
 def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> RecsysPlan:
@@ -514,9 +488,7 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
             "Relax inference.latency_p99, store tables in fp16/int8, or allow GPUs with more memory.",
         )
     cap_notes: list[str] = []
-    options = rank_by_objective_then_latency(options, spec, objective, cap_notes, rejected)
-    best = options[0]
-    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    best, alternatives = rank_serving(options, spec, objective, cap_notes, rejected, explain)
     rows, _ = _tables(spec)
     row_b = row_bytes(m.embedding_dim, spec.embeddings.precision)
     assert best.replicas is not None and best.gpus_per_replica is not None
@@ -528,6 +500,7 @@ def _plan_inference(spec: RecsysSpec, calibration: Calibration | None) -> Recsys
         f"Capacity sized for {inf.qps:,.0f} queries/s x (1 + headroom {margins.headroom:.0%}) x "
         f"{inf.samples_per_query} candidates at {margins.utilisation_target:.0%} utilisation.",
         *cap_notes,
+        *batch_notes(inf.batch, best.latency_p99_s, inf.latency_p99_s),
     ]
     demand = _serving_demand(spec, best, design_qps, load)
     return RecsysPlan(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +48,30 @@ def _sampled(
     return el, _factor(el, mult) * _measured(rng, samples, sigma)
 
 
+# A spread beyond the accelerator's efficiencies: (rng, samples) -> (elasticities, factor samples).
+Extra = Callable[[np.random.Generator, int], tuple[dict[str, float], np.ndarray]]
+
+
+def _with_extra(
+    el: dict[str, float], k: np.ndarray, extra: Extra | None, seed: int, samples: int
+) -> tuple[dict[str, float], np.ndarray]:
+    if extra is None:
+        return el, k
+    more_el, more_k = extra(np.random.default_rng(seed + 1), samples)
+    return {**el, **more_el}, k * more_k
+
+
+def _spread(name: str, time_at: Callable[[float], float], low: float, high: float) -> Extra:
+    """The spread of one host-side rate (multiplied by low..high, triangular about 1) through
+    the time's elasticity to it (central difference at +-10%)."""
+
+    def extra(rng: np.random.Generator, n: int) -> tuple[dict[str, float], np.ndarray]:
+        e = math.log(time_at(1.1) / time_at(1 / 1.1)) / (2 * math.log(1.1))
+        return {name: e}, rng.triangular(low, 1.0, high, size=n) ** e
+
+    return extra
+
+
 def job_uncertainty(
     plan: Any,
     hw: Hardware,
@@ -57,11 +81,14 @@ def job_uncertainty(
     samples: int = SAMPLES,
     seed: int = SEED,
     measured_sigma: float | None = None,
+    extra: Extra | None = None,
 ) -> dict[str, Any]:
     """A training job of any workload: its step time, time to train, GPU-hours, cost and
-    throughput (`rate_key`, a field of the chosen option), and the chance of the deadline."""
+    throughput (`rate_key`, a field of the chosen option), and the chance of the deadline.
+    `extra(rng, samples)` adds a spread beyond the accelerator's efficiencies: (elasticities,
+    step-time factor samples), e.g. the host data pipeline's rate."""
     b = plan.best
-    el, k = _sampled(hw, step_of, samples, seed, measured_sigma)
+    el, k = _with_extra(*_sampled(hw, step_of, samples, seed, measured_sigma), extra, seed, samples)
     step_s = float(b.step["step_s"])
     metrics: dict[str, Any] = {"step_time_s": summary(step_s * k, step_s)}
     for name in ("time_to_train_s", "gpu_hours", "cost_usd"):
@@ -104,11 +131,13 @@ def service_uncertainty(
     samples: int = SAMPLES,
     seed: int = SEED,
     measured_sigma: float | None = None,
+    extra: Extra | None = None,
 ) -> dict[str, Any]:
     """A vision or recommendation service: capacity (`rate_key`, per GPU or per replica),
-    replicas needed at the design rate, cost per hour and p99 latency."""
+    replicas needed at the design rate, cost per hour and p99 latency; `extra` as in
+    `job_uncertainty` (e.g. the video decoders' rate)."""
     b = plan.best
-    el, k = _sampled(hw, unit_time_of, samples, seed, measured_sigma)
+    el, k = _with_extra(*_sampled(hw, unit_time_of, samples, seed, measured_sigma), extra, seed, samples)
     rate = float(getattr(b, rate_key))
     metrics: dict[str, Any] = {rate_key: summary(rate / k, rate)}
     replicas = int(getattr(b, "replicas", None) or b.gpus)
@@ -140,7 +169,7 @@ def service_uncertainty(
 
 def vision_uncertainty(plan: Any, spec: Any, calibration: Calibration | None = None) -> dict[str, Any]:
     from rightsize.perf import datapipe
-    from rightsize.perf.vision import count_model, step_time
+    from rightsize.perf.vision import count_model
     from rightsize.search import vision as V
 
     b = plan.best
@@ -155,32 +184,49 @@ def vision_uncertainty(plan: Any, spec: Any, calibration: Calibration | None = N
         if optimizer not in V.OPTIMIZER_STATE_BYTES_PER_PARAM:
             optimizer = "sgd"
 
-        def step_of(h: Hardware) -> float:
+        def step_at(h: Hardware, loader_scale: float = 1.0) -> float:
             o = V._train_option(
-                arch, counts, acc, node, h, b.batch_per_gpu, b.gpus, spec, image_bytes, optimizer
+                arch,
+                counts,
+                acc,
+                node,
+                h,
+                b.batch_per_gpu,
+                b.gpus,
+                spec,
+                image_bytes,
+                optimizer,
+                loader_scale,
             )
             return float(o.step["step_s"])
 
-        return job_uncertainty(plan, hw, step_of, "images_per_s_per_gpu")
+        f = datapipe.figures()
+        loader = _spread(
+            "dataloader_rate",
+            lambda scale: step_at(hw, scale),
+            f.value("images.dataloader_rate_low_vs_catalog"),
+            f.value("images.dataloader_rate_high_vs_catalog"),
+        )
+        return job_uncertainty(plan, hw, step_at, "images_per_s_per_gpu", extra=loader)
     inf = spec.inference
     hw = calibrated_hardware(acc, node, inf.precision, calibration)
-    pixels = inf.resolution_vs_1080p
-    decode: Literal["nvdec", "cpu"] = (
-        "cpu" if inf.decode == "cpu" or datapipe.nvdec_engines(acc.id) == 0 else "nvdec"
+    at_batch = spec.model_copy(update={"inference": inf.model_copy(update={"batch": b.batch_per_gpu})})
+
+    def unit_time_of(h: Hardware, decode_scale: float = 1.0) -> float:
+        # The planner's own serving figure at the chosen batch (decode, preprocessing, engine).
+        got = V.serving_capacity(at_batch, acc.id, h, decode_scale)
+        return 1.0 / got[1] if got else math.inf
+
+    f = datapipe.figures()
+    decoders = _spread(
+        "nvdec_rate",
+        lambda scale: unit_time_of(hw, scale),
+        f.value("video.nvdec_rate_low_vs_catalog"),
+        f.value("video.nvdec_rate_high_vs_catalog"),
     )
-    decode_fps = datapipe.video_decode_fps_per_gpu(acc.id, decode, pixels)
-
-    def unit_time_of(h: Hardware) -> float:
-        prep_s = (V.NV12_BYTES_PER_PIXEL * V.PIXELS_1080P * pixels + 3 * arch.image_size**2 * 2.0) / (
-            h.hbm_bytes_per_s * h.memory_bw_fraction
-        )
-        service = step_time(arch, h, b.batch_per_gpu, training=False, act_bytes=2.0).compute_s
-        service += b.batch_per_gpu * prep_s
-        return max(service / b.batch_per_gpu, 1.0 / decode_fps if decode_fps else 0.0)
-
     design = plan.demand.design_rate_rps if plan.demand is not None else 0.0
     return service_uncertainty(
-        plan, hw, unit_time_of, "images_per_s_per_gpu", b.images_per_s_per_gpu, design or 0.0
+        plan, hw, unit_time_of, "images_per_s_per_gpu", b.images_per_s_per_gpu, design or 0.0, extra=decoders
     )
 
 

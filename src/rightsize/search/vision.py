@@ -7,23 +7,23 @@ cost each from perf.vision and perf.datapipe, keep the feasible, rank by the obj
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import asdict
+from typing import Any, Literal
 
 import numpy as np
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
-from rightsize.catalog.reliability import reliability
-from rightsize.constants import HOUR_S
+from rightsize.catalog import Accelerator, NodeType, get_accelerator, node_for
 from rightsize.errors import Infeasible
 from rightsize.perf import datapipe
 from rightsize.perf.collectives import all_reduce_s, group_link
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.reliability import goodput
 from rightsize.perf.vision import (
     DTYPE_BYTES,
     GRAD_BYTES_PER_PARAM,
     OPTIMIZER_STATE_BYTES_PER_PARAM,
     VisionCounts,
+    VisionMemory,
+    VisionStepTime,
     batched_latency_s,
     count_model,
     gradient_allreduce_exposed_s,
@@ -31,20 +31,29 @@ from rightsize.perf.vision import (
     step_time,
     train_memory,
 )
-from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import (
     margins_of,
     training_extra,
-    under_power_cap,
 )
 from rightsize.search.demand import Demand
-from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
-from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
+from rightsize.search.job_common import (
+    allowed_hardware,
+    batch_notes,
+    gpu_counts,
+    meets_latency,
+    rank_serving,
+    rank_training,
+    run_figures,
+    serve_batches,
+)
+from rightsize.search.job_demand import KindFacts, nic_sweep, serving_demand, training_demand
+from rightsize.search.serving_costs import billed_cost_usd_per_hour
 from rightsize.search.vision_plan import VisionOption, VisionPlan, explain
 from rightsize.spec.vision import VisionModel, VisionSpec
 
-NIC_SWEEP_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)
 BATCHES = (256, 128, 64, 32, 16, 8, 4, 2, 1)
+# Inference engines batch further (MLPerf ResNet-50 engines run thousands of images per batch).
+SERVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 # Largest global batch the epoch count still holds for: ResNet-50 reaches its accuracy in ~90
 # epochs up to ~8k images with SGD (Goyal et al. 2017) and to ~32-64k with LARS (You et al. 2017);
 # beyond that more epochs are needed, which this planner does not model.
@@ -59,10 +68,6 @@ Calibration = dict[str, dict[str, float]]
 
 
 # ------------------------------------------------------------------------------------ common
-
-
-def _accelerator_ids(spec: VisionSpec) -> list[str]:
-    return list(spec.targets.accelerators) if spec.targets.accelerators else list(accelerators())
 
 
 def plan_vision(spec: VisionSpec, calibration: Calibration | None = None) -> VisionPlan:
@@ -86,10 +91,11 @@ def _train_option(
     spec: VisionSpec,
     image_bytes: float,
     optimizer: str,
+    loader_scale: float = 1.0,
 ) -> VisionOption:
     t = spec.train
     assert t is not None
-    st = step_time(arch, hw, batch, training=True, act_bytes=2.0, optimizer=optimizer)
+    st = step_time(arch, hw, batch, training=True, act_bytes=2.0, optimizer=optimizer, kernels=t.kernels)
     grad_bytes = counts.params * GRAD_BYTES_PER_PARAM
     bw, lat = group_link(np.array([float(gpus)]), np.array([1.0]), hw)
     ar = float(all_reduce_s(np.array(grad_bytes), np.array(float(gpus)), bw, lat)[0])
@@ -97,19 +103,15 @@ def _train_option(
     exposed = gradient_allreduce_exposed_s(ar, backward_s, grad_bytes)
     step_s = st.compute_s + exposed
     ips = batch / step_s
-    cores_needed = datapipe.image_cpu_cores_per_gpu(ips, t.decode)
-    cores_have = node.cpu_cores / node.gpus_per_node
+    cores_needed = datapipe.image_cpu_cores_per_gpu(ips, t.decode) / loader_scale
+    cores_have = datapipe.loader_cores_per_gpu(node.cpu_cores, node.gpus_per_node)
     input_bound = t.decode == "cpu" and cores_needed > cores_have
     if input_bound:
-        ips = cores_have * datapipe.images_per_s_per_core()
+        ips = cores_have * datapipe.images_per_s_per_core() * loader_scale
         cores_needed = cores_have
     total_ips = ips * gpus
-    images_total = t.images * t.epochs
-    nodes = math.ceil(gpus / node.gpus_per_node)
     ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
-    gp = goodput(gpus, nodes, ckpt, reliability()).goodput
-    ttt = images_total / total_ips / gp
-    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
+    run = run_figures(acc.id, node, gpus, t.images * t.epochs, total_ips, ckpt)
     mem = train_memory(arch, hw, batch, 2.0, optimizer)
     return VisionOption(
         accelerator=acc.id,
@@ -132,11 +134,7 @@ def _train_option(
         mfu=3.0 * counts.flops_per_image * ips / hw.peak_flops_per_s,
         cpu_cores_per_gpu=cores_needed,
         input_bound=input_bound,
-        time_to_train_s=ttt,
-        gpu_hours=gpus * ttt / HOUR_S,
-        cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
-        goodput=gp,
-        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
+        **asdict(run),
     )
 
 
@@ -162,43 +160,29 @@ def _training_demand(
     image_bytes, optimizer = data
     acc = get_accelerator(best.accelerator)
     node = node_for(acc.id)
-    sweep = {}
-    for gbps in NIC_SWEEP_GBPS:
-        hw = calibrated_hardware(acc, node, t.precision, calibration).with_overrides(
-            scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
-        )
-        o = _train_option(
+    sweep = nic_sweep(
+        acc,
+        node,
+        t.precision,
+        calibration,
+        lambda hw: _train_option(
             arch, counts, acc, node, hw, best.batch_per_gpu, best.gpus, spec, image_bytes, optimizer
-        )
-        sweep[gbps] = o.step["step_s"]
+        ).step["step_s"],
+    )
     compute = best.step["step_s"] - best.step["allreduce_exposed_s"] - best.step["input_wait_s"]
-    ckpt = counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer])
-    assert best.time_to_train_s is not None
-    return Demand(
-        workload="pretraining",
-        name=spec.name or arch.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=best.mfu,
-        duty_cycle=1.0,
-        run_s=best.time_to_train_s * (best.goodput or 1.0),  # failure-free: sizing applies goodput
-        runs_per_month=None,
-        work_unit="image",
-        work_units_per_s=best.images_per_s,
-        work_units_total=t.images * t.epochs,
-        dataset_bytes=t.images * image_bytes,
-        data_read_bytes_per_s=best.images_per_s * image_bytes,
-        bytes_per_work_unit=image_bytes,
+    facts = KindFacts(
+        unit="image",
+        unit_bytes=image_bytes,
         params=counts.params,
         weights_bytes=counts.params * 2.0,
-        checkpoint_bytes=ckpt,
+        checkpoint_bytes=counts.params * (4.0 + OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer]),
         host_memory_bytes_per_gpu=datapipe.dataloader_host_bytes(best.cpu_cores_per_gpu),
         cpu_cores_per_gpu=best.cpu_cores_per_gpu,
-        step_s=best.step["step_s"],
-        step_s_by_nic_gbps=sweep,
+        compute_utilisation=best.mfu,
         compute_share_of_step=compute / best.step["step_s"],
     )
+    units = (best.images_per_s, t.images * t.epochs, t.images * image_bytes)
+    return training_demand(spec.name or arch.title, best, facts, units, sweep)
 
 
 def _training_options(
@@ -212,18 +196,16 @@ def _training_options(
     image_bytes, optimizer = data
     options: list[VisionOption] = []
     rejected: list[tuple[str, str]] = []
-    for acc_id in _accelerator_ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(t.precision):
-            rejected.append((acc.id, f"has no {t.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, t.precision, calibration)
+    for acc, node, hw in allowed_hardware(spec, t.precision, calibration, rejected):
         batch = _pick_batch(arch, hw, t.batch_per_gpu, optimizer)
         if batch is None:
             rejected.append((acc.id, f"batch {t.batch_per_gpu or 1} per GPU does not fit in memory"))
             continue
-        counts_g = [tgt.gpus] if tgt.gpus else [g for g in _gpu_counts(node) if g * batch <= MAX_GLOBAL_BATCH]
+        counts_g = (
+            [tgt.gpus]
+            if tgt.gpus
+            else [g for g in gpu_counts(node, MAX_GPUS) if g * batch <= MAX_GLOBAL_BATCH]
+        )
         for g in counts_g:
             options.append(_train_option(arch, counts, acc, node, hw, batch, g, spec, image_bytes, optimizer))
     return options, rejected
@@ -240,7 +222,7 @@ def _training_assumptions(spec: VisionSpec, counts: Any, image_bytes: float) -> 
         f"Mean image {image_bytes / 1e3:.0f} KB; decode + augmentation on the {t.decode.upper()}"
         + (
             f" at {datapipe.images_per_s_per_core():.0f} images/s per core (decode "
-            f"{datapipe.figures().value('images.decode_images_per_s_per_core'):.0f}/s, augmentation "
+            f"{datapipe.figures().value('images.dataloader_decode_images_per_s_per_core'):.0f}/s in a DataLoader, augmentation "
             f"{datapipe.figures().value('images.augment_images_per_s_per_core'):.0f}/s, in series)."
             if t.decode == "cpu"
             else " (DALI; hardware/nvJPEG decode assumed not to slow the step)."
@@ -267,35 +249,29 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
             "; ".join(f"{a}: {r}" for a, r in rejected) or "No accelerator allowed.",
             "Allow more accelerators or lower train.batch_per_gpu.",
         )
-    options = under_power_cap(options, lambda o: o.gpus, lambda o: get_node(o.node), spec, assumptions)
     bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
-    timely, deadline = in_time(
+    ranked = rank_training(
         options,
         spec,
+        objective,
+        rejected,
         assumptions,
         lambda o: f"{o.gpus} x {o.accelerator}, global batch {o.gpus * o.batch_per_gpu:,}",
         "train fewer epochs",
+        explain,
     )
-    if deadline is None and not tgt.gpus:
-        assumptions.append("No deadline or GPU count: the plan minimises the objective alone.")
-    best, alternatives = rank_by_objective_then_time(timely, objective, rejected, explain)
-    seen = {best.accelerator} | {o.accelerator for o, _ in alternatives}
-    for acc_id in dict.fromkeys(o.accelerator for o in options):
-        if acc_id not in seen and acc_id not in {a for a, _ in rejected}:
-            rejected.append(
-                (
-                    acc_id,
-                    f"no GPU count meets the {deadline / HOUR_S:.1f} h deadline"
-                    if deadline
-                    else "ranked out",
-                )
-            )
+    best, alternatives, deadline, options = (
+        ranked.best,
+        ranked.alternatives,
+        ranked.deadline_s,
+        ranked.options,
+    )
     node = node_for(best.accelerator)
     pipeline = {
         "mean_image_bytes": image_bytes,
         "images_per_s_per_core": datapipe.images_per_s_per_core(),
         "cpu_cores_per_gpu": best.cpu_cores_per_gpu,
-        "cpu_cores_per_gpu_available": node.cpu_cores / node.gpus_per_node,
+        "cpu_cores_per_gpu_available": datapipe.loader_cores_per_gpu(node.cpu_cores, node.gpus_per_node),
         "read_bytes_per_s": best.images_per_s * image_bytes,
         "dataset_bytes": t.images * image_bytes,
     }
@@ -315,15 +291,6 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         demand=demand,
         extra=training_extra(options, best, bare, margin),
     )
-
-
-def _gpu_counts(node: NodeType) -> list[int]:
-    counts = [g for g in (1, 2, 4) if g < node.gpus_per_node]
-    g = node.gpus_per_node
-    while g <= MAX_GPUS:
-        counts.append(g)
-        g *= 2
-    return counts
 
 
 # --------------------------------------------------------------------------------- inference
@@ -346,30 +313,17 @@ def _inference_on(
     counts = count_model(arch)
     design_fps, util, objective = sizing
     pixels = inf.resolution_vs_1080p
-    decode = inf.decode
-    if decode == "nvdec" and datapipe.nvdec_engines(acc.id) == 0:
-        decode = "cpu"
-        assumptions.append(f"{acc.id}: no NVDEC figure in the catalog; frames decoded on CPU cores.")
-    decode_fps = datapipe.video_decode_fps_per_gpu(acc.id, decode, pixels)
-    if decode == "nvdec":
-        decode_latency = pixels / datapipe.figures().value("video.nvdec_fps_per_engine_1080p")
-    else:
-        decode_latency = pixels / datapipe.figures().value("video.cpu_decode_fps_per_core_1080p")
-    prep_s = (NV12_BYTES_PER_PIXEL * PIXELS_1080P * pixels + 3 * arch.image_size**2 * 2.0) / (
-        hw.hbm_bytes_per_s * hw.memory_bw_fraction
-    )
+    decode, decode_fps, decode_latency, prep_s = _frame_costs(spec, acc.id, hw, assumptions)
     chosen: VisionOption | None = None
     lowest: float | None = None
-    for b in BATCHES:
-        mem = inference_memory(arch, hw, b, DTYPE_BYTES[inf.precision])
-        if not mem.fits:
+    for b in serve_batches(inf.batch, SERVE_BATCHES):
+        point = _serve_point(spec, hw, b, decode_latency, prep_s)
+        if point is None:
             continue
-        st = step_time(arch, hw, b, training=False, act_bytes=2.0)
-        service = st.compute_s + b * prep_s
-        latency = batched_latency_s(service, decode_latency)
+        st, mem, service, latency = point
         if lowest is None or latency < lowest:
             lowest = latency
-        if latency > inf.latency_p99_s:
+        if not meets_latency(latency, inf.latency_p99_s, inf.batch):
             continue
         per_gpu = util * min(b / service, decode_fps)
         gpus = max(1, math.ceil(design_fps / per_gpu))
@@ -392,7 +346,7 @@ def _inference_on(
             memory=mem.as_dict(),
             mfu=counts.flops_per_image * (b / service) / hw.peak_flops_per_s,
             cpu_cores_per_gpu=SERVING_CPU_CORES_PER_GPU
-            + datapipe.video_cpu_cores(design_fps / gpus, decode, pixels),
+            + datapipe.video_cpu_cores(design_fps / gpus, "cpu" if decode == "cpu" else "nvdec", pixels),
             input_bound=decode_fps < b / service,
             cost_usd=billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node),
             latency_p99_s=latency,
@@ -401,6 +355,65 @@ def _inference_on(
         if chosen is None or key < (chosen.objective(objective), chosen.latency_p99_s or 0.0):
             chosen = opt
     return chosen, lowest
+
+
+def _serve_point(
+    spec: VisionSpec, hw: Hardware, batch: int, decode_latency: float, prep_s: float
+) -> tuple[VisionStepTime, VisionMemory, float, float] | None:
+    """One batch on one GPU: its step breakdown, memory, service time and p99 latency (None
+    when the batch does not fit in memory)."""
+    inf = spec.inference
+    assert inf is not None
+    mem = inference_memory(spec.arch, hw, batch, DTYPE_BYTES[inf.precision])
+    if not mem.fits:
+        return None
+    st = step_time(spec.arch, hw, batch, training=False, act_bytes=DTYPE_BYTES[inf.precision])
+    service = st.compute_s + batch * prep_s
+    return st, mem, service, batched_latency_s(service, decode_latency)
+
+
+def serving_capacity(
+    spec: VisionSpec, acc_id: str, hw: Hardware, decode_scale: float = 1.0
+) -> tuple[int, float, float] | None:
+    """(batch, images/s one GPU serves at full load, p99 latency) at the batch that serves most
+    within the spec's bound (or at its fixed batch); None when no batch fits and meets it.
+    `decode_scale` scales the decoders' rate (for the uncertainty of a decode-bound service)."""
+    inf = spec.inference
+    assert inf is not None
+    _, decode_fps, decode_latency, prep_s = _frame_costs(spec, acc_id, hw, [])
+    best: tuple[int, float, float] | None = None
+    for b in serve_batches(inf.batch, SERVE_BATCHES):
+        point = _serve_point(spec, hw, b, decode_latency, prep_s)
+        if point is None or not meets_latency(point[3], inf.latency_p99_s, inf.batch):
+            continue
+        rate = min(b / point[2], decode_fps * decode_scale)
+        if best is None or rate > best[1]:
+            best = (b, rate, point[3])
+    return best
+
+
+def _frame_costs(
+    spec: VisionSpec, acc_id: str, hw: Hardware, assumptions: list[str]
+) -> tuple[str, float, float, float]:
+    """(where frames are decoded, frames/s the GPU's decoders deliver, decode latency of one
+    frame, GPU preprocessing seconds per frame) for the spec's decode: NVDEC, CPU, or none
+    (frames arrive as tensors)."""
+    inf = spec.inference
+    assert inf is not None
+    if inf.decode == "none":
+        return "none", math.inf, 0.0, 0.0
+    pixels = inf.resolution_vs_1080p
+    decode: Literal["nvdec", "cpu"] = inf.decode
+    if decode == "nvdec" and datapipe.nvdec_engines(acc_id) == 0:
+        decode = "cpu"
+        assumptions.append(f"{acc_id}: no NVDEC figure in the catalog; frames decoded on CPU cores.")
+    decode_fps = datapipe.video_decode_fps_per_gpu(acc_id, decode, pixels)
+    per_s = "video.nvdec_fps_per_engine_1080p" if decode == "nvdec" else "video.cpu_decode_fps_per_core_1080p"
+    decode_latency = pixels / datapipe.figures().value(per_s)
+    prep_s = (NV12_BYTES_PER_PIXEL * PIXELS_1080P * pixels + 3 * spec.arch.image_size**2 * 2.0) / (
+        hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    )
+    return decode, decode_fps, decode_latency, prep_s
 
 
 def _no_latency_option(
@@ -429,37 +442,18 @@ def _inference_demand(
     inf = spec.inference
     assert inf is not None
     arch = spec.arch
-    base_fps, design_fps, load = rates
-    weight_bytes = DTYPE_BYTES[inf.precision]
-    return Demand(
-        workload="serving",
-        name=spec.name or arch.title,
-        accelerator=best.accelerator,
-        node=best.node,
-        gpus=best.gpus,
-        compute_utilisation=best.mfu,
-        duty_cycle=min(1.0, load),
-        run_s=None,
-        runs_per_month=None,
-        work_unit="image",
-        work_units_per_s=base_fps,
-        work_units_total=None,
-        dataset_bytes=0.0,
-        data_read_bytes_per_s=inf.streams * stream_bytes_per_s,
-        bytes_per_work_unit=stream_bytes_per_s / inf.fps,
+    facts = KindFacts(
+        unit="image",
+        unit_bytes=stream_bytes_per_s / inf.fps,
         params=counts.params,
-        weights_bytes=counts.params * weight_bytes,
+        weights_bytes=counts.params * DTYPE_BYTES[inf.precision],
         checkpoint_bytes=0.0,
         host_memory_bytes_per_gpu=datapipe.dataloader_host_bytes(best.cpu_cores_per_gpu),
         cpu_cores_per_gpu=best.cpu_cores_per_gpu,
-        step_s=None,
-        step_s_by_nic_gbps={},
+        compute_utilisation=best.mfu,
         compute_share_of_step=1.0,
-        replicas=best.gpus,
-        gpus_per_replica=1,
-        design_rate_rps=design_fps,
-        base_rate_rps=base_fps,
     )
+    return serving_demand(spec.name or arch.title, best, facts, rates, (best.gpus, 1))
 
 
 def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> VisionPlan:
@@ -484,13 +478,7 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
     options: list[VisionOption] = []
     rejected: list[tuple[str, str]] = []
     best_latency: tuple[float, str] | None = None
-    for acc_id in _accelerator_ids(spec):
-        acc = get_accelerator(acc_id)
-        node = node_for(acc.id)
-        if not acc.supports(inf.precision):
-            rejected.append((acc.id, f"has no {inf.precision} support"))
-            continue
-        hw = calibrated_hardware(acc, node, inf.precision, calibration)
+    for acc, node, hw in allowed_hardware(spec, inf.precision, calibration, rejected):
         chosen, lowest = _inference_on(spec, acc, node, hw, (design_fps, util, objective), assumptions)
         if lowest is not None and (best_latency is None or lowest < best_latency[0]):
             best_latency = (lowest, acc.id)
@@ -500,9 +488,8 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
             options.append(chosen)
     if not options:
         raise _no_latency_option(spec, rejected, best_latency)
-    options = rank_by_objective_then_latency(options, spec, objective, assumptions, rejected)
-    best = options[0]
-    alternatives = [(o, explain(o, best, objective)) for o in options[1:]]
+    best, alternatives = rank_serving(options, spec, objective, assumptions, rejected, explain)
+    assumptions += batch_notes(inf.batch, best.latency_p99_s, inf.latency_p99_s)
     load = base_fps / (best.gpus * best.batch_per_gpu / best.step["step_s"])
     pipeline = {
         "decode": inf.decode,

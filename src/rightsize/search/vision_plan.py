@@ -1,44 +1,27 @@
-"""The vision plan and its options as typed values, with their JSON and terminal text."""
+"""The vision plan and its options: the shared records (`search.job_plan`) with the vision
+model's own fields (rates in images, MFU, the input pipeline) and text."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from rightsize.constants import GB, HOUR_S, REPORT_SCHEMA_VERSION, GiB
-from rightsize.perf.vision import (
-    VisionCounts,
-)
-from rightsize.search.demand import Demand
-from rightsize.search.option_rank import RankedOption, objective_gap
+from rightsize.constants import GB, HOUR_S, GiB
+from rightsize.perf.vision import VisionCounts
+from rightsize.search.job_plan import JobOption, JobPlan, step_line
+from rightsize.search.option_rank import objective_gap
 
 
-@dataclass
-class VisionOption(RankedOption):
+@dataclass(kw_only=True)
+class VisionOption(JobOption):
     """One evaluated configuration with everything a report needs, as plain values."""
 
-    accelerator: str
-    node: str
-    gpus: int
     batch_per_gpu: int
     images_per_s_per_gpu: float
     images_per_s: float
-    step: dict[str, float]  # seconds, broken down (step_s is the total)
-    memory: dict[str, float]  # bytes per GPU
     mfu: float
     cpu_cores_per_gpu: float
     input_bound: bool = False
-    time_to_train_s: float | None = None
-    gpu_hours: float | None = None
-    cost_usd: float | None = None  # training: the run; inference: per hour
-    latency_p99_s: float | None = None
-    goodput: float | None = None
-    gpu_hours_billed: float | None = None  # whole nodes x hours (training)
-
-    @property
-    def step_time_s(self) -> float | None:
-        """One step (training) or one batch (inference), the figure a calibration changes."""
-        return self.step.get("step_s")
 
 
 def explain(loser: VisionOption, winner: VisionOption, objective: str) -> str:
@@ -50,36 +33,19 @@ def explain(loser: VisionOption, winner: VisionOption, objective: str) -> str:
     return "; ".join(parts)
 
 
-@dataclass
-class VisionPlan:
+@dataclass(kw_only=True)
+class VisionPlan(JobPlan):
     """The outcome of a vision search."""
 
-    name: str
-    model: str
-    mode: str
-    objective: str
+    KIND = "vision_plan"
+
     best: VisionOption
     alternatives: list[tuple[VisionOption, str]]
-    rejected: list[tuple[str, str]]
-    assumptions: list[str]
     counts: VisionCounts
     pipeline: dict[str, Any]
-    targets: dict[str, Any] = field(default_factory=dict)
-    demand: Demand | None = None
-    sizing: Any = None
-    uncertainty: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, versioned; every quantity key carries its unit."""
+    def model_dict(self) -> dict[str, Any]:
         return {
-            "kind": "vision_plan",
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "name": self.name,
-            "model": self.model,
-            "mode": self.mode,
-            "objective": self.objective,
-            "targets": self.targets,
             "model_counts": {
                 "macs_per_image": self.counts.macs_per_image,
                 "flops_per_image": self.counts.flops_per_image,
@@ -87,23 +53,18 @@ class VisionPlan:
                 "stored_activation_elements_per_image": self.counts.stored_activation_elements_per_image,
             },
             "pipeline": self.pipeline,
-            "best": asdict(self.best),
-            "alternatives": [{**asdict(o), "why_not": why} for o, why in self.alternatives],
-            "rejected": [{"accelerator": a, "reason": r} for a, r in self.rejected],
-            "assumptions": self.assumptions,
-            "demand": self.demand.as_dict() if self.demand else None,
-            "sizing": self.sizing.as_dict() if hasattr(self.sizing, "as_dict") else self.sizing,
         }
 
-    def render_text(self, title: str) -> str:
-        b = self.best
-        lines = [f"{title}: {self.name}", "=" * (len(title) + len(self.name) + 2)]
+    def model_lines(self) -> list[str]:
         c = self.counts
-        lines.append(
+        return [
             f"model {self.model}: {c.macs_per_image / 1e9:.2f} GMACs ({c.flops_per_image / 1e9:.2f} GFLOPs) "
             f"per image, {c.params / 1e6:.1f}M parameters"
-        )
-        lines.append(f"best: {b.gpus} x {b.accelerator} ({b.node}), batch {b.batch_per_gpu} per GPU")
+        ]
+
+    def best_lines(self) -> list[str]:
+        b = self.best
+        lines = [f"best: {b.gpus} x {b.accelerator} ({b.node}), batch {b.batch_per_gpu} per GPU"]
         if self.mode == "training":
             assert b.time_to_train_s is not None
             lines.append(
@@ -121,8 +82,7 @@ class VisionPlan:
                 f"p99 latency {b.latency_p99_s * 1e3:.1f} ms"
                 + (f", ${b.cost_usd:,.2f}/h on demand" if b.cost_usd is not None else "")
             )
-        step = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.2f} ms" for k, v in b.step.items() if v)
-        lines.append(f"  step breakdown: {step}")
+        lines.append(step_line(b.step))
         mem = b.memory
         lines.append(
             f"  memory per GPU: {mem['total_bytes'] / GiB:.1f} of {mem['capacity_bytes'] / GiB:.1f} GiB"
@@ -132,9 +92,4 @@ class VisionPlan:
             f"data pipeline: {b.cpu_cores_per_gpu:.1f} CPU cores per GPU, "
             f"read {p.get('read_bytes_per_s', 0.0) / GB:.2f} GB/s in total"
         )
-        for opt, why in self.alternatives:
-            lines.append(f"alternative: {opt.gpus} x {opt.accelerator}: {why}")
-        for acc, why in self.rejected:
-            lines.append(f"rejected: {acc}: {why}")
-        lines += [f"assumption: {a}" for a in self.assumptions]
-        return "\n".join(lines)
+        return lines

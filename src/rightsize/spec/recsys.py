@@ -11,24 +11,15 @@ its presets (`data/recsys_models.yaml`: table rows and pooling factors, MLP widt
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass
-from importlib import resources
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
 
-from rightsize import yamlio
-from rightsize.errors import did_you_mean
-from rightsize.spec.checked import CheckedSpec
-from rightsize.spec.inference import Policy
-from rightsize.spec.infrastructure import Infrastructure
-from rightsize.spec.prices import ProviderList, UserPrices, providers_field
-from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
-from rightsize.spec.units import Bytes, Count, CountInt, DurationS, refuse_bare_durations
+from rightsize.spec.job_kinds import KIND_CONFIG, KindSpec, KindTargets, PresetTable, ServingBatch
+from rightsize.spec.shared import POSITIVE
+from rightsize.spec.units import Bytes, Count, CountInt, DurationS
 
-_SEPARATORS_RE = re.compile(r"[-_./\s]")
 EmbeddingPrecision = Literal["fp32", "fp16", "bf16", "int8"]
 
 
@@ -66,66 +57,44 @@ class RecsysModel:
         return sum(t.pooling for t in self.tables)
 
 
-def _normalize(name: str) -> str:
-    return _SEPARATORS_RE.sub("", name.lower())
+def _build(name: str, e: dict[str, Any]) -> RecsysModel:
+    return RecsysModel(
+        name=name,
+        title=str(e["title"]),
+        source=str(e["source"]),
+        dense_features=int(e["dense_features"]),
+        embedding_dim=int(e["embedding_dim"]),
+        bottom_mlp=tuple(int(x) for x in e["bottom_mlp"]),
+        top_mlp=tuple(int(x) for x in e["top_mlp"]),
+        interaction=str(e["interaction"]),
+        dcn_layers=int(e.get("dcn_layers", 0)),
+        dcn_low_rank=int(e.get("dcn_low_rank", 0)),
+        optimizer=str(e["optimizer"]),
+        tables=tuple(EmbeddingTable(int(t["rows"]), float(t["pooling"])) for t in e["tables"]),
+        train_samples=float(e["train_samples"]) if "train_samples" in e else None,
+        train_samples_source=str(e.get("train_samples_source", "")),
+    )
 
 
-@functools.cache
-def _table() -> tuple[dict[str, RecsysModel], dict[str, str]]:
-    text = resources.files("rightsize.spec").joinpath("data/recsys_models.yaml").read_text(encoding="utf-8")
-    doc = yamlio.safe_load(text)
-    models: dict[str, RecsysModel] = {}
-    lookup: dict[str, str] = {}
-    for name, e in doc["models"].items():
-        models[name] = RecsysModel(
-            name=name,
-            title=str(e["title"]),
-            source=str(e["source"]),
-            dense_features=int(e["dense_features"]),
-            embedding_dim=int(e["embedding_dim"]),
-            bottom_mlp=tuple(int(x) for x in e["bottom_mlp"]),
-            top_mlp=tuple(int(x) for x in e["top_mlp"]),
-            interaction=str(e["interaction"]),
-            dcn_layers=int(e.get("dcn_layers", 0)),
-            dcn_low_rank=int(e.get("dcn_low_rank", 0)),
-            optimizer=str(e["optimizer"]),
-            tables=tuple(EmbeddingTable(int(t["rows"]), float(t["pooling"])) for t in e["tables"]),
-            train_samples=float(e["train_samples"]) if "train_samples" in e else None,
-            train_samples_source=str(e.get("train_samples_source", "")),
-        )
-        for alias in (name, *e.get("aliases", ())):
-            lookup[_normalize(alias)] = name
-    return models, lookup
+PRESETS = PresetTable("recsys_models.yaml", "recommendation", _build)
 
 
 def recsys_model_names() -> list[str]:
-    return sorted(_table()[0])
+    return PRESETS.names()
 
 
 def get_recsys_model(name: str) -> RecsysModel:
     """The preset for a name or alias; ValueError naming the known ones when unknown."""
-    models, lookup = _table()
-    found = lookup.get(_normalize(name))
-    if found is None:
-        hint = did_you_mean(name, recsys_model_names())
-        raise ValueError(
-            f"unknown recommendation model {name!r}; known: {', '.join(recsys_model_names())}"
-            + (f" ({hint})" if hint else "")
-        )
-    return models[found]
+    return PRESETS.get(name)
 
 
 # ------------------------------------------------------------------------------------------- spec
-
-_CFG = ConfigDict(
-    extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
-)
 
 
 class Embeddings(BaseModel):
     """How the embedding tables are stored, sharded and cached."""
 
-    model_config = _CFG
+    model_config = KIND_CONFIG
 
     precision: EmbeddingPrecision = Field(
         default="fp32",
@@ -156,7 +125,7 @@ class Embeddings(BaseModel):
 class RecsysTraining(BaseModel):
     """A training run over logged samples (impressions with labels)."""
 
-    model_config = _CFG
+    model_config = KIND_CONFIG
 
     samples: Annotated[Count, POSITIVE] | None = Field(
         default=None, description="Samples per epoch; null takes the preset's dataset (Criteo 1TB: 4.2B)."
@@ -174,10 +143,8 @@ class RecsysTraining(BaseModel):
     )
 
 
-class RecsysInference(BaseModel):
+class RecsysInference(ServingBatch):
     """Online ranking: queries arrive at a rate; each scores a number of candidates (samples)."""
-
-    model_config = _CFG
 
     qps: Annotated[Count, POSITIVE] = Field(
         validation_alias=AliasChoices("qps", "rate", "peak_qps"),
@@ -195,71 +162,24 @@ class RecsysInference(BaseModel):
         default="fp16", description="Compute precision of the dense part."
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _latency_has_unit(cls, data: Any) -> Any:
-        return refuse_bare_durations(data, ("latency_p99", "latency"))
 
-
-class RecsysTargets(BaseModel):
+class RecsysTargets(KindTargets):
     """Which hardware the plan may use and what it minimises."""
 
-    model_config = _CFG
-
-    accelerators: list[str] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ACCELERATORS,
-        json_schema_extra=ACCELERATORS_SCHEMA_EXTRA,
-        description="Catalog ids of the accelerators allowed (see `rightsize catalog`); 'all' or null for every one.",
-    )
-    deadline_s: Annotated[DurationS, POSITIVE] | None = Field(
-        default=None,
-        validation_alias=AliasChoices("deadline", "deadline_s"),
-        description="Training: wall-clock time the run must finish within, e.g. '2h'.",
-    )
-    gpus: Annotated[CountInt, POSITIVE] | None = Field(
-        default=None, description="Training: a fixed GPU count; null lets the search choose."
-    )
     gpus_per_replica: Annotated[CountInt, POSITIVE] | None = Field(
         default=None,
         description="Inference: GPUs that hold one copy of the tables (1, 2, 4, 8); null lets the search choose.",
     )
-    providers: ProviderList = providers_field()
-    objective: Literal["time", "gpu_hours", "cost", "gpus"] = Field(
-        default="gpu_hours",
-        description="What the search minimises among plans that meet the targets (inference: gpus or cost).",
-    )
-
-    @field_validator("accelerators", mode="before")
-    @classmethod
-    def _all_means_every(cls, value: Any) -> Any:
-        return all_means_every(value)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _deadline_has_unit(cls, data: Any) -> Any:
-        return refuse_bare_durations(data, ("deadline",))
 
 
-class RecsysSpec(CheckedSpec):
+class RecsysSpec(KindSpec):
     """A recommendation workload to size: model, embeddings, mode and its section, targets."""
-
-    model_config = ConfigDict(
-        extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
-    )  # CheckedSpec's, with aliases read by name
 
     kind: Literal["recommendation"] = Field(
         description="Spec kind; 'recommendation' for DLRM-style models with large embedding tables."
     )
-    name: str | None = Field(
-        default=None, max_length=200, description="A name for this plan, shown in reports."
-    )
     model: str = Field(
         description="Recommendation preset, e.g. dlrm-dcnv2-criteo (spec/data/recsys_models.yaml)."
-    )
-    mode: Literal["training", "inference"] = Field(
-        default="training", description="'training' (needs `train:`) or 'inference' (needs `inference:`)."
     )
     embeddings: Embeddings = Field(
         default_factory=Embeddings, description="Table precision, size multiplier, sharding, cache hit rate."
@@ -270,23 +190,11 @@ class RecsysSpec(CheckedSpec):
         description="The training run: samples, epochs, global batch, precision.",
     )
     inference: RecsysInference | None = Field(
-        default=None, description="The serving load: queries per second, candidates per query, p99 latency."
+        default=None,
+        description="The serving load: queries per second, candidates per query, a batch or a p99 latency bound.",
     )
     targets: RecsysTargets = Field(
         default_factory=RecsysTargets, description="Accelerator choices, deadline or GPU count, objective."
-    )
-    policy: Policy = Field(default_factory=Policy, description="Inference: headroom and utilisation margins.")
-    infrastructure: Infrastructure = Field(
-        default_factory=Infrastructure,
-        description="Facility, fabric, storage, cost, margins, growth and schedule around the accelerators.",
-    )
-    _notes: tuple[str, ...] = PrivateAttr(default=())  # how unit-less figures were read (spec.load)
-    prices: UserPrices = Field(
-        default_factory=UserPrices,
-        description=(
-            "Negotiated prices merged over the catalog, keyed by accelerator or node id, e.g. "
-            "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
-        ),
     )
 
     @field_validator("model")
@@ -296,17 +204,9 @@ class RecsysSpec(CheckedSpec):
 
     @model_validator(mode="after")
     def _check_mode(self) -> RecsysSpec:
-        problems = []
-        if self.mode == "training" and self.train is None:
-            problems.append("mode 'training' needs a `train:` section (samples, epochs, global_batch)")
-        if self.mode == "inference" and self.inference is None:
-            problems.append(
-                "mode 'inference' needs an `inference:` section (qps, samples_per_query, latency_p99)"
-            )
-        if self.mode == "training" and self.inference is not None:
-            problems.append("`inference:` applies only to mode 'inference'; remove it or set mode: inference")
-        if self.mode == "inference" and self.train is not None:
-            problems.append("`train:` applies only to mode 'training'; remove it or set mode: training")
+        problems = self.mode_problems(
+            "samples, epochs, global_batch", "qps, samples_per_query, latency_p99 or batch"
+        )
         train = self.train
         if (
             train is not None

@@ -14,26 +14,17 @@ other spec kinds, building a spec computes nothing and every field has a descrip
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
 
-from rightsize import yamlio
-from rightsize.errors import did_you_mean
-from rightsize.spec.checked import CheckedSpec
-from rightsize.spec.inference import Policy
-from rightsize.spec.infrastructure import Infrastructure
-from rightsize.spec.prices import ProviderList, UserPrices, providers_field
-from rightsize.spec.shared import ACCELERATORS_SCHEMA_EXTRA, MAX_ACCELERATORS, POSITIVE, all_means_every
-from rightsize.spec.units import Bytes, BytesPerS, Count, CountInt, DurationS, refuse_bare_durations
+from rightsize.spec.job_kinds import KIND_CONFIG, KindSpec, KindTargets, PresetTable, ServingBatch
+from rightsize.spec.shared import POSITIVE
+from rightsize.spec.units import Bytes, BytesPerS, Count, CountInt, DurationS
 
 LayerOp = Literal["conv", "pool", "add", "linear", "attention", "norm", "act", "params"]
 _OPS: frozenset[str] = frozenset(("conv", "pool", "add", "linear", "attention", "norm", "act", "params"))
-_SEPARATORS_RE = re.compile(r"[-_./\s]")
 
 
 @dataclass(frozen=True)
@@ -79,10 +70,6 @@ class VisionModel:
     published: dict[str, PublishedFigure] = field(default_factory=dict)
 
 
-def _normalize(name: str) -> str:
-    return _SEPARATORS_RE.sub("", name.lower())
-
-
 def _layer(raw: dict[str, Any], where: str) -> VisionLayer:
     op = raw.get("op")
     if op not in _OPS:
@@ -94,68 +81,49 @@ def _layer(raw: dict[str, Any], where: str) -> VisionLayer:
     return VisionLayer(**raw)
 
 
-@functools.cache
-def _table() -> tuple[dict[str, VisionModel], dict[str, str]]:
-    text = resources.files("rightsize.spec").joinpath("data/vision_models.yaml").read_text(encoding="utf-8")
-    doc = yamlio.safe_load(text)
-    models: dict[str, VisionModel] = {}
-    lookup: dict[str, str] = {}
-    for name, entry in doc["models"].items():
-        layers = tuple(_layer(dict(raw), f"{name}.layers[{i}]") for i, raw in enumerate(entry["layers"]))
-        published = {
-            key: PublishedFigure(float(fig["value"]), str(fig["source"]), str(fig["as_of"]))
-            for key, fig in (entry.get("published") or {}).items()
-        }
-        models[name] = VisionModel(
-            name=name,
-            title=str(entry["title"]),
-            family=str(entry["family"]),
-            image_size=int(entry["image_size"]),
-            optimizer=str(entry["optimizer"]),
-            source=str(entry["source"]),
-            layers=layers,
-            published=published,
-        )
-        for alias in (name, *entry.get("aliases", ())):
-            lookup[_normalize(alias)] = name
-    return models, lookup
+def _build(name: str, entry: dict[str, Any]) -> VisionModel:
+    layers = tuple(_layer(dict(raw), f"{name}.layers[{i}]") for i, raw in enumerate(entry["layers"]))
+    published = {
+        key: PublishedFigure(float(fig["value"]), str(fig["source"]), str(fig["as_of"]))
+        for key, fig in (entry.get("published") or {}).items()
+    }
+    return VisionModel(
+        name=name,
+        title=str(entry["title"]),
+        family=str(entry["family"]),
+        image_size=int(entry["image_size"]),
+        optimizer=str(entry["optimizer"]),
+        source=str(entry["source"]),
+        layers=layers,
+        published=published,
+    )
+
+
+PRESETS = PresetTable("vision_models.yaml", "vision", _build)
 
 
 def vision_model_names() -> list[str]:
     """Ids of the vision presets."""
-    return sorted(_table()[0])
+    return PRESETS.names()
 
 
 def find_vision_model(name: str) -> VisionModel | None:
     """The preset for a name or alias (case and '-', '_', '.', '/' ignored), or None."""
-    models, lookup = _table()
-    found = lookup.get(_normalize(name))
-    return models[found] if found is not None else None
+    return PRESETS.find(name)
 
 
 def get_vision_model(name: str) -> VisionModel:
     """The preset for a name; ValueError naming the known ones when unknown (a field error in a spec)."""
-    model = find_vision_model(name)
-    if model is None:
-        hint = did_you_mean(name, vision_model_names())
-        raise ValueError(
-            f"unknown vision model {name!r}; known: {', '.join(vision_model_names())}"
-            + (f" ({hint})" if hint else "")
-        )
-    return model
+    return PRESETS.get(name)
 
 
 # ------------------------------------------------------------------------------------------- spec
-
-_CFG = ConfigDict(
-    extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
-)
 
 
 class VisionTraining(BaseModel):
     """A training run over an image dataset."""
 
-    model_config = _CFG
+    model_config = KIND_CONFIG
 
     images: Annotated[Count, POSITIVE] = Field(
         default=1281167,
@@ -183,12 +151,17 @@ class VisionTraining(BaseModel):
         default=None,
         description="Mean stored size of one image; null takes ImageNet's (138 GB / 1.28M = 108 KB).",
     )
+    kernels: Literal["eager", "fused"] = Field(
+        default="eager",
+        description=(
+            "How the framework runs BatchNorm, ReLU and residual adds: 'eager' (separate kernels, PyTorch "
+            "eager mode) or 'fused' (cuDNN fused BN+add+ReLU, as MXNet and MLPerf submissions run)."
+        ),
+    )
 
 
-class VisionInference(BaseModel):
+class VisionInference(ServingBatch):
     """Real-time inference on camera streams (or a plain image rate)."""
-
-    model_config = _CFG
 
     streams: Annotated[CountInt, POSITIVE] = Field(description="Video streams (cameras) to analyse.")
     fps: Annotated[float, POSITIVE] = Field(
@@ -202,8 +175,12 @@ class VisionInference(BaseModel):
     precision: Literal["bf16", "fp16", "fp8", "int8"] = Field(
         default="fp16", description="Inference precision (int8/fp8 need a quantised engine such as TensorRT)."
     )
-    decode: Literal["nvdec", "cpu"] = Field(
-        default="nvdec", description="Video decode on the GPU's NVDEC engines or on CPU cores (software)."
+    decode: Literal["nvdec", "cpu", "none"] = Field(
+        default="nvdec",
+        description=(
+            "Video decode on the GPU's NVDEC engines, on CPU cores (software), or 'none': frames arrive "
+            "decoded and resized (tensors, as in MLPerf Inference)."
+        ),
     )
     resolution_vs_1080p: Annotated[float, POSITIVE] = Field(
         default=1.0, description="Pixels per frame relative to 1920x1080 (4K = 4); scales decode cost."
@@ -213,60 +190,15 @@ class VisionInference(BaseModel):
         description="Bitrate of one stream, e.g. '4 Mb/s'; null takes a typical 1080p H.264 camera (4 Mb/s).",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _latency_has_unit(cls, data: Any) -> Any:
-        return refuse_bare_durations(data, ("latency_p99", "latency"))
 
-
-class VisionTargets(BaseModel):
+class VisionTargets(KindTargets):
     """Which hardware the plan may use and what it minimises."""
 
-    model_config = _CFG
 
-    accelerators: list[str] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ACCELERATORS,
-        json_schema_extra=ACCELERATORS_SCHEMA_EXTRA,
-        description="Catalog ids of the accelerators allowed (see `rightsize catalog`); 'all' or null for every one.",
-    )
-    deadline_s: Annotated[DurationS, POSITIVE] | None = Field(
-        default=None,
-        validation_alias=AliasChoices("deadline", "deadline_s"),
-        description="Training: wall-clock time the run must finish within, e.g. '8h'.",
-    )
-    gpus: Annotated[CountInt, POSITIVE] | None = Field(
-        default=None, description="Training: a fixed GPU count; null lets the search choose."
-    )
-    providers: ProviderList = providers_field()
-    objective: Literal["time", "gpu_hours", "cost", "gpus"] = Field(
-        default="gpu_hours",
-        description="What the search minimises among plans that meet the targets (inference: gpus or cost).",
-    )
-
-    @field_validator("accelerators", mode="before")
-    @classmethod
-    def _all_means_every(cls, value: Any) -> Any:
-        return all_means_every(value)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _deadline_has_unit(cls, data: Any) -> Any:
-        return refuse_bare_durations(data, ("deadline",))
-
-
-class VisionSpec(CheckedSpec):
+class VisionSpec(KindSpec):
     """A vision workload to size: model, mode (training or inference), its section, targets."""
 
-    model_config = ConfigDict(
-        extra="forbid", allow_inf_nan=False, str_max_length=4096, frozen=True, populate_by_name=True
-    )  # CheckedSpec's, with aliases read by name
-
     kind: Literal["vision"] = Field(description="Spec kind; 'vision' for CNNs and vision transformers.")
-    name: str | None = Field(
-        default=None, max_length=200, description="A name for this plan, shown in reports."
-    )
     model: str = Field(
         description="Vision preset: resnet50, vit-b16 or vit-l16 (layer lists in spec/data/vision_models.yaml)."
     )
@@ -280,23 +212,11 @@ class VisionSpec(CheckedSpec):
         description="The training run: images, epochs, batch, precision, where images are decoded.",
     )
     inference: VisionInference | None = Field(
-        default=None, description="The streams to analyse: count, frame rate, latency target, decode."
+        default=None,
+        description="The streams to analyse: count, frame rate, a batch or a latency bound, decode.",
     )
     targets: VisionTargets = Field(
         default_factory=VisionTargets, description="Accelerator choices, deadline or GPU count, objective."
-    )
-    policy: Policy = Field(default_factory=Policy, description="Inference: headroom and utilisation margins.")
-    infrastructure: Infrastructure = Field(
-        default_factory=Infrastructure,
-        description="Facility, fabric, storage, cost, margins, growth and schedule around the accelerators.",
-    )
-    _notes: tuple[str, ...] = PrivateAttr(default=())  # how unit-less figures were read (spec.load)
-    prices: UserPrices = Field(
-        default_factory=UserPrices,
-        description=(
-            "Negotiated prices merged over the catalog, keyed by accelerator or node id, e.g. "
-            "{h100-sxm: {on_demand_usd_per_gpu_hour: 2.2}, hgx-h100: {capex_usd: 250000}, power_usd_per_kwh: 0.07}."
-        ),
     )
 
     @field_validator("model")
@@ -306,15 +226,7 @@ class VisionSpec(CheckedSpec):
 
     @model_validator(mode="after")
     def _check_mode(self) -> VisionSpec:
-        problems = []
-        if self.mode == "training" and self.train is None:
-            problems.append("mode 'training' needs a `train:` section (images, epochs)")
-        if self.mode == "inference" and self.inference is None:
-            problems.append("mode 'inference' needs an `inference:` section (streams, fps, latency_p99)")
-        if self.mode == "training" and self.inference is not None:
-            problems.append("`inference:` applies only to mode 'inference'; remove it or set mode: inference")
-        if self.mode == "inference" and self.train is not None:
-            problems.append("`train:` applies only to mode 'training'; remove it or set mode: training")
+        problems = self.mode_problems("images, epochs", "streams, fps, latency_p99 or batch")
         if problems:
             raise ValueError("\n".join(problems))
         return self

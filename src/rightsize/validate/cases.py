@@ -42,7 +42,7 @@ def bundled_paths(holdout: bool = False) -> list[Path]:
     names = (
         ["holdout_training.csv", "holdout_inference.csv"]
         if holdout
-        else ["training.csv", "inference.csv", "finetune.csv", "whole_runs.csv"]
+        else ["training.csv", "inference.csv", "finetune.csv", "whole_runs.csv", "vision.csv", "recsys.csv"]
     )
     return [Path(str(base / n)) for n in names]
 

@@ -20,6 +20,7 @@ from rightsize.spec.training import TrainingSpec
 from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, training_spec_data
 from rightsize.validate.families import family_breakdown
 from rightsize.validate.inference_cases import predict_inference
+from rightsize.validate.kinds import kind_rows
 from rightsize.validate.whole_run_cases import whole_run_spec_data
 
 
@@ -72,6 +73,10 @@ def validate_paths(
 ) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for path in paths:
+        kind = kind_rows(path, progress)  # vision and recommendation files (validate.kinds)
+        if kind is not None:
+            rows.extend(kind)
+            continue
         for case in read_cases(path):
             if progress:
                 progress(case.id)

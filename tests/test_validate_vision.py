@@ -1,0 +1,143 @@
+"""Vision and recommendation against published runs (issue #28): `rightsize validate` reads the
+bundled vision.csv and recsys.csv (DeepLearningExamples ResNet-50 on A100, MLPerf Inference v4.0
+ResNet-50 and DLRMv2 on H100), predicts every row through the planners, and holds the errors under
+their bars; bad files are refused with a message."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+
+import pytest
+
+from rightsize.errors import BadInput
+from rightsize.validate.cases import bundled_paths
+from rightsize.validate.kinds import case_count, kind_cases, kind_rows
+from rightsize.validate.run import validate_paths
+
+DATA = Path(__file__).resolve().parent.parent / "src" / "rightsize" / "validate" / "data"
+FILES = ("vision.csv", "recsys.csv")
+
+
+@pytest.fixture(scope="module")
+def result() -> dict:
+    return validate_paths([DATA / f for f in FILES])
+
+
+def test_bundled_with_the_default_validation() -> None:
+    names = {p.name for p in bundled_paths()}
+    assert set(FILES) <= names
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_row_has_a_source_date_and_note(name: str) -> None:
+    with (DATA / name).open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    for r in rows:
+        assert r["source"].startswith("https://"), r["id"]
+        assert len(r["as_of"]) >= 7 and r["as_of"][:4].isdigit(), r["id"]
+        assert r["note"].strip(), r["id"]
+        assert float(r["value"]) > 0
+
+
+def test_every_published_run_is_predicted(result: dict) -> None:
+    """None rejected that ran for real."""
+    missing = [(r["id"], r.get("reason")) for r in result["rows"] if r["predicted"] is None]
+    assert not missing
+
+
+@pytest.mark.parametrize(
+    ("metric", "median_bar", "worst_bar"),
+    [
+        # worst: the L40S ResNet-50 rows (-35%, -37%): the catalog's L40S int8 GEMM fraction is
+        # an unmeasured estimate (0.6, as FP8); MLPerf shows the L40S at 49% of its int8 peak.
+        # Hopper ResNet-50 Server rows run +28% to +31% (server at 82-84% of offline, unexplained).
+        ("images_per_s", 0.15, 0.40),
+        # worst: MLPerf Training DLRMv2 on 128 H100 (+19%): HugeCTR's per-step costs are not modelled.
+        ("samples_per_s", 0.15, 0.25),
+    ],
+)
+def test_errors_under_their_bars(result: dict, metric: str, median_bar: float, worst_bar: float) -> None:
+    errs = [abs(r["error"]) for r in result["rows"] if r["metric"] == metric]
+    assert errs
+    assert statistics.median(errs) <= median_bar
+    assert max(errs) <= worst_bar
+    s = result["summary"][metric]
+    assert s["n"] == len(errs) and s["median_abs_error"] == pytest.approx(statistics.median(errs))
+    assert s["coverage_p10_p90"] is not None  # every row carries a range
+
+
+def test_ranges_are_ordered_and_near_the_row(result: dict) -> None:
+    for r in result["rows"]:
+        assert r["p10"] <= r["p50"] <= r["p90"], r["id"]
+        assert r["p90"] < 1.8 * r["predicted"] and r["p10"] > r["predicted"] / 1.8, r["id"]
+
+
+def test_mechanisms_the_rows_show(result: dict) -> None:
+    by_id = {r["id"]: r for r in result["rows"]}
+    # PyTorch's DataLoader (Pillow decode on 16 cores per GPU) bounds the eager recipe; MXNet
+    # with DALI and fused BN/ReLU/add is compute bound and faster on the same A100.
+    assert by_id["dle-pyt-rn50-a100-80gb-1gpu-amp"]["chosen"]["input_bound"]
+    assert not by_id["dle-mxnet-rn50-a100-80gb-1gpu-amp"]["chosen"]["input_bound"]
+    assert (
+        by_id["dle-mxnet-rn50-a100-80gb-1gpu-amp"]["predicted"]
+        > by_id["dle-pyt-rn50-a100-80gb-1gpu-amp"]["predicted"]
+    )
+    # A server bound picks a smaller batch than offline, and serves less.
+    off, srv = by_id["mlperf-inf-v4.0-rn50-h100x1-offline"], by_id["mlperf-inf-v4.0-rn50-h100x1-server"]
+    assert srv["chosen"]["batch"] < off["chosen"]["batch"]
+    assert srv["predicted"] < off["predicted"]
+    assert srv["chosen"]["latency_p99_s"] <= 0.015
+    # DLRMv2 samples are 270 pairs each: the model's pairs/s divided by 270.
+    dl = by_id["mlperf-inf-v4.0-dlrmv2-h100x1-offline"]
+    assert dl["chosen"]["batch_pairs"] == 600_000
+
+
+def test_llm_files_are_left_to_their_readers() -> None:
+    training = DATA / "training.csv"
+    assert kind_cases(training) is None and kind_rows(training) is None
+    assert case_count(training) > 0
+    assert case_count(DATA / "vision.csv") == 15
+
+
+def test_bad_files_are_refused(tmp_path: Path) -> None:
+    header = "id,model,mode,accelerator,gpus,precision,batch,scenario,metric,value\n"
+    no_scenario = tmp_path / "a.csv"
+    no_scenario.write_text(
+        "id,model,mode,accelerator,gpus,precision,batch,metric,value\nx,resnet50,training,h100-sxm,1,bf16,,images_per_s,1\n"
+    )
+    with pytest.raises(BadInput, match="lacks columns: scenario"):
+        kind_cases(no_scenario)
+    bad_value = tmp_path / "b.csv"
+    bad_value.write_text(header + "x,resnet50,training,h100-sxm,1,bf16,,training,images_per_s,fast\n")
+    with pytest.raises(BadInput, match="not a number"):
+        kind_cases(bad_value)
+    # A row the model cannot read is kept, with the reason, never dropped.
+    unknown = tmp_path / "c.csv"
+    unknown.write_text(
+        header
+        + "x,resnet51,training,h100-sxm,1,bf16,,training,images_per_s,100\n"
+        + "y,resnet50,inference,h100-sxm,1,int8,,burst,images_per_s,100\n"
+    )
+    rows = kind_rows(unknown)
+    assert rows is not None and len(rows) == 2
+    assert all(r["predicted"] is None and r["reason"] for r in rows)
+    assert "resnet51" in rows[0]["reason"] and "burst" in rows[1]["reason"]
+
+
+def test_ranges_join_the_model_error_of_the_other_rows(result: dict) -> None:
+    """P10-P90 = efficiency spread combined with the RMS log error of the kind's other rows
+    (leave-one-out), so a row never vouches for itself."""
+    import math
+
+    rows = [r for r in result["rows"] if r["metric"] == "images_per_s"]
+    target = rows[0]
+    others = [math.log(r["predicted"] / r["published"]) for r in rows[1:]]
+    sigma = math.sqrt(sum(e * e for e in others) / len(others))
+    assert target["model_sigma"] == pytest.approx(sigma)
+    eff = target["efficiency_range"]
+    assert target["p10"] <= eff["p10"] and target["p90"] >= eff["p90"]
+    # nominal 80%: the joined ranges hold about that share of the published figures
+    assert 0.6 <= result["summary"]["images_per_s"]["coverage_p10_p90"] <= 1.0
