@@ -29,6 +29,7 @@ from rightsize.export import render_files
 from rightsize.report.render import result_dict
 
 sys.path.insert(0, str(Path(__file__).parent))
+from plan_variants import on_node  # noqa: E402
 from slurm_cluster import NodeShape, catalog_cluster, missing, sbatch_test_only  # noqa: E402
 
 from rightsize.export.plan_view import training_view  # noqa: E402
@@ -88,26 +89,6 @@ def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
             out[f"racks-{node}"] = on_node(out["llama3-70b-pretrain"], node, 2 * domain.nodes, tp=8)
             out[f"rack-{node}"] = on_node(out["llama3-70b-pretrain"], node, domain.nodes - 2, tp=8)
     return out
-
-
-def on_node(plan: dict, node: str, n_nodes: int, tp: int | None = None) -> dict:
-    """A copy of a training plan moved onto `node`: `n_nodes` whole nodes, TP the node's GPUs
-    (at most 8) or `tp`, no pipeline, the rest data parallel; host needs at most what the node
-    has per GPU (the plan's own need, else the node's share)."""
-    nd = get_node(node)
-    p = copy.deepcopy(plan)
-    p["name"] = p["spec"]["name"] = f"llama3-70b-on-{node}"
-    gpus = n_nodes * nd.gpus_per_node
-    tp = tp or min(8, nd.gpus_per_node)
-    p["best"] |= {"accelerator": nd.accelerator, "node": node, "gpus": gpus}
-    p["best"]["parallel"] |= {"tp": tp, "pp": 1, "vpp": 1, "dp": gpus // tp, "cp": 1, "ep": 1}
-    need = p["sizing"]["nodes"]
-    need |= {"node": node, "gpus": gpus, "gpus_per_node": nd.gpus_per_node, "nodes": n_nodes}
-    need["cpu_cores_need_per_gpu"] = min(need["cpu_cores_need_per_gpu"], nd.cpu_cores // nd.gpus_per_node)
-    need["host_memory_need_bytes_per_gpu"] = min(
-        need["host_memory_need_bytes_per_gpu"], nd.host_memory_bytes / nd.gpus_per_node / 2
-    )
-    return p
 
 
 def _shapes(plans: dict[str, dict]) -> list[NodeShape]:
