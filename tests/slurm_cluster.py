@@ -95,6 +95,30 @@ class NodeShape:
     cores: int  # physical cores (the catalog's cpu_cores); two hardware threads each
     memory_mib: int
     gpus: int
+    domain_nodes: int = 0  # nodes per scale-up domain (an NVL72 rack: 18); 0 = the node itself
+
+
+def node_names(sh: NodeShape) -> list[str]:
+    """The shape's node names in slurm.conf order."""
+    return [f"{sh.name}-{i:04d}" for i in range(1, sh.count + 1)]
+
+
+def topology_conf(shapes: list[NodeShape]) -> str:
+    """topology/tree switches: one leaf per scale-up domain (consecutive nodes, as an NVL72
+    rack's trays), one leaf per other node type, a spine above every leaf."""
+    leaves = []
+    lines = []
+    for sh in shapes:
+        names = node_names(sh)
+        per = sh.domain_nodes if sh.domain_nodes > 1 else sh.count
+        for r in range(0, sh.count, per):
+            leaf = f"{sh.name}-rack{r // per + 1:02d}"
+            leaves.append(leaf)
+            chunk = names[r : r + per]
+            nodes = f"{sh.name}-[{r + 1:04d}-{r + len(chunk):04d}]" if len(chunk) > 1 else chunk[0]
+            lines.append(f"SwitchName={leaf} Nodes={nodes}")
+    lines.append(f"SwitchName=spine Switches={','.join(leaves)}")
+    return "\n".join(lines) + "\n"
 
 
 PARTITION_MAX_TIME = "2-00:00:00"  # a common GPU partition limit: longer jobs must requeue
@@ -115,6 +139,9 @@ def catalog_conf(root: Path, shapes: list[NodeShape]) -> str:
         "SuspendTime=600",
         "ResumeTimeout=600",
     ]
+    if any(sh.domain_nodes > 1 for sh in shapes):
+        (root / "topology.conf").write_text(topology_conf(shapes), encoding="utf-8")
+        lines += ["TopologyPlugin=topology/tree", "SchedulerParameters=max_switch_wait=86400"]
     for sh in shapes:
         sockets = 2 if sh.cores % 2 == 0 else 1
         nodes = f"{sh.name}-[0001-{sh.count:04d}]" if sh.count > 1 else f"{sh.name}-0001"

@@ -31,6 +31,7 @@ CRD_FILES = {
     ("kueue.x-k8s.io", "ResourceFlavor"): "kueue.x-k8s.io_resourceflavors.schema.json",
     ("kueue.x-k8s.io", "ClusterQueue"): "kueue.x-k8s.io_clusterqueues.schema.json",
     ("kueue.x-k8s.io", "LocalQueue"): "kueue.x-k8s.io_localqueues.schema.json",
+    ("kueue.x-k8s.io", "Topology"): "kueue.x-k8s.io_topologies.schema.json",
     ("keda.sh", "ScaledObject"): "keda.sh_scaledobjects.schema.json",
 }
 

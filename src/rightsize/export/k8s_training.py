@@ -32,11 +32,13 @@ from rightsize.export.fw_common import TOKENIZER_VAR
 from rightsize.export.header import comment_block, dump_yaml_all
 from rightsize.export.k8s_common import dump, gib, meta, object_name, pod_requests, shm
 from rightsize.export.k8s_platform import Image, Stack, node_selector, rdma, training_stack
-from rightsize.export.kueue import queue_objects
+from rightsize.export.k8s_topology import LEVELS, annotate, describe
+from rightsize.export.kueue import queue_objects, topology_object
 from rightsize.export.names import DNS_1035, k8s_name, shell_args, shell_word
 from rightsize.export.plan_view import TrainingView
 from rightsize.export.slurm import nccl_env
 from rightsize.export.slurm_segments import checkpoint_write_s
+from rightsize.export.topology import Placement, placement
 
 RDZV_PORT = 29500
 CKPT_MOUNT = "/checkpoints"
@@ -146,7 +148,13 @@ def _container(v: TrainingView, st: Stack, image: str, script: str, name: str) -
 
 
 def _jobset(
-    v: TrainingView, name: str, queue: str, container: dict[str, Any], selector: dict[str, str], restarts: int
+    v: TrainingView,
+    name: str,
+    queue: str,
+    container: dict[str, Any],
+    selector: dict[str, str],
+    restarts: int,
+    place: Placement | None = None,
 ) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
@@ -161,6 +169,9 @@ def _jobset(
     if selector:
         pod_spec["nodeSelector"] = selector
     pod_spec["terminationGracePeriodSeconds"] = grace_s(v)
+    pod_template: dict[str, Any] = {"spec": pod_spec}
+    if place:
+        annotate(pod_template, place, v.nodes)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -178,7 +189,7 @@ def _jobset(
                             "completions": v.nodes,
                             "completionMode": "Indexed",
                             "backoffLimit": 0,
-                            "template": {"spec": pod_spec},
+                            "template": pod_template,
                         }
                     },
                 }
@@ -201,9 +212,18 @@ def pod_quotas(container: dict[str, Any], pods: int) -> dict[str, Any]:
     return out
 
 
-def kueue_file(v: TrainingView, queue: str, quotas: dict[str, Any], selector: dict[str, str]) -> str:
+def kueue_file(
+    v: TrainingView,
+    queue: str,
+    quotas: dict[str, Any],
+    selector: dict[str, str],
+    place: Placement | None = None,
+) -> str:
     flavor = k8s_name(v.hw.accelerator, what="accelerator")
-    docs = queue_objects(v.header, queue, flavor, selector, quotas)
+    topology = f"{flavor}-topology" if place else None
+    docs = queue_objects(v.header, queue, flavor, selector, quotas, topology)
+    if topology and place:
+        docs.insert(0, topology_object(v.header, topology, LEVELS))
     where = ", ".join(f"{k}={val}" for k, val in selector.items()) or (
         "any node (no cloud instance was priced: add nodeLabels your nodes carry)"
     )
@@ -214,6 +234,7 @@ def kueue_file(v: TrainingView, queue: str, quotas: dict[str, Any], selector: di
             "nominal quota = every resource the pods request: "
             + ", ".join(f"{q} {k}" for k, q in quotas.items()),
             f"flavor {flavor} selects {where}",
+            *([describe(place, v.nodes)] if place else []),
         ],
     )
     return head + dump_yaml_all(docs)
@@ -234,7 +255,8 @@ def training_files(
     container = _container(v, st, image.image, script, name)
     selector = node_selector(v.hw, v.priced_instance, node_labels)
     queue = f"{name}-queue"
-    jobset = _jobset(v, name, queue, container, selector, restarts)
+    place = placement(v)
+    jobset = _jobset(v, name, queue, container, selector, restarts, place)
     config = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -259,9 +281,10 @@ def training_files(
             "workers 30 s after forwarding it, so a framework without a stop handler loses at most one checkpoint interval",
             (f"{v.fabric_kind} fabric: each pod requests {rdma().resource} and IPC_LOCK" if v.fabric_kind
              else "one node: no RDMA device, NCCL_IB_DISABLE=1"),
+            *([describe(place, v.nodes)] if place else []),
         ],
     )  # fmt: skip
     return {
         "training.yaml": dump(head, [config, jobset, *claims]),
-        "kueue.yaml": kueue_file(v, queue, pod_quotas(container, v.nodes), selector),
+        "kueue.yaml": kueue_file(v, queue, pod_quotas(container, v.nodes), selector, place),
     }

@@ -33,15 +33,36 @@ def _meta(name: str, h: Header) -> dict[str, Any]:
     return {"name": name, "annotations": k8s_annotations(h)}
 
 
+def topology_object(h: Header, name: str, levels: list[str]) -> dict[str, Any]:
+    """A Kueue Topology (kueue.x-k8s.io/v1beta1, served by Kueue v0.14+): the node labels of
+    each level, outermost first (Kueue docs, concepts/topology_aware_scheduling)."""
+    return {
+        "apiVersion": API,
+        "kind": "Topology",
+        "metadata": _meta(name, h),
+        "spec": {"levels": [{"nodeLabel": label} for label in levels]},
+    }
+
+
 def queue_objects(
-    h: Header, queue: str, flavor: str, node_label: dict[str, str], quotas: dict[str, Any]
+    h: Header,
+    queue: str,
+    flavor: str,
+    node_label: dict[str, str],
+    quotas: dict[str, Any],
+    topology: str | None = None,
 ) -> list[dict[str, Any]]:
+    """ResourceFlavor (naming `topology` when the job needs topology-aware scheduling),
+    ClusterQueue and LocalQueue."""
+    flavor_spec: dict[str, Any] = {"nodeLabels": node_label}
+    if topology:
+        flavor_spec["topologyName"] = topology
     return [
         {
             "apiVersion": API,
             "kind": "ResourceFlavor",
             "metadata": _meta(flavor, h),
-            "spec": {"nodeLabels": node_label},
+            "spec": flavor_spec,
         },
         {
             "apiVersion": API,

@@ -25,6 +25,7 @@ import shlex
 
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
+from rightsize.export import slurm_topology
 from rightsize.export.frameworks import Launch, launch_for, save_interval_steps
 from rightsize.export.header import header_lines
 from rightsize.export.plan_view import HardwareView, Header, ServingView, TrainingView
@@ -39,6 +40,7 @@ from rightsize.export.slurm_segments import (
 from rightsize.export.slurm_segments import (
     header_lines as segment_lines,
 )
+from rightsize.export.topology import placement
 from rightsize.export.vllm import vllm_args
 
 RDZV_PORT = 29500
@@ -158,15 +160,16 @@ def _gpus_per_node(v: TrainingView) -> int:
     return gpn
 
 
-def _launch_lines(launch: Launch, gpn: int, cpus: int) -> list[str]:
+def _launch_lines(launch: Launch, gpn: int, cpus: int, block: bool = False) -> list[str]:
     """srun: one task per GPU; each task sets the rank variables from Slurm's (a fixed
     `bash -c` text) and execs the framework, whose words are its arguments."""
     args = arg_words(launch.args)
     if launch.framework == "megatron":
         args += ["--exit-duration-in-mins", '"$EXIT_MIN"']
     cmd = command(["python", *arg_words([launch.entry]), *args])
+    dist = " --distribution=block:block" if block else ""
     return [
-        f"srun --kill-on-bad-exit=1 --ntasks-per-node={gpn} --cpus-per-task={cpus} \\",
+        f"srun --kill-on-bad-exit=1 --ntasks-per-node={gpn} --cpus-per-task={cpus}{dist} \\",
         f"    bash -c {shlex.quote(_RANK_ENV)} rank \\",
         *["    " + line for line in cmd[:-1]],
         "    " + cmd[-1] + " &",
@@ -203,6 +206,7 @@ def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
     gpn = _gpus_per_node(v)
     cpus = _fit_node(v.hw, gpn, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
     seg = plan_segments(v, launch.framework)
+    place = placement(v)
     layout = (
         f"TP{v.tp} PP{v.pp}" + (f"x{v.vpp}v" if v.vpp > 1 else "") + f" DP{v.dp} CP{v.cp} EP{v.ep}, "
         f"micro-batch {v.micro_batch}, global batch {v.global_batch}, recompute {v.recompute}, ZeRO-{v.zero_stage}"
@@ -217,11 +221,13 @@ def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
         f"checkpoint every {save_interval_steps(v)} steps = {v.checkpoint_interval_s / 60:.1f} min "
         f"(Young/Daly, cluster MTBF {((v.mtbf_s or 0) / 3600):.1f} h)",
         *segment_lines(v, seg, launch.framework),
+        *(slurm_topology.header_lines(place) if place else []),
     ])  # fmt: skip
     opts = [("job-name", name), ("nodes", str(v.nodes)), ("ntasks-per-node", str(gpn)),
             ("gpus-per-node", str(gpn)), ("cpus-per-task", str(cpus)), ("mem", "0"), ("exclusive", ""),
             ("time", time_limit(seg.limit_s)), ("requeue", ""), ("signal", f"B:USR1@{seg.lead_s}"),
             ("open-mode", "append"), ("output", "%x-%j.out")]  # fmt: skip
+    opts += slurm_topology.sbatch_options(place) if place else []
     lines = [
         "#!/bin/bash",
         *_sbatch(opts),
@@ -234,10 +240,14 @@ def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
         *progress_function(launch),
         *control_lines(seg, v.steps, launch.framework),
         "",
-        *_launch_lines(launch, gpn, cpus),
+        *(slurm_topology.check_lines(place) if place else []),
+        *_launch_lines(launch, gpn, cpus, block=place is not None),
         *finish_lines(seg),
     ]
-    return {"train.sbatch": "\n".join(lines) + "\n", **launch.files}
+    files = {"train.sbatch": "\n".join(lines) + "\n", **launch.files}
+    if place:
+        files["topology.conf.example"] = slurm_topology.topology_conf(place, v.hw.node)
+    return files
 
 
 def profile_model_yaml(v: TrainingView, device: str) -> str:
