@@ -21,10 +21,12 @@ from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
+from rightsize.perf.serving_slo import SloCheck, meets, simulate_meets
 from rightsize.perf.traffic import arrival_times, sample_lengths
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.serving_batch import plan_batch_scenario
+from rightsize.search.serving_capacity import capacity_rps
 from rightsize.search.serving_costs import (
     billed_cost_usd_per_hour,
     keep_priced,
@@ -109,6 +111,31 @@ def _workload(spec: InferenceSpec, n: int) -> _Workload:
 
 
 def _run(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> SimResult:
+    model = _model_at(rep, spec, wl, rate)
+    return simulate(
+        wl.unit_arrivals / rate, wl.prompts, wl.outputs, model, spec.traffic.prefix_cache_hit_rate
+    )
+
+
+def _passes(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> bool:
+    """Whether one replica meets every SLO at `rate` (the run stops once it cannot)."""
+    model = _model_at(rep, spec, wl, rate)
+    return simulate_meets(
+        wl.unit_arrivals / rate,
+        wl.prompts,
+        wl.outputs,
+        model,
+        slo_check(spec),
+        spec.traffic.prefix_cache_hit_rate,
+    )
+
+
+def slo_check(spec: InferenceSpec) -> SloCheck:
+    slo = spec.slo
+    return SloCheck(slo.ttft_s, slo.tpot_s, slo.e2e_s, slo.percentile, slo.goodput)
+
+
+def _model_at(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> EngineModel:
     # operating point for the linearised step: Little's law with an analytic step time
     batch = 1.0
     for _ in range(4):
@@ -116,42 +143,27 @@ def _run(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> SimRe
         batch = max(
             1.0, min(rate * wl.mean_output * step, rep.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
         )
-    model = engine_model(rep, spec, batch, wl.mean_prompt + wl.mean_output / 2)
-    return simulate(
-        wl.unit_arrivals / rate, wl.prompts, wl.outputs, model, spec.traffic.prefix_cache_hit_rate
-    )
+    return engine_model(rep, spec, batch, wl.mean_prompt + wl.mean_output / 2)
 
 
 def _meets(spec: InferenceSpec, res: SimResult) -> bool:
-    slo, p = spec.slo, spec.slo.percentile
-    checks = [
-        (slo.ttft_s, "ttft_s"),
-        (slo.tpot_s, "tpot_s"),
-        (slo.e2e_s, "e2e_s"),
-    ]
-    for limit, metric in checks:
-        if limit is not None and res.percentile(metric, p) > limit:
-            return False
-    if slo.goodput is not None:
-        return res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s) >= slo.goodput
-    return True
+    return meets(res, slo_check(spec))
 
 
 def replica_capacity(rep: Replica, spec: InferenceSpec, wl: _Workload) -> float:
-    """Highest request rate one replica serves within every SLO (0 if even a trickle fails)."""
+    """Highest request rate one replica serves within every SLO (0 if even a trickle fails).
+
+    Geometric bisection between a trickle (1/1000 of the roofline rate) and the roofline
+    rate x 1.05, BISECTION_STEPS halvings, found as `serving_capacity` finds it: the top
+    leaf first (most options are bound by throughput, not by an SLO, and end there), then
+    galloping down from it; each run stops as soon as its verdict is certain.
+    """
     upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
     if upper <= 0:
         return 0.0
-    lo, hi = upper * 1e-3, upper * 1.05
-    if not _meets(spec, _run(rep, spec, wl, lo)):
-        return 0.0
-    for _ in range(BISECTION_STEPS):
-        mid = math.sqrt(lo * hi)
-        if _meets(spec, _run(rep, spec, wl, mid)):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return capacity_rps(
+        lambda rate: _passes(rep, spec, wl, rate), upper * 1e-3, upper * 1.05, BISECTION_STEPS
+    )
 
 
 def _latencies(res: SimResult) -> dict[str, float]:
