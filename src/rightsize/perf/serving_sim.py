@@ -30,7 +30,9 @@ Each iteration:
 A chunk covering prompt positions [a, a + c) is causal attention over a context that
 grows with each token, so its attention pairs are sum_{j=a+1}^{a+c} j = c (2a + c + 1) / 2.
 The total over a prompt is P (P + 1) / 2 however it is chunked. A request's first
-token appears at the end of the iteration that completes its prefill; cached prompt
+token appears at the end of the iteration that completes its prefill (plus, on a
+pipelined replica, the lag of its last chunk crossing the stages in turn, which shifts
+all its tokens); cached prompt
 tokens (prefix cache) skip prefill (always recomputing at least the last prompt token,
 as vLLM does) but their KV is still reserved.
 
@@ -96,6 +98,10 @@ class EngineModel:
     chunk_tokens: int | None = (
         2048  # chunked prefill budget per iteration; None = prefill whole prompts in the iteration they are admitted
     )
+    # Latency a request's first token (and every later one) lags the iteration that finished
+    # its prefill, per token of its last prefill chunk: a pipelined replica's iteration time
+    # is its throughput, while a prompt crosses the stages in turn (perf.serving_multinode).
+    first_token_lag_per_token_s: float = 0.0
     spec_tokens_per_step: float = 1.0  # mean tokens produced per decode step per sequence (speculative decoding: 1 + accepted drafts); per-step cost is the caller's business
 
     def __post_init__(self) -> None:
@@ -110,6 +116,7 @@ class EngineModel:
             "decode_per_ctx_token_s",
             "prefill_per_token_s",
             "prefill_attn_per_token2_s",
+            "first_token_lag_per_token_s",
         ):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
@@ -313,6 +320,8 @@ def _run_engine(
     max_batch = m.max_batch
     chunk = _NO_CHUNK_LIMIT if m.chunk_tokens is None else m.chunk_tokens
     kv_free = m.kv_capacity_tokens
+    lag_per_token = m.first_token_lag_per_token_s
+    lag = [lag_per_token * min(p - c, chunk) for p, c in zip(prompt, cached, strict=True)]
 
     start = [0.0] * n
     first = [0.0] * n
@@ -409,13 +418,13 @@ def _run_engine(
         limit = (it + 1) * n
         while heap and heap[0] < limit:
             i = heappop(heap) % n
-            done[i] = t
+            done[i] = t + lag[i]
             if watch:
                 bad = False
-                if t - arr[i] > e2e_lim:
+                if done[i] - arr[i] > e2e_lim:
                     e2e_left -= 1
                     bad = True
-                if t - first[i] > tpot_budget[i]:
+                if done[i] - first[i] > tpot_budget[i]:
                     tpot_left -= 1
                     bad = True
                 if bad and not missed[i]:
@@ -430,16 +439,16 @@ def _run_engine(
             finished += 1
         # 4. Prompts finished this iteration emit their first token and join decode.
         for i in completed:
-            first[i] = t
-            if watch and t - arr[i] > ttft_lim:
+            first[i] = t + lag[i]
+            if watch and first[i] - arr[i] > ttft_lim:
                 ttft_left -= 1
                 missed[i] = True
                 any_left -= 1
                 if ttft_left <= 0 or any_left <= 0:
                     return None
             if steps[i] == 0:
-                done[i] = t
-                if watch and t - arr[i] > e2e_lim:
+                done[i] = first[i]
+                if watch and done[i] - arr[i] > e2e_lim:
                     e2e_left -= 1
                     if not missed[i]:
                         missed[i] = True

@@ -20,6 +20,7 @@ import numpy as np
 from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, offline_throughput
+from rightsize.perf.serving_multinode import PipelinedReplica, gpus_of
 from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.serving_slo import SloCheck, meets, simulate_meets
 from rightsize.perf.traffic import arrival_times, sample_lengths
@@ -37,6 +38,7 @@ from rightsize.search.serving_costs import (
     replica_cost_usd_per_hour,
 )
 from rightsize.search.serving_demand import serving_demand
+from rightsize.search.serving_layouts import layout_for, replica_options
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.spec.inference import InferenceSpec, LengthDist
 
@@ -89,6 +91,9 @@ def engine_model(rep: Replica, spec: InferenceSpec, batch: float, mean_ctx: floa
         block_tokens=int(spec.engine.block_tokens),
         chunk_tokens=int(chunk) if spec.engine.chunked_prefill else None,
         spec_tokens_per_step=tokens_per_step,
+        first_token_lag_per_token_s=(
+            float(rep.prefill_lag_s(chunk)) / chunk if isinstance(rep, PipelinedReplica) else 0.0
+        ),
     )
 
 
@@ -235,6 +240,7 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
     return "Quantise the weights further or use a smaller model."
 
 
+Replicas = dict[int, Replica]  # the replica a candidate was simulated on, by id(candidate)
 Bounded = tuple[float, Replica, str, int]  # (lower bound of the objective, replica, node id, tp)
 
 
@@ -254,37 +260,36 @@ def _fitting_replicas(
     for acc_id in ids:
         acc = get_accelerator(acc_id)
         node = get_node(tgt.node) if tgt.node else node_for(acc.id)
-        tps = (
-            [tgt.tp]
-            if tgt.tp
-            else [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
-        )
         fitted = False
         precisions = list(dict.fromkeys(tgt.weight_precisions or [spec.serving.weight_precision]))
-        for tp, prec in ((t, p) for t in tps for p in precisions):
-            rep = Replica.build(
-                spec.model, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
-            )
-            if not rep.fits:
-                continue
+        for rep in (r for p in precisions for r in replica_options(spec, acc, node, p, cal)):
             fitted = True
             upper = (
                 offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"]
                 / wl.mean_output
             )
             min_replicas = max(1, math.ceil(design / max(upper * pol.utilisation_target, 1e-12)))
-            cost = replica_cost_usd_per_hour(acc.id, tp)
-            bound = (cost if cost is not None else tp) * min_replicas
-            options.append((bound, rep, node.id, tp))
+            cost = replica_cost_usd_per_hour(acc.id, gpus_of(rep))
+            bound = (cost if cost is not None else gpus_of(rep)) * min_replicas
+            options.append((bound, rep, node.id, rep.tp))
         if not fitted:
             rejected.append(
-                (acc.id, f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp")
+                (
+                    acc.id,
+                    f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp "
+                    f"within {tgt.max_nodes_per_replica} node(s) per replica",
+                )
             )
     return options
 
 
 def _evaluate_bounded(
-    options: list[Bounded], spec: InferenceSpec, wl: Any, design: float, rejected: list[tuple[str, str]]
+    options: list[Bounded],
+    spec: InferenceSpec,
+    wl: Any,
+    design: float,
+    rejected: list[tuple[str, str]],
+    reps: Replicas,
 ) -> list[ServingCandidate]:
     """The candidates worth simulating, cheapest bound first: each replica's SLO capacity
     and the replicas the design rate needs."""
@@ -303,7 +308,7 @@ def _evaluate_bounded(
             rejected.append((rep.hw.accelerator_id, f"tp{tp}: even a trickle of requests misses the SLOs"))
             continue
         replicas = tgt.replicas or max(1, math.ceil(design / (cap * pol.utilisation_target)))
-        cand = _candidate(rep, spec, wl, node_id, tp, replicas, cap, design)
+        cand = _candidate(rep, spec, wl, node_id, tp, replicas, cap, design, reps)
         evaluated.append(cand)
         score = _score(cand, spec.targets.objective)
         best_of[acc_id] = min(best_of.get(acc_id, math.inf), score)
@@ -345,7 +350,8 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
             "domain of the allowed accelerators holds.",
             _smallest_fit_hint(spec, ids),
         )
-    evaluated = _evaluate_bounded(options, spec, wl, design, rejected)
+    reps: Replicas = {}  # the replica each candidate was simulated on, by id(candidate)
+    evaluated = _evaluate_bounded(options, spec, wl, design, rejected, reps)
     if not evaluated:
         raise Infeasible(
             "No configuration meets the SLOs at any load.",
@@ -358,7 +364,7 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         rejected.extend((a, no_price_reason(a)) for a in unpriced)
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
-    _report(best, spec, REPORT_REQUESTS, cal)
+    _report(best, spec, REPORT_REQUESTS, reps)
     alternatives: list[tuple[ServingCandidate, str]] = []
     for c in evaluated[1:]:
         if c.accelerator not in {a.accelerator for a, _ in alternatives} | {best.accelerator}:
@@ -389,12 +395,16 @@ def _score(c: ServingCandidate, objective: str) -> float:
 
 def _why(loser: ServingCandidate, winner: ServingCandidate, objective: str) -> str:
     parts = [
-        f"{loser.replicas} x tp{loser.tp} ({loser.weight_precision}) = {loser.gpus} GPUs vs {winner.gpus}"
+        f"{loser.replicas} x {_shape(loser)} ({loser.weight_precision}) = {loser.gpus} GPUs vs {winner.gpus}"
     ]
     if loser.cost_usd_per_hour is not None and winner.cost_usd_per_hour:
         parts.append(f"{loser.cost_usd_per_hour / winner.cost_usd_per_hour - 1:+.0%} cost per hour")
     parts.append(f"{loser.replica_capacity_rps:.2f} req/s per replica within SLO")
     return "; ".join(parts)
+
+
+def _shape(c: ServingCandidate) -> str:
+    return f"tp{c.tp}" if c.pp == 1 else f"tp{c.tp} pp{c.pp} ({c.nodes_per_replica} nodes)"
 
 
 def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:
@@ -417,6 +427,7 @@ def _candidate(
     replicas: int,
     cap: float,
     design: float,
+    reps: Replicas,
 ) -> ServingCandidate:
     res = _run(rep, spec, wl, design / replicas)
     c = ServingCandidate(
@@ -435,22 +446,24 @@ def _candidate(
             "kv_capacity_tokens": rep.kv_capacity_tokens,
         },
     )
+    node = get_node(node_id)
+    c.layout = layout_for(rep, get_accelerator(c.accelerator), node)
+    c.pp, c.nodes_per_replica = c.layout.pp, c.layout.nodes
+    reps[id(c)] = rep
     _costs(c, rep, spec, res, design)
     return c
 
 
 def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResult, design: float) -> None:
     c.output_tokens_per_s = res.output_tokens_per_s * c.replicas
-    hourly = billed_cost_usd_per_hour(
-        rep.hw.accelerator_id, rep.tp * c.replicas, get_node(c.node).gpus_per_node
-    )
+    hourly = billed_cost_usd_per_hour(rep.hw.accelerator_id, c.gpus, get_node(c.node).gpus_per_node)
     if hourly is not None:
         c.cost_usd_per_hour = hourly  # whole nodes: the replicas' GPUs rounded up to nodes
         # the hour's bill over the hour's work actually served (the average rate, not the design rate)
         rps, out_tps = llm_served(spec, c.output_tokens_per_s)
         c.cost_usd_per_m_output_tokens = per_million(hourly, out_tps * 3600)
         c.cost_usd_per_request = per_unit(hourly, rps * 3600)
-    power_w = rep.tp * rep.hw.tdp_w * c.replicas
+    power_w = c.gpus * rep.hw.tdp_w
     c.output_tokens_per_joule = c.output_tokens_per_s / power_w if power_w else None
     slo, p = spec.slo, spec.slo.percentile
     for limit, metric in ((slo.ttft_s, "ttft_s"), (slo.tpot_s, "tpot_s"), (slo.e2e_s, "e2e_s")):
@@ -460,19 +473,9 @@ def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResul
         c.goodput = res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s)
 
 
-def _report(c: ServingCandidate, spec: InferenceSpec, n: int, cal: Calibration) -> None:
+def _report(c: ServingCandidate, spec: InferenceSpec, n: int, reps: Replicas) -> None:
     """Re-simulate the chosen option with more requests for the reported percentiles."""
-    acc = get_accelerator(c.accelerator)
-    rep = Replica.build(
-        spec.model,
-        acc,
-        get_node(c.node),
-        c.tp,
-        c.weight_precision,
-        c.kv_precision,
-        cal.get(acc.id),
-        spec.engine.name,
-    )
+    rep = reps[id(c)]
     wl = _workload(spec, n)
     res = _run(rep, spec, wl, c.design_rate_rps / c.replicas)
     c.latency_s = _latencies(res)

@@ -346,6 +346,21 @@ class InferenceTargets(BaseModel):
     replicas: Annotated[CountInt, POSITIVE] | None = Field(
         default=None, description="A fixed number of model replicas; null lets the search choose."
     )
+    pp: Annotated[CountInt, POSITIVE] | None = Field(
+        default=None,
+        description=(
+            "A fixed pipeline-parallel degree per replica (stages, usually one node each, tp GPUs per stage); "
+            "null: the search splits a replica over nodes only when the model does not fit one node."
+        ),
+    )
+    max_nodes_per_replica: Annotated[CountInt, POSITIVE] = Field(
+        default=4,
+        le=64,
+        description=(
+            "Most nodes one replica may span (tensor parallelism inside a node, pipeline or tensor parallelism "
+            "across nodes over the scale-out NICs); 1 keeps every replica inside one node."
+        ),
+    )
     weight_precisions: list[Precision] | None = Field(
         default=None,
         description=(

@@ -1,0 +1,92 @@
+"""The replica layouts a serving search tries on one accelerator: tensor parallelism inside
+a node first; when the model fits no single node (or the spec fixes `targets.pp`, or a
+`targets.tp` larger than a node), replicas spanning nodes: TP inside the node with PP
+across nodes, and TP across nodes, up to `targets.max_nodes_per_replica` nodes."""
+
+from __future__ import annotations
+
+from rightsize.catalog import Accelerator, NodeType
+from rightsize.perf.inference import Replica
+from rightsize.perf.serving_multinode import PP_OPTIONS, PipelinedReplica, ReplicaLayout, layout_of
+from rightsize.search.calibrated import Calibration
+from rightsize.search.serving_plan import TP_OPTIONS
+from rightsize.spec.inference import InferenceSpec
+
+
+def node_tp(acc: Accelerator, node: NodeType) -> int:
+    """The largest tensor-parallel group inside one node's scale-up domain."""
+    return min(acc.scaleup_domain_gpus, node.gpus_per_node)
+
+
+def _build(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, tp: int, prec: str, cal: Calibration
+) -> Replica:
+    return Replica.build(
+        spec.model, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+    )
+
+
+def single_node(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
+) -> list[Replica]:
+    """Fitting replicas of one node: every tp the heads divide, up to the node's domain."""
+    tgt = spec.targets
+    if tgt.pp and tgt.pp > 1:
+        return []
+    if tgt.tp:
+        tps = [tgt.tp] if tgt.tp <= node_tp(acc, node) else []
+    else:
+        tps = [t for t in TP_OPTIONS if t <= node_tp(acc, node) and spec.model.heads % t == 0]
+    reps = [_build(spec, acc, node, tp, prec, cal) for tp in tps]
+    return [r for r in reps if r.fits]
+
+
+def multi_node(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
+) -> list[Replica]:
+    """Fitting replicas over several nodes: TP `node_tp` with PP across nodes, and TP across
+    nodes (the heads must divide it), within targets.max_nodes_per_replica nodes."""
+    tgt = spec.targets
+    inner = node_tp(acc, node)
+    max_gpus = tgt.max_nodes_per_replica * node.gpus_per_node
+    out: list[Replica] = []
+    stage_tp = tgt.tp or inner
+    if stage_tp <= inner and spec.model.heads % stage_tp == 0:
+        base = _build(spec, acc, node, stage_tp, prec, cal)
+        pps = [tgt.pp] if tgt.pp else [p for p in PP_OPTIONS if p <= spec.model.layers]
+        for pp in pps:
+            if pp > 1 and stage_tp * pp <= max_gpus:
+                piped = PipelinedReplica.build_pipelined(base, pp, acc, node)
+                if piped.fits:
+                    out.append(piped)
+                    break  # the fewest stages that fit: more only add hops
+    if not tgt.pp or tgt.pp == 1:
+        tps = [tgt.tp] if tgt.tp else [inner * k for k in (2, 4, 8)]
+        for tp in tps:
+            if inner < tp <= max_gpus and spec.model.heads % tp == 0:
+                rep = _build(spec, acc, node, tp, prec, cal)
+                if rep.fits:
+                    out.append(rep)
+                    break
+    return out
+
+
+def replica_options(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
+) -> list[Replica]:
+    """The layouts to evaluate: single-node ones, or multi-node ones when none fits (or the
+    spec asks for them)."""
+    one = single_node(spec, acc, node, prec, cal)
+    forced = bool(spec.targets.pp and spec.targets.pp > 1) or bool(
+        spec.targets.tp and spec.targets.tp > node_tp(acc, node)
+    )
+    if (one and not forced) or spec.targets.max_nodes_per_replica == 1:
+        return one
+    return one + multi_node(spec, acc, node, prec, cal)
+
+
+def layout_for(rep: Replica, acc: Accelerator, node: NodeType) -> ReplicaLayout:
+    """The layout record of a replica (single-node, PP across nodes or TP across nodes)."""
+    if isinstance(rep, PipelinedReplica) and rep.layout is not None:
+        return rep.layout
+    return layout_of(acc, node, rep.tp, 1, rep.arch.hidden)
