@@ -63,8 +63,9 @@ class SloStop:
             return count - math.floor((count - 1) * check.percentile / 100.0) + 1  # one spare: float safety
 
         multi = int(np.count_nonzero(output > 1))
-        tpot = math.inf if check.tpot_s is None else check.tpot_s
-        budget = np.where(output > 1, (output - 1) * tpot, math.inf)
+        budget = np.full(n, math.inf)
+        if check.tpot_s is not None:
+            budget = np.where(output > 1, (output - 1) * check.tpot_s, math.inf)
         any_misses = never
         if check.goodput is not None:  # fails once fewer than goodput x n can still meet every SLO
             any_misses = math.floor(n * (1.0 - check.goodput)) + 2  # one spare: float safety

@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, offline_throughput
-from rightsize.perf.serving_multinode import PipelinedReplica, gpus_of
-from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
-from rightsize.perf.serving_slo import SloCheck, meets, simulate_meets
-from rightsize.perf.traffic import arrival_times, sample_lengths
+from rightsize.perf.serving_multinode import gpus_of
+from rightsize.perf.serving_sim import SimResult
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.serving_batch import plan_batch_scenario
@@ -38,124 +33,18 @@ from rightsize.search.serving_costs import (
     replica_cost_usd_per_hour,
 )
 from rightsize.search.serving_demand import serving_demand
+from rightsize.search.serving_disagg import weigh_disaggregation
+from rightsize.search.serving_engine import Workload, passes, run, workload
 from rightsize.search.serving_layouts import layout_for, replica_options
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
-from rightsize.spec.inference import InferenceSpec, LengthDist
+from rightsize.spec.inference import InferenceSpec
 
 CAPACITY_REQUESTS = 3000  # simulated requests per bisection step
 REPORT_REQUESTS = 20000  # simulated requests for the reported percentiles
 BISECTION_STEPS = 9
-# Draft-model cost per speculative step, relative to a target-model decode step
-# (a draft ~1/10 the size of the target, run draft_tokens times, mostly memory-bound).
-DRAFT_COST_PER_TOKEN = 0.05
 
 
-def _lengths(d: LengthDist, n: int, rng: np.random.Generator) -> np.ndarray:
-    return sample_lengths(n, rng, d.kind, mean=d.mean, std=d.std, min_=d.min, max_=d.max, values=d.values)
-
-
-def _tokens_per_step(spec: InferenceSpec) -> tuple[float, float]:
-    """(mean tokens per decode step, relative cost of a step) under speculative decoding."""
-    sp = spec.engine.speculative
-    if sp is None:
-        return 1.0, 1.0
-    k, a = sp.draft_tokens, sp.acceptance_rate
-    expected = (1.0 - a ** (k + 1)) / (1.0 - a) if a < 1.0 else k + 1.0
-    return expected, 1.0 + DRAFT_COST_PER_TOKEN * k
-
-
-def engine_model(rep: Replica, spec: InferenceSpec, batch: float, mean_ctx: float) -> EngineModel:
-    tokens_per_step, step_cost = _tokens_per_step(spec)
-    lin = rep.linear_step_coefficients(batch, mean_ctx)
-    chunk = float(spec.engine.chunk_tokens)
-    prefill_chunk = float(rep.prefill_s(chunk))
-    a = rep.arch
-    attn2 = (
-        a.layers
-        * 4.0
-        * a.head_dim
-        * a.heads
-        / rep.tp
-        / (rep.hw.peak_16bit_flops_per_s * rep.hw.attention_fraction)
-    )
-    kv_cap = int(rep.kv_capacity_tokens)
-    max_batch = spec.engine.max_batch or max(1, kv_cap // spec.engine.block_tokens)
-    return EngineModel(
-        iteration_base_s=lin["iteration_base_s"] * step_cost,
-        decode_per_seq_s=lin["decode_per_seq_s"] * step_cost,
-        decode_per_ctx_token_s=lin["decode_per_ctx_token_s"],
-        prefill_per_token_s=prefill_chunk / chunk,
-        prefill_attn_per_token2_s=attn2,
-        max_batch=int(max_batch),
-        kv_capacity_tokens=kv_cap,
-        block_tokens=int(spec.engine.block_tokens),
-        chunk_tokens=int(chunk) if spec.engine.chunked_prefill else None,
-        spec_tokens_per_step=tokens_per_step,
-        first_token_lag_per_token_s=(
-            float(rep.prefill_lag_s(chunk)) / chunk if isinstance(rep, PipelinedReplica) else 0.0
-        ),
-    )
-
-
-@dataclass
-class _Workload:
-    prompts: np.ndarray
-    outputs: np.ndarray
-    unit_arrivals: np.ndarray  # arrivals at rate 1/s; scale by 1/rate
-    mean_prompt: float
-    mean_output: float
-
-
-def _workload(spec: InferenceSpec, n: int) -> _Workload:
-    rng = np.random.default_rng(spec.seed)
-    tr = spec.traffic
-    prompts = _lengths(tr.prompt_tokens, n, rng)
-    outputs = _lengths(tr.output_tokens, n, rng)
-    unit = arrival_times(n, 1.0, rng, tr.arrival, tr.burst_cv)
-    return _Workload(prompts, outputs, unit, float(prompts.mean()), float(outputs.mean()))
-
-
-def _run(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> SimResult:
-    model = _model_at(rep, spec, wl, rate)
-    return simulate(
-        wl.unit_arrivals / rate, wl.prompts, wl.outputs, model, spec.traffic.prefix_cache_hit_rate
-    )
-
-
-def _passes(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> bool:
-    """Whether one replica meets every SLO at `rate` (the run stops once it cannot)."""
-    model = _model_at(rep, spec, wl, rate)
-    return simulate_meets(
-        wl.unit_arrivals / rate,
-        wl.prompts,
-        wl.outputs,
-        model,
-        slo_check(spec),
-        spec.traffic.prefix_cache_hit_rate,
-    )
-
-
-def slo_check(spec: InferenceSpec) -> SloCheck:
-    slo = spec.slo
-    return SloCheck(slo.ttft_s, slo.tpot_s, slo.e2e_s, slo.percentile, slo.goodput)
-
-
-def _model_at(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> EngineModel:
-    # operating point for the linearised step: Little's law with an analytic step time
-    batch = 1.0
-    for _ in range(4):
-        step = float(rep.decode_step_s(batch, batch * (wl.mean_prompt + wl.mean_output / 2)))
-        batch = max(
-            1.0, min(rate * wl.mean_output * step, rep.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
-        )
-    return engine_model(rep, spec, batch, wl.mean_prompt + wl.mean_output / 2)
-
-
-def _meets(spec: InferenceSpec, res: SimResult) -> bool:
-    return meets(res, slo_check(spec))
-
-
-def replica_capacity(rep: Replica, spec: InferenceSpec, wl: _Workload) -> float:
+def replica_capacity(rep: Replica, spec: InferenceSpec, wl: Workload) -> float:
     """Highest request rate one replica serves within every SLO (0 if even a trickle fails).
 
     Geometric bisection between a trickle (1/1000 of the roofline rate) and the roofline
@@ -166,9 +55,7 @@ def replica_capacity(rep: Replica, spec: InferenceSpec, wl: _Workload) -> float:
     upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
     if upper <= 0:
         return 0.0
-    return capacity_rps(
-        lambda rate: _passes(rep, spec, wl, rate), upper * 1e-3, upper * 1.05, BISECTION_STEPS
-    )
+    return capacity_rps(lambda rate: passes(rep, spec, wl, rate), upper * 1e-3, upper * 1.05, BISECTION_STEPS)
 
 
 def _latencies(res: SimResult) -> dict[str, float]:
@@ -341,7 +228,7 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         "Requests are spread evenly over replicas; each replica sees its share of the arrival process."
     )
     _check_tpot_possible(spec, ids)
-    wl = _workload(spec, CAPACITY_REQUESTS)
+    wl = workload(spec, CAPACITY_REQUESTS)
     options = _fitting_replicas(spec, ids, wl, design, cal, rejected)
     if not options:
         raise Infeasible(
@@ -365,6 +252,8 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
     _report(best, spec, REPORT_REQUESTS, reps)
+    if spec.serving.disaggregation != "never":
+        _weigh_disaggregation(best, spec, wl, reps[id(best)], assumptions)
     alternatives: list[tuple[ServingCandidate, str]] = []
     for c in evaluated[1:]:
         if c.accelerator not in {a.accelerator for a, _ in alternatives} | {best.accelerator}:
@@ -382,6 +271,39 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         seconds=time.perf_counter() - started,
         demand=serving_demand(spec, best),
     )
+
+
+def _weigh_disaggregation(
+    best: ServingCandidate, spec: InferenceSpec, wl: Workload, rep: Replica, assumptions: list[str]
+) -> None:
+    """Size and simulate disaggregated prefill/decode pools on the chosen layout; state the
+    choice; when disaggregated wins, the plan's replicas become its two pools."""
+    acc, node = get_accelerator(best.accelerator), get_node(best.node)
+    design = best.design_rate_rps
+    agg_run = run(rep, spec, wl, design / best.replicas)
+    out = weigh_disaggregation(rep, spec, wl, design, acc, node, (best.gpus, agg_run))
+    best.disaggregation = out.decision
+    assumptions.append(f"Aggregated or disaggregated prefill/decode: {out.decision.reason}")
+    if out.result is None:
+        return
+    res = out.result
+    best.replicas = out.replicas
+    best.replica_capacity_rps = design / out.replicas  # the pools' design load per replica
+    best.latency_s = _latencies(res)
+    best.output_tokens_per_s = res.output_tokens_per_s
+    best.cost_usd_per_hour = (
+        out.decision.disaggregated.cost_usd_per_hour if out.decision.disaggregated else None
+    )
+    if best.cost_usd_per_hour is not None:
+        rps, out_tps = llm_served(spec, best.output_tokens_per_s)
+        best.cost_usd_per_m_output_tokens = per_million(best.cost_usd_per_hour, out_tps * 3600)
+        best.cost_usd_per_request = per_unit(best.cost_usd_per_hour, rps * 3600)
+    best.output_tokens_per_joule = best.output_tokens_per_s / (best.gpus * rep.hw.tdp_w)
+    slo = spec.slo
+    for limit, metric in ((slo.ttft_s, "ttft_s"), (slo.tpot_s, "tpot_s"), (slo.e2e_s, "e2e_s")):
+        if limit is not None:
+            best.slo_headroom[metric] = limit / max(res.percentile(metric, slo.percentile), 1e-12)
+    best.goodput = res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s)
 
 
 def _score(c: ServingCandidate, objective: str) -> float:
@@ -421,7 +343,7 @@ def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:
 def _candidate(
     rep: Replica,
     spec: InferenceSpec,
-    wl: _Workload,
+    wl: Workload,
     node_id: str,
     tp: int,
     replicas: int,
@@ -429,7 +351,7 @@ def _candidate(
     design: float,
     reps: Replicas,
 ) -> ServingCandidate:
-    res = _run(rep, spec, wl, design / replicas)
+    res = run(rep, spec, wl, design / replicas)
     c = ServingCandidate(
         accelerator=rep.hw.accelerator_id,
         node=node_id,
@@ -476,7 +398,7 @@ def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResul
 def _report(c: ServingCandidate, spec: InferenceSpec, n: int, reps: Replicas) -> None:
     """Re-simulate the chosen option with more requests for the reported percentiles."""
     rep = reps[id(c)]
-    wl = _workload(spec, n)
-    res = _run(rep, spec, wl, c.design_rate_rps / c.replicas)
+    wl = workload(spec, n)
+    res = run(rep, spec, wl, c.design_rate_rps / c.replicas)
     c.latency_s = _latencies(res)
     _costs(c, rep, spec, res, c.design_rate_rps)

@@ -322,6 +322,15 @@ class InferenceWorkload(BaseModel):
     batch: Annotated[CountInt, POSITIVE] | None = Field(
         default=None, description="Concurrent request streams for scenario 'fixed_batch'."
     )
+    disaggregation: Literal["never", "auto", "always"] = Field(
+        default="never",
+        description=(
+            "Disaggregated prefill and decode (separate pools, KV cache moved over the fabric, as NVIDIA Dynamo, "
+            "llm-d, SGLang and vLLM's KV connectors run it): 'auto' sizes both pools, simulates them and keeps "
+            "whichever of aggregated and disaggregated wins the objective, stating both; 'always' uses it when "
+            "its pools meet the SLOs; 'never' (default) plans aggregated replicas only. Scenario 'serving' only."
+        ),
+    )
 
 
 class InferenceTargets(BaseModel):
@@ -482,6 +491,11 @@ def _inference_problems(spec: InferenceSpec) -> list[str]:
         problems.append(
             f"traffic.rate and traffic.peak_rate apply only to serving.scenario 'serving', not '{scenario}'; "
             "remove them or set scenario: serving"
+        )
+    if scenario != "serving" and workload.disaggregation != "never":
+        problems.append(
+            f"serving.disaggregation ({workload.disaggregation!r}) applies only to scenario 'serving', not "
+            f"'{scenario}'; remove it or set scenario: serving"
         )
     if scenario == "fixed_batch" and workload.batch is None:
         problems.append(
