@@ -56,13 +56,16 @@ class ReplicaLayout:
     pp_link: str | None  # the link between pipeline stages (None: one stage)
     tp_spans_nodes: bool
     activation_bytes_per_token_hop: float  # hidden state bytes one token carries per stage hop
+    ep: int = 1  # expert-parallel GPUs (attention data-parallel on each); 1: experts inside tp
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.pp * self.ep
 
     @property
     def kind(self) -> str:
+        if self.ep > 1:
+            return "expert-parallel" + ("-across-nodes" if self.nodes > 1 else "")
         if self.nodes == 1:
             return "single-node"
         return "tp-across-nodes" if self.tp_spans_nodes else "pp-across-nodes"
@@ -72,10 +75,10 @@ def _nic_name(node: NodeType) -> str:
     return f"RDMA NIC ({node.nics_per_node} x {node.nic_bits_per_s / 1e9:g} Gb/s per node)"
 
 
-def layout_of(acc: Accelerator, node: NodeType, tp: int, pp: int, hidden: int) -> ReplicaLayout:
-    """The layout of tp x pp GPUs of `acc` on `node`s: stages fill nodes in order."""
+def layout_of(acc: Accelerator, node: NodeType, tp: int, pp: int, hidden: int, ep: int = 1) -> ReplicaLayout:
+    """The layout of tp x pp (x ep) GPUs of `acc` on `node`s: stages fill nodes in order."""
     per_node = node.gpus_per_node
-    gpus = tp * pp
+    gpus = tp * pp * ep
     nodes = max(1, math.ceil(gpus / per_node))
     tp_spans = tp > min(per_node, acc.scaleup_domain_gpus)
     up = f"{acc.scaleup_name} (scale-up)"
@@ -92,6 +95,7 @@ def layout_of(acc: Accelerator, node: NodeType, tp: int, pp: int, hidden: int) -
         pp_link=pp_link,
         tp_spans_nodes=tp_spans,
         activation_bytes_per_token_hop=hidden * ACTIVATION_BYTES,
+        ep=ep,
     )
 
 
@@ -206,5 +210,8 @@ class PipelinedReplica(Replica):
 
 
 def gpus_of(rep: Replica) -> int:
-    """GPUs one replica occupies (tp x pp)."""
+    """GPUs one replica occupies (tp x pp, or the expert-parallel group)."""
+    ep = getattr(rep, "ep", None)
+    if isinstance(ep, int):
+        return ep
     return rep.tp * (rep.pp if isinstance(rep, PipelinedReplica) else 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rightsize.catalog import Accelerator, NodeType
 from rightsize.perf.inference import Replica
+from rightsize.perf.serving_moe_ep import ExpertParallelReplica
 from rightsize.perf.serving_multinode import PP_OPTIONS, PipelinedReplica, ReplicaLayout, layout_of
 from rightsize.search.calibrated import Calibration
 from rightsize.search.serving_plan import TP_OPTIONS
@@ -75,7 +76,13 @@ def replica_options(
     spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
 ) -> list[Replica]:
     """The layouts to evaluate: single-node ones, or multi-node ones when none fits (or the
-    spec asks for them)."""
+    spec asks for them); with serving.expert_parallel, that expert-parallel replica only."""
+    if spec.serving.expert_parallel:
+        ep = spec.serving.expert_parallel
+        base = _build(spec, acc, node, 1, prec, cal)
+        crosses = ep > node_tp(acc, node)
+        rep = ExpertParallelReplica.build_ep(base, ep, spec.serving.expert_imbalance, crosses)
+        return [rep] if rep.fits else []
     one = single_node(spec, acc, node, prec, cal)
     forced = bool(spec.targets.pp and spec.targets.pp > 1) or bool(
         spec.targets.tp and spec.targets.tp > node_tp(acc, node)
@@ -89,4 +96,6 @@ def layout_for(rep: Replica, acc: Accelerator, node: NodeType) -> ReplicaLayout:
     """The layout record of a replica (single-node, PP across nodes or TP across nodes)."""
     if isinstance(rep, PipelinedReplica) and rep.layout is not None:
         return rep.layout
+    if isinstance(rep, ExpertParallelReplica):  # attention DP x expert parallel over ep GPUs
+        return layout_of(acc, node, 1, 1, rep.arch.hidden, rep.ep)
     return layout_of(acc, node, rep.tp, 1, rep.arch.hidden)

@@ -40,7 +40,7 @@ class ServingCandidate:
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        return self.layout.gpus if self.layout is not None else self.tp * self.pp
 
     @property
     def gpus(self) -> int:

@@ -322,6 +322,23 @@ class InferenceWorkload(BaseModel):
     batch: Annotated[CountInt, POSITIVE] | None = Field(
         default=None, description="Concurrent request streams for scenario 'fixed_batch'."
     )
+    expert_parallel: Annotated[CountInt, POSITIVE] | None = Field(
+        default=None,
+        description=(
+            "Wide expert parallelism for a mixture-of-experts model (DeepSeek-V3/R1 style): GPUs per replica, "
+            "attention data-parallel on each, routed experts split over all of them, tokens moved by all-to-all "
+            "over NVLink and the RDMA NICs; null: experts stay inside the tensor-parallel group."
+        ),
+    )
+    expert_imbalance: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=8.0,
+        description=(
+            "Busiest GPU's routed-token load over the mean under expert parallelism (1 = balanced, what EPLB's "
+            "redundant experts aim for); measure it with your engine's expert statistics."
+        ),
+    )
     disaggregation: Literal["never", "auto", "always"] = Field(
         default="never",
         description=(
@@ -496,6 +513,20 @@ def _inference_problems(spec: InferenceSpec) -> list[str]:
         problems.append(
             f"serving.disaggregation ({workload.disaggregation!r}) applies only to scenario 'serving', not "
             f"'{scenario}'; remove it or set scenario: serving"
+        )
+    if workload.expert_parallel is not None and not spec.model.is_moe:
+        problems.append(
+            f"serving.expert_parallel ({workload.expert_parallel}) needs a mixture-of-experts model; "
+            f"{spec.model.name} is dense: remove it (tensor parallelism is set by targets.tp)"
+        )
+    if (
+        workload.expert_parallel is not None
+        and spec.model.is_moe
+        and workload.expert_parallel > spec.model.experts
+    ):
+        problems.append(
+            f"serving.expert_parallel ({workload.expert_parallel}) exceeds the model's {spec.model.experts} routed "
+            "experts: each GPU must hold at least one"
         )
     if scenario == "fixed_batch" and workload.batch is None:
         problems.append(
