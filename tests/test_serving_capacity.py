@@ -11,7 +11,7 @@ import pytest
 from rightsize.perf.serving_sim import EngineModel, simulate
 from rightsize.perf.serving_slo import SloCheck, meets, simulate_meets
 from rightsize.perf.traffic import arrival_times, sample_lengths
-from rightsize.search.serving_capacity import capacity_rps
+from rightsize.search.serving_capacity import capacity_rps, first_leaf, leaf_rate
 
 
 def _reference(passes, lo: float, hi: float, steps: int) -> float:
@@ -28,17 +28,31 @@ def _reference(passes, lo: float, hi: float, steps: int) -> float:
 
 
 @pytest.mark.parametrize("threshold", [0.0005, 0.001, 0.00100001, 0.02, 0.5, 0.93, 0.99, 1.0, 1.04, 2.0])
-@pytest.mark.parametrize("with_guess", [False, True])
-def test_capacity_equals_reference_bisection(threshold: float, with_guess: bool) -> None:
+@pytest.mark.parametrize("hint", ["none", "guess", "start_high", "start_low", "start_zero", "known"])
+def test_capacity_equals_reference_bisection(threshold: float, hint: str) -> None:
+    """Whatever the hint (a cheap guess, a rough start rate, a leaf known to pass), the
+    answer is the reference bisection's."""
     calls: list[float] = []
 
     def passes(rate: float) -> bool:
         calls.append(rate)
         return rate <= threshold
 
-    guess = (lambda rate: rate <= threshold * 1.03) if with_guess else None
     want = _reference(lambda r: r <= threshold, 1e-3, 1.05, 9)
-    assert capacity_rps(passes, 1e-3, 1.05, 9, guess) == want
+    kw: dict = {}
+    if hint == "guess":
+        kw["guess"] = lambda rate: rate <= threshold * 1.03
+    elif hint.startswith("start"):
+        kw["start_rate"] = {"start_high": threshold * 1.3, "start_low": threshold * 0.5, "start_zero": 0.0}[
+            hint
+        ]
+    elif hint == "known":
+        known = first_leaf(1e-3, 1.05, 9, lambda r: r >= 1e-3 * 3)
+        if not passes(leaf_rate(1e-3, 1.05, 9, known)):
+            return  # the caller would have pruned the option
+        calls.clear()
+        kw["known_pass"] = known
+    assert capacity_rps(passes, 1e-3, 1.05, 9, **kw) == want
     assert len(set(calls)) == len(calls)  # no rate simulated twice
 
 

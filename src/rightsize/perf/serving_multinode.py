@@ -76,24 +76,21 @@ def _nic_name(node: NodeType) -> str:
 
 
 def layout_of(acc: Accelerator, node: NodeType, tp: int, pp: int, hidden: int, ep: int = 1) -> ReplicaLayout:
-    """The layout of tp x pp (x ep) GPUs of `acc` on `node`s: stages fill nodes in order."""
-    per_node = node.gpus_per_node
+    """The layout of tp x pp (x ep) GPUs of `acc` on `node`s: stages fill nodes in order. A
+    group inside the scale-up domain talks over it (NVLink, ICI, even across the hosts of an
+    NVL72 rack or a TPU slice); one that leaves it, over the RDMA NICs."""
+    per_node, domain = node.gpus_per_node, acc.scaleup_domain_gpus
     gpus = tp * pp * ep
-    nodes = max(1, math.ceil(gpus / per_node))
-    tp_spans = tp > min(per_node, acc.scaleup_domain_gpus)
     up = f"{acc.scaleup_name} (scale-up)"
-    tp_link = _nic_name(node) if tp_spans else up
-    pp_link = None
-    if pp > 1:
-        pp_link = up if gpus <= min(per_node, acc.scaleup_domain_gpus) else _nic_name(node)
+    nic = _nic_name(node)
     return ReplicaLayout(
         tp=tp,
         pp=pp,
-        nodes=nodes,
+        nodes=max(1, math.ceil(gpus / per_node)),
         gpus_per_node=min(gpus, per_node),
-        tp_link=tp_link,
-        pp_link=pp_link,
-        tp_spans_nodes=tp_spans,
+        tp_link=up if tp <= domain else nic,
+        pp_link=None if pp == 1 else (up if gpus <= domain else nic),
+        tp_spans_nodes=tp > per_node,
         activation_bytes_per_token_hop=hidden * ACTIVATION_BYTES,
         ep=ep,
     )

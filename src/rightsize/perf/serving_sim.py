@@ -321,7 +321,10 @@ def _run_engine(
     chunk = _NO_CHUNK_LIMIT if m.chunk_tokens is None else m.chunk_tokens
     kv_free = m.kv_capacity_tokens
     lag_per_token = m.first_token_lag_per_token_s
-    lag = [lag_per_token * min(p - c, chunk) for p, c in zip(prompt, cached, strict=True)]
+    if lag_per_token:
+        lag = (lag_per_token * np.minimum(np.subtract(prompt, cached), chunk)).tolist()
+    else:
+        lag = [0.0] * n
 
     start = [0.0] * n
     first = [0.0] * n

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
@@ -22,7 +25,7 @@ from rightsize.perf.serving_sim import SimResult
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.serving_batch import plan_batch_scenario
-from rightsize.search.serving_capacity import capacity_rps
+from rightsize.search.serving_capacity import capacity_rps, first_leaf, leaf_rate
 from rightsize.search.serving_costs import (
     billed_cost_usd_per_hour,
     keep_priced,
@@ -34,7 +37,7 @@ from rightsize.search.serving_costs import (
 )
 from rightsize.search.serving_demand import serving_demand
 from rightsize.search.serving_disagg import weigh_disaggregation
-from rightsize.search.serving_engine import Workload, passes, run, workload
+from rightsize.search.serving_engine import EngineModels, Workload, passes, run, workload
 from rightsize.search.serving_layouts import layout_for, replica_options
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.spec.inference import InferenceSpec
@@ -44,18 +47,96 @@ REPORT_REQUESTS = 20000  # simulated requests for the reported percentiles
 BISECTION_STEPS = 9
 
 
-def replica_capacity(rep: Replica, spec: InferenceSpec, wl: Workload) -> float:
+PRUNED = -1.0  # replica_capacity's answer when the option cannot beat what it must
+
+
+def replica_capacity(
+    rep: Replica, spec: InferenceSpec, wl: Workload, worth: Callable[[float], bool] | None = None
+) -> float:
     """Highest request rate one replica serves within every SLO (0 if even a trickle fails).
 
     Geometric bisection between a trickle (1/1000 of the roofline rate) and the roofline
     rate x 1.05, BISECTION_STEPS halvings, found as `serving_capacity` finds it: the top
     leaf first (most options are bound by throughput, not by an SLO, and end there), then
     galloping down from it; each run stops as soon as its verdict is certain.
+
+    `worth(capacity)` says whether a capacity would make the option worth having (monotone
+    in the capacity); when given, the lowest worthwhile leaf is tried first and PRUNED is
+    returned if it fails: the option's capacity is then below it, whatever it is exactly.
     """
     upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
     if upper <= 0:
         return 0.0
-    return capacity_rps(lambda rate: passes(rep, spec, wl, rate), upper * 1e-3, upper * 1.05, BISECTION_STEPS)
+    lo, hi = upper * 1e-3, upper * 1.05
+
+    models = EngineModels(rep, spec)
+
+    def ok(rate: float) -> bool:
+        return passes(rep, spec, wl, rate, models)
+
+    known = None
+    if worth is not None:
+        known = first_leaf(lo, hi, BISECTION_STEPS, worth)
+        if known is None or not ok(leaf_rate(lo, hi, BISECTION_STEPS, known)):
+            return PRUNED
+    return capacity_rps(
+        ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=_tpot_bound_rate(models, wl, spec)
+    )
+
+
+def _tpot_bound_rate(models: EngineModels, wl: Workload, spec: InferenceSpec) -> float | None:
+    """A rough estimate of the rate at which the mean TPOT reaches its SLO, to start the
+    capacity search near its answer (the search's result does not depend on it); None
+    without a TPOT SLO, 0 when even batch 1 misses it.
+
+    With B sequences decoding, an iteration lasts step(B) / (1 - f), f the share of time
+    prefill takes (rate x uncached prompt tokens x prefill time per token), and Little's law
+    gives B = rate x output x iteration; at iteration = TPOT limit L the rate is B / (O L),
+    for the largest B with step(B) <= L (1 - B P c / (O L))."""
+    limit = spec.slo.tpot_s
+    if limit is None:
+        return None
+    rep = models.rep
+    ctx = wl.mean_prompt + wl.mean_output / 2
+    cap = max(
+        2.0, min(float(models.max_batch), models.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
+    )
+    b = np.unique(np.round(np.geomspace(1.0, cap, 48)))
+    step = np.asarray(rep.decode_step_s(b, b * ctx), dtype=np.float64) * models.step_cost
+    uncached = wl.mean_prompt * (1.0 - spec.traffic.prefix_cache_hit_rate)
+    out = max(wl.mean_output, 1.0)
+    ok = step <= limit * (1.0 - b * uncached * models.prefill_per_token_s / (out * limit))
+    if not np.any(ok):
+        return 0.0  # not even one sequence decodes within the TPOT: the trickle probably fails
+    best = float(b[np.flatnonzero(ok)[-1]])
+    return best / (out * limit) * models.tokens_per_step
+
+
+def _beats(
+    spec: InferenceSpec, rep: Replica, node_id: str, design: float, best: float
+) -> Callable[[float], bool] | None:
+    """Whether a capacity would make this option cheaper than `best` (its accelerator's best
+    so far): the replicas it would need, billed in whole nodes, cost less. None when that
+    test cannot prune exactly (fixed replicas, no price, a facility power cap that may yet
+    drop the best)."""
+    acc_id = rep.hw.accelerator_id
+    if (
+        spec.targets.objective != "cost"
+        or spec.targets.replicas
+        or not math.isfinite(best)
+        or spec.infrastructure.facility.power_cap_w is not None
+    ):
+        return None
+    per_node, gpus, util = get_node(node_id).gpus_per_node, gpus_of(rep), margins_of(spec).utilisation_target
+    if billed_cost_usd_per_hour(acc_id, gpus, per_node) is None:
+        return None
+
+    def cheaper(cap: float) -> bool:
+        replicas = max(1, math.ceil(design / (cap * util)))
+        cost = billed_cost_usd_per_hour(acc_id, replicas * gpus, per_node)
+        return cost is not None and cost < best
+
+    return cheaper
 
 
 def _latencies(res: SimResult) -> dict[str, float]:
@@ -190,7 +271,11 @@ def _evaluate_bounded(
         # accelerator's best is skipped; each accelerator keeps its best for the report.
         if spec.targets.objective == "cost" and bound > best_of.get(acc_id, math.inf):
             continue
-        cap = replica_capacity(rep, spec, wl)
+        cap = replica_capacity(
+            rep, spec, wl, _beats(spec, rep, node_id, design, best_of.get(acc_id, math.inf))
+        )
+        if cap == PRUNED:  # its capacity cannot make it cheaper than its accelerator's best
+            continue
         if cap <= 0:
             rejected.append((rep.hw.accelerator_id, f"tp{tp}: even a trickle of requests misses the SLOs"))
             continue

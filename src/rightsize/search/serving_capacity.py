@@ -18,6 +18,11 @@ from collections.abc import Callable
 
 Passes = Callable[[float], bool]
 
+# First gallop step, in leaves, from a rough estimate of the answer: estimates are off by
+# several leaves (each 1.36% of rate at 9 halvings over a 1050x range), so steps of one
+# would take several runs to leave the estimate's neighbourhood.
+GUESS_STEP = 4
+
 
 def leaf_rate(lo: float, hi: float, steps: int, k: int) -> float:
     """The rate the reference bisection returns when the threshold lies in leaf k
@@ -44,13 +49,42 @@ def _bisect_leaf(passes: Passes, lo: float, hi: float, steps: int) -> int:
     return k
 
 
-def capacity_rps(passes: Passes, lo: float, hi: float, steps: int, guess: Passes | None = None) -> float:
-    """max{grid[k] : passes(grid[k])} over the reference bisection's grid between `lo` and
-    `hi`; 0 when even `lo` fails. `guess` is a cheaper, rougher `passes` whose bisection
-    places the first try; without one the search gallops down from the top leaf (where
-    the capacity of an SLO-bound option usually lies, a few leaves below the roofline)."""
+def first_leaf(lo: float, hi: float, steps: int, pred: Passes) -> int | None:
+    """The smallest leaf k whose rate satisfies `pred` (monotone: false below, true from
+    some leaf up); None when no leaf does."""
     top = (1 << steps) - 1
-    cache: dict[int, bool] = {}
+    if not pred(leaf_rate(lo, hi, steps, top)):
+        return None
+    low, high = -1, top  # pred(leaf high) holds; pred(leaf low) does not (-1: below leaf 0)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if pred(leaf_rate(lo, hi, steps, mid)):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def capacity_rps(
+    passes: Passes,
+    lo: float,
+    hi: float,
+    steps: int,
+    guess: Passes | None = None,
+    known_pass: int | None = None,
+    start_rate: float | None = None,
+) -> float:
+    """max{grid[k] : passes(grid[k])} over the reference bisection's grid between `lo` and
+    `hi`; 0 when even `lo` fails.
+
+    The top leaf is tried first. Then the search gallops from a first try and closes in by
+    binary search: from a cheaper, rougher `guess` bisected, or from `start_rate`, a rough
+    estimate of the answer (then with steps of GUESS_STEP leaves), or down from the top.
+    `known_pass` is a leaf the caller has already seen pass. None of these changes the
+    answer, only how many runs it takes; a `start_rate` of 0 says the trickle probably
+    fails, so leaf 0 is tried right after the top."""
+    top = (1 << steps) - 1
+    cache: dict[int, bool] = {} if known_pass is None else {known_pass: True}
 
     def ok(k: int) -> bool:
         if k not in cache:
@@ -59,8 +93,18 @@ def capacity_rps(passes: Passes, lo: float, hi: float, steps: int, guess: Passes
 
     if ok(top):
         return leaf_rate(lo, hi, steps, top)
-    k0 = _bisect_leaf(guess, lo, hi, steps) if guess is not None else top - 1
-    good, bad = _gallop(ok, min(k0, top - 1), top)
+    if start_rate == 0.0 and not ok(0):
+        return 0.0
+    step = 1
+    k0 = top - 1
+    if guess is not None:
+        k0 = _bisect_leaf(guess, lo, hi, steps)
+    elif start_rate:
+        first = first_leaf(lo, hi, steps, lambda rate: rate >= start_rate)
+        k0, step = (top - 1 if first is None else max(0, first - 1)), GUESS_STEP
+    if known_pass is not None and known_pass > k0:
+        k0, step = known_pass, 1
+    good, bad = _gallop(ok, min(k0, top - 1), top, step)
     while bad - good > 1:  # binary search between a passing and a failing leaf
         mid = (good + bad) // 2
         if ok(mid):
@@ -70,17 +114,17 @@ def capacity_rps(passes: Passes, lo: float, hi: float, steps: int, guess: Passes
     return leaf_rate(lo, hi, steps, good) if good >= 0 else 0.0
 
 
-def _gallop(ok: Callable[[int], bool], k0: int, top: int) -> tuple[int, int]:
+def _gallop(ok: Callable[[int], bool], k0: int, top: int, step: int = 1) -> tuple[int, int]:
     """A passing leaf and a failing one above it, found by doubling steps from `k0` (leaf
     `top` is known to fail); (-1, 0) when even leaf 0, the trickle, fails."""
     if ok(k0):
-        good, step = k0, 1
+        good = k0
         while True:
             probe = min(good + step, top)
             if probe == top or not ok(probe):
                 return good, probe
             good, step = probe, step * 2
-    bad, step = k0, 1
+    bad = k0
     while True:
         probe = bad - step
         if probe <= 0:

@@ -27,7 +27,7 @@ from rightsize.perf.serving_sim import SimResult
 from rightsize.perf.serving_slo import SloCheck, meets, simulate_meets
 from rightsize.search.serving_capacity import capacity_rps
 from rightsize.search.serving_costs import billed_cost_usd_per_hour
-from rightsize.search.serving_engine import Workload, model_at, slo_check
+from rightsize.search.serving_engine import EngineModels, Workload, model_at, slo_check
 from rightsize.search.serving_layouts import layout_for
 from rightsize.spec.inference import InferenceSpec
 
@@ -114,8 +114,10 @@ def _decode_load(wl: Workload) -> Workload:
 def _pool_capacity(
     rep: Replica, spec: InferenceSpec, wl: Workload, check: SloCheck, cached: float, hi: float
 ) -> float:
+    models = EngineModels(rep, spec)
+
     def ok(rate: float) -> bool:
-        m = model_at(rep, spec, wl, rate)
+        m = models.at(wl, rate)
         return simulate_meets(wl.unit_arrivals / rate, wl.prompts, wl.outputs, m, check, cached)
 
     return capacity_rps(ok, hi * 1e-3, hi, 9)

@@ -35,36 +35,66 @@ def _tokens_per_step(spec: InferenceSpec) -> tuple[float, float]:
 
 
 def engine_model(rep: Replica, spec: InferenceSpec, batch: float, mean_ctx: float) -> EngineModel:
-    tokens_per_step, step_cost = _tokens_per_step(spec)
-    lin = rep.linear_step_coefficients(batch, mean_ctx)
-    chunk = float(spec.engine.chunk_tokens)
-    prefill_chunk = float(rep.prefill_s(chunk))
-    a = rep.arch
-    attn2 = (
-        a.layers
-        * 4.0
-        * a.head_dim
-        * a.heads
-        / rep.tp
-        / (rep.hw.peak_16bit_flops_per_s * rep.hw.attention_fraction)
-    )
-    kv_cap = int(rep.kv_capacity_tokens)
-    max_batch = spec.engine.max_batch or max(1, kv_cap // spec.engine.block_tokens)
-    return EngineModel(
-        iteration_base_s=lin["iteration_base_s"] * step_cost,
-        decode_per_seq_s=lin["decode_per_seq_s"] * step_cost,
-        decode_per_ctx_token_s=lin["decode_per_ctx_token_s"],
-        prefill_per_token_s=prefill_chunk / chunk,
-        prefill_attn_per_token2_s=attn2,
-        max_batch=int(max_batch),
-        kv_capacity_tokens=kv_cap,
-        block_tokens=int(spec.engine.block_tokens),
-        chunk_tokens=int(chunk) if spec.engine.chunked_prefill else None,
-        spec_tokens_per_step=tokens_per_step,
-        first_token_lag_per_token_s=(
-            float(rep.prefill_lag_s(chunk)) / chunk if isinstance(rep, PipelinedReplica) else 0.0
-        ),
-    )
+    """The replica's iteration-time model linearised at (batch, mean context)."""
+    return EngineModels(rep, spec).linearised(batch, mean_ctx)
+
+
+class EngineModels:
+    """A replica's engine models at any operating point, with what does not depend on the
+    operating point (prefill of a chunk, KV capacity, the pipeline lag) computed once."""
+
+    def __init__(self, rep: Replica, spec: InferenceSpec) -> None:
+        self.rep, self.spec = rep, spec
+        self.tokens_per_step, self.step_cost = _tokens_per_step(spec)
+        chunk = float(spec.engine.chunk_tokens)
+        self.chunk = chunk
+        self.prefill_per_token_s = float(rep.prefill_s(chunk)) / chunk
+        a = rep.arch
+        self.attn2 = (
+            a.layers
+            * 4.0
+            * a.head_dim
+            * a.heads
+            / rep.tp
+            / (rep.hw.peak_16bit_flops_per_s * rep.hw.attention_fraction)
+        )
+        self.kv_cap = int(rep.kv_capacity_tokens)
+        self.kv_capacity_tokens = rep.kv_capacity_tokens
+        self.max_batch = spec.engine.max_batch or max(1, self.kv_cap // spec.engine.block_tokens)
+        self.lag = float(rep.prefill_lag_s(chunk)) / chunk if isinstance(rep, PipelinedReplica) else 0.0
+        self._step_at_one: dict[float, float] = {}
+
+    def linearised(self, batch: float, mean_ctx: float) -> EngineModel:
+        lin = self.rep.linear_step_coefficients(batch, mean_ctx)
+        eng = self.spec.engine
+        return EngineModel(
+            iteration_base_s=lin["iteration_base_s"] * self.step_cost,
+            decode_per_seq_s=lin["decode_per_seq_s"] * self.step_cost,
+            decode_per_ctx_token_s=lin["decode_per_ctx_token_s"],
+            prefill_per_token_s=self.prefill_per_token_s,
+            prefill_attn_per_token2_s=self.attn2,
+            max_batch=int(self.max_batch),
+            kv_capacity_tokens=self.kv_cap,
+            block_tokens=int(eng.block_tokens),
+            chunk_tokens=int(self.chunk) if eng.chunked_prefill else None,
+            spec_tokens_per_step=self.tokens_per_step,
+            first_token_lag_per_token_s=self.lag,
+        )
+
+    def at(self, wl: Workload, rate: float) -> EngineModel:
+        """Linearised at the operating point of `rate`: Little's law with the analytic step."""
+        ctx = wl.mean_prompt + wl.mean_output / 2
+        cap = self.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output)
+        batch = 1.0
+        for i in range(4):
+            if i == 0:  # the first step is at batch 1 whatever the rate
+                if ctx not in self._step_at_one:
+                    self._step_at_one[ctx] = float(self.rep.decode_step_s(1.0, ctx))
+                step = self._step_at_one[ctx]
+            else:
+                step = float(self.rep.decode_step_s(batch, batch * ctx))
+            batch = max(1.0, min(rate * wl.mean_output * step, cap))
+        return self.linearised(batch, ctx)
 
 
 @dataclass
@@ -85,16 +115,21 @@ def workload(spec: InferenceSpec, n: int) -> Workload:
     return Workload(prompts, outputs, unit, float(prompts.mean()), float(outputs.mean()))
 
 
-def run(rep: Replica, spec: InferenceSpec, wl: Workload, rate: float) -> SimResult:
-    model = model_at(rep, spec, wl, rate)
+def run(
+    rep: Replica, spec: InferenceSpec, wl: Workload, rate: float, models: EngineModels | None = None
+) -> SimResult:
+    """One replica's simulated run at `rate` (`models`: the replica's, reused across rates)."""
+    model = (models or EngineModels(rep, spec)).at(wl, rate)
     return simulate(
         wl.unit_arrivals / rate, wl.prompts, wl.outputs, model, spec.traffic.prefix_cache_hit_rate
     )
 
 
-def passes(rep: Replica, spec: InferenceSpec, wl: Workload, rate: float) -> bool:
+def passes(
+    rep: Replica, spec: InferenceSpec, wl: Workload, rate: float, models: EngineModels | None = None
+) -> bool:
     """Whether one replica meets every SLO at `rate` (the run stops once it cannot)."""
-    model = model_at(rep, spec, wl, rate)
+    model = (models or EngineModels(rep, spec)).at(wl, rate)
     return simulate_meets(
         wl.unit_arrivals / rate,
         wl.prompts,
@@ -111,14 +146,8 @@ def slo_check(spec: InferenceSpec) -> SloCheck:
 
 
 def model_at(rep: Replica, spec: InferenceSpec, wl: Workload, rate: float) -> EngineModel:
-    # operating point for the linearised step: Little's law with an analytic step time
-    batch = 1.0
-    for _ in range(4):
-        step = float(rep.decode_step_s(batch, batch * (wl.mean_prompt + wl.mean_output / 2)))
-        batch = max(
-            1.0, min(rate * wl.mean_output * step, rep.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
-        )
-    return engine_model(rep, spec, batch, wl.mean_prompt + wl.mean_output / 2)
+    """The replica's engine model at `rate` (see `EngineModels.at`)."""
+    return EngineModels(rep, spec).at(wl, rate)
 
 
 def slo_met(spec: InferenceSpec, res: SimResult) -> bool:

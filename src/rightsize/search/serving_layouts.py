@@ -15,8 +15,15 @@ from rightsize.spec.inference import InferenceSpec
 
 
 def node_tp(acc: Accelerator, node: NodeType) -> int:
-    """The largest tensor-parallel group inside one node's scale-up domain."""
-    return min(acc.scaleup_domain_gpus, node.gpus_per_node)
+    """The largest tensor-parallel group the scale-up domain holds (an 8-GPU node's NVLink,
+    an NVL72 rack, a TPU slice's ICI)."""
+    return acc.scaleup_domain_gpus
+
+
+def _stage_tp(spec: InferenceSpec, acc: Accelerator) -> int | None:
+    """TP of one pipeline stage: the largest degree the domain holds and the heads divide."""
+    fits = [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
+    return spec.targets.tp or (fits[-1] if fits else None)
 
 
 def _build(
@@ -51,8 +58,8 @@ def multi_node(
     inner = node_tp(acc, node)
     max_gpus = tgt.max_nodes_per_replica * node.gpus_per_node
     out: list[Replica] = []
-    stage_tp = tgt.tp or inner
-    if stage_tp <= inner and spec.model.heads % stage_tp == 0:
+    stage_tp = _stage_tp(spec, acc)
+    if stage_tp and stage_tp <= inner and spec.model.heads % stage_tp == 0:
         base = _build(spec, acc, node, stage_tp, prec, cal)
         pps = [tgt.pp] if tgt.pp else [p for p in PP_OPTIONS if p <= spec.model.layers]
         for pp in pps:
@@ -80,7 +87,7 @@ def replica_options(
     if spec.serving.expert_parallel:
         ep = spec.serving.expert_parallel
         base = _build(spec, acc, node, 1, prec, cal)
-        crosses = ep > node_tp(acc, node)
+        crosses = ep > acc.scaleup_domain_gpus  # the all-to-all leaves the scale-up domain
         rep = ExpertParallelReplica.build_ep(base, ep, spec.serving.expert_imbalance, crosses)
         return [rep] if rep.fits else []
     one = single_node(spec, acc, node, prec, cal)
