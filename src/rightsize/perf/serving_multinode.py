@@ -208,6 +208,9 @@ class PipelinedReplica(Replica):
 
 def gpus_of(rep: Replica) -> int:
     """GPUs one replica occupies (tp x pp, or the expert-parallel group)."""
+    target = getattr(rep, "target", None)  # a speculating replica occupies its target's GPUs
+    if isinstance(target, Replica):
+        return gpus_of(target)
     ep = getattr(rep, "ep", None)
     if isinstance(ep, int):
         return ep

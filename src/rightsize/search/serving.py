@@ -67,9 +67,9 @@ def replica_capacity(
     upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
     if upper <= 0:
         return 0.0
-    lo, hi = upper * 1e-3, upper * 1.05
-
     models = EngineModels(rep, spec)
+    upper *= models.tokens_per_step  # the roofline counts one token per step; speculation yields more
+    lo, hi = upper * 1e-3, upper * 1.05
 
     def ok(rate: float) -> bool:
         return passes(rep, spec, wl, rate, models)

@@ -12,6 +12,7 @@ from rightsize.perf.inference import Replica
 from rightsize.perf.serving_multinode import PipelinedReplica
 from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
 from rightsize.perf.serving_slo import SloCheck, meets, simulate_meets
+from rightsize.perf.serving_specdec import SpeculativeReplica, tokens_per_step
 from rightsize.perf.traffic import arrival_times, sample_lengths
 from rightsize.spec.inference import InferenceSpec, LengthDist
 
@@ -24,14 +25,17 @@ def _lengths(d: LengthDist, n: int, rng: np.random.Generator) -> np.ndarray:
     return sample_lengths(n, rng, d.kind, mean=d.mean, std=d.std, min_=d.min, max_=d.max, values=d.values)
 
 
-def _tokens_per_step(spec: InferenceSpec) -> tuple[float, float]:
-    """(mean tokens per decode step, relative cost of a step) under speculative decoding."""
+def _tokens_per_step(spec: InferenceSpec, rep: Replica | None = None) -> tuple[float, float]:
+    """(mean tokens per decode step, relative cost of a step) under speculative decoding. A
+    `SpeculativeReplica` times its own steps (relative cost 1); without one the draft costs
+    DRAFT_COST_PER_TOKEN of a target step per drafted token."""
     sp = spec.engine.speculative
     if sp is None:
         return 1.0, 1.0
-    k, a = sp.draft_tokens, sp.acceptance_rate
-    expected = (1.0 - a ** (k + 1)) / (1.0 - a) if a < 1.0 else k + 1.0
-    return expected, 1.0 + DRAFT_COST_PER_TOKEN * k
+    expected = tokens_per_step(sp.draft_tokens, sp.acceptance_rate)
+    if isinstance(rep, SpeculativeReplica):
+        return expected, 1.0
+    return expected, 1.0 + DRAFT_COST_PER_TOKEN * sp.draft_tokens
 
 
 def engine_model(rep: Replica, spec: InferenceSpec, batch: float, mean_ctx: float) -> EngineModel:
@@ -45,7 +49,7 @@ class EngineModels:
 
     def __init__(self, rep: Replica, spec: InferenceSpec) -> None:
         self.rep, self.spec = rep, spec
-        self.tokens_per_step, self.step_cost = _tokens_per_step(spec)
+        self.tokens_per_step, self.step_cost = _tokens_per_step(spec, rep)
         chunk = float(spec.engine.chunk_tokens)
         self.chunk = chunk
         self.prefill_per_token_s = float(rep.prefill_s(chunk)) / chunk
@@ -63,12 +67,15 @@ class EngineModels:
         self.max_batch = spec.engine.max_batch or max(1, self.kv_cap // spec.engine.block_tokens)
         self.lag = float(rep.prefill_lag_s(chunk)) / chunk if isinstance(rep, PipelinedReplica) else 0.0
         self._step_at_one: dict[float, float] = {}
+        self.overhead_s = float(rep.step_overhead_s(1.0))
 
     def linearised(self, batch: float, mean_ctx: float) -> EngineModel:
         lin = self.rep.linear_step_coefficients(batch, mean_ctx)
         eng = self.spec.engine
         return EngineModel(
-            iteration_base_s=lin["iteration_base_s"] * self.step_cost,
+            # at least the engine's fixed per-iteration overhead: a steep step (a speculative
+            # verification over B (k + 1) rows) linearised at a large batch can extrapolate below it
+            iteration_base_s=max(lin["iteration_base_s"], self.overhead_s) * self.step_cost,
             decode_per_seq_s=lin["decode_per_seq_s"] * self.step_cost,
             decode_per_ctx_token_s=lin["decode_per_ctx_token_s"],
             prefill_per_token_s=self.prefill_per_token_s,

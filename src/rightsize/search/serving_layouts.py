@@ -9,9 +9,11 @@ from rightsize.catalog import Accelerator, NodeType
 from rightsize.perf.inference import Replica
 from rightsize.perf.serving_moe_ep import ExpertParallelReplica
 from rightsize.perf.serving_multinode import PP_OPTIONS, PipelinedReplica, ReplicaLayout, layout_of
+from rightsize.perf.serving_specdec import SpeculativeReplica
 from rightsize.search.calibrated import Calibration
 from rightsize.search.serving_plan import TP_OPTIONS
 from rightsize.spec.inference import InferenceSpec
+from rightsize.spec.presets import get_preset
 
 
 def node_tp(acc: Accelerator, node: NodeType) -> int:
@@ -82,6 +84,37 @@ def multi_node(
 def replica_options(
     spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
 ) -> list[Replica]:
+    """Every layout to evaluate (`_layouts`), each speculating when the engine does."""
+    reps = [speculative(spec, acc, node, prec, cal, r) for r in _layouts(spec, acc, node, prec, cal)]
+    return [r for r in reps if r.fits]
+
+
+def speculative(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration, rep: Replica
+) -> Replica:
+    """`rep` decoding speculatively as engine.speculative says (unchanged without it, or with
+    the fixed-cost draft of a draft_model method that names no draft model)."""
+    sp = spec.engine.speculative
+    if sp is None or (sp.method == "draft_model" and sp.draft_model is None):
+        return rep
+    draft: Replica | None = None
+    if sp.method == "draft_model" and sp.draft_model is not None:
+        arch = get_preset(sp.draft_model)
+        tp = rep.tp if arch.heads % rep.tp == 0 else 1
+        draft = Replica.build(
+            arch, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+        )
+    elif sp.method in ("eagle", "mtp"):  # one transformer layer and the target's LM head
+        head = rep.arch.model_copy(update={"layers": 1, "dense_layers": 0})
+        draft = Replica.build(
+            head, acc, node, rep.tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+        )
+    return SpeculativeReplica.wrap(rep, draft, sp.draft_tokens, sp.method)
+
+
+def _layouts(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
+) -> list[Replica]:
     """The layouts to evaluate: single-node ones, or multi-node ones when none fits (or the
     spec asks for them); with serving.expert_parallel, that expert-parallel replica only."""
     if spec.serving.expert_parallel:
@@ -101,6 +134,8 @@ def replica_options(
 
 def layout_for(rep: Replica, acc: Accelerator, node: NodeType) -> ReplicaLayout:
     """The layout record of a replica (single-node, PP across nodes or TP across nodes)."""
+    if isinstance(rep, SpeculativeReplica) and rep.target is not None:
+        return layout_for(rep.target, acc, node)
     if isinstance(rep, PipelinedReplica) and rep.layout is not None:
         return rep.layout
     if isinstance(rep, ExpertParallelReplica):  # attention DP x expert parallel over ep GPUs

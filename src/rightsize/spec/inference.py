@@ -28,10 +28,12 @@ from pydantic import (
     model_validator,
 )
 
+from rightsize.errors import BadInput
 from rightsize.spec.checked import CheckedSpec
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
 from rightsize.spec.model import ModelArch
+from rightsize.spec.presets import preset_names, resolve_preset_name
 from rightsize.spec.prices import ProviderList, UserPrices, providers_field
 from rightsize.spec.shared import (
     ACCELERATORS_SCHEMA_EXTRA,
@@ -252,6 +254,41 @@ class Speculative(BaseModel):
     acceptance_rate: float = Field(
         gt=0, le=1, description="Probability that each drafted token is accepted (0 < rate <= 1)."
     )
+    method: Literal["draft_model", "ngram", "eagle", "mtp"] = Field(
+        default="draft_model",
+        description=(
+            "How drafts are made: 'draft_model' (a small model of the same tokenizer, `draft_model`), 'ngram' "
+            "(prompt lookup on the host, no GPU cost), 'eagle' or 'mtp' (a one-layer head on the target's hidden "
+            "states, EAGLE or DeepSeek's multi-token prediction)."
+        ),
+    )
+    draft_model: str | None = Field(
+        default=None,
+        min_length=1,
+        examples=["llama3-8b"],
+        description=(
+            "Preset name of the draft model for method 'draft_model' (`rightsize models`); its weights and KV "
+            "cache share the target's GPUs and it decodes draft_tokens steps per verification. Null: a draft "
+            "costing 5% of a target step per drafted token (the earlier default)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _draft_model_needs_its_method(self) -> Speculative:
+        if self.draft_model is not None and self.method != "draft_model":
+            raise ValueError(
+                f"draft_model applies only to method 'draft_model', not {self.method!r}; remove it or set "
+                "method: draft_model"
+            )
+        if self.draft_model is not None:
+            try:
+                resolve_preset_name(self.draft_model)
+            except BadInput:
+                raise ValueError(
+                    f"draft_model {self.draft_model!r} is not a model preset; pick one of `rightsize models` "
+                    f"(e.g. {', '.join(preset_names()[:3])})"
+                ) from None
+        return self
 
 
 class Engine(BaseModel):
