@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rightsize.catalog import Accelerator, NodeType
 from rightsize.perf.inference import Replica
+from rightsize.perf.serving_lora import LoraReplica
 from rightsize.perf.serving_moe_ep import ExpertParallelReplica
 from rightsize.perf.serving_multinode import PP_OPTIONS, PipelinedReplica, ReplicaLayout, layout_of
 from rightsize.perf.serving_specdec import SpeculativeReplica
@@ -86,6 +87,9 @@ def replica_options(
 ) -> list[Replica]:
     """Every layout to evaluate (`_layouts`), each speculating when the engine does."""
     reps = [speculative(spec, acc, node, prec, cal, r) for r in _layouts(spec, acc, node, prec, cal)]
+    lora = spec.engine.lora
+    if lora is not None:
+        reps = [LoraReplica.wrap(r, lora.adapters, lora.rank, lora.slots, lora.modules) for r in reps]
     return [r for r in reps if r.fits]
 
 
@@ -134,7 +138,7 @@ def _layouts(
 
 def layout_for(rep: Replica, acc: Accelerator, node: NodeType) -> ReplicaLayout:
     """The layout record of a replica (single-node, PP across nodes or TP across nodes)."""
-    if isinstance(rep, SpeculativeReplica) and rep.target is not None:
+    if isinstance(rep, SpeculativeReplica | LoraReplica) and rep.target is not None:
         return layout_for(rep.target, acc, node)
     if isinstance(rep, PipelinedReplica) and rep.layout is not None:
         return rep.layout

@@ -52,6 +52,7 @@ __all__ = [
     "InferenceWorkload",
     "KVPrecision",
     "LengthDist",
+    "Lora",
     "Policy",
     "Precision",
     "Speculative",
@@ -291,6 +292,45 @@ class Speculative(BaseModel):
         return self
 
 
+class Lora(BaseModel):
+    """Multi-LoRA serving: many adapters over one base model, batched together."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+    adapters: int = Field(
+        ge=1, le=100_000, description="LoRA adapters served, requests spread evenly over them."
+    )
+    rank: int = Field(default=16, ge=1, le=1024, description="Adapter rank r (vLLM --max-lora-rank).")
+    max_loras: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description=(
+            "Adapters held in GPU slots at once, the most one batch mixes (vLLM --max-loras); null: every "
+            "adapter has a slot. Requests waiting for a slot are not simulated: keep it at least the adapters "
+            "a busy batch holds."
+        ),
+    )
+
+    @property
+    def slots(self) -> int:
+        return self.max_loras or self.adapters
+
+    modules: Literal["attention", "all"] = Field(
+        default="attention",
+        description="Matrices the adapters target: 'attention' (q, k, v, o) or 'all' (attention and MLP).",
+    )
+
+    @model_validator(mode="after")
+    def _slots_within_adapters(self) -> Lora:
+        if self.max_loras is not None and self.max_loras > self.adapters:
+            raise ValueError(
+                f"max_loras ({self.max_loras}) exceeds adapters ({self.adapters}): a batch cannot mix more "
+                "adapters than exist; lower max_loras"
+            )
+        return self
+
+
 class Engine(BaseModel):
     """How the serving engine (vLLM, SGLang, TensorRT-LLM) batches and caches."""
 
@@ -331,6 +371,10 @@ class Engine(BaseModel):
     )
     speculative: Speculative | None = Field(
         default=None, description="Speculative decoding settings; null: plain autoregressive decoding."
+    )
+    lora: Lora | None = Field(
+        default=None,
+        description="Multi-LoRA serving (adapter count, rank, GPU slots, targeted modules); null: the base model only.",
     )
 
 
