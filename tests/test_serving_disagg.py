@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rightsize.catalog import get_accelerator, get_node
+from rightsize.catalog import get_accelerator, get_node, node_for
 from rightsize.perf.inference import Replica
 from rightsize.perf.serving_disagg import KvTransfer, Pools, simulate_disaggregated
 from rightsize.perf.serving_slo import meets
 from rightsize.search.serving import plan_serving
-from rightsize.search.serving_disagg import _decode_load, _prefill_load
+from rightsize.search.serving_disagg import _decode_load, _prefill_load, kv_transfer_link
 from rightsize.search.serving_engine import model_at, slo_check, workload
 from rightsize.spec.load import load_spec, parse_spec
 
@@ -119,3 +119,14 @@ def test_disaggregation_needs_the_serving_scenario() -> None:
             },
             Path("."),
         )
+
+
+def test_link_is_nvlink_only_when_pools_pair_up_in_a_node() -> None:
+    acc, node = get_accelerator("h100-sxm"), node_for("h100-sxm")
+    rep = Replica.build(load_spec(EXAMPLE).model, acc, node, 4, "fp8", "fp8", None, "vllm")  # 2 per node
+    assert "NVLink" in kv_transfer_link(rep, acc, node, 1, 1).link
+    far = kv_transfer_link(rep, acc, node, 9, 3)  # 9 prefill replicas cannot all sit beside 3 decode ones
+    assert (
+        "RDMA" in far.link
+        and far.bandwidth_bytes_per_s < kv_transfer_link(rep, acc, node, 1, 1).bandwidth_bytes_per_s
+    )

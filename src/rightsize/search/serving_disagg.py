@@ -84,13 +84,14 @@ class DisaggDecision:
     kv_transfer: KvTransferRecord | None = None
 
 
-def kv_transfer_link(rep: Replica, acc: Accelerator, node: NodeType) -> KvTransfer:
-    """The link a replica's KV cache crosses to a decode replica: NVLink when a prefill and
-    a decode replica share a node's scale-up domain, else the RDMA NICs; every GPU of the
-    sending replica sends its shard over its own link."""
+def kv_transfer_link(rep: Replica, acc: Accelerator, node: NodeType, prefill: int, decode: int) -> KvTransfer:
+    """The link a replica's KV cache crosses to a decode replica. NVLink (the scale-up
+    domain) when every one of the `prefill` replicas can sit in a domain beside one of the
+    `decode` replicas (each domain holding one decode replica and the rest prefill), else
+    the RDMA NICs; every GPU of the sending replica sends its shard over its own link."""
     hw, gpus = rep.hw, gpus_of(rep)
-    inner = min(acc.scaleup_domain_gpus, node.gpus_per_node)
-    if 2 * gpus <= inner:
+    per_domain = min(acc.scaleup_domain_gpus, node.gpus_per_node) // max(gpus, 1)
+    if per_domain >= 2 and prefill <= decode * (per_domain - 1):
         bw = gpus * hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction
         return KvTransfer(f"{acc.scaleup_name} (scale-up)", rep.kv_bytes_per_token, bw, hw.scaleup_latency_s)
     link = f"RDMA NIC ({node.nics_per_node} x {node.nic_bits_per_s / 1e9:g} Gb/s per node)"
@@ -213,7 +214,7 @@ def weigh_disaggregation(
         reason = "A prefill or decode pool misses its SLO even at a trickle of requests."
         return DisaggOutcome(DisaggDecision("aggregated", reason, agg, None), None, 0)
     cap_p, cap_d, pools = sized
-    link = kv_transfer_link(rep, acc, node)
+    link = kv_transfer_link(rep, acc, node, pools.prefill_replicas, pools.decode_replicas)
     pools, res, moved = _verified(rep, spec, wl, design, pools, link)
     per = gpus_of(rep)
     total = pools.prefill_replicas + pools.decode_replicas
