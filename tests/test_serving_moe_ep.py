@@ -55,3 +55,18 @@ def test_expert_parallel_needs_a_moe_model() -> None:
             },
             Path("."),
         )
+
+
+def test_published_wide_ep_rows_within_ten_percent() -> None:
+    """The held-out DeepSeek-V3 wide-EP rows (DeepSeek's day-6 decode, SGLang's 96-H100 decode
+    and prefill) are predicted within 10% by the physics (DeepEP's low-latency decode
+    all-to-all per expert, its normal prefill all-to-all once per remote node)."""
+    from rightsize.validate.cases import bundled_paths, read_cases
+    from rightsize.validate.inference_cases import predict_inference
+
+    holdout = next(p for p in bundled_paths(holdout=True) if p.name == "holdout_inference.csv")
+    cases = [c for c in read_cases(holdout) if "-ep" in c.id and "v3" in c.id]
+    assert len(cases) == 5
+    for case in cases:
+        predicted, _ = predict_inference(case)
+        assert abs(predicted / case.published - 1) < 0.10, case.id

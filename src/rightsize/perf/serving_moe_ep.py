@@ -18,7 +18,8 @@ sequences):
   results back: B/ep x k x hidden x (1 + 2) bytes x (ep - 1)/ep, plus two latencies; the
   busiest GPU receives the imbalance factor times that, and the combine waits for it.
 Prefill runs the same split, charged as the data-parallel share of a one-GPU prefill plus
-its all-to-all.
+its all-to-all, which DeepEP's normal kernels send once per remote node and forward inside
+the node over NVLink (decode's low-latency kernels send each expert's copy over RDMA).
 
 The imbalance factor is an input (`serving.expert_imbalance`): 1.0 means perfectly
 balanced, which EPLB's redundant experts aim for; no published max/mean figure for a
@@ -28,6 +29,7 @@ and set it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,23 +87,32 @@ class ExpertParallelReplica(Replica):
         """Each data-parallel rank keeps its own sequences' cache: ep ranks' worth."""
         return super().kv_shards * self.ep
 
-    def all_to_all_s(self, tokens: np.ndarray | float) -> np.ndarray:
-        """Dispatch and combine over every MoE layer for `tokens` spread over the ep GPUs."""
+    def all_to_all_s(self, tokens: np.ndarray | float, forward_by_node: bool = False) -> np.ndarray:
+        """Dispatch and combine over every MoE layer for `tokens` spread over the ep GPUs.
+
+        Decode uses DeepEP's low-latency kernels: each token goes to each of its k experts'
+        GPUs directly over RDMA. Prefill (`forward_by_node`) uses its normal kernels: a token
+        crosses the NICs once per remote node it has experts on, N (1 - (1 - 1/N)^k) nodes of
+        N expected, (N - 1)/N of them remote, and is forwarded to the GPUs inside that node
+        over NVLink (DeepEP README; DeepSeek-V3 report section 3.4)."""
         a, hw = self.arch, self.hw
         per_gpu = np.asarray(tokens, dtype=np.float64) / self.ep
-        out = (self.ep - 1) / self.ep
-        nbytes = (
-            per_gpu
-            * a.experts_per_token
-            * a.hidden
-            * (DISPATCH_BYTES_PER_ELEMENT + COMBINE_BYTES_PER_ELEMENT)
-        )
-        if self.crosses_nodes:
-            bw, lat = hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction, hw.scaleout_latency_s
+        elem = a.hidden * (DISPATCH_BYTES_PER_ELEMENT + COMBINE_BYTES_PER_ELEMENT)
+        k = float(a.experts_per_token)
+        up_bw, up_lat = hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction, hw.scaleup_latency_s
+        out_bw, out_lat = hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction, hw.scaleout_latency_s
+        if not self.crosses_nodes:
+            t = 2.0 * up_lat + per_gpu * k * elem * (self.ep - 1) / self.ep / up_bw
+        elif forward_by_node:
+            nodes = max(1.0, math.ceil(self.ep / max(hw.domain_gpus, 1)))
+            remote = nodes * (1.0 - (1.0 - 1.0 / nodes) ** k) * (nodes - 1.0) / nodes
+            rdma = per_gpu * remote * elem / out_bw
+            nvlink = per_gpu * k * elem * (hw.domain_gpus - 1) / max(self.ep, 1) / up_bw
+            t = 2.0 * (out_lat + up_lat) + rdma + nvlink
         else:
-            bw, lat = hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction, hw.scaleup_latency_s
-        # the busiest GPU receives `imbalance` x the mean, and every rank waits for it
-        return count_params(a).moe_layers * (2.0 * lat + nbytes * out * self.imbalance / bw)
+            t = 2.0 * out_lat + per_gpu * k * elem * (self.ep - 1) / self.ep / out_bw
+        # the busiest GPU receives `imbalance` x the mean traffic, and every rank waits for it
+        return count_params(a).moe_layers * np.asarray(t) * self.imbalance
 
     def decode_step_detail(
         self, batch: np.ndarray | float, context_tokens: np.ndarray | float
@@ -156,4 +167,4 @@ class ExpertParallelReplica(Replica):
         rows = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0) * np.maximum(
             np.asarray(sequences, dtype=np.float64), 1.0
         )
-        return t * self.imbalance / self.ep + self.all_to_all_s(rows), report
+        return t * self.imbalance / self.ep + self.all_to_all_s(rows, forward_by_node=True), report

@@ -3,6 +3,8 @@
 fixed_batch: `batch` streams decode together, output tokens/s of the engine.
 decode_batch: one decode step of `batch` sequences holding `input_len` tokens of context
 each (a disaggregated decode pool's throughput at its operating point).
+prefill_batch: `batch` prompts of `input_len` tokens prefilled together, input tokens/s (a
+disaggregated prefill pool's throughput).
 Optional columns `preset` (the architecture from a model preset, for MoE and MLA models the
 dense columns cannot describe), `ep` (expert-parallel GPUs) and `pp` (pipeline stages).
 offline_max_throughput: the engine keeps its KV cache full (batch chosen by memory and
@@ -81,6 +83,10 @@ def _predict(rep: Replica, r: dict[str, str]) -> tuple[float, dict[str, Any], Op
         batch = _int(r, "batch") or 1
         step, report = rep.decode_step_detail(float(batch), float(batch) * prompt)
         return batch / float(step), {"tp": rep.tp, "batch": batch}, report
+    if scenario == "prefill_batch":  # `batch` prompts of input_len prefilled together: input tokens/s
+        batch = _int(r, "batch") or 1
+        t, report = rep.prefill_detail(float(prompt), 0.0, float(batch))
+        return batch * prompt / float(t), {"tp": rep.tp, "batch": batch}, report
     if scenario == "fixed_batch":
         batch = _int(r, "batch") or 1
         m = fixed_batch_metrics(rep, batch, prompt, output)
@@ -92,7 +98,8 @@ def _predict(rep: Replica, r: dict[str, str]) -> tuple[float, dict[str, Any], Op
         _, report = rep.decode_step_detail(b, b * (prompt + output / 2.0))
         return m["output_tokens_per_s"], {"tp": rep.tp, "batch": int(m["batch"])}, report
     raise BadInput(
-        f"Unknown scenario {scenario!r}.", "Known: fixed_batch, offline_max_throughput, decode_batch."
+        f"Unknown scenario {scenario!r}.",
+        "Known: fixed_batch, offline_max_throughput, decode_batch, prefill_batch.",
     )
 
 
