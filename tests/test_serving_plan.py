@@ -135,7 +135,7 @@ def test_model_that_fits_nowhere_names_the_smallest_change() -> None:
             "model": "llama3.1-405b",
             "serving": {"weight_precision": "bf16"},
             "traffic": {"rate": 1, "prompt_tokens": 256, "output_tokens": 64},
-            "targets": {"accelerators": ["a100-sxm-80gb"]},
+            "targets": {"accelerators": ["a100-sxm-80gb"], "max_nodes_per_replica": 1},
         },
         Path("."),
     )

@@ -396,9 +396,11 @@ class Replica:
         b0 = max(batch, 1.0)
         c0 = max(mean_context, 1.0) * b0
         eps_b, eps_c = max(1.0, 0.05 * b0), max(64.0, 0.05 * c0)
-        t0 = float(self.decode_step_s(b0, c0))
-        per_seq = (float(self.decode_step_s(b0 + eps_b, c0)) - t0) / eps_b
-        per_ctx = (float(self.decode_step_s(b0, c0 + eps_c)) - t0) / eps_c
+        # the point and its two neighbours in one vectorised call
+        t = self.decode_step_s(np.array([b0, b0 + eps_b, b0]), np.array([c0, c0, c0 + eps_c]))
+        t0 = float(t[0])
+        per_seq = (float(t[1]) - t0) / eps_b
+        per_ctx = (float(t[2]) - t0) / eps_c
         base = t0 - per_seq * b0 - per_ctx * c0
         return {
             "iteration_base_s": max(base, 0.0),

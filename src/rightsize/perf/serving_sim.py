@@ -30,7 +30,9 @@ Each iteration:
 A chunk covering prompt positions [a, a + c) is causal attention over a context that
 grows with each token, so its attention pairs are sum_{j=a+1}^{a+c} j = c (2a + c + 1) / 2.
 The total over a prompt is P (P + 1) / 2 however it is chunked. A request's first
-token appears at the end of the iteration that completes its prefill; cached prompt
+token appears at the end of the iteration that completes its prefill (plus, on a
+pipelined replica, the lag of its last chunk crossing the stages in turn, which shifts
+all its tokens); cached prompt
 tokens (prefix cache) skip prefill (always recomputing at least the last prompt token,
 as vLLM does) but their KV is still reserved.
 
@@ -66,10 +68,14 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rightsize.errors import BadInput
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rightsize.perf.serving_slo import SloStop
 
 _NO_CHUNK_LIMIT = 1 << 62  # "prefill everything admitted" as a token budget
 
@@ -92,6 +98,10 @@ class EngineModel:
     chunk_tokens: int | None = (
         2048  # chunked prefill budget per iteration; None = prefill whole prompts in the iteration they are admitted
     )
+    # Latency a request's first token (and every later one) lags the iteration that finished
+    # its prefill, per token of its last prefill chunk: a pipelined replica's iteration time
+    # is its throughput, while a prompt crosses the stages in turn (perf.serving_multinode).
+    first_token_lag_per_token_s: float = 0.0
     spec_tokens_per_step: float = 1.0  # mean tokens produced per decode step per sequence (speculative decoding: 1 + accepted drafts); per-step cost is the caller's business
 
     def __post_init__(self) -> None:
@@ -106,6 +116,7 @@ class EngineModel:
             "decode_per_ctx_token_s",
             "prefill_per_token_s",
             "prefill_attn_per_token2_s",
+            "first_token_lag_per_token_s",
         ):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
@@ -207,10 +218,9 @@ def simulate(
     )
     order = np.argsort(arrivals, kind="stable")
     arr, pr, out = arrivals[order], prompt[order], output[order]
-    kv_need = -(-(pr + out) // model.block_tokens) * model.block_tokens
-    cached = np.minimum(np.floor(cached_prompt_fraction * pr).astype(np.int64), pr - 1)
-    steps = np.maximum(np.ceil((out - 1) / model.spec_tokens_per_step - 1e-9), 0).astype(np.int64)
+    kv_need, cached, steps = _plan_requests(pr, out, model, cached_prompt_fraction)
     run = _run_engine(arr.tolist(), pr.tolist(), cached.tolist(), steps.tolist(), kv_need.tolist(), model)
+    assert run is not None  # no stop rule: the run serves every request
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return _result(arrivals, prompt, output, run, inverse)
@@ -259,6 +269,16 @@ def _check_requests(
     return arrivals, prompt, output
 
 
+def _plan_requests(
+    pr: np.ndarray, out: np.ndarray, model: EngineModel, cached_prompt_fraction: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per request (arrival order): KV tokens reserved, prompt tokens cached, decode steps."""
+    kv_need = -(-(pr + out) // model.block_tokens) * model.block_tokens
+    cached = np.minimum(np.floor(cached_prompt_fraction * pr).astype(np.int64), pr - 1)
+    steps = np.maximum(np.ceil((out - 1) / model.spec_tokens_per_step - 1e-9), 0).astype(np.int64)
+    return kv_need, cached, steps
+
+
 @dataclass
 class _Run:
     """Raw output of the engine loop, in arrival order."""
@@ -279,7 +299,8 @@ def _run_engine(
     steps: list[int],
     kv_need: list[int],
     m: EngineModel,
-) -> _Run:
+    stop: SloStop | None = None,
+) -> _Run | None:
     """The event loop. Longer than 80 lines for one reason: it is one function on plain
     Python scalars and lists on purpose, the hot path (a few events per request), where
     attribute lookups, numpy scalars and calls would cost more than the work itself.
@@ -289,6 +310,9 @@ def _run_engine(
     iteration `it` reads a context of P + 1 + (it - e) s. So the batch's total context
     is base_sum + n_dec x it x s with base_sum = sum(P + 1 - e s), updated only when a
     sequence enters or leaves decode. Heap keys are finish x n + request.
+
+    With a `stop` rule it returns None as soon as more requests have missed an SLO than the
+    rule allows (the verdict is then certain), instead of serving the rest.
     """
     n = len(arr)
     base, per_seq, per_ctx = m.iteration_base_s, m.decode_per_seq_s, m.decode_per_ctx_token_s
@@ -296,6 +320,11 @@ def _run_engine(
     max_batch = m.max_batch
     chunk = _NO_CHUNK_LIMIT if m.chunk_tokens is None else m.chunk_tokens
     kv_free = m.kv_capacity_tokens
+    lag_per_token = m.first_token_lag_per_token_s
+    if lag_per_token:
+        lag = (lag_per_token * np.minimum(np.subtract(prompt, cached), chunk)).tolist()
+    else:
+        lag = [0.0] * n
 
     start = [0.0] * n
     first = [0.0] * n
@@ -314,6 +343,19 @@ def _run_engine(
     busy = 0.0
     dec_iters = 0
     max_queue = 0
+    watch = stop is not None
+    ttft_lim = e2e_lim = math.inf
+    tpot_budget: list[float] = []
+    ttft_left = e2e_left = tpot_left = any_left = n + 1
+    missed = [False] * n
+    if stop is not None:
+        ttft_lim, e2e_lim, tpot_budget = stop.ttft_s, stop.e2e_s, stop.tpot_budget_s
+        ttft_left, e2e_left, tpot_left, any_left = (
+            stop.ttft_misses,
+            stop.e2e_misses,
+            stop.tpot_misses,
+            stop.any_misses,
+        )
 
     while finished < n:
         # 1. Schedule: count arrivals up to now, admit FCFS while batch slots and KV allow.
@@ -379,7 +421,20 @@ def _run_engine(
         limit = (it + 1) * n
         while heap and heap[0] < limit:
             i = heappop(heap) % n
-            done[i] = t
+            done[i] = t + lag[i]
+            if watch:
+                bad = False
+                if done[i] - arr[i] > e2e_lim:
+                    e2e_left -= 1
+                    bad = True
+                if done[i] - first[i] > tpot_budget[i]:
+                    tpot_left -= 1
+                    bad = True
+                if bad and not missed[i]:
+                    missed[i] = True
+                    any_left -= 1
+                if e2e_left <= 0 or tpot_left <= 0 or any_left <= 0:
+                    return None
             kv_free += kv_need[i]
             running -= 1
             n_dec -= 1
@@ -387,9 +442,22 @@ def _run_engine(
             finished += 1
         # 4. Prompts finished this iteration emit their first token and join decode.
         for i in completed:
-            first[i] = t
+            first[i] = t + lag[i]
+            if watch and first[i] - arr[i] > ttft_lim:
+                ttft_left -= 1
+                missed[i] = True
+                any_left -= 1
+                if ttft_left <= 0 or any_left <= 0:
+                    return None
             if steps[i] == 0:
-                done[i] = t
+                done[i] = first[i]
+                if watch and done[i] - arr[i] > e2e_lim:
+                    e2e_left -= 1
+                    if not missed[i]:
+                        missed[i] = True
+                        any_left -= 1
+                    if e2e_left <= 0 or any_left <= 0:
+                        return None
                 kv_free += kv_need[i]
                 running -= 1
                 finished += 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,11 +20,12 @@ import numpy as np
 from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, offline_throughput
-from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
-from rightsize.perf.traffic import arrival_times, sample_lengths
+from rightsize.perf.serving_multinode import gpus_of
+from rightsize.perf.serving_sim import SimResult
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.serving_batch import plan_batch_scenario
+from rightsize.search.serving_capacity import capacity_rps, first_leaf, leaf_rate
 from rightsize.search.serving_costs import (
     billed_cost_usd_per_hour,
     keep_priced,
@@ -35,123 +36,107 @@ from rightsize.search.serving_costs import (
     replica_cost_usd_per_hour,
 )
 from rightsize.search.serving_demand import serving_demand
+from rightsize.search.serving_disagg import weigh_disaggregation
+from rightsize.search.serving_engine import EngineModels, Workload, passes, run, workload
+from rightsize.search.serving_layouts import layout_for, replica_options
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
-from rightsize.spec.inference import InferenceSpec, LengthDist
+from rightsize.spec.inference import InferenceSpec
 
 CAPACITY_REQUESTS = 3000  # simulated requests per bisection step
 REPORT_REQUESTS = 20000  # simulated requests for the reported percentiles
 BISECTION_STEPS = 9
-# Draft-model cost per speculative step, relative to a target-model decode step
-# (a draft ~1/10 the size of the target, run draft_tokens times, mostly memory-bound).
-DRAFT_COST_PER_TOKEN = 0.05
 
 
-def _lengths(d: LengthDist, n: int, rng: np.random.Generator) -> np.ndarray:
-    return sample_lengths(n, rng, d.kind, mean=d.mean, std=d.std, min_=d.min, max_=d.max, values=d.values)
+PRUNED = -1.0  # replica_capacity's answer when the option cannot beat what it must
 
 
-def _tokens_per_step(spec: InferenceSpec) -> tuple[float, float]:
-    """(mean tokens per decode step, relative cost of a step) under speculative decoding."""
-    sp = spec.engine.speculative
-    if sp is None:
-        return 1.0, 1.0
-    k, a = sp.draft_tokens, sp.acceptance_rate
-    expected = (1.0 - a ** (k + 1)) / (1.0 - a) if a < 1.0 else k + 1.0
-    return expected, 1.0 + DRAFT_COST_PER_TOKEN * k
+def replica_capacity(
+    rep: Replica, spec: InferenceSpec, wl: Workload, worth: Callable[[float], bool] | None = None
+) -> float:
+    """Highest request rate one replica serves within every SLO (0 if even a trickle fails).
 
+    Geometric bisection between a trickle (1/1000 of the roofline rate) and the roofline
+    rate x 1.05, BISECTION_STEPS halvings, found as `serving_capacity` finds it: the top
+    leaf first (most options are bound by throughput, not by an SLO, and end there), then
+    galloping down from it; each run stops as soon as its verdict is certain.
 
-def engine_model(rep: Replica, spec: InferenceSpec, batch: float, mean_ctx: float) -> EngineModel:
-    tokens_per_step, step_cost = _tokens_per_step(spec)
-    lin = rep.linear_step_coefficients(batch, mean_ctx)
-    chunk = float(spec.engine.chunk_tokens)
-    prefill_chunk = float(rep.prefill_s(chunk))
-    a = rep.arch
-    attn2 = (
-        a.layers
-        * 4.0
-        * a.head_dim
-        * a.heads
-        / rep.tp
-        / (rep.hw.peak_16bit_flops_per_s * rep.hw.attention_fraction)
-    )
-    kv_cap = int(rep.kv_capacity_tokens)
-    max_batch = spec.engine.max_batch or max(1, kv_cap // spec.engine.block_tokens)
-    return EngineModel(
-        iteration_base_s=lin["iteration_base_s"] * step_cost,
-        decode_per_seq_s=lin["decode_per_seq_s"] * step_cost,
-        decode_per_ctx_token_s=lin["decode_per_ctx_token_s"],
-        prefill_per_token_s=prefill_chunk / chunk,
-        prefill_attn_per_token2_s=attn2,
-        max_batch=int(max_batch),
-        kv_capacity_tokens=kv_cap,
-        block_tokens=int(spec.engine.block_tokens),
-        chunk_tokens=int(chunk) if spec.engine.chunked_prefill else None,
-        spec_tokens_per_step=tokens_per_step,
-    )
-
-
-@dataclass
-class _Workload:
-    prompts: np.ndarray
-    outputs: np.ndarray
-    unit_arrivals: np.ndarray  # arrivals at rate 1/s; scale by 1/rate
-    mean_prompt: float
-    mean_output: float
-
-
-def _workload(spec: InferenceSpec, n: int) -> _Workload:
-    rng = np.random.default_rng(spec.seed)
-    tr = spec.traffic
-    prompts = _lengths(tr.prompt_tokens, n, rng)
-    outputs = _lengths(tr.output_tokens, n, rng)
-    unit = arrival_times(n, 1.0, rng, tr.arrival, tr.burst_cv)
-    return _Workload(prompts, outputs, unit, float(prompts.mean()), float(outputs.mean()))
-
-
-def _run(rep: Replica, spec: InferenceSpec, wl: _Workload, rate: float) -> SimResult:
-    # operating point for the linearised step: Little's law with an analytic step time
-    batch = 1.0
-    for _ in range(4):
-        step = float(rep.decode_step_s(batch, batch * (wl.mean_prompt + wl.mean_output / 2)))
-        batch = max(
-            1.0, min(rate * wl.mean_output * step, rep.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
-        )
-    model = engine_model(rep, spec, batch, wl.mean_prompt + wl.mean_output / 2)
-    return simulate(
-        wl.unit_arrivals / rate, wl.prompts, wl.outputs, model, spec.traffic.prefix_cache_hit_rate
-    )
-
-
-def _meets(spec: InferenceSpec, res: SimResult) -> bool:
-    slo, p = spec.slo, spec.slo.percentile
-    checks = [
-        (slo.ttft_s, "ttft_s"),
-        (slo.tpot_s, "tpot_s"),
-        (slo.e2e_s, "e2e_s"),
-    ]
-    for limit, metric in checks:
-        if limit is not None and res.percentile(metric, p) > limit:
-            return False
-    if slo.goodput is not None:
-        return res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s) >= slo.goodput
-    return True
-
-
-def replica_capacity(rep: Replica, spec: InferenceSpec, wl: _Workload) -> float:
-    """Highest request rate one replica serves within every SLO (0 if even a trickle fails)."""
+    `worth(capacity)` says whether a capacity would make the option worth having (monotone
+    in the capacity); when given, the lowest worthwhile leaf is tried first and PRUNED is
+    returned if it fails: the option's capacity is then below it, whatever it is exactly.
+    """
     upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
     if upper <= 0:
         return 0.0
+    models = EngineModels(rep, spec)
+    upper *= models.tokens_per_step  # the roofline counts one token per step; speculation yields more
     lo, hi = upper * 1e-3, upper * 1.05
-    if not _meets(spec, _run(rep, spec, wl, lo)):
-        return 0.0
-    for _ in range(BISECTION_STEPS):
-        mid = math.sqrt(lo * hi)
-        if _meets(spec, _run(rep, spec, wl, mid)):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+
+    def ok(rate: float) -> bool:
+        return passes(rep, spec, wl, rate, models)
+
+    known = None
+    if worth is not None:
+        known = first_leaf(lo, hi, BISECTION_STEPS, worth)
+        if known is None or not ok(leaf_rate(lo, hi, BISECTION_STEPS, known)):
+            return PRUNED
+    return capacity_rps(
+        ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=_tpot_bound_rate(models, wl, spec)
+    )
+
+
+def _tpot_bound_rate(models: EngineModels, wl: Workload, spec: InferenceSpec) -> float | None:
+    """A rough estimate of the rate at which the mean TPOT reaches its SLO, to start the
+    capacity search near its answer (the search's result does not depend on it); None
+    without a TPOT SLO, 0 when even batch 1 misses it.
+
+    With B sequences decoding, an iteration lasts step(B) / (1 - f), f the share of time
+    prefill takes (rate x uncached prompt tokens x prefill time per token), and Little's law
+    gives B = rate x output x iteration; at iteration = TPOT limit L the rate is B / (O L),
+    for the largest B with step(B) <= L (1 - B P c / (O L))."""
+    limit = spec.slo.tpot_s
+    if limit is None:
+        return None
+    rep = models.rep
+    ctx = wl.mean_prompt + wl.mean_output / 2
+    cap = max(
+        2.0, min(float(models.max_batch), models.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
+    )
+    b = np.unique(np.round(np.geomspace(1.0, cap, 48)))
+    step = np.asarray(rep.decode_step_s(b, b * ctx), dtype=np.float64) * models.step_cost
+    uncached = wl.mean_prompt * (1.0 - spec.traffic.prefix_cache_hit_rate)
+    out = max(wl.mean_output, 1.0)
+    ok = step <= limit * (1.0 - b * uncached * models.prefill_per_token_s / (out * limit))
+    if not np.any(ok):
+        return 0.0  # not even one sequence decodes within the TPOT: the trickle probably fails
+    best = float(b[np.flatnonzero(ok)[-1]])
+    return best / (out * limit) * models.tokens_per_step
+
+
+def _beats(
+    spec: InferenceSpec, rep: Replica, node_id: str, design: float, best: float
+) -> Callable[[float], bool] | None:
+    """Whether a capacity would make this option cheaper than `best` (its accelerator's best
+    so far): the replicas it would need, billed in whole nodes, cost less. None when that
+    test cannot prune exactly (fixed replicas, no price, a facility power cap that may yet
+    drop the best)."""
+    acc_id = rep.hw.accelerator_id
+    if (
+        spec.targets.objective != "cost"
+        or spec.targets.replicas
+        or not math.isfinite(best)
+        or spec.infrastructure.facility.power_cap_w is not None
+    ):
+        return None
+    per_node, gpus, util = get_node(node_id).gpus_per_node, gpus_of(rep), margins_of(spec).utilisation_target
+    if billed_cost_usd_per_hour(acc_id, gpus, per_node) is None:
+        return None
+
+    def cheaper(cap: float) -> bool:
+        replicas = max(1, math.ceil(design / (cap * util)))
+        cost = billed_cost_usd_per_hour(acc_id, replicas * gpus, per_node)
+        return cost is not None and cost < best
+
+    return cheaper
 
 
 def _latencies(res: SimResult) -> dict[str, float]:
@@ -223,6 +208,7 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
     return "Quantise the weights further or use a smaller model."
 
 
+Replicas = dict[int, Replica]  # the replica a candidate was simulated on, by id(candidate)
 Bounded = tuple[float, Replica, str, int]  # (lower bound of the objective, replica, node id, tp)
 
 
@@ -242,37 +228,36 @@ def _fitting_replicas(
     for acc_id in ids:
         acc = get_accelerator(acc_id)
         node = get_node(tgt.node) if tgt.node else node_for(acc.id)
-        tps = (
-            [tgt.tp]
-            if tgt.tp
-            else [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
-        )
         fitted = False
         precisions = list(dict.fromkeys(tgt.weight_precisions or [spec.serving.weight_precision]))
-        for tp, prec in ((t, p) for t in tps for p in precisions):
-            rep = Replica.build(
-                spec.model, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
-            )
-            if not rep.fits:
-                continue
+        for rep in (r for p in precisions for r in replica_options(spec, acc, node, p, cal)):
             fitted = True
             upper = (
                 offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"]
                 / wl.mean_output
             )
             min_replicas = max(1, math.ceil(design / max(upper * pol.utilisation_target, 1e-12)))
-            cost = replica_cost_usd_per_hour(acc.id, tp)
-            bound = (cost if cost is not None else tp) * min_replicas
-            options.append((bound, rep, node.id, tp))
+            cost = replica_cost_usd_per_hour(acc.id, gpus_of(rep))
+            bound = (cost if cost is not None else gpus_of(rep)) * min_replicas
+            options.append((bound, rep, node.id, rep.tp))
         if not fitted:
             rejected.append(
-                (acc.id, f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp")
+                (
+                    acc.id,
+                    f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp "
+                    f"within {tgt.max_nodes_per_replica} node(s) per replica",
+                )
             )
     return options
 
 
 def _evaluate_bounded(
-    options: list[Bounded], spec: InferenceSpec, wl: Any, design: float, rejected: list[tuple[str, str]]
+    options: list[Bounded],
+    spec: InferenceSpec,
+    wl: Any,
+    design: float,
+    rejected: list[tuple[str, str]],
+    reps: Replicas,
 ) -> list[ServingCandidate]:
     """The candidates worth simulating, cheapest bound first: each replica's SLO capacity
     and the replicas the design rate needs."""
@@ -286,12 +271,16 @@ def _evaluate_bounded(
         # accelerator's best is skipped; each accelerator keeps its best for the report.
         if spec.targets.objective == "cost" and bound > best_of.get(acc_id, math.inf):
             continue
-        cap = replica_capacity(rep, spec, wl)
+        cap = replica_capacity(
+            rep, spec, wl, _beats(spec, rep, node_id, design, best_of.get(acc_id, math.inf))
+        )
+        if cap == PRUNED:  # its capacity cannot make it cheaper than its accelerator's best
+            continue
         if cap <= 0:
             rejected.append((rep.hw.accelerator_id, f"tp{tp}: even a trickle of requests misses the SLOs"))
             continue
         replicas = tgt.replicas or max(1, math.ceil(design / (cap * pol.utilisation_target)))
-        cand = _candidate(rep, spec, wl, node_id, tp, replicas, cap, design)
+        cand = _candidate(rep, spec, wl, node_id, tp, replicas, cap, design, reps)
         evaluated.append(cand)
         score = _score(cand, spec.targets.objective)
         best_of[acc_id] = min(best_of.get(acc_id, math.inf), score)
@@ -324,7 +313,7 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         "Requests are spread evenly over replicas; each replica sees its share of the arrival process."
     )
     _check_tpot_possible(spec, ids)
-    wl = _workload(spec, CAPACITY_REQUESTS)
+    wl = workload(spec, CAPACITY_REQUESTS)
     options = _fitting_replicas(spec, ids, wl, design, cal, rejected)
     if not options:
         raise Infeasible(
@@ -333,7 +322,8 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
             "domain of the allowed accelerators holds.",
             _smallest_fit_hint(spec, ids),
         )
-    evaluated = _evaluate_bounded(options, spec, wl, design, rejected)
+    reps: Replicas = {}  # the replica each candidate was simulated on, by id(candidate)
+    evaluated = _evaluate_bounded(options, spec, wl, design, rejected, reps)
     if not evaluated:
         raise Infeasible(
             "No configuration meets the SLOs at any load.",
@@ -346,7 +336,9 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         rejected.extend((a, no_price_reason(a)) for a in unpriced)
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
-    _report(best, spec, REPORT_REQUESTS, cal)
+    _report(best, spec, REPORT_REQUESTS, reps)
+    if spec.serving.disaggregation != "never":
+        _weigh_disaggregation(best, spec, wl, reps[id(best)], assumptions)
     alternatives: list[tuple[ServingCandidate, str]] = []
     for c in evaluated[1:]:
         if c.accelerator not in {a.accelerator for a, _ in alternatives} | {best.accelerator}:
@@ -366,6 +358,39 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
     )
 
 
+def _weigh_disaggregation(
+    best: ServingCandidate, spec: InferenceSpec, wl: Workload, rep: Replica, assumptions: list[str]
+) -> None:
+    """Size and simulate disaggregated prefill/decode pools on the chosen layout; state the
+    choice; when disaggregated wins, the plan's replicas become its two pools."""
+    acc, node = get_accelerator(best.accelerator), get_node(best.node)
+    design = best.design_rate_rps
+    agg_run = run(rep, spec, wl, design / best.replicas)
+    out = weigh_disaggregation(rep, spec, wl, design, acc, node, (best.gpus, agg_run))
+    best.disaggregation = out.decision
+    assumptions.append(f"Aggregated or disaggregated prefill/decode: {out.decision.reason}")
+    if out.result is None:
+        return
+    res = out.result
+    best.replicas = out.replicas
+    best.replica_capacity_rps = design / out.replicas  # the pools' design load per replica
+    best.latency_s = _latencies(res)
+    best.output_tokens_per_s = res.output_tokens_per_s
+    best.cost_usd_per_hour = (
+        out.decision.disaggregated.cost_usd_per_hour if out.decision.disaggregated else None
+    )
+    if best.cost_usd_per_hour is not None:
+        rps, out_tps = llm_served(spec, best.output_tokens_per_s)
+        best.cost_usd_per_m_output_tokens = per_million(best.cost_usd_per_hour, out_tps * 3600)
+        best.cost_usd_per_request = per_unit(best.cost_usd_per_hour, rps * 3600)
+    best.output_tokens_per_joule = best.output_tokens_per_s / (best.gpus * rep.hw.tdp_w)
+    slo = spec.slo
+    for limit, metric in ((slo.ttft_s, "ttft_s"), (slo.tpot_s, "tpot_s"), (slo.e2e_s, "e2e_s")):
+        if limit is not None:
+            best.slo_headroom[metric] = limit / max(res.percentile(metric, slo.percentile), 1e-12)
+    best.goodput = res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s)
+
+
 def _score(c: ServingCandidate, objective: str) -> float:
     if objective == "gpus":
         return float(c.gpus)
@@ -377,12 +402,16 @@ def _score(c: ServingCandidate, objective: str) -> float:
 
 def _why(loser: ServingCandidate, winner: ServingCandidate, objective: str) -> str:
     parts = [
-        f"{loser.replicas} x tp{loser.tp} ({loser.weight_precision}) = {loser.gpus} GPUs vs {winner.gpus}"
+        f"{loser.replicas} x {_shape(loser)} ({loser.weight_precision}) = {loser.gpus} GPUs vs {winner.gpus}"
     ]
     if loser.cost_usd_per_hour is not None and winner.cost_usd_per_hour:
         parts.append(f"{loser.cost_usd_per_hour / winner.cost_usd_per_hour - 1:+.0%} cost per hour")
     parts.append(f"{loser.replica_capacity_rps:.2f} req/s per replica within SLO")
     return "; ".join(parts)
+
+
+def _shape(c: ServingCandidate) -> str:
+    return f"tp{c.tp}" if c.pp == 1 else f"tp{c.tp} pp{c.pp} ({c.nodes_per_replica} nodes)"
 
 
 def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:
@@ -399,14 +428,15 @@ def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:
 def _candidate(
     rep: Replica,
     spec: InferenceSpec,
-    wl: _Workload,
+    wl: Workload,
     node_id: str,
     tp: int,
     replicas: int,
     cap: float,
     design: float,
+    reps: Replicas,
 ) -> ServingCandidate:
-    res = _run(rep, spec, wl, design / replicas)
+    res = run(rep, spec, wl, design / replicas)
     c = ServingCandidate(
         accelerator=rep.hw.accelerator_id,
         node=node_id,
@@ -423,22 +453,24 @@ def _candidate(
             "kv_capacity_tokens": rep.kv_capacity_tokens,
         },
     )
+    node = get_node(node_id)
+    c.layout = layout_for(rep, get_accelerator(c.accelerator), node)
+    c.pp, c.nodes_per_replica = c.layout.pp, c.layout.nodes
+    reps[id(c)] = rep
     _costs(c, rep, spec, res, design)
     return c
 
 
 def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResult, design: float) -> None:
     c.output_tokens_per_s = res.output_tokens_per_s * c.replicas
-    hourly = billed_cost_usd_per_hour(
-        rep.hw.accelerator_id, rep.tp * c.replicas, get_node(c.node).gpus_per_node
-    )
+    hourly = billed_cost_usd_per_hour(rep.hw.accelerator_id, c.gpus, get_node(c.node).gpus_per_node)
     if hourly is not None:
         c.cost_usd_per_hour = hourly  # whole nodes: the replicas' GPUs rounded up to nodes
         # the hour's bill over the hour's work actually served (the average rate, not the design rate)
         rps, out_tps = llm_served(spec, c.output_tokens_per_s)
         c.cost_usd_per_m_output_tokens = per_million(hourly, out_tps * 3600)
         c.cost_usd_per_request = per_unit(hourly, rps * 3600)
-    power_w = rep.tp * rep.hw.tdp_w * c.replicas
+    power_w = c.gpus * rep.hw.tdp_w
     c.output_tokens_per_joule = c.output_tokens_per_s / power_w if power_w else None
     slo, p = spec.slo, spec.slo.percentile
     for limit, metric in ((slo.ttft_s, "ttft_s"), (slo.tpot_s, "tpot_s"), (slo.e2e_s, "e2e_s")):
@@ -448,20 +480,10 @@ def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResul
         c.goodput = res.goodput(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s)
 
 
-def _report(c: ServingCandidate, spec: InferenceSpec, n: int, cal: Calibration) -> None:
+def _report(c: ServingCandidate, spec: InferenceSpec, n: int, reps: Replicas) -> None:
     """Re-simulate the chosen option with more requests for the reported percentiles."""
-    acc = get_accelerator(c.accelerator)
-    rep = Replica.build(
-        spec.model,
-        acc,
-        get_node(c.node),
-        c.tp,
-        c.weight_precision,
-        c.kv_precision,
-        cal.get(acc.id),
-        spec.engine.name,
-    )
-    wl = _workload(spec, n)
-    res = _run(rep, spec, wl, c.design_rate_rps / c.replicas)
+    rep = reps[id(c)]
+    wl = workload(spec, n)
+    res = run(rep, spec, wl, c.design_rate_rps / c.replicas)
     c.latency_s = _latencies(res)
     _costs(c, rep, spec, res, c.design_rate_rps)

@@ -12,7 +12,8 @@ from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throu
 from rightsize.search.calibrated import Calibration
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, llm_served, per_million, per_unit
 from rightsize.search.serving_demand import serving_demand
-from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
+from rightsize.search.serving_layouts import layout_for, replica_options
+from rightsize.search.serving_plan import ServingCandidate, ServingPlan
 from rightsize.spec.inference import InferenceSpec
 
 
@@ -36,6 +37,7 @@ def _batch_candidate(
         lat = {}
         tps_out = m["output_tokens_per_s"]
     replicas = spec.targets.replicas or 1
+    layout = layout_for(rep, get_accelerator(acc_id), node)
     c = ServingCandidate(
         accelerator=acc_id,
         node=node.id,
@@ -51,14 +53,17 @@ def _batch_candidate(
             "weights_bytes_per_gpu": rep.weight_bytes_per_gpu,
             "kv_capacity_tokens": rep.kv_capacity_tokens,
         },
+        pp=layout.pp,
+        nodes_per_replica=layout.nodes,
+        layout=layout,
     )
-    hourly = billed_cost_usd_per_hour(acc_id, tp * replicas, node.gpus_per_node)
+    hourly = billed_cost_usd_per_hour(acc_id, c.gpus, node.gpus_per_node)
     if hourly is not None:
         c.cost_usd_per_hour = hourly
         rps, out_tps = llm_served(spec, c.output_tokens_per_s)  # flat out: the engine's own rate
         c.cost_usd_per_m_output_tokens = per_million(hourly, out_tps * 3600)
         c.cost_usd_per_request = per_unit(hourly, rps * 3600)
-    c.output_tokens_per_joule = c.output_tokens_per_s / (tp * rep.hw.tdp_w * replicas)
+    c.output_tokens_per_joule = c.output_tokens_per_s / (c.gpus * rep.hw.tdp_w)
     return c
 
 
@@ -72,26 +77,13 @@ def plan_batch_scenario(spec: InferenceSpec, ids: list[str], started: float, cal
     for acc_id in ids:
         acc = get_accelerator(acc_id)
         node = get_node(spec.targets.node) if spec.targets.node else node_for(acc.id)
-        tps = (
-            [spec.targets.tp]
-            if spec.targets.tp
-            else [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
-        )
-        for tp in tps:
-            rep = Replica.build(
-                spec.model,
-                acc,
-                node,
-                tp,
-                spec.serving.weight_precision,
-                spec.serving.kv_precision,
-                cal.get(acc.id),
-                spec.engine.name,
+        reps = replica_options(spec, acc, node, spec.serving.weight_precision, cal)
+        if not reps:
+            rejected.append(
+                (acc.id, f"weights do not fit within {spec.targets.max_nodes_per_replica} node(s)")
             )
-            if not rep.fits:
-                rejected.append((acc.id, f"tp{tp}: weights do not fit"))
-                continue
-            cands.append(_batch_candidate(spec, rep, node, tp, (prompt, output)))
+        for rep in reps:
+            cands.append(_batch_candidate(spec, rep, node, rep.tp, (prompt, output)))
     if not cands:
         raise Infeasible(
             f"{spec.model.name} does not fit on the allowed accelerators.",

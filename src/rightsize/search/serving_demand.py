@@ -29,7 +29,7 @@ LOG_BYTES_PER_TOKEN = 4.0
 
 def serving_demand(spec: InferenceSpec, c: ServingCandidate) -> Demand:
     tr = spec.traffic
-    gpus = int(c.tp * c.replicas)
+    gpus = int(c.gpus)
     design = float(c.design_rate_rps or 0.0)
     capacity = float(c.replica_capacity_rps or 0.0) * c.replicas
     average = tr.rate_per_s or tr.peak_rate_per_s
@@ -40,7 +40,7 @@ def serving_demand(spec: InferenceSpec, c: ServingCandidate) -> Demand:
         base = tr.peak_rate_per_s or average
     else:  # offline / fixed batch: the engine runs flat out
         duty, base = 1.0, None
-    weights = float(c.memory.get("weights_bytes_per_gpu", 0.0)) * c.tp
+    weights = float(c.memory.get("weights_bytes_per_gpu", 0.0)) * c.gpus_per_replica
     mean_tokens = tr.prompt_tokens.mean_tokens + tr.output_tokens.mean_tokens
     out_per_req = max(tr.output_tokens.mean_tokens, 1.0)
     log_rate = out_tps / out_per_req * mean_tokens * LOG_BYTES_PER_TOKEN
@@ -66,7 +66,7 @@ def serving_demand(spec: InferenceSpec, c: ServingCandidate) -> Demand:
         host_memory_bytes_per_gpu=max(SERVING_MIN_HOST_MEMORY_BYTES_PER_GPU, 2.0 * weights / max(gpus, 1)),
         cpu_cores_per_gpu=SERVING_CPU_CORES_PER_GPU,
         replicas=int(c.replicas),
-        gpus_per_replica=int(c.tp),
+        gpus_per_replica=int(c.gpus_per_replica),
         design_rate_rps=design or None,
         base_rate_rps=base,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rightsize.perf.serving_multinode import ReplicaLayout
 from rightsize.search.demand import Demand
 
 TP_OPTIONS = (1, 2, 4, 8, 16, 32, 64)
@@ -32,10 +33,18 @@ class ServingCandidate:
     output_tokens_per_joule: float | None = None
     output_tokens_per_s: float = 0.0
     memory: dict[str, float] = field(default_factory=dict)
+    pp: int = 1  # pipeline stages per replica
+    nodes_per_replica: int = 1
+    layout: ReplicaLayout | None = None  # how a replica's GPUs are placed and wired (exporters read it)
+    disaggregation: Any = None  # search.serving_disagg.DisaggDecision when the search weighed it
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.layout.gpus if self.layout is not None else self.tp * self.pp
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.replicas
+        return self.gpus_per_replica * self.replicas
 
     # The figures every kind's best option answers (a plan made with and without a calibration
     # is compared on them): a deployment has no step, MFU or run time; its cost is per hour, as

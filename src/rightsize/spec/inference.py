@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from rightsize.spec.checked import CheckedSpec
+from rightsize.spec.decoding import Lora, Speculative
 from rightsize.spec.infrastructure import Infrastructure
 from rightsize.spec.lengths import LengthDist, length_json_schema
 from rightsize.spec.model import ModelArch
@@ -50,6 +51,7 @@ __all__ = [
     "InferenceWorkload",
     "KVPrecision",
     "LengthDist",
+    "Lora",
     "Policy",
     "Precision",
     "Speculative",
@@ -245,15 +247,6 @@ class SLO(BaseModel):
         return refuse_bare_durations(data, ("ttft", "tpot", "e2e"))
 
 
-class Speculative(BaseModel):
-    """Speculative decoding: a draft proposes tokens that the model verifies in one step."""
-
-    draft_tokens: int = Field(ge=1, description="Tokens the draft proposes per verification step (k).")
-    acceptance_rate: float = Field(
-        gt=0, le=1, description="Probability that each drafted token is accepted (0 < rate <= 1)."
-    )
-
-
 class Engine(BaseModel):
     """How the serving engine (vLLM, SGLang, TensorRT-LLM) batches and caches."""
 
@@ -295,6 +288,10 @@ class Engine(BaseModel):
     speculative: Speculative | None = Field(
         default=None, description="Speculative decoding settings; null: plain autoregressive decoding."
     )
+    lora: Lora | None = Field(
+        default=None,
+        description="Multi-LoRA serving (adapter count, rank, GPU slots, targeted modules); null: the base model only.",
+    )
 
 
 # ---------------------------------------------------------------------------------- workload, targets
@@ -322,6 +319,32 @@ class InferenceWorkload(BaseModel):
     batch: Annotated[CountInt, POSITIVE] | None = Field(
         default=None, description="Concurrent request streams for scenario 'fixed_batch'."
     )
+    expert_parallel: Annotated[CountInt, POSITIVE] | None = Field(
+        default=None,
+        description=(
+            "Wide expert parallelism for a mixture-of-experts model (DeepSeek-V3/R1 style): GPUs per replica, "
+            "attention data-parallel on each, routed experts split over all of them, tokens moved by all-to-all "
+            "over NVLink and the RDMA NICs; null: experts stay inside the tensor-parallel group."
+        ),
+    )
+    expert_imbalance: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=8.0,
+        description=(
+            "Busiest GPU's routed-token load over the mean under expert parallelism (1 = balanced, what EPLB's "
+            "redundant experts aim for); measure it with your engine's expert statistics."
+        ),
+    )
+    disaggregation: Literal["never", "auto", "always"] = Field(
+        default="never",
+        description=(
+            "Disaggregated prefill and decode (separate pools, KV cache moved over the fabric, as NVIDIA Dynamo, "
+            "llm-d, SGLang and vLLM's KV connectors run it): 'auto' sizes both pools, simulates them and keeps "
+            "whichever of aggregated and disaggregated wins the objective, stating both; 'always' uses it when "
+            "its pools meet the SLOs; 'never' (default) plans aggregated replicas only. Scenario 'serving' only."
+        ),
+    )
 
 
 class InferenceTargets(BaseModel):
@@ -345,6 +368,21 @@ class InferenceTargets(BaseModel):
     )
     replicas: Annotated[CountInt, POSITIVE] | None = Field(
         default=None, description="A fixed number of model replicas; null lets the search choose."
+    )
+    pp: Annotated[CountInt, POSITIVE] | None = Field(
+        default=None,
+        description=(
+            "A fixed pipeline-parallel degree per replica (stages, usually one node each, tp GPUs per stage); "
+            "null: the search splits a replica over nodes only when the model does not fit one node."
+        ),
+    )
+    max_nodes_per_replica: Annotated[CountInt, POSITIVE] = Field(
+        default=4,
+        le=64,
+        description=(
+            "Most nodes one replica may span (tensor parallelism inside a node, pipeline or tensor parallelism "
+            "across nodes over the scale-out NICs); 1 keeps every replica inside one node."
+        ),
     )
     weight_precisions: list[Precision] | None = Field(
         default=None,
@@ -467,6 +505,25 @@ def _inference_problems(spec: InferenceSpec) -> list[str]:
         problems.append(
             f"traffic.rate and traffic.peak_rate apply only to serving.scenario 'serving', not '{scenario}'; "
             "remove them or set scenario: serving"
+        )
+    if scenario != "serving" and workload.disaggregation != "never":
+        problems.append(
+            f"serving.disaggregation ({workload.disaggregation!r}) applies only to scenario 'serving', not "
+            f"'{scenario}'; remove it or set scenario: serving"
+        )
+    if workload.expert_parallel is not None and not spec.model.is_moe:
+        problems.append(
+            f"serving.expert_parallel ({workload.expert_parallel}) needs a mixture-of-experts model; "
+            f"{spec.model.name} is dense: remove it (tensor parallelism is set by targets.tp)"
+        )
+    if (
+        workload.expert_parallel is not None
+        and spec.model.is_moe
+        and workload.expert_parallel > spec.model.experts
+    ):
+        problems.append(
+            f"serving.expert_parallel ({workload.expert_parallel}) exceeds the model's {spec.model.experts} routed "
+            "experts: each GPU must hold at least one"
         )
     if scenario == "fixed_batch" and workload.batch is None:
         problems.append(

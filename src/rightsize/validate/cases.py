@@ -15,7 +15,7 @@ from rightsize.safe_read import read_text_capped
 MAX_CASES_BYTES = 16 * 2**20
 
 TRAINING_METRICS = ("step_time_s", "tokens_per_s_per_gpu", "gpu_hours")
-INFERENCE_METRICS = ("output_tokens_per_s",)
+INFERENCE_METRICS = ("output_tokens_per_s", "input_tokens_per_s")
 MODEL_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
 PARALLEL_INT_COLUMNS = ("tp", "pp", "dp", "cp", "vpp", "micro_batch", "zero_stage")
 DEFAULT_BATCH_TOKENS = 4 * 2**20

@@ -1,6 +1,12 @@
 """Predicting published serving measurements: one engine (tp GPUs) per case.
 
 fixed_batch: `batch` streams decode together, output tokens/s of the engine.
+decode_batch: one decode step of `batch` sequences holding `input_len` tokens of context
+each (a disaggregated decode pool's throughput at its operating point).
+prefill_batch: `batch` prompts of `input_len` tokens prefilled together, input tokens/s (a
+disaggregated prefill pool's throughput).
+Optional columns `preset` (the architecture from a model preset, for MoE and MLA models the
+dense columns cannot describe), `ep` (expert-parallel GPUs) and `pp` (pipeline stages).
 offline_max_throughput: the engine keeps its KV cache full (batch chosen by memory and
 the engine's defaults).
 
@@ -28,9 +34,12 @@ from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throu
 from rightsize.perf.kernels import aiconfigurator
 from rightsize.perf.kernels.table import KernelTable
 from rightsize.perf.kernels.timing import OpReport
+from rightsize.perf.serving_moe_ep import ExpertParallelReplica
+from rightsize.perf.serving_multinode import PipelinedReplica
 from rightsize.search.ground import serving_ground_report
 from rightsize.search.uncertainty import spread_factors
 from rightsize.spec.model import ModelArch
+from rightsize.spec.presets import get_preset
 from rightsize.validate.cases import Case, model_fields
 
 
@@ -42,6 +51,18 @@ def _int(row: dict[str, str], key: str) -> int | None:
 def _engine(row: dict[str, str]) -> str | None:
     name = (row.get("engine") or "").strip()
     return engine_id(name) if name else None
+
+
+def _layout(rep: Replica, r: dict[str, str]) -> Replica:
+    """The row's replica layout: optional columns `ep` (expert-parallel GPUs, attention
+    data-parallel) and `pp` (pipeline stages of tp GPUs) over the plain tp replica."""
+    acc = get_accelerator(rep.hw.accelerator_id)
+    ep, pp = _int(r, "ep") or 1, _int(r, "pp") or 1
+    if ep > 1:
+        return ExpertParallelReplica.build_ep(rep, ep, 1.0, ep > acc.scaleup_domain_gpus)
+    if pp > 1:
+        return PipelinedReplica.build_pipelined(rep, pp, acc, node_for(acc.id))
+    return rep
 
 
 def kernel_table_for(
@@ -59,6 +80,14 @@ def kernel_table_for(
 def _predict(rep: Replica, r: dict[str, str]) -> tuple[float, dict[str, Any], OpReport]:
     prompt, output = _int(r, "input_len") or 1, _int(r, "output_len") or 1
     scenario = r.get("scenario", "")
+    if scenario == "decode_batch":  # one decode step of `batch` sequences at input_len of context
+        batch = _int(r, "batch") or 1
+        step, report = rep.decode_step_detail(float(batch), float(batch) * prompt)
+        return batch / float(step), {"tp": rep.tp, "batch": batch}, report
+    if scenario == "prefill_batch":  # `batch` prompts of input_len prefilled together: input tokens/s
+        batch = _int(r, "batch") or 1
+        t, report = rep.prefill_detail(float(prompt), 0.0, float(batch))
+        return batch * prompt / float(t), {"tp": rep.tp, "batch": batch}, report
     if scenario == "fixed_batch":
         batch = _int(r, "batch") or 1
         m = fixed_batch_metrics(rep, batch, prompt, output)
@@ -69,20 +98,24 @@ def _predict(rep: Replica, r: dict[str, str]) -> tuple[float, dict[str, Any], Op
         b = max(1.0, m["batch"])
         _, report = rep.decode_step_detail(b, b * (prompt + output / 2.0))
         return m["output_tokens_per_s"], {"tp": rep.tp, "batch": int(m["batch"])}, report
-    raise BadInput(f"Unknown scenario {scenario!r}.", "Known: fixed_batch, offline_max_throughput.")
+    raise BadInput(
+        f"Unknown scenario {scenario!r}.",
+        "Known: fixed_batch, offline_max_throughput, decode_batch, prefill_batch.",
+    )
 
 
 def predict_inference(case: Case, tables: Sequence[KernelTable] = ()) -> tuple[float, dict[str, Any]]:
     """The prediction (from measured kernels where a table covers the case, else analytic)
     and its detail: the analytic value, the measured-kernel value and which ops fell back."""
     r = case.row
-    arch = ModelArch(**model_fields(r))
+    preset = (r.get("preset") or "").strip()
+    arch = get_preset(preset) if preset else ModelArch(**model_fields(r))
     acc = get_accelerator(r["accelerator"])
     node = node_for(acc.id)
     tp = _int(r, "tp") or 1
     engine = _engine(r)
     wp, kvp = r.get("weight_precision") or "bf16", r.get("kv_precision") or "bf16"
-    rep = Replica.build(arch, acc, node, tp, wp, kvp, engine=engine)
+    rep = _layout(Replica.build(arch, acc, node, tp, wp, kvp, engine=engine), r)
     if not rep.fits:
         raise BadInput(
             f"{arch.name} in {rep.weight_precision} does not fit on {tp} x {acc.id}.",
@@ -98,7 +131,7 @@ def predict_inference(case: Case, tables: Sequence[KernelTable] = ()) -> tuple[f
         )
         detail.update(_range(case, rep, analytic))
         return analytic, detail
-    measured_rep = Replica.build(arch, acc, node, tp, wp, kvp, engine=engine, kernels=table)
+    measured_rep = _layout(Replica.build(arch, acc, node, tp, wp, kvp, engine=engine, kernels=table), r)
     measured, _, report = _predict(measured_rep, r)
     detail.update(
         {

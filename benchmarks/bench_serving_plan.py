@@ -1,0 +1,57 @@
+"""Serving-plan speed: one `scenario: serving` plan over every accelerator in the catalog.
+
+Spec: examples/llama3-70b-chat-serving.yaml with `targets.accelerators: all` (Llama 3 70B
+in fp8, lognormal chat lengths, TTFT 500 ms and TPOT 50 ms at p95). Measures the search
+(`plan_serving`: capacity search per option, the candidates' runs, the reported run) and
+the whole `rightsize.plan` (search, sizing, uncertainty), best of `repeats`, one core.
+
+Run: `PYTHONPATH=src python benchmarks/bench_serving_plan.py` (prints JSON). Not a timed
+test: the figure depends on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from rightsize import api  # noqa: E402
+from rightsize.search.serving import plan_serving  # noqa: E402
+from rightsize.spec.load import parse_spec, read_spec_yaml  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llama3-70b-chat-serving.yaml"
+
+
+def spec_all() -> object:
+    data = read_spec_yaml(EXAMPLE)
+    data["targets"]["accelerators"] = "all"
+    return parse_spec(data, EXAMPLE.parent, str(EXAMPLE))
+
+
+def bench(repeats: int = 3) -> dict[str, float | str]:
+    spec = spec_all()
+    search = whole = search_cpu = float("inf")
+    plan = None
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        plan = plan_serving(spec)  # type: ignore[arg-type]
+        search = min(search, time.perf_counter() - t0)
+        search_cpu = min(search_cpu, time.process_time() - c0)
+        t0 = time.perf_counter()
+        api.plan(spec)  # type: ignore[arg-type]
+        whole = min(whole, time.perf_counter() - t0)
+    assert plan is not None
+    return {
+        "search_s": search,
+        "search_cpu_s": search_cpu,  # CPU time: what a shared, loaded machine still measures fairly
+        "plan_s": whole,
+        "best": f"{plan.best.replicas} x tp{plan.best.tp} {plan.best.accelerator}",
+        "options_evaluated": float(1 + len(plan.alternatives)),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(bench(), indent=2))

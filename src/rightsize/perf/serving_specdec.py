@@ -1,0 +1,119 @@
+"""Speculative decoding on a serving replica: a draft proposes k tokens per sequence, the
+target verifies them in one forward pass, and each step yields the accepted drafts plus one.
+
+With each drafted token accepted independently with probability a, a step yields
+(1 - a^(k+1)) / (1 - a) tokens on average (Leviathan, Kalman and Matias, ICML 2023, eq. 1;
+vLLM's speculative decoding blog, 2024-10-17, reports its acceptance and speed-ups the same
+way). The acceptance rate is an input: it depends on the draft, the data and the sampling.
+
+One step costs:
+- verification: one target forward over k + 1 tokens per sequence: the weights read once,
+  the GEMMs over B (k + 1) rows, the KV cache read once (the k + 1 queries share it), so
+  `target.decode_step_s(B (k + 1), C)`; at small batch nearly a plain step, at large batch
+  up to k + 1 of them, which is why speculation pays at low load and can lose at high load;
+- drafting, by method: a draft model decodes k steps of its own over the batch; EAGLE and
+  MTP run a one-layer head (a transformer layer and the target's LM head) k times; n-gram
+  prompt lookup runs on the host and costs the GPU nothing.
+The draft model's weights and KV cache share the target's GPUs and take from its cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rightsize.perf.inference import Replica
+from rightsize.perf.kernels.timing import OpReport
+
+
+def tokens_per_step(draft_tokens: int, acceptance_rate: float) -> float:
+    """Expected tokens a verification step yields (accepted drafts plus one)."""
+    k, a = draft_tokens, acceptance_rate
+    return (1.0 - a ** (k + 1)) / (1.0 - a) if a < 1.0 else k + 1.0
+
+
+@dataclass(frozen=True)
+class SpeculativeReplica(Replica):
+    """`target` decoding with speculation (see the module docstring); `draft` is the draft
+    model's replica (method draft_model) or the one-layer head (eagle, mtp); None: n-gram."""
+
+    target: Replica | None = None
+    draft: Replica | None = None
+    draft_tokens: int = 1
+    method: str = "draft_model"
+
+    @classmethod
+    def wrap(
+        cls, target: Replica, draft: Replica | None, draft_tokens: int, method: str
+    ) -> SpeculativeReplica:
+        t = target
+        return cls(
+            t.arch,
+            t.tp,
+            t.weight_precision,
+            t.kv_precision,
+            t.hw,
+            t.dequant,
+            t.engine,
+            t.kernels,
+            target=t,
+            draft=draft,
+            draft_tokens=draft_tokens,
+            method=method,
+        )
+
+    def _target(self) -> Replica:
+        assert self.target is not None  # set by wrap
+        return self.target
+
+    def _draft_model(self) -> Replica | None:
+        return self.draft if self.method == "draft_model" else None
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        d = self._draft_model()
+        return self._target().weight_bytes_per_gpu + (d.weight_bytes_per_gpu if d is not None else 0.0)
+
+    @property
+    def kv_capacity_tokens(self) -> float:
+        """The target's cache, less the draft's weights and its own cache per token."""
+        t, d = self._target(), self._draft_model()
+        cap = t.kv_capacity_tokens
+        if d is None or cap <= 0:
+            return cap
+        per_token_t = t.kv_bytes_per_token / t.kv_shards
+        per_token_d = d.kv_bytes_per_token / d.kv_shards
+        free = cap * per_token_t - d.weight_bytes_per_gpu
+        return max(0.0, free) / (per_token_t + per_token_d)
+
+    def draft_step_s(self, batch: np.ndarray | float, context_tokens: np.ndarray | float) -> np.ndarray:
+        """GPU time to draft k tokens for each of `batch` sequences."""
+        b = np.asarray(batch, dtype=np.float64)
+        if self.method == "ngram" or self.draft is None:
+            return np.zeros_like(b)
+        ctx = np.asarray(context_tokens, dtype=np.float64)
+        if self.method in ("eagle", "mtp"):  # the head attends over its own one-layer cache
+            ctx = ctx / max(self._target().arch.layers, 1)
+        return self.draft_tokens * self.draft.decode_step_s(b, ctx)
+
+    def decode_step_detail(
+        self, batch: np.ndarray | float, context_tokens: np.ndarray | float
+    ) -> tuple[np.ndarray, OpReport]:
+        """One speculative step: verification of k + 1 tokens per sequence plus drafting."""
+        b = np.maximum(np.asarray(batch, dtype=np.float64), 1.0)
+        verify, report = self._target().decode_step_detail(b * (self.draft_tokens + 1), context_tokens)
+        return verify + self.draft_step_s(b, context_tokens), report
+
+    def prefill_detail(
+        self,
+        tokens: np.ndarray | float,
+        past_tokens: np.ndarray | float = 0.0,
+        sequences: np.ndarray | float = 1.0,
+    ) -> tuple[np.ndarray, OpReport]:
+        """The target's prefill, plus the draft model's own over the same prompt."""
+        t, report = self._target().prefill_detail(tokens, past_tokens, sequences)
+        d = self._draft_model()
+        if d is not None:
+            t = t + d.prefill_s(tokens, past_tokens, sequences)
+        return t, report

@@ -1,0 +1,147 @@
+"""The replica layouts a serving search tries on one accelerator: tensor parallelism inside
+a node first; when the model fits no single node (or the spec fixes `targets.pp`, or a
+`targets.tp` larger than a node), replicas spanning nodes: TP inside the node with PP
+across nodes, and TP across nodes, up to `targets.max_nodes_per_replica` nodes."""
+
+from __future__ import annotations
+
+from rightsize.catalog import Accelerator, NodeType
+from rightsize.perf.inference import Replica
+from rightsize.perf.serving_lora import LoraReplica
+from rightsize.perf.serving_moe_ep import ExpertParallelReplica
+from rightsize.perf.serving_multinode import PP_OPTIONS, PipelinedReplica, ReplicaLayout, layout_of
+from rightsize.perf.serving_specdec import SpeculativeReplica
+from rightsize.search.calibrated import Calibration
+from rightsize.search.serving_plan import TP_OPTIONS
+from rightsize.spec.inference import InferenceSpec
+from rightsize.spec.presets import get_preset
+
+
+def node_tp(acc: Accelerator, node: NodeType) -> int:
+    """The largest tensor-parallel group the scale-up domain holds (an 8-GPU node's NVLink,
+    an NVL72 rack, a TPU slice's ICI)."""
+    return acc.scaleup_domain_gpus
+
+
+def _stage_tp(spec: InferenceSpec, acc: Accelerator) -> int | None:
+    """TP of one pipeline stage: the largest degree the domain holds and the heads divide."""
+    fits = [t for t in TP_OPTIONS if t <= acc.scaleup_domain_gpus and spec.model.heads % t == 0]
+    return spec.targets.tp or (fits[-1] if fits else None)
+
+
+def _build(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, tp: int, prec: str, cal: Calibration
+) -> Replica:
+    return Replica.build(
+        spec.model, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+    )
+
+
+def single_node(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
+) -> list[Replica]:
+    """Fitting replicas of one node: every tp the heads divide, up to the node's domain."""
+    tgt = spec.targets
+    if tgt.pp and tgt.pp > 1:
+        return []
+    if tgt.tp:
+        tps = [tgt.tp] if tgt.tp <= node_tp(acc, node) else []
+    else:
+        tps = [t for t in TP_OPTIONS if t <= node_tp(acc, node) and spec.model.heads % t == 0]
+    reps = [_build(spec, acc, node, tp, prec, cal) for tp in tps]
+    return [r for r in reps if r.fits]
+
+
+def multi_node(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
+) -> list[Replica]:
+    """Fitting replicas over several nodes: TP `node_tp` with PP across nodes, and TP across
+    nodes (the heads must divide it), within targets.max_nodes_per_replica nodes."""
+    tgt = spec.targets
+    inner = node_tp(acc, node)
+    max_gpus = tgt.max_nodes_per_replica * node.gpus_per_node
+    out: list[Replica] = []
+    stage_tp = _stage_tp(spec, acc)
+    if stage_tp and stage_tp <= inner and spec.model.heads % stage_tp == 0:
+        base = _build(spec, acc, node, stage_tp, prec, cal)
+        pps = [tgt.pp] if tgt.pp else [p for p in PP_OPTIONS if p <= spec.model.layers]
+        for pp in pps:
+            if pp > 1 and stage_tp * pp <= max_gpus:
+                piped = PipelinedReplica.build_pipelined(base, pp, acc, node)
+                if piped.fits:
+                    out.append(piped)
+                    break  # the fewest stages that fit: more only add hops
+    if not tgt.pp or tgt.pp == 1:
+        tps = [tgt.tp] if tgt.tp else [inner * k for k in (2, 4, 8)]
+        for tp in tps:
+            if inner < tp <= max_gpus and spec.model.heads % tp == 0:
+                rep = _build(spec, acc, node, tp, prec, cal)
+                if rep.fits:
+                    out.append(rep)
+                    break
+    return out
+
+
+def replica_options(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
+) -> list[Replica]:
+    """Every layout to evaluate (`_layouts`), each speculating when the engine does."""
+    reps = [speculative(spec, acc, node, prec, cal, r) for r in _layouts(spec, acc, node, prec, cal)]
+    lora = spec.engine.lora
+    if lora is not None:
+        reps = [LoraReplica.wrap(r, lora.adapters, lora.rank, lora.slots, lora.modules) for r in reps]
+    return [r for r in reps if r.fits]
+
+
+def speculative(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration, rep: Replica
+) -> Replica:
+    """`rep` decoding speculatively as engine.speculative says (unchanged without it, or with
+    the fixed-cost draft of a draft_model method that names no draft model)."""
+    sp = spec.engine.speculative
+    if sp is None or (sp.method == "draft_model" and sp.draft_model is None):
+        return rep
+    draft: Replica | None = None
+    if sp.method == "draft_model" and sp.draft_model is not None:
+        arch = get_preset(sp.draft_model)
+        tp = rep.tp if arch.heads % rep.tp == 0 else 1
+        draft = Replica.build(
+            arch, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+        )
+    elif sp.method in ("eagle", "mtp"):  # one transformer layer and the target's LM head
+        head = rep.arch.model_copy(update={"layers": 1, "dense_layers": 0})
+        draft = Replica.build(
+            head, acc, node, rep.tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+        )
+    return SpeculativeReplica.wrap(rep, draft, sp.draft_tokens, sp.method)
+
+
+def _layouts(
+    spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
+) -> list[Replica]:
+    """The layouts to evaluate: single-node ones, or multi-node ones when none fits (or the
+    spec asks for them); with serving.expert_parallel, that expert-parallel replica only."""
+    if spec.serving.expert_parallel:
+        ep = spec.serving.expert_parallel
+        base = _build(spec, acc, node, 1, prec, cal)
+        crosses = ep > acc.scaleup_domain_gpus  # the all-to-all leaves the scale-up domain
+        rep = ExpertParallelReplica.build_ep(base, ep, spec.serving.expert_imbalance, crosses)
+        return [rep] if rep.fits else []
+    one = single_node(spec, acc, node, prec, cal)
+    forced = bool(spec.targets.pp and spec.targets.pp > 1) or bool(
+        spec.targets.tp and spec.targets.tp > node_tp(acc, node)
+    )
+    if (one and not forced) or spec.targets.max_nodes_per_replica == 1:
+        return one
+    return one + multi_node(spec, acc, node, prec, cal)
+
+
+def layout_for(rep: Replica, acc: Accelerator, node: NodeType) -> ReplicaLayout:
+    """The layout record of a replica (single-node, PP across nodes or TP across nodes)."""
+    if isinstance(rep, SpeculativeReplica | LoraReplica) and rep.target is not None:
+        return layout_for(rep.target, acc, node)
+    if isinstance(rep, PipelinedReplica) and rep.layout is not None:
+        return rep.layout
+    if isinstance(rep, ExpertParallelReplica):  # attention DP x expert parallel over ep GPUs
+        return layout_of(acc, node, 1, 1, rep.arch.hidden, rep.ep)
+    return layout_of(acc, node, rep.tp, 1, rep.arch.hidden)
