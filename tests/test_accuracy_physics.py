@@ -10,8 +10,8 @@ import pytest
 from rightsize.catalog import get_accelerator, node_for
 from rightsize.catalog.ground import validated_runs
 from rightsize.perf import collectives as coll
+from rightsize.perf.attention import attention_efficiency
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.layer import attention_efficiency
 from rightsize.perf.memory import LOGITS_BYTES_PER_ENTRY, train_memory
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload

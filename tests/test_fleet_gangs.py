@@ -114,9 +114,10 @@ def test_a_small_burst_cap_is_met_by_committing() -> None:
 def test_the_example_reports_whole_gpus_and_holders() -> None:
     data = json.loads(render(plan(EXAMPLE), "json"))
     units = data["holdings"]["unit_gpus"]
-    assert (
-        units["llama3-8b-pretrain"] == 128 and data["holdings"]["nodes_per_unit"]["llama3-8b-pretrain"] == 16
-    )
+    # the pre-training run's unit is its own plan's gang, in whole 8-GPU nodes
+    gang = {w["name"]: w["gang_gpus"] for w in data["workloads"]}["llama3-8b-pretrain"]
+    assert gang >= 8 and units["llama3-8b-pretrain"] == gang
+    assert data["holdings"]["nodes_per_unit"]["llama3-8b-pretrain"] == gang // 8
     for m in data["timeline"]:
         for key in ("demand_gpus", "burst_gpus", "on_demand_gpus", "spot_gpus"):
             assert isinstance(m[key], int), key

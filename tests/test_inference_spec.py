@@ -551,7 +551,7 @@ def test_every_schema_property_has_a_description(kind: str | None) -> None:
 
 def test_schema_of_any_kind() -> None:
     schema = spec_json_schema()
-    kinds = ["TrainingSpec", "InferenceSpec", "VisionSpec", "RecsysSpec", "FleetSpec"]
+    kinds = ["TrainingSpec", "InferenceSpec", "VisionSpec", "RecsysSpec", "FleetSpec", "SweepSpec"]
     assert schema["oneOf"] == [{"$ref": f"#/$defs/{kind}"} for kind in kinds]
     assert schema["properties"]["kind"]["enum"] == [
         "training",
@@ -559,6 +559,7 @@ def test_schema_of_any_kind() -> None:
         "vision",
         "recommendation",
         "fleet",
+        "sweep",
     ]
     # every top-level key of either kind is described at the top, for editors
     for kind in kinds:

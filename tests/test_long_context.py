@@ -96,7 +96,7 @@ def test_context_parallel_variants_and_load_balance() -> None:
 def test_attention_waves_idle_sms_only_when_few_blocks() -> None:
     """b x local heads x 128-row blocks over the SMs: 16k tokens of 16 heads fill an H100's 132
     SMs; one local head of a 2k chunk (32 heads over TP32) leaves most of them idle."""
-    from rightsize.perf.layer import attention_wave_efficiency
+    from rightsize.perf.attention import attention_wave_efficiency
 
     hw = _hw("h100-sxm")
     assert float(attention_wave_efficiency(np.array(1.0), np.array(16.0), np.array(16384.0), hw)) == 1.0

@@ -341,7 +341,7 @@ def _problem(spec: dict[str, Any]) -> str | None:
         # field-level ranges
         ({"tp": 0}, None, "parallel.tp: Input should be greater than or equal to 1"),
         ({"zero_stage": 4}, None, "parallel.zero_stage"),
-        ({"recompute": "some"}, None, "'none', 'selective' or 'full'"),
+        ({"recompute": "some"}, None, "'none', 'selective', 'full', 'minimal'"),
     ],
 )
 def test_parallel_checks(parallel: dict[str, Any], targets: dict[str, Any] | None, error: str | None) -> None:

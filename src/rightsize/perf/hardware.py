@@ -68,7 +68,7 @@ class Hardware:
     # bus bandwidth fraction of a serving stack's decode-sized TP all-reduces; 0 = scaleup_bw_fraction
     decode_allreduce_bw_fraction: float = 0.0
     host_link_bytes_per_s: float = 32e9  # accelerator <-> host, per direction (offload traffic)
-    host_bytes_per_gpu: float = float("inf")  # the node's host memory over its accelerators
+    host_bytes_per_gpu: float = 0.0  # the node's host memory over its accelerators (0: unknown, unbounded)
     gemm_fraction_16bit: float = (
         0.0  # the 16-bit GEMM fraction (for GEMMs a low-precision step keeps in bf16)
     )

@@ -311,7 +311,7 @@ def train_memory(
         framework=np.full(len(cfg), hw.framework_bytes),
         capacity=hw.hbm_bytes,
         host=host,
-        host_capacity=hw.host_bytes_per_gpu,
+        host_capacity=hw.host_bytes_per_gpu or float("inf"),  # 0: unknown, not a limit
         usable_fraction=hw.usable_fraction,
     )
 

@@ -416,6 +416,11 @@ def _train_step(
     variant: np.ndarray | None,
     dci: coll.DciLink | None = None,
 ) -> StepBreakdown:
+    """One training step's breakdown over the configurations (vectorised).
+
+    Longer than 80 lines for one reason: the step's parts (compute, each parallel dimension's
+    exposed communication, bubble, optimizer, offload) share the per-stage layer costs and are
+    combined in one pass over the arrays, so the breakdown adds up to the step by construction."""
     lc = _unique_layer_costs(w, cfg, hw, variant)
     # Layers per stage: the heaviest stage holds ceil(layers / pp) when they do not divide.
     # With vpp chunks per stage, each chunk holds ceil(layers / (pp vpp)).

@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from rightsize.report import svg, units
+from rightsize.report import svg, svg_ranges, units
 from rightsize.report.document import Chart, Document, Section, Table, generic_section, records_table
 
 
@@ -67,7 +67,11 @@ def validation_document(result: dict[str, Any], title: str = "Validation") -> Do
     if bars:
         t = "Prediction error per case (predicted / published - 1)"
         cases.charts.append(
-            Chart("validation-errors", t, svg.tornado("validation-errors", t, bars, lambda v: f"{v:+.0%}"))
+            Chart(
+                "validation-errors",
+                t,
+                svg_ranges.tornado("validation-errors", t, bars, lambda v: f"{v:+.0%}"),
+            )
         )
     doc.sections.append(cases)
     return doc

@@ -9,7 +9,7 @@ from typing import Any
 
 from rightsize.advise.checklists import ANSWERED, Item
 from rightsize.advise.findings import Finding
-from rightsize.report import svg, units
+from rightsize.report import svg, svg_ranges, units
 from rightsize.report.document import Chart, Section, Table, generic_section, records_table
 
 SIZING_TITLES = {
@@ -220,7 +220,7 @@ def uncertainty_section(
             Chart(
                 "uncertainty",
                 "Spread around the plan (P10-P90, dot at P50)",
-                svg.intervals(
+                svg_ranges.intervals(
                     "uncertainty",
                     "Spread around the plan (P10-P90, dot at P50)",
                     chart_rows,
@@ -317,7 +317,7 @@ def _sensitivity_charts(rows: list[dict[str, Any]]) -> list[Chart]:
         ]
         if data and any(abs(a) + abs(b) > 0 for _, a, b, _, _ in data):
             title = f"Sensitivity of {what}: change from the plan at each assumption's low and high case"
-            out.append(Chart(name, title, svg.tornado(name, title, data, lambda v: f"{v:+.0%}")))
+            out.append(Chart(name, title, svg_ranges.tornado(name, title, data, lambda v: f"{v:+.0%}")))
     return out
 
 

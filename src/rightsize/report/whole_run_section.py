@@ -16,19 +16,23 @@ def whole_run_section(plan: Any) -> Section | None:
         return None
     total = whole.total_s
     sec = Section(
-        "whole_run", f"Whole run ({units.seconds(total)}, {whole.gpu_hours:,.0f} GPU-hours)", brief=True
+        "whole_run",
+        f"Whole run ({units.seconds(total)}, {units.number(whole.gpu_hours)} GPU-hours)",
+        brief=True,
     )
     rows = [
         [
             line.part,
             units.seconds(line.time_s),
-            f"{line.gpu_hours:,.0f}",
+            units.number(line.gpu_hours),
             units.pct(line.time_s / total),
             line.basis,
         ]
         for line in whole.lines
     ]
-    rows.append(["whole run", units.seconds(total), f"{whole.gpu_hours:,.0f}", "100.0%", "sum of the parts"])
+    rows.append(
+        ["whole run", units.seconds(total), units.number(whole.gpu_hours), "100.0%", "sum of the parts"]
+    )
     table = Table(["part", "time", "GPU-hours", "share", "basis"], rows, "whole run by part")
     table.brief_columns = [0, 1, 2, 3]  # the terminal summary leaves the sources to the full report
     sec.tables.append(table)

@@ -39,6 +39,7 @@ from rightsize.search.demand import Demand
 from rightsize.search.layout_check import LayoutRejection, no_layout_reason, splittable_counts
 from rightsize.search.pareto import pareto_front
 from rightsize.search.risk import P50, P75, P90, pick_per_count
+from rightsize.search.scale_out import UTILISATION_TARGET, efficient, knee
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_where, gpu_count_candidates
 from rightsize.search.train_demand import dci_link, training_demand
@@ -48,15 +49,6 @@ from rightsize.spec.training import DEFAULT_MAX_GPUS, TrainingSpec
 # Largest cluster the search considers unless the user fixes a count or raises
 # targets.max_gpus (its default; up to 1,048,576).
 MAX_GPUS = DEFAULT_MAX_GPUS
-# When a run length is given but neither a deadline nor a GPU count, scale out as
-# far as each GPU keeps at least this share of the best per-GPU throughput (the knee
-# of the scaling curve): the policy's default utilisation target, 80%.
-UTILISATION_TARGET = 0.8
-# Under `objective: time` the search still stops scaling out where an accelerator falls below
-# half of its best per-accelerator throughput: the 50% parallel-efficiency line strong-scaling
-# studies conventionally draw (past it, the time bought costs over twice the accelerator-hours per
-# token). A policy choice, not a measured figure.
-SCALING_EFFICIENCY_FLOOR = 0.5
 # A layout is rejected while enumerating only when its memory exceeds the usable memory
 # by more than rounding (`memory_grid` adds the same terms in another order).
 MEMORY_CUT_MARGIN = 1e-9
@@ -504,10 +496,10 @@ def plan_training(
     options = _options(spec, w, ids, evaluated, rejected)
     options = under_power_cap(options, lambda o: o[0].gpus, lambda o: o[1].node, spec, assumptions)
     if budget.knee:
-        options = _knee(options)
+        options = knee(options)
     in_time = _in_time(spec, options, budget, ids)
     if tgt.objective == "time" and not budget.knee and tgt.gpus is None:
-        in_time = _efficient(in_time)
+        in_time = efficient(in_time)
     (best, best_ev, best_i), alternatives = _ranked(
         in_time, tgt.objective, evaluated, rejected, budget.deadline, assumptions
     )
@@ -562,38 +554,6 @@ def plan_training(
             ],
         },
     )
-
-
-def _knee(options: list[Option]) -> list[Option]:
-    """Per accelerator, the fastest count whose per-GPU throughput stays within the
-    utilisation target of that accelerator's best."""
-    picked = []
-    for acc in dict.fromkeys(o[0].accelerator for o in options):
-        mine = [o for o in options if o[0].accelerator == acc]
-        # At the risk-aware quantile (Candidate.risk_factor), as every ranking in the search.
-        best_tps = max(o[0].tokens_per_s_per_gpu / o[0].risk_factor for o in mine)
-        efficient = [
-            o for o in mine if o[0].tokens_per_s_per_gpu / o[0].risk_factor >= UTILISATION_TARGET * best_tps
-        ]
-        picked.append(
-            min(efficient, key=lambda o: (o[0].time_to_train_s or o[0].step_time_s) * o[0].risk_factor)
-        )
-    return picked
-
-
-def _efficient(options: list[Option]) -> list[Option]:
-    """Diminishing returns, for every accelerator alike: the options whose per-GPU throughput
-    (at the risk-aware quantile) keeps `SCALING_EFFICIENCY_FLOOR` of that accelerator's best.
-    Past it, each GPU added buys time at more than twice the GPU-hours per token, so the
-    fastest layout is no longer the one to take (llama3-70b on Trainium2 within 200 days:
-    65,536 chips at 23% MFU against 47% at 4,096)."""
-    kept = []
-    for acc in dict.fromkeys(o[0].accelerator for o in options):
-        mine = [o for o in options if o[0].accelerator == acc]
-        best_tps = max(o[0].tokens_per_s_per_gpu / o[0].risk_factor for o in mine)
-        floor = SCALING_EFFICIENCY_FLOOR * best_tps
-        kept += [o for o in mine if o[0].tokens_per_s_per_gpu / o[0].risk_factor >= floor]
-    return kept
 
 
 def _runner_up_layout(

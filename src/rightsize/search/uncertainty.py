@@ -220,7 +220,10 @@ def training_uncertainty(
     Two spreads multiply: the efficiencies' ranges (through the step model's elasticities)
     and the model's own error, a lognormal whose sigma grows with the distance from the
     validated runs (`search.ground`). `exclude_ground` leaves runs out of the ground (the
-    validation of a run must not count the run itself)."""
+    validation of a run must not count the run itself).
+
+    Longer than 80 lines for one reason: the sampled figures (step, time, GPU-hours, cost, MFU)
+    and the model-error, family and whole-run spreads meet here, each from its own module."""
     from rightsize.search.train import workload_from_spec
     from rightsize.search.train_demand import dci_link
 

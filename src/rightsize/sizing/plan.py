@@ -103,6 +103,11 @@ def size(
     extra: dict[str, Any] | None = None,
     rel: Reliability | None = None,
 ) -> Sizing:
+    """The bill of materials of one planned configuration.
+
+    Longer than 80 lines for one reason: it is the one place that runs the sizing stages in their
+    order (nodes, fabric, reliability, storage, the whole run, power, cost, pool, margins, growth,
+    sensitivity), each reading the figures the stages before it own."""
     extra = extra or {}
     rel = rel or reliability()
     margin = float(getattr(policy, "headroom", infra.margins.safety_margin))
