@@ -21,7 +21,7 @@ from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, traini
 from rightsize.validate.families import family_breakdown
 from rightsize.validate.inference_cases import predict_inference
 from rightsize.validate.kinds import kind_rows
-from rightsize.validate.whole_run_cases import whole_run_spec_data
+from rightsize.validate.whole_run_cases import scale_basis, summarise_by_scale, whole_run_spec_data
 
 
 def _predict(
@@ -92,6 +92,8 @@ def validate_paths(
             }
             if reason:
                 row["reason"] = reason
+            if case.metric == "gpu_hours":
+                row["scale"] = scale_basis(case)
             rng = detail.pop("range", None)
             ground = detail.pop("ground", None)
             if rng is not None:
@@ -107,6 +109,7 @@ def validate_paths(
         "rows": rows,
         "summary": summarise(rows),
         "by_source": summarise_sources(rows),
+        "whole_runs_by_scale": summarise_by_scale(rows),
         "by_family": family_breakdown(rows),
     }
 
