@@ -91,6 +91,29 @@ def test_range_holds_the_whole_run_and_is_skewed_up(plan):
     assert m["p90"] / m["base"] - 1 > 1 - m["p10"] / m["base"]
 
 
+def test_fail_slows_stretch_the_steps_with_the_unplanned_losses():
+    """Transient fail-slows (Greyhound/FALCON: 1.34x on large jobs in a shared cluster) widen
+    the run's range through its steps and phases, moving with the unplanned losses (one draw:
+    how the cluster is run), so the high end grows but the low end stays near the plan."""
+    import numpy as np
+
+    from rightsize.search.uncertainty_whole_run import whole_run_samples
+    from rightsize.sizing.results import WholeRun, WholeRunLine
+
+    f = whole_run_factors()
+    assert f.fail_slow_high == pytest.approx(0.34)
+    whole = WholeRun((WholeRunLine("steady-state steps", 100.0, 1.0, "x"),), 8, ())
+    k = np.ones(20000)
+    s = whole_run_samples(whole, k, seed=3)
+    assert s is not None
+    # steps x (1 + fail-slow) + unplanned x total, one draw u: 100 (1 + u (1 + 0.34/1.0))
+    u = (s / 100.0 - 1.0) / (1.0 + f.fail_slow_high / f.unplanned_high)
+    assert u.min() >= 0.0 and u.max() <= f.unplanned_high + 1e-9
+    assert np.quantile(s, 0.9) / 100.0 == pytest.approx(
+        1 + (1 - np.sqrt(0.1)) * (f.unplanned_high + f.fail_slow_high), rel=0.02
+    )
+
+
 def test_physics_of_the_parts():
     f = whole_run_factors()
     assert eval_fraction(f.eval_interval_steps, f.eval_iters, f.eval_forward_share) == pytest.approx(
@@ -121,13 +144,14 @@ def test_published_schedules_parse():
 # steady-state steps only (LLaMA's Table 15, DeepSeek-V3's 180K GPU-hours per trillion
 # tokens) compared with the plan's steady-state steps): median |error| 15.5%, worst 51.8%
 # (OPT-175B: its step rate matches the 147 TFLOP/s it reported, 45% MFU planned; the
-# logbook's restarts and rollbacks doubled the run), P10-P90 coverage 73%. Apart by scale:
+# logbook's restarts and rollbacks doubled the run), P10-P90 coverage 82% (with transient
+# fail-slows in the spread, moving with the unplanned losses). Apart by scale:
 # the six runs planned on their published GPU count, median 13.6%; the five planned on the
 # count the search picks (the sources give none) are all low, median 21.6%: they measure the
 # planner's choice of scale and settings as much as the model.
 WHOLE_RUN_MEDIAN = 0.16
 WHOLE_RUN_WORST = 0.55
-WHOLE_RUN_COVERAGE = 0.70
+WHOLE_RUN_COVERAGE = 0.80
 PUBLISHED_SCALE_MEDIAN = 0.15
 
 

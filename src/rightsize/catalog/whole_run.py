@@ -20,6 +20,7 @@ class WholeRunFactors:
     failures_low: float
     failures_high: float
     stragglers_high: float
+    fail_slow_high: float
     unplanned_high: float
     sources: dict[str, Sourced]
 
@@ -46,6 +47,6 @@ def whole_run_factors() -> WholeRunFactors:
         allow_zero=True,
         maximum=1.0,
     )
-    for k in ("failures_low", "failures_high", "stragglers_high", "unplanned_high"):
+    for k in ("failures_low", "failures_high", "stragglers_high", "fail_slow_high", "unplanned_high"):
         f[k] = sourced(sp.get(k), _FILE, f"spread.{k}", maximum=10.0)
     return WholeRunFactors(**{k: v.value for k, v in f.items()}, sources=f)

@@ -12,7 +12,9 @@
 
 Stragglers are in the step time already (the step model's slowest-GPU term, `perf.step`):
 they are not added again here; their spread is in the plan's range
-(`search.uncertainty_whole_run`). Each line is seconds of wall time; the lines add up to the run time every report, the
+(`search.uncertainty_whole_run`), as are transient fail-slows (mode 0: a dedicated, monitored
+run loses little to them; 1.34x on large jobs in a shared cluster at the high end) and
+unplanned losses (rollbacks, manual restarts: OPT-175B ran twice its steady time). Each line is seconds of wall time; the lines add up to the run time every report, the
 cost and the energy read (`RunTime.run_s`). Nothing here re-derives performance: step
 times come from the search, failures from the reliability model.
 """
