@@ -91,6 +91,29 @@ def test_range_holds_the_whole_run_and_is_skewed_up(plan):
     assert m["p90"] / m["base"] - 1 > 1 - m["p10"] / m["base"]
 
 
+def test_fail_slows_stretch_the_steps_with_the_unplanned_losses():
+    """Transient fail-slows (Greyhound/FALCON: 1.34x on large jobs in a shared cluster) widen
+    the run's range through its steps and phases, moving with the unplanned losses (one draw:
+    how the cluster is run), so the high end grows but the low end stays near the plan."""
+    import numpy as np
+
+    from rightsize.search.uncertainty_whole_run import whole_run_samples
+    from rightsize.sizing.results import WholeRun, WholeRunLine
+
+    f = whole_run_factors()
+    assert f.fail_slow_high == pytest.approx(0.34)
+    whole = WholeRun((WholeRunLine("steady-state steps", 100.0, 1.0, "x"),), 8, ())
+    k = np.ones(20000)
+    s = whole_run_samples(whole, k, seed=3)
+    assert s is not None
+    # steps x (1 + fail-slow) + unplanned x total, one draw u: 100 (1 + u (1 + 0.34/1.0))
+    u = (s / 100.0 - 1.0) / (1.0 + f.fail_slow_high / f.unplanned_high)
+    assert u.min() >= 0.0 and u.max() <= f.unplanned_high + 1e-9
+    assert np.quantile(s, 0.9) / 100.0 == pytest.approx(
+        1 + (1 - np.sqrt(0.1)) * (f.unplanned_high + f.fail_slow_high), rel=0.02
+    )
+
+
 def test_physics_of_the_parts():
     f = whole_run_factors()
     assert eval_fraction(f.eval_interval_steps, f.eval_iters, f.eval_forward_share) == pytest.approx(
@@ -115,20 +138,26 @@ def test_published_schedules_parse():
 
 
 # Whole-run validation bars (the public whole runs of whole_runs.csv: LLaMA 7B-65B, Llama 2
-# 13B/34B, OPT-175B, BLOOM-176B, Falcon-180B, MPT-7B, DeepSeek-V3). Measured when written
-# (issue #27): median |error| 16.7%, worst 57.7% (OPT-175B, a run with dozens of restarts and
-# rollbacks), P10-P90 coverage 82% (9 of 11). The issue's 15% median is not reached: 9 of
-# the 11 runs took longer than their plan (MPT-7B: 9.5 days on 440 GPUs against 7.3 days at
-# llm-foundry's own benchmark throughput), a production gap the range carries but the base
-# does not. The plans stay low: the step model's MFU for Meta's Llama runs is
-# above what Meta's own throughput implies (LLaMA-65B: 380 tokens/s/GPU, 47.6% MFU by 6N;
-# planned at 58%).
-WHOLE_RUN_MEDIAN = 0.18
-WHOLE_RUN_WORST = 0.62
-WHOLE_RUN_COVERAGE = 0.75
+# 13B/34B, OPT-175B, BLOOM-176B, Falcon-180B, MPT-7B, DeepSeek-V3). Measured (issue #27,
+# second round: OPT-175B planned on its published FSDP x TP8 layout without pipeline stages,
+# MPT-7B with llm-foundry's full activation checkpointing, and the rows whose source counts
+# steady-state steps only (LLaMA's Table 15, DeepSeek-V3's 180K GPU-hours per trillion
+# tokens) compared with the plan's steady-state steps): median |error| 15.5%, worst 51.8%
+# (OPT-175B: its step rate matches the 147 TFLOP/s it reported, 45% MFU planned; the
+# logbook's restarts and rollbacks doubled the run), P10-P90 coverage 82% (with transient
+# fail-slows in the spread, moving with the unplanned losses). Apart by scale:
+# the six runs planned on their published GPU count, median 13.6%; the five planned on the
+# count the search picks (the sources give none) are all low, median 21.6%: they measure the
+# planner's choice of scale and settings as much as the model.
+WHOLE_RUN_MEDIAN = 0.16
+WHOLE_RUN_WORST = 0.55
+WHOLE_RUN_COVERAGE = 0.80
+PUBLISHED_SCALE_MEDIAN = 0.15
 
 
 def test_whole_run_validation_bars():
+    from rightsize.validate.whole_run_cases import PLANNER_SCALE, PUBLISHED_SCALE
+
     paths = [Path(str(whole_runs_path()))]
     cases = read_cases(paths[0])
     assert len(cases) >= 9 and all(c.metric == "gpu_hours" for c in cases)
@@ -138,6 +167,74 @@ def test_whole_run_validation_bars():
     assert s["median_abs_error"] <= WHOLE_RUN_MEDIAN
     assert s["max_abs_error"] <= WHOLE_RUN_WORST
     assert s["coverage_p10_p90"] >= WHOLE_RUN_COVERAGE
+    by_scale = result["whole_runs_by_scale"]
+    assert by_scale[PUBLISHED_SCALE]["median_abs_error"] <= PUBLISHED_SCALE_MEDIAN
+    assert by_scale[PUBLISHED_SCALE]["n"] + by_scale[PLANNER_SCALE]["n"] == len(cases)
+    rows = {r["id"]: r for r in result["rows"]}
+    # the published layouts are the ones planned: OPT-175B has no pipeline stages, MPT-7B
+    # checkpoints its activations
+    assert rows["opt-175b-gpu-hours"]["chosen"]["parallel"]["pp"] == 1
+    assert rows["mpt-7b-gpu-hours"]["chosen"]["parallel"]["recompute"] == "full"
+    assert rows["opt-175b-gpu-hours"]["scale"] == PUBLISHED_SCALE
+    assert rows["llama-1-7b-gpu-hours"]["scale"] == PLANNER_SCALE
+    # a source that counts steady-state steps only is compared with those, and only those
+    assert "steady" in rows["deepseek-v3-gpu-hours"]["chosen"]["counts"]
+    assert "counts" not in rows["opt-175b-gpu-hours"]["chosen"]
+
+
+def test_summary_by_scale_keeps_the_two_apart():
+    from rightsize.validate.whole_run_cases import PLANNER_SCALE, PUBLISHED_SCALE, summarise_by_scale
+
+    rows = [
+        {"scale": PUBLISHED_SCALE, "error": 0.1, "within_p10_p90": True},
+        {"scale": PUBLISHED_SCALE, "error": -0.3, "within_p10_p90": False},
+        {"scale": PLANNER_SCALE, "error": -0.5, "within_p10_p90": True},
+        {"scale": PLANNER_SCALE, "error": None},
+        {"error": 0.9},  # a step row: not a whole run
+    ]
+    out = summarise_by_scale(rows)
+    assert out[PUBLISHED_SCALE] == {
+        "n": 2,
+        "median_abs_error": pytest.approx(0.2),
+        "max_abs_error": pytest.approx(0.3),
+        "coverage_p10_p90": 0.5,
+    }
+    assert out[PLANNER_SCALE]["n"] == 1 and out[PLANNER_SCALE]["max_abs_error"] == pytest.approx(0.5)
+
+
+def test_planned_maintenance_stops_are_charged(plan):
+    """Llama 3's 47 planned stops in 54 days on 16,384 GPUs, per GPU-hour of the run so far:
+    each a checkpoint write and a restart, no work lost (the failure rate counts only the
+    419 unexpected interruptions, so nothing is counted twice)."""
+    whole = plan.sizing.run.whole_run
+    parts = [line.part for line in whole.lines]
+    i = parts.index("planned maintenance stops")
+    assert parts[i - 1] == "failures, restarts and lost work"
+    before_s = sum(line.time_s for line in whole.lines[:i])
+    rel = plan.sizing.reliability
+    rate = whole_run_factors().planned_interruptions_per_gpu_hour
+    assert rate == pytest.approx(47 / (54 * 24 * 16384), rel=0.01)
+    stops = rate * whole.gpus * before_s / 3600.0
+    expected = stops * (rel.checkpoint_write_s + rel.restart_s)
+    assert whole.lines[i].time_s == pytest.approx(expected, rel=1e-9)
+    assert whole.lines[i].time_s > 0 and "Llama 3" in whole.lines[i].basis
+
+
+def test_a_less_validated_layout_must_win_at_its_pessimistic_end():
+    """Issue #27: among a GPU count's few layouts, one with a wider model error (mechanisms or
+    a scale the validation never reached) replaces the best-validated one only when it is
+    faster at the P90 too, not on its P75 alone."""
+    import numpy as np
+
+    from rightsize.search.risk import _validated_first
+
+    sigma = np.array([0.10, 0.25])
+    p75 = np.array([1.00, 0.95])  # the less validated layout leads at the ranking quantile
+    assert _validated_first(p75, np.array([1.20, 1.25]), sigma) == 0  # but not at its P90
+    assert _validated_first(p75, np.array([1.20, 1.15]), sigma) == 1  # faster at both
+    # equally validated: the plain ranking (ties to the first, as a stable sort)
+    assert _validated_first(np.array([1.0, 0.9]), np.array([9.0, 9.5]), np.array([0.1, 0.1])) == 1
+    assert _validated_first(np.array([1.0, 1.0]), np.array([1.2, 1.2]), np.array([0.1, 0.1])) == 0
 
 
 def test_405b_search_does_not_take_the_most_optimistic_layout():

@@ -46,6 +46,16 @@ def render_validation(result: dict[str, Any]) -> str:
             f"serving, {name}: n={s['n']}  median |error| {s['median_abs_error']:.1%}  "
             f"max |error| {s['max_abs_error']:.1%}"
         )
+    for basis, s in (result.get("whole_runs_by_scale") or {}).items():
+        lines.append(
+            f"whole runs on the {basis}: n={s['n']}  median |error| {s['median_abs_error']:.1%}  "
+            f"max |error| {s['max_abs_error']:.1%}"
+            + (
+                f"  P10-P90 coverage {s['coverage_p10_p90']:.0%}"
+                if s.get("coverage_p10_p90") is not None
+                else ""
+            )
+        )
     lines.extend(_family_lines(result.get("by_family") or {}))
     return "\n".join(lines)
 

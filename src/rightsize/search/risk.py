@@ -14,6 +14,12 @@ error is a lognormal centred on the base, so its median is the base at any dista
 P50 ranking would let a layout far from validated ground win on its optimistic base alone
 (issue #27: the 405B search chose an unvalidated CP4 layout at 50% MFU); an upper quantile
 charges each layout for how little the validation says about it.
+
+A layout less validated than the best-validated of the few (a larger model-error sigma:
+mechanisms or a scale the validation never reached) must also win at its pessimistic end:
+it replaces the best-validated layout only when its P90 beats that layout's P90 too.
+Otherwise the search would still go where the model knows least whenever the
+lognormal's upper quantile leaves it a little ahead (issue #27).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ TOP_K = 6
 RISK_SAMPLES = 512
 RISK_SEED = 1
 P50, P75, P90 = 0.5, 0.75, 0.9
+# Sigmas closer than this are one level of validation (rounding of the distance terms).
+SIGMA_TIE = 1e-6
 
 
 def top_per_count(gpus: np.ndarray, step_time: np.ndarray, fits: np.ndarray, k: int = TOP_K) -> np.ndarray:
@@ -64,10 +72,11 @@ def _top_per_sorted_group(idx: np.ndarray, g: np.ndarray, t: np.ndarray, k: int)
     return idx[np.concatenate(out)]
 
 
-def risk_factors(
-    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, quantile: float
+def risk_quantiles(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, quantiles: tuple[float, ...]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(quantile of step-time multiplier, model-error sigma) for each configuration of `cfg`."""
+    """(quantiles of the step-time multiplier, shape (len(quantiles), configs); model-error
+    sigma per configuration) for each configuration of `cfg`."""
     # Central differences of every efficiency, all variants in one vectorised pass.
     steps: dict[str, tuple[float, float]] = {}
     for r in EFFICIENCY_RANGES:
@@ -91,7 +100,15 @@ def risk_factors(
     sigma = _sigmas(w, hw, cfg)
     z = rng.standard_normal(RISK_SAMPLES)
     log_k = el.T @ log_m + sigma[:, None] * z[None, :]
-    return np.exp(np.quantile(log_k, quantile, axis=1)), sigma
+    return np.exp(np.quantile(log_k, quantiles, axis=1)), sigma
+
+
+def risk_factors(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, quantile: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(quantile of step-time multiplier, model-error sigma) for each configuration of `cfg`."""
+    factors, sigma = risk_quantiles(w, cfg, hw, (quantile,))
+    return factors[0], sigma
 
 
 def _sigmas(w: TrainWorkload, hw: Hardware, cfg: ParallelConfigs) -> np.ndarray:
@@ -120,11 +137,27 @@ def pick_per_count(
     top = top_per_count(cfg.gpus, step_time, fits)
     if top.size == 0:
         return top, {}
-    factors, _ = risk_factors(w, cfg.take(top), hw, quantile)
+    both, sigma = risk_quantiles(w, cfg.take(top), hw, (quantile, max(quantile, P90)))
+    factors = both[0]
     risk_time = step_time[top] * factors
-    order = np.lexsort((risk_time, cfg.gpus[top]))
-    g = cfg.gpus[top][order]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = g[1:] != g[:-1]
-    chosen = order[first]
+    pessimistic = step_time[top] * both[1]
+    g_top = cfg.gpus[top]
+    chosen = []
+    for g in np.unique(g_top):
+        mine = np.flatnonzero(g_top == g)
+        chosen.append(int(mine[_validated_first(risk_time[mine], pessimistic[mine], sigma[mine])]))
     return top[chosen], {int(top[j]): float(factors[j]) for j in chosen}
+
+
+def _validated_first(risk_time: np.ndarray, pessimistic: np.ndarray, sigma: np.ndarray) -> int:
+    """Index of the layout to take among one GPU count's few: the best-validated layout
+    (smallest sigma; the lowest ranking time among equals) unless a less validated one is
+    faster at the pessimistic end (P90) as well; among those that are, the lowest ranking
+    time."""
+    ref_sigma = float(sigma.min())
+    well = np.flatnonzero(sigma <= ref_sigma + SIGMA_TIE)
+    ref = int(well[np.argmin(risk_time[well])])
+    ok = (sigma <= ref_sigma + SIGMA_TIE) | (pessimistic <= pessimistic[ref])
+    ok_idx = np.flatnonzero(ok)
+    # Ties by position (the base-time order of `top_per_count`), as a stable sort.
+    return int(ok_idx[np.argmin(risk_time[ok_idx])])

@@ -3,6 +3,7 @@ sampled with its own spread on top of the step model's.
 
     steps, phases, evaluation, loader, checkpoints, throttling   x k (the step-time samples)
     the step's slowest-GPU share (perf.step)                     x triangular(0, 1, high)
+    steps and phases: transient fail-slows                       + x triangular(0, 0, high)
     failures, restarts and lost work                             x k x triangular(low, 1, high)
     unplanned losses (rollbacks, manual restarts, reduced scale) + total x triangular(0, 0, high)
 
@@ -21,6 +22,7 @@ import numpy as np
 from rightsize.catalog.whole_run import whole_run_factors
 
 FAILURES = "failures"
+STEPS = ("steady-state steps", "phase: ")
 # Stream of the whole-run draws: apart from the step model's (same seed, other stream).
 STREAM = 7
 
@@ -39,12 +41,18 @@ def whole_run_samples(
     m_strag = rng.triangular(0.0, 1.0, f.stragglers_high, size=n)
     m_fail = rng.triangular(f.failures_low, 1.0, f.failures_high, size=n)
     unplanned = rng.triangular(0.0, 0.0, f.unplanned_high, size=n)
+    # Fail-slows and unplanned losses share one cause, how the cluster is run (shared or
+    # dedicated, fail-slows caught by automation or handled by hand as checkpoint-and-restart):
+    # one draw moves both (comonotone), each on its own triangular(0, 0, high).
+    fail_slow = unplanned * (f.fail_slow_high / f.unplanned_high) if f.unplanned_high > 0 else 0.0 * unplanned
     total = np.zeros(n)
     base = 0.0
     # Stragglers beyond the step's chip spread: its slowest-GPU share scaled by m_strag.
     strag = 1.0 + straggler_share * (m_strag - 1.0)
     for line in lines:
         m = m_fail if line.part.startswith(FAILURES) else 1.0
+        if line.part.startswith(STEPS):  # fail-slows stretch the steps, not the stalls
+            m = 1.0 + fail_slow
         total += line.time_s * k * m * strag
         base += line.time_s
     return total + unplanned * base
@@ -54,6 +62,7 @@ def method_note() -> str:
     f = whole_run_factors()
     return (
         "whole run: each part of the sized run scaled with the step samples; the step's straggler share x triangular"
-        f"(0, 1, {f.stragglers_high:g}), failures x triangular({f.failures_low:g}, 1, {f.failures_high:g}), "
+        f"(0, 1, {f.stragglers_high:g}), steps and phases x (1 + triangular(0, 0, {f.fail_slow_high:g})) for "
+        f"fail-slows, failures x triangular({f.failures_low:g}, 1, {f.failures_high:g}), "
         f"plus unplanned losses triangular(0, 0, {f.unplanned_high:g}) of the run"
     )

@@ -21,7 +21,12 @@ from rightsize.validate.cases import INFERENCE_METRICS, Case, read_cases, traini
 from rightsize.validate.families import family_breakdown
 from rightsize.validate.inference_cases import predict_inference
 from rightsize.validate.kinds import kind_rows
-from rightsize.validate.whole_run_cases import whole_run_spec_data
+from rightsize.validate.whole_run_cases import (
+    scale_basis,
+    steady_only,
+    summarise_by_scale,
+    whole_run_spec_data,
+)
 
 
 def _predict(
@@ -62,6 +67,10 @@ def _predict(
     m = unc["metrics"].get(case.metric)
     if m is not None:
         detail["range"] = {q: m[q] for q in ("p10", "p50", "p90")}
+    steady = steady_only(case, plan, unc) if case.metric == "gpu_hours" else None
+    if steady is not None:  # the source counts the steady-state steps only: compare those
+        training_value, detail["range"] = steady
+        detail["counts"] = "steady-state steps and phases only, as the source counts"
     detail["ground"] = {k: unc["ground"][k] for k in ("distance", "sigma", "nearest", "thin_mechanisms")}
     return training_value, None, detail
 
@@ -92,6 +101,8 @@ def validate_paths(
             }
             if reason:
                 row["reason"] = reason
+            if case.metric == "gpu_hours":
+                row["scale"] = scale_basis(case)
             rng = detail.pop("range", None)
             ground = detail.pop("ground", None)
             if rng is not None:
@@ -107,6 +118,7 @@ def validate_paths(
         "rows": rows,
         "summary": summarise(rows),
         "by_source": summarise_sources(rows),
+        "whole_runs_by_scale": summarise_by_scale(rows),
         "by_family": family_breakdown(rows),
     }
 
