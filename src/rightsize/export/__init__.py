@@ -19,7 +19,11 @@ TARGETS = ("slurm", "kubernetes", "prometheus")
 
 
 def render_files(
-    plan: dict[str, Any], target: str, framework: str = "auto", profile_device: str = "gpu"
+    plan: dict[str, Any],
+    target: str,
+    framework: str = "auto",
+    profile_device: str = "gpu",
+    engine: str | None = None,
 ) -> dict[str, str]:
     """File name -> content for `target`."""
     kind = plan_kind(plan)
@@ -39,13 +43,13 @@ def render_files(
         if kind == "training_plan":
             v = training_view(plan)
             return {**slurm.train_sbatch(v, framework), **slurm.profile_sbatch(v, profile_device)}
-        return slurm.serve_sbatch(serving_view(plan))
+        return slurm.serve_sbatch(serving_view(plan), engine)
     if target == "kubernetes":
         from rightsize.export import kubernetes
 
         if kind == "training_plan":
             return kubernetes.training_files(training_view(plan), framework)
-        return kubernetes.serving_files(serving_view(plan))
+        return kubernetes.serving_files(serving_view(plan), engine=engine)
     if target == "prometheus":
         from rightsize.export import prometheus
 
@@ -68,6 +72,7 @@ def export_plan(
     *,
     force: bool = False,
     inputs: Sequence[str | Path | None] = (),
+    engine: str | None = None,
 ) -> list[Path]:
     """Write the target's files into `out_dir`, safely (`export.folder`): nothing is written
     when any file would be refused; existing files with other contents are replaced only with
@@ -75,7 +80,7 @@ def export_plan(
     from rightsize.export.folder import write_export
     from rightsize.export.plan_view import header as plan_header
 
-    files = render_files(plan, target, framework, profile_device)
+    files = render_files(plan, target, framework, profile_device, engine)
     about = {"plan": plan_header(plan).name, "plan_kind": plan_kind(plan)}
     return write_export(out_dir, files, target, about, force=force, inputs=inputs)
 
