@@ -6,6 +6,7 @@ The tables (tests/data/engine_args, each with its source):
   (derive_sglang.py; the module runs as shipped, its runtime imports as placeholders);
 - vLLM v0.10.1: the parser `AsyncEngineArgs.add_cli_args` builds (derive_vllm.py, on vLLM's
   CPU platform) plus the OpenAI frontend's fields read with `ast`;
+- sglang-router 0.3.2: the parser `RouterArgs.add_cli_args` builds (derive_sglang_router.py);
 - TensorRT-LLM: the `trtllm-serve` options and LLM API keys read by hand from serve.py (its
   wheel needs CUDA and is over 1 GB): the weakest of the three checks, said so in the file.
 An unknown flag, a value of the wrong type or outside the choices fails the test (argparse
@@ -54,6 +55,8 @@ def _parser(rows: list[dict[str, Any]]) -> argparse.ArgumentParser:
             continue
         if action in ("_StoreTrueAction", "_StoreFalseAction") or r.get("flag"):
             p.add_argument(*flags, dest=r.get("dest"), action="store_true")
+        elif action == "_AppendAction":
+            p.add_argument(*flags, dest=r["dest"], action="append", nargs=r["nargs"])
         elif action == "BooleanOptionalAction":
             p.add_argument(flags[0], dest=r["dest"], action=argparse.BooleanOptionalAction)
         else:
@@ -181,6 +184,40 @@ def test_trtllm_command_and_options_match_plan() -> None:
     assert ns.extra_llm_api_options == "extra-llm-api-options.yaml"
 
 
+def test_sglang_disaggregated_pools_and_router() -> None:
+    pools = {
+        "prefill": {"replicas": 2, "tp": 4},
+        "decode": {"replicas": 3, "tp": 2},
+        "transfer_backend": "mooncake",
+    }
+    text = render_files(_plan(disaggregated=pools), "slurm", engine="sglang")["serve.sbatch"]
+    assert "#SBATCH --nodes=5" in text
+    joined = text.replace(" \\\n", " ")
+    servers = [ln for ln in joined.splitlines() if "sglang.launch_server" in ln]
+    assert len(servers) == 5
+    seen = []
+    for k, line in enumerate(servers):
+        words = shlex.split(line.replace("$MODEL", MODEL).replace(f"${{NODES[{k}]}}", f"node{k}"))
+        ns = _parse(
+            "sglang_v0.5.19_server_args.json",
+            [w for w in words[words.index("sglang.launch_server") + 1 :] if w != "&"],
+        )
+        seen.append((ns.disaggregation_mode, ns.tp_size, ns.disaggregation_bootstrap_port))
+        assert ns.disaggregation_transfer_backend == "mooncake" and ns.port == 30000
+    assert seen == [("prefill", 4, 8998)] * 2 + [("decode", 2, None)] * 3
+    router = next(ln for ln in joined.splitlines() if "sglang_router.launch_router" in ln)
+    for k in range(5):
+        router = router.replace(f"${{NODES[{k}]}}", f"node{k}")
+    words = shlex.split(router)
+    ns = _parse(
+        "sglang_router_v0.3.2_args.json",
+        [w for w in words[words.index("sglang_router.launch_router") + 1 :] if w != "&"],
+    )
+    assert ns.pd_disaggregation and ns.port == 8000
+    assert ns.prefill == [["http://node0:30000", "8998"], ["http://node1:30000", "8998"]]
+    assert ns.decode == [[f"http://node{k}:30000"] for k in (2, 3, 4)]
+
+
 def test_engine_refusals_and_default() -> None:
     amd = _plan()
     amd["best"].update(accelerator="mi300x", node=AMD_NODE)
@@ -191,6 +228,8 @@ def test_engine_refusals_and_default() -> None:
     dis = _plan(disaggregated={"prefill": {"replicas": 2, "tp": 2}, "decode": {"replicas": 4, "tp": 2}})
     with pytest.raises(BadInput, match="separate pools"):
         render_files(dis, "kubernetes", engine="sglang")
+    with pytest.raises(BadInput, match="Export with --engine sglang"):
+        render_files(dis, "slurm", engine="vllm")
     planned = _plan()
     planned["spec"].setdefault("engine", {})["name"] = "sglang"  # the engine the plan was sized for
     assert "sglang.launch_server" in render_files(planned, "slurm")["serve.sbatch"]

@@ -325,9 +325,9 @@ def _refuse_disaggregated(v: ServingView) -> None:
     if v.disaggregated is not None:
         raise BadInput(
             "The plan serves prefill and decode in separate pools; this export writes aggregated replicas.",
-            "Disaggregated pools need per-pod KV-transfer addresses and a router, which are not written yet.",
-            "Export an aggregated plan, or launch the pools with the flags of `export.sglang` "
-            "(--disaggregation-mode prefill|decode) and SGLang's router.",
+            "Disaggregated pools need per-pod KV-transfer addresses and a router (no pinned router image yet).",
+            "Export with --target slurm --engine sglang (prefill and decode servers and SGLang's router), "
+            "or export an aggregated plan.",
         )
 
 

@@ -12,8 +12,11 @@ the plan's, computed by the same terms as the vLLM export (`export.vllm`):
 - `--kv-cache-dtype fp8_e4m3` / `--quantization fp8`: the planned KV and weight precisions.
 - multi-node replicas: `--nnodes`, `--node-rank`, `--dist-init-addr` (SGLang's own
   multi-node launch: every node runs the same command with its rank).
-- disaggregated plans: `--disaggregation-mode prefill|decode` and
-  `--disaggregation-transfer-backend` (the plan's KV transfer backend).
+- disaggregated plans: `--disaggregation-mode prefill|decode`,
+  `--disaggregation-transfer-backend` (the plan's KV transfer backend) and, on prefill
+  servers, `--disaggregation-bootstrap-port`; each pool's TP/PP its own. The router
+  (sglang-router 0.3.2, `python3 -m sglang_router.launch_router --pd-disaggregation`) takes
+  `--prefill URL BOOTSTRAP_PORT` per prefill server and `--decode URL` per decode server.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ from rightsize.export.vllm import (
 SGLANG_VERSION = "SGLang v0.5.19"
 COMMAND = ("python3", "-m", "sglang.launch_server")
 DIST_PORT = 20000  # the leader's torch.distributed rendezvous port (--dist-init-addr HOST:PORT)
+BOOTSTRAP_PORT = 8998  # a prefill server's KV-transfer bootstrap port (SGLang's default)
+SERVER_PORT = 30000  # a pool server's HTTP port when a router fronts the pools (SGLang's default)
+ROUTER_VERSION = "sglang-router 0.3.2"
+ROUTER_COMMAND = ("python3", "-m", "sglang_router.launch_router")
 
 
 def static_memory_bytes(v: ServingView) -> float:
@@ -87,5 +94,7 @@ def sglang_arg_list(
             ("--disaggregation-mode", role),
             ("--disaggregation-transfer-backend", v.disaggregated.transfer_backend),
         ]
+        if role == "prefill":
+            args.append(("--disaggregation-bootstrap-port", BOOTSTRAP_PORT))
     args.append(("--enable-metrics", None))
     return args

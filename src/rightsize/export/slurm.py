@@ -32,9 +32,12 @@ from rightsize.export.header import header_lines
 from rightsize.export.names import Arg, ShellExpr, shell_args
 from rightsize.export.plan_view import HardwareView, Header, ServingView, TrainingView
 from rightsize.export.serve_engines import pick_engine
+from rightsize.export.sglang import BOOTSTRAP_PORT as SGLANG_BOOTSTRAP_PORT
 from rightsize.export.sglang import COMMAND as SGLANG_COMMAND
 from rightsize.export.sglang import DIST_PORT as SGLANG_DIST_PORT
-from rightsize.export.sglang import SGLANG_VERSION, sglang_arg_list
+from rightsize.export.sglang import ROUTER_COMMAND as SGLANG_ROUTER_COMMAND
+from rightsize.export.sglang import ROUTER_VERSION, SGLANG_VERSION, sglang_arg_list
+from rightsize.export.sglang import SERVER_PORT as SGLANG_SERVER_PORT
 from rightsize.export.shell_words import arg_variables, arg_words, command, comment_lines, safe_token, word
 from rightsize.export.slurm_segments import (
     control_lines,
@@ -399,8 +402,9 @@ def _engine_lines(v: ServingView, engine: str) -> tuple[list[str], dict[str, str
 def serve_sbatch(v: ServingView, engine: str | None = None) -> dict[str, str]:
     """A job array: one server per replica (array task), on `nodes_per_replica` nodes each."""
     check_stack(v.hw)
-    _refuse_disaggregated(v)
     engine_name = pick_engine(v, engine)
+    if v.disaggregated is not None:
+        return _disaggregated_sbatch(v, engine_name)
     nodes, per_node = v.nodes_per_replica, v.gpus_per_node_used
     cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
     mem_gib = max(8, math.ceil(v.host_memory_need_bytes_per_gpu * per_node / GiB))
@@ -440,14 +444,60 @@ def serve_sbatch(v: ServingView, engine: str | None = None) -> dict[str, str]:
     return {"serve.sbatch": "\n".join(lines) + "\n", **extra}
 
 
-def _refuse_disaggregated(v: ServingView) -> None:
-    if v.disaggregated is not None:
+def _disaggregated_sbatch(v: ServingView, engine: str) -> dict[str, str]:
+    """One job over every server of both pools, one node per server (node order: prefill
+    servers, then decode servers), and SGLang's router on the first node in front of them."""
+    d = v.disaggregated
+    assert d is not None
+    if engine != "sglang":
         raise BadInput(
-            "The plan serves prefill and decode in separate pools; the Slurm export writes aggregated replicas.",
-            "Disaggregated pools need their KV-transfer addresses and a router, which are not written yet.",
-            "Export an aggregated plan, or launch the pools with the flags of `export.sglang` "
-            "(--disaggregation-mode prefill|decode) and SGLang's router.",
+            f"The plan serves prefill and decode in separate pools; the {engine} export writes aggregated replicas.",
+            "Disaggregated serving is written for SGLang (its prefill/decode modes, KV transfer and router).",
+            "Export with --engine sglang.",
         )
+    for role, pool in (("prefill", d.prefill), ("decode", d.decode)):
+        if pool.tp * pool.pp > v.hw.gpus_per_node:
+            raise BadInput(
+                f"A {role} server of {pool.tp * pool.pp} GPUs spans nodes of {v.hw.gpus_per_node}.",
+                "The disaggregated export runs each pool server on one node.",
+                f"Plan {role} servers of at most {v.hw.gpus_per_node} GPUs.",
+            )
+    n_p, n_d = d.prefill.replicas, d.decode.replicas
+    per_node = max(d.prefill.tp * d.prefill.pp, d.decode.tp * d.decode.pp)
+    cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
+    mem_gib = min(max(8, math.ceil(v.host_memory_need_bytes_per_gpu * per_node / GiB)),
+                  int(v.hw.host_memory_bytes_per_node // GiB))  # fmt: skip
+    name, head = _head(v.header, f"Slurm disaggregated serving job ({SGLANG_VERSION}, {ROUTER_VERSION})", [
+        f"prefill pool: {n_p} server(s) x TP{d.prefill.tp}; decode pool: {n_d} server(s) x TP{d.decode.tp}; "
+        f"on {v.hw.accelerator} ({v.hw.node}), one node per server; KV over {d.transfer_backend}",
+        f"the router on the first node serves port 8000 (servers on {SGLANG_SERVER_PORT}, prefill bootstrap "
+        f"{SGLANG_BOOTSTRAP_PORT}); each server's memory limits from the plan's per-GPU figures",
+        "no --time: the partition's default limit applies to a long-running server",
+    ])  # fmt: skip
+    opts = [("job-name", name), ("nodes", str(n_p + n_d)), ("ntasks-per-node", "1"),
+            ("gpus-per-node", str(per_node)), ("cpus-per-task", str(cpus * per_node)), ("mem", f"{mem_gib}G"),
+            ("output", "%x-%j.out")]  # fmt: skip
+    lines = ["#!/bin/bash", *_sbatch(opts), *head, "set -euo pipefail",
+             f"DEFAULT_MODEL={word(v.model.hf_id or '')}", 'MODEL="${MODEL:-$DEFAULT_MODEL}"',
+             ': "${MODEL:?set MODEL to the Hugging Face model id or a local path}"',
+             'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")']  # fmt: skip
+    router: list[str] = []
+    for i in range(n_p + n_d):
+        role = "prefill" if i < n_p else "decode"
+        host = f"${{NODES[{i}]}}"
+        args = shell_args(
+            [*sglang_arg_list(v, role=role), ("--host", "0.0.0.0"), ("--port", SGLANG_SERVER_PORT)]
+        )
+        lines += [f"# {role} server {i if i < n_p else i - n_p}",
+                  *command(["srun", "--nodes=1", "--ntasks=1", f'--nodelist="{host}"', *SGLANG_COMMAND,
+                            "--model-path", '"$MODEL"', *args, "&"])]  # fmt: skip
+        url = f'"http://{host}:{SGLANG_SERVER_PORT}"'
+        router += [f"--prefill {url} {SGLANG_BOOTSTRAP_PORT}" if role == "prefill" else f"--decode {url}"]
+    lines += ["# The router: requests to port 8000, prefill then decode, KV handed over between them.",
+              *command(["srun", "--overlap", "--nodes=1", "--ntasks=1", '--nodelist="${NODES[0]}"',
+                        *SGLANG_ROUTER_COMMAND, "--pd-disaggregation", *router, "--host 0.0.0.0", "--port 8000", "&"]),
+              "wait"]  # fmt: skip
+    return {"serve.sbatch": "\n".join(lines) + "\n"}
 
 
 __all__ = ["nccl_env", "profile_sbatch", "serve_sbatch", "time_limit", "train_sbatch"]
