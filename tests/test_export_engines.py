@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -234,3 +236,59 @@ def test_engine_refusals_and_default() -> None:
     planned["spec"].setdefault("engine", {})["name"] = "sglang"  # the engine the plan was sized for
     assert "sglang.launch_server" in render_files(planned, "slurm")["serve.sbatch"]
     assert "vllm serve" in render_files(planned, "slurm", engine="vllm")["serve.sbatch"]
+
+
+def _stub_bin(root: Path) -> Path:
+    """Stand-ins for Slurm and the engines: srun runs its command without its options,
+    scontrol names two hosts, every engine program records its argument vector."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    scripts = {
+        "srun": 'while [ "${1#-}" != "$1" ]; do shift; done; exec "$@"',
+        "scontrol": "printf 'nodeA\\nnodeB\\nnodeC\\nnodeD\\nnodeE\\n'",
+        "sleep": "exit 0",
+    }
+    record = 'f=$(mktemp "$CALLS/call.XXXXXX"); printf "%s\\0" "$(basename "$0")" "$@" > "$f"'
+    for prog in ("python3", "vllm", "ray", "trtllm-serve", "trtllm-llmapi-launch"):
+        scripts[prog] = record
+    for name, body in scripts.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body + "\n")
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_multi_node_slurm_scripts_run(engine: str, tmp_path: Path) -> None:
+    """The multi-node job script runs under bash (stub srun/scontrol): every node's command
+    reaches the engine with its rank and the head's address, accepted by the engine's table."""
+    files = render_files(_plan(tp=16), "slurm", engine=engine)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    env = {"PATH": f"{_stub_bin(tmp_path)}:{os.environ['PATH']}", "CALLS": str(calls),
+           "SLURM_ARRAY_TASK_ID": "1", "SLURM_JOB_NODELIST": "node[A-B]", "HOME": str(tmp_path)}  # fmt: skip
+    run = subprocess.run(
+        ["bash", "serve.sbatch"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30
+    )
+    assert run.returncode == 0, run.stderr
+    argvs = [f.read_bytes().split(b"\0")[:-1] for f in sorted(calls.iterdir())]
+    words = [[w.decode() for w in a] for a in argvs]
+    if engine == "sglang":
+        servers = sorted((a for a in words if a[0] == "python3"), key=lambda a: a[a.index("--node-rank") + 1])
+        assert len(servers) == 2
+        for rank, a in enumerate(servers):
+            ns = _parse("sglang_v0.5.19_server_args.json", [w.replace("$MODEL", MODEL) for w in a[3:]])
+            assert (ns.node_rank, ns.nnodes, ns.dist_init_addr, ns.port) == (rank, 2, "nodeA:20000", 8001)
+    elif engine == "vllm":
+        assert sorted(a[:3] for a in words if a[0] == "ray") == [
+            ["ray", "start", "--address=nodeA:6379"], ["ray", "start", "--head"]
+        ]  # fmt: skip
+        serve = next(a for a in words if a[0] == "vllm")
+        ns = _parse("vllm_v0.10.1_engine_args.json", serve[3:])
+        assert (ns.tensor_parallel_size, ns.port, ns.distributed_executor_backend) == (16, 8001, "ray")
+    else:
+        serve = next(a for a in words if a[0] == "trtllm-llmapi-launch")
+        assert serve[1] == "trtllm-serve"
+        ns = _parse("trtllm_serve_keys.json", serve[3:])
+        assert ns.port == 8001 and (tmp_path / ns.extra_llm_api_options).exists()
