@@ -71,6 +71,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         force=args.force,
         inputs=[args.plan, args.calibration],
         node_labels=labels or None,
+        engine=args.engine,
     )
     for path in written:
         sys.stdout.write(f"{path}\n")
@@ -103,6 +104,12 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         "--force",
         action="store_true",
         help="replace files in --out that have other contents, or are read-only (never a link or an input)",
+    )
+    sp.add_argument(
+        "--engine",
+        choices=("vllm", "sglang", "trtllm"),
+        default=None,
+        help="serving engine the files run (default: the plan's engine.name, else vllm)",
     )
     sp.add_argument("--calibration", metavar="FILE", help="plan a spec with this calibration file")
     sp.add_argument(

@@ -46,6 +46,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+DEFAULT_OUTPUT_LEN = 32
+
+
+def _rates(text: str) -> list[float]:
+    vals = [_positive_float(x.strip()) for x in text.split(",") if x.strip()]
+    if not vals:
+        raise argparse.ArgumentTypeError(f"expected comma-separated rates, got {text[:60]!r}")
+    return vals
+
+
 def _positive_float(text: str) -> float:
     """A finite number greater than zero (nan, inf, 0 and negatives are refused)."""
     try:
@@ -296,7 +306,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rightsize.profile.serve import ServeConfig, run_serve_profile
 
     rate, conc = args.rate, args.concurrency
-    if rate is None and conc is None:
+    sweep = args.rates is not None or args.sweep
+    if sweep and conc is not None:
+        raise BadInput(
+            "--rates / --sweep run Poisson arrivals at each rate; --concurrency is a fixed number of clients.",
+            "A rate sweep and a fixed concurrency are two kinds of load.",
+            "Drop --concurrency, or drop --rates / --sweep.",
+        )
+    if rate is None and conc is None and not sweep:
         conc = 1
     cfg = ServeConfig(
         url=args.url,
@@ -305,15 +322,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
         duration_s=args.duration,
         max_requests=args.max_requests,
         input_len=args.input_len,
-        output_len=args.output_len,
+        output_len=args.output_len or DEFAULT_OUTPUT_LEN,
         request_timeout_s=args.timeout,
         read_timeout_s=args.read_timeout,
         chat=args.chat,
         model=args.served_model,
         slo=args.slo or {},
         slo_attainment=args.slo_attainment,
+        seed=args.seed,
         tokenizer=args.tokenizer,
+        dataset=args.dataset,
+        dataset_output_len=args.output_len is None,  # a given --output-len fixes it for the dataset too
     )
+    if sweep:
+        from rightsize.profile.serve_sweep import render_sweep, run_rate_sweep, sweep_rates
+
+        rates = args.rates or sweep_rates(rate or 1.0)
+        out = Path(args.out) if args.out else None
+        res = run_rate_sweep(cfg, rates, out, _progress, args.force, stop_at_miss=args.sweep)
+        _write(args, res, render_sweep)
+        return 0 if res["summary"]["slo_met"] else 1
     res = run_serve_profile(cfg, Path(args.out) if args.out else None, _progress, args.force)
     _write(args, res, render_serve)
     summary = res["summary"]
@@ -359,6 +387,7 @@ def _check_profile_outputs(args: argparse.Namespace) -> None:
         getattr(args, "model", None),
         (getattr(args, "module", None) or "").rpartition(":")[0] or None,
         getattr(args, "tokenizer", None),
+        getattr(args, "dataset", None),
     ]
     check_outputs(args, inputs, [("--out", args.out, "the profile records")])
     if args.out:
@@ -496,7 +525,30 @@ def _register_serve(padd: Callable[[str, str], argparse.ArgumentParser]) -> None
         "else one-token words (an estimate; the profile says which)",
     )
     sp.add_argument("--tokenizer", help="Hugging Face tokenizer id or folder for exact prompt token counts")
-    sp.add_argument("--output-len", type=_positive_int, default=32)
+    sp.add_argument(
+        "--output-len",
+        type=_positive_int,
+        default=None,
+        help=f"output tokens per request (default {DEFAULT_OUTPUT_LEN}; with --dataset: the replies' lengths "
+        "unless given)",
+    )
+    sp.add_argument(
+        "--dataset",
+        metavar="FILE",
+        help="prompts from a file: ShareGPT JSON (conversations of from/value turns) or JSON Lines "
+        "({'prompt': ..., 'output_len' or 'completion': ...}); sampled with --seed as vLLM's benchmark does",
+    )
+    sp.add_argument("--seed", type=int, default=0, help="sampling seed for --dataset and the arrivals")
+    sp.add_argument(
+        "--rates",
+        type=_rates,
+        help="run the test at each of these arrival rates (req/s), e.g. 1,2,4,8; one --out file per rate",
+    )
+    sp.add_argument(
+        "--sweep",
+        action="store_true",
+        help="double the rate from --rate (default 1) until a rate misses --slo; reports the highest that met it",
+    )
     sp.add_argument(
         "--read-timeout",
         type=_seconds,

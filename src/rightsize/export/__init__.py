@@ -24,6 +24,7 @@ def render_files(
     framework: str = "auto",
     profile_device: str = "gpu",
     node_labels: dict[str, str] | None = None,
+    engine: str | None = None,
 ) -> dict[str, str]:
     """File name -> content for `target`. `node_labels` (Kubernetes): the labels the pods and
     the Kueue flavor select nodes by, instead of the priced cloud instance type."""
@@ -55,13 +56,13 @@ def render_files(
         if kind == "training_plan":
             v = training_view(plan)
             return {**slurm.train_sbatch(v, framework), **slurm.profile_sbatch(v, profile_device)}
-        return slurm.serve_sbatch(serving_view(plan))
+        return slurm.serve_sbatch(serving_view(plan), engine)
     if target == "kubernetes":
         from rightsize.export import kubernetes
 
         if kind == "training_plan":
             return kubernetes.training_files(training_view(plan), framework, node_labels)
-        return kubernetes.serving_files(serving_view(plan), node_labels)
+        return kubernetes.serving_files(serving_view(plan), node_labels, engine=engine)
     if target == "prometheus":
         from rightsize.export import prometheus
 
@@ -85,6 +86,7 @@ def export_plan(
     force: bool = False,
     inputs: Sequence[str | Path | None] = (),
     node_labels: dict[str, str] | None = None,
+    engine: str | None = None,
 ) -> list[Path]:
     """Write the target's files into `out_dir`, safely (`export.folder`): nothing is written
     when any file would be refused; existing files with other contents are replaced only with
@@ -92,7 +94,7 @@ def export_plan(
     from rightsize.export.folder import write_export
     from rightsize.export.plan_view import header as plan_header
 
-    files = render_files(plan, target, framework, profile_device, node_labels)
+    files = render_files(plan, target, framework, profile_device, node_labels, engine)
     about = {"plan": plan_header(plan).name, "plan_kind": plan_kind(plan)}
     return write_export(out_dir, files, target, about, force=force, inputs=inputs)
 

@@ -21,14 +21,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import yaml
+
 from rightsize.errors import BadInput
 from rightsize.export.header import comment_block
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests, shm
-from rightsize.export.k8s_platform import Image, Stack, instruct_model, node_selector, serving_stack
+from rightsize.export.k8s_platform import Image, Stack, instruct_model, node_selector
 from rightsize.export.k8s_training import training_files
 from rightsize.export.names import Arg, argv, promql_string, shell_args
 from rightsize.export.plan_view import ServingView
+from rightsize.export.serve_engines import engine_image, pick_engine
+from rightsize.export.sglang import COMMAND as SGLANG_COMMAND
+from rightsize.export.sglang import DIST_PORT, SGLANG_VERSION, sglang_arg_list
 from rightsize.export.thresholds import autoscale_waiting_target, replica_bounds
+from rightsize.export.trtllm import COMMAND as TRTLLM_COMMAND
+from rightsize.export.trtllm import OPTIONS_FILE as TRTLLM_OPTIONS_FILE
+from rightsize.export.trtllm import TRTLLM_VERSION, llm_api_options, trtllm_arg_list, weights_note
 from rightsize.export.vllm import VLLM_VERSION, vllm_arg_list
 
 PROMETHEUS_URL = "http://prometheus-operated.monitoring.svc:9090"
@@ -55,7 +63,7 @@ def served_model(v: ServingView) -> tuple[str, str]:
 
 
 def _devices(v: ServingView) -> int:
-    return min(v.tp, v.hw.gpus_per_node)
+    return min(v.gpus_per_replica, v.gpus_per_node_used)
 
 
 def _engine_args(v: ServingView, st: Stack, image: Image) -> list[Arg]:
@@ -79,11 +87,17 @@ def _probes() -> dict[str, Any]:
 
 
 def _vllm_container(
-    v: ServingView, st: Stack, image: Image, model: str, args: list[str], command: list[str] | None = None
+    v: ServingView,
+    st: Stack,
+    image: Image,
+    model: str,
+    args: list[str],
+    command: list[str] | None = None,
+    name: str = "vllm",
 ) -> dict[str, Any]:
     n = _devices(v)
     c: dict[str, Any] = {
-        "name": "vllm",
+        "name": name,
         "image": image.image,
         "ports": [{"containerPort": PORT, "name": "http"}],
         "env": [
@@ -106,10 +120,131 @@ def _pod_spec(containers: list[dict[str, Any]], selector: dict[str, str]) -> dic
     return spec
 
 
-def _serving_workload(
-    v: ServingView, name: str, labels: dict[str, str], model: str, selector: dict[str, str]
+def _deployment(
+    v: ServingView,
+    name: str,
+    labels: dict[str, str],
+    container: dict[str, Any],
+    selector: dict[str, str],
+    volumes: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    st, image = serving_stack(v.hw)
+    spec = _pod_spec([container], selector)
+    spec["volumes"] = [*spec["volumes"], *(volumes or [])]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta(name, v.header, labels),
+        "spec": {
+            "replicas": v.replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+def _leader_worker_set(
+    v: ServingView,
+    name: str,
+    labels: dict[str, str],
+    leader: dict[str, Any],
+    worker: dict[str, Any],
+    selector: dict[str, str],
+) -> dict[str, Any]:
+    """One group of `nodes_per_replica` pods per replica (LWS injects LWS_LEADER_ADDRESS,
+    LWS_GROUP_SIZE and LWS_WORKER_INDEX into every container of the group)."""
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": meta(name, v.header, labels),
+        "spec": {
+            "replicas": v.replicas,
+            "leaderWorkerTemplate": {
+                "size": v.nodes_per_replica,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": {"metadata": {"labels": {**labels, "role": "leader"}}, "spec": _pod_spec([leader], selector)},
+                "workerTemplate": {"spec": _pod_spec([worker], selector)},
+            },
+        },
+    }  # fmt: skip
+
+
+SGLANG_LEADER_ADDR = f"$(LWS_LEADER_ADDRESS):{DIST_PORT}"
+TRTLLM_OPTIONS_DIR = "/etc/rightsize"
+
+
+def _sglang_workload(
+    v: ServingView,
+    st: Stack,
+    image: Image,
+    name: str,
+    labels: dict[str, str],
+    model: str,
+    selector: dict[str, str],
+) -> dict[str, Any]:
+    """SGLang: one server per replica; a replica over several nodes runs SGLang's own
+    multi-node launch in a LeaderWorkerSet (same command, rank from LWS_WORKER_INDEX)."""
+    command = list(SGLANG_COMMAND)
+    tail = ["--host", "0.0.0.0", "--port", str(PORT)]
+    if v.nodes_per_replica == 1:
+        args = ["--model-path", "$(MODEL)", *argv(sglang_arg_list(v)), *tail]
+        container = {**_vllm_container(v, st, image, model, args, command, "sglang"), **_probes()}
+        return _deployment(v, name, labels, container, selector)
+    lead = sglang_arg_list(v, node_rank=0, dist_addr=SGLANG_LEADER_ADDR)
+    work = sglang_arg_list(v, node_rank="$(LWS_WORKER_INDEX)", dist_addr=SGLANG_LEADER_ADDR)
+    leader = {
+        **_vllm_container(
+            v, st, image, model, ["--model-path", "$(MODEL)", *argv(lead), *tail], command, "sglang"
+        ),
+        **_probes(),
+    }
+    worker = _vllm_container(
+        v, st, image, model, ["--model-path", "$(MODEL)", *argv(work), *tail], command, "sglang-worker"
+    )
+    return _leader_worker_set(v, name, labels, leader, worker, selector)
+
+
+def _trtllm_workload(
+    v: ServingView,
+    st: Stack,
+    image: Image,
+    name: str,
+    labels: dict[str, str],
+    model: str,
+    selector: dict[str, str],
+) -> dict[str, Any]:
+    """trtllm-serve with its LLM API options from a ConfigMap (mounted read-only)."""
+    if v.nodes_per_replica > 1:
+        raise BadInput(
+            f"A replica of {v.gpus_per_replica} GPUs spans {v.nodes_per_replica} {v.hw.node} nodes; the Kubernetes "
+            "export writes TensorRT-LLM for one node per replica.",
+            "Multi-node trtllm-serve is launched by MPI (trtllm-llmapi-launch under mpirun/srun), which these "
+            "manifests do not set up.",
+            "Export with --target slurm (srun + trtllm-llmapi-launch), or --engine vllm / sglang (LeaderWorkerSet).",
+        )
+    path = f"{TRTLLM_OPTIONS_DIR}/{TRTLLM_OPTIONS_FILE}"
+    args = ["$(MODEL)", "--host", "0.0.0.0", "--port", str(PORT), *argv(trtllm_arg_list(v, path))]
+    container = {**_vllm_container(v, st, image, model, args, list(TRTLLM_COMMAND), "trtllm"), **_probes()}
+    container["volumeMounts"] = [
+        *container["volumeMounts"],
+        {"name": "llm-api-options", "mountPath": TRTLLM_OPTIONS_DIR, "readOnly": True},
+    ]
+    volume = {"name": "llm-api-options", "configMap": {"name": name}}
+    return _deployment(v, name, labels, container, selector, [volume])
+
+
+def _serving_workload(
+    v: ServingView,
+    name: str,
+    labels: dict[str, str],
+    model: str,
+    selector: dict[str, str],
+    engine_name: str = "vllm",
+) -> dict[str, Any]:
+    st, image = engine_image(v, engine_name)
+    if engine_name == "sglang":
+        return _sglang_workload(v, st, image, name, labels, model, selector)
+    if engine_name == "trtllm":
+        return _trtllm_workload(v, st, image, name, labels, model, selector)
     engine = _engine_args(v, st, image)
     if v.nodes_per_replica == 1:
         args = ["--model", "$(MODEL)", *argv(engine)]  # Kubernetes expands $(MODEL) from the env
@@ -138,20 +273,7 @@ def _serving_workload(
     leader = {**_vllm_container(v, st, image, model, [leader_cmd], ["/bin/sh", "-c"]), **_probes()}
     worker = _vllm_container(v, st, image, model, [worker_cmd], ["/bin/sh", "-c"])
     worker["name"] = "vllm-worker"
-    return {
-        "apiVersion": "leaderworkerset.x-k8s.io/v1",
-        "kind": "LeaderWorkerSet",
-        "metadata": meta(name, v.header, labels),
-        "spec": {
-            "replicas": v.replicas,
-            "leaderWorkerTemplate": {
-                "size": v.nodes_per_replica,
-                "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": {"metadata": {"labels": {**labels, "role": "leader"}}, "spec": _pod_spec([leader], selector)},
-                "workerTemplate": {"spec": _pod_spec([worker], selector)},
-            },
-        },
-    }  # fmt: skip
+    return _leader_worker_set(v, name, labels, leader, worker, selector)
 
 
 def disruption_budget(v: ServingView, autoscale_floor: int) -> tuple[dict[str, Any], str]:
@@ -168,10 +290,21 @@ def disruption_budget(v: ServingView, autoscale_floor: int) -> tuple[dict[str, A
     )
 
 
+QUEUE_METRICS = {"vllm": "vllm:num_requests_waiting", "sglang": "sglang:num_queue_reqs"}
+ENGINE_VERSIONS = {"vllm": VLLM_VERSION, "sglang": SGLANG_VERSION, "trtllm": TRTLLM_VERSION}
+
+
 def _scaled_object(
-    v: ServingView, name: str, labels: dict[str, str], workload: dict[str, Any], lo: int, hi: int, target: int
+    v: ServingView,
+    name: str,
+    labels: dict[str, str],
+    workload: dict[str, Any],
+    lo: int,
+    hi: int,
+    target: int,
+    metric: str = QUEUE_METRICS["vllm"],
 ) -> dict[str, Any]:
-    query = f"sum(vllm:num_requests_waiting{{model_name={promql_string(v.model.name)}}})"
+    query = f"sum({metric}{{model_name={promql_string(v.model.name)}}})"
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -188,41 +321,79 @@ def _scaled_object(
     }  # fmt: skip
 
 
-def serving_files(v: ServingView, node_labels: dict[str, str] | None = None) -> dict[str, str]:
-    st, image = serving_stack(v.hw)
+def _refuse_disaggregated(v: ServingView) -> None:
+    if v.disaggregated is not None:
+        raise BadInput(
+            "The plan serves prefill and decode in separate pools; this export writes aggregated replicas.",
+            "Disaggregated pools need per-pod KV-transfer addresses and a router (no pinned router image yet).",
+            "Export with --target slurm --engine sglang (prefill and decode servers and SGLang's router), "
+            "or export an aggregated plan.",
+        )
+
+
+def serving_files(
+    v: ServingView, node_labels: dict[str, str] | None = None, engine: str | None = None
+) -> dict[str, str]:
+    _refuse_disaggregated(v)
+    engine_name = pick_engine(v, engine)
+    st, image = engine_image(v, engine_name)
     name = object_name(v.header)
-    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "vllm"}
+    labels = {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/component": image.engine if engine_name != "vllm" else "vllm",
+    }
     model, model_why = served_model(v)
     selector = node_selector(v.hw, v.priced_instance, node_labels, tpu_chips=v.tp)
-    workload = _serving_workload(v, name, labels, model, selector)
+    workload = _serving_workload(v, name, labels, model, selector, engine_name)
     lo, hi = replica_bounds(v)
     target = autoscale_waiting_target(v)
     pdb, pdb_why = disruption_budget(v, lo)
     pod_labels = labels if workload["kind"] == "Deployment" else {**labels, "role": "leader"}
-    docs = [
+    docs: list[dict[str, Any]] = []
+    if engine_name == "trtllm":
+        options = yaml.safe_dump(llm_api_options(v), sort_keys=False)
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, v.header, labels),
+                     "data": {TRTLLM_OPTIONS_FILE: options}})  # fmt: skip
+    docs += [
         workload,
         {"apiVersion": "v1", "kind": "Service", "metadata": meta(name, v.header, labels),
          "spec": {"selector": pod_labels, "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]}},
-        _scaled_object(v, name, labels, workload, lo, hi, target),
-        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(name, v.header, labels),
-         "spec": {**pdb, "selector": {"matchLabels": pod_labels}}},
     ]  # fmt: skip
+    metric = QUEUE_METRICS.get(engine_name)
+    if metric:
+        docs.append(_scaled_object(v, name, labels, workload, lo, hi, target, metric))
+        scaling = (
+            f"autoscaling: {lo}-{hi} replicas on {metric}, target {target} waiting request(s) per replica "
+            f"(TTFT slack x replica capacity x utilisation target {v.utilisation_target:.0%})"
+        )
+    else:
+        scaling = (
+            f"autoscaling: none written ({engine_name} exports no queue-length metric the export relies on); "
+            f"scale between {lo} and {hi} replicas by hand"
+        )
+    docs.append(
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(name, v.header, labels),
+         "spec": {**pdb, "selector": {"matchLabels": pod_labels}}}
+    )  # fmt: skip
     where = (
         ", ".join(f"{k}={val}" for k, val in selector.items())
         or "any node with the device (no cloud instance priced)"
     )
+    layout = f"TP{v.tp}" + (f" x PP{v.pp}" if v.pp > 1 else "") + (f", EP{v.ep}" if v.ep > 1 else "")
+    lines = [
+        f"{v.replicas} replica(s) x {layout} on {v.hw.accelerator} ({st.resource}): {workload['kind']}"
+        + (f" of {v.nodes_per_replica} pods per replica" if v.nodes_per_replica > 1 else ""),
+        f"image {image.image} ({image.source})",
+        f"model: {model_why}",
+        f"nodes: {where}",
+        scaling,
+        f"disruption budget: {pdb_why}",
+    ]
+    if engine_name == "trtllm":
+        lines.append(weights_note(v))
     head = comment_block(
         v.header,
-        f"Kubernetes serving manifests ({VLLM_VERSION}, KEDA v2.20, LWS v0.10)",
-        [
-            f"{v.replicas} replica(s) x TP{v.tp} on {v.hw.accelerator} ({st.resource}): {workload['kind']}"
-            + (f" of {v.nodes_per_replica} pods per replica" if v.nodes_per_replica > 1 else ""),
-            f"image {image.image} ({image.source})",
-            f"model: {model_why}",
-            f"nodes: {where}",
-            f"autoscaling: {lo}-{hi} replicas, target {target} waiting request(s) per replica "
-            f"(TTFT slack x replica capacity x utilisation target {v.utilisation_target:.0%})",
-            f"disruption budget: {pdb_why}",
-        ],
+        f"Kubernetes serving manifests ({ENGINE_VERSIONS[engine_name]}, KEDA v2.20, LWS v0.10)",
+        lines,
     )
     return {"serving.yaml": dump(head, docs)}

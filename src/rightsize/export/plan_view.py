@@ -188,14 +188,47 @@ class ServingView:
     scenario: str = "serving"  # serving (requests with SLOs) / offline / fixed_batch
     stream_batch: int | None = None  # serving.batch: concurrent streams of a fixed_batch plan
     priced_instance: tuple[str, str] | None = None  # (provider, instance type) the cloud cost priced
+    # Optional plan fields (absent in older plans; safe defaults): best.pp, best.ep,
+    # best.nodes_per_replica, best.disaggregated, spec.engine.name.
+    pp: int = 1  # pipeline-parallel stages per replica
+    ep: int = 1  # expert-parallel degree (MoE); 1: experts follow TP
+    planned_nodes_per_replica: int | None = None  # the planner's figure when it gives one
+    disaggregated: DisaggView | None = None  # separate prefill / decode pools
+    engine: str | None = None  # spec.engine.name: the engine the plan was sized for
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp
+        return self.tp * self.pp
 
     @property
     def nodes_per_replica(self) -> int:
-        return max(1, math.ceil(self.tp / self.hw.gpus_per_node))
+        if self.planned_nodes_per_replica:
+            return self.planned_nodes_per_replica
+        return max(1, math.ceil(self.gpus_per_replica / self.hw.gpus_per_node))
+
+    @property
+    def gpus_per_node_used(self) -> int:
+        """GPUs one pod (node) of a replica takes."""
+        return math.ceil(self.gpus_per_replica / self.nodes_per_replica)
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """One pool of a disaggregated plan: its replicas and their parallelism."""
+
+    replicas: int
+    tp: int
+    pp: int = 1
+
+
+@dataclass(frozen=True)
+class DisaggView:
+    """Disaggregated prefill/decode (best.disaggregated: {prefill: {replicas, tp, pp},
+    decode: {...}, transfer_backend})."""
+
+    prefill: PoolView
+    decode: PoolView
+    transfer_backend: str = "nixl"
 
 
 def _today() -> str:
@@ -492,7 +525,44 @@ def serving_view(plan: dict[str, Any]) -> ServingView:
         ),
         priced_instance=_priced_instance(sizing),
         stream_batch=spec.sub("serving", False).integer("batch", 1, MAX_TOKENS_INT, default=None),
+        **_serving_layout(spec, best),
     )
+
+
+TRANSFER_BACKENDS = ("nixl", "mooncake")
+
+
+def _pool(f: Fields) -> PoolView:
+    return PoolView(
+        replicas=f.integer("replicas", 1, MAX_GPUS),
+        tp=f.integer("tp", 1, MAX_PARALLEL),
+        pp=f.integer("pp", 1, MAX_PARALLEL, default=1),
+    )
+
+
+def _serving_layout(spec: Fields, best: Fields) -> dict[str, Any]:
+    """The optional layout fields (multi-node replicas, MoE, disaggregation, engine); every
+    one defaults to what a plan without it means."""
+    dis = best.sub("disaggregated", False)
+    disagg = None
+    if dis.has("prefill") and dis.has("decode"):
+        disagg = DisaggView(
+            prefill=_pool(dis.sub("prefill")),
+            decode=_pool(dis.sub("decode")),
+            transfer_backend=choice(
+                dis.text("transfer_backend", default="nixl", max_len=40),
+                TRANSFER_BACKENDS,
+                "KV transfer backend",
+            ),
+        )
+    engine = spec.sub("engine", False).text("name", default="", max_len=40) or None
+    return {
+        "pp": best.integer("pp", 1, MAX_PARALLEL, default=1),
+        "ep": best.integer("ep", 1, MAX_GPUS, default=1),
+        "planned_nodes_per_replica": best.integer("nodes_per_replica", 1, MAX_GPUS, default=0) or None,
+        "disaggregated": disagg,
+        "engine": engine,
+    }
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,22 @@ from __future__ import annotations
 import math
 import shlex
 
+import yaml
+
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.export import slurm_topology
 from rightsize.export.frameworks import Launch, launch_for, save_interval_steps
 from rightsize.export.header import header_lines
+from rightsize.export.names import Arg, ShellExpr, shell_args
 from rightsize.export.plan_view import HardwareView, Header, ServingView, TrainingView
+from rightsize.export.serve_engines import pick_engine
+from rightsize.export.sglang import BOOTSTRAP_PORT as SGLANG_BOOTSTRAP_PORT
+from rightsize.export.sglang import COMMAND as SGLANG_COMMAND
+from rightsize.export.sglang import DIST_PORT as SGLANG_DIST_PORT
+from rightsize.export.sglang import ROUTER_COMMAND as SGLANG_ROUTER_COMMAND
+from rightsize.export.sglang import ROUTER_VERSION, SGLANG_VERSION, sglang_arg_list
+from rightsize.export.sglang import SERVER_PORT as SGLANG_SERVER_PORT
 from rightsize.export.shell_words import arg_variables, arg_words, command, comment_lines, safe_token, word
 from rightsize.export.slurm_segments import (
     control_lines,
@@ -41,7 +51,13 @@ from rightsize.export.slurm_segments import (
     header_lines as segment_lines,
 )
 from rightsize.export.topology import placement
-from rightsize.export.vllm import vllm_args
+from rightsize.export.trtllm import COMMAND as TRTLLM_COMMAND
+from rightsize.export.trtllm import MULTI_NODE_LAUNCHER as TRTLLM_LAUNCHER
+from rightsize.export.trtllm import OPTIONS_FILE as TRTLLM_OPTIONS_FILE
+from rightsize.export.trtllm import TRTLLM_VERSION, llm_api_options, trtllm_arg_list
+from rightsize.export.vllm import VLLM_VERSION, vllm_args
+
+ENGINE_VERSIONS = {"vllm": VLLM_VERSION, "sglang": SGLANG_VERSION, "trtllm": TRTLLM_VERSION}
 
 RDZV_PORT = 29500
 GPU_VENDORS = ("nvidia", "amd")
@@ -325,44 +341,172 @@ def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
     return {"profile.sbatch": "\n".join(lines) + "\n", "profile-model.yaml": profile_model_yaml(v, device)}
 
 
-def serve_sbatch(v: ServingView) -> dict[str, str]:
-    """A job array: one vLLM server per replica, on one node each."""
-    check_stack(v.hw)
-    if v.tp > v.hw.gpus_per_node:
-        raise BadInput(
-            f"A replica spans {v.nodes_per_replica} nodes (TP{v.tp} on {v.hw.gpus_per_node}-GPU nodes).",
-            "Multi-node vLLM replicas need a Ray cluster per replica, which the Slurm export does not write yet.",
-            "Export with --target kubernetes (a LeaderWorkerSet per replica), or plan with targets.tp <= GPUs per node.",
+SERVE_LAUNCH = {
+    "vllm": "vLLM (vllm serve; Ray across the nodes of a multi-node replica)",
+    "sglang": "SGLang (python3 -m sglang.launch_server; its own --nnodes/--node-rank launch across nodes)",
+    "trtllm": "TensorRT-LLM (trtllm-serve; srun --mpi=pmix + trtllm-llmapi-launch across nodes)",
+}
+RAY_PORT = 6379
+
+
+def _engine_lines(v: ServingView, engine: str) -> tuple[list[str], dict[str, str]]:
+    """The launch lines of one replica (the array task) and any extra files."""
+    nodes = v.nodes_per_replica
+    per_node = v.gpus_per_node_used
+    port: Arg = ("--port", ShellExpr("$PORT"))
+    if engine == "trtllm":
+        args = shell_args([("--host", "0.0.0.0"), port, *trtllm_arg_list(v, TRTLLM_OPTIONS_FILE)])
+        opts_file = {TRTLLM_OPTIONS_FILE: yaml.safe_dump(llm_api_options(v), sort_keys=False)}
+        if nodes == 1:
+            return command(["srun", *TRTLLM_COMMAND, '"$MODEL"', *args]), opts_file
+        launch = ["srun", f"--nodes={nodes}", f"--ntasks-per-node={per_node}", "--mpi=pmix",
+                  TRTLLM_LAUNCHER, *TRTLLM_COMMAND, '"$MODEL"', *args]  # fmt: skip
+        return [
+            "# One MPI rank per GPU over every node of the replica; rank 0 serves HTTP.",
+            *command(launch),
+        ], opts_file
+    if engine == "sglang":
+        tail = [("--host", "0.0.0.0"), port]
+        if nodes == 1:
+            return command(
+                [
+                    "srun",
+                    *SGLANG_COMMAND,
+                    "--model-path",
+                    '"$MODEL"',
+                    *shell_args([*sglang_arg_list(v), *tail]),
+                ]
+            ), {}
+        multi = sglang_arg_list(
+            v, node_rank=ShellExpr("$NODE_RANK"), dist_addr=ShellExpr(f"$MASTER_ADDR:{SGLANG_DIST_PORT}")
         )
-    cpus = _fit_node(v.hw, v.tp, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
-    mem_gib = max(8, math.ceil(v.host_memory_need_bytes_per_gpu * v.tp / GiB))
+        return [
+            "# One srun per node, the same command with its rank; node 0 serves HTTP.",
+            'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+            'MASTER_ADDR="${NODES[0]}"',
+            f"for NODE_RANK in $(seq 0 {nodes - 1}); do",
+            *command(["  srun", "--nodes=1", "--ntasks=1", '--nodelist="${NODES[$NODE_RANK]}"', *SGLANG_COMMAND,
+                      "--model-path", '"$MODEL"', *shell_args([*multi, *tail]), "&"], indent="      "),
+            "done",
+            "wait",
+        ], {}  # fmt: skip
+    args_v = vllm_args(v, port="$PORT")
+    if nodes == 1:
+        return command(["srun", "vllm", "serve", '"$MODEL"', *arg_words(args_v)]), {}
+    ray = arg_words(shell_args([("--distributed-executor-backend", "ray")]))
+    return [
+        "# A Ray cluster over the replica's nodes (head on the first), then vllm serve on the head.",
+        'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+        'MASTER_ADDR="${NODES[0]}"',
+        f'srun --nodes=1 --ntasks=1 --nodelist="$MASTER_ADDR" ray start --head --port={RAY_PORT} --block &',
+        "sleep 10",
+        f"for NODE_RANK in $(seq 1 {nodes - 1}); do",
+        f'  srun --nodes=1 --ntasks=1 --nodelist="${{NODES[$NODE_RANK]}}" ray start --address="$MASTER_ADDR:{RAY_PORT}" --block &',
+        "done",
+        "sleep 20",
+        *command(["srun", "--overlap", "--nodes=1", "--ntasks=1", '--nodelist="$MASTER_ADDR"', "vllm", "serve",
+                  '"$MODEL"', *arg_words(args_v), *ray]),
+    ], {}  # fmt: skip
+
+
+def serve_sbatch(v: ServingView, engine: str | None = None) -> dict[str, str]:
+    """A job array: one server per replica (array task), on `nodes_per_replica` nodes each."""
+    check_stack(v.hw)
+    engine_name = pick_engine(v, engine)
+    if v.disaggregated is not None:
+        return _disaggregated_sbatch(v, engine_name)
+    nodes, per_node = v.nodes_per_replica, v.gpus_per_node_used
+    cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
+    mem_gib = max(8, math.ceil(v.host_memory_need_bytes_per_gpu * per_node / GiB))
     mem_gib = min(mem_gib, int(v.hw.host_memory_bytes_per_node // GiB))
-    name, head = _head(v.header, "Slurm serving job (vLLM)", [
-        f"chosen: {v.replicas} replica(s) x TP{v.tp} on {v.hw.accelerator} ({v.hw.node}), weights "
+    layout = f"TP{v.tp}" + (f" x PP{v.pp}" if v.pp > 1 else "") + (f", EP{v.ep}" if v.ep > 1 else "")
+    name, head = _head(v.header, f"Slurm serving job ({ENGINE_VERSIONS[engine_name]})", [
+        f"chosen: {v.replicas} replica(s) x {layout} on {v.hw.accelerator} ({v.hw.node}"
+        + (f", {nodes} nodes per replica" if nodes > 1 else "") + f"), weights "
         f"{v.weight_precision}, KV cache {v.kv_precision}",
         f"each replica sustains {v.replica_capacity_rps:.2f} req/s within the SLOs; sized for "
         f"{v.design_rate_rps:.1f} req/s; one array task per replica, port 8000 + task id",
+        f"engine: {SERVE_LAUNCH[engine_name]}",
         "no --time: the partition's default limit applies to a long-running server",
     ])  # fmt: skip
-    opts = [("job-name", name), ("array", f"0-{v.replicas - 1}"), ("nodes", "1"), ("ntasks", "1"),
-            ("gpus-per-node", str(v.tp)), ("cpus-per-task", str(cpus * v.tp)), ("mem", f"{mem_gib}G"),
-            ("output", "%x-%A_%a.out")]  # fmt: skip
-    args = vllm_args(v, port="$PORT")
+    opts = [("job-name", name), ("array", f"0-{v.replicas - 1}"), ("nodes", str(nodes)),
+            ("ntasks-per-node", "1"), ("gpus-per-node", str(per_node)), ("cpus-per-task", str(cpus * per_node)),
+            ("mem", f"{mem_gib}G"), ("output", "%x-%A_%a.out")]  # fmt: skip
+    launch, extra = _engine_lines(v, engine_name)
+    if engine_name == "vllm":
+        need = sorted(arg_variables(vllm_args(v, port="$PORT")) - _DEFINED)
+        checks = [f': "${{{x}:?set {x} (the vLLM arguments use it)}}"' for x in need]
+    else:
+        checks = []
     lines = [
         "#!/bin/bash",
         *_sbatch(opts),
         *head,
         "set -euo pipefail",
+        *(['cd "${SLURM_SUBMIT_DIR:-.}"'] if extra else []),
         f"DEFAULT_MODEL={word(v.model.hf_id or '')}",
         'MODEL="${MODEL:-$DEFAULT_MODEL}"',
         ': "${MODEL:?set MODEL to the Hugging Face model id or a local path}"',
         "PORT=$((8000 + SLURM_ARRAY_TASK_ID))",
-        *[
-            f': "${{{x}:?set {x} (the vLLM arguments use it)}}"'
-            for x in sorted(arg_variables(args) - _DEFINED)
-        ],
-        *command(["srun", "vllm", "serve", '"$MODEL"', *arg_words(args)]),
+        *checks,
+        *launch,
     ]
+    return {"serve.sbatch": "\n".join(lines) + "\n", **extra}
+
+
+def _disaggregated_sbatch(v: ServingView, engine: str) -> dict[str, str]:
+    """One job over every server of both pools, one node per server (node order: prefill
+    servers, then decode servers), and SGLang's router on the first node in front of them."""
+    d = v.disaggregated
+    assert d is not None
+    if engine != "sglang":
+        raise BadInput(
+            f"The plan serves prefill and decode in separate pools; the {engine} export writes aggregated replicas.",
+            "Disaggregated serving is written for SGLang (its prefill/decode modes, KV transfer and router).",
+            "Export with --engine sglang.",
+        )
+    for role, pool in (("prefill", d.prefill), ("decode", d.decode)):
+        if pool.tp * pool.pp > v.hw.gpus_per_node:
+            raise BadInput(
+                f"A {role} server of {pool.tp * pool.pp} GPUs spans nodes of {v.hw.gpus_per_node}.",
+                "The disaggregated export runs each pool server on one node.",
+                f"Plan {role} servers of at most {v.hw.gpus_per_node} GPUs.",
+            )
+    n_p, n_d = d.prefill.replicas, d.decode.replicas
+    per_node = max(d.prefill.tp * d.prefill.pp, d.decode.tp * d.decode.pp)
+    cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
+    mem_gib = min(max(8, math.ceil(v.host_memory_need_bytes_per_gpu * per_node / GiB)),
+                  int(v.hw.host_memory_bytes_per_node // GiB))  # fmt: skip
+    name, head = _head(v.header, f"Slurm disaggregated serving job ({SGLANG_VERSION}, {ROUTER_VERSION})", [
+        f"prefill pool: {n_p} server(s) x TP{d.prefill.tp}; decode pool: {n_d} server(s) x TP{d.decode.tp}; "
+        f"on {v.hw.accelerator} ({v.hw.node}), one node per server; KV over {d.transfer_backend}",
+        f"the router on the first node serves port 8000 (servers on {SGLANG_SERVER_PORT}, prefill bootstrap "
+        f"{SGLANG_BOOTSTRAP_PORT}); each server's memory limits from the plan's per-GPU figures",
+        "no --time: the partition's default limit applies to a long-running server",
+    ])  # fmt: skip
+    opts = [("job-name", name), ("nodes", str(n_p + n_d)), ("ntasks-per-node", "1"),
+            ("gpus-per-node", str(per_node)), ("cpus-per-task", str(cpus * per_node)), ("mem", f"{mem_gib}G"),
+            ("output", "%x-%j.out")]  # fmt: skip
+    lines = ["#!/bin/bash", *_sbatch(opts), *head, "set -euo pipefail",
+             f"DEFAULT_MODEL={word(v.model.hf_id or '')}", 'MODEL="${MODEL:-$DEFAULT_MODEL}"',
+             ': "${MODEL:?set MODEL to the Hugging Face model id or a local path}"',
+             'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")']  # fmt: skip
+    router: list[str] = []
+    for i in range(n_p + n_d):
+        role = "prefill" if i < n_p else "decode"
+        host = f"${{NODES[{i}]}}"
+        args = shell_args(
+            [*sglang_arg_list(v, role=role), ("--host", "0.0.0.0"), ("--port", SGLANG_SERVER_PORT)]
+        )
+        lines += [f"# {role} server {i if i < n_p else i - n_p}",
+                  *command(["srun", "--nodes=1", "--ntasks=1", f'--nodelist="{host}"', *SGLANG_COMMAND,
+                            "--model-path", '"$MODEL"', *args, "&"])]  # fmt: skip
+        url = f'"http://{host}:{SGLANG_SERVER_PORT}"'
+        router += [f"--prefill {url} {SGLANG_BOOTSTRAP_PORT}" if role == "prefill" else f"--decode {url}"]
+    lines += ["# The router: requests to port 8000, prefill then decode, KV handed over between them.",
+              *command(["srun", "--overlap", "--nodes=1", "--ntasks=1", '--nodelist="${NODES[0]}"',
+                        *SGLANG_ROUTER_COMMAND, "--pd-disaggregation", *router, "--host 0.0.0.0", "--port 8000", "&"]),
+              "wait"]  # fmt: skip
     return {"serve.sbatch": "\n".join(lines) + "\n"}
 
 

@@ -1,7 +1,8 @@
 """vLLM server arguments from a serving plan (vLLM v0.10, `vllm serve`; engine arguments of
 vllm/engine/arg_utils.py). The limits are the plan's:
 
-- `--tensor-parallel-size`: the plan's TP.
+- `--tensor-parallel-size`: the plan's TP; `--pipeline-parallel-size` its PP when above 1;
+  `--enable-expert-parallel` when the plan shards MoE experts (EP = TP x DP in vLLM).
 - `--max-model-len`: the longest prompt plus the longest output the traffic spec allows,
   capped at the model's context.
 - `--max-num-seqs`: `engine.max_batch` when the spec fixes it, a fixed-batch plan's
@@ -88,6 +89,8 @@ def vllm_arg_list(v: ServingView) -> list[Arg]:
     args: list[Arg] = [
         ("--served-model-name", v.model.name),
         ("--tensor-parallel-size", v.tp),
+        *([("--pipeline-parallel-size", v.pp)] if v.pp > 1 else []),
+        *([("--enable-expert-parallel", None)] if v.ep > 1 else []),
         ("--max-model-len", v.max_model_len),
         ("--max-num-seqs", max_num_seqs(v)),
         ("--gpu-memory-utilization", gpu_memory_utilization(v)),

@@ -39,7 +39,7 @@ import numpy as np
 
 from rightsize.errors import BadInput
 from rightsize.profile import jsonl
-from rightsize.profile.prompts import prompt_source
+from rightsize.profile.prompts import load_prompt_set, prompt_source
 from rightsize.profile.serve_client import FAILURE_KINDS, StreamResult, stream_request
 
 
@@ -60,6 +60,8 @@ class ServeConfig:
     slo_attainment: float = 0.95  # the SLO is met when this share of all requests meets every SLO
     seed: int = 0
     tokenizer: str | None = None  # a Hugging Face tokenizer id or folder; default: `model`
+    dataset: str | None = None  # a prompt set (ShareGPT JSON or JSON Lines, `prompts.load_prompt_set`)
+    dataset_output_len: bool = True  # with a dataset: output lengths from its replies (else output_len)
 
 
 # A chat template wraps the prompt in role markers and special tokens: allow this many more tokens.
@@ -128,12 +130,14 @@ def _record(index: int, res: StreamResult, sent: Sent | None = None) -> dict[str
     return rec
 
 
-def _send(cfg: ServeConfig, index: int, prompt: str) -> dict[str, Any]:
+def _send(
+    cfg: ServeConfig, index: int, prompt: str, prompt_units: int | None = None, output_len: int | None = None
+) -> dict[str, Any]:
     u = urllib.parse.urlsplit(cfg.url)
     path = u.path.rstrip("/") + ("/chat/completions" if cfg.chat else "/completions")
     body: dict[str, Any] = {
         "model": cfg.model or "default",
-        "max_tokens": cfg.output_len,
+        "max_tokens": output_len or cfg.output_len,
         "stream": True,
         "stream_options": {"include_usage": True},
         "ignore_eos": True,
@@ -144,7 +148,8 @@ def _send(cfg: ServeConfig, index: int, prompt: str) -> dict[str, Any]:
     else:
         body["prompt"] = prompt
     res = stream_request(cfg.url, path, body, cfg.request_timeout_s, cfg.read_timeout_s)
-    return _record(index, res, Sent(len(prompt.encode("utf-8")), cfg.input_len, cfg.chat))
+    units = cfg.input_len if prompt_units is None else prompt_units
+    return _record(index, res, Sent(len(prompt.encode("utf-8")), units, cfg.chat))
 
 
 def _pct(values: list[float]) -> dict[str, float]:
@@ -195,6 +200,8 @@ def summarise_requests(
         "request_throughput_per_s": per_s(len(ok)),
         "output_token_throughput_per_s": per_s(out_tokens),
         "total_token_throughput_per_s": per_s(out_tokens + in_tokens),
+        "total_input_tokens": in_tokens,
+        "total_output_tokens": out_tokens,
         "goodput_requests_per_s": per_s(len(good)) if slo else None,
         "slo": slo,
         "slo_attainment_target": attainment if slo else None,
@@ -210,6 +217,34 @@ def summarise_requests(
         "usage_untrusted": sum(1 for r in ok if r.get("usage_trusted") is False),
         "warnings": _warnings(ok),
     }
+
+
+VLLM_PERCENTILES = (90, 95, 99)  # benchmark_serving.py --metric-percentiles 90,95,99
+
+
+def vllm_benchmark(summary: dict[str, Any], cfg: ServeConfig) -> dict[str, Any]:
+    """The summary under the key names of vLLM's benchmark (vllm/benchmarks/serve.py v0.10.1,
+    `benchmark()`'s result: duration, completed, request_throughput, output_throughput,
+    mean/median/std/pNN of ttft, tpot, itl, e2el in ms) with --metric-percentiles 90,95,99 and
+    --percentile-metrics ttft,tpot,itl,e2el, plus the run's request_rate and max_concurrency as
+    its saved JSON has them. Figures computed once, in `summarise_requests`."""
+    out: dict[str, Any] = {
+        "request_rate": cfg.rate if cfg.rate is not None else "inf",
+        "max_concurrency": cfg.concurrency,
+        "duration": summary["duration_s"],
+        "completed": summary["completed"],
+        "total_input_tokens": summary["total_input_tokens"],
+        "total_output_tokens": summary["total_output_tokens"],
+        "request_throughput": summary["request_throughput_per_s"],
+        "request_goodput": summary["goodput_requests_per_s"],
+        "output_throughput": summary["output_token_throughput_per_s"],
+        "total_token_throughput": summary["total_token_throughput_per_s"],
+    }
+    for metric in ("ttft", "tpot", "itl", "e2el"):
+        stats = summary[f"{metric}_s"]
+        for stat in ("mean", "median", "std", *(f"p{p}" for p in VLLM_PERCENTILES)):
+            out[f"{stat}_{metric}_ms"] = stats[stat] * 1e3 if stats else None
+    return out
 
 
 def _warnings(ok: list[dict[str, Any]]) -> list[str]:
@@ -285,8 +320,20 @@ def run_serve_profile(
     check_config(cfg)
     say = progress or (lambda _m: None)
     rng = random.Random(cfg.seed)
-    prompts = prompt_source(cfg.tokenizer or cfg.model)
-    hdr = jsonl.header("serve", {**cfg.__dict__, "input_len_counts": prompts.unit})
+    prompts = prompt_source(cfg.tokenizer or cfg.model) if cfg.dataset is None else None
+    pset = (
+        load_prompt_set(
+            cfg.dataset,
+            cfg.max_requests,
+            cfg.seed,
+            None if cfg.dataset_output_len else cfg.output_len,
+            cfg.tokenizer or cfg.model,
+        )
+        if cfg.dataset is not None
+        else None
+    )
+    counts = prompts.unit if prompts is not None else pset.source if pset is not None else ""
+    hdr = jsonl.header("serve", {**cfg.__dict__, "input_len_counts": counts})
     writer, _ = jsonl.start_run(out, hdr, False, force)
     records: dict[int, dict[str, Any]] = {}
     issued: dict[int, float] = {}
@@ -299,7 +346,12 @@ def run_serve_profile(
         with lock:
             issued[i] = time.perf_counter()
         try:
-            rec = _send(cfg, i, prompts.make(random.Random(cfg.seed * 100003 + i), cfg.input_len))
+            if pset is not None:  # the set cycles when fewer prompts were kept than requests
+                item = pset.items[i % len(pset.items)]
+                rec = _send(cfg, i, item.prompt, item.prompt_units, item.output_len)
+            else:
+                assert prompts is not None
+                rec = _send(cfg, i, prompts.make(random.Random(cfg.seed * 100003 + i), cfg.input_len))
         except Exception as err:  # a bug in the client must not lose the request
             rec = _record(
                 i,
@@ -345,6 +397,7 @@ def run_serve_profile(
             _record_stragglers(issued, records, writer, cfg.request_timeout_s)
             done = [records[i] for i in sorted(records)]
             summary = summarise_requests(done, cfg.slo, cfg.slo_attainment)
+            summary["vllm_benchmark"] = vllm_benchmark(summary, cfg)
             writer.write({"type": "summary", "kind": "serve", "summary": summary})
         writer.close()
     for warning in summary["warnings"]:

@@ -1,0 +1,90 @@
+"""TensorRT-LLM server configuration from a serving plan (`trtllm-serve`, TensorRT-LLM 1.0,
+PyTorch backend). The command carries the model, host, port and backend; the sizing goes in
+the `--extra_llm_api_options` YAML, whose keys are the LLM API's arguments
+(tensorrt_llm/llmapi/llm_args.py, `TorchLlmArgs`):
+
+- `tensor_parallel_size`, `pipeline_parallel_size`, `moe_expert_parallel_size` (MoE only):
+  the plan's parallelism.
+- `max_batch_size`: the vLLM export's `--max-num-seqs` (same admission rule);
+  `max_num_tokens`: the tokens one forward pass schedules, the vLLM export's profiled batch;
+  `max_seq_len`: the longest prompt plus the longest output the traffic allows.
+- `kv_cache_config.free_gpu_memory_fraction`: TensorRT-LLM sizes the KV pool as a fraction
+  of the memory still *free* once the weights and activation buffers are loaded, so it is the
+  planned KV cache over (HBM - weights - activations - runtime), in [0.05, 0.95];
+  `kv_cache_config.dtype: fp8` for an FP8 KV cache.
+FP8 weights come from an FP8 checkpoint (ModelOpt), not from a flag: the header says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rightsize.errors import BadInput
+from rightsize.export.names import Arg
+from rightsize.export.plan_view import ServingView
+from rightsize.export.vllm import (
+    PROFILE_TOKENS,
+    RUNTIME_BYTES,
+    activation_bytes_per_gpu,
+    kv_bytes_per_token_per_gpu,
+    max_num_seqs,
+)
+
+TRTLLM_VERSION = "TensorRT-LLM 1.0.0"
+COMMAND = ("trtllm-serve",)
+MULTI_NODE_LAUNCHER = "trtllm-llmapi-launch"  # wraps trtllm-serve under srun/mpirun: one rank per GPU
+OPTIONS_FILE = "extra-llm-api-options.yaml"
+FREE_FRACTION_FLOOR, FREE_FRACTION_CEILING = 0.05, 0.95
+
+
+def check_vendor(v: ServingView) -> None:
+    if v.hw.vendor != "nvidia":
+        raise BadInput(
+            f"TensorRT-LLM cannot serve this plan: it runs on {v.hw.accelerator} ({v.hw.vendor}).",
+            "TensorRT-LLM runs on NVIDIA GPUs only (CUDA, TensorRT and its own kernels).",
+            "Export with --engine vllm (or sglang on NVIDIA/AMD GPUs), or plan for NVIDIA GPUs.",
+        )
+
+
+def free_gpu_memory_fraction(v: ServingView) -> float:
+    """The planned KV cache over the memory free after weights, activations and runtime."""
+    kv_tokens = (
+        v.kv_capacity_tokens
+        if v.kv_bytes_per_token and v.kv_capacity_tokens
+        else max_num_seqs(v) * v.max_model_len
+    )
+    kv = kv_tokens * kv_bytes_per_token_per_gpu(v)
+    free = v.hw.hbm_bytes - v.weights_bytes_per_gpu - activation_bytes_per_gpu(v) - RUNTIME_BYTES
+    if free <= 0:
+        return FREE_FRACTION_FLOOR
+    return round(min(FREE_FRACTION_CEILING, max(FREE_FRACTION_FLOOR, kv / free)), 2)
+
+
+def llm_api_options(v: ServingView) -> dict[str, Any]:
+    """The `--extra_llm_api_options` mapping (serialise with yaml.safe_dump)."""
+    kv: dict[str, Any] = {"free_gpu_memory_fraction": free_gpu_memory_fraction(v)}
+    if v.kv_precision.startswith("fp8"):
+        kv["dtype"] = "fp8"
+    opts: dict[str, Any] = {
+        "tensor_parallel_size": v.tp,
+        "pipeline_parallel_size": v.pp,
+        "max_batch_size": max_num_seqs(v),
+        "max_num_tokens": PROFILE_TOKENS,
+        "max_seq_len": v.max_model_len,
+        "kv_cache_config": kv,
+    }
+    if v.ep > 1:
+        opts["moe_expert_parallel_size"] = v.ep
+    return opts
+
+
+def trtllm_arg_list(v: ServingView, options_path: str) -> list[Arg]:
+    """`trtllm-serve`'s arguments after the model (host and port left out)."""
+    check_vendor(v)
+    return [("--backend", "pytorch"), ("--extra_llm_api_options", options_path)]
+
+
+def weights_note(v: ServingView) -> str:
+    if v.weight_precision == "fp8":
+        return "FP8 weights: serve an FP8 checkpoint (ModelOpt-quantised, e.g. the model's -FP8 release)"
+    return f"weights {v.weight_precision} as in the checkpoint"
