@@ -540,12 +540,31 @@ def _pool(f: Fields) -> PoolView:
     )
 
 
+def _planned_pool(f: Fields) -> PoolView:
+    """A pool of the planner's `disaggregation` record: its replicas and its `layout`."""
+    lay = f.sub("layout")
+    return PoolView(
+        replicas=f.integer("replicas", 1, MAX_GPUS),
+        tp=lay.integer("tp", 1, MAX_PARALLEL),
+        pp=lay.integer("pp", 1, MAX_PARALLEL, default=1),
+    )
+
+
 def _serving_layout(spec: Fields, best: Fields) -> dict[str, Any]:
     """The optional layout fields (multi-node replicas, MoE, disaggregation, engine); every
-    one defaults to what a plan without it means."""
+    one defaults to what a plan without it means. The planner writes the replica's `layout`
+    record (tp, pp, ep, nodes) and, when it chose separate pools, `disaggregation` (chosen,
+    prefill and decode with their replicas and layouts); `disaggregated` is the short form."""
+    lay = best.sub("layout", False)
+    planned = best.sub("disaggregation", False)
     dis = best.sub("disaggregated", False)
     disagg = None
-    if dis.has("prefill") and dis.has("decode"):
+    if planned.text("chosen", default="", max_len=40) == "disaggregated":
+        disagg = DisaggView(
+            prefill=_planned_pool(planned.sub("prefill")),
+            decode=_planned_pool(planned.sub("decode")),
+        )
+    elif dis.has("prefill") and dis.has("decode"):
         disagg = DisaggView(
             prefill=_pool(dis.sub("prefill")),
             decode=_pool(dis.sub("decode")),
@@ -557,9 +576,12 @@ def _serving_layout(spec: Fields, best: Fields) -> dict[str, Any]:
         )
     engine = spec.sub("engine", False).text("name", default="", max_len=40) or None
     return {
-        "pp": best.integer("pp", 1, MAX_PARALLEL, default=1),
-        "ep": best.integer("ep", 1, MAX_GPUS, default=1),
-        "planned_nodes_per_replica": best.integer("nodes_per_replica", 1, MAX_GPUS, default=0) or None,
+        "pp": best.integer("pp", 1, MAX_PARALLEL, default=None)
+        or lay.integer("pp", 1, MAX_PARALLEL, default=1),
+        "ep": best.integer("ep", 1, MAX_GPUS, default=None) or lay.integer("ep", 1, MAX_GPUS, default=1),
+        "planned_nodes_per_replica": best.integer("nodes_per_replica", 1, MAX_GPUS, default=0)
+        or lay.integer("nodes", 1, MAX_GPUS, default=0)
+        or None,
         "disaggregated": disagg,
         "engine": engine,
     }
