@@ -105,7 +105,12 @@ def _slurm_command(text: str, program: str) -> list[str]:
 
 
 def _plan(tp: int | None = None, **best: Any) -> dict[str, Any]:
+    """The chat example's plan with its replica re-shaped: the planner's own layout records
+    (nodes per replica, the `layout` record) describe the old shape, so they go with it."""
     plan = plan_dict("llama3-70b-chat-serving")
+    if tp or {"pp", "ep"} & set(best):
+        for key in ("nodes_per_replica", "gpus_per_replica", "layout"):
+            plan["best"].pop(key, None)
     if tp:
         plan["best"]["tp"] = tp
     plan["best"].update(best)

@@ -112,6 +112,8 @@ def test_serving_manifests(example: str) -> None:
 def test_replica_spanning_nodes_is_a_leaderworkerset() -> None:
     plan = plan_dict("llama3-70b-chat-serving")
     plan["best"]["tp"] = 16  # a replica larger than one 8-GPU node
+    for key in ("nodes_per_replica", "gpus_per_replica", "layout"):  # the planner's old shape
+        plan["best"].pop(key, None)
     objs = _by_kind(render_files(plan, "kubernetes"))
     lws = objs["LeaderWorkerSet"]
     assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2

@@ -15,16 +15,10 @@ import math
 from typing import Any
 
 from rightsize.errors import BadInput
+from rightsize.export.fleet_view import FlavorQuota, QueueQuota, ResourceQuota, fleet_quotas
 from rightsize.export.header import comment_block, dump_yaml_all, k8s_annotations
 from rightsize.export.names import k8s_name, label_value, qualified_name
-from rightsize.export.plan_view import (
-    FlavorQuota,
-    Header,
-    QueueQuota,
-    ResourceQuota,
-    fleet_quotas,
-    header,
-)
+from rightsize.export.plan_view import Header, header
 
 API = "kueue.x-k8s.io/v1beta1"
 

@@ -316,7 +316,11 @@ def run_serve_profile(
     progress: Callable[[str], None] | None = None,
     force: bool = False,
 ) -> dict[str, Any]:
-    """Run the load test; every request issued gets exactly one record (a failure counted by kind)."""
+    """Run the load test; every request issued gets exactly one record (a failure counted by kind).
+
+    Longer than 80 lines for one reason: the prompt source (generated or a dataset), the arrival
+    loop (rate or concurrency) and the record writing share the run's state (clients, the output
+    file, the deadline) and are kept in one place so a request can never be issued unrecorded."""
     check_config(cfg)
     say = progress or (lambda _m: None)
     rng = random.Random(cfg.seed)

@@ -49,7 +49,11 @@ def before_throttling(
     factors: WholeRunFactors | None = None,
     evaluation: dict[str, Any] | None = None,
 ) -> WholeRun:
-    """Every line but thermal throttling (the power sizing needs this time to find it)."""
+    """Every line but thermal throttling (the power sizing needs this time to find it).
+
+    Longer than 80 lines for one reason: each part of the run (steady steps, each phase,
+    evaluation, data-loader and checkpoint stalls, planned stops, failures) is one short block
+    appending its line with its source, in the order the report lists them."""
     f = factors or whole_run_factors()
     gpus = demand.gpus
     src = f.sources
