@@ -168,11 +168,12 @@ def stage_weight_bytes(
     plus 16-bit adapters. QLoRA quantises only the transformer blocks' linears: embeddings,
     output layer and norms stay 16-bit."""
     if not w.frozen_base:
-        if w.precision == "fp8" and w.fp8_recipe == "auto":
-            # Transformer Engine current scaling as NeMo and Megatron-Bridge configure it
-            # (bf16_with_fp8_current_scaling_mixed: fp8_param_gather=True) keeps the block
-            # linears' working weights in fp8, one byte each (the fp32 master copy is the
-            # optimizer's); embeddings, output layer and norms stay 16-bit.
+        if w.precision == "fp8" and w.fp8_recipe in ("auto", "delayed"):
+            # Transformer Engine's recipes as NeMo and Megatron-Bridge configure them
+            # (bf16_with_fp8_current_scaling_mixed and bf16_with_fp8_delayed_scaling_mixed both
+            # set fp8_param_gather=True) keep the block linears' working weights in fp8, one
+            # byte each (the fp32 master copy is the optimizer's); embeddings, output layer and
+            # norms stay 16-bit. torchao's float8 (tensorwise, rowwise) keeps 16-bit weights.
             norms, edge = _sixteen_bit_params(w, cfg)
             return (dense + expert) + (norms + edge)
         return 2.0 * (dense + expert)
