@@ -31,14 +31,14 @@ def family_result() -> dict:
 
 
 # (family, median |error| bar, worst |error| bar): measured 2026-11 at 9.8% / 26.7% (Gaudi 3),
-# 3.2% / 25.5% (MI300X), 11.6% / 18.6% (Trainium2), 6.9% / 21.8% (Blackwell), 3.8% / 9.4% (TPU v7,
-# after XLA's collectives stopped being charged TensorCore time), bars a little above.
+# 3.2% / 25.5% (MI300X), 11.6% / 18.6% (Trainium2), 6.9% / 21.8% (Blackwell), 10.3% / 24.2% (TPU v7:
+# XLA's collectives no longer charged TensorCore time, the MXU fraction measured), bars a little above.
 BARS = [
     ("gaudi3", 0.12, 0.30),
     ("cdna3", 0.06, 0.30),
     ("trainium2", 0.15, 0.25),
     ("blackwell", 0.10, 0.25),
-    ("tpu-v7", 0.06, 0.12),
+    ("tpu-v7", 0.12, 0.28),
 ]
 
 
