@@ -31,8 +31,15 @@ def family_result() -> dict:
 
 
 # (family, median |error| bar, worst |error| bar): measured 2026-11 at 9.8% / 26.7% (Gaudi 3),
-# 3.2% / 25.5% (MI300X), 11.6% / 18.6% (Trainium2), 9.5% / 24.8% (Blackwell), bars a little above.
-BARS = [("gaudi3", 0.12, 0.30), ("cdna3", 0.06, 0.30), ("trainium2", 0.15, 0.25), ("blackwell", 0.12, 0.30)]
+# 3.2% / 25.5% (MI300X), 11.6% / 18.6% (Trainium2), 6.9% / 21.8% (Blackwell), 10.3% / 24.2% (TPU v7:
+# XLA's collectives no longer charged TensorCore time, the MXU fraction measured), bars a little above.
+BARS = [
+    ("gaudi3", 0.12, 0.30),
+    ("cdna3", 0.06, 0.30),
+    ("trainium2", 0.15, 0.25),
+    ("blackwell", 0.10, 0.25),
+    ("tpu-v7", 0.12, 0.28),
+]
 
 
 @pytest.mark.parametrize(("family", "median_bar", "worst_bar"), BARS)

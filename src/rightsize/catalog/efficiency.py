@@ -46,6 +46,7 @@ SCALAR_FIELDS = (
     "attention_fraction_cudnn",
     "attention_fraction_flash3",
     "attention_fraction_training",
+    "collective_compute_units",
 )
 # Attention kernels a training spec may name (training.attention_kernel), each with its own
 # measured fraction where the catalog has one (0: not measured, use attention_fraction).
@@ -60,6 +61,7 @@ ZERO_ALLOWED_FIELDS = frozenset(
         "param_gather_overlap",
         "decode_allreduce_bw_fraction",
         "attention_fraction_training",
+        "collective_compute_units",
         *(f"attention_fraction_{k}" for k in ATTENTION_KERNELS),
     }
 )
@@ -99,6 +101,13 @@ OPTIONAL_FIELDS = {
         "placeholder: the usual training stack's kernel is not named here; attention_fraction is used",
         "2026-11",
     ),
+    "collective_compute_units": Sourced(
+        16.0,
+        "estimate: NCCL runs each channel as one thread block on one SM, and data-parallel rings across "
+        "nodes run 16 or more channels (2 per NIC and ring/tree pattern, up to 32), so an overlapped "
+        "collective holds ~16 SMs",
+        "2026-11",
+    ),
 }
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
 
@@ -122,6 +131,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "decode_allreduce_bw_fraction": (0.0, 2.0),
     "host_link_bytes_per_s": (1e9, 1e13),
     **{f"attention_fraction_{k}": (0.0, 1.0) for k in (*ATTENTION_KERNELS, "training")},
+    "collective_compute_units": (0.0, 1024.0),
 }
 
 
@@ -162,6 +172,10 @@ class Efficiency:
     # The kernel the usual *training* stack runs on this accelerator (0: attention_fraction,
     # which serving engines' own kernels use).
     attention_fraction_training: float = 0.0
+    # Compute units (SMs, CUs, TensorCores) an overlapped collective holds while it runs, so
+    # that the compute it overlaps slows by units / sm_count of the hidden time: NCCL's channels
+    # on GPUs; 0 where collectives run on engines of their own (TPU ICI DMA and SparseCores).
+    collective_compute_units: float = 16.0
 
     def attention_fraction_of(self, kernel: str) -> float:
         """The fwd+bwd attention fraction of a named kernel ('auto': the usual training stack's)."""
@@ -323,5 +337,6 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         attention_fraction_cudnn=values["attention_fraction_cudnn"],
         attention_fraction_flash3=values["attention_fraction_flash3"],
         attention_fraction_training=values["attention_fraction_training"],
+        collective_compute_units=values["collective_compute_units"],
         sources=sources,
     )

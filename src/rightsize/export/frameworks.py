@@ -41,7 +41,22 @@ _WRITERS: dict[str, Callable[[TrainingView], Launch]] = {
 }
 
 
+# The remat policies each PyTorch framework can express (MaxText's run on Cloud TPU only).
+FRAMEWORK_RECOMPUTE = {
+    "megatron": ("none", "selective", "full"),
+    "nemo": ("none", "selective", "full"),
+    "torchtitan": ("none", "selective", "full", "selective_op"),
+}
+
+
 def _check(v: TrainingView, framework: str) -> None:
+    allowed = FRAMEWORK_RECOMPUTE[framework]
+    if v.recompute not in allowed:
+        raise BadInput(
+            f"{FRAMEWORKS[framework]} has no remat policy {v.recompute!r}.",
+            f"The plan's recompute is a MaxText (JAX) policy; {FRAMEWORKS[framework]} offers {', '.join(allowed)}.",
+            "Plan with parallel.recompute set to one of those, or train on Cloud TPU with MaxText.",
+        )
     if v.method in ("lora", "qlora") and framework != "nemo":
         raise BadInput(
             f"{FRAMEWORKS[framework]} has no {v.method.upper()} fine-tuning.",

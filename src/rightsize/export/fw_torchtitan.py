@@ -132,7 +132,7 @@ context_parallel_degree = {v.cp}
     text += f"pipeline_parallel_layers_per_stage = {per_stage}\n" if per_stage else ""
     text += f"""
 [activation_checkpoint]
-mode = "{v.recompute}"
+mode = "{"selective" if v.recompute == "selective_op" else v.recompute}"
 selective_ac_option = "op"
 
 [checkpoint]

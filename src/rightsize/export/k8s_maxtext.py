@@ -38,6 +38,12 @@ from rightsize.export.k8s_training import (
 from rightsize.export.plan_view import TrainingView
 
 REMAT = {"none": "minimal", "selective": "save_dot_except_mlp", "full": "full"}  # MaxText remat_policy
+# rightsize's names for MaxText's remat_policy=custom: which named tensors go to host memory
+# (MaxText configs RematAndOffload; the Trillium recipes in benchmarks/maxtext_trillium_model_configs.py)
+CUSTOM_REMAT = {
+    "input_qkv_offloaded": ("decoder_layer_input", "query_proj", "key_proj", "value_proj"),
+    "input_qkv_out_offloaded": ("decoder_layer_input", "query_proj", "key_proj", "value_proj", "out_proj"),
+}
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16", "nvfp4": "bfloat16"}
 
 
@@ -113,7 +119,7 @@ def maxtext_config(v: TrainingView, run_name: str, n_slices: int, per_slice: int
         "ici_context_parallelism": v.cp,
         ("ici_fsdp_parallelism" if v.zero_stage else "ici_data_parallelism"): per_slice // inner,
         "dcn_data_parallelism": n_slices,
-        "remat_policy": REMAT.get(v.recompute, v.recompute),  # MaxText names pass through
+        "remat_policy": "custom" if v.recompute in CUSTOM_REMAT else REMAT.get(v.recompute, v.recompute),
         "dtype": DTYPES[v.precision],
         "dataset_type": "grain",
         "grain_file_type": "arrayrecord",
@@ -121,6 +127,7 @@ def maxtext_config(v: TrainingView, run_name: str, n_slices: int, per_slice: int
         "tokenizer_type": "huggingface",
         "tokenizer_path": m.hf_id or f"{DATA_MOUNT}/tokenizer",
     }
+    cfg |= {name: "offload" for name in CUSTOM_REMAT.get(v.recompute, ())}
     if m.experts:
         cfg |= {"num_experts": m.experts, "num_experts_per_tok": m.experts_per_token,
                 "base_moe_mlp_dim": m.expert_ffn_hidden or m.ffn_hidden}  # fmt: skip

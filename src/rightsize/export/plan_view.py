@@ -22,6 +22,7 @@ from rightsize.catalog import get_accelerator, get_node
 from rightsize.errors import BadInput
 from rightsize.export.names import choice, one_line
 from rightsize.export.plan_fields import INT_MAX, Fields, check_num
+from rightsize.perf import remat
 
 READ_SCHEMA_VERSIONS = (1, 2)  # plan JSON versions this adapter understands (2: typed plan, #12)
 EXPORTABLE = ("training_plan", "serving_plan")
@@ -37,7 +38,7 @@ MAX_TOKENS_INT = 10**12
 MAX_SECONDS = 1e12  # about 31,700 years
 MAX_BYTES = 1e18
 MAX_RATE = 1e9
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = remat.NAMES  # Megatron's three, MaxText's named and custom policies, torchtitan's selective_op
 PRECISIONS = ("bf16", "fp16", "fp8", "nvfp4")
 METHODS = ("full", "lora", "qlora")
 SERVE_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")

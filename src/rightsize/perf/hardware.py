@@ -81,6 +81,9 @@ class Hardware:
     attention_ratio_auto: float = (
         1.0  # the usual training stack's kernel (catalog attention_fraction_training)
     )
+    # Compute units an overlapped collective holds (NCCL channels on GPUs; 0 on TPU, where
+    # ICI DMA engines and SparseCores run collectives): catalog collective_compute_units.
+    collective_compute_units: float = 16.0
 
     def attention_fraction_for(self, kernel: str) -> float | np.ndarray:
         """The training attention fraction of a named kernel ('auto': the accelerator's usual
@@ -131,6 +134,7 @@ class Hardware:
             attention_ratio_cudnn=eff.attention_fraction_of("cudnn") / eff.attention_fraction,
             attention_ratio_flash3=eff.attention_fraction_of("flash3") / eff.attention_fraction,
             attention_ratio_auto=eff.attention_fraction_of("auto") / eff.attention_fraction,
+            collective_compute_units=eff.collective_compute_units,
         )
 
     def sixteen_bit(self) -> Hardware:

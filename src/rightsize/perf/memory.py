@@ -168,22 +168,36 @@ def stage_weight_bytes(
     plus 16-bit adapters. QLoRA quantises only the transformer blocks' linears: embeddings,
     output layer and norms stay 16-bit."""
     if not w.frozen_base:
+        if w.precision == "fp8" and w.fp8_recipe in ("auto", "delayed"):
+            # Transformer Engine's recipes as NeMo and Megatron-Bridge configure them
+            # (bf16_with_fp8_current_scaling_mixed and bf16_with_fp8_delayed_scaling_mixed both
+            # set fp8_param_gather=True) keep the block linears' working weights in fp8, one
+            # byte each (the fp32 master copy is the optimizer's); embeddings, output layer and
+            # norms stay 16-bit. torchao's float8 (tensorwise, rowwise) keeps 16-bit weights.
+            norms, edge = _sixteen_bit_params(w, cfg)
+            return (dense + expert) + (norms + edge)
         return 2.0 * (dense + expert)
     adapters = sum(stage_trainable(w, cfg))
     base = w.base_weight_bytes * (dense + expert)
     if w.method == "qlora":
-        c = count_params(w.arch)
-        kept_16bit = replace(  # embeddings, output layer and norms are not quantised
-            c,
-            attention_per_layer=0.0,
-            dense_mlp_per_layer=0.0,
-            routed_experts_per_layer=0.0,
-            shared_experts_per_layer=0.0,
-            router_per_layer=0.0,
-        )
-        norms, edge, _ = _stage_split(kept_16bit, cfg)
+        norms, edge = _sixteen_bit_params(w, cfg)
         base = base + (2.0 - w.base_weight_bytes) * (norms + edge)
     return base + 2.0 * adapters
+
+
+def _sixteen_bit_params(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
+    """(norm, embedding + output) parameters of one GPU's stage: what no low-precision weight
+    format quantises (only the transformer blocks' linears are)."""
+    kept_16bit = replace(
+        count_params(w.arch),
+        attention_per_layer=0.0,
+        dense_mlp_per_layer=0.0,
+        routed_experts_per_layer=0.0,
+        shared_experts_per_layer=0.0,
+        router_per_layer=0.0,
+    )
+    norms, edge, _ = _stage_split(kept_16bit, cfg)
+    return norms, edge
 
 
 def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:

@@ -19,6 +19,13 @@ of the named matmul outputs (`query_proj`, `key_proj`, `value_proj`, `out_proj`,
 | save_out_proj | out_proj | QKV, attention core, MLP up, elementwise |
 | qkv_proj_offloaded | nothing: q, k, v go to pinned host memory | as save_qkv_proj |
 | minimal_offloaded | nothing: minimal's tensors go to pinned host memory | as minimal |
+| input_qkv_offloaded | nothing: the layer input and q, k, v go to host memory | as save_qkv_proj |
+| input_qkv_out_offloaded | nothing: the layer input, q, k, v and out_proj go to host | as save_dot_except_mlp |
+
+The last two are MaxText's `remat_policy: custom` as the Trillium recipes set it
+(`decoder_layer_input`, `query_proj`, `key_proj`, `value_proj` and, for Llama 3.1 8B and 405B,
+`out_proj` set to `offload`; benchmarks/maxtext_trillium_model_configs.py): even the scan
+carry leaves the device, which is what lets Llama 3.1 405B train on 32 GB v6e chips.
 
 torchtitan's op-level selective checkpointing (`activation_checkpoint.mode: selective`,
 `selective_ac_option: op`; torchtitan's `_apply_ac_to_transformer_block`, Dec 2024) saves the
@@ -105,6 +112,14 @@ POLICIES: tuple[Policy, ...] = (
         "k_gemm out_gemm mlp_up_half_gemm elementwise",
         "torchtitan",
     ),
+    _p("input_qkv_offloaded", "", "input qkv", _JAX_QKV_REBUILT, "MaxText (custom)"),
+    _p(
+        "input_qkv_out_offloaded",
+        "",
+        "input qkv out_proj",
+        "attention mlp_up_gemm elementwise",
+        "MaxText (custom)",
+    ),
 )
 CODES: dict[str, int] = {p.name: i for i, p in enumerate(POLICIES)}
 NAMES: tuple[str, ...] = tuple(p.name for p in POLICIES)
@@ -120,6 +135,8 @@ SEARCHED_JAX: tuple[str, ...] = (
     "save_qkv_proj",
     "qkv_proj_offloaded",
     "minimal_offloaded",
+    "input_qkv_offloaded",
+    "input_qkv_out_offloaded",
     "full",
 )
 

@@ -57,17 +57,16 @@ from rightsize.perf.workload import (
 # hide: buckets become ready progressively, so the first bucket starts after a
 # fraction of the backward and the last one is always exposed.
 DP_OVERLAP_FRACTION = 0.7
-# Overlapped collectives still cost compute: NCCL runs each channel as one thread block on
-# one SM, and data-parallel rings across nodes run 16 or more channels (NCCL picks 2 per
-# NIC and ring/tree pattern; up to 32): while they run, 16 of the GPU's SMs (108 on A100,
-# 132 on H100, 148 on B200) are not computing, so the kernels they overlap slow by about
-# 16 / SMs of the hidden time.
-NCCL_OVERLAP_CHANNELS = 16.0
+# Overlapped collectives still cost compute where they run on the compute units: NCCL runs
+# each channel as one thread block on one SM, and data-parallel rings across nodes run 16 or
+# more channels: while they run, those SMs (of 108 on A100, 132 on H100, 148 on B200) are not
+# computing, so the kernels they overlap slow by about 16 / SMs of the hidden time. The count
+# is the catalog's collective_compute_units (0 on Cloud TPU: ICI DMA engines and SparseCores).
 
 
 def comm_compute_interference(hw: Hardware) -> float:
-    """Share of overlapped collective time that still slows compute (SMs held by NCCL)."""
-    return min(1.0, NCCL_OVERLAP_CHANNELS / max(float(hw.sm_count), 1.0))
+    """Share of overlapped collective time that still slows compute (units held by collectives)."""
+    return min(1.0, hw.collective_compute_units / max(float(hw.sm_count), 1.0))
 
 
 # Identical GPUs do not run at identical speed: power management and manufacturing spread

@@ -74,6 +74,8 @@ class ParallelSettings(BaseModel):
             "minimal_offloaded",
             "minimal_flash",
             "selective_op",
+            "input_qkv_offloaded",
+            "input_qkv_out_offloaded",
         ]
         | None
     ) = Field(
@@ -83,8 +85,11 @@ class ParallelSettings(BaseModel):
             "'full' (whole layers), or a MaxText remat_policy name: 'minimal', 'minimal_flash', "
             "'save_dot_except_mlpwi', 'save_dot_except_mlp', 'save_qkv_proj', 'save_out_proj', and the "
             "host-offloading 'qkv_proj_offloaded' and 'minimal_offloaded' (saved tensors go to pinned host "
-            "memory over the host link), or torchtitan's op-level 'selective_op' (saves every other matmul "
-            "output and the attention output). The search tries none, selective and full."
+            "memory over the host link), MaxText's custom policies that also offload each layer's input "
+            "('input_qkv_offloaded', 'input_qkv_out_offloaded': remat_policy custom with decoder_layer_input, "
+            "query/key/value_proj and out_proj offloaded), or torchtitan's op-level 'selective_op' (saves every "
+            "other matmul output and the attention output). The search tries none, selective and full "
+            "(MaxText's names on Cloud TPU)."
         ),
     )
     sequence_parallel: bool | None = Field(
