@@ -143,7 +143,9 @@ def test_every_section_is_present(sized: dict[str, Any]) -> None:
     for section in SECTIONS:
         assert sized.get(section) not in (None, {}, []), section
     assert sized["power"]["facility_power_w"] > sized["power"]["it_power_typical_w"] > 0
-    assert sized["nodes"]["racks"] >= 1
+    # racks are counted where a buyer owns them; a provider-operated platform (Cloud TPU, Trn2)
+    # says who runs its racks instead
+    assert sized["nodes"].get("racks", 0) >= 1 or sized["nodes"]["facility_operated_by"] == "provider"
     cost = sized["cost"]
     # priced, or each side says why not (h800-sxm has no public price)
     assert cost["cloud"] or cost["onprem"] or (cost["cloud_unavailable"] and cost["onprem_unavailable"])

@@ -85,13 +85,17 @@ def _expected_sections(plan: Any) -> set[str]:
         # the front says what it plots: cost where every point has a price, else GPU-hours
         shown = [plan.best, *plan.pareto, *(a for a, _ in plan.alternatives)]
         priced = all(c.cost_usd is not None for c in shown)
+        # in the platform's own word: "Memory per chip" on a TPU plan (catalog.platforms)
+        from rightsize.catalog.platforms import say_units, unit_noun
+
+        noun = unit_noun(plan.best.accelerator)
         return (
             common
             | {
                 "Step time breakdown",
-                "Memory per GPU",
+                say_units("Memory per GPU", noun),
                 "Alternatives",
-                f"Pareto front: time against {'cost' if priced else 'GPU-hours'}",
+                say_units(f"Pareto front: time against {'cost' if priced else 'GPU-hours'}", noun),
                 "Uncertainty: P10, P50, P90",
             }
             | _checklist_titles()

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 import rightsize.api as api
-from rightsize.catalog import get_accelerator, get_node, nodes
+from rightsize.catalog import accelerators, get_accelerator, get_node, nodes
 from rightsize.errors import BadInput
 from rightsize.export import render_files
 from rightsize.report.render import result_dict
@@ -76,6 +76,14 @@ def _plan_spec(spec: dict, tmp: Path, name: str) -> dict:
 def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Each example planned once, and the 70B pretraining example on AMD mi300x."""
     out = {n: result_dict(api.plan(ROOT / f"examples/{n}.yaml")) for n in TRAINING + SERVING}
+    gpus = sorted(a for a in accelerators() if get_accelerator(a).vendor.lower() in SLURM_VENDORS)
+    for n in TRAINING:  # an example whose plan lands on a TPU or Trainium: the same job on GPUs
+        if get_accelerator(out[n]["best"]["accelerator"]).vendor.lower() not in SLURM_VENDORS:
+            with pytest.raises(BadInput, match="Slurm export writes GPU jobs only"):
+                render_files(out[n], "slurm")
+            spec_n = yaml.safe_load((ROOT / f"examples/{n}.yaml").read_text())
+            spec_n["targets"]["accelerators"] = gpus
+            out[n] = _plan_spec(spec_n, tmp_path_factory.mktemp("specs"), n)
     spec = yaml.safe_load((ROOT / "examples/llama3-70b-pretrain.yaml").read_text())
     amd = copy.deepcopy(spec)
     amd["name"] = "llama3-70b-mi300x"
