@@ -144,14 +144,15 @@ def stage_layers(w: TrainWorkload, cfg: ParallelConfigs, stage: str | None = Non
     Even split: each chunk holds ceil(layers / (pp vpp)). Balanced edges
     (`w.pipeline_edge_balance`, Llama 3 sec. 3.3.2; Megatron-Core's
     account_for_embedding/loss_in_pipeline_split): the embedding and the output layer with
-    its loss each count as one layer, so ceil((layers + 2) / (pp vpp)) per chunk and one
-    fewer on the first and on the last stage (126 layers on PP16 x VP8: 7, 8 ... 8, 7).
+    its loss each count as one layer, so ceil((layers + 2) / pp) per stage and one fewer on
+    the first and on the last (126 layers on PP16 x VP8: 7, 8 ... 8, 7).
     `stage` None: the most any stage holds."""
-    chunks = cfg.pp * cfg.vpp
     layers = float(w.arch.layers)
     if not w.pipeline_edge_balance:
-        return np.ceil(layers / chunks) * cfg.vpp
-    full = np.where(cfg.pp > 1, np.ceil((layers + 2.0) / chunks) * cfg.vpp, layers)
+        return np.ceil(layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+    # a stage's chunks may differ by a layer when pp x vpp does not divide layers + 2: the
+    # heaviest stage holds ceil((layers + 2) / pp), the edge stages one fewer
+    full = np.where(cfg.pp > 1, np.ceil((layers + 2.0) / cfg.pp), layers)
     if stage in ("first", "last"):
         return np.where(cfg.pp > 1, np.maximum(full - 1.0, 0.0), full)
     return full
