@@ -14,10 +14,13 @@ comes from the real shapes: grouped-query K and V are 2 g d each, a SwiGLU MLP
 keeps gate and up (4 f) and its product (2 f), flash attention keeps only a
 per-row log-sum-exp instead of the s x s terms. Selective recomputation drops
 the s x s terms, full recomputation keeps only each layer's input (2 h, split
-over TP under sequence parallelism). The first pipeline stage holds
-min(pp, micro-batches) micro-batches in flight under 1F1B, times
-1 + (pp - 1) / (pp vpp) for the interleaved schedule (Korthikanti section 4.2.3);
-the last stage holds one, plus the logits; the heavier of the two is reported.
+over TP under sequence parallelism). Each pipeline stage is charged the micro-batches
+its rank holds in flight at its peak (`in_flight_layers`: min(pp, micro-batches) on the
+first under 1F1B, 1 + (pp - 1) / (pp vpp) times that under the interleaved schedule,
+Korthikanti section 4.2.3, capped at every forward when the warm-up covers them), its own
+weights (the embedding on the first, the output layer and the logits on the last) and,
+with balanced edge stages, one layer fewer on the first and last; the heaviest stage is
+reported.
 """
 
 from __future__ import annotations
@@ -467,9 +470,10 @@ def in_flight_layers(w: TrainWorkload, cfg: ParallelConfigs, stage: str) -> np.n
 
     1F1B (vpp = 1): pipeline rank r runs pp - r forwards before its first backward, so the
     first stage holds min(pp, m) micro-batches, the second pp - 1 and the last one.
-    Interleaved (Megatron-Core's schedule, Narayanan et al. 2021 sec. 2.2.2): rank r runs
-    2 (pp - r - 1) + (vpp - 1) pp warm-up chunk forwards before its first backward (all m vpp
-    when that is fewer), one more at the peak; the forwards go to chunk 0 for pp
+    Interleaved (Megatron-Core's schedule, Narayanan et al. 2021 sec. 2.2.2;
+    megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving):
+    rank r runs 2 (pp - r - 1) + (vpp - 1) pp warm-up chunk forwards before its first backward
+    (all m vpp when that is not fewer, as on the first rank when m = pp), one more at the peak; the forwards go to chunk 0 for pp
     micro-batches, then chunk 1, ..., wrapping to chunk 0 again, so the first stage's first
     chunk holds 2 pp - 1 micro-batches and the last stage's last chunk one. With balanced
     edges those two chunks hold one layer fewer (Llama 3's first chunk holds only the
