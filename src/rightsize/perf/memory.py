@@ -405,10 +405,7 @@ def host_offload_bytes(w: TrainWorkload, cfg: ParallelConfigs, optimizer: np.nda
     when they are offloaded (`optimizer`: their bytes on this GPU)."""
     offloaded = offloaded_bytes_per_token_layer(w, cfg)
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
-    layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
-    in_flight = np.minimum(cfg.pp, w.global_batch / (cfg.dp * cfg.micro_batch))
-    interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
-    acts = offloaded * tokens_mb * layers_per_stage * in_flight * interleave
+    acts = offloaded * tokens_mb * in_flight_layers(w, cfg, "first")
     return acts + (optimizer if w.optimizer_offload else 0.0)
 
 
