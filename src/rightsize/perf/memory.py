@@ -135,12 +135,6 @@ class TrainMemory:
 STAGES = ("first", "middle", "last")
 
 
-def peak_stages(w: TrainWorkload) -> tuple[str, ...]:
-    """The stages that can peak: with an even split the middle stages hold the first stage's
-    layers with fewer micro-batches in flight and no embedding, so never more."""
-    return STAGES if w.pipeline_edge_balance else ("first", "last")
-
-
 def stage_layers(w: TrainWorkload, cfg: ParallelConfigs, stage: str | None = None) -> np.ndarray:
     """Transformer layers one GPU of a pipeline stage holds, over its vpp chunks.
 
@@ -365,23 +359,21 @@ def train_memory(
     caller already has them) stand for every stage's when the stages are not balanced, and
     `act_per_token` may be passed in when the caller already computed it (the search
     evaluates it once per distinct layer shape)."""
-    parts = []
     act_pair = act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
-    stages = peak_stages(w)
-    for stage in stages:
-        weights, gradients, optimizer = state_memory(
-            w, cfg, None if w.pipeline_edge_balance else params, stage
+    if not w.pipeline_edge_balance:  # the stages share the heaviest's state: the activations decide
+        weights, gradients, optimizer = state_memory(w, cfg, params)
+        activations, logits = activation_memory(w, cfg, act_pair)
+    else:
+        parts = [
+            (*state_memory(w, cfg, stage=stage), *activation_memory(w, cfg, act_pair, stage))
+            for stage in STAGES
+        ]
+        totals = np.stack([sum(p) for p in parts])
+        totals[1] = np.where(cfg.pp > 2, totals[1], -np.inf)  # a middle stage exists from pp = 3
+        peak = np.argmax(totals, axis=0)
+        weights, gradients, optimizer, activations, logits = (
+            np.choose(peak, [p[k] for p in parts]) for k in range(5)
         )
-        activations, logits = activation_memory(w, cfg, act_pair, stage)
-        parts.append((weights, gradients, optimizer, activations, logits))
-    totals = np.stack([sum(p) for p in parts])
-    for i, stage in enumerate(stages):
-        if stage == "middle":  # a middle stage exists from pp = 3
-            totals[i] = np.where(cfg.pp > 2, totals[i], -np.inf)
-    peak = np.argmax(totals, axis=0)
-    weights, gradients, optimizer, activations, logits = (
-        np.choose(peak, [p[k] for p in parts]) for k in range(5)
-    )
     host = host_offload_bytes(w, cfg, optimizer)
     if w.optimizer_offload:  # optimizer states live in host memory, not on the device
         optimizer = np.zeros_like(optimizer)
@@ -569,13 +561,12 @@ def memory_grid(
     )
     act_pair = activation_per_token_layer_pair(w, by_recompute)
     peak = np.full((n, recompute.size, zero.size), -np.inf)
-    static = np.zeros((n, zero.size))
-    for stage in peak_stages(w):
-        if stage == STAGES[0] or w.pipeline_edge_balance:  # unbalanced stages share their state
-            weights, gradients, optimizer = state_memory(w, by_zero, stage=stage)
-            if w.optimizer_offload:
-                optimizer = np.zeros_like(optimizer)
-            static = (weights + gradients + optimizer + framework_bytes).reshape(n, zero.size)
+    # unbalanced stages share the heaviest's state (`train_memory`): the activations decide
+    for stage in STAGES if w.pipeline_edge_balance else (None,):
+        weights, gradients, optimizer = state_memory(w, by_zero, stage=stage)
+        if w.optimizer_offload:
+            optimizer = np.zeros_like(optimizer)
+        static = (weights + gradients + optimizer + framework_bytes).reshape(n, zero.size)
         activations, logits = activation_memory(w, by_recompute, act_pair, stage)
         total = static[:, None, :] + (activations + logits).reshape(n, recompute.size)[:, :, None]
         if stage == "middle":  # a middle stage exists from pp = 3
