@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from rightsize.catalog import get_accelerator, node_for
-from rightsize.constants import GiB
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import in_flight_layers, memory_grid, stage_layers, train_memory
 from rightsize.perf.step import train_step
@@ -112,7 +111,7 @@ def test_balanced_memory_is_the_second_stage_and_lighter(h100: Hardware) -> None
     # recompute; at 16 (16,384 GPUs) every forward runs first and it fits
     assert not balanced.fits[0]
     assert train_memory(BALANCED, _cfg(dp=128), h100).fits[0]
-    assert train_memory(EVEN, _cfg(dp=128), h100).total[0] / GiB < 73
+    assert train_memory(EVEN, _cfg(dp=128), h100).fits[0]
 
 
 def test_balanced_last_stage_absorbs_the_logits(h100: Hardware) -> None:
