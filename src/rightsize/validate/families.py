@@ -106,9 +106,11 @@ def table_from_breakdown(breakdown: dict[str, dict[str, Any]]) -> dict[str, Any]
 
 def compute_table() -> dict[str, Any]:
     """Validate the public and family rows and summarise them per family."""
+    from rightsize.validate.inference_cases import analytic_only
     from rightsize.validate.run import validate_paths  # run imports this module's breakdown
 
-    result = validate_paths(table_paths())
+    with analytic_only():  # the same table whether or not the AIConfigurator extra is installed
+        result = validate_paths(table_paths())
     return table_from_breakdown(result["by_family"])
 
 

@@ -20,7 +20,8 @@ reported.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -65,6 +66,20 @@ def _layout(rep: Replica, r: dict[str, str]) -> Replica:
     return rep
 
 
+_ANALYTIC_ONLY: list[bool] = [False]
+
+
+@contextlib.contextmanager
+def analytic_only() -> Iterator[None]:
+    """Within it, AIConfigurator's optional tables are not read: figures that must not depend
+    on which extras are installed (the per-family validation table) use the analytic model."""
+    _ANALYTIC_ONLY.append(True)
+    try:
+        yield
+    finally:
+        _ANALYTIC_ONLY.pop()
+
+
 def kernel_table_for(
     accelerator: str, engine: str | None, version: str | None, tables: Sequence[KernelTable] = ()
 ) -> KernelTable | None:
@@ -72,7 +87,7 @@ def kernel_table_for(
     for t in tables:
         if t.accelerator == accelerator and (engine is None or engine_id(t.engine) == engine):
             return t
-    if engine is None:
+    if engine is None or _ANALYTIC_ONLY[-1]:
         return None
     return aiconfigurator.load_table(accelerator, engine, version or None)
 
