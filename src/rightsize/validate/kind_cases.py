@@ -165,6 +165,7 @@ def validate_kind_rows(
             "metric": case.metric,
             "published": case.published,
             "file": file,
+            "accelerator": case.text("accelerator"),  # for the per-family breakdown
         }
         try:
             value, detail = predict(case)
