@@ -334,6 +334,7 @@ def _run_engine(
     heap: list[int] = []
     prefilling: deque[int] = deque()
     heappush, heappop = heapq.heappush, heapq.heappop
+    sqrt, ceil = math.sqrt, math.ceil
 
     t = arr[0]
     it = 0
@@ -409,7 +410,21 @@ def _run_engine(
             k = heap[0] // n - it
             dt = k * a_s + 0.5 * b_s * k * (k - 1)
             if arrived < n and admitted == arrived and running < max_batch and arr[arrived] - t < dt:
-                k = iterations_to_reach(arr[arrived] - t, a_s, b_s)
+                # iterations_to_reach(arr[arrived] - t, a_s, b_s), inlined (the hottest call)
+                delta = arr[arrived] - t
+                if delta <= 0:
+                    k = 1
+                else:
+                    lin = a_s - 0.5 * b_s
+                    denom = lin + sqrt(lin * lin + 2.0 * b_s * delta)
+                    k = ceil(2.0 * delta / denom) if denom > 0 else 1
+                    if k < 1:
+                        k = 1
+                    half_b = 0.5 * b_s
+                    while k * a_s + half_b * k * (k - 1) < delta:
+                        k += 1
+                    while k > 1 and (k - 1) * a_s + half_b * (k - 1) * (k - 2) >= delta:
+                        k -= 1
                 dt = k * a_s + 0.5 * b_s * k * (k - 1)
 
         t += dt
