@@ -85,9 +85,12 @@ def replica_capacity(
         known = first_leaf(lo, hi, BISECTION_STEPS, worth)
         if known is None or not ok(leaf_rate(lo, hi, BISECTION_STEPS, known)):
             return PRUNED
-    return capacity_rps(
-        ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=_start_rate(models, wl, spec, lo)
-    )
+    start = _start_rate(models, wl, spec, lo)
+    if start == 0.0 and known is None:  # the trickle probably fails: one run settles it (monotone)
+        if not ok(leaf_rate(lo, hi, BISECTION_STEPS, 0)):
+            return 0.0
+        known = 0
+    return capacity_rps(ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=start)
 
 
 def _start_rate(models: EngineModels, wl: Workload, spec: InferenceSpec, trickle: float) -> float | None:
@@ -177,8 +180,10 @@ def _beats(
 def _latencies(res: SimResult) -> dict[str, float]:
     out = {}
     for metric in ("ttft_s", "tpot_s", "e2e_s"):
-        for p in (50, 90, 95, 99):
-            out[f"{metric.removesuffix('_s')}_p{p}_s"] = float(res.percentile(metric, p))
+        values = getattr(res, metric)
+        at = np.full(4, math.nan) if np.all(np.isnan(values)) else np.nanpercentile(values, (50, 90, 95, 99))
+        for p, v in zip((50, 90, 95, 99), at, strict=True):
+            out[f"{metric.removesuffix('_s')}_p{p}_s"] = float(v)
     return out
 
 
