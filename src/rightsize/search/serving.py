@@ -21,7 +21,7 @@ from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_multinode import gpus_of
-from rightsize.perf.serving_sim import EngineModel, SimResult
+from rightsize.perf.serving_sim import SimResult
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.serving_batch import plan_batch_scenario
@@ -40,18 +40,13 @@ from rightsize.search.serving_disagg import weigh_disaggregation
 from rightsize.search.serving_engine import EngineModels, Workload, passes, run, workload
 from rightsize.search.serving_layouts import layout_for, replica_options
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
+from rightsize.search.serving_start import start_rate
 from rightsize.spec.inference import InferenceSpec
 
 CAPACITY_REQUESTS = 3000  # simulated requests per bisection step
 REPORT_REQUESTS = 20000  # simulated requests for the reported percentiles
 BISECTION_STEPS = 9
 
-
-# The mean-TPOT rate above overshoots the rate at which the SLO percentile of TPOT reaches
-# its limit (the tail sees longer contexts and more prefill interference than the mean):
-# on the searches of benchmarks/bench_serving_plan.py the answer lay 20 leaves (about 25%)
-# below it (0.8 took the fewest runs of 0.7-1.0). Starting there saves runs; the search's answer does not depend on it.
-TPOT_TAIL_FACTOR = 0.8
 
 PRUNED = -1.0  # replica_capacity's answer when the option cannot beat what it must
 
@@ -85,69 +80,12 @@ def replica_capacity(
         known = first_leaf(lo, hi, BISECTION_STEPS, worth)
         if known is None or not ok(leaf_rate(lo, hi, BISECTION_STEPS, known)):
             return PRUNED
-    start = _start_rate(models, wl, spec, lo)
+    start = start_rate(models, wl, spec)
     if start == 0.0 and known is None:  # the trickle probably fails: one run settles it (monotone)
         if not ok(leaf_rate(lo, hi, BISECTION_STEPS, 0)):
             return 0.0
         known = 0
     return capacity_rps(ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=start)
-
-
-def _start_rate(models: EngineModels, wl: Workload, spec: InferenceSpec, trickle: float) -> float | None:
-    """Where the capacity search starts (its answer does not depend on it): 0, the trickle
-    first, when even requests served alone miss the TTFT at its percentile; else the
-    TPOT-bound estimate."""
-    if spec.slo.ttft_s is not None:
-        alone = _alone_ttft_s(models.at(wl, trickle), wl, spec.traffic.prefix_cache_hit_rate)
-        if float(np.percentile(alone, spec.slo.percentile)) > spec.slo.ttft_s:
-            return 0.0
-    return _tpot_bound_rate(models, wl, spec)
-
-
-def _alone_ttft_s(m: EngineModel, wl: Workload, cached_fraction: float) -> np.ndarray:
-    """Each request's TTFT on an otherwise idle replica, as the simulator times it: its
-    uncached prompt u in ceil(u / chunk) iterations of base + per token + attention pairs
-    (P (P + 1) / 2 - C (C + 1) / 2 in all, C cached), plus the first-token lag."""
-    p = wl.prompts.astype(np.float64)
-    c = np.minimum(np.floor(cached_fraction * wl.prompts), wl.prompts - 1).astype(np.float64)
-    u = p - c
-    chunk = float(m.chunk_tokens) if m.chunk_tokens is not None else math.inf
-    iterations = np.ceil(u / chunk) if math.isfinite(chunk) else np.ones_like(u)
-    pairs = (p * (p + 1) - c * (c + 1)) / 2
-    return (
-        iterations * m.iteration_base_s
-        + m.prefill_per_token_s * u
-        + m.prefill_attn_per_token2_s * pairs
-        + m.first_token_lag_per_token_s * np.minimum(u, chunk)
-    )
-
-
-def _tpot_bound_rate(models: EngineModels, wl: Workload, spec: InferenceSpec) -> float | None:
-    """A rough estimate of the rate at which the mean TPOT reaches its SLO, to start the
-    capacity search near its answer (the search's result does not depend on it); None
-    without a TPOT SLO, 0 when even batch 1 misses it.
-
-    With B sequences decoding, an iteration lasts step(B) / (1 - f), f the share of time
-    prefill takes (rate x uncached prompt tokens x prefill time per token), and Little's law
-    gives B = rate x output x iteration; at iteration = TPOT limit L the rate is B / (O L),
-    for the largest B with step(B) <= L (1 - B P c / (O L))."""
-    limit = spec.slo.tpot_s
-    if limit is None:
-        return None
-    rep = models.rep
-    ctx = wl.mean_prompt + wl.mean_output / 2
-    cap = max(
-        2.0, min(float(models.max_batch), models.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
-    )
-    b = np.unique(np.round(np.geomspace(1.0, cap, 48)))
-    step = np.asarray(rep.decode_step_s(b, b * ctx), dtype=np.float64) * models.step_cost
-    uncached = wl.mean_prompt * (1.0 - spec.traffic.prefix_cache_hit_rate)
-    out = max(wl.mean_output, 1.0)
-    ok = step <= limit * (1.0 - b * uncached * models.prefill_per_token_s / (out * limit))
-    if not np.any(ok):
-        return 0.0  # not even one sequence decodes within the TPOT: the trickle probably fails
-    best = float(b[np.flatnonzero(ok)[-1]])
-    return TPOT_TAIL_FACTOR * best / (out * limit) * models.tokens_per_step
 
 
 def _beats(
