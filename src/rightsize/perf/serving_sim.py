@@ -432,15 +432,12 @@ def _run_engine(
             i = heappop(heap) % n
             d = t + lag[i]
             done[i] = d
-            if watch:
-                bad = False
+            if watch and (d - first[i] > tpot_budget[i] or d - arr[i] > e2e_lim):  # a miss
                 if d - arr[i] > e2e_lim:
                     e2e_left -= 1
-                    bad = True
                 if d - first[i] > tpot_budget[i]:
                     tpot_left -= 1
-                    bad = True
-                if bad and not missed[i]:
+                if not missed[i]:
                     missed[i] = True
                     any_left -= 1
                 if e2e_left <= 0 or tpot_left <= 0 or any_left <= 0:
