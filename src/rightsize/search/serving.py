@@ -389,7 +389,7 @@ def _why(loser: ServingCandidate, winner: ServingCandidate, objective: str) -> s
 
 
 def _shape(c: ServingCandidate) -> str:
-    return f"tp{c.tp}" if c.pp == 1 else f"tp{c.tp} pp{c.pp} ({c.nodes_per_replica} nodes)"
+    return c.replica_shape
 
 
 def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:
