@@ -199,6 +199,41 @@ def _scale_training(v: PlanView) -> list[Item]:
     return [compute, interconnect, locality]
 
 
+def _shape(b: Any) -> str:
+    shape = getattr(b, "replica_shape", None)
+    return shape if isinstance(shape, str) else f"tp{b.tp}"
+
+
+def _serving_interconnect(b: Any, domain_gpus: int | None) -> str:
+    """What the plan's replica layout asks of the interconnect: one node's scale-up domain,
+    or, for a replica spanning nodes, which of its traffic crosses the scale-out fabric."""
+    lay = getattr(b, "layout", None)
+    if lay is None or lay.nodes <= 1:
+        return (
+            f"Each replica's {_shape(b)} stays inside one node's scale-up domain; replicas exchange no traffic, so a "
+            "front-end network suffices."
+        )
+    if lay.ep > 1:  # over the scale-up domain while the replica fits in it, else the NICs
+        inside = domain_gpus is not None and lay.gpus <= domain_gpus
+        traffic, link = f"its expert all-to-all (ep{lay.ep}) runs", lay.tp_link if inside else "the RDMA NICs"
+    elif lay.tp_spans_nodes:
+        traffic, link = f"its tensor-parallel all-reduces (tp{lay.tp}) run", lay.tp_link
+    else:
+        traffic, link = (
+            f"the activations between its {lay.pp} pipeline stages run",
+            lay.pp_link or lay.tp_link,
+        )
+    if "RDMA" in link:
+        need = "the nodes of a replica need that scale-out fabric between them"
+    else:
+        need = "one scale-up domain spans the nodes, so no scale-out fabric is needed inside a replica"
+    return (
+        f"Each replica spans {lay.nodes} nodes as {_shape(b).split(' (')[0]} ({lay.gpus_per_node} GPUs per node): {traffic} over "
+        f"{link}; {need}. Its nodes are scheduled together (LeaderWorkerSet, or one Slurm job); replicas "
+        "exchange no traffic."
+    )
+
+
 def _scale_serving(v: PlanView) -> list[Item]:
     """Compute, interconnect, latency and user locality of a serving plan."""
     b = v.best
@@ -208,16 +243,15 @@ def _scale_serving(v: PlanView) -> list[Item]:
             "compute",
             "Which accelerator, how many, how busy?",
             ANSWERED,
-            f"{b.gpus:,} x {b.accelerator}: {b.replicas} replica{'' if b.replicas == 1 else 's'} of tp{b.tp}, each serving "
-            f"{b.replica_capacity_rps:,.2f} req/s within the SLOs.",
+            f"{b.gpus:,} x {b.accelerator}: {b.replicas} replica{'' if b.replicas == 1 else 's'} of {_shape(b)}, each "
+            f"serving {b.replica_capacity_rps:,.2f} req/s within the SLOs.",
         ),
         Item(
             "SCALE",
             "accelerator interconnect",
             "Does the layout fit the scale-up domain and the fabric?",
             ANSWERED,
-            f"Each replica's tp{b.tp} stays inside one node's scale-up domain; replicas exchange no traffic, so a "
-            "front-end network suffices.",
+            _serving_interconnect(b, getattr(v.acc, "scaleup_domain_gpus", None)),
         ),
     ]
     lat = b.latency_s or {}

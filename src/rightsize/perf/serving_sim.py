@@ -78,6 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rightsize.perf.serving_slo import SloStop
 
 _NO_CHUNK_LIMIT = 1 << 62  # "prefill everything admitted" as a token budget
+_NONE_COMPLETED: list[int] = []  # a decode-only iteration completes no prefill (never appended to)
 
 
 @dataclass(frozen=True)
@@ -334,6 +335,7 @@ def _run_engine(
     heap: list[int] = []
     prefilling: deque[int] = deque()
     heappush, heappop = heapq.heappush, heapq.heappop
+    sqrt, ceil = math.sqrt, math.ceil
 
     t = arr[0]
     it = 0
@@ -375,23 +377,16 @@ def _run_engine(
 
         if prefilling:
             # 2a. One iteration with prefill: spend the chunk budget in admission order.
-            budget = chunk
-            pre_tokens = 0
-            pairs = 0
-            completed: list[int] = []
-            while prefilling and budget:
-                i = prefilling[0]
-                a = pos[i]
-                c = prompt[i] - a
-                if c > budget:
-                    c = budget
-                    pos[i] = a + c
-                else:
-                    prefilling.popleft()
-                    completed.append(i)
-                budget -= c
-                pre_tokens += c
-                pairs += c * (2 * a + c + 1) // 2
+            i = prefilling[0]
+            a = pos[i]
+            c = prompt[i] - a
+            if c <= chunk and len(prefilling) == 1:  # the common case, one whole prompt
+                prefilling.popleft()
+                completed: list[int] = [i]
+                pre_tokens = c
+                pairs = c * (2 * a + c + 1) // 2
+            else:
+                pre_tokens, pairs, completed = _prefill_chunks(prefilling, pos, prompt, chunk)
             dt = (
                 base
                 + per_seq * n_dec
@@ -403,13 +398,27 @@ def _run_engine(
         else:
             # 2b. Decode only: jump k iterations to the next completion or the first
             # boundary at or after the next arrival that could be admitted.
-            completed = []
+            completed = _NONE_COMPLETED
             a_s = base + per_seq * n_dec + per_ctx * (base_sum + n_dec * it * s)
             b_s = per_ctx * s * n_dec
             k = heap[0] // n - it
             dt = k * a_s + 0.5 * b_s * k * (k - 1)
             if arrived < n and admitted == arrived and running < max_batch and arr[arrived] - t < dt:
-                k = iterations_to_reach(arr[arrived] - t, a_s, b_s)
+                # iterations_to_reach(arr[arrived] - t, a_s, b_s), inlined (the hottest call)
+                delta = arr[arrived] - t
+                if delta <= 0:
+                    k = 1
+                else:
+                    lin = a_s - 0.5 * b_s
+                    denom = lin + sqrt(lin * lin + 2.0 * b_s * delta)
+                    k = ceil(2.0 * delta / denom) if denom > 0 else 1
+                    if k < 1:
+                        k = 1
+                    half_b = 0.5 * b_s
+                    while k * a_s + half_b * k * (k - 1) < delta:
+                        k += 1
+                    while k > 1 and (k - 1) * a_s + half_b * (k - 1) * (k - 2) >= delta:
+                        k -= 1
                 dt = k * a_s + 0.5 * b_s * k * (k - 1)
 
         t += dt
@@ -421,16 +430,14 @@ def _run_engine(
         limit = (it + 1) * n
         while heap and heap[0] < limit:
             i = heappop(heap) % n
-            done[i] = t + lag[i]
-            if watch:
-                bad = False
-                if done[i] - arr[i] > e2e_lim:
+            d = t + lag[i]
+            done[i] = d
+            if watch and (d - first[i] > tpot_budget[i] or d - arr[i] > e2e_lim):  # a miss
+                if d - arr[i] > e2e_lim:
                     e2e_left -= 1
-                    bad = True
-                if done[i] - first[i] > tpot_budget[i]:
+                if d - first[i] > tpot_budget[i]:
                     tpot_left -= 1
-                    bad = True
-                if bad and not missed[i]:
+                if not missed[i]:
                     missed[i] = True
                     any_left -= 1
                 if e2e_left <= 0 or tpot_left <= 0 or any_left <= 0:
@@ -442,16 +449,18 @@ def _run_engine(
             finished += 1
         # 4. Prompts finished this iteration emit their first token and join decode.
         for i in completed:
-            first[i] = t + lag[i]
-            if watch and first[i] - arr[i] > ttft_lim:
+            f = t + lag[i]
+            first[i] = f
+            if watch and f - arr[i] > ttft_lim:
                 ttft_left -= 1
                 missed[i] = True
                 any_left -= 1
                 if ttft_left <= 0 or any_left <= 0:
                     return None
-            if steps[i] == 0:
-                done[i] = first[i]
-                if watch and done[i] - arr[i] > e2e_lim:
+            st = steps[i]
+            if st == 0:
+                done[i] = f
+                if watch and f - arr[i] > e2e_lim:
                     e2e_left -= 1
                     if not missed[i]:
                         missed[i] = True
@@ -463,13 +472,39 @@ def _run_engine(
                 finished += 1
             else:
                 entry[i] = it
-                heappush(heap, (it + steps[i]) * n + i)
+                heappush(heap, (it + st) * n + i)
                 base_sum += prompt[i] + 1 - it * s
                 n_dec += 1
         if n_dec == 0:
             base_sum = 0.0  # drop rounding drift (only non-integer s has any)
 
     return _Run(start, first, done, busy, dec_iters, max_queue, it)
+
+
+def _prefill_chunks(
+    prefilling: deque[int], pos: list[int], prompt: list[int], chunk: int
+) -> tuple[int, int, list[int]]:
+    """One prefill iteration's work: spend the chunk budget on the admitted prompts in
+    admission order (a prompt may span iterations). Returns (prompt tokens, attention
+    pairs, the requests whose prefill completed); advances `pos` and `prefilling`."""
+    budget = chunk
+    pre_tokens = 0
+    pairs = 0
+    completed: list[int] = []
+    while prefilling and budget:
+        i = prefilling[0]
+        a = pos[i]
+        c = prompt[i] - a
+        if c > budget:
+            c = budget
+            pos[i] = a + c
+        else:
+            prefilling.popleft()
+            completed.append(i)
+        budget -= c
+        pre_tokens += c
+        pairs += c * (2 * a + c + 1) // 2
+    return pre_tokens, pairs, completed
 
 
 def iterations_to_reach(delta_s: float, first_s: float, growth_s: float) -> int:

@@ -331,7 +331,7 @@ def _serving_memory(plan: ServingPlan) -> Section | None:
         reserve = hbm * (1 - ENGINE_MEMORY_UTILISATION)
         rows.append(
             (
-                f"{name} tp{c.tp}",
+                f"{name} {c.replica_shape}",
                 [
                     ("weights", weights / GiB),
                     ("KV cache", kv / GiB),
@@ -420,7 +420,7 @@ def _serving_alternatives(plan: ServingPlan) -> Section:
         rows.append(
             [
                 role,
-                f"{c.replicas} x tp{c.tp} {c.accelerator}",
+                f"{c.replicas} x {c.replica_shape} {c.accelerator}",
                 f"{c.gpus:,}",
                 c.weight_precision,
                 units.usd(c.cost_usd_per_hour) + "/h" if c.cost_usd_per_hour is not None else "-",
@@ -461,7 +461,12 @@ def _serving_pareto(plan: ServingPlan) -> Section | None:
         seen.add(id(c))
         pts.append(
             svg.Point(
-                x, y, f"{c.replicas} x tp{c.tp} {c.accelerator}", c.accelerator, c is best, id(c) in front
+                x,
+                y,
+                f"{c.replicas} x {c.replica_shape} {c.accelerator}",
+                c.accelerator,
+                c is best,
+                id(c) in front,
             )
         )
     if len(pts) < 1:
@@ -514,12 +519,12 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
     unc = getattr(plan, "uncertainty", None)
     sub = f"model {plan.model}, scenario {plan.scenario}, objective {plan.objective}"
     decision = (
-        f"{units.plural(b.replicas, 'replica')} x tp{b.tp} on {b.accelerator} = {units.plural(b.gpus, 'GPU')} "
+        f"{units.plural(b.replicas, 'replica')} x {b.replica_shape} on {b.accelerator} = {units.plural(b.gpus, 'GPU')} "
         f"(weights {b.weight_precision}, KV cache {b.kv_precision})"
     )
     doc = Document("serving_plan", f"{title}: {plan.name}", sub, decision)
     kn = doc.key_numbers
-    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({b.replicas} x tp{b.tp})"))
+    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({b.replicas} x {b.replica_shape})"))
     if plan.scenario == "serving":
         kn.append(
             (

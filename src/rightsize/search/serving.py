@@ -40,6 +40,7 @@ from rightsize.search.serving_disagg import weigh_disaggregation
 from rightsize.search.serving_engine import EngineModels, Workload, passes, run, workload
 from rightsize.search.serving_layouts import layout_for, replica_options
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
+from rightsize.search.serving_start import start_rate
 from rightsize.spec.inference import InferenceSpec
 
 CAPACITY_REQUESTS = 3000  # simulated requests per bisection step
@@ -79,37 +80,12 @@ def replica_capacity(
         known = first_leaf(lo, hi, BISECTION_STEPS, worth)
         if known is None or not ok(leaf_rate(lo, hi, BISECTION_STEPS, known)):
             return PRUNED
-    return capacity_rps(
-        ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=_tpot_bound_rate(models, wl, spec)
-    )
-
-
-def _tpot_bound_rate(models: EngineModels, wl: Workload, spec: InferenceSpec) -> float | None:
-    """A rough estimate of the rate at which the mean TPOT reaches its SLO, to start the
-    capacity search near its answer (the search's result does not depend on it); None
-    without a TPOT SLO, 0 when even batch 1 misses it.
-
-    With B sequences decoding, an iteration lasts step(B) / (1 - f), f the share of time
-    prefill takes (rate x uncached prompt tokens x prefill time per token), and Little's law
-    gives B = rate x output x iteration; at iteration = TPOT limit L the rate is B / (O L),
-    for the largest B with step(B) <= L (1 - B P c / (O L))."""
-    limit = spec.slo.tpot_s
-    if limit is None:
-        return None
-    rep = models.rep
-    ctx = wl.mean_prompt + wl.mean_output / 2
-    cap = max(
-        2.0, min(float(models.max_batch), models.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output))
-    )
-    b = np.unique(np.round(np.geomspace(1.0, cap, 48)))
-    step = np.asarray(rep.decode_step_s(b, b * ctx), dtype=np.float64) * models.step_cost
-    uncached = wl.mean_prompt * (1.0 - spec.traffic.prefix_cache_hit_rate)
-    out = max(wl.mean_output, 1.0)
-    ok = step <= limit * (1.0 - b * uncached * models.prefill_per_token_s / (out * limit))
-    if not np.any(ok):
-        return 0.0  # not even one sequence decodes within the TPOT: the trickle probably fails
-    best = float(b[np.flatnonzero(ok)[-1]])
-    return best / (out * limit) * models.tokens_per_step
+    start = start_rate(models, wl, spec)
+    if start == 0.0 and known is None:  # the trickle probably fails: one run settles it (monotone)
+        if not ok(leaf_rate(lo, hi, BISECTION_STEPS, 0)):
+            return 0.0
+        known = 0
+    return capacity_rps(ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=start)
 
 
 def _beats(
@@ -142,8 +118,10 @@ def _beats(
 def _latencies(res: SimResult) -> dict[str, float]:
     out = {}
     for metric in ("ttft_s", "tpot_s", "e2e_s"):
-        for p in (50, 90, 95, 99):
-            out[f"{metric.removesuffix('_s')}_p{p}_s"] = float(res.percentile(metric, p))
+        values = getattr(res, metric)
+        at = np.full(4, math.nan) if np.all(np.isnan(values)) else np.nanpercentile(values, (50, 90, 95, 99))
+        for p, v in zip((50, 90, 95, 99), at, strict=True):
+            out[f"{metric.removesuffix('_s')}_p{p}_s"] = float(v)
     return out
 
 
@@ -411,7 +389,7 @@ def _why(loser: ServingCandidate, winner: ServingCandidate, objective: str) -> s
 
 
 def _shape(c: ServingCandidate) -> str:
-    return f"tp{c.tp}" if c.pp == 1 else f"tp{c.tp} pp{c.pp} ({c.nodes_per_replica} nodes)"
+    return c.replica_shape
 
 
 def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:

@@ -66,7 +66,8 @@ class EngineModels:
         self.kv_capacity_tokens = rep.kv_capacity_tokens
         self.max_batch = spec.engine.max_batch or max(1, self.kv_cap // spec.engine.block_tokens)
         self.lag = float(rep.prefill_lag_s(chunk)) / chunk if isinstance(rep, PipelinedReplica) else 0.0
-        self._step_at_one: dict[float, float] = {}
+        self._step_at: dict[tuple[float, float], float] = {}
+        self._at: dict[tuple[float, float], EngineModel] = {}
         self.overhead_s = float(rep.step_overhead_s(1.0))
 
     def linearised(self, batch: float, mean_ctx: float) -> EngineModel:
@@ -93,15 +94,14 @@ class EngineModels:
         ctx = wl.mean_prompt + wl.mean_output / 2
         cap = self.kv_capacity_tokens / (wl.mean_prompt + wl.mean_output)
         batch = 1.0
-        for i in range(4):
-            if i == 0:  # the first step is at batch 1 whatever the rate
-                if ctx not in self._step_at_one:
-                    self._step_at_one[ctx] = float(self.rep.decode_step_s(1.0, ctx))
-                step = self._step_at_one[ctx]
-            else:
-                step = float(self.rep.decode_step_s(batch, batch * ctx))
-            batch = max(1.0, min(rate * wl.mean_output * step, cap))
-        return self.linearised(batch, ctx)
+        for _ in range(4):  # the first step is at batch 1 whatever the rate
+            key = (batch, ctx)  # the step is a pure function of its point: computed once per point
+            if key not in self._step_at:  # (the batch often settles at 1 or at the KV cap)
+                self._step_at[key] = float(self.rep.decode_step_s(batch, batch * ctx))
+            batch = max(1.0, min(rate * wl.mean_output * self._step_at[key], cap))
+        if (batch, ctx) not in self._at:  # a frozen model: rates that settle at one point share it
+            self._at[batch, ctx] = self.linearised(batch, ctx)
+        return self._at[batch, ctx]
 
 
 @dataclass

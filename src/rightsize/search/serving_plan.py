@@ -46,6 +46,19 @@ class ServingCandidate:
     def gpus(self) -> int:
         return self.gpus_per_replica * self.replicas
 
+    @property
+    def replica_shape(self) -> str:
+        """One replica's parallel layout as text, from its `layout` record: tp8, tp8 x pp2
+        (2 nodes), tp8 x ep16 (2 nodes)."""
+        lay = self.layout
+        tp, pp, ep, nodes = (
+            (lay.tp, lay.pp, lay.ep, lay.nodes)
+            if lay is not None
+            else (self.tp, self.pp, 1, self.nodes_per_replica)
+        )
+        text = " x ".join([f"tp{tp}"] + [f"pp{pp}"] * (pp > 1) + [f"ep{ep}"] * (ep > 1))
+        return text if nodes <= 1 else f"{text} ({nodes} nodes)"
+
     # The figures every kind's best option answers (a plan made with and without a calibration
     # is compared on them): a deployment has no step, MFU or run time; its cost is per hour, as
     # the vision and recommendation options' inference cost is.

@@ -380,13 +380,22 @@ def _no_fabric(
 
 def _fabric_not_needed(demand: Demand, node: NodeType, nodes: int) -> tuple[str, int] | None:
     """(why, the most nodes that stays true) when no scale-out fabric is needed: serving
-    replicas that each fit in a node, or a single node; None when one is."""
-    single_node_replicas = demand.workload in ("serving", "batch_inference") and (
-        demand.gpus_per_replica is None or demand.gpus_per_replica <= node.gpus_per_node
-    )
-    if single_node_replicas:
+    replicas that each fit in a node or in one scale-up domain (an NVL72 rack of 4-GPU
+    trays), or a single node; None when one is (a replica spanning nodes beyond the
+    scale-up domain sends its pipeline, tensor or expert traffic over the RDMA NICs)."""
+    serving = demand.workload in ("serving", "batch_inference")
+    per_replica = demand.gpus_per_replica
+    if serving and (per_replica is None or per_replica <= node.gpus_per_node):
         return (
             "No scale-out fabric needed: every serving replica fits in one node and replicas exchange "
+            "nothing; requests arrive over the front-end network, sized with storage.",
+            UNLIMITED_NODES,
+        )
+    if serving and per_replica is not None and per_replica <= _scaleup_domain_gpus(node):
+        return (
+            f"No scale-out fabric needed: every serving replica ({per_replica} GPUs over "
+            f"{math.ceil(per_replica / node.gpus_per_node)} {node.id} nodes) stays inside one "
+            f"{_scaleup_name(node)} scale-up domain of {_scaleup_domain_gpus(node)} GPUs, and replicas exchange "
             "nothing; requests arrive over the front-end network, sized with storage.",
             UNLIMITED_NODES,
         )
@@ -397,6 +406,23 @@ def _fabric_not_needed(demand: Demand, node: NodeType, nodes: int) -> tuple[str,
             1,
         )
     return None
+
+
+def _scaleup_domain_gpus(node: NodeType) -> int:
+    from rightsize.catalog import get_accelerator
+
+    return int(get_accelerator(node.accelerator).scaleup_domain_gpus)
+
+
+def _traffic(demand: Demand, node: NodeType, nodes: int) -> str:
+    """What the fabric carries, for its reason."""
+    if demand.workload in ("serving", "batch_inference") and demand.gpus_per_replica:
+        span = math.ceil(demand.gpus_per_replica / node.gpus_per_node)
+        return (
+            f"{nodes} nodes; each serving replica spans {span} of them and sends its pipeline, tensor or "
+            "expert-parallel traffic across them"
+        )
+    return f"{nodes} nodes exchange gradients/activations across nodes"
 
 
 def _switch_and_radix(fabric: Fabric, link_gbps: float, switch: str | None) -> tuple[Switch, int]:
@@ -524,7 +550,7 @@ def size_fabric(
     ]
 
     reason = (
-        f"{nodes} nodes exchange gradients/activations across nodes: "
+        f"{_traffic(demand, node, nodes)}: "
         f"{topo.tiers}-tier {'single switch' if topo.tiers == 1 else fabric.topology} {fabric.kind} fabric"
         + (f", {topo.planes} planes (one fat-tree per NIC rail)" if topo.planes > 1 else "")
     )
