@@ -75,6 +75,7 @@ from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.search.demand import Demand
 from rightsize.sizing.dci import DciPlan, size_dci
+from rightsize.sizing.fabric_need import UNLIMITED_NODES, fabric_not_needed, traffic
 from rightsize.sizing.fabric_platform import (
     OWNER_ONLY_FIELDS,
     provider_network,
@@ -88,7 +89,6 @@ from rightsize.spec.infrastructure import Fabric
 
 SLOWDOWN_THRESHOLD = 0.03  # a NIC speed is "enough" when the step is within 3% of the fastest tabulated
 SENSITIVITY_GBPS = (100.0, 200.0, 400.0, 800.0, 1600.0)  # the per-GPU rates planners should tabulate
-UNLIMITED_NODES = 1_000_000_000  # max_nodes when no fabric is ever needed (independent single-node replicas)
 
 
 @dataclass(frozen=True)
@@ -313,13 +313,6 @@ def _beyond_three_tiers(
     )
 
 
-def _scaleup_name(node: NodeType) -> str:
-    """The node's scale-up link in its vendor's words (NVLink, Infinity Fabric, ICI, ...)."""
-    from rightsize.catalog import get_accelerator
-
-    return get_accelerator(node.accelerator).scaleup_name
-
-
 def _no_fabric(
     node: NodeType,
     nodes: int,
@@ -378,53 +371,6 @@ def _no_fabric(
     )
 
 
-def _fabric_not_needed(demand: Demand, node: NodeType, nodes: int) -> tuple[str, int] | None:
-    """(why, the most nodes that stays true) when no scale-out fabric is needed: serving
-    replicas that each fit in a node or in one scale-up domain (an NVL72 rack of 4-GPU
-    trays), or a single node; None when one is (a replica spanning nodes beyond the
-    scale-up domain sends its pipeline, tensor or expert traffic over the RDMA NICs)."""
-    serving = demand.workload in ("serving", "batch_inference")
-    per_replica = demand.gpus_per_replica
-    if serving and (per_replica is None or per_replica <= node.gpus_per_node):
-        return (
-            "No scale-out fabric needed: every serving replica fits in one node and replicas exchange "
-            "nothing; requests arrive over the front-end network, sized with storage.",
-            UNLIMITED_NODES,
-        )
-    if serving and per_replica is not None and per_replica <= _scaleup_domain_gpus(node):
-        return (
-            f"No scale-out fabric needed: every serving replica ({per_replica} GPUs over "
-            f"{math.ceil(per_replica / node.gpus_per_node)} {node.id} nodes) stays inside one "
-            f"{_scaleup_name(node)} scale-up domain of {_scaleup_domain_gpus(node)} GPUs, and replicas exchange "
-            "nothing; requests arrive over the front-end network, sized with storage.",
-            UNLIMITED_NODES,
-        )
-    if nodes <= 1:
-        return (
-            "No scale-out fabric needed: one node, whose GPUs talk over its scale-up links "
-            f"({_scaleup_name(node)}). Front-end and storage networking are sized with storage.",
-            1,
-        )
-    return None
-
-
-def _scaleup_domain_gpus(node: NodeType) -> int:
-    from rightsize.catalog import get_accelerator
-
-    return int(get_accelerator(node.accelerator).scaleup_domain_gpus)
-
-
-def _traffic(demand: Demand, node: NodeType, nodes: int) -> str:
-    """What the fabric carries, for its reason."""
-    if demand.workload in ("serving", "batch_inference") and demand.gpus_per_replica:
-        span = math.ceil(demand.gpus_per_replica / node.gpus_per_node)
-        return (
-            f"{nodes} nodes; each serving replica spans {span} of them and sends its pipeline, tensor or "
-            "expert-parallel traffic across them"
-        )
-    return f"{nodes} nodes exchange gradients/activations across nodes"
-
-
 def _switch_and_radix(fabric: Fabric, link_gbps: float, switch: str | None) -> tuple[Switch, int]:
     """The switch (forced by id, else the catalog's for the fabric kind and link speed) and
     its port count at the link speed; `BadInput` when it cannot serve the fabric."""
@@ -462,10 +408,10 @@ def size_fabric(
 
     Longer than 80 lines for one reason: it fills the FabricPlan record (45 fields) in one
     place, so every field's derivation is read next to the others; the decisions live in
-    `_fabric_not_needed`, `_switch_and_radix`, `count_topology` and `fabric_warnings`.
+    `fabric_need.fabric_not_needed`, `_switch_and_radix`, `count_topology` and `fabric_warnings`.
     """
     sensitivity, recommended = nic_sensitivity(demand, slowdown_threshold)
-    unneeded = _fabric_not_needed(demand, node, nodes)
+    unneeded = fabric_not_needed(demand, node, nodes)
     plat = platform_for(node.accelerator)
     group, groups, _ = scaleup_groups(plat, node, demand.gpus)
     if plat.provider_network:  # Google's DCN, AWS's EFA: the provider's network, nothing to size
@@ -550,7 +496,7 @@ def size_fabric(
     ]
 
     reason = (
-        f"{_traffic(demand, node, nodes)}: "
+        f"{traffic(demand, node, nodes)}: "
         f"{topo.tiers}-tier {'single switch' if topo.tiers == 1 else fabric.topology} {fabric.kind} fabric"
         + (f", {topo.planes} planes (one fat-tree per NIC rail)" if topo.planes > 1 else "")
     )
