@@ -14,13 +14,10 @@ comes from the real shapes: grouped-query K and V are 2 g d each, a SwiGLU MLP
 keeps gate and up (4 f) and its product (2 f), flash attention keeps only a
 per-row log-sum-exp instead of the s x s terms. Selective recomputation drops
 the s x s terms, full recomputation keeps only each layer's input (2 h, split
-over TP under sequence parallelism). Each pipeline stage is charged the micro-batches
-its rank holds in flight at its peak (`in_flight_layers`: min(pp, micro-batches) on the
-first under 1F1B, 1 + (pp - 1) / (pp vpp) times that under the interleaved schedule,
-Korthikanti section 4.2.3, capped at every forward when the warm-up covers them), its own
-weights (the embedding on the first, the output layer and the logits on the last) and,
-with balanced edge stages, one layer fewer on the first and last; the heaviest stage is
-reported.
+over TP under sequence parallelism). The first pipeline stage holds
+min(pp, micro-batches) micro-batches in flight under 1F1B, times
+1 + (pp - 1) / (pp vpp) for the interleaved schedule (Korthikanti section 4.2.3);
+the last stage holds one, plus the logits; the heavier of the two is reported.
 """
 
 from __future__ import annotations
@@ -129,37 +126,9 @@ class TrainMemory:
         )
 
 
-# The pipeline stages whose memory can peak: the first (the embedding and the most micro-batches
-# in flight), the second (the most in flight of the stages that hold a full share of layers when
-# the edge stages are balanced) and the last (the output layer, the loss and its logits).
-STAGES = ("first", "middle", "last")
-
-
-def stage_layers(w: TrainWorkload, cfg: ParallelConfigs, stage: str | None = None) -> np.ndarray:
-    """Transformer layers one GPU of a pipeline stage holds, over its vpp chunks.
-
-    Even split: each chunk holds ceil(layers / (pp vpp)). Balanced edges
-    (`w.pipeline_edge_balance`, Llama 3 sec. 3.3.2; Megatron-Core's
-    account_for_embedding/loss_in_pipeline_split): the embedding and the output layer with
-    its loss each count as one layer, so ceil((layers + 2) / pp) per stage and one fewer on
-    the first and on the last (126 layers on PP16 x VP8: 7, 8 ... 8, 7).
-    `stage` None: the most any stage holds."""
-    layers = float(w.arch.layers)
-    if not w.pipeline_edge_balance:
-        return np.ceil(layers / (cfg.pp * cfg.vpp)) * cfg.vpp
-    # a stage's chunks may differ by a layer when pp x vpp does not divide layers + 2: the
-    # heaviest stage holds ceil((layers + 2) / pp), the edge stages one fewer
-    full = np.where(cfg.pp > 1, np.ceil((layers + 2.0) / cfg.pp), layers)
-    if stage in ("first", "last"):
-        return np.where(cfg.pp > 1, np.maximum(full - 1.0, 0.0), full)
-    return full
-
-
-def _stage_split(
-    c: ParamCounts, cfg: ParallelConfigs, layers_per_stage: np.ndarray, stage: str | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(layer dense, embedding/output, routed expert) parameters on one GPU of a stage
-    (`stage` None: the heaviest, the larger of the embedding and the output on top)."""
+def _stage_split(c: ParamCounts, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(layer dense, embedding/output, routed expert) parameters on one GPU of the heaviest stage."""
+    layers_per_stage = np.ceil(c.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     moe_fraction = c.moe_layers / c.layers
     dense_per_layer = c.attention_per_layer + c.norms_per_layer + c.router_per_layer * moe_fraction
     dense_layer_mlp = c.dense_mlp_per_layer * (1 - moe_fraction)
@@ -168,43 +137,31 @@ def _stage_split(
     expert = layers_per_stage * moe_fraction * c.routed_experts_per_layer / (cfg.tp * cfg.ep)
     emb = c.embedding / cfg.tp
     out = c.output / cfg.tp
-    last = out if c.output else emb  # tied embeddings: the last stage keeps its own copy
-    one_stage = emb + out
-    if stage == "first":
-        edge = np.where(cfg.pp == 1, one_stage, emb)
-    elif stage == "last":
-        edge = np.where(cfg.pp == 1, one_stage, last)
-    elif stage == "middle":
-        edge = np.where(cfg.pp == 1, one_stage, 0.0)
-    else:
-        edge = np.where(cfg.pp == 1, one_stage, np.maximum(emb, last))
+    edge = np.where(cfg.pp == 1, emb + out, np.maximum(emb, out if c.output else emb))
     return dense, edge, expert
 
 
-def stage_params(
-    w: TrainWorkload, cfg: ParallelConfigs, stage: str | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(dense, expert) parameters held by one GPU of a pipeline stage (None: the heaviest).
+def stage_params(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, expert) parameters held by one GPU of the heaviest pipeline stage.
 
-    The first stage also holds the input embedding and the last the output projection (one
-    stage holds both when pp = 1, or only one copy when the embeddings are tied)."""
-    dense, edge, expert = _stage_split(count_params(w.arch), cfg, stage_layers(w, cfg, stage), stage)
+    Layers are split evenly over pp stages; the first stage also holds the input
+    embedding and the last the output projection (one stage holds both when pp = 1,
+    or only one copy when the embeddings are tied).
+    """
+    dense, edge, expert = _stage_split(count_params(w.arch), cfg)
     return dense + edge, expert
 
 
-def stage_trainable(
-    w: TrainWorkload, cfg: ParallelConfigs, stage: str | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def stage_trainable(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
     """(dense, expert) trainable parameters on that GPU: all of them, or LoRA's adapters."""
     if not w.frozen_base:
-        return stage_params(w, cfg, stage)
-    counts = lora_counts(w.arch, w.lora_rank, w.lora_targets)
-    dense, _, expert = _stage_split(counts, cfg, stage_layers(w, cfg, stage), stage)
+        return stage_params(w, cfg)
+    dense, _, expert = _stage_split(lora_counts(w.arch, w.lora_rank, w.lora_targets), cfg)
     return dense, expert
 
 
 def stage_weight_bytes(
-    w: TrainWorkload, cfg: ParallelConfigs, dense: np.ndarray, expert: np.ndarray, stage: str | None = None
+    w: TrainWorkload, cfg: ParallelConfigs, dense: np.ndarray, expert: np.ndarray
 ) -> np.ndarray:
     """Bytes of weights one GPU holds before ZeRO-3 sharding, from its (dense, expert) base
     parameters: 16-bit for full training; for LoRA the frozen base in its storage precision
@@ -217,20 +174,18 @@ def stage_weight_bytes(
             # set fp8_param_gather=True) keep the block linears' working weights in fp8, one
             # byte each (the fp32 master copy is the optimizer's); embeddings, output layer and
             # norms stay 16-bit. torchao's float8 (tensorwise, rowwise) keeps 16-bit weights.
-            norms, edge = _sixteen_bit_params(w, cfg, stage)
+            norms, edge = _sixteen_bit_params(w, cfg)
             return (dense + expert) + (norms + edge)
         return 2.0 * (dense + expert)
-    adapters = sum(stage_trainable(w, cfg, stage))
+    adapters = sum(stage_trainable(w, cfg))
     base = w.base_weight_bytes * (dense + expert)
     if w.method == "qlora":
-        norms, edge = _sixteen_bit_params(w, cfg, stage)
+        norms, edge = _sixteen_bit_params(w, cfg)
         base = base + (2.0 - w.base_weight_bytes) * (norms + edge)
     return base + 2.0 * adapters
 
 
-def _sixteen_bit_params(
-    w: TrainWorkload, cfg: ParallelConfigs, stage: str | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def _sixteen_bit_params(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
     """(norm, embedding + output) parameters of one GPU's stage: what no low-precision weight
     format quantises (only the transformer blocks' linears are)."""
     kept_16bit = replace(
@@ -241,7 +196,7 @@ def _sixteen_bit_params(
         shared_experts_per_layer=0.0,
         router_per_layer=0.0,
     )
-    norms, edge, _ = _stage_split(kept_16bit, cfg, stage_layers(w, cfg, stage), stage)
+    norms, edge, _ = _stage_split(kept_16bit, cfg)
     return norms, edge
 
 
@@ -354,26 +309,10 @@ def train_memory(
     params: tuple[np.ndarray, np.ndarray] | None = None,
     act_per_token: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> TrainMemory:
-    """Memory per GPU on the pipeline stage that peaks (`STAGES`: each stage's own weights
-    and activations, the heaviest total reported). `params` (the heaviest stage's, when the
-    caller already has them) stand for every stage's when the stages are not balanced, and
-    `act_per_token` may be passed in when the caller already computed it (the search
-    evaluates it once per distinct layer shape)."""
-    act_pair = act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
-    if not w.pipeline_edge_balance:  # the stages share the heaviest's state: the activations decide
-        weights, gradients, optimizer = state_memory(w, cfg, params)
-        activations, logits = activation_memory(w, cfg, act_pair)
-    else:
-        parts = [
-            (*state_memory(w, cfg, stage=stage), *activation_memory(w, cfg, act_pair, stage))
-            for stage in STAGES
-        ]
-        totals = np.stack([sum(p) for p in parts])
-        totals[1] = np.where(cfg.pp > 2, totals[1], -np.inf)  # a middle stage exists from pp = 3
-        peak = np.argmax(totals, axis=0)
-        weights, gradients, optimizer, activations, logits = (
-            np.choose(peak, [p[k] for p in parts]) for k in range(5)
-        )
+    """Memory per GPU. `params` and `act_per_token` may be passed in when the caller
+    already computed them (the search evaluates them once per distinct layer shape)."""
+    weights, gradients, optimizer = state_memory(w, cfg, params)
+    activations, logits = activation_memory(w, cfg, act_per_token)
     host = host_offload_bytes(w, cfg, optimizer)
     if w.optimizer_offload:  # optimizer states live in host memory, not on the device
         optimizer = np.zeros_like(optimizer)
@@ -397,22 +336,19 @@ def host_offload_bytes(w: TrainWorkload, cfg: ParallelConfigs, optimizer: np.nda
     when they are offloaded (`optimizer`: their bytes on this GPU)."""
     offloaded = offloaded_bytes_per_token_layer(w, cfg)
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
-    acts = offloaded * tokens_mb * in_flight_layers(w, cfg, "first")
+    layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+    in_flight = np.minimum(cfg.pp, w.global_batch / (cfg.dp * cfg.micro_batch))
+    interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
+    acts = offloaded * tokens_mb * layers_per_stage * in_flight * interleave
     return acts + (optimizer if w.optimizer_offload else 0.0)
 
 
 def state_memory(
-    w: TrainWorkload,
-    cfg: ParallelConfigs,
-    params: tuple[np.ndarray, np.ndarray] | None = None,
-    stage: str | None = None,
+    w: TrainWorkload, cfg: ParallelConfigs, params: tuple[np.ndarray, np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(weights, gradients, optimizer states) bytes per GPU of a pipeline stage: what the
-    ZeRO stage shards; the micro-batch and recomputation do not change them. Unbalanced
-    stages are all charged the heaviest stage's parameters (the edge stages carry the
-    embedding or the output on top of an equal share of layers)."""
-    stage = stage if w.pipeline_edge_balance else None
-    dense, expert = params if params is not None else stage_params(w, cfg, stage)
+    """(weights, gradients, optimizer states) bytes per GPU: what the ZeRO stage shards;
+    the micro-batch and recomputation do not change them."""
+    dense, expert = params if params is not None else stage_params(w, cfg)
     # Megatron shards the distributed optimizer (and ZeRO-3 weights) over the data-parallel
     # group *with* context parallelism: CP ranks hold the same weights (parallel_state's
     # data_parallel_group_with_cp), so the shard count is dp x cp.
@@ -429,10 +365,10 @@ def state_memory(
 
     # Weights: the bytes per parameter of each kind scale both shards alike.
     total_params = dense + expert
-    weight_bytes = stage_weight_bytes(w, cfg, dense, expert, stage)
+    weight_bytes = stage_weight_bytes(w, cfg, dense, expert)
     weights = weight_bytes * sharded(dense, expert, 3) / np.maximum(total_params, 1.0)
     if w.frozen_base:  # gradients and optimizer states exist only for the adapters
-        t_dense, t_expert = stage_trainable(w, cfg, stage)
+        t_dense, t_expert = stage_trainable(w, cfg)
     else:
         t_dense, t_expert = dense, expert
     # ZeRO-3 / FSDP keeps 16-bit sharded gradients (DeepSpeed stage 3; FSDP's bf16
@@ -443,7 +379,7 @@ def state_memory(
     optimizer = OPTIMIZER_STATE_BYTES_PER_PARAM[w.optimizer] * sharded(t_dense, t_expert, 1)
     # ZeRO-3 also holds the unsharded 16-bit weights of the layer being computed and of the
     # one being prefetched (FSDP's forward/backward prefetch of one unit).
-    layers_stage = stage_layers(w, cfg, stage)
+    layers_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     unit = weight_bytes * dense / np.maximum(total_params, 1.0) / np.maximum(layers_stage, 1.0)
     # Under pipeline parallelism FSDP keeps the whole stage unsharded through the micro-batches
     # (and accumulates its 16-bit gradients unsharded until the one reduce-scatter).
@@ -454,66 +390,32 @@ def state_memory(
     return weights, gradients, optimizer
 
 
-def in_flight_layers(w: TrainWorkload, cfg: ParallelConfigs, stage: str) -> np.ndarray:
-    """Layer x micro-batch activations one GPU of a pipeline stage holds at its peak.
-
-    1F1B (vpp = 1): pipeline rank r runs pp - r forwards before its first backward, so the
-    first stage holds min(pp, m) micro-batches, the second pp - 1 and the last one.
-    Interleaved (Megatron-Core's schedule, Narayanan et al. 2021 sec. 2.2.2;
-    megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving):
-    rank r runs 2 (pp - r - 1) + (vpp - 1) pp warm-up chunk forwards before its first backward
-    (all m vpp when that is not fewer, as on the first rank when m = pp), one more at the peak; the forwards go to chunk 0 for pp
-    micro-batches, then chunk 1, ..., wrapping to chunk 0 again, so the first stage's first
-    chunk holds 2 pp - 1 micro-batches and the last stage's last chunk one. With balanced
-    edges those two chunks hold one layer fewer (Llama 3's first chunk holds only the
-    embedding, its last only the output and the loss), and the peak moves to the second stage."""
-    pp, v = cfg.pp, cfg.vpp
-    m = w.global_batch / (cfg.dp * cfg.micro_batch)
-    chunk = stage_layers(w, cfg, "middle") / v  # layers of a chunk with a full share
-    edge_chunk = stage_layers(w, cfg, stage) - (v - 1.0) * chunk  # the stage's first or last chunk
-    others = (v - 1.0) * pp  # chunk forwards of the full chunks in a round
-    if stage == "first":
-        n = np.where(v > 1, np.minimum(2 * (pp - 1) + others + 1, m * v), np.minimum(pp, m))
-        # chunk 0 runs the first pp forwards and every one past a full round
-        first_chunk = np.minimum(n, pp) + np.maximum(n - pp * v, 0.0)
-        return np.where(
-            v > 1, first_chunk * edge_chunk + np.maximum(n - first_chunk, 0.0) * chunk, n * edge_chunk
-        )
-    if stage == "middle":
-        n = np.where(v > 1, np.minimum(2 * (pp - 2) + others + 1, m * v), np.minimum(pp - 1, m))
-        return n * chunk
-    n = np.where(v > 1, np.minimum(others + 1, m * v), 1.0)
-    return np.minimum(n, others) * chunk + np.maximum(n - others, 0.0) * edge_chunk
-
-
 def activation_memory(
-    w: TrainWorkload,
-    cfg: ParallelConfigs,
-    act_per_token: tuple[np.ndarray, np.ndarray] | None = None,
-    stage: str | None = None,
+    w: TrainWorkload, cfg: ParallelConfigs, act_per_token: tuple[np.ndarray, np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(activations, logits) bytes per GPU on a pipeline stage (None: the heavier of the first
-    and the last): what the micro-batch and recomputation set; the ZeRO stage does not
-    change them."""
-    if stage is None:
-        first, last = (
-            activation_memory(w, cfg, act_per_token, "first"),
-            activation_memory(w, cfg, act_per_token, "last"),
-        )
-        first_heavier = first[0] >= last[0] + last[1]
-        return np.where(first_heavier, first[0], last[0]), np.where(first_heavier, 0.0, last[1])
+    """(activations, logits) bytes per GPU on the heavier of the first and last stages:
+    what the micro-batch and recomputation set; the ZeRO stage does not change them."""
     kept, rebuilt_per_token = (
         act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
     )
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
+    layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+    num_micro = w.global_batch / (cfg.dp * cfg.micro_batch)
+    in_flight = np.minimum(cfg.pp, num_micro)
+    interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
+    one_mb = kept * tokens_mb * layers_per_stage
     # Full recomputation rebuilds one layer's whole activations during its backward.
     # (Named JAX policies rebuild a layer's tensors from its input the same way.)
     rebuilt = np.where(cfg.recompute >= remat.CODES["full"], rebuilt_per_token * tokens_mb, 0.0)
-    activations = kept * tokens_mb * in_flight_layers(w, cfg, stage) + rebuilt
-    if stage != "last":
-        return activations, np.zeros_like(activations)
-    # The last stage also holds one micro-batch's logits [T, V/t]: see LOGITS_BYTES_PER_ENTRY.
-    return activations, tokens_mb * w.arch.vocab / cfg.tp * LOGITS_BYTES_PER_ENTRY + 0.0 * cfg.tp
+    first_stage = one_mb * in_flight * interleave + rebuilt
+    # The last stage keeps one micro-batch in flight under 1F1B, plus the logits
+    # [T, V/t]: see LOGITS_BYTES_PER_ENTRY.
+    last_stage = one_mb * interleave + rebuilt
+    logits_last = tokens_mb * w.arch.vocab / cfg.tp * LOGITS_BYTES_PER_ENTRY
+    first_heavier = first_stage >= last_stage + logits_last
+    activations = np.where(first_heavier, first_stage, last_stage)
+    logits = np.where(first_heavier, 0.0, logits_last)
+    return activations, logits
 
 
 def _full_layer_bytes(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
@@ -540,8 +442,7 @@ def memory_grid(
     framework_bytes: float = FRAMEWORK_BYTES,
 ) -> np.ndarray:
     """Bytes per GPU of every (row, recompute, ZeRO stage) layout, shape (rows, recompute,
-    ZeRO): the `train_memory` total of each (the peak over the pipeline stages), from two
-    evaluations a grid's edge long per stage.
+    ZeRO): the `train_memory` total of each, from two evaluations a grid's edge long.
 
     The ZeRO stage changes only weights, gradients and optimizer states (`state_memory`);
     recomputation only activations and logits (`activation_memory`). So the total is the static part at
@@ -555,21 +456,13 @@ def memory_grid(
         runs = [slice(a, a + step) for a in range(0, len(rows), step)]
         return np.concatenate([memory_grid(w, rows.take(r), recompute, zero, framework_bytes) for r in runs])
     n = len(rows)
-    by_zero = replace(rows.take(np.repeat(np.arange(n), zero.size)), zero_stage=np.tile(zero, n))
-    by_recompute = replace(
-        rows.take(np.repeat(np.arange(n), recompute.size)), recompute=np.tile(recompute, n)
+    weights, gradients, optimizer = state_memory(
+        w, replace(rows.take(np.repeat(np.arange(n), zero.size)), zero_stage=np.tile(zero, n))
     )
-    act_pair = activation_per_token_layer_pair(w, by_recompute)
-    peak = np.full((n, recompute.size, zero.size), -np.inf)
-    # unbalanced stages share the heaviest's state (`train_memory`): the activations decide
-    for stage in STAGES if w.pipeline_edge_balance else (None,):
-        weights, gradients, optimizer = state_memory(w, by_zero, stage=stage)
-        if w.optimizer_offload:
-            optimizer = np.zeros_like(optimizer)
-        static = (weights + gradients + optimizer + framework_bytes).reshape(n, zero.size)
-        activations, logits = activation_memory(w, by_recompute, act_pair, stage)
-        total = static[:, None, :] + (activations + logits).reshape(n, recompute.size)[:, :, None]
-        if stage == "middle":  # a middle stage exists from pp = 3
-            total = np.where((rows.pp > 2)[:, None, None], total, -np.inf)
-        peak = np.maximum(peak, total)
-    return peak
+    if w.optimizer_offload:
+        optimizer = np.zeros_like(optimizer)
+    static = (weights + gradients + optimizer + framework_bytes).reshape(n, zero.size)
+    activations, logits = activation_memory(
+        w, replace(rows.take(np.repeat(np.arange(n), recompute.size)), recompute=np.tile(recompute, n))
+    )
+    return static[:, None, :] + (activations + logits).reshape(n, recompute.size)[:, :, None]

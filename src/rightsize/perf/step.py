@@ -33,7 +33,6 @@ from rightsize.perf.layer import ACT_BYTES, LayerTimes, layer_times, logits_time
 from rightsize.perf.memory import (
     TrainMemory,
     activation_per_token_layer_pair,
-    stage_layers,
     stage_params,
     stage_trainable,
     stage_weight_bytes,
@@ -423,19 +422,15 @@ def _train_step(
     combined in one pass over the arrays, so the breakdown adds up to the step by construction."""
     lc = _unique_layer_costs(w, cfg, hw, variant)
     # Layers per stage: the heaviest stage holds ceil(layers / pp) when they do not divide.
-    # With vpp chunks per stage, each chunk holds ceil(layers / (pp vpp)) (perf.memory.stage_layers).
-    lps = stage_layers(w, cfg, "middle")
+    # With vpp chunks per stage, each chunk holds ceil(layers / (pp vpp)).
+    lps = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     m = w.global_batch / (cfg.dp * cfg.micro_batch)  # micro-batches per step
 
     # Per micro-batch, per stage: compute and exposed communication.
     compute_mb = lps * lc.compute
     tp_mb, cp_mb, ep_mb = lps * lc.tp, lps * lc.cp, lps * lc.ep
     stage_mb = compute_mb + tp_mb + cp_mb + ep_mb
-    # The last stage also runs the output layer and the loss: what that adds to the slowest
-    # stage's slot. Balanced edges (Llama 3 sec. 3.3.2) give it fewer layers in exchange, so
-    # only what the logits take beyond the layers it gave up is left.
-    spared = (lps - stage_layers(w, cfg, "last")) * (lc.compute + lc.tp + lc.cp + lc.ep)
-    last_stage_extra = np.maximum(lc.logits - spared, 0.0)
+    last_stage_extra = lc.logits
 
     compute = m * (compute_mb + last_stage_extra)
     tp_comm, cp_comm, ep_comm = m * tp_mb, m * cp_mb, m * ep_mb

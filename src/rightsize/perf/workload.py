@@ -55,7 +55,6 @@ class TrainWorkload:
     attention_kernel: str = "auto"  # flash2 | cudnn | flash3 | auto (the accelerator's usual)
     cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses)
     cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
-    pipeline_edge_balance: bool = False  # embedding and loss take a layer's place on the edge stages
 
     @classmethod
     def from_spec(cls, arch: ModelArch, training: TrainingWorkload) -> TrainWorkload:
@@ -77,7 +76,6 @@ class TrainWorkload:
             attention_kernel=training.attention_kernel,
             cp_comm=training.cp_comm,
             cp_load_balance=training.cp_load_balance,
-            pipeline_edge_balance=training.pipeline_edge_balance,
         )
 
     @property

@@ -251,16 +251,6 @@ class TrainingWorkload(BaseModel):
             "every rank equal attention work; false: contiguous chunks, the last rank does 2cp/(cp+1) of the average."
         ),
     )
-    pipeline_edge_balance: bool = Field(
-        default=False,
-        description=(
-            "Balance the pipeline's edge stages: the input embedding and the output layer with its loss each "
-            "take one transformer layer's place, so the first and the last stage hold one layer fewer (Llama 3, "
-            "arXiv:2407.21783 sec. 3.3.2: 126 layers on PP16 x VP8, the first chunk only the embedding, the last "
-            "only the output and loss; Megatron-Core --account-for-embedding-in-pipeline-split and "
-            "--account-for-loss-in-pipeline-split). False: layers split evenly, the edges carry them on top."
-        ),
-    )
     optimizer_offload: bool = Field(
         default=False,
         description=(
