@@ -37,8 +37,11 @@ def table_paths() -> list[Path]:
     """The rows the stored table summarises: the public set and the family files. The held-out
     rows stay out: the table widens plan ranges, and nothing may be tuned on the holdout
     (validate/data/HOLDOUT.md); `rightsize validate --holdout --families` still reports them
-    per family."""
-    return [*bundled_paths(), *family_paths()]
+    per family. Vision and recommendation files stay out too: the table's spreads widen the
+    ranges of LLM training and serving plans, which those models' errors say nothing about."""
+    from rightsize.validate.kinds import kind_cases
+
+    return [p for p in (*bundled_paths(), *family_paths()) if kind_cases(p) is None]
 
 
 def _stats(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
