@@ -5,41 +5,24 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from perf_helpers import catalog_hw, llama2_7b
 
-from rightsize.catalog import get_accelerator, node_for
-from rightsize.perf.hardware import Hardware
 from rightsize.perf.layer import logits_times
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.spec.model import ModelArch
 
 
-def _hw(acc_id: str, dtype: str = "bf16") -> Hardware:
-    acc = get_accelerator(acc_id)
-    return Hardware.from_catalog(acc, node_for(acc.id), dtype)
-
-
-def _llama2_7b() -> ModelArch:
-    return ModelArch(
-        name="llama2-7b",
-        layers=32,
-        hidden=4096,
-        heads=32,
-        kv_heads=32,
-        ffn_hidden=11008,
-        vocab=32000,
-        mlp="swiglu",
-    )
-
-
 def test_fp8_keeps_the_output_layer_in_bf16() -> None:
-    arch = _llama2_7b()
+    arch = llama2_7b()
     cfg = ParallelConfigs.single(dp=8, micro_batch=1)
     bf16 = logits_times(
-        TrainWorkload(arch=arch, seq_len=4096, global_batch=8, precision="bf16"), cfg, _hw("h100-sxm")
+        TrainWorkload(arch=arch, seq_len=4096, global_batch=8, precision="bf16"), cfg, catalog_hw("h100-sxm")
     )
     fp8 = logits_times(
-        TrainWorkload(arch=arch, seq_len=4096, global_batch=8, precision="fp8"), cfg, _hw("h100-sxm", "fp8")
+        TrainWorkload(arch=arch, seq_len=4096, global_batch=8, precision="fp8"),
+        cfg,
+        catalog_hw("h100-sxm", "fp8"),
     )
     assert fp8[0][0] == pytest.approx(bf16[0][0]) and fp8[1][0] == pytest.approx(bf16[1][0])
 
@@ -58,7 +41,7 @@ def test_fp8_recipes_change_casts_and_fsdp_gathers() -> None:
         mlp="swiglu",
     )
     cfg = ParallelConfigs.single(dp=64, micro_batch=1, recompute="full", zero_stage=3)
-    hw = _hw("h100-sxm", "fp8").with_overrides(
+    hw = catalog_hw("h100-sxm", "fp8").with_overrides(
         scaleout_bytes_per_s_per_gpu=5e9
     )  # a thin network exposes gathers
     base = TrainWorkload(arch=arch, seq_len=8192, global_batch=64, precision="fp8")

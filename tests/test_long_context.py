@@ -7,37 +7,18 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from perf_helpers import catalog_hw, llama2_7b
 
-from rightsize.catalog import get_accelerator, node_for
-from rightsize.perf.hardware import Hardware
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.spec.model import ModelArch
-
-
-def _hw(acc_id: str, dtype: str = "bf16") -> Hardware:
-    acc = get_accelerator(acc_id)
-    return Hardware.from_catalog(acc, node_for(acc.id), dtype)
-
-
-def _llama2_7b() -> ModelArch:
-    return ModelArch(
-        name="llama2-7b",
-        layers=32,
-        hidden=4096,
-        heads=32,
-        kv_heads=32,
-        ffn_hidden=11008,
-        vocab=32000,
-        mlp="swiglu",
-    )
 
 
 def test_attention_kernels_on_h100_follow_the_fa3_paper() -> None:
     """FlashAttention-2 < cuDNN < FlashAttention-3 on H100 (arXiv 2407.08608, Figs. 5-6); training
     defaults to FA2, serving keeps its own attention_fraction; a calibration that moves
     attention_fraction moves every kernel in proportion."""
-    hw = _hw("h100-sxm")
+    hw = catalog_hw("h100-sxm")
     fracs = [float(hw.attention_fraction_for(k)) for k in ("flash2", "cudnn", "flash3")]
     assert fracs == sorted(fracs) and fracs[0] == pytest.approx(0.338)
     assert float(hw.attention_fraction_for("auto")) == pytest.approx(0.338)
@@ -54,10 +35,10 @@ def test_nemo_llama2_7b_256k_context_parallel_with_flash2() -> None:
     measured kernel would be faster."""
     s = 262144
     w = TrainWorkload(
-        arch=_llama2_7b(), seq_len=s, global_batch=16, precision="fp8", attention_kernel="flash2"
+        arch=llama2_7b(), seq_len=s, global_batch=16, precision="fp8", attention_kernel="flash2"
     )
     cfg = ParallelConfigs.single(tp=4, dp=8, cp=8, micro_batch=1, sequence_parallel=True, zero_stage=1)
-    hw = _hw("h100-sxm", "fp8")
+    hw = catalog_hw("h100-sxm", "fp8")
     st = train_step(w, cfg, hw)
     n = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 32000 * 4096
     published_tps = 549e12 / (6 * n + 12 * 32 * 4096 * s)
@@ -83,7 +64,7 @@ def test_context_parallel_variants_and_load_balance() -> None:
         mlp="swiglu",
     )
     cfg = ParallelConfigs.single(tp=8, dp=1, cp=16, micro_batch=1, recompute="full", sequence_parallel=True)
-    hw = _hw("h100-sxm", "fp8")
+    hw = catalog_hw("h100-sxm", "fp8")
     base = TrainWorkload(arch=arch, seq_len=262144, global_batch=4, precision="fp8")
     ring = train_step(base, cfg, hw)
     assert float(ring.cp_comm[0]) == 0.0
@@ -98,7 +79,7 @@ def test_attention_waves_idle_sms_only_when_few_blocks() -> None:
     SMs; one local head of a 2k chunk (32 heads over TP32) leaves most of them idle."""
     from rightsize.perf.attention import attention_wave_efficiency
 
-    hw = _hw("h100-sxm")
+    hw = catalog_hw("h100-sxm")
     assert float(attention_wave_efficiency(np.array(1.0), np.array(16.0), np.array(16384.0), hw)) == 1.0
     few = float(attention_wave_efficiency(np.array(1.0), np.array(1.0), np.array(2048.0), hw))
     assert few == pytest.approx((16 / 132) / (2048 / (16 * 132)))

@@ -7,18 +7,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from perf_helpers import catalog_hw, llama2_7b
 
-from rightsize.catalog import get_accelerator, node_for
 from rightsize.perf import remat
-from rightsize.perf.hardware import Hardware
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.spec.model import ModelArch
-
-
-def _hw(acc_id: str, dtype: str = "bf16") -> Hardware:
-    acc = get_accelerator(acc_id)
-    return Hardware.from_catalog(acc, node_for(acc.id), dtype)
 
 
 def _maxtext(scale_layers: int, hidden: int, heads: int, ffn: int) -> ModelArch:
@@ -36,32 +30,19 @@ def _maxtext(scale_layers: int, hidden: int, heads: int, ffn: int) -> ModelArch:
     )
 
 
-def _llama2_7b() -> ModelArch:
-    return ModelArch(
-        name="llama2-7b",
-        layers=32,
-        hidden=4096,
-        heads=32,
-        kv_heads=32,
-        ffn_hidden=11008,
-        vocab=32000,
-        mlp="swiglu",
-    )
-
-
 def test_maxtext_v5e_32b_full_remat_fits_on_16gb_chips() -> None:
     """MaxText configs/v5e/32b.sh: 256 v5e chips, FSDP over all, 4 sequences of 2048 per chip,
     remat full; it ran (132 TFLOP/s/chip, configs/v5e/README.md), so it must fit."""
     w = TrainWorkload(arch=_maxtext(32, 8192, 64, 28672), seq_len=2048, global_batch=1024, precision="bf16")
     cfg = ParallelConfigs.single(dp=256, micro_batch=4, recompute="full", zero_stage=3)
-    mem = train_step(w, cfg, _hw("tpu-v5e")).memory
+    mem = train_step(w, cfg, catalog_hw("tpu-v5e")).memory
     assert bool(mem.fits[0]), mem.as_dict(0)
 
 
 def test_policies_order_memory_and_recompute() -> None:
     """Saving fewer tensors keeps less on the device and repeats more forward work."""
-    w = TrainWorkload(arch=_llama2_7b(), seq_len=4096, global_batch=64, precision="bf16")
-    hw = _hw("h100-sxm")
+    w = TrainWorkload(arch=llama2_7b(), seq_len=4096, global_batch=64, precision="bf16")
+    hw = catalog_hw("h100-sxm")
     order = ["none", "minimal", "save_dot_except_mlp", "save_qkv_proj", "full"]
     cfg = ParallelConfigs(
         tp=1,
@@ -84,8 +65,8 @@ def test_policies_order_memory_and_recompute() -> None:
 
 
 def test_offloaded_policy_moves_qkv_to_host_and_costs_link_time() -> None:
-    w = TrainWorkload(arch=_llama2_7b(), seq_len=4096, global_batch=64, precision="bf16")
-    hw = _hw("h100-sxm")
+    w = TrainWorkload(arch=llama2_7b(), seq_len=4096, global_batch=64, precision="bf16")
+    hw = catalog_hw("h100-sxm")
     names = ["save_qkv_proj", "qkv_proj_offloaded"]
     cfg = ParallelConfigs(
         tp=1,
@@ -111,18 +92,18 @@ def test_offloaded_policy_moves_qkv_to_host_and_costs_link_time() -> None:
 
 
 def test_host_memory_limits_offload() -> None:
-    w = TrainWorkload(arch=_llama2_7b(), seq_len=4096, global_batch=64, precision="bf16")
+    w = TrainWorkload(arch=llama2_7b(), seq_len=4096, global_batch=64, precision="bf16")
     cfg = ParallelConfigs.single(dp=8, micro_batch=2, recompute="minimal_offloaded", zero_stage=3)
-    hw = _hw("h100-sxm")
+    hw = catalog_hw("h100-sxm")
     assert bool(train_step(w, cfg, hw).memory.fits[0])
     tiny = hw.with_overrides(host_bytes_per_gpu=1e9)
     assert not bool(train_step(w, cfg, tiny).memory.fits[0])
 
 
 def test_optimizer_offload_moves_states_to_host_and_streams_them() -> None:
-    w = TrainWorkload(arch=_llama2_7b(), seq_len=4096, global_batch=64, precision="bf16")
+    w = TrainWorkload(arch=llama2_7b(), seq_len=4096, global_batch=64, precision="bf16")
     cfg = ParallelConfigs.single(dp=8, micro_batch=1, recompute="full", zero_stage=1)
-    hw = _hw("h100-sxm")
+    hw = catalog_hw("h100-sxm")
     on = train_step(w, cfg, hw)
     off = train_step(replace(w, optimizer_offload=True), cfg, hw)
     assert float(off.memory.optimizer[0]) == 0.0
@@ -158,7 +139,7 @@ def test_torchtitan_op_selective_keeps_every_other_matmul_output() -> None:
         sequence_parallel=False,
         zero_stage=3,
     )
-    st = train_step(w, cfg, _hw("h100-sxm"))
+    st = train_step(w, cfg, catalog_hw("h100-sxm"))
     h, a, g, d, f = 4096, 32, 8, 128, 14336
     per_token = 2 * h + 2 * a * d + 2 * g * d + (2 * a * d + 4 * a) + 2 * f + 2 * h
     rebuilt = st.memory.activations[1] - per_token * 16384 * 32
@@ -198,7 +179,7 @@ def test_spec_takes_named_policies_and_offload_fields() -> None:
 
 
 def test_xla_keeps_less_device_memory_aside_than_cuda() -> None:
-    tpu, gpu = _hw("tpu-v5e"), _hw("h100-sxm")
+    tpu, gpu = catalog_hw("tpu-v5e"), catalog_hw("h100-sxm")
     assert tpu.framework_bytes < gpu.framework_bytes and tpu.usable_fraction > gpu.usable_fraction
 
 
@@ -208,7 +189,7 @@ def test_tpu_search_tries_maxtext_policies() -> None:
     from rightsize.search.space import enumerate_where
     from rightsize.spec.training import ParallelSettings
 
-    arch = _llama2_7b()
+    arch = llama2_7b()
     names = remat.searched_policies(acc_of("tpu-v5p").vendor)
     assert "qkv_proj_offloaded" in names and "selective" not in names
     cfg, _ = enumerate_where(

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from perf_helpers import catalog_hw
 
-from rightsize.catalog import get_accelerator, node_for
-from rightsize.perf.hardware import Hardware
+from rightsize.catalog import get_accelerator
 from rightsize.perf.memory import stage_params, stage_weight_bytes
 from rightsize.perf.step import comm_compute_interference, train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
@@ -26,22 +26,17 @@ LLAMA_70B = ModelArch(
 )
 
 
-def _hw(acc_id: str, dtype: str = "bf16") -> Hardware:
-    acc = get_accelerator(acc_id)
-    return Hardware.from_catalog(acc, node_for(acc.id), dtype)
-
-
 @pytest.mark.parametrize("acc_id", ["tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7"])
 def test_tpu_collectives_hold_no_tensorcore(acc_id: str) -> None:
     eff = get_accelerator(acc_id).efficiency
     assert eff.collective_compute_units == 0.0
     source = eff.sources["collective_compute_units"].source
     assert "xla_tpu_enable" in source  # names the XLA flags the recipes set
-    assert comm_compute_interference(_hw(acc_id)) == 0.0
+    assert comm_compute_interference(catalog_hw(acc_id)) == 0.0
 
 
 def test_gpus_keep_nccl_channels_on_their_sms() -> None:
-    hw = _hw("h100-sxm")
+    hw = catalog_hw("h100-sxm")
     assert hw.collective_compute_units == 16.0
     assert comm_compute_interference(hw) == pytest.approx(16.0 / 132.0)
 
@@ -53,7 +48,7 @@ def test_fsdp_step_on_tpu_v7_hides_its_gathers() -> None:
     chip's 2 TensorCores (the old behaviour) would expose all of it."""
     w = TrainWorkload(arch=LLAMA_70B, seq_len=8192, global_batch=256, precision="bf16")
     cfg = ParallelConfigs.single(dp=64, micro_batch=4, recompute="save_qkv_proj", zero_stage=3)
-    hw = _hw("tpu-v7")
+    hw = catalog_hw("tpu-v7")
     st = train_step(w, cfg, hw)
     nccl_like = train_step(w, cfg, hw.with_overrides(collective_compute_units=16.0))
     assert st.dp_comm[0] < 0.01 * st.compute[0]
