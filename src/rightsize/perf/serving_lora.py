@@ -26,6 +26,7 @@ import numpy as np
 from rightsize.perf.inference import BYTES_PER_ELEMENT, Replica
 from rightsize.perf.kernels.timing import OpReport
 from rightsize.perf.params import mlp_matrices, qk_head_dim, v_head_dim
+from rightsize.perf.replica_wrap import WrappedReplica
 from rightsize.spec.model import ModelArch
 
 ADAPTER_BYTES_PER_PARAM = BYTES_PER_ELEMENT["bf16"]  # adapters are served in 16 bit
@@ -49,10 +50,9 @@ def adapter_params(arch: ModelArch, rank: int, modules: str) -> float:
 
 
 @dataclass(frozen=True)
-class LoraReplica(Replica):
+class LoraReplica(WrappedReplica):
     """`target` serving `adapters` LoRA adapters of rank `rank` (module docstring)."""
 
-    target: Replica | None = None
     adapters: int = 1
     rank: int = 16
     max_loras: int = 1
@@ -60,26 +60,7 @@ class LoraReplica(Replica):
 
     @classmethod
     def wrap(cls, target: Replica, adapters: int, rank: int, max_loras: int, modules: str) -> LoraReplica:
-        t = target
-        return cls(
-            t.arch,
-            t.tp,
-            t.weight_precision,
-            t.kv_precision,
-            t.hw,
-            t.dequant,
-            t.engine,
-            t.kernels,
-            target=t,
-            adapters=adapters,
-            rank=rank,
-            max_loras=max_loras,
-            modules=modules,
-        )
-
-    def _target(self) -> Replica:
-        assert self.target is not None  # set by wrap
-        return self.target
+        return cls.around(target, adapters=adapters, rank=rank, max_loras=max_loras, modules=modules)
 
     @property
     def adapter_bytes_per_gpu(self) -> float:

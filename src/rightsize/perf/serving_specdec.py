@@ -25,6 +25,7 @@ import numpy as np
 
 from rightsize.perf.inference import Replica
 from rightsize.perf.kernels.timing import OpReport
+from rightsize.perf.replica_wrap import WrappedReplica
 
 
 def tokens_per_step(draft_tokens: int, acceptance_rate: float) -> float:
@@ -34,11 +35,10 @@ def tokens_per_step(draft_tokens: int, acceptance_rate: float) -> float:
 
 
 @dataclass(frozen=True)
-class SpeculativeReplica(Replica):
+class SpeculativeReplica(WrappedReplica):
     """`target` decoding with speculation (see the module docstring); `draft` is the draft
     model's replica (method draft_model) or the one-layer head (eagle, mtp); None: n-gram."""
 
-    target: Replica | None = None
     draft: Replica | None = None
     draft_tokens: int = 1
     method: str = "draft_model"
@@ -47,25 +47,7 @@ class SpeculativeReplica(Replica):
     def wrap(
         cls, target: Replica, draft: Replica | None, draft_tokens: int, method: str
     ) -> SpeculativeReplica:
-        t = target
-        return cls(
-            t.arch,
-            t.tp,
-            t.weight_precision,
-            t.kv_precision,
-            t.hw,
-            t.dequant,
-            t.engine,
-            t.kernels,
-            target=t,
-            draft=draft,
-            draft_tokens=draft_tokens,
-            method=method,
-        )
-
-    def _target(self) -> Replica:
-        assert self.target is not None  # set by wrap
-        return self.target
+        return cls.around(target, draft=draft, draft_tokens=draft_tokens, method=method)
 
     def _draft_model(self) -> Replica | None:
         return self.draft if self.method == "draft_model" else None
