@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_helpers import browser_session
 
 from rightsize.advise.view import sizing_dict
 from rightsize.api import plan as run_plan
@@ -80,29 +79,10 @@ class _Sizing:
         return self.d
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    exe = _chromium()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None  # type: ignore[assignment]
-    if exe is None or sync_playwright is None:
-        if os.environ.get("RIGHTSIZE_REQUIRE_BROWSER"):
-            pytest.fail("RIGHTSIZE_REQUIRE_BROWSER is set but Chromium or Playwright is missing")
-        pytest.skip("Chromium or Playwright is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=ARGS)
+    with browser_session(ARGS) as b:
         yield b
-        b.close()
 
 
 # Widths a report is read at: a wide desktop window and a laptop with a side panel open.

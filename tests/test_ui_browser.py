@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from browser_helpers import browser_session
 
 from rightsize.cli.main import main
 
@@ -31,31 +32,10 @@ TIMEOUT_MS = 30_000
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 
-def _chromium() -> str | None:
-    import shutil
-
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    exe = _chromium()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None  # type: ignore[assignment]
-    if exe is None or sync_playwright is None:
-        if os.environ.get("RIGHTSIZE_REQUIRE_BROWSER"):
-            pytest.fail("RIGHTSIZE_REQUIRE_BROWSER is set but Chromium or Playwright is missing")
-        pytest.skip("Chromium or Playwright is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=ARGS)
+    with browser_session(ARGS) as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
