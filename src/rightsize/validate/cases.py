@@ -47,6 +47,17 @@ def bundled_paths(holdout: bool = False) -> list[Path]:
     return [Path(str(base / n)) for n in names]
 
 
+def published_value(path: Any, line: int, r: dict[str, Any]) -> float:
+    """The row's published figure (`value`), or BadInput naming the file, line and case."""
+    try:
+        return float(r["value"])
+    except (TypeError, ValueError):
+        raise BadInput(
+            f"{path}:{line}: value '{r.get('value')}' of case '{r.get('id')}' is not a number.",
+            fix="Write the published figure as a plain number.",
+        ) from None
+
+
 def read_cases(path: Path) -> list[Case]:
     text = read_text_capped(
         path,
@@ -71,13 +82,7 @@ def read_cases(path: Path) -> list[Case]:
         )
     cases = []
     for n, r in enumerate(rows, start=2):
-        try:
-            value = float(r["value"])
-        except (TypeError, ValueError):
-            raise BadInput(
-                f"{path}:{n}: value '{r.get('value')}' of case '{r.get('id')}' is not a number.",
-                fix="Write the published figure as a plain number.",
-            ) from None
+        value = published_value(path, n, r)
         cases.append(Case(id=r["id"], metric=r["metric"], published=value, row=r, source=r.get("source", "")))
     return cases
 

@@ -24,6 +24,7 @@ from typing import Any
 from rightsize.errors import BadInput, RightsizeError
 from rightsize.perf.hardware import Hardware
 from rightsize.safe_read import read_text_capped
+from rightsize.validate.cases import published_value
 
 MAX_BYTES = 4 * 2**20
 Z90 = 1.2815515655446004  # standard normal 90th percentile
@@ -106,13 +107,7 @@ def read_kind_cases(path: Path, metrics: tuple[str, ...]) -> list[KindCase] | No
         )
     cases = []
     for n, r in enumerate(rows, start=2):
-        try:
-            value = float(r["value"])
-        except (TypeError, ValueError):
-            raise BadInput(
-                f"{path}:{n}: value '{r.get('value')}' of case '{r.get('id')}' is not a number.",
-                fix="Write the published figure as a plain number.",
-            ) from None
+        value = published_value(path, n, r)
         cases.append(KindCase(r["id"], r["metric"], value, r))
     return cases
 
