@@ -13,6 +13,9 @@ from rightsize.report.sections import findings_section
 
 HOLDERS_SHOWN = 15
 
+# Each workload peaks at its own hour, so the bars of one month can sum above that month's peak demand.
+_BY_WORKLOAD_TITLE = "Each workload's peak GPUs in the month (peaks at different hours; dashed: committed)"
+
 
 def _g(v: float | None) -> str:
     return "" if v is None else f"{v:,.0f}" if abs(v) >= 10 else f"{v:,.1f}"
@@ -183,10 +186,10 @@ def _timeline(d: dict[str, Any]) -> Section:
     s.charts.append(
         Chart(
             "fleet-by-workload",
-            "Peak GPUs by workload (dashed: committed)",
+            _BY_WORKLOAD_TITLE,
             svg.stacked_hbars(
                 "fleet-by-workload",
-                "Peak GPUs by workload (dashed: committed)",
+                _BY_WORKLOAD_TITLE,
                 stacked,
                 lambda v: f"{v:,.0f}",
             ),
