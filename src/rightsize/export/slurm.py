@@ -466,14 +466,14 @@ def _disaggregated_sbatch(v: ServingView, engine: str) -> dict[str, str]:
             "Export with --engine sglang.",
         )
     for role, pool in (("prefill", d.prefill), ("decode", d.decode)):
-        if pool.tp * pool.pp > v.hw.gpus_per_node:
+        if pool.gpus > v.hw.gpus_per_node:
             raise BadInput(
-                f"A {role} server of {pool.tp * pool.pp} GPUs spans nodes of {v.hw.gpus_per_node}.",
+                f"A {role} server of {pool.gpus} GPUs spans nodes of {v.hw.gpus_per_node}.",
                 "The disaggregated export runs each pool server on one node.",
                 f"Plan {role} servers of at most {v.hw.gpus_per_node} GPUs.",
             )
     n_p, n_d = d.prefill.replicas, d.decode.replicas
-    per_node = max(d.prefill.tp * d.prefill.pp, d.decode.tp * d.decode.pp)
+    per_node = max(d.prefill.gpus, d.decode.gpus)
     cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
     mem_gib = min(max(8, math.ceil(v.host_memory_need_bytes_per_gpu * per_node / GiB)),
                   int(v.hw.host_memory_bytes_per_node // GiB))  # fmt: skip
