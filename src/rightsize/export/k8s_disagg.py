@@ -3,7 +3,9 @@ two LeaderWorkerSets behind sglang-router, the shape of SGLang's own guide "LWS 
 Deploy" (sgl-project/sglang, docs/references/multi_node_deployment/lws_pd/lws_pd_deploy.md:
 a prefill LWS and a decode LWS running `sglang.launch_server --disaggregation-mode
 prefill|decode`, and a Deployment running `sglang_router.launch_router --pd-disaggregation`
-in the SGLang image, with a Service in front of it).
+in the SGLang image, with a Service in front of it). The image carries both: SGLang's
+docker/Dockerfile builds sgl-router from the release's own tree and installs the mooncake and
+NIXL transfer engines.
 
 - Each pool is one LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, LWS v0.10): `replicas` the
   pool's servers as planned (P prefill, D decode), `size` the nodes one server spans (its TP x
@@ -260,9 +262,11 @@ def disaggregated_files(
         f"{v.hw.accelerator} ({st.resource})",
         f"KV transfer: --disaggregation-transfer-backend {d.transfer_backend}; {rdma_line}; mooncake picks the "
         "RDMA devices it finds unless --disaggregation-ib-device names them",
-        f"router: {ROUTER_VERSION} (python3 -m sglang_router.launch_router --pd-disaggregation) in the SGLang "
-        f"image, as SGLang's LWS PD guide runs it; Service {name}:{ROUTER_PORT}; no resource requests written "
-        "for it (no measured figure); servers listed by their LWS leader names",
+        "router: python3 -m sglang_router.launch_router --pd-disaggregation in the SGLang image (its "
+        "docker/Dockerfile builds sgl-router from the release's tree and installs mooncake-transfer-engine and "
+        f"nixl), as SGLang's LWS PD guide runs it; arguments checked against {ROUTER_VERSION}'s parser; Service "
+        f"{name}:{ROUTER_PORT}; no resource requests written for it (no measured figure); servers listed by their "
+        "LWS leader names",
         f"image {image.image} ({image.source})",
         f"model: {model_why}",
         f"nodes: {where}",
