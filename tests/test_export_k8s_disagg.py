@@ -156,3 +156,28 @@ def test_other_engines_are_refused_with_the_reason() -> None:
     with pytest.raises(BadInput, match="Export with --engine sglang"):
         render_files(dis, "kubernetes", engine="vllm")
     assert _objects(dis, engine="sglang")  # the default for a disaggregated plan is SGLang too
+
+
+def test_wide_ep_replica_is_the_whole_group_in_sglang() -> None:
+    """The aggregated wide-EP plan (DeepSeek-V3, EP16 over two nodes): SGLang's tp_size is the
+    group, attention data-parallel over it, 8 GPUs per pod (it was tp-size 1 and 1 GPU a pod)."""
+    plan = plan_dict("deepseek-v3-ep-serving")
+    docs = [
+        d for d in yaml.safe_load_all(render_files(plan, "kubernetes", engine="sglang")["serving.yaml"]) if d
+    ]
+    for d in docs:
+        _validate(d)
+    lws = next(d for d in docs if d["kind"] == "LeaderWorkerSet")
+    t = lws["spec"]["leaderWorkerTemplate"]
+    assert t["size"] == 2
+    for rank, pod in (("0", t["leaderTemplate"]["spec"]), ("1", t["workerTemplate"]["spec"])):
+        c = pod["containers"][0]
+        ns = _parse(SGLANG, _words(c["args"], rank))
+        assert (ns.tp_size, ns.dp_size, ns.enable_dp_attention, ns.ep_size, ns.nnodes) == (
+            16,
+            16,
+            True,
+            16,
+            2,
+        )
+        assert c["resources"]["limits"]["nvidia.com/gpu"] == 8
