@@ -10,6 +10,7 @@ exactly when the plan's KV transfer (or a server's own traffic) crosses the NICs
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -181,3 +182,36 @@ def test_wide_ep_replica_is_the_whole_group_in_sglang() -> None:
             2,
         )
         assert c["resources"]["limits"]["nvidia.com/gpu"] == 8
+
+
+def test_slurm_disaggregated_servers_span_nodes_with_their_ranks(deepseek_plan: str) -> None:
+    """The same wide-EP disaggregated plan as a Slurm job: each 16-GPU server on two nodes,
+    one srun per node with its rank and the server's own rendezvous, the router naming each
+    server's first node."""
+    plan = json.loads(deepseek_plan)
+    text = render_files(plan, "slurm", engine="sglang")["serve.sbatch"]
+    assert "#SBATCH --nodes=4" in text and "#SBATCH --gpus-per-node=8" in text
+    joined = text.replace(" \\\n", " ")
+    addr = {}
+    seen = []
+    for line in joined.splitlines():
+        if line.startswith("SERVER_ADDR="):
+            addr = {"$SERVER_ADDR": line.split("=", 1)[1].strip('"')}
+        if "sglang.launch_server" not in line:
+            continue
+        node = line.split('--nodelist="', 1)[1].split('"', 1)[0]
+        words = shlex.split(line.replace("$MODEL", MODEL).replace("$SERVER_ADDR", addr["$SERVER_ADDR"]))
+        ns = _parse(SGLANG, [w for w in words[words.index("sglang.launch_server") + 1 :] if w != "&"])
+        seen.append((node, ns.disaggregation_mode, ns.node_rank, ns.dist_init_addr, ns.tp_size, ns.ep_size))
+    assert seen == [
+        ("${NODES[0]}", "prefill", 0, "${NODES[0]}:20000", 16, 16),
+        ("${NODES[1]}", "prefill", 1, "${NODES[0]}:20000", 16, 16),
+        ("${NODES[2]}", "decode", 0, "${NODES[2]}:20000", 16, 16),
+        ("${NODES[3]}", "decode", 1, "${NODES[2]}:20000", 16, 16),
+    ]
+    router = next(ln for ln in joined.splitlines() if "sglang_router.launch_router" in ln)
+    words = shlex.split(router)
+    ns = _parse(ROUTER, [w for w in words[words.index("sglang_router.launch_router") + 1 :] if w != "&"])
+    assert ns.prefill == [["http://${NODES[0]}:30000", "8998"]] and ns.decode == [
+        ["http://${NODES[2]}:30000"]
+    ]
