@@ -9,6 +9,10 @@ Mechanisms and their rows (`data/serving_mechanisms.csv`, every row with its sou
   row's `acceptance_rate` (the per-token acceptance probability the spec takes), or given
   directly by the row's `acceptance_length_input` when a measured one is the input.
 
+- `lora`, metric `lora_throughput_ratio`: an engine's offline output tokens/s with LoRA
+  adapters over the same run without them, predicted by `perf.serving_lora.LoraReplica` over
+  the row's preset, accelerator, TP and lengths (adapters, rank, max_loras, modules).
+
 A row's `acceptance_rate` comes from the same source's k = 1 figure, where the mean tokens
 per step is exactly 1 + the acceptance probability whatever the draft: the larger-k rows then
 test the independent, position-blind acceptance the formula assumes.
@@ -22,9 +26,13 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
+from rightsize.catalog import get_accelerator, node_for
 from rightsize.errors import BadInput
+from rightsize.perf.inference import Replica, offline_throughput
+from rightsize.perf.serving_lora import LoraReplica
 from rightsize.perf.serving_specdec import tokens_per_step
 from rightsize.safe_read import read_text_capped
+from rightsize.spec.presets import get_preset
 from rightsize.validate.cases import published_value
 from rightsize.validate.kind_cases import KindCase, Prediction
 
@@ -50,7 +58,29 @@ def _specdec(case: KindCase) -> Prediction:
     return tokens_per_step(k, rate), {"draft_tokens": k, "acceptance_rate": rate}
 
 
-PREDICTORS: dict[str, Callable[[KindCase], Prediction]] = {"specdec": _specdec}
+def _lora(case: KindCase) -> Prediction:
+    """Offline throughput with the adapters over the base model's, same lengths and engine."""
+    if case.metric != "lora_throughput_ratio":
+        raise ValueError(
+            f"metric {case.metric!r} is not one the lora mechanism predicts (lora_throughput_ratio)"
+        )
+    acc = get_accelerator(case.text("accelerator"))
+    precision = case.text("weight_precision", "bf16")
+    base = Replica.build(
+        get_preset(case.text("preset")), acc, node_for(acc.id), int(case.number("tp") or 1),
+        precision, precision, None, case.text("engine") or None,
+    )  # fmt: skip
+    adapters, rank = int(case.number("adapters") or 1), int(case.number("rank") or 16)
+    lora = LoraReplica.wrap(
+        base, adapters, rank, int(case.number("max_loras") or adapters), case.text("modules", "attention")
+    )
+    prompt, output = case.number("input_len") or 1.0, case.number("output_len") or 1.0
+    plain = offline_throughput(base, prompt, output)["output_tokens_per_s"]
+    with_lora = offline_throughput(lora, prompt, output)["output_tokens_per_s"]
+    return with_lora / plain, {"base_output_tokens_per_s": plain, "lora_output_tokens_per_s": with_lora}
+
+
+PREDICTORS: dict[str, Callable[[KindCase], Prediction]] = {"specdec": _specdec, "lora": _lora}
 
 
 def bundled_path() -> Path:
