@@ -36,7 +36,7 @@ from rightsize.export.k8s_common import dump, meta, object_name, pod_requests, s
 from rightsize.export.k8s_platform import Image, Stack, node_selector, rdma
 from rightsize.export.kubernetes import served_model
 from rightsize.export.names import argv
-from rightsize.export.plan_view import DisaggView, ServingView
+from rightsize.export.plan_view import DisaggView, PoolView, ServingView
 from rightsize.export.serve_engines import engine_image, pick_engine
 from rightsize.export.sglang import (
     BOOTSTRAP_PORT,
@@ -219,6 +219,11 @@ def _budget(v: ServingView, name: str, role: str) -> dict[str, Any]:
     }
 
 
+def _layout(pool: PoolView) -> str:
+    text = f"TP{pool.tp}" + (f" x PP{pool.pp}" if pool.pp > 1 else "")
+    return text + (f", EP{pool.ep} ({pool.gpus} GPUs)" if pool.ep > 1 else "")
+
+
 def disaggregated_files(
     v: ServingView, node_labels: dict[str, str] | None = None, engine: str | None = None
 ) -> dict[str, str]:
@@ -253,12 +258,9 @@ def disaggregated_files(
         else f"no RDMA device requested (KV over {d.kv_link or 'an unnamed link'}, each server in one node)"
     )
     lines = [
-        f"prefill pool: {d.prefill.replicas} server(s) x TP{d.prefill.tp}"
-        + (f" x PP{d.prefill.pp}" if d.prefill.pp > 1 else "")
-        + f" ({nodes_per_server(v, 'prefill')} pod(s) each); decode pool: {d.decode.replicas} server(s) x "
-        f"TP{d.decode.tp}"
-        + (f" x PP{d.decode.pp}" if d.decode.pp > 1 else "")
-        + f" ({nodes_per_server(v, 'decode')} pod(s) each); {d.prefill.replicas}P{d.decode.replicas}D on "
+        f"prefill pool: {d.prefill.replicas} server(s) x {_layout(d.prefill)} ({nodes_per_server(v, 'prefill')} "
+        f"pod(s) each); decode pool: {d.decode.replicas} server(s) x {_layout(d.decode)} "
+        f"({nodes_per_server(v, 'decode')} pod(s) each); {d.prefill.replicas}P{d.decode.replicas}D on "
         f"{v.hw.accelerator} ({st.resource})",
         f"KV transfer: --disaggregation-transfer-backend {d.transfer_backend}; {rdma_line}; mooncake picks the "
         "RDMA devices it finds unless --disaggregation-ib-device names them",
