@@ -262,8 +262,8 @@ def disaggregated_files(
         f"pod(s) each); decode pool: {d.decode.replicas} server(s) x {_layout(d.decode)} "
         f"({nodes_per_server(v, 'decode')} pod(s) each); {d.prefill.replicas}P{d.decode.replicas}D on "
         f"{v.hw.accelerator} ({st.resource})",
-        f"KV transfer: --disaggregation-transfer-backend {d.transfer_backend}; {rdma_line}; mooncake picks the "
-        "RDMA devices it finds unless --disaggregation-ib-device names them",
+        f"KV transfer: --disaggregation-transfer-backend {d.transfer_backend}; {rdma_line}; RDMA devices not "
+        "named (--disaggregation-ib-device unset: the transfer engine's own choice); name yours if it picks wrong",
         "router: python3 -m sglang_router.launch_router --pd-disaggregation in the SGLang image (its "
         "docker/Dockerfile builds sgl-router from the release's tree and installs mooncake-transfer-engine and "
         f"nixl), as SGLang's LWS PD guide runs it; arguments checked against {ROUTER_VERSION}'s parser; Service "
