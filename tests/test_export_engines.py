@@ -234,7 +234,7 @@ def test_engine_refusals_and_default() -> None:
         render_files(_plan(tp=16), "kubernetes", engine="trtllm")
     dis = _plan(disaggregated={"prefill": {"replicas": 2, "tp": 2}, "decode": {"replicas": 4, "tp": 2}})
     with pytest.raises(BadInput, match="separate pools"):
-        render_files(dis, "kubernetes", engine="sglang")
+        render_files(dis, "kubernetes", engine="trtllm")
     with pytest.raises(BadInput, match="Export with --engine sglang"):
         render_files(dis, "slurm", engine="vllm")
     planned = _plan()

@@ -12,13 +12,16 @@ import pytest
 from rightsize.catalog import get_accelerator, get_node, node_for
 from rightsize.perf.inference import Replica
 from rightsize.perf.serving_disagg import KvTransfer, Pools, simulate_disaggregated
+from rightsize.perf.serving_moe_ep import ExpertParallelReplica
 from rightsize.perf.serving_slo import meets
 from rightsize.search.serving import plan_serving
 from rightsize.search.serving_disagg import _decode_load, _prefill_load, kv_transfer_link
 from rightsize.search.serving_engine import model_at, slo_check, workload
+from rightsize.search.serving_layouts import replica_options
 from rightsize.spec.load import load_spec, parse_spec
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llama3-70b-disaggregated-serving.yaml"
+DEEPSEEK = EXAMPLE.parent / "deepseek-v3-ep-serving.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +49,31 @@ def test_plan_states_both_modes_with_numbers(planned) -> None:
 
 def test_disaggregated_pools_meet_their_slos_in_the_simulator(planned) -> None:
     spec, plan = planned
-    d, best = plan.best.disaggregation, plan.best
+    best = plan.best
     acc, node = get_accelerator(best.accelerator), get_node(best.node)
     rep = Replica.build(
         spec.model, acc, node, best.tp, best.weight_precision, best.kv_precision, None, spec.engine.name
     )
+    _pools_meet_slos_on_fresh_requests(spec, plan, rep)
+
+
+def test_deepseek_v3_wide_ep_pools_meet_their_slos_in_the_simulator() -> None:
+    """The MoE case: DeepSeek-V3 on a 16-GPU expert-parallel replica (two nodes, the
+    all-to-all over the NICs), disaggregation forced on; the pools as planned hold the SLOs
+    on requests the search never saw, simulated on the same expert-parallel replica."""
+    spec = load_spec(DEEPSEEK)
+    spec = spec.model_copy(update={"serving": spec.serving.model_copy(update={"disaggregation": "always"})})
+    plan = plan_serving(spec)
+    d, best = plan.best.disaggregation, plan.best
+    assert d is not None and d.chosen == "disaggregated" and d.prefill.layout.ep == 16
+    acc, node = get_accelerator(best.accelerator), get_node(best.node)
+    (rep,) = replica_options(spec, acc, node, best.weight_precision, {})
+    assert isinstance(rep, ExpertParallelReplica) and rep.ep == 16
+    _pools_meet_slos_on_fresh_requests(spec, plan, rep)
+
+
+def _pools_meet_slos_on_fresh_requests(spec, plan, rep) -> None:
+    d, best = plan.best.disaggregation, plan.best
     fresh = workload(spec.model_copy(update={"seed": 12345}), 4000)  # requests the search never saw
     design = best.design_rate_rps
     p, dd = d.prefill.replicas, d.decode.replicas

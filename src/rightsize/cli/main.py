@@ -76,6 +76,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.csv] if args.csv else bundled_paths()
     if args.holdout:
         paths += bundled_paths(holdout=True)
+    if getattr(args, "mechanisms", False):
+        from rightsize.validate.mechanism_cases import bundled_path
+
+        paths.append(bundled_path())
     if getattr(args, "families", False):
         from rightsize.validate.families import family_paths
 
@@ -176,6 +180,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp = add("validate", "prediction error against published runs", FORMATS)
     sp.add_argument("csv", nargs="*", help="CSV files of cases (default: the bundled published runs)")
     sp.add_argument("--holdout", action="store_true", help="also check the held-out published runs")
+    sp.add_argument(
+        "--mechanisms",
+        action="store_true",
+        help="also check single serving mechanisms against their published figures (speculative acceptance)",
+    )
     sp.add_argument(
         "--families",
         action="store_true",

@@ -62,7 +62,12 @@ def render_files(
 
         if kind == "training_plan":
             return kubernetes.training_files(training_view(plan), framework, node_labels)
-        return kubernetes.serving_files(serving_view(plan), node_labels, engine=engine)
+        view = serving_view(plan)
+        if view.disaggregated is not None:  # prefill and decode pools behind SGLang's router
+            from rightsize.export.k8s_disagg import disaggregated_files
+
+            return disaggregated_files(view, node_labels, engine)
+        return kubernetes.serving_files(view, node_labels, engine=engine)
     if target == "prometheus":
         from rightsize.export import prometheus
 

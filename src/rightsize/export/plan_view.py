@@ -199,7 +199,9 @@ class ServingView:
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        """TP x PP, or the expert-parallel group when it is wider (wide EP: every GPU a
+        data-parallel attention rank holding 1/ep of the routed experts)."""
+        return max(self.tp * self.pp, self.ep)
 
     @property
     def nodes_per_replica(self) -> int:
@@ -220,6 +222,11 @@ class PoolView:
     replicas: int
     tp: int
     pp: int = 1
+    ep: int = 1  # expert-parallel degree; wider than TP x PP: data-parallel attention ranks
+
+    @property
+    def gpus(self) -> int:
+        return max(self.tp * self.pp, self.ep)
 
 
 @dataclass(frozen=True)
@@ -230,6 +237,12 @@ class DisaggView:
     prefill: PoolView
     decode: PoolView
     transfer_backend: str = "nixl"
+    kv_link: str = ""  # the link the KV cache crosses (the planner's kv_transfer.link), "" unknown
+
+    @property
+    def kv_over_rdma(self) -> bool:
+        """The KV cache crosses the RDMA NICs (the planner names the link "RDMA NIC (...)")."""
+        return self.kv_link.upper().startswith("RDMA")
 
 
 def _today() -> str:
@@ -538,6 +551,7 @@ def _pool(f: Fields) -> PoolView:
         replicas=f.integer("replicas", 1, MAX_GPUS),
         tp=f.integer("tp", 1, MAX_PARALLEL),
         pp=f.integer("pp", 1, MAX_PARALLEL, default=1),
+        ep=f.integer("ep", 1, MAX_GPUS, default=1),
     )
 
 
@@ -548,6 +562,7 @@ def _planned_pool(f: Fields) -> PoolView:
         replicas=f.integer("replicas", 1, MAX_GPUS),
         tp=lay.integer("tp", 1, MAX_PARALLEL),
         pp=lay.integer("pp", 1, MAX_PARALLEL, default=1),
+        ep=lay.integer("ep", 1, MAX_GPUS, default=1),
     )
 
 
@@ -564,6 +579,7 @@ def _serving_layout(spec: Fields, best: Fields) -> dict[str, Any]:
         disagg = DisaggView(
             prefill=_planned_pool(planned.sub("prefill")),
             decode=_planned_pool(planned.sub("decode")),
+            kv_link=planned.sub("kv_transfer", False).text("link", default="", max_len=200),
         )
     elif dis.has("prefill") and dis.has("decode"):
         disagg = DisaggView(
@@ -574,6 +590,7 @@ def _serving_layout(spec: Fields, best: Fields) -> dict[str, Any]:
                 TRANSFER_BACKENDS,
                 "KV transfer backend",
             ),
+            kv_link=dis.text("kv_link", default="", max_len=200),
         )
     engine = spec.sub("engine", False).text("name", default="", max_len=40) or None
     return {

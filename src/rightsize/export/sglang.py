@@ -3,7 +3,9 @@ v0.5.19: the flags of sglang/srt/server_args.py, `ServerArgs.add_cli_args`). The
 the plan's, computed by the same terms as the vLLM export (`export.vllm`):
 
 - `--tp-size` / `--pp-size` / `--ep-size`: the plan's parallelism (a replica's TP counts
-  every GPU of the replica, across nodes; PP and EP written only when above 1).
+  every GPU of the replica, across nodes; PP and EP written only when above 1). Wide EP
+  (experts over more GPUs than TP x PP) is `--tp-size EP --dp-size EP/TP
+  --enable-dp-attention --ep-size EP`: SGLang's tp_size is the group, attention data-parallel.
 - `--context-length`: the longest prompt plus the longest output the traffic allows.
 - `--max-running-requests`: the vLLM export's `--max-num-seqs` (same admission rule).
 - `--mem-fraction-static`: SGLang's static pool is the weights plus the KV cache (the
@@ -21,8 +23,10 @@ the plan's, computed by the same terms as the vLLM export (`export.vllm`):
 
 from __future__ import annotations
 
+import math
+
 from rightsize.export.names import Arg, ShellExpr
-from rightsize.export.plan_view import ServingView
+from rightsize.export.plan_view import PoolView, ServingView
 from rightsize.export.vllm import (
     UTILISATION_CEILING,
     UTILISATION_FLOOR,
@@ -54,6 +58,22 @@ def mem_fraction_static(v: ServingView) -> float:
     return round(min(UTILISATION_CEILING, max(UTILISATION_FLOOR, frac)), 2)
 
 
+def pool_of(v: ServingView, role: str | None) -> PoolView | None:
+    """The pool a disaggregated server of `role` belongs to (None: an aggregated replica)."""
+    if not role or v.disaggregated is None:
+        return None
+    return v.disaggregated.prefill if role == "prefill" else v.disaggregated.decode
+
+
+def nodes_per_server(v: ServingView, role: str | None = None) -> int:
+    """Nodes one server spans: the replica's for an aggregated plan; for a disaggregated pool
+    its own TP x PP over the node's GPUs (the pools may be shaped apart)."""
+    pool = pool_of(v, role)
+    if pool is None:
+        return v.nodes_per_replica
+    return max(1, math.ceil(pool.gpus / v.hw.gpus_per_node))
+
+
 def sglang_arg_list(
     v: ServingView,
     *,
@@ -63,13 +83,18 @@ def sglang_arg_list(
 ) -> list[Arg]:
     """The server arguments (model and port left out). `node_rank` and `dist_addr` for a
     replica over several nodes; `role` (prefill / decode) for a disaggregated pool."""
-    tp, pp = v.tp, v.pp
-    if role and v.disaggregated:
-        pool = v.disaggregated.prefill if role == "prefill" else v.disaggregated.decode
-        tp, pp = pool.tp, pool.pp
+    tp, pp, ep = v.tp, v.pp, v.ep
+    pool = pool_of(v, role)
+    if pool is not None:
+        tp, pp, ep = pool.tp, pool.pp, pool.ep
+    nodes = nodes_per_server(v, role)
+    # Wide EP (experts over more GPUs than TP x PP): SGLang's tp_size is the whole group and
+    # attention runs data-parallel, ep / tp ranks (--enable-dp-attention --dp-size, as
+    # SGLang's large-scale EP deployment and its LWS PD guide run DeepSeek).
+    dp = ep // (tp * pp) if ep > tp * pp else 1
     args: list[Arg] = [
         ("--served-model-name", v.model.name),
-        ("--tp-size", tp),
+        ("--tp-size", tp * dp),
         ("--context-length", v.max_model_len),
         ("--max-running-requests", max_num_seqs(v)),
         ("--mem-fraction-static", mem_fraction_static(v)),
@@ -77,15 +102,17 @@ def sglang_arg_list(
     ]
     if pp > 1:
         args.append(("--pp-size", pp))
-    if v.ep > 1:
-        args.append(("--ep-size", v.ep))
+    if dp > 1:
+        args += [("--dp-size", dp), ("--enable-dp-attention", None)]
+    if ep > 1:
+        args.append(("--ep-size", ep))
     if v.weight_precision == "fp8":
         args.append(("--quantization", "fp8"))
-    if v.nodes_per_replica > 1:
+    if nodes > 1:
         if node_rank is None or dist_addr is None:
             raise ValueError("a multi-node replica needs node_rank and dist_addr")
         args += [
-            ("--nnodes", v.nodes_per_replica),
+            ("--nnodes", nodes),
             ("--node-rank", node_rank),
             ("--dist-init-addr", dist_addr),
         ]

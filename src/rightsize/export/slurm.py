@@ -37,7 +37,7 @@ from rightsize.export.sglang import BOOTSTRAP_PORT as SGLANG_BOOTSTRAP_PORT
 from rightsize.export.sglang import COMMAND as SGLANG_COMMAND
 from rightsize.export.sglang import DIST_PORT as SGLANG_DIST_PORT
 from rightsize.export.sglang import ROUTER_COMMAND as SGLANG_ROUTER_COMMAND
-from rightsize.export.sglang import ROUTER_VERSION, SGLANG_VERSION, sglang_arg_list
+from rightsize.export.sglang import ROUTER_VERSION, SGLANG_VERSION, nodes_per_server, sglang_arg_list
 from rightsize.export.sglang import SERVER_PORT as SGLANG_SERVER_PORT
 from rightsize.export.shell_words import arg_variables, arg_words, command, comment_lines, safe_token, word
 from rightsize.export.slurm_segments import (
@@ -455,8 +455,10 @@ def serve_sbatch(v: ServingView, engine: str | None = None) -> dict[str, str]:
 
 
 def _disaggregated_sbatch(v: ServingView, engine: str) -> dict[str, str]:
-    """One job over every server of both pools, one node per server (node order: prefill
-    servers, then decode servers), and SGLang's router on the first node in front of them."""
+    """One job over every server of both pools (node order: prefill servers, then decode
+    servers), each server on the nodes its TP x PP (or EP group) spans, a server over several
+    nodes launched per node with its rank (SGLang's --nnodes/--node-rank, rendezvous on the
+    server's first node), and SGLang's router on the first node in front of them."""
     d = v.disaggregated
     assert d is not None
     if engine != "sglang":
@@ -465,26 +467,22 @@ def _disaggregated_sbatch(v: ServingView, engine: str) -> dict[str, str]:
             "Disaggregated serving is written for SGLang (its prefill/decode modes, KV transfer and router).",
             "Export with --engine sglang.",
         )
-    for role, pool in (("prefill", d.prefill), ("decode", d.decode)):
-        if pool.tp * pool.pp > v.hw.gpus_per_node:
-            raise BadInput(
-                f"A {role} server of {pool.tp * pool.pp} GPUs spans nodes of {v.hw.gpus_per_node}.",
-                "The disaggregated export runs each pool server on one node.",
-                f"Plan {role} servers of at most {v.hw.gpus_per_node} GPUs.",
-            )
     n_p, n_d = d.prefill.replicas, d.decode.replicas
-    per_node = max(d.prefill.tp * d.prefill.pp, d.decode.tp * d.decode.pp)
+    span = {"prefill": nodes_per_server(v, "prefill"), "decode": nodes_per_server(v, "decode")}
+    per_node = max(-(-d.prefill.gpus // span["prefill"]), -(-d.decode.gpus // span["decode"]))
     cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
     mem_gib = min(max(8, math.ceil(v.host_memory_need_bytes_per_gpu * per_node / GiB)),
                   int(v.hw.host_memory_bytes_per_node // GiB))  # fmt: skip
+    total = n_p * span["prefill"] + n_d * span["decode"]
     name, head = _head(v.header, f"Slurm disaggregated serving job ({SGLANG_VERSION}, {ROUTER_VERSION})", [
-        f"prefill pool: {n_p} server(s) x TP{d.prefill.tp}; decode pool: {n_d} server(s) x TP{d.decode.tp}; "
-        f"on {v.hw.accelerator} ({v.hw.node}), one node per server; KV over {d.transfer_backend}",
+        f"prefill pool: {n_p} server(s) x {d.prefill.gpus} GPUs ({span['prefill']} node(s) each); decode pool: "
+        f"{n_d} server(s) x {d.decode.gpus} GPUs ({span['decode']} node(s) each); on {v.hw.accelerator} "
+        f"({v.hw.node}), {total} nodes; KV over {d.transfer_backend}",
         f"the router on the first node serves port 8000 (servers on {SGLANG_SERVER_PORT}, prefill bootstrap "
         f"{SGLANG_BOOTSTRAP_PORT}); each server's memory limits from the plan's per-GPU figures",
         "no --time: the partition's default limit applies to a long-running server",
     ])  # fmt: skip
-    opts = [("job-name", name), ("nodes", str(n_p + n_d)), ("ntasks-per-node", "1"),
+    opts = [("job-name", name), ("nodes", str(total)), ("ntasks-per-node", "1"),
             ("gpus-per-node", str(per_node)), ("cpus-per-task", str(cpus * per_node)), ("mem", f"{mem_gib}G"),
             ("output", "%x-%j.out")]  # fmt: skip
     lines = ["#!/bin/bash", *_sbatch(opts), *head, "set -euo pipefail",
@@ -492,17 +490,25 @@ def _disaggregated_sbatch(v: ServingView, engine: str) -> dict[str, str]:
              ': "${MODEL:?set MODEL to the Hugging Face model id or a local path}"',
              'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")']  # fmt: skip
     router: list[str] = []
-    for i in range(n_p + n_d):
-        role = "prefill" if i < n_p else "decode"
-        host = f"${{NODES[{i}]}}"
-        args = shell_args(
-            [*sglang_arg_list(v, role=role), ("--host", "0.0.0.0"), ("--port", SGLANG_SERVER_PORT)]
-        )
-        lines += [f"# {role} server {i if i < n_p else i - n_p}",
-                  *command(["srun", "--nodes=1", "--ntasks=1", f'--nodelist="{host}"', *SGLANG_COMMAND,
-                            "--model-path", '"$MODEL"', *args, "&"])]  # fmt: skip
-        url = f'"http://{host}:{SGLANG_SERVER_PORT}"'
+    first = 0  # the server's first node
+    for role, k in [("prefill", i) for i in range(n_p)] + [("decode", j) for j in range(n_d)]:
+        lead = f"${{NODES[{first}]}}"
+        lines += [
+            f"# {role} server {k}"
+            + (f" over nodes {first}-{first + span[role] - 1}" if span[role] > 1 else "")
+        ]
+        if span[role] > 1:
+            lines.append(f'SERVER_ADDR="{lead}"')  # the rendezvous of this server's ranks
+        for rank in range(span[role]):
+            args = sglang_arg_list(
+                v, role=role, node_rank=rank, dist_addr=ShellExpr(f"$SERVER_ADDR:{SGLANG_DIST_PORT}")
+            )
+            words = shell_args([*args, ("--host", "0.0.0.0"), ("--port", SGLANG_SERVER_PORT)])
+            lines += command(["srun", "--nodes=1", "--ntasks=1", f'--nodelist="${{NODES[{first + rank}]}}"',
+                              *SGLANG_COMMAND, "--model-path", '"$MODEL"', *words, "&"])  # fmt: skip
+        url = f'"http://{lead}:{SGLANG_SERVER_PORT}"'
         router += [f"--prefill {url} {SGLANG_BOOTSTRAP_PORT}" if role == "prefill" else f"--decode {url}"]
+        first += span[role]
     lines += ["# The router: requests to port 8000, prefill then decode, KV handed over between them.",
               *command(["srun", "--overlap", "--nodes=1", "--ntasks=1", '--nodelist="${NODES[0]}"',
                         *SGLANG_ROUTER_COMMAND, "--pd-disaggregation", *router, "--host 0.0.0.0", "--port 8000", "&"]),

@@ -32,7 +32,7 @@ def _tokens_per_step(spec: InferenceSpec, rep: Replica | None = None) -> tuple[f
     sp = spec.engine.speculative
     if sp is None:
         return 1.0, 1.0
-    expected = tokens_per_step(sp.draft_tokens, sp.acceptance_rate)
+    expected = tokens_per_step(sp.draft_tokens, sp.acceptance_rate or 1.0, sp.acceptance_length)
     if isinstance(rep, SpeculativeReplica):
         return expected, 1.0
     return expected, 1.0 + DRAFT_COST_PER_TOKEN * sp.draft_tokens

@@ -19,8 +19,23 @@ class Speculative(BaseModel):
     """Speculative decoding: a draft proposes tokens that the model verifies in one step."""
 
     draft_tokens: int = Field(ge=1, description="Tokens the draft proposes per verification step (k).")
-    acceptance_rate: float = Field(
-        gt=0, le=1, description="Probability that each drafted token is accepted (0 < rate <= 1)."
+    acceptance_rate: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description=(
+            "Probability that each drafted token is accepted (0 < rate <= 1), the same at every position "
+            "(Leviathan et al.'s alpha). Give this or acceptance_length."
+        ),
+    )
+    acceptance_length: float | None = Field(
+        default=None,
+        gt=1,
+        description=(
+            "Measured mean tokens per verification step at this draft_tokens (SGLang's accept length, vLLM's "
+            "mean acceptance length), used as is. Prefer it at large draft_tokens: EAGLE-style drafts are "
+            "accepted less at later positions than one per-token rate implies (validate/data/serving_mechanisms.csv)."
+        ),
     )
     method: Literal["draft_model", "ngram", "eagle", "mtp"] = Field(
         default="draft_model",
@@ -43,6 +58,15 @@ class Speculative(BaseModel):
 
     @model_validator(mode="after")
     def _draft_model_needs_its_method(self) -> Speculative:
+        if self.acceptance_rate is None and self.acceptance_length is None:
+            raise ValueError(
+                "give acceptance_rate (per drafted token) or acceptance_length (measured, per step)"
+            )
+        if self.acceptance_length is not None and self.acceptance_length > self.draft_tokens + 1:
+            raise ValueError(
+                f"acceptance_length {self.acceptance_length} exceeds draft_tokens + 1 = {self.draft_tokens + 1} "
+                "(a step yields at most every drafted token plus one)"
+            )
         if self.draft_model is not None and self.method != "draft_model":
             raise ValueError(
                 f"draft_model applies only to method 'draft_model', not {self.method!r}; remove it or set "

@@ -63,6 +63,8 @@ def family_breakdown(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]
     Each row needs its `accelerator` (added by `validate.run`)."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
+        if not r.get("accelerator"):  # a mechanism row (speculative acceptance) names no hardware
+            continue
         groups.setdefault(family_of(str(r.get("accelerator", ""))), []).append(r)
     out: dict[str, dict[str, Any]] = {}
     for fid in sorted(groups):

@@ -1,5 +1,6 @@
 """The validation files of the non-LLM kinds, by the metric their rows carry: vision rows
-(images/s) and recommendation rows (samples/s). `rightsize validate` hands each file here first;
+(images/s) and recommendation rows (samples/s), and single serving mechanisms' rows (`mechanism_cases`, a
+`mechanism` column). `rightsize validate` hands each file here first;
 a file of another kind returns None and goes to the LLM readers."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rightsize.validate import recsys_cases, vision_cases
+from rightsize.validate import mechanism_cases, recsys_cases, vision_cases
 from rightsize.validate.kind_cases import KindCase, Prediction, read_kind_cases, validate_kind_rows
 
 KINDS: tuple[tuple[tuple[str, ...], Callable[[KindCase], Prediction]], ...] = (
@@ -20,6 +21,9 @@ BUNDLED = ("vision.csv", "recsys.csv")
 
 def kind_cases(path: Path) -> tuple[list[KindCase], Callable[[KindCase], Prediction]] | None:
     """The file's cases and the predictor of their kind, or None for a file of no such kind."""
+    mech = mechanism_cases.mechanism_cases(path)  # single-mechanism rows (a `mechanism` column)
+    if mech is not None:
+        return mech, mechanism_cases.predict_mechanism
     for metrics, predict in KINDS:
         cases = read_kind_cases(path, metrics)
         if cases is not None:
