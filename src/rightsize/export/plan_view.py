@@ -199,7 +199,9 @@ class ServingView:
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        """tp x pp, or ep x pp for wide expert parallelism (ep > tp: the planner's attention
+        data-parallel x EP replica over ep GPUs, `perf.serving_moe_ep`)."""
+        return max(self.tp, self.ep) * self.pp
 
     @property
     def nodes_per_replica(self) -> int:
