@@ -5,7 +5,8 @@ same code as an NVL72 rack (`export.topology`). A plan whose TP (x CP x EP) grou
 instances keeps each group inside one UltraServer: ranks in block order, Slurm leaf switches
 per UltraServer with `--switches`, admitted by a real slurmctld whose nodes are trn2.48xlarge
 shaped and whose topology.conf has one leaf per UltraServer; Kueue TAS on the EKS label
-`topology.k8s.aws/ultraserver-id`. A layout that cannot tile 64 chips is refused. Nothing
+`neuron.amazonaws.com/ultraserver-server-id-4` (the Neuron Device Plugin's). A layout that
+cannot tile 64 chips is refused. Nothing
 NVIDIA (resource, clique label, NCCL, torchrun) appears in what is written for it."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from slurm_cluster import NodeShape, catalog_cluster, missing, sbatch_test_only 
 from test_export_kubernetes import _validate  # noqa: E402
 
 NODE = "trn2-48xlarge"
-LABEL = "topology.k8s.aws/ultraserver-id"
+LABEL = "neuron.amazonaws.com/ultraserver-server-id-4"
 TAS = "kueue.x-k8s.io/"
 NVIDIA_WORDS = ("nvidia", "NCCL", "nccl", "torchrun", "gpu.clique", "gres")
 

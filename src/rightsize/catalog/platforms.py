@@ -83,7 +83,7 @@ class Platform:
     as_of: str
     sources: dict[str, Sourced]
     # the Kubernetes node label whose value names a node's scale-up domain, where the
-    # provider sets one (EKS: topology.k8s.aws/ultraserver-id); "" where none is documented
+    # stack sets one (Trn2 on EKS: neuron.amazonaws.com/ultraserver-server-id-4); "" where none
     domain_node_label: str = ""
 
     @property

@@ -16,8 +16,9 @@ The domain level is the label the platform names for its scale-up domain
 (`Domain.node_label`, platforms.yaml `domain_node_label`): on an NVL72, `nvidia.com/gpu.clique`,
 the label the NVIDIA GPU Operator's DRA driver sets on each node with its NVLink clique
 (docs.nvidia.com/topograph/v0.5.0/providers/dra); on a Trn2 UltraServer,
-`topology.k8s.aws/ultraserver-id`, the label EKS nodes carry with their UltraServer (AWS
-SageMaker HyperPod topology-aware scheduling docs). The lowest level is the node
+`neuron.amazonaws.com/ultraserver-server-id-4`, the label the Neuron Device Plugin sets on
+each trn2u.48xlarge node with its 4-node UltraServer (AWS Neuron docs, "How to schedule MPI
+jobs to run on Neuron UltraServer on EKS"; AWS's own examples use it as the topologyKey). The lowest level is the node
 (`kubernetes.io/hostname`), which lets Kueue replace a failed node.
 """
 

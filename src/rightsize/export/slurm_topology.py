@@ -3,9 +3,8 @@
 Slurm 22.05+ places jobs by switches with the tree topology plugin (slurm.conf
 `TopologyPlugin=topology/tree`, switches in `topology.conf`; slurm.schedmd.com/topology.html,
 topology.conf.html). A scale-up domain (`export.topology`) is one leaf switch: an NVL72 rack
-with its 18 trays, a Trn2 UltraServer with its 4 trn2u.48xlarge instances (AWS ParallelCluster
-and HyperPod Slurm clusters write one such block per UltraServer); the leaves hang under a
-spine switch. The job asks for the fewest racks it can use with
+with its 18 trays, a Trn2 UltraServer with its 4 trn2u.48xlarge instances; the leaves hang
+under a spine switch. The job asks for the fewest racks it can use with
 `--switches=COUNT@WAIT` (sbatch.html: the job waits up to WAIT for that many leaf switches,
 at most SchedulerParameters=max_switch_wait, 300 s unless the operator raises it, and then
 runs on more). Ranks follow the allocation's node order in blocks of the GPUs per node

@@ -13,8 +13,11 @@ the plan's node type. Two kinds today:
   NeuronLink-v3 (same-coordinate chips in a ring across the four instances). The plan prices
   the instance as the scale-up domain (accelerators.yaml: 16 chips), so placement is asked for
   only when a group spans instances: that group must stay on NeuronLink, inside one UltraServer.
+  (Inside it, the Neuron runtime also needs each node's place, `ultraserver-node-id-4`, and
+  its UltraServer mode, which the Neuron stack's launcher sets; that is the Neuron training
+  export's part, not placement's.)
 
-Ranks are ordered as Megatron-LM (and NxD) order them, tensor parallel fastest, then context,
+Ranks are ordered as Megatron-LM orders them, tensor parallel fastest, then context,
 expert, data and pipeline (`tp-cp-ep-dp-pp`), so the groups that must share a domain are
 blocks of consecutive ranks:
 
