@@ -50,6 +50,7 @@ _KEYS = frozenset(
         "operator",
         "rack",
         "source",
+        "domain_node_label",
     }
 )
 _SCALEOUT_KEYS = frozenset({"kind", "name", "operated_by", "nics", "switch"})
@@ -81,6 +82,9 @@ class Platform:
     source: str
     as_of: str
     sources: dict[str, Sourced]
+    # the Kubernetes node label whose value names a node's scale-up domain, where the
+    # stack sets one (Trn2 on EKS: neuron.amazonaws.com/ultraserver-server-id-4); "" where none
+    domain_node_label: str = ""
 
     @property
     def provider_network(self) -> bool:
@@ -154,6 +158,12 @@ def parse_platform(raw: Any, file: str, key: str) -> Platform:
     if not isinstance(accs, list) or not all(isinstance(a, str) for a in accs):
         raise CatalogDataError(file, f"{key}.accelerators", "expected a list of accelerator ids")
     source, as_of = _provenance(raw.get("source"), file, f"{key}.source")
+    label = raw.get("domain_node_label") or {}
+    if label:
+        check_keys(label, frozenset({"label", "source", "as_of"}), file, f"{key}.domain_node_label")
+        _provenance(
+            {"source": label.get("source"), "as_of": label.get("as_of")}, file, f"{key}.domain_node_label"
+        )
     return Platform(
         id=pid,
         name=require_str(raw, "name", file, key),
@@ -178,6 +188,7 @@ def parse_platform(raw: Any, file: str, key: str) -> Platform:
         source=source,
         as_of=as_of,
         sources=sources,
+        domain_node_label=str(label.get("label", "")) if label else "",
     )
 
 

@@ -32,7 +32,7 @@ from rightsize.export.fw_common import TOKENIZER_VAR
 from rightsize.export.header import comment_block, dump_yaml_all
 from rightsize.export.k8s_common import dump, gib, meta, object_name, pod_requests, shm
 from rightsize.export.k8s_platform import Image, Stack, node_selector, rdma, training_stack
-from rightsize.export.k8s_topology import LEVELS, annotate, describe
+from rightsize.export.k8s_topology import annotate, describe, levels
 from rightsize.export.kueue import queue_objects, topology_object
 from rightsize.export.names import DNS_1035, k8s_name, shell_args, shell_word
 from rightsize.export.plan_view import TrainingView
@@ -223,7 +223,7 @@ def kueue_file(
     topology = f"{flavor}-topology" if place else None
     docs = queue_objects(v.header, queue, flavor, selector, quotas, topology)
     if topology and place:
-        docs.insert(0, topology_object(v.header, topology, LEVELS))
+        docs.insert(0, topology_object(v.header, topology, levels(place)))
     where = ", ".join(f"{k}={val}" for k, val in selector.items()) or (
         "any node (no cloud instance was priced: add nodeLabels your nodes carry)"
     )

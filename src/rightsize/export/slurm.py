@@ -359,8 +359,13 @@ def _engine_lines(v: ServingView, engine: str) -> tuple[list[str], dict[str, str
         opts_file = {TRTLLM_OPTIONS_FILE: yaml.safe_dump(llm_api_options(v), sort_keys=False)}
         if nodes == 1:
             return command(["srun", *TRTLLM_COMMAND, '"$MODEL"', *args]), opts_file
-        launch = ["srun", f"--nodes={nodes}", f"--ntasks-per-node={per_node}", "--mpi=pmix",
-                  TRTLLM_LAUNCHER, *TRTLLM_COMMAND, '"$MODEL"', *args]  # fmt: skip
+        # --ntasks as well: inside the allocation (one task per node) srun takes SLURM_NTASKS
+        # and would start one rank per node (Slurm 22.05 here); --cpus-per-task splits the
+        # node's CPUs over the ranks (srun reads SLURM_CPUS_PER_TASK again from 23.11).
+        cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
+        launch = ["srun", f"--nodes={nodes}", f"--ntasks={nodes * per_node}", f"--ntasks-per-node={per_node}",
+                  f"--cpus-per-task={cpus}", "--mpi=pmix", TRTLLM_LAUNCHER, *TRTLLM_COMMAND, '"$MODEL"',
+                  *args]  # fmt: skip
         return [
             "# One MPI rank per GPU over every node of the replica; rank 0 serves HTTP.",
             *command(launch),

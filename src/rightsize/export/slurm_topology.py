@@ -2,8 +2,9 @@
 
 Slurm 22.05+ places jobs by switches with the tree topology plugin (slurm.conf
 `TopologyPlugin=topology/tree`, switches in `topology.conf`; slurm.schedmd.com/topology.html,
-topology.conf.html). An NVL72 rack is one leaf switch whose nodes are its 18 trays; the
-racks hang under a spine switch. The job asks for the fewest racks it can use with
+topology.conf.html). A scale-up domain (`export.topology`) is one leaf switch: an NVL72 rack
+with its 18 trays, a Trn2 UltraServer with its 4 trn2u.48xlarge instances; the leaves hang
+under a spine switch. The job asks for the fewest racks it can use with
 `--switches=COUNT@WAIT` (sbatch.html: the job waits up to WAIT for that many leaf switches,
 at most SchedulerParameters=max_switch_wait, 300 s unless the operator raises it, and then
 runs on more). Ranks follow the allocation's node order in blocks of the GPUs per node
@@ -33,14 +34,14 @@ def sbatch_options(p: Placement) -> list[tuple[str, str]]:
 def header_lines(p: Placement) -> list[str]:
     d = p.domain
     where = (
-        f"one {d.gpus}-GPU {d.name} domain ({d.nodes} nodes, one leaf switch in topology.conf)"
+        f"one {d.size} ({d.nodes} nodes, one leaf switch in topology.conf)"
         if p.domains == 1
-        else f"{p.domains} {d.gpus}-GPU {d.name} domains ({d.nodes} nodes each, one leaf switch each)"
+        else f"{p.domains} x {d.size} ({d.nodes} nodes each, one leaf switch each)"
     )
     return [
         f"placement: {where}; --switches={p.domains}@{SWITCH_WAIT} (the wait is capped by "
         "SchedulerParameters=max_switch_wait); ranks in block order (tp-cp-ep-dp-pp, TP fastest)",
-        f"the {p.group} group ({p.group_gpus} GPUs, {p.group_nodes} node(s)) stays in one domain"
+        f"the {p.group} group ({p.group_gpus} {p.domain.unit}s, {p.group_nodes} node(s)) stays in one domain"
         + ("; checked against `scontrol show topology` before training starts" if p.group_nodes > 1 else ""),
     ]
 
@@ -82,15 +83,15 @@ def topology_conf(p: Placement, node: str) -> str:
     width = max(2, len(str(p.domains)))
     lines = comment_lines([
         "Slurm topology.conf (slurm.schedmd.com/topology.conf.html) for this job: one leaf switch per "
-        f"{p.domain.gpus}-GPU {p.domain.name} domain ({p.domain.nodes} nodes), a spine above them.",
-        "Replace the node names with the cluster's own, each rack's nodes together and in slurm.conf's order.",
+        f"{p.domain.size} ({p.domain.nodes} nodes), a spine above them.",
+        f"Replace the node names with the cluster's own, each {p.domain.slug}'s nodes together and in slurm.conf's order.",
         "slurm.conf: TopologyPlugin=topology/tree; SchedulerParameters=max_switch_wait=86400 "
         f"(the job's --switches wait, {SWITCH_WAIT}, is capped by it).",
     ])  # fmt: skip
     leaves = []
     for r in range(p.domains):
         first, last = r * p.domain.nodes + 1, (r + 1) * p.domain.nodes
-        name = f"{base}-rack{r + 1:0{width}d}"
+        name = f"{base}-{p.domain.slug}{r + 1:0{width}d}"
         leaves.append(name)
         lines.append(f"SwitchName={name} Nodes={base}-[{first:04d}-{last:04d}]")
     lines.append(f"SwitchName={base}-spine Switches={','.join(leaves)}")

@@ -1,28 +1,41 @@
 """Where a training job's ranks must sit: the scale-up domain that spans nodes.
 
-A switched scale-up domain larger than one node (GB200/GB300 NVL72: 72 GPUs on one NVLink
-spine, 18 trays of 4) is one rack; the plan's step time prices some collectives as running
-inside it (`perf.collectives.group_link`: a group of `size` ranks at `stride` is inside when
-size x stride <= the domain's GPUs). Ranks are ordered as Megatron-LM orders them, tensor
-parallel fastest, then context, expert, data and pipeline (`tp-cp-ep-dp-pp`), so the groups
-the plan priced inside are blocks of consecutive ranks:
+One interface for every such domain: the platform's scale-up group in platforms.yaml
+(`scaleup_domain`, `domain_max_units`, `domain_node_label`) when it holds several nodes of
+the plan's node type. Two kinds today:
+
+- NVIDIA GB200/GB300 NVL72: 72 GPUs on one NVLink spine, 18 trays of 4, one rack. The plan's
+  step time prices some collectives as running inside it (`perf.collectives.group_link`: a
+  group of `size` ranks at `stride` is inside when size x stride <= the domain's GPUs), and
+  data-parallel traffic with domain_gpus / TP members per domain, so the job also packs into
+  the fewest racks.
+- AWS Trn2 UltraServer: 4 trn2u.48xlarge instances of 16 Trainium2 chips (64 chips) joined by
+  NeuronLink-v3 (same-coordinate chips in a ring across the four instances). The plan prices
+  the instance as the scale-up domain (accelerators.yaml: 16 chips), so placement is asked for
+  only when a group spans instances: that group must stay on NeuronLink, inside one UltraServer.
+  (Inside it, the Neuron runtime also needs each node's place, `ultraserver-node-id-4`, and
+  its UltraServer mode, which the Neuron stack's launcher sets; that is the Neuron training
+  export's part, not placement's.)
+
+Ranks are ordered as Megatron-LM orders them, tensor parallel fastest, then context,
+expert, data and pipeline (`tp-cp-ep-dp-pp`), so the groups that must share a domain are
+blocks of consecutive ranks:
 
 - TP always (the plan has no layout with TP across domains; one that does is refused),
 - x CP when TP x CP still fits the domain,
 - x EP when TP x CP x EP still fits it (the MoE all-to-all at stride TP x CP).
 
-A job keeps those blocks inside racks when (1) ranks follow the node order of the
-allocation in blocks of the GPUs per node (Slurm's block distribution, a JobSet's completion
-index), (2) the block's GPUs divide the domain's (72 / 16 does not: the fifth group of 16
-would straddle two racks) and (3) each rack the job uses holds a whole number of blocks:
-the job fills whole racks or fits in one; otherwise the schedulers are asked for slices of
-one group each (Kueue) or the job checks its allocation before it starts (Slurm, whose
-tree topology cannot ask for it). A layout whose groups cannot tile a domain is refused
-with the reason. The job also uses the fewest racks it can,
-because the plan priced data-parallel traffic with domain_gpus / TP members per domain.
+A job keeps those blocks inside domains when (1) ranks follow the node order of the
+allocation in blocks of the accelerators per node (Slurm's block distribution, a JobSet's
+completion index), (2) the block's accelerators divide the domain's (72 / 16 does not: the
+fifth group of 16 would straddle two racks; 64 / 48 does not either) and (3) each domain the
+job uses holds a whole number of blocks: the job fills whole domains or fits in one;
+otherwise the schedulers are asked for slices of one group each (Kueue) or the job checks its
+allocation before it starts (Slurm, whose tree topology cannot ask for it). A layout whose
+groups cannot tile a domain is refused with the reason.
 
-Torus domains (TPU ICI slices, Trainium NeuronLink) are placed by their own exports (a GKE
-TPU slice is one node pool, `export.k8s_maxtext`); nothing here applies to them.
+TPU ICI slices are placed by their own export (a GKE TPU slice is one node pool,
+`export.k8s_maxtext`); nothing here applies to them.
 """
 
 from __future__ import annotations
@@ -31,17 +44,39 @@ import math
 from dataclasses import dataclass
 
 from rightsize.catalog import get_accelerator
+from rightsize.catalog.platforms import platform_for
 from rightsize.errors import BadInput
 from rightsize.export.plan_view import HardwareView, TrainingView
+
+# Platforms' scale-up groups that these exports do not place: the node itself, a TPU slice.
+_NOT_PLACED_HERE = ("node", "slice")
+# Where a platform documents no node label for its domain: the NVIDIA GPU Operator's NVLink
+# clique label (docs.nvidia.com/topograph/v0.5.0/providers/dra), set on every node of an NVL72.
+GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 
 @dataclass(frozen=True)
 class Domain:
-    """One scale-up domain that spans nodes (an NVL72 rack)."""
+    """One scale-up domain that spans nodes (an NVL72 rack, a Trn2 UltraServer)."""
 
-    name: str  # the vendor's term for the link, e.g. NVLink
-    gpus: int
+    name: str  # the vendor's term for the link, e.g. NVLink, NeuronLink
+    gpus: int  # accelerators in one domain
     nodes: int  # nodes of the plan's node type in one domain
+    kind: str = "NVL72 rack"  # the platform's word for the group (platforms.yaml scaleup_domain)
+    unit: str = "GPU"  # what one accelerator is called
+    node_label: str = GPU_CLIQUE_LABEL  # the Kubernetes node label naming a node's domain
+    packs: bool = True  # the plan priced traffic inside the whole domain: the job packs into few
+
+    @property
+    def size(self) -> str:
+        """e.g. "72-GPU NVLink domain", "64-chip NeuronLink domain (Trn2 UltraServer)"."""
+        tail = "" if "rack" in self.kind else f" ({self.kind})"
+        return f"{self.gpus}-{self.unit} {self.name} domain{tail}"
+
+    @property
+    def slug(self) -> str:
+        """A word for switch names in topology.conf: rack, ultraserver."""
+        return "rack" if "rack" in self.kind else self.kind.split()[-1].lower()
 
 
 @dataclass(frozen=True)
@@ -57,20 +92,31 @@ class Placement:
 
 
 def scale_up_domain(hw: HardwareView) -> Domain | None:
-    """The node type's scale-up domain when it is switched and spans several nodes."""
+    """The platform's scale-up domain (platforms.yaml) when it spans several nodes of the
+    plan's node type; None when it is the node, a TPU slice, or does not hold whole nodes."""
     acc = get_accelerator(hw.accelerator)
+    plat = platform_for(hw.accelerator, hw.vendor)
+    units = plat.domain_max_units.get(acc.id, 0)
     gpn = hw.gpus_per_node
-    if acc.scaleup_topology != "switch" or acc.scaleup_domain_gpus <= gpn or acc.scaleup_domain_gpus % gpn:
+    if plat.scaleup_domain in _NOT_PLACED_HERE or units <= gpn or units % gpn:
         return None
-    return Domain(acc.scaleup_name, acc.scaleup_domain_gpus, acc.scaleup_domain_gpus // gpn)
+    return Domain(
+        name=acc.scaleup_name,
+        gpus=units,
+        nodes=units // gpn,
+        kind=plat.scaleup_domain,
+        unit=plat.unit_noun,
+        node_label=plat.domain_node_label or GPU_CLIQUE_LABEL,
+        packs=acc.scaleup_domain_gpus >= units,
+    )
 
 
 def _group(v: TrainingView, domain: Domain) -> tuple[str, int]:
     """(name, GPUs) of the largest rank block the plan priced inside the domain."""
     if v.tp > domain.gpus:
         raise BadInput(
-            f"The plan's tensor-parallel group (TP{v.tp}) is larger than one {domain.gpus}-GPU "
-            f"{domain.name} domain of {v.hw.accelerator}.",
+            f"The plan's tensor-parallel group (TP{v.tp}) is larger than one {domain.size} "
+            f"of {v.hw.accelerator}.",
             "Tensor parallelism runs an all-reduce in every layer; across domains it would run on the "
             "scale-out fabric, not as the plan's step time assumes.",
             f"Re-plan with parallel.tp at most {domain.gpus}.",
@@ -89,11 +135,14 @@ def placement(v: TrainingView) -> Placement | None:
     if domain is None or v.nodes <= 1:
         return None
     gpn = min(v.gpus, v.hw.gpus_per_node)
+    if not domain.packs and v.tp * v.cp * v.ep <= gpn:
+        return None  # every group the plan priced on the scale-up link lies inside one node
     name, size = _group(v, domain)
+    unit = domain.unit
     if domain.gpus % size or (size > gpn and size % gpn) or (size < gpn and gpn % size):
         raise BadInput(
-            f"The plan's {name} group ({size} GPUs) does not tile a {domain.gpus}-GPU {domain.name} domain "
-            f"of {domain.nodes} x {v.hw.node} ({gpn} GPUs each).",
+            f"The plan's {name} group ({size} {unit}s) does not tile a {domain.size} "
+            f"of {domain.nodes} x {v.hw.node} ({gpn} {unit}s each).",
             "Ranks are placed in blocks of consecutive ranks; some group would straddle two domains and run "
             "its collectives on the scale-out fabric, slower than the plan's step time assumes.",
             f"Re-plan with parallel.tp (x cp, x ep) a divisor of {domain.gpus} and a multiple or divisor of {gpn}.",

@@ -4,7 +4,14 @@ the `--extra_llm_api_options` YAML, whose keys are the LLM API's arguments
 (tensorrt_llm/llmapi/llm_args.py, `TorchLlmArgs`):
 
 - `tensor_parallel_size`, `pipeline_parallel_size`, `moe_expert_parallel_size` (MoE only):
-  the plan's parallelism.
+  the plan's parallelism. TensorRT-LLM's world is tensor x pipeline (x context) ranks and its
+  MoE splits the tensor-parallel ranks into moe_tp x moe_ep (tensorrt_llm/mapping.py: "world_size
+  must equal to tp_size * pp_size * cp_size", "moe_tp_size * moe_ep_size ... must equal to
+  moe_world_size"). EP within TP (ep <= tp, ep | tp) is written as is; the planner's wide
+  expert parallelism (TP1 x EP n: attention data-parallel, experts over n GPUs) is
+  `tensor_parallel_size: n`, `moe_expert_parallel_size: n`, `enable_attention_dp: true`
+  (attention runs with TP 1 on each rank, as planned). EP wider than a TP above 1 (attention
+  TP t x DP) has no TensorRT-LLM mapping (attention DP means attention TP 1): refused.
 - `max_batch_size`: the vLLM export's `--max-num-seqs` (same admission rule);
   `max_num_tokens`: the tokens one forward pass schedules, the vLLM export's profiled batch;
   `max_seq_len`: the longest prompt plus the longest output the traffic allows.
@@ -60,21 +67,52 @@ def free_gpu_memory_fraction(v: ServingView) -> float:
     return round(min(FREE_FRACTION_CEILING, max(FREE_FRACTION_FLOOR, kv / free)), 2)
 
 
+def _parallel(v: ServingView) -> dict[str, Any]:
+    """TensorRT-LLM's parallel sizes for the plan's replica (see the module docstring)."""
+    if v.ep <= 1:
+        return {"tensor_parallel_size": v.tp, "pipeline_parallel_size": v.pp}
+    if v.ep <= v.tp:
+        if v.tp % v.ep:
+            raise BadInput(
+                f"TensorRT-LLM cannot split TP{v.tp} into expert-parallel groups of {v.ep}.",
+                "Its MoE layers run moe_tp x moe_ep = tensor_parallel_size ranks (tensorrt_llm/mapping.py).",
+                f"Re-plan with serving.expert_parallel a divisor of {v.tp}, or export with --engine vllm.",
+            )
+        return {
+            "tensor_parallel_size": v.tp,
+            "pipeline_parallel_size": v.pp,
+            "moe_expert_parallel_size": v.ep,
+        }
+    if v.tp > 1:
+        raise BadInput(
+            f"TensorRT-LLM cannot run this plan's attention TP{v.tp} with expert parallelism over {v.ep} GPUs.",
+            "Wider expert than tensor parallelism needs attention data parallelism, which in TensorRT-LLM "
+            "runs attention with TP 1 on every rank (enable_attention_dp), not the plan's TP groups.",
+            "Re-plan with tp 1 (wide EP) or ep at most tp, or export with --engine sglang.",
+        )
+    return {
+        "tensor_parallel_size": v.ep,
+        "pipeline_parallel_size": v.pp,
+        "moe_expert_parallel_size": v.ep,
+        "enable_attention_dp": True,
+    }
+
+
 def llm_api_options(v: ServingView) -> dict[str, Any]:
     """The `--extra_llm_api_options` mapping (serialise with yaml.safe_dump)."""
     kv: dict[str, Any] = {"free_gpu_memory_fraction": free_gpu_memory_fraction(v)}
     if v.kv_precision.startswith("fp8"):
         kv["dtype"] = "fp8"
+    par = _parallel(v)
     opts: dict[str, Any] = {
-        "tensor_parallel_size": v.tp,
-        "pipeline_parallel_size": v.pp,
+        "tensor_parallel_size": par.pop("tensor_parallel_size"),
+        "pipeline_parallel_size": par.pop("pipeline_parallel_size"),
         "max_batch_size": max_num_seqs(v),
         "max_num_tokens": PROFILE_TOKENS,
         "max_seq_len": v.max_model_len,
         "kv_cache_config": kv,
+        **par,
     }
-    if v.ep > 1:
-        opts["moe_expert_parallel_size"] = v.ep
     return opts
 
 
