@@ -1,0 +1,79 @@
+"""The further published training runs (validate/data/training_more.csv): MoE rows read as MoE
+models, expert parallelism over tensor-parallel ranks, and the fp8 expert activations they fit by."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rightsize.perf.layer import moe_load_factor
+from rightsize.perf.memory import activation_bytes_per_token_layer
+from rightsize.perf.workload import ParallelConfigs, TrainWorkload
+from rightsize.spec.load import parse_spec
+from rightsize.spec.model import ModelArch
+from rightsize.spec.training import TrainingSpec
+from rightsize.validate.cases import more_paths, read_cases, training_spec_data
+
+# Qwen/Qwen3-30B-A3B config.json
+QWEN3_30B_A3B = ModelArch(
+    name="qwen3-30b-a3b",
+    layers=48,
+    hidden=2048,
+    heads=32,
+    kv_heads=4,
+    head_dim=128,
+    ffn_hidden=6144,
+    vocab=151936,
+    mlp="swiglu",
+    experts=128,
+    experts_per_token=8,
+    expert_ffn_hidden=768,
+)
+
+
+def _cases() -> dict[str, object]:
+    return {c.id: c for c in read_cases(more_paths()[0])}
+
+
+def test_every_row_builds_a_valid_spec_with_its_published_layout() -> None:
+    for case in _cases().values():
+        spec = parse_spec(training_spec_data(case), Path("."))  # type: ignore[arg-type]
+        assert isinstance(spec, TrainingSpec)
+        row = case.row  # type: ignore[attr-defined]
+        assert spec.targets.gpus == int(row["gpus"])
+        if row.get("experts"):
+            assert spec.model.experts == int(row["experts"])
+            assert spec.model.experts_per_token == int(row["experts_per_token"])
+
+
+def test_moe_columns_and_preset_reach_the_model() -> None:
+    cases = _cases()
+    qwen = training_spec_data(cases["mb2604-qwen3-30b-a3b-b200-8gpu-mxfp8"])  # type: ignore[arg-type]
+    assert qwen["model"]["expert_ffn_hidden"] == 768 and qwen["model"]["head_dim"] == 128
+    assert qwen["parallel"]["ep"] == 8
+    deepseek = training_spec_data(cases["mb2604-deepseek-v3-b200-256gpu-mxfp8"])  # type: ignore[arg-type]
+    assert deepseek["model"] == "deepseek-v3"  # MLA: the preset, not the headline columns
+
+
+def test_expert_parallel_over_tensor_parallel_ranks_becomes_ep_over_tp() -> None:
+    # Megatron-Bridge's Qwen3 235B H100 recipe: TP2 PP8 EP32 on 256 GPUs (16 dp ranks).
+    data = training_spec_data(_cases()["mb2604-qwen3-235b-a22b-h100-sxm-256gpu-fp8"])  # type: ignore[arg-type]
+    assert data["parallel"]["tp"] == 2 and data["parallel"]["dp"] == 16
+    assert data["parallel"]["ep"] == 16
+    assert isinstance(parse_spec(data, Path(".")), TrainingSpec)
+
+
+def test_fp8_experts_keep_their_linear_inputs_in_fp8() -> None:
+    """Transformer Engine saves the quantised input of each expert GEMM, as of te.Linear: per
+    routed copy the up projection's input (h) and the down projection's input (f_e) are one
+    byte, not two; bf16 keeps every tensor it kept before."""
+    cfg = ParallelConfigs.single(dp=8, ep=8, micro_batch=4)
+    bf16 = TrainWorkload(arch=QWEN3_30B_A3B, seq_len=4096, global_batch=512, precision="bf16")
+    fp8 = TrainWorkload(arch=QWEN3_30B_A3B, seq_len=4096, global_batch=512, precision="fp8")
+    load = float(moe_load_factor(bf16, cfg)[0])
+    saved = QWEN3_30B_A3B.experts_per_token * load * (768 + 2048)
+    dense_inputs = 2 * 2048  # the QKV and MLP inputs, also one byte under fp8
+    b = float(activation_bytes_per_token_layer(bf16, cfg)[0])
+    f = float(activation_bytes_per_token_layer(fp8, cfg)[0])
+    assert b - f == pytest.approx(saved + dense_inputs)
