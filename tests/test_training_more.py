@@ -77,3 +77,24 @@ def test_fp8_experts_keep_their_linear_inputs_in_fp8() -> None:
     b = float(activation_bytes_per_token_layer(bf16, cfg)[0])
     f = float(activation_bytes_per_token_layer(fp8, cfg)[0])
     assert b - f == pytest.approx(saved + dense_inputs)
+
+
+def test_moe_layers_move_their_tokens_through_permute_and_unpermute() -> None:
+    """Each token's k routed copies are gathered before the dispatch and scattered back after
+    the combine: 2 x (1 + k load) x h x 2 bytes more memory traffic than the same layer's
+    elementwise kernels without routing, and none for a dense model."""
+    from dataclasses import replace as dc_replace
+
+    from rightsize.perf.layer import elementwise_bytes_per_token
+
+    cfg = ParallelConfigs.single(dp=8, ep=8, micro_batch=4)
+    moe = TrainWorkload(arch=QWEN3_30B_A3B, seq_len=4096, global_batch=512, precision="bf16")
+    load = float(moe_load_factor(moe, cfg)[0])
+    k, h = QWEN3_30B_A3B.experts_per_token, QWEN3_30B_A3B.hidden
+    # the same shape with the routed MLP as a dense one of k x f_e (identical activation bytes)
+    dense = dc_replace(
+        moe,
+        arch=QWEN3_30B_A3B.model_copy(update={"experts": 0, "experts_per_token": 1, "ffn_hidden": 768 * k}),
+    )
+    extra = float(elementwise_bytes_per_token(moe, cfg)[0] - elementwise_bytes_per_token(dense, cfg)[0])
+    assert extra == pytest.approx(2.0 * 2.0 * h * (1.0 + k * load))

@@ -293,6 +293,14 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     if arch.is_moe:
         act_elems *= arch.experts_per_token + arch.shared_experts
     act_bytes = ACT_BYTES * act_elems / cfg.tp
+    if arch.is_moe:
+        # Token permutation around the all-to-alls (Megatron-Core's MoEAlltoAllTokenDispatcher,
+        # fused or not: `permute` gathers each token's k routed copies into expert order before
+        # the dispatch, `unpermute` scatters the k expert outputs back and sums them with the
+        # router probabilities after the combine): read h and write k h, then read k h and write h.
+        routed = arch.experts_per_token * moe_load_factor(w, cfg)
+        permute = ACT_BYTES * 2.0 * h * (1.0 + routed)
+        act_bytes = act_bytes + np.where(cfg.sequence_parallel, permute / cfg.tp, permute)
     # Rotary embedding on queries and keys: read and write each (2 + 2 bytes per element).
     rope_bytes = 0.0 if arch.is_mla else 4.0 * (arch.heads + arch.kv_heads) * arch.head_dim / cfg.tp
     cast_bytes: float | np.ndarray = 0.0
