@@ -98,3 +98,23 @@ def test_moe_layers_move_their_tokens_through_permute_and_unpermute() -> None:
     )
     extra = float(elementwise_bytes_per_token(moe, cfg)[0] - elementwise_bytes_per_token(dense, cfg)[0])
     assert extra == pytest.approx(2.0 * 2.0 * h * (1.0 + k * load))
+
+
+def test_a_stack_without_tp_overlap_exposes_every_tensor_parallel_collective() -> None:
+    """torchtitan's vanilla TP runs its all-gathers and reduce-scatters in line: the layer's
+    exposed TP time is the whole collective time, more than the overlapping stack's."""
+    from dataclasses import replace as dc_replace
+
+    from perf_helpers import catalog_hw, llama2_7b
+
+    from rightsize.perf.layer import layer_times
+
+    cfg = ParallelConfigs.single(tp=8, dp=1, micro_batch=2, sequence_parallel=True)
+    hw = catalog_hw("h100-sxm")
+    usual = TrainWorkload(arch=llama2_7b(), seq_len=4096, global_batch=8, precision="bf16")
+    inline = dc_replace(usual, tp_comm_overlap=False)
+    overlapped = dc_replace(usual, tp_comm_overlap=True)
+    t_usual = float(layer_times(usual, cfg, hw, moe=False).tp_comm_fwd[0])
+    assert float(layer_times(overlapped, cfg, hw, moe=False).tp_comm_fwd[0]) == pytest.approx(t_usual)
+    t_inline = float(layer_times(inline, cfg, hw, moe=False).tp_comm_fwd[0])
+    assert hw.tp_comm_overlap > 0 and t_inline > t_usual

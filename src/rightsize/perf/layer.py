@@ -330,11 +330,15 @@ def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) ->
 TP_OVERLAP_INTERFERENCE = 0.1
 
 
-def _tp_exposed(comm: np.ndarray, gemm: np.ndarray, t: np.ndarray, hw: Hardware) -> np.ndarray:
+def _tp_exposed(
+    comm: np.ndarray, gemm: np.ndarray, t: np.ndarray, hw: Hardware, overlap: bool | None = None
+) -> np.ndarray:
     """Exposed tensor-parallel time when the stack pipelines it with the GEMMs: split into
     t chunks, all but the first hide under the neighbouring GEMM's chunks (Transformer
-    Engine userbuffers), for the share `tp_comm_overlap` of the accelerator's usual stack."""
-    hidden = hw.tp_comm_overlap * (t - 1.0) / np.maximum(t, 1.0) * np.minimum(comm, gemm)
+    Engine userbuffers), for the share `tp_comm_overlap` of the accelerator's usual stack;
+    a stack that runs them in line (`overlap` False: torchtitan's vanilla TP) hides none."""
+    share = hw.tp_comm_overlap if overlap is None or overlap else 0.0
+    hidden = share * (t - 1.0) / np.maximum(t, 1.0) * np.minimum(comm, gemm)
     return comm - hidden + TP_OVERLAP_INTERFERENCE * hidden
 
 
@@ -508,8 +512,8 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 
     gemm_f = attn_proj_f + mlp_f + lora_f
     gemm_b = attn_proj_b + mlp_b + lora_b
-    tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw)
-    tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw)
+    tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw, w.tp_comm_overlap)
+    tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw, w.tp_comm_overlap)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f), full)
     offload_f, offload_b = _offload_exposed(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))

@@ -251,6 +251,15 @@ class TrainingWorkload(BaseModel):
             "every rank equal attention work; false: contiguous chunks, the last rank does 2cp/(cp+1) of the average."
         ),
     )
+    tp_comm_overlap: bool | None = Field(
+        default=None,
+        description=(
+            "Whether the training stack overlaps tensor-parallel collectives with the GEMMs around them "
+            "(Transformer Engine userbuffers in Megatron-Core / NeMo, torchtitan's async TP): false for a "
+            "stack that runs them in line (torchtitan's vanilla TP); null: the accelerator's usual stack "
+            "(catalog efficiency tp_comm_overlap)."
+        ),
+    )
     optimizer_offload: bool = Field(
         default=False,
         description=(
