@@ -118,3 +118,40 @@ def test_a_stack_without_tp_overlap_exposes_every_tensor_parallel_collective() -
     assert float(layer_times(overlapped, cfg, hw, moe=False).tp_comm_fwd[0]) == pytest.approx(t_usual)
     t_inline = float(layer_times(inline, cfg, hw, moe=False).tp_comm_fwd[0])
     assert hw.tp_comm_overlap > 0 and t_inline > t_usual
+
+
+def test_mxfp8_casts_read_once_and_write_two_block_scaled_copies() -> None:
+    """MXFP8's scales are local to 32-value blocks (no tensor-wide amax pass): 2 bytes read,
+    a rowwise and a columnwise fp8 copy written with one E8M0 scale per 32 values each; less
+    than current scaling's amax + cast + transpose (6)."""
+    from rightsize.perf.layer import FP8_CAST_BYTES_PER_ELEMENT, cast_bytes_per_element
+
+    mx = TrainWorkload(arch=QWEN3_30B_A3B, seq_len=4096, global_batch=8, precision="fp8", fp8_recipe="mxfp8")
+    cs = TrainWorkload(arch=QWEN3_30B_A3B, seq_len=4096, global_batch=8, precision="fp8")
+    assert cast_bytes_per_element(mx) == (pytest.approx(2 + 2 * (1 + 1 / 32)),) * 2
+    assert cast_bytes_per_element(cs) == (FP8_CAST_BYTES_PER_ELEMENT, FP8_CAST_BYTES_PER_ELEMENT)
+
+
+def test_fp8_moe_casts_each_routed_copy_of_the_expert_tensors() -> None:
+    """The token's MLP input is quantised once before the dispatch; each routed copy's
+    down-projection input (forward) and both expert GEMMs' output gradients (backward) are
+    quantised per copy: k load times a dense MLP of the expert's width."""
+    from dataclasses import replace as dc_replace
+
+    from rightsize.perf.layer import (
+        cast_bytes_per_element,
+        elementwise_bytes_per_token,
+        fp8_backward_cast_bytes_per_token,
+    )
+
+    cfg = ParallelConfigs.single(dp=8, ep=8, micro_batch=4)
+    moe = TrainWorkload(arch=QWEN3_30B_A3B, seq_len=4096, global_batch=512, precision="fp8")
+    bf16 = dc_replace(moe, precision="bf16")
+    load = float(moe_load_factor(moe, cfg)[0])
+    copies, h, f = QWEN3_30B_A3B.experts_per_token * load, 2048.0, 768.0
+    fwd, bwd = cast_bytes_per_element(moe)
+    cast_f = float(elementwise_bytes_per_token(moe, cfg)[0] - elementwise_bytes_per_token(bf16, cfg)[0])
+    assert cast_f == pytest.approx(fwd * (h + 32 * 128 + h + copies * f))
+    qkv_out = (32 + 2 * 4) * 128
+    cast_b = float(fp8_backward_cast_bytes_per_token(moe, cfg)[0])
+    assert cast_b == pytest.approx(bwd * (h + qkv_out + copies * (h + 2 * f)))

@@ -168,10 +168,10 @@ def stage_weight_bytes(
     plus 16-bit adapters. QLoRA quantises only the transformer blocks' linears: embeddings,
     output layer and norms stay 16-bit."""
     if not w.frozen_base:
-        if w.precision == "fp8" and w.fp8_recipe in ("auto", "delayed"):
+        if w.precision == "fp8" and w.fp8_recipe in ("auto", "delayed", "mxfp8"):
             # Transformer Engine's recipes as NeMo and Megatron-Bridge configure them
-            # (bf16_with_fp8_current_scaling_mixed and bf16_with_fp8_delayed_scaling_mixed both
-            # set fp8_param_gather=True) keep the block linears' working weights in fp8, one
+            # (bf16_with_fp8_current_scaling_mixed, bf16_with_fp8_delayed_scaling_mixed and
+            # bf16_with_mxfp8_mixed all set fp8_param_gather=True) keep the block linears' working weights in fp8, one
             # byte each (the fp32 master copy is the optimizer's); embeddings, output layer and
             # norms stay 16-bit. torchao's float8 (tensorwise, rowwise) keeps 16-bit weights.
             norms, edge = _sixteen_bit_params(w, cfg)
