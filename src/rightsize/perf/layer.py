@@ -528,7 +528,8 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 
     # Expert parallel: dispatch and combine all-to-alls of the routed tokens.
     if moe:
-        ep_f = 2.0 * coll.all_to_all_group_s(moe_dispatch_bytes(w, cfg), cfg.ep, cfg.tp * cfg.cp, hw)
+        copies = arch.experts_per_token
+        ep_f = 2.0 * coll.moe_dispatch_s(moe_dispatch_bytes(w, cfg), cfg.ep, cfg.tp * cfg.cp, hw, copies)
     else:
         ep_f = np.zeros_like(tp_f)
     ep_b = ep_f
