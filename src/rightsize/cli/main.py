@@ -80,6 +80,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from rightsize.validate.mechanism_cases import bundled_path
 
         paths.append(bundled_path())
+    if getattr(args, "more", False):
+        from rightsize.validate.cases import more_paths
+
+        paths += more_paths()
     if getattr(args, "families", False):
         from rightsize.validate.families import family_paths
 
@@ -189,6 +193,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--families",
         action="store_true",
         help="also check the per-family published runs (TPU, Gaudi, Trainium, ROCm, Blackwell)",
+    )
+    sp.add_argument(
+        "--more",
+        action="store_true",
+        help="also check more published training runs (MoE pre-training, torchtitan 2025), reported as their own set",
     )
     sp.add_argument(
         "--kernels",

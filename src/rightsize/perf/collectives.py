@@ -118,6 +118,37 @@ def all_to_all_group_s(send_bytes: np.ndarray, n: np.ndarray, stride: np.ndarray
     return np.where(n > 1, t, 0.0)
 
 
+def moe_dispatch_s(
+    send_bytes: np.ndarray, n: np.ndarray, stride: np.ndarray, hw: Hardware, routed_copies: float
+) -> np.ndarray:
+    """One MoE dispatch (or combine) over n expert-parallel ranks at `stride`, each sending
+    `send_bytes`: a token's `routed_copies` copies to the ranks holding its experts, evenly.
+
+    Within one scale-up domain it is `all_to_all_group_s`. Across domains the dispatch is
+    hierarchical, as DeepSeek's (DeepSeek-V3 report sec. 3.2.2: a token crosses InfiniBand once
+    per target node, to the GPU of the same in-node index, which forwards it over NVLink to
+    the GPUs hosting its experts) and Megatron-Core's HybridEP and DeepEP backends do: a token
+    with k copies spread over D domains crosses the scale-out network once per distinct
+    remote domain, D (1 - (1 - 1/D)^k) (D - 1) / D times on average, not k (D - 1) / D. The
+    copies forwarded on arrival ride the scale-up links with those sent within the domain."""
+    n = np.asarray(n, dtype=np.float64)
+    stride = np.asarray(stride, dtype=np.float64)
+    send_bytes = np.asarray(send_bytes, dtype=np.float64)
+    members = np.clip(np.floor(hw.domain_gpus / stride), 1.0, n)
+    domains = n / members
+    k = max(float(routed_copies), 1.0)
+    distinct = domains * (1.0 - (1.0 - 1.0 / domains) ** k)  # expected distinct domains of k copies
+    dedup = np.minimum(distinct / k, 1.0)
+    up_bw = hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction
+    out_bw = hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction
+    inter_bytes = (n - members) / n * send_bytes * dedup
+    intra = np.maximum((n - 1.0) / n * send_bytes - inter_bytes, (members - 1.0) / n * send_bytes) / up_bw
+    inter = inter_bytes / out_bw
+    latency = np.where(members < n, hw.scaleout_latency_s, hw.scaleup_latency_s)
+    t = np.maximum(intra, inter) + _steps(n) * latency
+    return np.where(n > 1, t, 0.0)
+
+
 def p2p_s(nbytes: np.ndarray, bw: np.ndarray, latency: np.ndarray) -> np.ndarray:
     return nbytes / bw + latency
 

@@ -80,6 +80,12 @@ CAST_BYTES_PER_ELEMENT = {
 # earlier steps, so the amax is computed inside the cast kernel: no separate read of the
 # 16-bit tensor (TE docs, "Using FP8 with Transformer Engine": DelayedScaling, amax_history_len).
 FP8_DELAYED_CAST_BYTES_PER_ELEMENT = FP8_CAST_BYTES_PER_ELEMENT - 2.0
+# MXFP8 (Transformer Engine's MXFP8BlockScaling on Blackwell; TE docs "MXFP8"): each scale is
+# local to a block of 32 consecutive values (E8M0), computed inside the cast, so no tensor-wide
+# amax pass; one-dimensional blocks along each GEMM's reduction axis need a rowwise and a
+# columnwise copy, written by one kernel that reads the 16-bit tensor once:
+# 2 + 2 x (1 + 1/32) bytes per element.
+MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2.0 * (1.0 + 1.0 / 32.0)
 
 
 def cast_bytes_per_element(w: TrainWorkload) -> tuple[float, float]:
@@ -89,6 +95,8 @@ def cast_bytes_per_element(w: TrainWorkload) -> tuple[float, float]:
     before the cast; delayed scaling does not."""
     if w.precision == "fp8" and w.fp8_recipe == "delayed":
         return FP8_DELAYED_CAST_BYTES_PER_ELEMENT, FP8_DELAYED_CAST_BYTES_PER_ELEMENT
+    if w.precision == "fp8" and w.fp8_recipe == "mxfp8":
+        return MXFP8_CAST_BYTES_PER_ELEMENT, MXFP8_CAST_BYTES_PER_ELEMENT
     return CAST_BYTES_PER_ELEMENT[w.precision]
 
 
@@ -293,15 +301,36 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     if arch.is_moe:
         act_elems *= arch.experts_per_token + arch.shared_experts
     act_bytes = ACT_BYTES * act_elems / cfg.tp
+    if arch.is_moe:
+        # Token permutation around the all-to-alls (Megatron-Core's MoEAlltoAllTokenDispatcher,
+        # fused or not: `permute` gathers each token's k routed copies into expert order before
+        # the dispatch, `unpermute` scatters the k expert outputs back and sums them with the
+        # router probabilities after the combine): read h and write k h, then read k h and write h.
+        routed = arch.experts_per_token * moe_load_factor(w, cfg)
+        permute = ACT_BYTES * 2.0 * h * (1.0 + routed)
+        act_bytes = act_bytes + np.where(cfg.sequence_parallel, permute / cfg.tp, permute)
     # Rotary embedding on queries and keys: read and write each (2 + 2 bytes per element).
     rope_bytes = 0.0 if arch.is_mla else 4.0 * (arch.heads + arch.kv_heads) * arch.head_dim / cfg.tp
     cast_bytes: float | np.ndarray = 0.0
     if w.precision in CAST_BYTES_PER_ELEMENT:
         # The forward inputs of the four GEMMs: QKV and MLP-up read h, out-projection a d / t,
-        # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT).
+        # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT). A MoE layer quantises each token's
+        # MLP input once, before the dispatch sends its k copies (DeepSeek-V3 report, sec. 3.3:
+        # activations quantised before the MoE up-projections, then dispatched in fp8), but each
+        # routed copy's down-projection input is its own tensor: `_mlp_copies` of f / t.
         cast = cast_bytes_per_element(w)[0]
-        cast_bytes = cast * (2 * h + (arch.heads * arch.head_dim + f) / cfg.tp)
+        mlp_in = h + _mlp_copies(w, cfg) * f / cfg.tp
+        cast_bytes = cast * (h + arch.heads * arch.head_dim / cfg.tp + mlp_in)
     return hidden_bytes + act_bytes + rope_bytes + cast_bytes
+
+
+def _mlp_copies(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
+    """MLP GEMM operand copies per token: 1 for a dense MLP; a MoE layer's routed copies at the
+    busiest GPU's load plus its shared experts."""
+    arch = w.arch
+    if not arch.is_moe:
+        return 1.0
+    return arch.experts_per_token * moe_load_factor(w, cfg) + arch.shared_experts
 
 
 def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
@@ -314,7 +343,9 @@ def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) ->
     f = float(arch.expert_ffn_hidden or arch.ffn_hidden) if arch.is_moe else float(arch.ffn_hidden)
     qkv_out = (arch.heads + 2 * arch.kv_heads) * arch.head_dim
     up_out = (mlp_matrices(arch) - 1) * f
-    return cast_bytes_per_element(w)[1] * (2 * h + (qkv_out + up_out) / cfg.tp)
+    # out-projection and QKV output gradients once; the MLP's (down: h, up: up_out / t) per copy
+    mlp_out = _mlp_copies(w, cfg) * (h + up_out / cfg.tp)
+    return cast_bytes_per_element(w)[1] * (h + qkv_out / cfg.tp + mlp_out)
 
 
 # Overlapped collectives still slow the GEMMs they hide under (NCCL/userbuffer thread blocks
@@ -322,11 +353,15 @@ def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) ->
 TP_OVERLAP_INTERFERENCE = 0.1
 
 
-def _tp_exposed(comm: np.ndarray, gemm: np.ndarray, t: np.ndarray, hw: Hardware) -> np.ndarray:
+def _tp_exposed(
+    comm: np.ndarray, gemm: np.ndarray, t: np.ndarray, hw: Hardware, overlap: bool | None = None
+) -> np.ndarray:
     """Exposed tensor-parallel time when the stack pipelines it with the GEMMs: split into
     t chunks, all but the first hide under the neighbouring GEMM's chunks (Transformer
-    Engine userbuffers), for the share `tp_comm_overlap` of the accelerator's usual stack."""
-    hidden = hw.tp_comm_overlap * (t - 1.0) / np.maximum(t, 1.0) * np.minimum(comm, gemm)
+    Engine userbuffers), for the share `tp_comm_overlap` of the accelerator's usual stack;
+    a stack that runs them in line (`overlap` False: torchtitan's vanilla TP) hides none."""
+    share = hw.tp_comm_overlap if overlap is None or overlap else 0.0
+    hidden = share * (t - 1.0) / np.maximum(t, 1.0) * np.minimum(comm, gemm)
     return comm - hidden + TP_OVERLAP_INTERFERENCE * hidden
 
 
@@ -493,15 +528,16 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 
     # Expert parallel: dispatch and combine all-to-alls of the routed tokens.
     if moe:
-        ep_f = 2.0 * coll.all_to_all_group_s(moe_dispatch_bytes(w, cfg), cfg.ep, cfg.tp * cfg.cp, hw)
+        copies = arch.experts_per_token
+        ep_f = 2.0 * coll.moe_dispatch_s(moe_dispatch_bytes(w, cfg), cfg.ep, cfg.tp * cfg.cp, hw, copies)
     else:
         ep_f = np.zeros_like(tp_f)
     ep_b = ep_f
 
     gemm_f = attn_proj_f + mlp_f + lora_f
     gemm_b = attn_proj_b + mlp_b + lora_b
-    tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw)
-    tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw)
+    tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw, w.tp_comm_overlap)
+    tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw, w.tp_comm_overlap)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f), full)
     offload_f, offload_b = _offload_exposed(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))

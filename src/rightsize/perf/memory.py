@@ -168,10 +168,10 @@ def stage_weight_bytes(
     plus 16-bit adapters. QLoRA quantises only the transformer blocks' linears: embeddings,
     output layer and norms stay 16-bit."""
     if not w.frozen_base:
-        if w.precision == "fp8" and w.fp8_recipe in ("auto", "delayed"):
+        if w.precision == "fp8" and w.fp8_recipe in ("auto", "delayed", "mxfp8"):
             # Transformer Engine's recipes as NeMo and Megatron-Bridge configure them
-            # (bf16_with_fp8_current_scaling_mixed and bf16_with_fp8_delayed_scaling_mixed both
-            # set fp8_param_gather=True) keep the block linears' working weights in fp8, one
+            # (bf16_with_fp8_current_scaling_mixed, bf16_with_fp8_delayed_scaling_mixed and
+            # bf16_with_mxfp8_mixed all set fp8_param_gather=True) keep the block linears' working weights in fp8, one
             # byte each (the fp32 master copy is the optimizer's); embeddings, output layer and
             # norms stay 16-bit. torchao's float8 (tensorwise, rowwise) keeps 16-bit weights.
             norms, edge = _sixteen_bit_params(w, cfg)
@@ -239,11 +239,16 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
         # The busiest GPU holds its load factor times the even share of routed tokens.
         load = moe_load_factor(w, cfg)
         f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
-        per = (4 * f_e + 2 * f_e) if arch.mlp == "swiglu" else 4 * f_e
+        # As the dense MLP: SwiGLU keeps gate and up outputs (16 bit) and the down projection's
+        # input (the linear's saved copy: fp8 under Transformer Engine's fp8 recipes, whose
+        # grouped expert GEMMs save the quantised input like te.Linear); GELU its input and output.
+        per = (4 * f_e + lin * f_e) if arch.mlp == "swiglu" else 2 * f_e + lin * f_e
         k = arch.experts_per_token
-        # expert inputs (dispatched) and outputs (multiplied by the router probabilities in
-        # the combine, so kept for its backward), k x load copies of h each, 2 bytes
-        mlp_inner = per * (k * load + arch.shared_experts) + 2 * (2 * h * k * load)
+        # Per routed copy: the dispatched input (the up projection's saved input, `lin` bytes)
+        # and the expert output (multiplied by the router probability in the combine, so kept
+        # for its backward, 16 bit); k x load copies of h each. The shared experts' input is
+        # the layer's MLP input, counted in `replicated`.
+        mlp_inner = per * (k * load + arch.shared_experts) + (lin + 2.0) * h * k * load
     split = (attn + mlp_inner + lora) / t
     # The s x s terms: softmax output (2), dropout mask (1) and output (2) per score;
     # flash attention keeps a 4-byte log-sum-exp per query row and head instead.

@@ -55,6 +55,7 @@ class TrainWorkload:
     attention_kernel: str = "auto"  # flash2 | cudnn | flash3 | auto (the accelerator's usual)
     cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses)
     cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
+    tp_comm_overlap: bool | None = None  # TP collectives overlapped with GEMMs; None: the stack's usual
 
     @classmethod
     def from_spec(cls, arch: ModelArch, training: TrainingWorkload) -> TrainWorkload:
@@ -76,6 +77,7 @@ class TrainWorkload:
             attention_kernel=training.attention_kernel,
             cp_comm=training.cp_comm,
             cp_load_balance=training.cp_load_balance,
+            tp_comm_overlap=training.tp_comm_overlap,
         )
 
     @property

@@ -56,6 +56,15 @@ def render_validation(result: dict[str, Any]) -> str:
                 else ""
             )
         )
+    for name, summary in (result.get("by_file") or {}).items():
+        for metric, s in summary.items():
+            if metric != "all" and s["n"] + s["not_predicted"]:
+                med = (
+                    f"median |error| {s['median_abs_error']:.1%}  max |error| {s['max_abs_error']:.1%}"
+                    if s["n"]
+                    else ""
+                )
+                lines.append(f"{name}, {metric}: n={s['n']}  {med}  ({s['not_predicted']} not predicted)")
     lines.extend(_family_lines(result.get("by_family") or {}))
     return "\n".join(lines)
 

@@ -251,6 +251,15 @@ class TrainingWorkload(BaseModel):
             "every rank equal attention work; false: contiguous chunks, the last rank does 2cp/(cp+1) of the average."
         ),
     )
+    tp_comm_overlap: bool | None = Field(
+        default=None,
+        description=(
+            "Whether the training stack overlaps tensor-parallel collectives with the GEMMs around them "
+            "(Transformer Engine userbuffers in Megatron-Core / NeMo, torchtitan's async TP): false for a "
+            "stack that runs them in line (torchtitan's vanilla TP); null: the accelerator's usual stack "
+            "(catalog efficiency tp_comm_overlap)."
+        ),
+    )
     optimizer_offload: bool = Field(
         default=False,
         description=(
@@ -258,13 +267,14 @@ class TrainingWorkload(BaseModel):
             "the host link for each update (MaxText optimizer_memory_host_offload, DeepSpeed ZeRO-Offload)."
         ),
     )
-    fp8_recipe: Literal["auto", "tensorwise", "rowwise", "delayed"] = Field(
+    fp8_recipe: Literal["auto", "tensorwise", "rowwise", "delayed", "mxfp8"] = Field(
         default="auto",
         description=(
             "precision fp8 only: how the linear layers are scaled. 'tensorwise' and 'rowwise' are torchao "
             "float8 (torchtitan: transformer-block linears only, casts fused by torch.compile, rowwise keeps "
-            "one scale per row); 'delayed' is Transformer Engine's amax-history recipe; 'auto' is Transformer "
-            "Engine's current scaling (NeMo FP8-CS)."
+            "one scale per row); 'delayed' is Transformer Engine's amax-history recipe; 'mxfp8' is Transformer "
+            "Engine's MXFP8 block scaling on Blackwell (one E8M0 scale per 32 values, NeMo FP8-MX); 'auto' is "
+            "Transformer Engine's current scaling (NeMo FP8-CS)."
         ),
     )
     eval_interval_steps: Annotated[CountInt, _POSITIVE] | None = Field(

@@ -17,7 +17,18 @@ MAX_CASES_BYTES = 16 * 2**20
 TRAINING_METRICS = ("step_time_s", "tokens_per_s_per_gpu", "gpu_hours")
 INFERENCE_METRICS = ("output_tokens_per_s", "input_tokens_per_s")
 MODEL_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
-PARALLEL_INT_COLUMNS = ("tp", "pp", "dp", "cp", "vpp", "micro_batch", "zero_stage")
+PARALLEL_INT_COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero_stage")
+# Optional architecture columns (blank or absent: the ModelArch default): head width when it is
+# not hidden / heads, and the mixture-of-experts shape (routed experts, experts per token, each
+# expert's FFN width, shared experts, leading dense layers).
+OPTIONAL_ARCH_INT_COLUMNS = (
+    "head_dim",
+    "experts",
+    "experts_per_token",
+    "expert_ffn_hidden",
+    "shared_experts",
+    "dense_layers",
+)
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 REQUIRED_COLUMNS = ("id", "metric", "value", "accelerator", *MODEL_COLUMNS, "mlp")
 
@@ -45,6 +56,17 @@ def bundled_paths(holdout: bool = False) -> list[Path]:
         else ["training.csv", "inference.csv", "finetune.csv", "whole_runs.csv", "vision.csv", "recsys.csv"]
     )
     return [Path(str(base / n)) for n in names]
+
+
+MORE_FILES = ("training_more.csv",)
+
+
+def more_paths() -> list[Path]:
+    """Published training runs of kinds the bundled set does not cover (MoE pre-training on
+    Hopper and Blackwell, torchtitan's 2025 TP and Float8 runs): `rightsize validate --more`
+    checks them and reports them as their own set (`by_file`)."""
+    base = resources.files("rightsize.validate") / "data"
+    return [Path(str(base / n)) for n in MORE_FILES]
 
 
 def published_value(path: Any, line: int, r: dict[str, Any]) -> float:
@@ -96,11 +118,31 @@ def _bool(v: str) -> bool:
 
 
 def model_fields(row: dict[str, str]) -> dict[str, Any]:
-    return {
+    """The row's architecture from its shape columns, with the optional MoE ones."""
+    fields: dict[str, Any] = {
         "name": row.get("model") or row["id"],
         **{c: int(float(row[c])) for c in MODEL_COLUMNS},
         "mlp": row["mlp"],
     }
+    for c in OPTIONAL_ARCH_INT_COLUMNS:
+        if not _blank(row.get(c)):
+            fields[c] = int(float(row[c]))
+    if not _blank(row.get("tied_embeddings")):
+        fields["tied_embeddings"] = _bool(row["tied_embeddings"])
+    return fields
+
+
+def _expert_parallel_over_tp(parallel: dict[str, Any]) -> None:
+    """Megatron-Core with expert tensor parallelism 1 lets an expert-parallel group span the
+    tensor-parallel ranks too (ep divides tp x dp x cp, not dp x cp: Megatron-Bridge's Qwen3
+    235B H100 recipe runs TP2 EP32 over 16 data-parallel ranks). rightsize splits each expert
+    over the tp ranks instead and places ep inside dp x cp; ep / tp there holds the same expert
+    weights per GPU (experts / ep of them, whole or split) and runs the same expert FLOPs per
+    GPU, so such a row is written as ep / tp."""
+    tp, ep = parallel.get("tp", 1), parallel.get("ep", 1)
+    dpc = parallel.get("dp", 0) * parallel.get("cp", 1)
+    if dpc and ep > 1 and dpc % ep and ep % tp == 0 and dpc % (ep // tp) == 0:
+        parallel["ep"] = ep // tp
 
 
 def training_spec_data(case: Case) -> dict[str, Any]:
@@ -127,7 +169,9 @@ def training_spec_data(case: Case) -> dict[str, Any]:
     for column in ("attention_kernel", "fp8_recipe", "cp_comm"):
         if not _blank(r.get(column)):
             training[column] = r[column].strip()
-    for flag in ("optimizer_offload", "cp_load_balance"):
+    if not _blank(r.get("moe_capacity_factor")):
+        training["moe_capacity_factor"] = float(r["moe_capacity_factor"])
+    for flag in ("optimizer_offload", "cp_load_balance", "tp_comm_overlap"):
         if not _blank(r.get(flag)):
             training[flag] = _bool(r[flag])
     # Fine-tuning columns (finetune.csv): method full | lora | qlora, adapter rank and targets
@@ -146,6 +190,7 @@ def training_spec_data(case: Case) -> dict[str, Any]:
     for c in PARALLEL_INT_COLUMNS:
         if not _blank(r.get(c)):
             parallel[c] = int(float(r[c]))
+    _expert_parallel_over_tp(parallel)
     if not _blank(r.get("sequence_parallel")):
         parallel["sequence_parallel"] = _bool(r["sequence_parallel"])
     if not _blank(r.get("recompute")):
@@ -157,7 +202,8 @@ def training_spec_data(case: Case) -> dict[str, Any]:
     return {
         "kind": "training",
         "name": case.id,
-        "model": model_fields(r),
+        # A `preset` names shapes the columns cannot write (MLA); the columns keep its headline shape.
+        "model": r["preset"].strip() if not _blank(r.get("preset")) else model_fields(r),
         "training": training,
         "targets": targets,
         "parallel": parallel,
