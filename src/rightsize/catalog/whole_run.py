@@ -23,6 +23,8 @@ class WholeRunFactors:
     stragglers_high: float
     # Published runs' losses beyond the modelled lines, as fractions of the run, ascending.
     unplanned_losses: tuple[float, ...]
+    # Runs shorter than the shortest published one carry the losses in proportion.
+    unplanned_shortest_run_days: float
     sources: dict[str, Sourced]
     unplanned_sources: tuple[tuple[str, Sourced], ...] = ()
 
@@ -51,6 +53,9 @@ def whole_run_factors() -> WholeRunFactors:
     )
     for k in ("failures_low", "failures_high", "stragglers_high"):
         f[k] = sourced(sp.get(k), _FILE, f"spread.{k}", maximum=10.0)
+    f["unplanned_shortest_run_days"] = sourced(
+        raw.get("unplanned_shortest_run_days"), _FILE, "unplanned_shortest_run_days", maximum=3650.0
+    )
     runs = _unplanned_runs(raw.get("unplanned_losses"))
     return WholeRunFactors(
         **{k: v.value for k, v in f.items()},

@@ -51,3 +51,11 @@ def empirical_quantile(values: tuple[float, ...], q: float) -> float:
     j = next(i for i in range(1, n) if q <= pos[i])
     t = (q - pos[j - 1]) / (pos[j] - pos[j - 1])
     return values[j - 1] + t * (values[j] - values[j - 1])
+
+
+def evidence_weight(run_s: float, shortest_run_s: float) -> float:
+    """The share of the published runs' unplanned losses a run of `run_s` carries: all of them
+    from the shortest published run's length up, in proportion below it."""
+    if shortest_run_s <= 0:
+        return 1.0
+    return min(1.0, max(run_s, 0.0) / shortest_run_s)

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from rightsize.catalog.whole_run import whole_run_factors
+from rightsize.constants import DAY_S
+from rightsize.perf.whole_run import evidence_weight
 
 FAILURES = "failures"
 UNPLANNED = "unplanned losses"
@@ -54,7 +56,9 @@ def whole_run_samples(
     n = k.size
     m_strag = rng.triangular(0.0, 1.0, f.stragglers_high, size=n)
     m_fail = rng.triangular(f.failures_low, 1.0, f.failures_high, size=n)
-    loss = unplanned_samples(f.unplanned_losses, rng.uniform(size=n))
+    rest_s = sum(line.time_s for line in lines if not line.part.startswith(UNPLANNED))
+    weight = evidence_weight(rest_s, f.unplanned_shortest_run_days * DAY_S)
+    loss = weight * unplanned_samples(f.unplanned_losses, rng.uniform(size=n))
     total = np.zeros(n)
     # Stragglers beyond the step's chip spread: its slowest-GPU share scaled by m_strag.
     strag = 1.0 + straggler_share * (m_strag - 1.0)

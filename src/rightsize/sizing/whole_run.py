@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rightsize.catalog.whole_run import WholeRunFactors, whole_run_factors
-from rightsize.constants import HOUR_S
+from rightsize.constants import DAY_S, HOUR_S
 from rightsize.perf.reliability import Goodput
-from rightsize.perf.whole_run import checkpoint_share, empirical_quantile, eval_fraction
+from rightsize.perf.whole_run import checkpoint_share, empirical_quantile, eval_fraction, evidence_weight
 from rightsize.search.demand import Demand
 from rightsize.sizing.results import WholeRun, WholeRunLine
 from rightsize.sizing.storage import StoragePlan
@@ -132,13 +132,23 @@ def before_throttling(
             "47 planned stops in 54 days on 16,384 GPUs; whole_run.yaml)",
         )
     # What published production runs lost beyond every line above (rollbacks, manual restarts,
-    # degraded nodes and fail-slows, time at reduced scale): their median, as a share of the run.
-    loss = empirical_quantile(f.unplanned_losses, 0.5)
+    # degraded nodes and fail-slows, time at reduced scale): their median, as a share of the run;
+    # a run shorter than the shortest of them carries it in proportion.
+    before_s = sum(line.time_s for line in lines)
+    shortest_s = f.unplanned_shortest_run_days * DAY_S
+    weight = evidence_weight(before_s, shortest_s)
+    loss = empirical_quantile(f.unplanned_losses, 0.5) * weight
+    runs = ", ".join(name.split(" (")[0] for name, _ in f.unplanned_sources)
     add(
         UNPLANNED,
-        loss * sum(line.time_s for line in lines),
-        f"{loss:.0%} of the run: the median of {len(f.unplanned_losses)} published runs' losses beyond "
-        f"these lines ({', '.join(name.split(' (')[0] for name, _ in f.unplanned_sources)}; whole_run.yaml)",
+        loss * before_s,
+        f"{loss:.1%} of the run: the median of {len(f.unplanned_losses)} published runs' losses beyond these "
+        f"lines ({runs}; whole_run.yaml)"
+        + (
+            f", x {weight:.2g} as the run is shorter than the shortest of them ({f.unplanned_shortest_run_days:g} d)"
+            if weight < 1.0
+            else ""
+        ),
     )
     return WholeRun(tuple(lines), gpus, tuple(notes))
 
