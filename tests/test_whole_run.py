@@ -351,3 +351,21 @@ def test_the_spec_sets_the_evaluation_schedule():
     off = {**SPEC, "training": {**SPEC["training"], "eval_batches": 0}}
     q = run_pipeline(parse_spec(off, Path(".")), uncertainty=False)
     assert next(line for line in q.sizing.run.whole_run.lines if line.part == "evaluation").time_s == 0.0
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,  # the list is missing
+        [],  # no published run
+        [{"value": 0.1, "source": "x", "as_of": "2024-01"}],  # a figure without its run
+        [{"run": "A", "value": -0.1, "source": "x", "as_of": "2024-01"}],  # a negative loss
+        [{"run": "A", "value": 0.1, "as_of": "2024-01"}],  # no source
+    ],
+)
+def test_unplanned_losses_data_errors_name_the_key(raw):
+    from rightsize.catalog.loader import CatalogDataError
+    from rightsize.catalog.whole_run import _unplanned_runs
+
+    with pytest.raises(CatalogDataError, match="unplanned_losses"):
+        _unplanned_runs(raw)
