@@ -219,6 +219,16 @@ def test_whole_run_validation_bars():
     # a source that counts steady-state steps only is compared with those, and only those
     assert "steady" in rows["deepseek-v3-gpu-hours"]["chosen"]["counts"]
     assert "counts" not in rows["opt-175b-gpu-hours"]["chosen"]
+    # each row says what its prediction is made of: the parts add up to it (whole-run rows) or
+    # the steady-state steps and phases are it (rows whose source counts only those)
+    for r in rows.values():
+        parts = r["chosen"]["whole_run_parts"]
+        counted = {
+            k: v
+            for k, v in parts.items()
+            if "counts" not in r["chosen"] or k.startswith(("steady", "phase: "))
+        }
+        assert sum(counted.values()) == pytest.approx(r["predicted"], rel=1e-9)
 
 
 def test_summary_by_scale_keeps_the_two_apart():
