@@ -34,3 +34,28 @@ def checkpoint_share(mtbf_s: float, write_s: float, interval_s: float, restart_s
 def phase_seconds(tokens: float, tokens_per_step: float, step_s: float) -> float:
     """Wall seconds to train `tokens` at `tokens_per_step` per step of `step_s`."""
     return tokens / tokens_per_step * step_s
+
+
+def empirical_quantile(values: tuple[float, ...], q: float) -> float:
+    """The `q` quantile of a few published values (ascending): Hazen plotting positions
+    (i - 0.5) / n, linear between them, flat past the first and last (Hyndman and Fan 1996,
+    definition 5)."""
+    n = len(values)
+    if n == 0:
+        return 0.0
+    pos = [(i + 0.5) / n for i in range(n)]
+    if q <= pos[0]:
+        return values[0]
+    if q >= pos[-1]:
+        return values[-1]
+    j = next(i for i in range(1, n) if q <= pos[i])
+    t = (q - pos[j - 1]) / (pos[j] - pos[j - 1])
+    return values[j - 1] + t * (values[j] - values[j - 1])
+
+
+def evidence_weight(run_s: float, shortest_run_s: float) -> float:
+    """The share of the published runs' unplanned losses a run of `run_s` carries: all of them
+    from the shortest published run's length up, in proportion below it."""
+    if shortest_run_s <= 0:
+        return 1.0
+    return min(1.0, max(run_s, 0.0) / shortest_run_s)

@@ -8,14 +8,15 @@
     failures and restarts   } split into its checkpoint and failure shares
     planned maintenance     planned stops per GPU-hour (catalog whole_run.yaml): a checkpoint
                             and a restart each (the failure rate counts unexpected stops only)
+    unplanned losses        the median of published runs' losses beyond every line above
+                            (rollbacks, manual restarts, degraded nodes, fail-slows; whole_run.yaml)
     thermal throttling      the power sizing's slowdown
 
 Stragglers are in the step time already (the step model's slowest-GPU term, `perf.step`):
 they are not added again here; their spread is in the plan's range
-(`search.uncertainty_whole_run`), as are transient fail-slows (mode 0: a dedicated, monitored
-run loses little to them; 1.34x on large jobs in a shared cluster at the high end) and
-unplanned losses (rollbacks, manual restarts: OPT-175B ran twice its steady time). Each line is seconds of wall time; the lines add up to the run time every report, the
-cost and the energy read (`RunTime.run_s`). Nothing here re-derives performance: step
+(`search.uncertainty_whole_run`), as is the spread of the unplanned losses (none for Llama 3
+405B beyond failures, 1.2x the run for OPT-175B). Each line is seconds of wall time; the lines
+add up to the run time every report, the cost and the energy read (`RunTime.run_s`). Nothing here re-derives performance: step
 times come from the search, failures from the reliability model.
 """
 
@@ -25,12 +26,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from rightsize.catalog.whole_run import WholeRunFactors, whole_run_factors
-from rightsize.constants import HOUR_S
+from rightsize.constants import DAY_S, HOUR_S
 from rightsize.perf.reliability import Goodput
-from rightsize.perf.whole_run import checkpoint_share, eval_fraction
+from rightsize.perf.whole_run import checkpoint_share, empirical_quantile, eval_fraction, evidence_weight
 from rightsize.search.demand import Demand
 from rightsize.sizing.results import WholeRun, WholeRunLine
 from rightsize.sizing.storage import StoragePlan
+
+UNPLANNED = "unplanned losses"
 
 
 def _provided_read_bytes_per_s(st: StoragePlan) -> float | None:
@@ -128,6 +131,25 @@ def before_throttling(
             f"{gp.restart_s:.0f} s restart, at {f.planned_interruptions_per_gpu_hour:.3g} per GPU-hour (Llama 3 405B: "
             "47 planned stops in 54 days on 16,384 GPUs; whole_run.yaml)",
         )
+    # What published production runs lost beyond every line above (rollbacks, manual restarts,
+    # degraded nodes and fail-slows, time at reduced scale): their median, as a share of the run;
+    # a run shorter than the shortest of them carries it in proportion.
+    before_s = sum(line.time_s for line in lines)
+    shortest_s = f.unplanned_shortest_run_days * DAY_S
+    weight = evidence_weight(before_s, shortest_s)
+    loss = empirical_quantile(f.unplanned_losses, 0.5) * weight
+    runs = ", ".join(name.split(" (")[0] for name, _ in f.unplanned_sources)
+    add(
+        UNPLANNED,
+        loss * before_s,
+        f"{loss:.1%} of the run: the median of {len(f.unplanned_losses)} published runs' losses beyond these "
+        f"lines ({runs}; whole_run.yaml)"
+        + (
+            f", x {weight:.2g} as the run is shorter than the shortest of them ({f.unplanned_shortest_run_days:g} d)"
+            if weight < 1.0
+            else ""
+        ),
+    )
     return WholeRun(tuple(lines), gpus, tuple(notes))
 
 

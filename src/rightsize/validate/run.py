@@ -25,6 +25,7 @@ from rightsize.validate.whole_run_cases import (
     scale_basis,
     steady_only,
     summarise_by_scale,
+    whole_run_parts,
     whole_run_spec_data,
 )
 
@@ -71,6 +72,8 @@ def _predict(
     if steady is not None:  # the source counts the steady-state steps only: compare those
         training_value, detail["range"] = steady
         detail["counts"] = "steady-state steps and phases only, as the source counts"
+    if case.metric == "gpu_hours":
+        detail["whole_run_parts"] = whole_run_parts(plan)
     detail["ground"] = {k: unc["ground"][k] for k in ("distance", "sigma", "nearest", "thin_mechanisms")}
     return training_value, None, detail
 

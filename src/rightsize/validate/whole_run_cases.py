@@ -132,3 +132,11 @@ def steady_only(case: Case, plan: Any, uncertainty: dict[str, Any]) -> tuple[flo
     step = uncertainty["metrics"]["step_time_s"]
     base = float(step["base"])
     return value, {q: value * float(step[q]) / base for q in ("p10", "p50", "p90")}
+
+
+def whole_run_parts(plan: Any) -> dict[str, float]:
+    """GPU-hours of each part of the plan's whole run (steady steps, phases, evaluation,
+    stalls, failures, planned stops, unplanned losses, throttling), as the sizing gives them:
+    what a row's prediction is made of."""
+    whole = plan.sizing.run.whole_run
+    return {line.part: line.gpu_hours for line in whole.lines} if whole is not None else {}
