@@ -145,11 +145,19 @@ class Replica:
                 f"Known: {', '.join(BYTES_PER_ELEMENT)}.",
                 "Use one of them for serving.weight_precision and serving.kv_precision.",
             )
-        dequant = weight_only(acc, weight_precision)
-        hw = Hardware.from_catalog(acc, node, compute_dtype(acc, weight_precision))
+        eng = get_engine(engine) if engine else None
+        # An engine that runs int8 as W8A8 (SmoothQuant / compressed-tensors) multiplies on the
+        # part's int8 tensor-core rate with nothing to dequantise; others dequantise to 16 bit.
+        w8a8 = (
+            weight_precision == "int8"
+            and eng is not None
+            and eng.int8_scheme == "w8a8"
+            and acc.supports("int8")
+        )
+        dequant = False if w8a8 else weight_only(acc, weight_precision)
+        hw = Hardware.from_catalog(acc, node, "int8" if w8a8 else compute_dtype(acc, weight_precision))
         if overrides:
             hw = hw.with_overrides(**overrides)
-        eng = get_engine(engine) if engine else None
         return cls(arch, tp, weight_precision, kv_precision, hw, dequant, eng, kernels)
 
     # --- bytes -----------------------------------------------------------------------------
