@@ -244,7 +244,8 @@ class Replica:
         b = np.asarray(batch, dtype=np.float64)
         base = self.engine.value("iteration_overhead_s") if self.engine else None
         sampling = SAMPLING_PASSES * LOGIT_BYTES * b * self.arch.vocab / self._stream_bw()
-        return (base if base is not None else DECODE_STEP_OVERHEAD_S) + sampling
+        own = base if base is not None else DECODE_STEP_OVERHEAD_S
+        return own + self.hw.serving_step_overhead_s + sampling
 
     def decode_step_s(self, batch: np.ndarray | float, context_tokens: np.ndarray | float) -> np.ndarray:
         """Seconds for one decode step of `batch` sequences holding `context_tokens` in total."""
@@ -317,9 +318,8 @@ class Replica:
         else:
             per_ctx = 4.0 * a.heads * a.head_dim
         flops = per_ctx * ctx / self.tp
-        return np.maximum(
-            kv / self._stream_bw(), flops / (self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction)
-        )
+        kv_bw = self._stream_bw() * (self.hw.decode_kv_bw_ratio or 1.0)
+        return np.maximum(kv / kv_bw, flops / (self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction))
 
     def analytic_gemm_s(self, m: np.ndarray | float, n: float, k: float) -> np.ndarray:
         """One projection GEMM (per rank): weight read or FLOPs, plus weight-only dequantisation."""
