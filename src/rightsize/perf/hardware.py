@@ -65,6 +65,9 @@ class Hardware:
     tp_comm_overlap: float = 0.0  # share of hideable TP traffic the stack overlaps
     param_gather_overlap: float = 0.0  # share of the ZeRO-1/2 parameter all-gather overlapped
     torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
+    # point-to-point full mesh (Infinity Fabric, Gaudi's on-chip RoCE): scaleup_bytes_per_s is the
+    # sum over a chip's links to its domain_gpus - 1 peers, of which a smaller group uses its own
+    mesh_scaleup: bool = False
     # bus bandwidth fraction of a serving stack's decode-sized TP all-reduces; 0 = scaleup_bw_fraction
     decode_allreduce_bw_fraction: float = 0.0
     host_link_bytes_per_s: float = 32e9  # accelerator <-> host, per direction (offload traffic)
@@ -125,6 +128,7 @@ class Hardware:
             tp_comm_overlap=eff.tp_comm_overlap,
             param_gather_overlap=eff.param_gather_overlap,
             torus_dims=acc.torus_dims,
+            mesh_scaleup=acc.scaleup_topology == "mesh",
             decode_allreduce_bw_fraction=eff.decode_allreduce_bw_fraction,
             host_link_bytes_per_s=eff.host_link_bytes_per_s,
             decode_kv_bw_ratio=eff.decode_kv_bw_ratio,
