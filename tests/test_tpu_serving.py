@@ -66,3 +66,10 @@ def test_tpu_serving_rows_within_the_issue_bar() -> None:
         errs = [abs(r["error"]) for r in rows if r["accelerator"] == acc]
         assert errs and all(e is not None for e in errs)
         assert float(np.median(errs)) <= 0.15, (acc, errs)
+
+
+@pytest.mark.parametrize("acc", ["tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7"])
+def test_every_tpu_generation_serves_through_the_jax_runtime(acc: str) -> None:
+    """v5e and v5p take v6e's figures by analogy (same kernels and runtime; no published rows)."""
+    hw = _rep(acc).hw
+    assert 0.0 < hw.decode_kv_bw_ratio < 1.0 and hw.serving_step_overhead_s > 0.0
