@@ -42,6 +42,8 @@ SCALAR_FIELDS = (
     "param_gather_overlap",
     "decode_allreduce_bw_fraction",
     "host_link_bytes_per_s",
+    "decode_kv_bw_ratio",
+    "serving_step_overhead_s",
     "attention_fraction_flash2",
     "attention_fraction_cudnn",
     "attention_fraction_flash3",
@@ -60,6 +62,8 @@ ZERO_ALLOWED_FIELDS = frozenset(
         "tp_comm_overlap",
         "param_gather_overlap",
         "decode_allreduce_bw_fraction",
+        "decode_kv_bw_ratio",
+        "serving_step_overhead_s",
         "attention_fraction_training",
         "collective_compute_units",
         *(f"attention_fraction_{k}" for k in ATTENTION_KERNELS),
@@ -83,6 +87,18 @@ OPTIONAL_FIELDS = {
         0.0,
         "estimate: the serving stack's decode-sized tensor-parallel all-reduces (16 KB-4 MB) reach the same "
         "bus bandwidth fraction as large ones (custom one-/two-shot all-reduce kernels in vLLM and TensorRT-LLM)",
+        "2026-11",
+    ),
+    "decode_kv_bw_ratio": Sourced(
+        0.0,
+        "estimate: decode attention streams the KV cache as fast as the GEMMs stream the weights "
+        "(paged/flash-decoding kernels on CUDA and ROCm); 0 = the same bandwidth",
+        "2026-11",
+    ),
+    "serving_step_overhead_s": Sourced(
+        0.0,
+        "estimate: no per-iteration cost of the platform's serving runtime beyond the engine's own "
+        "(engines.yaml iteration_overhead_s)",
         "2026-11",
     ),
     "host_link_bytes_per_s": Sourced(
@@ -130,6 +146,8 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "param_gather_overlap": (0.0, 1.0),
     "decode_allreduce_bw_fraction": (0.0, 2.0),
     "host_link_bytes_per_s": (1e9, 1e13),
+    "decode_kv_bw_ratio": (0.0, 1.0),
+    "serving_step_overhead_s": (0.0, 0.1),
     **{f"attention_fraction_{k}": (0.0, 1.0) for k in (*ATTENTION_KERNELS, "training")},
     "collective_compute_units": (0.0, 1024.0),
 }
@@ -165,6 +183,12 @@ class Efficiency:
     # Accelerator <-> host bandwidth per direction (PCIe, NVLink-C2C): what activation and
     # optimizer-state offload move over.
     host_link_bytes_per_s: float = 32e9
+    # Decode attention's KV-cache streaming over the weight stream's bandwidth (0: the same);
+    # below 1 where the platform's paged-attention kernel reads the cache slower (TPU Pallas).
+    decode_kv_bw_ratio: float = 0.0
+    # Fixed cost per serving iteration of the platform's runtime (JAX dispatch, on-device
+    # sampling, ragged-batch metadata on TPU), on top of the engine's host overhead.
+    serving_step_overhead_s: float = 0.0
     # Flash-attention fwd+bwd fraction of 16-bit peak per named kernel (0: not measured).
     attention_fraction_flash2: float = 0.0
     attention_fraction_cudnn: float = 0.0
@@ -333,6 +357,8 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         param_gather_overlap=values["param_gather_overlap"],
         decode_allreduce_bw_fraction=values["decode_allreduce_bw_fraction"],
         host_link_bytes_per_s=values["host_link_bytes_per_s"],
+        decode_kv_bw_ratio=values["decode_kv_bw_ratio"],
+        serving_step_overhead_s=values["serving_step_overhead_s"],
         attention_fraction_flash2=values["attention_fraction_flash2"],
         attention_fraction_cudnn=values["attention_fraction_cudnn"],
         attention_fraction_flash3=values["attention_fraction_flash3"],

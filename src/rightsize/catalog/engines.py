@@ -54,6 +54,11 @@ class EngineDefaults:
     kv_reservation: str  # 'lifetime' or 'on_demand'
     figures: dict[str, Sourced]
     conventions_source: str
+    # How the engine runs an int8 checkpoint: 'w8a8' (int8 weights and activations on the
+    # tensor cores' int8 rate: vLLM/SGLang compressed-tensors, TensorRT-LLM SmoothQuant) or
+    # 'weight_only' (int8 weights dequantised to 16 bit, as gpt-fast); `int8_source` says where.
+    int8_scheme: str = "weight_only"
+    int8_source: str = ""
 
     def value(self, field: str) -> float | None:
         fig = self.figures.get(field)
@@ -80,6 +85,11 @@ def _parse(name: str, raw: Any) -> EngineDefaults:
     for needed in ("kv_memory_fraction", "block_tokens", "iteration_overhead_s"):
         if needed not in figures:
             raise CatalogDataError(FILE, f"engines.{name}", f"missing '{needed}'")
+    int8_scheme = str(raw.get("int8_scheme", "weight_only"))
+    if int8_scheme not in ("w8a8", "weight_only") or (int8_scheme == "w8a8" and not raw.get("int8_source")):
+        raise CatalogDataError(
+            FILE, f"engines.{name}", "int8_scheme: w8a8|weight_only; w8a8 needs int8_source"
+        )
     return EngineDefaults(
         name=name,
         versions=str(raw.get("versions", "")),
@@ -87,6 +97,8 @@ def _parse(name: str, raw: Any) -> EngineDefaults:
         kv_reservation=reservation,
         figures=figures,
         conventions_source=require_str(raw, "conventions_source", FILE, f"engines.{name}"),
+        int8_scheme=int8_scheme,
+        int8_source=str(raw.get("int8_source", "")),
     )
 
 

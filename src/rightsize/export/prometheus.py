@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rightsize.catalog.metric_names import MetricName, metric_spec
+from rightsize.errors import BadInput
 from rightsize.export.header import comment_block, dump_yaml
 from rightsize.export.names import promql_string
 from rightsize.export.plan_view import ServingView, TrainingView
@@ -197,15 +198,43 @@ def _doc(v: TrainingView | ServingView, rules: list[dict[str, Any]], keys: list[
 GPU_KEYS = ["gr_engine_active", "power_usage", "fb_used"]
 SERVING_KEYS = ["time_to_first_token", "inter_token_latency", "kv_cache_usage", "num_requests_waiting"]
 
+# The device metrics in the catalog are dcgm-exporter's, which reads NVIDIA GPUs only (issue 28:
+# no other vendor's exporter in a plan's files). Other vendors publish through their own
+# exporters, whose metric names the catalog does not hold yet: their plans get no device rules.
+DEVICE_VENDORS = ("nvidia",)
+_OWN_EXPORTER = {
+    "amd": "AMD's device-metrics-exporter",
+    "google": "the TPU metrics of GKE / Cloud Monitoring",
+    "aws": "neuron-monitor's Prometheus exporter",
+    "intel": "Habana's metric exporter",
+}
+
+
+def has_device_rules(v: TrainingView | ServingView) -> bool:
+    return v.hw.vendor in DEVICE_VENDORS
+
 
 def training_rules(v: TrainingView) -> dict[str, str]:
+    if not has_device_rules(v):
+        own = _OWN_EXPORTER.get(v.hw.vendor, "its vendor's own exporter")
+        raise BadInput(
+            f"The plan trains on {v.hw.accelerator}; the Prometheus export writes device rules from "
+            "NVIDIA's dcgm-exporter only, so it has no rule for this plan.",
+            f"{v.hw.accelerator} reports through {own}, whose metric names are not in the catalog "
+            "(catalog/data/metric_names.yaml); dcgm-exporter series never exist on it.",
+            "Write alerts on your exporter's series from the plan's figures, or plan for NVIDIA GPUs.",
+        )
     rules = _gpu_rules(v) + _aggregate_rules()
     return {RULES_FILE: _doc(v, rules, GPU_KEYS), TEST_FILE: rule_tests(v, rules)}
 
 
 def serving_rules(v: ServingView) -> dict[str, str]:
-    rules = _gpu_rules(v) + _aggregate_rules() + _serving_rules(v)
-    return {RULES_FILE: _doc(v, rules, GPU_KEYS + SERVING_KEYS), TEST_FILE: rule_tests(v, rules)}
+    """The serving engine's rules (vLLM's metrics, which its TPU, Neuron, Gaudi and ROCm builds
+    publish too), and the device rules where the part is one dcgm-exporter reads."""
+    device = has_device_rules(v)
+    rules = (_gpu_rules(v) + _aggregate_rules() if device else []) + _serving_rules(v)
+    keys = (GPU_KEYS if device else []) + SERVING_KEYS
+    return {RULES_FILE: _doc(v, rules, keys), TEST_FILE: rule_tests(v, rules)}
 
 
 def rule_tests(v: TrainingView | ServingView, rules: list[dict[str, Any]]) -> str:

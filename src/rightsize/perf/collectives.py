@@ -42,6 +42,12 @@ def group_link(size: np.ndarray, stride: np.ndarray, hw: Hardware) -> tuple[np.n
     members_per_domain = np.clip(np.floor(hw.domain_gpus / stride), 1.0, size)
     out_bw = np.minimum(up_bw, members_per_domain * hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction)
     up_scale, up_steps_ratio = torus_scale(size * stride, size, hw)
+    if hw.mesh_scaleup and hw.domain_gpus > 1:
+        # A full mesh gives each pair its own links (AMD CDNA 3 white paper: 7 Infinity Fabric links
+        # per MI300X, one to each peer; Intel Gaudi 3 white paper: 21 of 24 200 GbE ports, three to
+        # each of the 7 peers): a group of n drives only its n - 1 of a chip's domain_gpus - 1.
+        links = hw.domain_gpus - 1.0
+        up_scale = up_scale * np.clip((size - 1.0) / links, 1.0 / links, 1.0)
     bw = np.where(inside, up_bw * up_scale, out_bw)
     latency = np.where(inside, hw.scaleup_latency_s * up_steps_ratio, hw.scaleout_latency_s)
     return bw, latency

@@ -65,9 +65,14 @@ class Hardware:
     tp_comm_overlap: float = 0.0  # share of hideable TP traffic the stack overlaps
     param_gather_overlap: float = 0.0  # share of the ZeRO-1/2 parameter all-gather overlapped
     torus_dims: int = 0  # axes of a torus scale-up domain (TPU ICI, Trainium NeuronLink); 0 = switched
+    # point-to-point full mesh (Infinity Fabric, Gaudi's on-chip RoCE): scaleup_bytes_per_s is the
+    # sum over a chip's links to its domain_gpus - 1 peers, of which a smaller group uses its own
+    mesh_scaleup: bool = False
     # bus bandwidth fraction of a serving stack's decode-sized TP all-reduces; 0 = scaleup_bw_fraction
     decode_allreduce_bw_fraction: float = 0.0
     host_link_bytes_per_s: float = 32e9  # accelerator <-> host, per direction (offload traffic)
+    decode_kv_bw_ratio: float = 0.0  # decode KV streaming over the weight stream (0: the same)
+    serving_step_overhead_s: float = 0.0  # the platform runtime's fixed cost per serving iteration
     host_bytes_per_gpu: float = 0.0  # the node's host memory over its accelerators (0: unknown, unbounded)
     gemm_fraction_16bit: float = (
         0.0  # the 16-bit GEMM fraction (for GEMMs a low-precision step keeps in bf16)
@@ -123,8 +128,11 @@ class Hardware:
             tp_comm_overlap=eff.tp_comm_overlap,
             param_gather_overlap=eff.param_gather_overlap,
             torus_dims=acc.torus_dims,
+            mesh_scaleup=acc.scaleup_topology == "mesh",
             decode_allreduce_bw_fraction=eff.decode_allreduce_bw_fraction,
             host_link_bytes_per_s=eff.host_link_bytes_per_s,
+            decode_kv_bw_ratio=eff.decode_kv_bw_ratio,
+            serving_step_overhead_s=eff.serving_step_overhead_s,
             host_bytes_per_gpu=node.host_memory_bytes / max(node.gpus_per_node, 1),
             gemm_fraction_16bit=eff.gemm_fraction("bf16" if acc.supports("bf16") else "fp16")
             * SUSTAINED_GEMM_REALISATION,

@@ -145,11 +145,19 @@ class Replica:
                 f"Known: {', '.join(BYTES_PER_ELEMENT)}.",
                 "Use one of them for serving.weight_precision and serving.kv_precision.",
             )
-        dequant = weight_only(acc, weight_precision)
-        hw = Hardware.from_catalog(acc, node, compute_dtype(acc, weight_precision))
+        eng = get_engine(engine) if engine else None
+        # An engine that runs int8 as W8A8 (SmoothQuant / compressed-tensors) multiplies on the
+        # part's int8 tensor-core rate with nothing to dequantise; others dequantise to 16 bit.
+        w8a8 = (
+            weight_precision == "int8"
+            and eng is not None
+            and eng.int8_scheme == "w8a8"
+            and acc.supports("int8")
+        )
+        dequant = False if w8a8 else weight_only(acc, weight_precision)
+        hw = Hardware.from_catalog(acc, node, "int8" if w8a8 else compute_dtype(acc, weight_precision))
         if overrides:
             hw = hw.with_overrides(**overrides)
-        eng = get_engine(engine) if engine else None
         return cls(arch, tp, weight_precision, kv_precision, hw, dequant, eng, kernels)
 
     # --- bytes -----------------------------------------------------------------------------
@@ -236,7 +244,8 @@ class Replica:
         b = np.asarray(batch, dtype=np.float64)
         base = self.engine.value("iteration_overhead_s") if self.engine else None
         sampling = SAMPLING_PASSES * LOGIT_BYTES * b * self.arch.vocab / self._stream_bw()
-        return (base if base is not None else DECODE_STEP_OVERHEAD_S) + sampling
+        own = base if base is not None else DECODE_STEP_OVERHEAD_S
+        return own + self.hw.serving_step_overhead_s + sampling
 
     def decode_step_s(self, batch: np.ndarray | float, context_tokens: np.ndarray | float) -> np.ndarray:
         """Seconds for one decode step of `batch` sequences holding `context_tokens` in total."""
@@ -309,9 +318,8 @@ class Replica:
         else:
             per_ctx = 4.0 * a.heads * a.head_dim
         flops = per_ctx * ctx / self.tp
-        return np.maximum(
-            kv / self._stream_bw(), flops / (self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction)
-        )
+        kv_bw = self._stream_bw() * (self.hw.decode_kv_bw_ratio or 1.0)
+        return np.maximum(kv / kv_bw, flops / (self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction))
 
     def analytic_gemm_s(self, m: np.ndarray | float, n: float, k: float) -> np.ndarray:
         """One projection GEMM (per rank): weight read or FLOPs, plus weight-only dequantisation."""
