@@ -80,6 +80,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from rightsize.validate.families import family_paths
 
         paths += family_paths()
+    if getattr(args, "engines", False):
+        from rightsize.validate.cases import serving_public_paths
+
+        paths += serving_public_paths()
     from rightsize.perf.kernels.table import read_table
 
     tables = [read_table(Path(p)) for p in (getattr(args, "kernels", None) or [])]
@@ -180,6 +184,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--families",
         action="store_true",
         help="also check the per-family published runs (TPU, Gaudi, Trainium, ROCm, Blackwell)",
+    )
+    sp.add_argument(
+        "--engines",
+        action="store_true",
+        help="also check the engine-release serving runs (TensorRT-LLM v0.6.1 / v0.8.0 tables: serving_public.csv)",
     )
     sp.add_argument(
         "--kernels",

@@ -122,6 +122,9 @@ class Replica:
     dequant: bool
     engine: EngineDefaults | None = None
     kernels: KernelTable | None = None
+    engine_version: str | None = (
+        None  # the engine release (None: a current one); older ones differ per mechanism
+    )
 
     @classmethod
     def build(
@@ -135,10 +138,13 @@ class Replica:
         overrides: dict[str, float] | None = None,
         engine: str | None = None,
         kernels: KernelTable | None = None,
+        engine_version: str | None = None,
     ) -> Replica:
         """A replica of `arch` at tensor parallelism `tp`; `overrides` replace catalog
         efficiencies (a calibration's fit for this accelerator); `engine` names the serving
-        engine whose defaults apply; `kernels` is a measured kernel table to time ops from."""
+        engine whose defaults apply, `engine_version` its release (older releases differ per
+        mechanism: `catalog/data/engines.yaml` releases); `kernels` is a measured kernel table to
+        time ops from."""
         if weight_precision not in BYTES_PER_ELEMENT or kv_precision not in BYTES_PER_ELEMENT:
             raise BadInput(
                 f"Unknown precision {weight_precision!r} / {kv_precision!r}.",
@@ -150,7 +156,9 @@ class Replica:
         if overrides:
             hw = hw.with_overrides(**overrides)
         eng = get_engine(engine) if engine else None
-        return cls(arch, tp, weight_precision, kv_precision, hw, dequant, eng, kernels)
+        return cls(
+            arch, tp, weight_precision, kv_precision, hw, dequant, eng, kernels, engine_version or None
+        )
 
     # --- bytes -----------------------------------------------------------------------------
 
@@ -299,11 +307,32 @@ class Replica:
         per_layer = sum((flop_s(n, k) for n, k in shapes), np.zeros_like(b))
         return a.layers * per_layer + flop_s(a.vocab / tp, h)
 
+    @property
+    def decode_kv_loads(self) -> float:
+        """Times each K/V head is read from HBM per decode step: 1, or on an engine release whose
+        generation kernel loads a GQA group's K/V once per query head (TensorRT-LLM before XQA),
+        1 + (group - 1) x the fraction of those extra loads that miss L2."""
+        a = self.arch
+        if self.engine is None or a.is_mla or a.kv_heads >= a.heads:
+            return 1.0
+        miss = self.engine.release_value("gqa_decode_kv_reread_fraction", self.engine_version)
+        return 1.0 if miss is None else 1.0 + (a.heads / a.kv_heads - 1.0) * miss
+
+    def release_decode_attention_extra_s(self, context_tokens: np.ndarray) -> np.ndarray | float:
+        """One layer's extra decode-attention time of an older engine release (its K/V re-reads),
+        added to measured generation-attention kernels of current releases."""
+        loads = self.decode_kv_loads
+        if loads == 1.0:
+            return 0.0
+        kv = np.asarray(context_tokens, dtype=np.float64) * self.kv_bytes_per_token / self.kv_shards
+        return (loads - 1.0) * kv / self.arch.layers / self._stream_bw()
+
     def analytic_decode_attention_s(self, batch: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
-        """One layer's decode attention: the batch's KV cache streamed once, or its FLOPs."""
+        """One layer's decode attention: the batch's KV cache streamed once (or as many times as
+        the engine release loads it, `decode_kv_loads`), or its FLOPs."""
         a = self.arch
         ctx = np.asarray(context_tokens, dtype=np.float64)
-        kv = ctx * self.kv_bytes_per_token / self.kv_shards / a.layers
+        kv = ctx * self.kv_bytes_per_token / self.kv_shards / a.layers * self.decode_kv_loads
         if a.is_mla:  # absorbed MLA: scores over kv_lora + d_rope, values over kv_lora
             per_ctx = 2.0 * a.heads * (2.0 * (a.kv_lora_rank or 0) + (a.qk_rope_head_dim or 0))
         else:

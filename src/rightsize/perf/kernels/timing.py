@@ -168,7 +168,7 @@ def decode_step_s(
     attn = _pick(
         report,
         "generation_attention",
-        measured,
+        measured + rep.release_decode_attention_extra_s(ctx),  # an older release's K/V re-reads
         lambda: rep.analytic_decode_attention_s(b, ctx),
         _range(table, "generation_attention", rep.kv_precision, kv, d),
     )
