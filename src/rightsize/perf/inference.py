@@ -29,6 +29,7 @@ and fp4 on Blackwell, run natively on tensor cores.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -162,7 +163,7 @@ class Replica:
 
     # --- bytes -----------------------------------------------------------------------------
 
-    @property
+    @cached_property
     def linear_params(self) -> float:
         """Parameters in matrices read every decode step (all but the input embedding)."""
         return count_params(self.arch).total - count_params(self.arch).embedding
@@ -293,19 +294,15 @@ class Replica:
             flops = 2.0 * active_params(a) * b / tp
             return flops / (hw.peak_flops_per_s * hw.gemm_fraction)
         h, d, f = float(a.hidden), float(a.head_dim), float(a.ffn_hidden)
-        shapes = [
-            ((a.heads + 2 * a.kv_heads) * d / tp, h),
-            (h, a.heads * d / tp),
-            ((mlp_matrices(a) - 1) * f / tp, h),
-            (h, f / tp),
-        ]
-
-        def flop_s(n: float, k: float) -> np.ndarray:
-            eff = gemm_efficiency(b, np.asarray(n), np.asarray(k), hw)
-            return 2.0 * b * n * k / (hw.peak_flops_per_s * eff)
-
-        per_layer = sum((flop_s(n, k) for n, k in shapes), np.zeros_like(b))
-        return a.layers * per_layer + flop_s(a.vocab / tp, h)
+        # the four projections and the logits, (n, k) each, in one vectorised evaluation
+        n = np.array(
+            [(a.heads + 2 * a.kv_heads) * d / tp, h, (mlp_matrices(a) - 1) * f / tp, h, a.vocab / tp]
+        )
+        k = np.array([h, a.heads * d / tp, h, f / tp, h])
+        bb = b[..., np.newaxis]
+        t = 2.0 * bb * n * k / (hw.peak_flops_per_s * gemm_efficiency(bb, n, k, hw))
+        per_layer = np.zeros_like(b) + t[..., 0] + t[..., 1] + t[..., 2] + t[..., 3]
+        return a.layers * per_layer + t[..., 4]
 
     @property
     def decode_kv_loads(self) -> float:
