@@ -100,3 +100,20 @@ def test_v080_rows_after_xqa_stay_near() -> None:
     """After XQA the same model is not slowed: the v0.8.0 H100 70B rows stay within 35%."""
     errs = _errors("trtllm080-h100-sxm-llama-2-70b")
     assert max(errs) <= 0.35
+
+
+@pytest.mark.parametrize(
+    ("acc_id", "precision", "bytes_per_weight"),
+    [
+        ("b200", "fp4", 0.5 + 1 / 16),
+        ("mi355x", "fp4", 0.5 + 1 / 32),
+        ("b200", "fp8", 1.0),
+        ("h100-sxm", "bf16", 2.0),
+    ],
+)
+def test_fp4_weights_carry_their_block_scales(acc_id: str, precision: str, bytes_per_weight: float) -> None:
+    """NVFP4: one FP8 scale per 16 weights; AMD MXFP4: one E8M0 scale per 32 (issue 30)."""
+    acc = get_accelerator(acc_id)
+    rep = Replica.build(LLAMA2_70B, acc, node_for(acc.id), 2, precision, "fp8")
+    assert rep.weight_bytes_per_element == pytest.approx(bytes_per_weight)
+    assert rep.weight_bytes_per_gpu > rep.linear_params * bytes_per_weight / 2

@@ -33,7 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
-from rightsize.catalog import Accelerator, NodeType
+from rightsize.catalog import Accelerator, NodeType, get_accelerator
 from rightsize.catalog.engines import EngineDefaults, get_engine
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
@@ -59,6 +59,14 @@ BYTES_PER_ELEMENT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 
 # Group-wise scales and zero points of 4-bit formats: a 16-bit scale and zero per group
 # of 128 weights (GPTQ/AWQ/gpt-fast int4 groupsize 128) adds 4 / 128 bytes per weight.
 INT4_GROUP_OVERHEAD_BYTES = 4.0 / 128.0
+
+# 4-bit floating-point weights carry a one-byte block scale: NVFP4 an FP8 (E4M3) scale per
+# 16 values (plus one FP32 scale per tensor, negligible), 0.5625 bytes per weight (NVIDIA,
+# "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference", 2025-06; Intel
+# Neural Compressor NVFP4 format table: block 16, UE4M3 scale); AMD's MXFP4 (OCP Microscaling
+# Formats v1.0, 2023-09) an E8M0 scale per 32 values. By vendor; other vendors' fp4 as NVFP4.
+FP4_BLOCK_SCALE_BYTES = {"amd": 1.0 / 32.0}
+NVFP4_BLOCK_SCALE_BYTES = 1.0 / 16.0
 
 # CUDA-core operations to dequantise one weight-only-quantised weight to 16 bit
 # (unpack, convert, scale, zero-point). Fitted once on gpt-fast's A100 int8 and int4
@@ -168,11 +176,21 @@ class Replica:
         """Parameters in matrices read every decode step (all but the input embedding)."""
         return count_params(self.arch).total - count_params(self.arch).embedding
 
+    @cached_property
+    def weight_bytes_per_element(self) -> float:
+        """Bytes one quantised weight takes in memory, its share of the format's scales included
+        (int4 group scales and zero points; fp4 block scales)."""
+        wp = self.weight_precision
+        if wp == "int4":
+            return BYTES_PER_ELEMENT[wp] + INT4_GROUP_OVERHEAD_BYTES
+        if wp == "fp4":
+            vendor = get_accelerator(self.hw.accelerator_id).vendor
+            return BYTES_PER_ELEMENT[wp] + FP4_BLOCK_SCALE_BYTES.get(vendor, NVFP4_BLOCK_SCALE_BYTES)
+        return BYTES_PER_ELEMENT[wp]
+
     @property
     def weight_bytes_per_gpu(self) -> float:
-        per_param = BYTES_PER_ELEMENT[self.weight_precision]
-        if self.weight_precision == "int4":
-            per_param += INT4_GROUP_OVERHEAD_BYTES
+        per_param = self.weight_bytes_per_element
         c = count_params(self.arch)
         embedding = c.embedding * 2.0  # lookup table stays 16 bit
         return (self.linear_params * per_param + embedding) / self.tp
@@ -273,9 +291,7 @@ class Replica:
         roofline (bytes / bandwidth or FLOPs / rate), so their times add: at large batch the
         GEMMs turn compute-bound while attention still streams the KV cache."""
         read = self.decode_weight_params(b)
-        weights = read * BYTES_PER_ELEMENT[self.weight_precision] / self.tp
-        if self.weight_precision == "int4":
-            weights += read * INT4_GROUP_OVERHEAD_BYTES / self.tp
+        weights = read * self.weight_bytes_per_element / self.tp
         gemm_s = np.maximum(weights / self._stream_bw(), self._decode_gemm_compute_s(b))
         dequant_s: np.ndarray | float = 0.0
         if self.dequant and self.weight_precision in DEQUANT_OPS_PER_WEIGHT:
@@ -341,9 +357,7 @@ class Replica:
 
     def analytic_gemm_s(self, m: np.ndarray | float, n: float, k: float) -> np.ndarray:
         """One projection GEMM (per rank): weight read or FLOPs, plus weight-only dequantisation."""
-        eb = BYTES_PER_ELEMENT[self.weight_precision] + (
-            INT4_GROUP_OVERHEAD_BYTES if self.weight_precision == "int4" else 0.0
-        )
+        eb = self.weight_bytes_per_element
         mm = np.asarray(m, dtype=np.float64)
         memory = (n * k * eb + 2.0 * mm * (n + k)) / self._stream_bw()
         compute = 2.0 * mm * n * k / (self.hw.peak_flops_per_s * self.hw.gemm_fraction)
