@@ -105,6 +105,16 @@ def test_split_times_a_large_batch_as_measured_parts():
     assert np.isnan(lat[2])  # 4096 / 8 = 512 is still beyond the table: refused, not extrapolated
 
 
+def test_split_parts_may_be_smaller_where_each_carries_enough_work():
+    """Long-context decode attention (issue 30): a part of 8 sequences of 16k tokens streams as
+    much KV as 64 of 2k, so a batch of 48 measured only up to 16 is timed as 4 parts of 12."""
+    g = Grid.from_points(("b",), [((b,), 1e-6 * b) for b in (1.0, 8.0, 16.0)])
+    size = np.array([48.0, 48.0])
+    lat, parts = split_lookup(lambda x: g(x), size, "batch", np.array([8.0, 64.0]))
+    assert lat[0] == pytest.approx(48e-6) and parts[0] == 4
+    assert np.isnan(lat[1])  # the default minimum part (64 sequences) refuses the split
+
+
 def _replica(table=None, tp: int = 1) -> Replica:
     acc = get_accelerator("h100-sxm")
     return Replica.build(

@@ -35,6 +35,11 @@ ACT_BYTES = 2.0  # all-reduced activations are 16 bit
 # Parts must stay at least this large (sequences or columns) to be sure to fill the GPU.
 MAX_SPLIT = 8
 MIN_PART = {"batch": 64.0, "n": 4096.0}
+# Decode attention fills the GPU with fewer, longer sequences too: TensorRT-LLM's generation
+# kernels split one sequence's context over several thread blocks (multi-block mode, docs
+# "Multi-Head, Multi-Query, and Group-Query Attention"), so a part is large enough once it
+# streams as many cached tokens as MIN_PART["batch"] sequences of 2,048 do.
+MIN_ATTENTION_PART_TOKENS = 64.0 * 2048.0
 
 
 @dataclass
@@ -63,16 +68,21 @@ class OpReport:
 
 
 def split_lookup(
-    lookup: Callable[[np.ndarray], np.ndarray], size: np.ndarray, axis: str
+    lookup: Callable[[np.ndarray], np.ndarray],
+    size: np.ndarray,
+    axis: str,
+    min_part: np.ndarray | float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """lookup(size), or k x lookup(size / k) for the smallest k (2, 4, 8) that is measured
-    with parts no smaller than MIN_PART[axis]; returns (latency, parts used, 1 = whole)."""
+    with parts no smaller than `min_part` (default MIN_PART[axis]); returns (latency, parts
+    used, 1 = whole)."""
+    smallest = MIN_PART[axis] if min_part is None else min_part
     size = np.asarray(size, dtype=np.float64)
     out = np.asarray(lookup(size), dtype=np.float64)
     parts = np.where(np.isfinite(out), 1.0, np.nan)
     k = 2
     while k <= MAX_SPLIT and not np.isfinite(out).all():
-        allowed = size / k >= MIN_PART[axis]
+        allowed = size / k >= smallest
         trial = np.where(allowed, k * lookup(np.where(allowed, size / k, size)), np.nan)
         fill = ~np.isfinite(out) & np.isfinite(trial)
         out = np.where(fill, trial, out)
@@ -164,7 +174,8 @@ def decode_step_s(
     if g is None:
         measured = np.full(b.shape, np.nan)
     else:
-        measured, _ = split_lookup(lambda bb: g(heads, bb, per_seq), b, "batch")
+        part = np.clip(MIN_ATTENTION_PART_TOKENS / per_seq, 1.0, MIN_PART["batch"])
+        measured, _ = split_lookup(lambda bb: g(heads, bb, per_seq), b, "batch", part)
     attn = _pick(
         report,
         "generation_attention",
