@@ -225,3 +225,16 @@ def test_validate_reports_each_rows_source_and_both_errors(tmp_path: Path):
     assert other["source"] == "analytic" and "kernels_error" not in other
     assert "measured kernels (covered rows)" in result["by_source"]
     assert result["by_source"]["analytic (all serving rows)"]["n"] == 2
+
+
+def test_measured_steps_add_the_element_wise_kernels_tables_do_not_measure():
+    """Issue 30: two residual-add + RMSNorm passes and the SwiGLU activation per layer, memory
+    bound, linear in the tokens (AIConfigurator's own op list has them; its tables do not)."""
+    from rightsize.perf.kernels.timing import _elementwise_s
+
+    rep = _replica()
+    one, many = float(_elementwise_s(rep, np.asarray(1.0))), float(_elementwise_s(rep, np.asarray(256.0)))
+    assert many == pytest.approx(256 * one)
+    elems = 8 * 4096 + 3 * 14336  # norms 4 x hidden each, SwiGLU reads 2 x ffn and writes ffn
+    assert one == pytest.approx(elems * 2.0 / (rep.hw.hbm_bytes_per_s * rep.hw.memory_bw_fraction))
+    assert float(_elementwise_s(_replica(tp=2), np.asarray(1.0))) < one  # the MLP part splits over tp

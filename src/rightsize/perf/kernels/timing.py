@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rightsize.perf.kernels.table import KernelTable
+from rightsize.perf.params import mlp_matrices
 
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.perf.inference import Replica
@@ -151,6 +152,21 @@ def _linear_ops(rep: Replica, table: KernelTable, report: OpReport, m: np.ndarra
     return qkv + out + up + down
 
 
+def _elementwise_s(rep: Replica, tokens: np.ndarray) -> np.ndarray:
+    """One layer's memory-bound element-wise kernels over `tokens` rows, which kernel tables do
+    not measure: two residual-add + RMSNorm passes (each reads the residual and the hidden
+    state and writes both: 4 x hidden elements) and the MLP activation (SwiGLU reads the
+    gate and up halves and writes one: 3 x ffn / tp; GELU reads and writes: 2 x ffn / tp), in
+    16 bit at the accelerator's plain streaming bandwidth (a copy-like kernel, not a decode
+    GEMV). The same op list as AIConfigurator's own Llama model (its `add_norm` and
+    `act_gate` ElementWise ops)."""
+    a = rep.arch
+    ffn = float(a.ffn_hidden) / rep.tp
+    per_token = 8.0 * a.hidden + (3.0 if mlp_matrices(a) == 3 else 2.0) * ffn
+    stream = rep.hw.hbm_bytes_per_s * rep.hw.memory_bw_fraction
+    return np.asarray(tokens, dtype=np.float64) * per_token * ACT_BYTES / stream
+
+
 def supported(rep: Replica) -> str | None:
     """None when the op list covers the model, else why it does not."""
     if rep.arch.is_moe:
@@ -183,7 +199,12 @@ def decode_step_s(
         lambda: rep.analytic_decode_attention_s(b, ctx),
         _range(table, "generation_attention", rep.kv_precision, kv, d),
     )
-    layer = _linear_ops(rep, table, report, b) + attn + 2.0 * _all_reduce(rep, table, report, b)
+    layer = (
+        _linear_ops(rep, table, report, b)
+        + attn
+        + 2.0 * _all_reduce(rep, table, report, b)
+        + _elementwise_s(rep, b)
+    )
     logits = _gemm(rep, table, report, "gemm_logits", b, rep.arch.vocab / rep.tp, float(rep.arch.hidden))
     return rep.arch.layers * layer + logits, report
 
@@ -210,6 +231,11 @@ def prefill_s(
         lambda: rep.analytic_prefill_attention_s(t, s),
         _range(table, "context_attention", *key),
     )
-    layer = _linear_ops(rep, table, report, m) + attn + 2.0 * _all_reduce(rep, table, report, m)
+    layer = (
+        _linear_ops(rep, table, report, m)
+        + attn
+        + 2.0 * _all_reduce(rep, table, report, m)
+        + _elementwise_s(rep, m)
+    )
     logits = _gemm(rep, table, report, "gemm_logits", s, rep.arch.vocab / rep.tp, float(rep.arch.hidden))
     return rep.arch.layers * layer + logits, report
