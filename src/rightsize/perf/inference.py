@@ -29,7 +29,7 @@ and fp4 on Blackwell, run natively on tensor cores.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import lru_cache
 
 import numpy as np
 
@@ -99,6 +99,13 @@ DECODE_ALLREDUCE_MAX_BYTES = 4.0 * 2**20
 # (max and sum), top-k/top-p filtering and the draw. Memory-bound: bytes / bandwidth.
 SAMPLING_PASSES = 3.0
 LOGIT_BYTES = 4.0
+
+
+@lru_cache(maxsize=256)
+def _linear_params(arch: ModelArch) -> float:
+    """All parameters but the input embedding (ModelArch is frozen: counted once per shape)."""
+    c = count_params(arch)
+    return c.total - c.embedding
 
 
 def weight_only(acc: Accelerator, weight_precision: str) -> bool:
@@ -171,12 +178,12 @@ class Replica:
 
     # --- bytes -----------------------------------------------------------------------------
 
-    @cached_property
+    @property
     def linear_params(self) -> float:
         """Parameters in matrices read every decode step (all but the input embedding)."""
-        return count_params(self.arch).total - count_params(self.arch).embedding
+        return _linear_params(self.arch)
 
-    @cached_property
+    @property
     def weight_bytes_per_element(self) -> float:
         """Bytes one quantised weight takes in memory, its share of the format's scales included
         (int4 group scales and zero points; fp4 block scales)."""
