@@ -105,6 +105,16 @@ def test_split_times_a_large_batch_as_measured_parts():
     assert np.isnan(lat[2])  # 4096 / 8 = 512 is still beyond the table: refused, not extrapolated
 
 
+def test_split_parts_may_be_smaller_where_each_carries_enough_work():
+    """Long-context decode attention (issue 30): a part of 8 sequences of 16k tokens streams as
+    much KV as 64 of 2k, so a batch of 48 measured only up to 16 is timed as 4 parts of 12."""
+    g = Grid.from_points(("b",), [((b,), 1e-6 * b) for b in (1.0, 8.0, 16.0)])
+    size = np.array([48.0, 48.0])
+    lat, parts = split_lookup(lambda x: g(x), size, "batch", np.array([8.0, 64.0]))
+    assert lat[0] == pytest.approx(48e-6) and parts[0] == 4
+    assert np.isnan(lat[1])  # the default minimum part (64 sequences) refuses the split
+
+
 def _replica(table=None, tp: int = 1) -> Replica:
     acc = get_accelerator("h100-sxm")
     return Replica.build(
@@ -215,3 +225,16 @@ def test_validate_reports_each_rows_source_and_both_errors(tmp_path: Path):
     assert other["source"] == "analytic" and "kernels_error" not in other
     assert "measured kernels (covered rows)" in result["by_source"]
     assert result["by_source"]["analytic (all serving rows)"]["n"] == 2
+
+
+def test_measured_steps_add_the_element_wise_kernels_tables_do_not_measure():
+    """Issue 30: two residual-add + RMSNorm passes and the SwiGLU activation per layer, memory
+    bound, linear in the tokens (AIConfigurator's own op list has them; its tables do not)."""
+    from rightsize.perf.kernels.timing import _elementwise_s
+
+    rep = _replica()
+    one, many = float(_elementwise_s(rep, np.asarray(1.0))), float(_elementwise_s(rep, np.asarray(256.0)))
+    assert many == pytest.approx(256 * one)
+    elems = 8 * 4096 + 3 * 14336  # norms 4 x hidden each, SwiGLU reads 2 x ffn and writes ffn
+    assert one == pytest.approx(elems * 2.0 / (rep.hw.hbm_bytes_per_s * rep.hw.memory_bw_fraction))
+    assert float(_elementwise_s(_replica(tp=2), np.asarray(1.0))) < one  # the MLP part splits over tp

@@ -42,6 +42,31 @@ _ALIASES = {
     "habana": "optimum-habana",
 }
 DEFAULT_ENGINE = "vllm"
+_RELEASE_NUMBERS = ("gqa_decode_kv_reread_fraction",)
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """'0.6.1' -> (0, 6, 1); the leading numeric parts of a release name ('1.0.0rc2' -> (1, 0, 0))."""
+    parts: list[int] = []
+    for piece in version.strip().lstrip("vV").split("."):
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    """What releases before `before` did differently, each figure sourced; `mechanism` says why."""
+
+    before: tuple[int, ...]
+    mechanism: str
+    figures: dict[str, Sourced]
 
 
 @dataclass(frozen=True)
@@ -59,10 +84,22 @@ class EngineDefaults:
     # 'weight_only' (int8 weights dequantised to 16 bit, as gpt-fast); `int8_source` says where.
     int8_scheme: str = "weight_only"
     int8_source: str = ""
+    releases: tuple[EngineRelease, ...] = ()
 
     def value(self, field: str) -> float | None:
         fig = self.figures.get(field)
         return fig.value if fig else None
+
+    def release_value(self, field: str, version: str | None) -> float | None:
+        """The figure an older release has for `field` (the earliest matching entry), None for
+        the current releases or an unnamed version."""
+        key = version_key(version) if version else ()
+        if not key:
+            return None
+        for rel in sorted(self.releases, key=lambda r: r.before):
+            if key < rel.before and field in rel.figures:
+                return rel.figures[field].value
+        return None
 
     def max_num_seqs(self, hbm_gib: float, accelerator_id: str) -> float | None:
         """The engine's default cap on running sequences on this GPU (None: only memory bounds it)."""
@@ -90,6 +127,16 @@ def _parse(name: str, raw: Any) -> EngineDefaults:
         raise CatalogDataError(
             FILE, f"engines.{name}", "int8_scheme: w8a8|weight_only; w8a8 needs int8_source"
         )
+    releases = []
+    for n, rel in enumerate(raw.get("releases") or []):
+        where = f"engines.{name}.releases[{n}]"
+        if not isinstance(rel, dict):
+            raise CatalogDataError(FILE, where, "expected a mapping")
+        before = version_key(require_str(rel, "before", FILE, where))
+        if not before:
+            raise CatalogDataError(FILE, where, "'before' must be a version such as 0.7.0")
+        figs = {f: sourced(rel[f], FILE, f"{where}.{f}", maximum=1.0) for f in _RELEASE_NUMBERS if f in rel}
+        releases.append(EngineRelease(before, require_str(rel, "mechanism", FILE, where), figs))
     return EngineDefaults(
         name=name,
         versions=str(raw.get("versions", "")),
@@ -99,6 +146,7 @@ def _parse(name: str, raw: Any) -> EngineDefaults:
         conventions_source=require_str(raw, "conventions_source", FILE, f"engines.{name}"),
         int8_scheme=int8_scheme,
         int8_source=str(raw.get("int8_source", "")),
+        releases=tuple(releases),
     )
 
 

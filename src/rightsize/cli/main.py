@@ -88,6 +88,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from rightsize.validate.families import family_paths
 
         paths += family_paths()
+    if getattr(args, "engines", False):
+        from rightsize.validate.cases import serving_public_paths
+
+        paths += serving_public_paths()
     from rightsize.perf.kernels.table import read_table
 
     tables = [read_table(Path(p)) for p in (getattr(args, "kernels", None) or [])]
@@ -198,6 +202,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--more",
         action="store_true",
         help="also check more published training runs (MoE pre-training, torchtitan 2025), reported as their own set",
+    )
+    sp.add_argument(
+        "--engines",
+        action="store_true",
+        help="also check the engine-release serving runs (TensorRT-LLM v0.6.1 / v0.8.0 tables: serving_public.csv)",
     )
     sp.add_argument(
         "--kernels",

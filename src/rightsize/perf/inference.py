@@ -29,10 +29,11 @@ and fp4 on Blackwell, run natively on tensor cores.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from rightsize.catalog import Accelerator, NodeType
+from rightsize.catalog import Accelerator, NodeType, get_accelerator
 from rightsize.catalog.engines import EngineDefaults, get_engine
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
@@ -58,6 +59,14 @@ BYTES_PER_ELEMENT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 
 # Group-wise scales and zero points of 4-bit formats: a 16-bit scale and zero per group
 # of 128 weights (GPTQ/AWQ/gpt-fast int4 groupsize 128) adds 4 / 128 bytes per weight.
 INT4_GROUP_OVERHEAD_BYTES = 4.0 / 128.0
+
+# 4-bit floating-point weights carry a one-byte block scale: NVFP4 an FP8 (E4M3) scale per
+# 16 values (plus one FP32 scale per tensor, negligible), 0.5625 bytes per weight (NVIDIA,
+# "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference", 2025-06; Intel
+# Neural Compressor NVFP4 format table: block 16, UE4M3 scale); AMD's MXFP4 (OCP Microscaling
+# Formats v1.0, 2023-09) an E8M0 scale per 32 values. By vendor; other vendors' fp4 as NVFP4.
+FP4_BLOCK_SCALE_BYTES = {"amd": 1.0 / 32.0}
+NVFP4_BLOCK_SCALE_BYTES = 1.0 / 16.0
 
 # CUDA-core operations to dequantise one weight-only-quantised weight to 16 bit
 # (unpack, convert, scale, zero-point). Fitted once on gpt-fast's A100 int8 and int4
@@ -92,6 +101,13 @@ SAMPLING_PASSES = 3.0
 LOGIT_BYTES = 4.0
 
 
+@lru_cache(maxsize=256)
+def _linear_params(arch: ModelArch) -> float:
+    """All parameters but the input embedding (ModelArch is frozen: counted once per shape)."""
+    c = count_params(arch)
+    return c.total - c.embedding
+
+
 def weight_only(acc: Accelerator, weight_precision: str) -> bool:
     """Whether weights are dequantised to 16 bit (no native tensor-core support)."""
     if weight_precision in ("int8", "int4"):
@@ -122,6 +138,9 @@ class Replica:
     dequant: bool
     engine: EngineDefaults | None = None
     kernels: KernelTable | None = None
+    engine_version: str | None = (
+        None  # the engine release (None: a current one); older ones differ per mechanism
+    )
 
     @classmethod
     def build(
@@ -135,10 +154,13 @@ class Replica:
         overrides: dict[str, float] | None = None,
         engine: str | None = None,
         kernels: KernelTable | None = None,
+        engine_version: str | None = None,
     ) -> Replica:
         """A replica of `arch` at tensor parallelism `tp`; `overrides` replace catalog
         efficiencies (a calibration's fit for this accelerator); `engine` names the serving
-        engine whose defaults apply; `kernels` is a measured kernel table to time ops from."""
+        engine whose defaults apply, `engine_version` its release (older releases differ per
+        mechanism: `catalog/data/engines.yaml` releases); `kernels` is a measured kernel table to
+        time ops from."""
         if weight_precision not in BYTES_PER_ELEMENT or kv_precision not in BYTES_PER_ELEMENT:
             raise BadInput(
                 f"Unknown precision {weight_precision!r} / {kv_precision!r}.",
@@ -158,20 +180,32 @@ class Replica:
         hw = Hardware.from_catalog(acc, node, "int8" if w8a8 else compute_dtype(acc, weight_precision))
         if overrides:
             hw = hw.with_overrides(**overrides)
-        return cls(arch, tp, weight_precision, kv_precision, hw, dequant, eng, kernels)
+        return cls(
+            arch, tp, weight_precision, kv_precision, hw, dequant, eng, kernels, engine_version or None
+        )
 
     # --- bytes -----------------------------------------------------------------------------
 
     @property
     def linear_params(self) -> float:
         """Parameters in matrices read every decode step (all but the input embedding)."""
-        return count_params(self.arch).total - count_params(self.arch).embedding
+        return _linear_params(self.arch)
+
+    @property
+    def weight_bytes_per_element(self) -> float:
+        """Bytes one quantised weight takes in memory, its share of the format's scales included
+        (int4 group scales and zero points; fp4 block scales)."""
+        wp = self.weight_precision
+        if wp == "int4":
+            return BYTES_PER_ELEMENT[wp] + INT4_GROUP_OVERHEAD_BYTES
+        if wp == "fp4":
+            vendor = get_accelerator(self.hw.accelerator_id).vendor
+            return BYTES_PER_ELEMENT[wp] + FP4_BLOCK_SCALE_BYTES.get(vendor, NVFP4_BLOCK_SCALE_BYTES)
+        return BYTES_PER_ELEMENT[wp]
 
     @property
     def weight_bytes_per_gpu(self) -> float:
-        per_param = BYTES_PER_ELEMENT[self.weight_precision]
-        if self.weight_precision == "int4":
-            per_param += INT4_GROUP_OVERHEAD_BYTES
+        per_param = self.weight_bytes_per_element
         c = count_params(self.arch)
         embedding = c.embedding * 2.0  # lookup table stays 16 bit
         return (self.linear_params * per_param + embedding) / self.tp
@@ -273,9 +307,7 @@ class Replica:
         roofline (bytes / bandwidth or FLOPs / rate), so their times add: at large batch the
         GEMMs turn compute-bound while attention still streams the KV cache."""
         read = self.decode_weight_params(b)
-        weights = read * BYTES_PER_ELEMENT[self.weight_precision] / self.tp
-        if self.weight_precision == "int4":
-            weights += read * INT4_GROUP_OVERHEAD_BYTES / self.tp
+        weights = read * self.weight_bytes_per_element / self.tp
         gemm_s = np.maximum(weights / self._stream_bw(), self._decode_gemm_compute_s(b))
         dequant_s: np.ndarray | float = 0.0
         if self.dequant and self.weight_precision in DEQUANT_OPS_PER_WEIGHT:
@@ -294,25 +326,42 @@ class Replica:
             flops = 2.0 * active_params(a) * b / tp
             return flops / (hw.peak_flops_per_s * hw.gemm_fraction)
         h, d, f = float(a.hidden), float(a.head_dim), float(a.ffn_hidden)
-        shapes = [
-            ((a.heads + 2 * a.kv_heads) * d / tp, h),
-            (h, a.heads * d / tp),
-            ((mlp_matrices(a) - 1) * f / tp, h),
-            (h, f / tp),
-        ]
+        # the four projections and the logits, (n, k) each, in one vectorised evaluation
+        n = np.array(
+            [(a.heads + 2 * a.kv_heads) * d / tp, h, (mlp_matrices(a) - 1) * f / tp, h, a.vocab / tp]
+        )
+        k = np.array([h, a.heads * d / tp, h, f / tp, h])
+        bb = b[..., np.newaxis]
+        t = 2.0 * bb * n * k / (hw.peak_flops_per_s * gemm_efficiency(bb, n, k, hw))
+        per_layer = np.zeros_like(b) + t[..., 0] + t[..., 1] + t[..., 2] + t[..., 3]
+        return a.layers * per_layer + t[..., 4]
 
-        def flop_s(n: float, k: float) -> np.ndarray:
-            eff = gemm_efficiency(b, np.asarray(n), np.asarray(k), hw)
-            return 2.0 * b * n * k / (hw.peak_flops_per_s * eff)
+    @property
+    def decode_kv_loads(self) -> float:
+        """Times each K/V head is read from HBM per decode step: 1, or on an engine release whose
+        generation kernel loads a GQA group's K/V once per query head (TensorRT-LLM before XQA),
+        1 + (group - 1) x the fraction of those extra loads that miss L2."""
+        a = self.arch
+        if self.engine is None or a.is_mla or a.kv_heads >= a.heads:
+            return 1.0
+        miss = self.engine.release_value("gqa_decode_kv_reread_fraction", self.engine_version)
+        return 1.0 if miss is None else 1.0 + (a.heads / a.kv_heads - 1.0) * miss
 
-        per_layer = sum((flop_s(n, k) for n, k in shapes), np.zeros_like(b))
-        return a.layers * per_layer + flop_s(a.vocab / tp, h)
+    def release_decode_attention_extra_s(self, context_tokens: np.ndarray) -> np.ndarray | float:
+        """One layer's extra decode-attention time of an older engine release (its K/V re-reads),
+        added to measured generation-attention kernels of current releases."""
+        loads = self.decode_kv_loads
+        if loads == 1.0:
+            return 0.0
+        kv = np.asarray(context_tokens, dtype=np.float64) * self.kv_bytes_per_token / self.kv_shards
+        return (loads - 1.0) * kv / self.arch.layers / self._stream_bw()
 
     def analytic_decode_attention_s(self, batch: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
-        """One layer's decode attention: the batch's KV cache streamed once, or its FLOPs."""
+        """One layer's decode attention: the batch's KV cache streamed once (or as many times as
+        the engine release loads it, `decode_kv_loads`), or its FLOPs."""
         a = self.arch
         ctx = np.asarray(context_tokens, dtype=np.float64)
-        kv = ctx * self.kv_bytes_per_token / self.kv_shards / a.layers
+        kv = ctx * self.kv_bytes_per_token / self.kv_shards / a.layers * self.decode_kv_loads
         if a.is_mla:  # absorbed MLA: scores over kv_lora + d_rope, values over kv_lora
             per_ctx = 2.0 * a.heads * (2.0 * (a.kv_lora_rank or 0) + (a.qk_rope_head_dim or 0))
         else:
@@ -323,9 +372,7 @@ class Replica:
 
     def analytic_gemm_s(self, m: np.ndarray | float, n: float, k: float) -> np.ndarray:
         """One projection GEMM (per rank): weight read or FLOPs, plus weight-only dequantisation."""
-        eb = BYTES_PER_ELEMENT[self.weight_precision] + (
-            INT4_GROUP_OVERHEAD_BYTES if self.weight_precision == "int4" else 0.0
-        )
+        eb = self.weight_bytes_per_element
         mm = np.asarray(m, dtype=np.float64)
         memory = (n * k * eb + 2.0 * mm * (n + k)) / self._stream_bw()
         compute = 2.0 * mm * n * k / (self.hw.peak_flops_per_s * self.hw.gemm_fraction)

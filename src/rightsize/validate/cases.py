@@ -69,6 +69,12 @@ def more_paths() -> list[Path]:
     return [Path(str(base / n)) for n in MORE_FILES]
 
 
+def serving_public_paths() -> list[Path]:
+    """Tuning-visible serving runs kept apart from the default set (`validate --engines`): older
+    engine releases and static-batching tables (`data/README.md`, serving_public.csv)."""
+    return [Path(str(resources.files("rightsize.validate") / "data" / "serving_public.csv"))]
+
+
 def published_value(path: Any, line: int, r: dict[str, Any]) -> float:
     """The row's published figure (`value`), or BadInput naming the file, line and case."""
     try:

@@ -130,7 +130,8 @@ def predict_inference(case: Case, tables: Sequence[KernelTable] = ()) -> tuple[f
     tp = _int(r, "tp") or 1
     engine = _engine(r)
     wp, kvp = r.get("weight_precision") or "bf16", r.get("kv_precision") or "bf16"
-    rep = _layout(Replica.build(arch, acc, node, tp, wp, kvp, engine=engine), r)
+    version = (r.get("version") or "").strip() or None
+    rep = _layout(Replica.build(arch, acc, node, tp, wp, kvp, engine=engine, engine_version=version), r)
     if not rep.fits:
         raise BadInput(
             f"{arch.name} in {rep.weight_precision} does not fit on {tp} x {acc.id}.",
@@ -146,7 +147,9 @@ def predict_inference(case: Case, tables: Sequence[KernelTable] = ()) -> tuple[f
         )
         detail.update(_range(case, rep, analytic))
         return analytic, detail
-    measured_rep = _layout(Replica.build(arch, acc, node, tp, wp, kvp, engine=engine, kernels=table), r)
+    measured_rep = _layout(
+        Replica.build(arch, acc, node, tp, wp, kvp, engine=engine, kernels=table, engine_version=version), r
+    )
     measured, _, report = _predict(measured_rep, r)
     detail.update(
         {

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rightsize.perf.kernels.table import KernelTable
+from rightsize.perf.params import mlp_matrices
 
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.perf.inference import Replica
@@ -35,6 +36,11 @@ ACT_BYTES = 2.0  # all-reduced activations are 16 bit
 # Parts must stay at least this large (sequences or columns) to be sure to fill the GPU.
 MAX_SPLIT = 8
 MIN_PART = {"batch": 64.0, "n": 4096.0}
+# Decode attention fills the GPU with fewer, longer sequences too: TensorRT-LLM's generation
+# kernels split one sequence's context over several thread blocks (multi-block mode, docs
+# "Multi-Head, Multi-Query, and Group-Query Attention"), so a part is large enough once it
+# streams as many cached tokens as MIN_PART["batch"] sequences of 2,048 do.
+MIN_ATTENTION_PART_TOKENS = 64.0 * 2048.0
 
 
 @dataclass
@@ -63,16 +69,21 @@ class OpReport:
 
 
 def split_lookup(
-    lookup: Callable[[np.ndarray], np.ndarray], size: np.ndarray, axis: str
+    lookup: Callable[[np.ndarray], np.ndarray],
+    size: np.ndarray,
+    axis: str,
+    min_part: np.ndarray | float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """lookup(size), or k x lookup(size / k) for the smallest k (2, 4, 8) that is measured
-    with parts no smaller than MIN_PART[axis]; returns (latency, parts used, 1 = whole)."""
+    with parts no smaller than `min_part` (default MIN_PART[axis]); returns (latency, parts
+    used, 1 = whole)."""
+    smallest = MIN_PART[axis] if min_part is None else min_part
     size = np.asarray(size, dtype=np.float64)
     out = np.asarray(lookup(size), dtype=np.float64)
     parts = np.where(np.isfinite(out), 1.0, np.nan)
     k = 2
     while k <= MAX_SPLIT and not np.isfinite(out).all():
-        allowed = size / k >= MIN_PART[axis]
+        allowed = size / k >= smallest
         trial = np.where(allowed, k * lookup(np.where(allowed, size / k, size)), np.nan)
         fill = ~np.isfinite(out) & np.isfinite(trial)
         out = np.where(fill, trial, out)
@@ -141,6 +152,21 @@ def _linear_ops(rep: Replica, table: KernelTable, report: OpReport, m: np.ndarra
     return qkv + out + up + down
 
 
+def _elementwise_s(rep: Replica, tokens: np.ndarray) -> np.ndarray:
+    """One layer's memory-bound element-wise kernels over `tokens` rows, which kernel tables do
+    not measure: two residual-add + RMSNorm passes (each reads the residual and the hidden
+    state and writes both: 4 x hidden elements) and the MLP activation (SwiGLU reads the
+    gate and up halves and writes one: 3 x ffn / tp; GELU reads and writes: 2 x ffn / tp), in
+    16 bit at the accelerator's plain streaming bandwidth (a copy-like kernel, not a decode
+    GEMV). The same op list as AIConfigurator's own Llama model (its `add_norm` and
+    `act_gate` ElementWise ops)."""
+    a = rep.arch
+    ffn = float(a.ffn_hidden) / rep.tp
+    per_token = 8.0 * a.hidden + (3.0 if mlp_matrices(a) == 3 else 2.0) * ffn
+    stream = rep.hw.hbm_bytes_per_s * rep.hw.memory_bw_fraction
+    return np.asarray(tokens, dtype=np.float64) * per_token * ACT_BYTES / stream
+
+
 def supported(rep: Replica) -> str | None:
     """None when the op list covers the model, else why it does not."""
     if rep.arch.is_moe:
@@ -164,15 +190,21 @@ def decode_step_s(
     if g is None:
         measured = np.full(b.shape, np.nan)
     else:
-        measured, _ = split_lookup(lambda bb: g(heads, bb, per_seq), b, "batch")
+        part = np.clip(MIN_ATTENTION_PART_TOKENS / per_seq, 1.0, MIN_PART["batch"])
+        measured, _ = split_lookup(lambda bb: g(heads, bb, per_seq), b, "batch", part)
     attn = _pick(
         report,
         "generation_attention",
-        measured,
+        measured + rep.release_decode_attention_extra_s(ctx),  # an older release's K/V re-reads
         lambda: rep.analytic_decode_attention_s(b, ctx),
         _range(table, "generation_attention", rep.kv_precision, kv, d),
     )
-    layer = _linear_ops(rep, table, report, b) + attn + 2.0 * _all_reduce(rep, table, report, b)
+    layer = (
+        _linear_ops(rep, table, report, b)
+        + attn
+        + 2.0 * _all_reduce(rep, table, report, b)
+        + _elementwise_s(rep, b)
+    )
     logits = _gemm(rep, table, report, "gemm_logits", b, rep.arch.vocab / rep.tp, float(rep.arch.hidden))
     return rep.arch.layers * layer + logits, report
 
@@ -199,6 +231,11 @@ def prefill_s(
         lambda: rep.analytic_prefill_attention_s(t, s),
         _range(table, "context_attention", *key),
     )
-    layer = _linear_ops(rep, table, report, m) + attn + 2.0 * _all_reduce(rep, table, report, m)
+    layer = (
+        _linear_ops(rep, table, report, m)
+        + attn
+        + 2.0 * _all_reduce(rep, table, report, m)
+        + _elementwise_s(rep, m)
+    )
     logits = _gemm(rep, table, report, "gemm_logits", s, rep.arch.vocab / rep.tp, float(rep.arch.hidden))
     return rep.arch.layers * layer + logits, report
