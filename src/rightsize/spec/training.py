@@ -76,6 +76,8 @@ class ParallelSettings(BaseModel):
             "selective_op",
             "input_qkv_offloaded",
             "input_qkv_out_offloaded",
+            "moe_act",
+            "mla_up_proj_moe_act",
         ]
         | None
     ) = Field(
