@@ -182,11 +182,16 @@ def test_moe_dispatch_crosses_the_scale_out_network_once_per_remote_domain() -> 
 
 def test_training_more_is_its_own_reported_set_with_every_run_predicted() -> None:
     """Issue 27: no run that ran for real is rejected; the set's median |error| stays under the
-    bar it reached when it was added (18.1%; worst 80.4%, GPT-OSS on GB200: its sliding-window
-    attention and sinks are not modelled)."""
+    bar it reaches (20.5% since Megatron-Core's module recompute: the rows that full
+    recomputation made slow now show the MoE compute too fast, as the others do; worst 80.4%,
+    GPT-OSS on GB200: its sliding-window attention and sinks are not modelled). DeepSeek-V3 on
+    GB200 / GB300 fits with the module recompute its recipe runs (mla_up_proj, moe_act)."""
     from rightsize.validate.run import validate_paths
 
     result = validate_paths(more_paths())
     mine = result["by_file"]["training_more.csv"]["tokens_per_s_per_gpu"]
     assert mine["n"] == 28 and mine["not_predicted"] == 0
-    assert mine["median_abs_error"] < 0.21 and mine["max_abs_error"] < 0.85
+    assert mine["median_abs_error"] < 0.21 and mine["max_abs_error"] < 0.81
+    chosen = {r["id"]: r["chosen"]["parallel"]["recompute"] for r in result["rows"] if "chosen" in r}
+    for acc in ("gb200", "gb300"):
+        assert chosen[f"mb2604-deepseek-v3-{acc}-256gpu-mxfp8"] == "mla_up_proj_moe_act"
