@@ -104,3 +104,25 @@ def test_the_search_tries_them_only_where_they_apply() -> None:
     assert remat.searched_policies("nvidia", moe=True, mla=True)[-1] == "mla_up_proj_moe_act"
     assert remat.searched_policies("google", moe=True, mla=True) == remat.SEARCHED_JAX
     assert remat.MEGATRON_MODULES["mla_up_proj_moe_act"] == ("mla_up_proj", "moe_act")
+
+
+def test_megatron_and_nemo_exports_write_the_modules() -> None:
+    """A plan that chose a module recompute launches with it: Megatron-LM's
+    `--recompute-granularity selective --recompute-modules mla_up_proj moe_act`, NeMo's
+    `recompute_modules` list."""
+    from export_plans import plan_dict
+
+    from rightsize.export.frameworks import launch_for
+    from rightsize.export.plan_view import training_view
+
+    plan = plan_dict("deepseek-v3-pretrain")
+    plan["best"]["parallel"]["recompute"] = "mla_up_proj_moe_act"
+    args = dict(launch_for(training_view(plan), "megatron").arg_list)
+    assert args["--recompute-granularity"] == "selective"
+    assert args["--recompute-modules"] == "mla_up_proj moe_act"
+    plan = plan_dict("mixtral-8x7b-pretrain")  # NeMo splits layers evenly: Mixtral's 32 do
+    plan["best"]["parallel"]["recompute"] = "moe_act"
+    nemo = launch_for(training_view(plan), "nemo")
+    script = "\n".join(nemo.files.values())
+    assert "recompute_modules = ['moe_act']" in script
+    assert 'recompute_granularity = "selective"' in script
