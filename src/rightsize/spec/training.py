@@ -262,6 +262,15 @@ class TrainingWorkload(BaseModel):
             "(catalog efficiency tp_comm_overlap)."
         ),
     )
+    grad_reduce_in_fp32: bool | None = Field(
+        default=None,
+        description=(
+            "Whether gradient buffers are kept and reduced over data parallelism in fp32 (Megatron-Core "
+            "DistributedDataParallelConfig.grad_reduce_in_fp32): false keeps them in 16 bit, half the "
+            "gradient memory and reduction bytes (Megatron-Bridge's performance recipes); null: the stack's "
+            "default (fp32 for bf16 and fp8 training)."
+        ),
+    )
     optimizer_offload: bool = Field(
         default=False,
         description=(
