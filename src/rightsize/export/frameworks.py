@@ -21,6 +21,7 @@ from rightsize.export.fw_megatron import megatron, pipeline_layout
 from rightsize.export.fw_nemo import nemo
 from rightsize.export.fw_torchtitan import torchtitan
 from rightsize.export.plan_view import TrainingView
+from rightsize.perf.remat import MEGATRON_MODULES
 
 __all__ = [
     "FRAMEWORKS",
@@ -43,8 +44,8 @@ _WRITERS: dict[str, Callable[[TrainingView], Launch]] = {
 
 # The remat policies each PyTorch framework can express (MaxText's run on Cloud TPU only).
 FRAMEWORK_RECOMPUTE = {
-    "megatron": ("none", "selective", "full"),
-    "nemo": ("none", "selective", "full"),
+    "megatron": ("none", "selective", "full", *MEGATRON_MODULES),  # module recompute (perf.remat)
+    "nemo": ("none", "selective", "full", *MEGATRON_MODULES),
     "torchtitan": ("none", "selective", "full", "selective_op"),
 }
 

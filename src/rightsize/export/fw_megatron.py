@@ -34,6 +34,7 @@ from rightsize.export.fw_common import (
 from rightsize.export.fw_recipes import Recipe, recipe_for
 from rightsize.export.names import Arg, ShellExpr
 from rightsize.export.plan_view import TrainingView
+from rightsize.perf.remat import MEGATRON_MODULES
 
 
 def _positions(v: TrainingView) -> list[Arg]:
@@ -154,6 +155,9 @@ def parallel_args(v: TrainingView) -> list[Arg]:
     elif v.recompute == "full":
         a += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"),
               ("--recompute-num-layers", 1)]  # fmt: skip
+    elif v.recompute in MEGATRON_MODULES:  # module recompute (perf.remat)
+        a += [("--recompute-granularity", "selective"),
+              ("--recompute-modules", " ".join(MEGATRON_MODULES[v.recompute]))]  # fmt: skip
     if v.zero_stage in (1, 2):
         a += [("--use-distributed-optimizer", None), ("--overlap-grad-reduce", None),
               ("--overlap-param-gather", None)]  # fmt: skip

@@ -23,6 +23,7 @@ from rightsize.export.fw_common import FRAMEWORKS, Launch, container_note, refus
 from rightsize.export.header import comment_block
 from rightsize.export.names import python_literal
 from rightsize.export.plan_view import TrainingView
+from rightsize.perf.remat import MEGATRON_MODULES
 
 # NeMo 25.04 recipes (nemo/collections/llm/recipes/<name>.py) by model shape:
 # (layers, hidden, heads, kv_heads, ffn_hidden, experts, rope scaling) -> (recipe, has LoRA)
@@ -125,7 +126,12 @@ def nemo(v: TrainingView) -> Launch:
     lora = v.method == "lora"
     fn, extra = ("finetune_recipe", ', peft_scheme="lora"') if lora else ("pretrain_recipe", "")
     ckpt_steps = min(save_interval_steps(v), v.steps)  # Lightning wants intervals within the run
-    ac = {"none": "None", "selective": '"selective"', "full": '"full"'}[v.recompute]
+    modules = MEGATRON_MODULES.get(v.recompute, ())  # module recompute (perf.remat)
+    ac = (
+        '"selective"'
+        if modules
+        else {"none": "None", "selective": '"selective"', "full": '"full"'}[v.recompute]
+    )
     data_what = "the fine-tuning folder (training.jsonl, validation.jsonl)" if lora else "the dataset prefix"
     notes = [container_note(v, "nemo"), f"Recipe: llm.{recipe}.{fn} (the plan's model shape)."]
     py = comment_block(v.header, f"NeMo job script ({FRAMEWORKS['nemo']})", notes)
@@ -143,6 +149,13 @@ recipe = llm.{recipe}.{fn}(
         + f"""recipe.model.config.seq_length = {v.seq_len}
 recipe.model.config.recompute_granularity = {ac}
 """
+        + (
+            "recipe.model.config.recompute_modules = ["
+            + ", ".join(python_literal(m) for m in modules)
+            + "]\n"
+            if modules
+            else ""
+        )
         + _data(v, lora)
         + f"""recipe.trainer.max_steps = {v.steps}
 recipe.trainer.val_check_interval = {ckpt_steps}

@@ -47,6 +47,7 @@ from rightsize.perf.params import (
     NF4_BYTES_PER_PARAM,
     attention_linears,
     count_params,
+    mla_up_proj_share,
     mlp_linears,
     mlp_matrices,
     qk_head_dim,
@@ -324,6 +325,18 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     return hidden_bytes + act_bytes + rope_bytes + cast_bytes
 
 
+def _moe_act_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
+    """Forward bytes per token of the routed experts' activation kernel (SwiGLU reads gate and
+    up, writes f; GELU reads and writes f), as in `elementwise_bytes_per_token`: what
+    Megatron-Core's `moe_act` recompute runs again. 0 for a dense layer."""
+    arch = w.arch
+    if not arch.is_moe:
+        return 0.0
+    f_e = float(arch.expert_ffn_hidden or arch.ffn_hidden)
+    elems = 3.0 * f_e if arch.mlp == "swiglu" else 2.0 * f_e
+    return ACT_BYTES * elems * arch.experts_per_token * moe_load_factor(w, cfg) / cfg.tp
+
+
 def _mlp_copies(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
     """MLP GEMM operand copies per token: 1 for a dense MLP; a MoE layer's routed copies at the
     busiest GPU's load plus its shared experts."""
@@ -445,15 +458,16 @@ def cp_causal_imbalance(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
 def _recompute_s(
     w: TrainWorkload,
     cfg: ParallelConfigs,
-    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     full: np.ndarray,
 ) -> np.ndarray:
     """Forward seconds the remat policy repeats in the backward (`perf.remat`): the whole
     layer under 'full'; under a named policy the GEMMs, attention core and elementwise
     kernels it does not keep the outputs of. A projection's share of its group's time is
     taken by FLOPs (QKV: (a + 2g) / (2a + 2g) of the attention projections; MLP up:
-    (m - 1) / m of the MLP for m matrices)."""
-    attn_proj_f, mlp_f, attn_f, ew_f = parts
+    (m - 1) / m of the MLP for m matrices; MLA's up-projections: `mla_up_proj_share`), and the
+    experts' activation kernel under Megatron-Core's `moe_act`."""
+    attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f = parts
     arch = w.arch
     code = remat.codes(cfg.recompute)
     a, g = float(arch.heads), float(arch.kv_heads)
@@ -471,6 +485,8 @@ def _recompute_s(
         + r["mlp_down_gemm"][code] * (1.0 - up_share) * mlp_f
         + r["attention"][code] * attn_f
         + r["elementwise"][code] * ew_f
+        + r["moe_act"][code] * moe_act_f
+        + r["mla_up_gemm"][code] * mla_up_proj_share(arch) * attn_proj_f
     )
     return np.where(r["tp_comm"][code] > 0, full, named)
 
@@ -539,7 +555,8 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw, w.tp_comm_overlap)
     tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw, w.tp_comm_overlap)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
-    recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f), full)
+    moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw
+    recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f), full)
     offload_f, offload_b = _offload_exposed(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
     ew_f, ew_b = ew_f + offload_f, ew_b + offload_b
     return LayerTimes(

@@ -265,7 +265,22 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     stack = np.where(code == remat.CODES["selective"], no_scores, full_layer)
     per_tensor = remat_tensor_bytes_per_token(w, cfg)
     per_tensor["stack"] = stack
-    return sum(remat.KEPT[n][code] * per_tensor[n] for n in remat.TENSORS)
+    kept = sum(remat.KEPT[n][code] * per_tensor[n] for n in remat.TENSORS)
+    # Megatron-Core's module recompute frees these stack tensors once their consumer has run:
+    # each routed copy's expert activation output (the down projection's saved input, `lin`
+    # bytes) and MLA's up-projected q, k, v (the attention kernel's saved inputs, 16 bit).
+    dropped = {
+        "moe_act": (lin * float(arch.expert_ffn_hidden or arch.ffn_hidden) * _mlp_copies_routed(w, cfg) / t)
+        if arch.is_moe
+        else np.zeros_like(t),
+        "mla_qkv": 2 * (a * dqk + g * dqk + g * dv) / t if arch.is_mla else np.zeros_like(t),
+    }
+    return kept - sum(remat.DROPPED[n][code] * dropped[n] for n in remat.DROPPED_TENSORS)
+
+
+def _mlp_copies_routed(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Routed expert copies per token on the busiest GPU (its load factor times top-k)."""
+    return w.arch.experts_per_token * moe_load_factor(w, cfg)
 
 
 def remat_tensor_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> dict[str, np.ndarray]:
@@ -410,8 +425,10 @@ def activation_memory(
     interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
     one_mb = kept * tokens_mb * layers_per_stage
     # Full recomputation rebuilds one layer's whole activations during its backward.
-    # (Named JAX policies rebuild a layer's tensors from its input the same way.)
-    rebuilt = np.where(cfg.recompute >= remat.CODES["full"], rebuilt_per_token * tokens_mb, 0.0)
+    # (Named JAX policies rebuild a layer's tensors from its input the same way; a module
+    # recompute keeps the stack and rebuilds only small module outputs.)
+    rebuilds_layer = remat.KEPT["stack"][remat.codes(cfg.recompute)] == 0
+    rebuilt = np.where(rebuilds_layer, rebuilt_per_token * tokens_mb, 0.0)
     first_stage = one_mb * in_flight * interleave + rebuilt
     # The last stage keeps one micro-batch in flight under 1F1B, plus the logits
     # [T, V/t]: see LOGITS_BYTES_PER_ENTRY.

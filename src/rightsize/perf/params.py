@@ -107,6 +107,18 @@ def attention_linears(arch: ModelArch) -> dict[str, list[tuple[int, int]]]:
     }
 
 
+def mla_up_proj_share(arch: ModelArch) -> float:
+    """Share of the attention projections' weights (so of their FLOPs) in MLA's up-projections
+    (q_b [q_lora, a d_qk] and kv_b [kv_lora, a (d_nope + d_v)]), what Megatron-Core's
+    `mla_up_proj` recompute repeats; 0 for other attention."""
+    if not arch.is_mla:
+        return 0.0
+    linears = attention_linears(arch)
+    total = sum(i * o for shapes in linears.values() for i, o in shapes)
+    up = sum(i * o for i, o in linears["v"]) + (sum(i * o for i, o in linears["q"][1:]))
+    return float(up) / float(total)
+
+
 def attention_params_per_layer(arch: ModelArch) -> float:
     """Weights of one layer's attention (with MLA's two latent RMSNorms)."""
     mats = sum(i * o for shapes in attention_linears(arch).values() for i, o in shapes)

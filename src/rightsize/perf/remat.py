@@ -35,6 +35,17 @@ elementwise kernel); here `selective_op`:
 
 | selective_op | q and v, attention output, MLP gate (w1), MLP output (w2) | k and out-projection GEMMs, half the MLP up GEMMs (w3), elementwise |
 
+Megatron-Core recomputes by module as well (`--recompute-granularity selective
+--recompute-modules ...`, megatron/core/transformer/transformer_config.py, `recompute_modules`:
+core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts; Megatron-Bridge's
+DeepSeek-V3 recipes set `mla_up_proj` and `moe_act`, scripts/performance/configs/deepseek/
+deepseek_workload_base_configs.py, v0.4.0). Such a policy keeps the whole Megatron stack but
+the module outputs it frees after their consumer has run (`CheckpointWithoutOutput`) and
+rebuilds them before that consumer's backward:
+
+| moe_act | the stack less each routed copy's activation output (the expert down-projection's saved input) | the experts' activation (elementwise) |
+| mla_up_proj_moe_act | as moe_act, less MLA's up-projected q, k, v (the attention kernel's saved inputs) | as moe_act, plus the q and kv up-projection GEMMs |
+
 The MLP down-projection's output is never needed by the backward (the layer's output is
 the next layer's kept input), so no policy rebuilds it; the out-projection's output is
 (it forms the residual that feeds the second norm). Offloaded tensors cross the host link
@@ -52,6 +63,8 @@ import numpy as np
 # recomputation (inputs of every GEMM, norm inputs, the MLP's inner tensors, the attention
 # output and its log-sum-exp); the others are JAX's named checkpoints.
 TENSORS = ("input", "stack", "qkv", "out_proj", "mlp_up", "mlp_down", "context", "q_v", "mlp_gate")
+# Tensors of the stack a Megatron-Core module recompute frees (subtracted from "stack").
+DROPPED_TENSORS = ("moe_act", "mla_qkv")
 # Forward work a policy repeats in the backward pass.
 PARTS = (
     "qkv_gemm",
@@ -63,6 +76,8 @@ PARTS = (
     "attention",
     "elementwise",
     "tp_comm",
+    "moe_act",
+    "mla_up_gemm",
 )
 
 
@@ -75,11 +90,17 @@ class Policy:
     offloaded: frozenset[str]
     rebuilt: frozenset[str]
     framework: str  # who names it this way (for reports)
+    dropped: frozenset[str] = frozenset()  # stack tensors a module recompute frees
 
 
-def _p(name: str, kept: str, offloaded: str, rebuilt: str, framework: str) -> Policy:
+def _p(name: str, kept: str, offloaded: str, rebuilt: str, framework: str, dropped: str = "") -> Policy:
     return Policy(
-        name, frozenset(kept.split()), frozenset(offloaded.split()), frozenset(rebuilt.split()), framework
+        name,
+        frozenset(kept.split()),
+        frozenset(offloaded.split()),
+        frozenset(rebuilt.split()),
+        framework,
+        frozenset(dropped.split()),
     )
 
 
@@ -120,8 +141,22 @@ POLICIES: tuple[Policy, ...] = (
         "attention mlp_up_gemm elementwise",
         "MaxText (custom)",
     ),
+    _p("moe_act", "stack", "", "moe_act", "Megatron-Core", dropped="moe_act"),
+    _p(
+        "mla_up_proj_moe_act",
+        "stack",
+        "",
+        "moe_act mla_up_gemm",
+        "Megatron-Core",
+        dropped="moe_act mla_qkv",
+    ),
 )
 CODES: dict[str, int] = {p.name: i for i, p in enumerate(POLICIES)}
+# Megatron-Core's `--recompute-modules` for the module-recompute policies (exports).
+MEGATRON_MODULES: dict[str, tuple[str, ...]] = {
+    "moe_act": ("moe_act",),
+    "mla_up_proj_moe_act": ("mla_up_proj", "moe_act"),
+}
 NAMES: tuple[str, ...] = tuple(p.name for p in POLICIES)
 # Policies the search tries when the user fixes none: the three every PyTorch stack offers;
 # on Cloud TPU, where the stack is JAX (MaxText), MaxText's own names from most memory to
@@ -141,9 +176,16 @@ SEARCHED_JAX: tuple[str, ...] = (
 )
 
 
-def searched_policies(vendor: str) -> tuple[str, ...]:
-    """The remat policies a planner tries on an accelerator of this vendor."""
-    return SEARCHED_JAX if vendor == "google" else SEARCHED
+def searched_policies(vendor: str, moe: bool = False, mla: bool = False) -> tuple[str, ...]:
+    """The remat policies a planner tries on an accelerator of this vendor; on a PyTorch stack
+    a mixture-of-experts model also tries Megatron-Core's module recompute of the expert
+    activation, and an MLA model with it the up-projections (the pair DeepSeek-V3's recipes run)."""
+    if vendor == "google":
+        return SEARCHED_JAX
+    extra: tuple[str, ...] = ("moe_act",) if moe else ()
+    if moe and mla:
+        extra += ("mla_up_proj_moe_act",)
+    return SEARCHED + extra
 
 
 def flags(which: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -153,6 +195,7 @@ def flags(which: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:
 
 
 KEPT = flags("kept", TENSORS)
+DROPPED = flags("dropped", DROPPED_TENSORS)
 OFFLOADED = flags("offloaded", TENSORS)
 REBUILT = flags("rebuilt", PARTS)
 

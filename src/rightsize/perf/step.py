@@ -42,6 +42,7 @@ from rightsize.perf.params import (
     active_lora_params,
     active_params,
     count_params,
+    mla_up_proj_share,
     mlp_matrices,
     qk_head_dim,
     v_head_dim,
@@ -193,6 +194,7 @@ def recompute_flops_per_token(w: TrainWorkload, recompute: np.ndarray) -> np.nda
             + r["mlp_up_gemm"][code] * up_share * mlp_params
             + r["mlp_up_half_gemm"][code] * 0.5 * up_share * mlp_params
             + r["mlp_down_gemm"][code] * (1.0 - up_share) * mlp_params
+            + r["mla_up_gemm"][code] * mla_up_proj_share(w.arch) * attn_params
         )
         + r["attention"][code] * attention
     )

@@ -56,6 +56,7 @@ class TrainWorkload:
     cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses)
     cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
     tp_comm_overlap: bool | None = None  # TP collectives overlapped with GEMMs; None: the stack's usual
+    grad_reduce_in_fp32: bool | None = None  # gradient buffers in fp32; None: the stack's default
 
     @classmethod
     def from_spec(cls, arch: ModelArch, training: TrainingWorkload) -> TrainWorkload:
@@ -78,6 +79,7 @@ class TrainWorkload:
             cp_comm=training.cp_comm,
             cp_load_balance=training.cp_load_balance,
             tp_comm_overlap=training.tp_comm_overlap,
+            grad_reduce_in_fp32=training.grad_reduce_in_fp32,
         )
 
     @property
@@ -112,8 +114,13 @@ class TrainWorkload:
 
     @property
     def grad_bytes(self) -> float:
-        """Gradient buffer element size. Megatron-LM keeps fp32 main gradients for bf16
-        and fp8 (accumulate_allreduce_grads_in_fp32) and fp16 gradients for fp16."""
+        """Gradient buffer element size (held per parameter, and what the data-parallel
+        reduction moves). Megatron-LM keeps fp32 main gradients for bf16 and fp8
+        (accumulate_allreduce_grads_in_fp32) and fp16 gradients for fp16; a stack that sets
+        `grad_reduce_in_fp32` false (Megatron-Core's DistributedDataParallelConfig, as
+        Megatron-Bridge's performance recipes do) keeps and reduces them in 16 bit."""
+        if self.grad_reduce_in_fp32 is not None:
+            return 4.0 if self.grad_reduce_in_fp32 else 2.0
         return 2.0 if self.precision == "fp16" else 4.0
 
     @property

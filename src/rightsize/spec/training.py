@@ -76,6 +76,8 @@ class ParallelSettings(BaseModel):
             "selective_op",
             "input_qkv_offloaded",
             "input_qkv_out_offloaded",
+            "moe_act",
+            "mla_up_proj_moe_act",
         ]
         | None
     ) = Field(
@@ -258,6 +260,15 @@ class TrainingWorkload(BaseModel):
             "(Transformer Engine userbuffers in Megatron-Core / NeMo, torchtitan's async TP): false for a "
             "stack that runs them in line (torchtitan's vanilla TP); null: the accelerator's usual stack "
             "(catalog efficiency tp_comm_overlap)."
+        ),
+    )
+    grad_reduce_in_fp32: bool | None = Field(
+        default=None,
+        description=(
+            "Whether gradient buffers are kept and reduced over data parallelism in fp32 (Megatron-Core "
+            "DistributedDataParallelConfig.grad_reduce_in_fp32): false keeps them in 16 bit, half the "
+            "gradient memory and reduction bytes (Megatron-Bridge's performance recipes); null: the stack's "
+            "default (fp32 for bf16 and fp8 training)."
         ),
     )
     optimizer_offload: bool = Field(

@@ -177,7 +177,7 @@ def training_spec_data(case: Case) -> dict[str, Any]:
             training[column] = r[column].strip()
     if not _blank(r.get("moe_capacity_factor")):
         training["moe_capacity_factor"] = float(r["moe_capacity_factor"])
-    for flag in ("optimizer_offload", "cp_load_balance", "tp_comm_overlap"):
+    for flag in ("optimizer_offload", "cp_load_balance", "tp_comm_overlap", "grad_reduce_in_fp32"):
         if not _blank(r.get(flag)):
             training[flag] = _bool(r[flag])
     # Fine-tuning columns (finetune.csv): method full | lora | qlora, adapter rank and targets
