@@ -198,8 +198,15 @@ class ServingView:
     engine: str | None = None  # spec.engine.name: the engine the plan was sized for
 
     @property
+    def attention_dp(self) -> int:
+        """Attention data-parallel ranks per replica: wide expert parallelism (serving.
+        expert_parallel) splits experts over `ep` GPUs, each holding its own attention
+        (TP within a rank); 1 when experts stay inside the tensor-parallel group."""
+        return max(1, self.ep // (self.tp * self.pp)) if self.ep > self.tp * self.pp else 1
+
+    @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.pp * self.attention_dp
 
     @property
     def nodes_per_replica(self) -> int:

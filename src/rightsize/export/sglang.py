@@ -3,7 +3,10 @@ v0.5.19: the flags of sglang/srt/server_args.py, `ServerArgs.add_cli_args`). The
 the plan's, computed by the same terms as the vLLM export (`export.vllm`):
 
 - `--tp-size` / `--pp-size` / `--ep-size`: the plan's parallelism (a replica's TP counts
-  every GPU of the replica, across nodes; PP and EP written only when above 1).
+  every GPU of the replica, across nodes; PP and EP written only when above 1). A wide
+  expert-parallel plan (attention data-parallel on each of its `ep` GPUs) is SGLang's DP
+  attention: `--tp-size` all of the replica's GPUs, `--dp-size` its attention ranks,
+  `--enable-dp-attention` and `--ep-size` (SGLang's DeepSeek-V3 recipe).
 - `--context-length`: the longest prompt plus the longest output the traffic allows.
 - `--max-running-requests`: the vLLM export's `--max-num-seqs` (same admission rule).
 - `--mem-fraction-static`: SGLang's static pool is the weights plus the KV cache (the
@@ -67,9 +70,10 @@ def sglang_arg_list(
     if role and v.disaggregated:
         pool = v.disaggregated.prefill if role == "prefill" else v.disaggregated.decode
         tp, pp = pool.tp, pool.pp
+    dp_attention = v.attention_dp > 1 and not role
     args: list[Arg] = [
         ("--served-model-name", v.model.name),
-        ("--tp-size", tp),
+        ("--tp-size", v.gpus_per_replica if dp_attention else tp),
         ("--context-length", v.max_model_len),
         ("--max-running-requests", max_num_seqs(v)),
         ("--mem-fraction-static", mem_fraction_static(v)),
@@ -77,6 +81,8 @@ def sglang_arg_list(
     ]
     if pp > 1:
         args.append(("--pp-size", pp))
+    if dp_attention:
+        args += [("--dp-size", v.attention_dp), ("--enable-dp-attention", None)]
     if v.ep > 1:
         args.append(("--ep-size", v.ep))
     if v.weight_precision == "fp8":
