@@ -177,6 +177,11 @@ SPECS = [
     _spec("llama3-405b-serve-multinode", "s-405b-multinode", **{}),
     _spec("llama3-70b-disaggregated-serving", "s-70b-disagg", **{}),
     _spec("deepseek-v3-ep-serving", "s-dsv3-ep", **{}),
+    _spec(
+        "deepseek-v3-ep-serving",
+        "s-dsv3-ep8-h200",
+        **{"serving.expert_parallel": 8, "targets.accelerators": ["h200-sxm"]},
+    ),
     _spec("resnet50-imagenet-train", "v-resnet50-train", **{}),
     _spec("dlrm-criteo-serving", "r-dlrm-serving", **{}),
 ]
@@ -787,13 +792,16 @@ def slurm() -> Any:
 
 # (spec, target, route) -> why its defects stay: files other helpers own. Strict: the case
 # fails when such a route has no defect any more (remove the entry then).
+_TRTLLM_WIDE_EP = (
+    "export/trtllm.py (not this audit's to edit): a wide expert-parallel plan (TP1, EP over N GPUs, "
+    "attention data-parallel) writes tensor_parallel_size 1 with moe_expert_parallel_size N, which "
+    "TensorRT-LLM's Mapping rejects (moe_tp x moe_ep must equal tp); it needs tensor_parallel_size N "
+    "and enable_attention_dp: true"
+)
 KNOWN: dict[tuple[str, str, str], str] = {
-    ("s-dsv3-ep", "slurm", "trtllm"): (
-        "export/trtllm.py (not this audit's to edit): a wide expert-parallel plan (TP1, EP16 over 16 GPUs, "
-        "attention data-parallel) writes tensor_parallel_size 1 with moe_expert_parallel_size 16, which "
-        "TensorRT-LLM's Mapping rejects (moe_tp x moe_ep must equal tp); it needs tensor_parallel_size 16 "
-        "and enable_attention_dp: true"
-    ),
+    ("s-dsv3-ep", "slurm", "trtllm"): _TRTLLM_WIDE_EP,
+    ("s-dsv3-ep8-h200", "slurm", "trtllm"): _TRTLLM_WIDE_EP,
+    ("s-dsv3-ep8-h200", "kubernetes", "trtllm"): _TRTLLM_WIDE_EP,
 }
 
 
