@@ -439,6 +439,7 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
             except Exception as err:  # jsonschema / kubernetes_validate ValidationError
                 bad.append(f"{name}: {d.get('kind')} {d.get('metadata', {}).get('name')}: schema: "
                            f"{str(err).splitlines()[0][:300]}")  # fmt: skip
+            bad += [f"{name}: {b}" for b in _check_cel(d)]
             docs.append(d)
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for d in docs:
@@ -494,6 +495,63 @@ def _pod_labels(doc: dict[str, Any]) -> list[dict[str, str]]:
     t = spec["leaderWorkerTemplate"]
     temps = [t["leaderTemplate"], t["workerTemplate"]] if "leaderTemplate" in t else [t["workerTemplate"]]
     return [x.get("metadata", {}).get("labels", {}) for x in temps]
+
+
+@cache
+def _cel_program(rule: str) -> Any:
+    """A compiled CEL rule (cel-python), or None when it needs what cel-python lacks
+    (Kubernetes' CEL library functions)."""
+    try:
+        import celpy
+    except ImportError:
+        return None
+    env = celpy.Environment()
+    try:
+        return env.program(env.compile(rule))
+    except Exception:  # a Kubernetes CEL extension cel-python does not implement
+        return None
+
+
+def _cel_rules(obj: Any, schema: dict[str, Any], path: str) -> list[str]:
+    """The CRD's `x-kubernetes-validations` (CEL) rules that `obj` breaks, as the API server
+    evaluates them on create (rules reading `oldSelf` are updates only)."""
+    import celpy
+
+    bad = []
+    for v in schema.get("x-kubernetes-validations", []):
+        rule = v["rule"]
+        if "oldSelf" in rule or (prg := _cel_program(rule)) is None:
+            continue
+        try:
+            ok = prg.evaluate({"self": celpy.json_to_cel(obj)})
+        except Exception:
+            continue
+        if ok is False or (isinstance(ok, celpy.celtypes.BoolType) and not ok):
+            bad.append(f"{path or '.'}: {v.get('message', rule)} ({rule})")
+    if isinstance(obj, dict):
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        for key, val in obj.items():
+            sub = props.get(key) or (extra if isinstance(extra, dict) else None)
+            if sub:
+                bad += _cel_rules(val, sub, f"{path}.{key}")
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for i, val in enumerate(obj):
+            bad += _cel_rules(val, schema["items"], f"{path}[{i}]")
+    return bad
+
+
+def _check_cel(doc: dict[str, Any]) -> list[str]:
+    from test_export_kubernetes import CRD_FILES, CRDS
+
+    group, _, version = doc["apiVersion"].rpartition("/")
+    if (group, doc["kind"]) not in CRD_FILES:
+        return []
+    crd = json.loads((CRDS / CRD_FILES[(group, doc["kind"])]).read_text())
+    return [
+        f"{doc['kind']} {doc['metadata']['name']}: CEL {b}"
+        for b in _cel_rules(doc, crd["versions"][version], "")
+    ]
 
 
 def _requests(pods: list[dict[str, Any]]) -> dict[str, float]:
