@@ -377,6 +377,20 @@ def _check_text(name: str, text: str) -> list[str]:
     return []
 
 
+def _shell_text(script: str, shell: str) -> list[str]:
+    """`bash -n` / `sh -n` and shellcheck of a container's script (read from stdin)."""
+    bad = []
+    run = subprocess.run([shell, "-n"], input=script, capture_output=True, text=True)
+    if run.returncode:
+        bad.append(f"{shell} -n: {run.stderr.strip()[-300:]}")
+    if SHELLCHECK:
+        run = subprocess.run([SHELLCHECK, "-S", "error", "-f", "gcc", "-s", shell, "-"], input=script,
+                             capture_output=True, text=True)  # fmt: skip
+        if run.returncode:
+            bad.append(f"shellcheck: {run.stdout.strip()[-400:]}")
+    return bad
+
+
 def _shell(text: str, name: str, folder: Path) -> list[str]:
     path = folder / name
     path.write_text(text, encoding="utf-8")
@@ -450,6 +464,14 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
     ]
     claims = {d["metadata"]["name"] for d in by_kind.get("PersistentVolumeClaim", [])}
     training = plan["kind"] == "training_plan"
+    scripts = {}
+    for w in workloads:
+        for pod in _pods(w):
+            for c in pod.get("containers", []):
+                if sc := _container_script(c):
+                    scripts[sc] = f"{w['kind']} {w['metadata']['name']} container {c['name']}"
+    for (shell, script), where in scripts.items():
+        bad += [f"{where}: {b}" for b in _shell_text(script, shell)]
     for cm in by_kind.get("ConfigMap", []):
         for key, text in (cm.get("data") or {}).items():
             bad += _check_text(key, text)
@@ -479,8 +501,36 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
         and asked != _planned_devices(plan)
     ):
         bad.append(f"the pods request {asked:g} {device}, the plan uses {_planned_devices(plan)}")
+    bad += _check_references(workloads, by_kind, named)
     for pdb in by_kind.get("PodDisruptionBudget", []):
         bad += _check_pdb(pdb, by_kind)
+    return bad
+
+
+def _check_references(
+    workloads: list[dict[str, Any]], by_kind: dict[str, list[dict[str, Any]]], named: dict
+) -> list[str]:
+    """What names another object names it: ConfigMap and claim volumes, the Service's and the
+    PDB's selectors (some pod carries their labels), KEDA's scale target."""
+    bad = []
+    labels = [lab for w in workloads for lab in _pod_labels(w)]
+    for w in workloads:
+        for pod in _pods(w):
+            for vol in pod.get("volumes", []):
+                if "configMap" in vol and ("ConfigMap", vol["configMap"]["name"]) not in named:
+                    bad.append(
+                        f"{w['kind']}: volume {vol['name']} names ConfigMap {vol['configMap']['name']}, not exported"
+                    )
+    for kind, field in (("Service", "selector"), ("PodDisruptionBudget", "selector")):
+        for d in by_kind.get(kind, []):
+            sel = d["spec"].get(field) or {}
+            sel = sel.get("matchLabels", sel) if kind == "PodDisruptionBudget" else sel
+            if not any(all(lab.get(k) == val for k, val in sel.items()) for lab in labels):
+                bad.append(f"{kind} {d['metadata']['name']}: selector {sel} matches no exported pod")
+    for so in by_kind.get("ScaledObject", []):
+        ref = so["spec"]["scaleTargetRef"]
+        if (ref.get("kind", "Deployment"), ref["name"]) not in named:
+            bad.append(f"ScaledObject {so['metadata']['name']}: scale target {ref} is not exported")
     return bad
 
 
@@ -618,6 +668,14 @@ def _image_pinned(image: str) -> bool:
 
 # Images whose entrypoint is the engine's server: their args are the engine's arguments.
 ENTRYPOINT_TABLES = {"vllm": "vllm_v0.10.1_engine_args.json"}
+
+
+def _container_script(c: dict[str, Any]) -> tuple[str, str] | None:
+    """(shell, script) of a container that runs `bash -c SCRIPT` or `sh -c SCRIPT`."""
+    words = [*c.get("command", []), *c.get("args", [])]
+    if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in ("bash", "sh") and words[1] == "-c":
+        return words[0].rsplit("/", 1)[-1], words[2]
+    return None
 
 
 def _check_container_command(c: dict[str, Any], where: str) -> list[str]:
