@@ -59,7 +59,7 @@ from rightsize.report.render import result_dict
 
 sys.path.insert(0, str(Path(__file__).parent))
 from slurm_cluster import PARTITION_MAX_TIME, NodeShape, catalog_cluster, missing  # noqa: E402
-from test_export_kubernetes import _quantity, _validate  # noqa: E402
+from test_export_kubernetes import CRD_FILES, _crd_schema, _quantity, _validate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -137,6 +137,13 @@ SPECS = [
     _spec("mixtral-8x7b-pretrain", "t-mixtral-h200", **{"targets.accelerators": ["h200-sxm"]}),
     _spec("mixtral-8x7b-pretrain", "t-mixtral-mi300x", **{"targets.accelerators": ["mi300x"]}),
     _spec("gpt3-175b-megatron", "t-gpt3-b200", **{"targets.accelerators": ["b200"]}),
+    _spec("llama3.1-405b-pretrain", "t-405b-mi355x", **{"targets.accelerators": ["mi355x"]}),
+    _spec("deepseek-v3-pretrain", "t-dsv3-h200", **{"targets.accelerators": ["h200-sxm"]}),
+    _spec(
+        "mixtral-8x7b-pretrain",
+        "t-mixtral-gb200-roce",
+        **{"targets.accelerators": ["gb200"], "infrastructure.fabric": {"kind": "roce"}},
+    ),
     _spec("llama3-70b-chat-serving", "s-70b-h100", **{"targets.accelerators": ["h100-sxm"]}),
     _spec("llama3-70b-chat-serving", "s-70b-mi300x", **{"targets.accelerators": ["mi300x"]}),
     _spec("llama3-70b-chat-serving", "s-70b-mi355x", **{"targets.accelerators": ["mi355x"]}),
@@ -172,6 +179,16 @@ SPECS = [
             "traffic.prefix_cache_hit_rate": None,
             "targets.objective": "cost",
         },
+    ),
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-mixtral-mi300x",
+        **{"model": "mixtral-8x7b", "targets.accelerators": ["mi300x"]},
+    ),
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-405b-trn2",
+        **{"model": "llama3.1-405b", "targets.accelerators": ["trn2"], "targets.objective": "gpus"},
     ),
     _spec("llama2-7b-batch1", "s-7b-batch8-l40s", **{"serving.batch": 8, "targets.accelerators": ["l40s"]}),
     _spec("llama3-405b-serve-multinode", "s-405b-multinode", **{}),
@@ -355,6 +372,24 @@ def _check_torchtitan(text: str, where: str) -> list[str]:
     return bad
 
 
+@cache
+def _crd_validator(group: str, kind: str, version: str) -> Any:
+    """test_export_kubernetes's strict CRD schema as one compiled validator (jsonschema.validate
+    re-checks the schema on every call: most of this audit's time)."""
+    import jsonschema
+
+    schema = _crd_schema(group, kind, version)
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def _validate_object(obj: dict[str, Any]) -> None:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    if (group, obj["kind"]) in CRD_FILES:
+        _crd_validator(group, obj["kind"], version).validate(obj)
+    else:
+        _validate(obj)
+
+
 def _check_text(name: str, text: str) -> list[str]:
     """A framework's or engine's own file: torchtitan's TOML, a Python script, trtllm-serve's options."""
     if name.endswith(".toml") and "torchtitan" in name:
@@ -449,7 +484,7 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
             if not d:
                 continue
             try:
-                _validate(d)
+                _validate_object(d)
             except Exception as err:  # jsonschema / kubernetes_validate ValidationError
                 bad.append(f"{name}: {d.get('kind')} {d.get('metadata', {}).get('name')}: schema: "
                            f"{str(err).splitlines()[0][:300]}")  # fmt: skip
@@ -592,7 +627,7 @@ def _cel_rules(obj: Any, schema: dict[str, Any], path: str) -> list[str]:
 
 
 def _check_cel(doc: dict[str, Any]) -> list[str]:
-    from test_export_kubernetes import CRD_FILES, CRDS
+    from test_export_kubernetes import CRDS
 
     group, _, version = doc["apiVersion"].rpartition("/")
     if (group, doc["kind"]) not in CRD_FILES:
