@@ -340,12 +340,66 @@ def _until_stop(words: list[str]) -> list[str]:
     return words
 
 
-def _check_commands(text: str, where: str) -> list[str]:
+def _megatron_rules(words: list[str], world: int) -> list[str]:
+    """validate_args of Megatron-LM core_v0.13.0 (megatron/training/arguments.py) on the
+    degrees and sizes it checks before building anything."""
+    a, _ = _parser("megatron").parse_known_args(words)
+    tp, pp = a.tensor_model_parallel_size or 1, a.pipeline_model_parallel_size or 1
+    cp, ep = a.context_parallel_size or 1, a.expert_model_parallel_size or 1
+    bad = []
+    if world % (tp * pp * cp):
+        return [f"world size {world} not divisible by TP{tp} x PP{pp} x CP{cp}"]
+    dp = world // (tp * pp * cp)
+    if a.global_batch_size % (a.micro_batch_size * dp):
+        bad.append(
+            f"global batch {a.global_batch_size} not divisible by micro-batch {a.micro_batch_size} x DP{dp}"
+        )
+    uneven = (
+        a.decoder_first_pipeline_num_layers
+        or a.decoder_last_pipeline_num_layers
+        or a.pipeline_model_parallel_layout  # an explicit layout replaces the even split
+    )
+    if not uneven and a.num_layers % pp:
+        bad.append(f"{a.num_layers} layers not divisible by PP{pp}")
+    if (
+        a.num_layers_per_virtual_pipeline_stage
+        and not uneven
+        and (a.num_layers // pp) % a.num_layers_per_virtual_pipeline_stage
+    ):
+        bad.append(
+            f"{a.num_layers // pp} layers per stage not divisible by {a.num_layers_per_virtual_pipeline_stage} per virtual stage"
+        )
+    if (
+        layout := a.pipeline_model_parallel_layout
+    ):  # megatron/core/transformer/pipeline_parallel_layer_layout.py
+        stages = layout.split("|")
+        if len(stages) % pp or layout.count("t") != a.num_layers:
+            bad.append(
+                f"layout of {len(stages)} stages / {layout.count('t')} layers vs PP{pp}, {a.num_layers} layers"
+            )
+        if not stages[0].startswith("E") or not stages[-1].endswith("L") or set(layout) - set("Et|L"):
+            bad.append(f"layout {layout[:40]}... is not E...|...L")
+        if a.num_layers_per_virtual_pipeline_stage:
+            bad.append("--num-layers-per-virtual-pipeline-stage given with a layout")
+    if a.num_attention_heads % tp:
+        bad.append(f"{a.num_attention_heads} heads not divisible by TP{tp}")
+    if a.group_query_attention and a.num_query_groups % tp:
+        bad.append(f"{a.num_query_groups} query groups not divisible by TP{tp}")
+    if a.num_experts and a.num_experts % ep:
+        bad.append(f"{a.num_experts} experts not divisible by EP{ep}")
+    if ep > 1 and (dp * cp * tp) % ep:  # the expert group is carved out of TP x CP x DP
+        bad.append(f"EP{ep} does not divide TP x CP x DP = {dp * cp * tp}")
+    return bad
+
+
+def _check_commands(text: str, where: str, world: int | None = None) -> list[str]:
     bad = []
     for prog, words in _commands(text):
         table = "vllm_v0.10.1_engine_args.json" if prog == "vllm" else PROGRAMS[prog][0]
         if err := _parse(table, words):
             bad.append(f"{where}: {prog}: {err}")
+        elif prog == "pretrain_gpt.py" and world:
+            bad += [f"{where}: Megatron validate_args: {b}" for b in _megatron_rules(words, world)]
         elif prog == "sglang.launch_server":  # server_args.py: the MoE TP group is tp_size / ep_size
             ns, _ = _parser(table).parse_known_args(words)
             if ns.ep_size and ns.tp_size % ns.ep_size:
@@ -713,7 +767,7 @@ def _container_script(c: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _check_container_command(c: dict[str, Any], where: str) -> list[str]:
+def _check_container_command(c: dict[str, Any], where: str, world: int | None = None) -> list[str]:
     command, args = c.get("command", []), c.get("args", [])
     if not command and args and args[0].startswith("--"):
         table = next((t for key, t in ENTRYPOINT_TABLES.items() if key in c["image"]), None)
@@ -723,8 +777,8 @@ def _check_container_command(c: dict[str, Any], where: str) -> list[str]:
         return [f"{where}: {err}"] if err else []
     words = [*command, *args]
     if any(w in ("-c",) for w in words):  # a shell script: each word may hold commands
-        return [b for w in words for b in _check_commands(w, where)]
-    return _check_commands(" ".join(shlex.quote(w) for w in words), where)
+        return [b for w in words for b in _check_commands(w, where, world)]
+    return _check_commands(" ".join(shlex.quote(w) for w in words), where, world)
 
 
 def _check_pod(
@@ -758,7 +812,7 @@ def _check_pod(
             for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
                 if probe not in c:
                     bad.append(f"{where}: no {probe}")
-        bad += _check_container_command(c, where)
+        bad += _check_container_command(c, where, int(plan["best"]["gpus"]) if training else None)
     if training:
         from rightsize.export.slurm_segments import checkpoint_write_s
 
@@ -813,7 +867,8 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
     for name, text in files.items():
         if name.endswith((".sbatch", ".sh")):
             bad += _shell(text, name, folder)
-            bad += _check_commands(text, name)
+            world = int(plan["best"]["gpus"]) if plan["kind"] == "training_plan" else None
+            bad += _check_commands(text, name, world)
         if name.endswith(".sbatch") and env is not None:
             run = subprocess.run(["sbatch", "--test-only", "-p", node, name], cwd=folder, env=env,
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
