@@ -410,9 +410,29 @@ def _check_commands(text: str, where: str, world: int | None = None) -> list[str
 # --- per-file validators ------------------------------------------------------------------------------
 
 
-def _check_torchtitan(text: str, where: str) -> list[str]:
+def _titan_rules(doc: dict[str, Any], world: int) -> list[str]:
+    """torchtitan v0.1.0's start-up checks: ParallelDims._validate (the degrees multiply to
+    the world size; -1 shards the rest) and train.py's gradient-accumulation assert."""
+    par, tr = doc.get("parallelism", {}), doc.get("training", {})
+    rep, shard = par.get("data_parallel_replicate_degree", 1), par.get("data_parallel_shard_degree", -1)
+    others = par.get("tensor_parallel_degree", 1) * par.get("pipeline_parallel_degree", 1)
+    others *= par.get("context_parallel_degree", 1)
+    if shard == -1:
+        shard = world // (rep * others)
+    if rep * shard * others != world:
+        return [f"torchtitan: dp_replicate {rep} x dp_shard {shard} x tp x pp x cp {others} != world {world}"]
+    local, glob = tr.get("local_batch_size", 8), tr.get("global_batch_size", -1)
+    if glob > 0 and glob % (local * rep * shard):
+        return [f"torchtitan: global batch {glob} not divisible by local {local} x DP {rep * shard}"]
+    mb = par.get("pipeline_parallel_microbatch_size", 1)
+    if par.get("pipeline_parallel_degree", 1) > 1 and local % mb:
+        return [f"torchtitan: local batch {local} not divisible by pipeline micro-batch {mb}"]
+    return []
+
+
+def _check_torchtitan(text: str, where: str, world: int | None = None) -> list[str]:
     titan = json.loads((DATA / "torchtitan_v0.1.0_job_config.json").read_text())
-    bad = []
+    bad = [f"{where}: {b}" for b in _titan_rules(tomllib.loads(text), world)] if world else []
     for section, keys in tomllib.loads(text).items():
         if section not in titan["sections"]:
             bad.append(f"{where}: [{section}] is not a torchtitan v0.1.0 section")
@@ -444,10 +464,10 @@ def _validate_object(obj: dict[str, Any]) -> None:
         _validate(obj)
 
 
-def _check_text(name: str, text: str) -> list[str]:
+def _check_text(name: str, text: str, world: int | None = None) -> list[str]:
     """A framework's or engine's own file: torchtitan's TOML, a Python script, trtllm-serve's options."""
     if name.endswith(".toml") and "torchtitan" in name:
-        return _check_torchtitan(text, name)
+        return _check_torchtitan(text, name, world)
     if name.endswith(".py"):
         try:
             ast.parse(text)
@@ -563,7 +583,7 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
         bad += [f"{where}: {b}" for b in _shell_text(script, shell)]
     for cm in by_kind.get("ConfigMap", []):
         for key, text in (cm.get("data") or {}).items():
-            bad += _check_text(key, text)
+            bad += _check_text(key, text, int(plan["best"]["gpus"]) if training else None)
     selectors = [d["spec"].get("selector", {}) for d in by_kind.get("Service", [])]
     for w in workloads:
         wname = f"{w['kind']} {w['metadata']['name']}"
@@ -934,7 +954,7 @@ def _check_files(files: dict[str, str], plan: dict[str, Any], target: str, route
     for name, text in files.items():
         for w in _nvidia_words(text, vendor):
             bad.append(f"{name}: {w!r} on a {vendor} plan ({plan['best']['accelerator']})")
-        bad += _check_text(name, text)
+        bad += _check_text(name, text, int(plan["best"]["gpus"]) if plan["kind"] == "training_plan" else None)
     if target == "slurm":
         bad += _check_slurm(files, plan, route, folder, env)
     elif target == "kubernetes":
