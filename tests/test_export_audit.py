@@ -392,7 +392,7 @@ def _megatron_rules(words: list[str], world: int) -> list[str]:
     return bad
 
 
-def _check_commands(text: str, where: str, world: int | None = None) -> list[str]:
+def _check_commands(text: str, where: str, world: int | None = None, replica: int | None = None) -> list[str]:
     bad = []
     for prog, words in _commands(text):
         table = "vllm_v0.10.1_engine_args.json" if prog == "vllm" else PROGRAMS[prog][0]
@@ -404,6 +404,20 @@ def _check_commands(text: str, where: str, world: int | None = None) -> list[str
             ns, _ = _parser(table).parse_known_args(words)
             if ns.ep_size and ns.tp_size % ns.ep_size:
                 bad.append(f"{where}: sglang --ep-size {ns.ep_size} does not divide --tp-size {ns.tp_size}")
+            used = ns.tp_size * (ns.pp_size or 1)
+            if replica and not ns.disaggregation_mode and used != replica:
+                bad.append(f"{where}: sglang runs on TP x PP = {used} GPUs, the plan's replica has {replica}")
+        elif prog == "vllm" and replica:
+            ns, _ = _parser(table).parse_known_args(words)
+            used = (
+                (ns.tensor_parallel_size or 1)
+                * (ns.pipeline_parallel_size or 1)
+                * (ns.data_parallel_size or 1)
+            )
+            if used != replica:
+                bad.append(
+                    f"{where}: vLLM runs on TP x PP x DP = {used} devices, the plan's replica has {replica}"
+                )
     return bad
 
 
@@ -775,8 +789,8 @@ def _image_pinned(image: str) -> bool:
     return bool(name) and "/" not in tag and tag != "latest" and any(ch.isdigit() for ch in tag)
 
 
-# Images whose entrypoint is the engine's server: their args are the engine's arguments.
-ENTRYPOINT_TABLES = {"vllm": "vllm_v0.10.1_engine_args.json"}
+# Images whose entrypoint is the engine's server: their args are that command's arguments.
+ENTRYPOINT_PROGRAMS = {"vllm": "vllm serve"}
 
 
 def _container_script(c: dict[str, Any]) -> tuple[str, str] | None:
@@ -787,18 +801,20 @@ def _container_script(c: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _check_container_command(c: dict[str, Any], where: str, world: int | None = None) -> list[str]:
+def _check_container_command(
+    c: dict[str, Any], where: str, world: int | None = None, replica: int | None = None
+) -> list[str]:
     command, args = c.get("command", []), c.get("args", [])
-    if not command and args and args[0].startswith("--"):
-        table = next((t for key, t in ENTRYPOINT_TABLES.items() if key in c["image"]), None)
-        if table is None:
+    if not command and args and args[0].startswith("--"):  # the image's entrypoint is the server
+        if not any(key in c["image"] for key in ENTRYPOINT_PROGRAMS):
             return [f"{where}: arguments for the entrypoint of {c['image']}, whose parser is not known"]
-        err = _parse(table, [_VAR.sub("1", a) for a in args])
-        return [f"{where}: {err}"] if err else []
+        prog = next(p for key, p in ENTRYPOINT_PROGRAMS.items() if key in c["image"])
+        model = next((a for k, a in zip(args, args[1:], strict=False) if k == "--model"), "m")
+        return _check_commands(f"{prog} {shlex.quote(model)} " + shlex.join(args), where, world, replica)
     words = [*command, *args]
     if any(w in ("-c",) for w in words):  # a shell script: each word may hold commands
-        return [b for w in words for b in _check_commands(w, where, world)]
-    return _check_commands(" ".join(shlex.quote(w) for w in words), where, world)
+        return [b for w in words for b in _check_commands(w, where, world, replica)]
+    return _check_commands(" ".join(shlex.quote(w) for w in words), where, world, replica)
 
 
 def _check_pod(
@@ -832,7 +848,8 @@ def _check_pod(
             for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
                 if probe not in c:
                     bad.append(f"{where}: no {probe}")
-        bad += _check_container_command(c, where, int(plan["best"]["gpus"]) if training else None)
+        replica = None if _vendor(plan) == "aws" else _replica_devices(plan)  # Neuron's TP counts cores
+        bad += _check_container_command(c, where, int(plan["best"]["gpus"]) if training else None, replica)
     if training:
         from rightsize.export.slurm_segments import checkpoint_write_s
 
@@ -864,6 +881,13 @@ def _check_pdb(pdb: dict[str, Any], by_kind: dict[str, list[dict[str, Any]]]) ->
     return []
 
 
+def _replica_devices(plan: dict[str, Any]) -> int | None:
+    """Devices of one serving replica as the plan counts them (None: training)."""
+    if plan["kind"] != "serving_plan":
+        return None
+    return _planned_devices(plan) // int(plan["best"]["replicas"])
+
+
 def _planned_devices(plan: dict[str, Any]) -> int:
     """Accelerators the plan runs on: training's GPUs; serving's replicas x GPUs per replica."""
     best = plan["best"]
@@ -888,7 +912,7 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
         if name.endswith((".sbatch", ".sh")):
             bad += _shell(text, name, folder)
             world = int(plan["best"]["gpus"]) if plan["kind"] == "training_plan" else None
-            bad += _check_commands(text, name, world)
+            bad += _check_commands(text, name, world, _replica_devices(plan))
         if name.endswith(".sbatch") and env is not None:
             run = subprocess.run(["sbatch", "--test-only", "-p", node, name], cwd=folder, env=env,
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
