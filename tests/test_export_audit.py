@@ -235,12 +235,20 @@ def _vendor(plan: dict[str, Any]) -> str:
     return get_accelerator(plan["best"]["accelerator"]).vendor.lower()
 
 
+# A user's own node labels (`--node-label`), exported on the default Kubernetes route too.
+USER_LABELS = {"example.com/pool": "gpu-a"}
+
+
 def _routes(plan: dict[str, Any], target: str) -> list[tuple[str, str | None]]:
     if target == "prometheus":
         return [("auto", None)]
     if plan["kind"] == "training_plan":
         return [(fw, None) for fw in TRAIN_ROUTES]
     return [("auto", e) for e in SERVE_ROUTES]
+
+
+def _render(plan: dict[str, Any], target: str, fw: str, engine: str | None, labels: bool) -> dict[str, str]:
+    return render_files(plan, target, fw, engine=engine, node_labels=USER_LABELS if labels else None)
 
 
 # --- argument tables of the pinned releases, as argparse parsers ------------------------------------
@@ -1055,6 +1063,43 @@ KNOWN: dict[tuple[str, str, str], str] = {
 }
 
 
+def _user_labels_used(files: dict[str, str]) -> list[str]:
+    """With --node-label the pods and the Kueue flavor select the user's labels."""
+    bad = []
+    for name, text in files.items():
+        for d in yaml.safe_load_all(text):
+            if not isinstance(d, dict):
+                continue
+            if (
+                d.get("kind") == "ResourceFlavor"
+                and not USER_LABELS.items() <= d["spec"].get("nodeLabels", {}).items()
+            ):
+                bad.append(f"{name}: ResourceFlavor does not select {USER_LABELS}")
+            if d.get("kind") in ("Deployment", "JobSet", "LeaderWorkerSet", "Job"):
+                for pod in _pods(d):
+                    if not USER_LABELS.items() <= pod.get("nodeSelector", {}).items():
+                        bad.append(f"{name}: {d['kind']} pods do not select {USER_LABELS}")
+    return bad
+
+
+def test_a_refusal_is_an_exit_code_with_what_why_and_fix(tmp_path: Path) -> None:
+    """Through the CLI: a plan the export cannot write (a vision plan) is exit 2 with the
+    three parts, no traceback."""
+    from rightsize.cli.main import main
+
+    plan = _planned("v-resnet50-train")
+    assert not isinstance(plan, RightsizeError)
+    (tmp_path / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main(["export", str(tmp_path / "plan.json"), "--target", "slurm", "--out", str(tmp_path / "o")])
+    assert rc == 2 and "Why:" in err.getvalue() and "To fix:" in err.getvalue(), err.getvalue()
+    assert "Traceback" not in err.getvalue() and not (tmp_path / "o").exists()
+
+
 def _refusal_ok(err: RightsizeError) -> list[str]:
     missing_parts = [p for p in ("what", "why", "fix") if not getattr(err, p, "")]
     return [f"refusal without {', '.join(missing_parts)}: {err.what}"] if missing_parts else []
@@ -1068,10 +1113,13 @@ def audit(name: str, target: str, folder: Path, env: dict[str, str] | None) -> t
     bad: list[str] = []
     checked = 0
     exported: dict[str, bool] = {}
-    for fw, engine in _routes(plan, target):
-        route = engine or fw
+    routes = [(fw, engine, False) for fw, engine in _routes(plan, target)]
+    if target == "kubernetes":
+        routes.append(("auto", None, True))
+    for fw, engine, labels in routes:
+        route = (engine or fw) + ("+labels" if labels else "")
         try:
-            files = render_files(plan, target, fw, engine=engine)
+            files = _render(plan, target, fw, engine, labels)
         except RightsizeError as err:
             bad += [f"{route}: {m}" for m in _refusal_ok(err)]
             exported[route] = False
@@ -1080,6 +1128,8 @@ def audit(name: str, target: str, folder: Path, env: dict[str, str] | None) -> t
             bad.append(f"{route}: {type(err).__name__}: {err}")
             continue
         exported[route] = True
+        if labels:
+            bad += [f"{route}: {m}" for m in _user_labels_used(files)]
         checked += len(files)
         bad += [f"{route}: {m}" for m in _check_files(files, plan, target, route, folder / route, env)]
     if any(exported.values()) and not exported.get("auto", True):
