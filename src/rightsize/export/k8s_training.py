@@ -258,7 +258,7 @@ def training_files(
     if image.engine == "maxtext":  # TPU: JAX + MaxText over GKE slices, not torchrun
         from rightsize.export.k8s_maxtext import tpu_training_files
 
-        return tpu_training_files(v, st, image, restarts)
+        return tpu_training_files(v, st, image, restarts, node_labels)
     name = object_name(v.header)
     script, files = _torchrun_script(v, framework, name, st, image)
     container = _container(v, st, image.image, script, name)
