@@ -540,7 +540,7 @@ def _shell(text: str, name: str, folder: Path) -> list[str]:
 def _nvidia_words(text: str, vendor: str) -> list[str]:
     if vendor == "nvidia":
         return []
-    words = ["nvidia.com/gpu", "CUDA_VISIBLE", "CUDA_DEVICE", "nvcr.io"]
+    words = ["nvidia.com/gpu", "CUDA_VISIBLE", "CUDA_DEVICE", "nvcr.io", "DCGM_", "dcgm_"]
     if vendor != "amd":  # RCCL reads NCCL_* settings; a TPU, Trainium or Gaudi job has neither
         words += ["NCCL_", "torchrun", "pretrain_gpt.py", "NCCL_IB"]
     return [w for w in words if w in text]
