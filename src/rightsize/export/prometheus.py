@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rightsize.catalog.metric_names import MetricName, metric_spec
+from rightsize.errors import BadInput
 from rightsize.export.header import comment_block, dump_yaml
 from rightsize.export.names import promql_string
 from rightsize.export.plan_view import ServingView, TrainingView
@@ -189,7 +190,13 @@ def _serving_rules(v: ServingView) -> list[dict[str, Any]]:
 
 
 def _doc(v: TrainingView | ServingView, rules: list[dict[str, Any]], keys: list[str]) -> str:
-    head = comment_block(v.header, "Prometheus rules", _versions(keys))
+    lines = _versions(keys)
+    if not _has_device_metrics(v):
+        lines.append(
+            f"no device rules: {v.hw.accelerator} ({v.hw.vendor}) nodes publish no dcgm-exporter metrics "
+            "and their exporter's names are not in the sourced metric map"
+        )
+    head = comment_block(v.header, "Prometheus rules", lines)
     groups = {"groups": [{"name": f"rightsize-{v.header.name}", "interval": "1m", "rules": rules}]}
     return head + dump_yaml(groups)
 
@@ -198,14 +205,33 @@ GPU_KEYS = ["gr_engine_active", "power_usage", "fb_used"]
 SERVING_KEYS = ["time_to_first_token", "inter_token_latency", "kv_cache_usage", "num_requests_waiting"]
 
 
+def _has_device_metrics(v: TrainingView | ServingView) -> bool:
+    """The device rules read NVIDIA's dcgm-exporter; no other vendor's exporter names are in
+    the sourced metric map, and DCGM series never exist on their nodes (silent alerts)."""
+    return v.hw.vendor == "nvidia"
+
+
 def training_rules(v: TrainingView) -> dict[str, str]:
+    if not _has_device_metrics(v):
+        raise BadInput(
+            f"No Prometheus rules for training on {v.hw.accelerator} ({v.hw.vendor}).",
+            "The training rules watch the devices through NVIDIA's dcgm-exporter metrics, which "
+            f"{v.hw.vendor} nodes do not publish (their alerts would never fire); the names of "
+            f"{v.hw.vendor}'s own exporter are not in the sourced metric map "
+            "(catalog/data/metric_names.yaml).",
+            f"Monitor the {v.hw.accelerator} devices with the vendor's exporter, or export Prometheus "
+            "rules for a plan on NVIDIA GPUs.",
+        )
     rules = _gpu_rules(v) + _aggregate_rules()
     return {RULES_FILE: _doc(v, rules, GPU_KEYS), TEST_FILE: rule_tests(v, rules)}
 
 
 def serving_rules(v: ServingView) -> dict[str, str]:
-    rules = _gpu_rules(v) + _aggregate_rules() + _serving_rules(v)
-    return {RULES_FILE: _doc(v, rules, GPU_KEYS + SERVING_KEYS), TEST_FILE: rule_tests(v, rules)}
+    """The engine's rules (vLLM's metric names); the device rules on NVIDIA GPUs only."""
+    device = _has_device_metrics(v)
+    rules = (_gpu_rules(v) + _aggregate_rules() if device else []) + _serving_rules(v)
+    keys = (GPU_KEYS if device else []) + SERVING_KEYS
+    return {RULES_FILE: _doc(v, rules, keys), TEST_FILE: rule_tests(v, rules)}
 
 
 def rule_tests(v: TrainingView | ServingView, rules: list[dict[str, Any]]) -> str:

@@ -90,7 +90,8 @@ def build_tests(
         exp = {"exp_labels": {**labels, **a["labels"]}, "exp_annotations": a["annotations"]}
         fired.append({"eval_time": EVAL_AT, "alertname": a["alert"], "exp_alerts": [exp]})
         quiet.append({"eval_time": EVAL_AT, "alertname": a["alert"], "exp_alerts": []})
-    broken, planned = _gpu_series(v, True), _gpu_series(v, False)
+    device = any(r.get("record") == "rightsize:gpu_engine_active:ratio" for r in rules)
+    broken, planned = (_gpu_series(v, True), _gpu_series(v, False)) if device else ([], [])
     if isinstance(v, ServingView):
         broken += _serving_series(v, True)
         planned += _serving_series(v, False)
