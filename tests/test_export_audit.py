@@ -199,6 +199,30 @@ SPECS = [
         "s-dsv3-ep8-h200",
         **{"serving.expert_parallel": 8, "targets.accelerators": ["h200-sxm"]},
     ),
+    *[
+        _spec(
+            "llama3-70b-chat-serving",
+            f"s-8b-{acc}",
+            **{
+                "model": "llama3-8b",
+                "targets.accelerators": [acc],
+                "targets.objective": "gpus",
+                "serving.weight_precision": "bf16",
+                "serving.kv_precision": "bf16",
+            },
+        )
+        for acc in ("l4", "t4", "a10g", "rtx-pro-6000", "h20", "b300", "gb300", "mi325x", "mi350x", "tpu-v5e")
+    ],
+    _spec(
+        "llama3-70b-pretrain",
+        "t-8b-b300",
+        **{"model": "llama3-8b", "targets.accelerators": ["b300"], "training.train_tokens": "1T"},
+    ),
+    _spec(
+        "llama3-70b-pretrain",
+        "t-8b-mi325x",
+        **{"model": "llama3-8b", "targets.accelerators": ["mi325x"], "training.train_tokens": "1T"},
+    ),
     _spec("resnet50-imagenet-train", "v-resnet50-train", **{}),
     _spec("dlrm-criteo-serving", "r-dlrm-serving", **{}),
 ]
