@@ -657,9 +657,22 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
     ):
         bad.append(f"the pods request {asked:g} {device}, the plan uses {_planned_devices(plan)}")
     bad += _check_references(workloads, by_kind, named)
+    spaces = {d["metadata"].get("namespace") for d in docs if d["kind"] not in CLUSTER_SCOPED}
+    if len(spaces) > 1:  # `kubectl apply -n NS` would split them (a LocalQueue the JobSet cannot see)
+        bad.append(f"namespaced objects in different namespaces: {sorted(map(str, spaces))}")
     for pdb in by_kind.get("PodDisruptionBudget", []):
         bad += _check_pdb(pdb, by_kind)
     return bad
+
+
+CLUSTER_SCOPED = {
+    "ClusterQueue",
+    "ResourceFlavor",
+    "Topology",
+    "PersistentVolume",
+    "Namespace",
+    "PriorityClass",
+}
 
 
 def _check_references(
