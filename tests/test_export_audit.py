@@ -695,6 +695,26 @@ def _check_references(
             sel = sel.get("matchLabels", sel) if kind == "PodDisruptionBudget" else sel
             if not any(all(lab.get(k) == val for k, val in sel.items()) for lab in labels):
                 bad.append(f"{kind} {d['metadata']['name']}: selector {sel} matches no exported pod")
+    for svc in by_kind.get("Service", []):
+        sel = svc["spec"].get("selector") or {}
+        served = [
+            c
+            for w in workloads
+            for pod, lab in zip(_pods(w), _pod_labels(w), strict=True)
+            if all(lab.get(k) == val for k, val in sel.items())
+            for c in pod.get("containers", [])
+        ]
+        ports = {p.get(k) for c in served for p in c.get("ports", []) for k in ("containerPort", "name")}
+        for port in svc["spec"].get("ports", []):
+            if port.get("targetPort", port["port"]) not in ports:
+                bad.append(
+                    f"Service {svc['metadata']['name']}: targetPort {port.get('targetPort')} is no port of its pods"
+                )
+        for c in served:
+            for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+                got = c.get(probe, {}).get("httpGet", {}).get("port")
+                if got is not None and got not in ports:
+                    bad.append(f"container {c['name']}: {probe} on port {got}, not a port it declares")
     for so in by_kind.get("ScaledObject", []):
         ref = so["spec"]["scaleTargetRef"]
         if (ref.get("kind", "Deployment"), ref["name"]) not in named:
