@@ -648,13 +648,7 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
     device = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "google": "google.com/tpu",
               "aws": "aws.amazon.com/neuron", "intel": "habana.ai/gaudi"}.get(_vendor(plan))  # fmt: skip
     asked = sum(_requests(_pods(w)).get(device or "", 0.0) for w in workloads)
-    if (
-        workloads
-        and device
-        and asked
-        and device != "aws.amazon.com/neuron"
-        and asked != _planned_devices(plan)
-    ):
+    if workloads and device and asked and asked != _planned_devices(plan):
         bad.append(f"the pods request {asked:g} {device}, the plan uses {_planned_devices(plan)}")
     bad += _check_references(workloads, by_kind, named)
     spaces = {d["metadata"].get("namespace") for d in docs if d["kind"] not in CLUSTER_SCOPED}
