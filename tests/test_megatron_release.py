@@ -305,6 +305,7 @@ VARIANTS = {
     "llama70b-fp8-pp8-vpp10": ("llama3-70b-pretrain", {"tp": 8, "pp": 8, "vpp": 10, "dp": 4, "precision": "fp8"}),
     "llama70b-pp3-uneven": ("llama3-70b-pretrain", {"tp": 8, "pp": 3, "vpp": 1, "dp": 8, "global_batch": 96}),
     "llama70b-pp6-vpp2-uneven": ("llama3-70b-pretrain", {"tp": 4, "pp": 6, "vpp": 2, "dp": 4, "global_batch": 128}),
+    "llama70b-tp16-gqa8": ("llama3-70b-pretrain", {"tp": 16, "pp": 2, "vpp": 1, "dp": 4}),
     "llama70b-full-recompute": ("llama3-70b-pretrain", {"tp": 8, "pp": 2, "vpp": 1, "dp": 4, "recompute": "full"}),
     "gpt3-pp8-vpp3-12-micro": ("gpt3-175b-megatron", {"global_batch": 16 * 12}),
     "gpt3-pp8-vpp4-17-micro": ("gpt3-175b-megatron", {"vpp": 4, "global_batch": 16 * 17}),
@@ -328,6 +329,53 @@ def test_release_accepts_or_exporter_refuses(name: str) -> None:
     plan = variant(example, **change)
     try:
         check_plan(plan)
-    except BadInput as e:
-        assert "cannot run this plan" in str(e), e
-        pytest.skip(f"refused: {e}")
+    except BadInput as e:  # refused with the reason (tp over GQA groups, for one)
+        assert "cannot run this plan" in str(e) and "core_v0.13.0" in str(e), e
+
+
+def _sample(**change: str | None) -> tuple[list[str], dict[str, str]]:
+    """The GPT-3 example's command with flags changed (None: a bare flag), added or dropped
+    ("drop"), and the environment its job file exports."""
+    argv, exported = sbatch_command(
+        train_sbatch(training_view(plan_dict("gpt3-175b-megatron")), "megatron")["train.sbatch"]
+    )
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        flag = argv[i]
+        bare = i + 1 >= len(argv) or argv[i + 1].startswith("--")
+        if flag not in change:
+            out += argv[i : i + (1 if bare else 2)]
+        i += 1 if bare else 2
+    for flag, value in change.items():
+        if value != "drop":
+            out += [flag] if value is None else [flag, value]
+    return out, {**ENV, **exported}
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"--use-megatron-fsdp": None}, "exit 2"),  # a flag of core_v0.14, not this release
+        ({"--num-layers-per-virtual-pipeline-stage": "5"}, "divisible"),  # 96 layers / pp 8 = 12, not 5k
+        ({"--global-batch-size": str(16 * 12)}, "remainder of M"),  # 12 micro-batches in groups of pp 8
+        ({"--position-embedding-type": "alibi"}, "exit 2"),
+        ({"--expert-model-parallel-size": "2"}, "num_experts must be non None"),  # a dense model
+        ({"--group-query-attention": None, "--num-query-groups": "4"}, "num_query_groups"),  # 4 groups, tp 8
+    ],
+)
+def test_release_rejects_what_it_cannot_run(change: dict[str, str | None], why: str) -> None:
+    """The harness fails where the release does: commands it rejects, with its own reason."""
+    with pytest.raises((AssertionError, ValueError, RuntimeError)) as e:
+        run_release(*_sample(**change), 1024, (8, 0))
+    assert why in str(e.value) or why in repr(e.value.__cause__), e.value
+
+
+def test_flag_table_is_the_release_parser() -> None:
+    """tests/data/megatron_core_v0.13.0_arguments.json (the table the checks without
+    megatron-core read) equals what the release's own parser declares."""
+    sys.path.insert(0, str(DATA))
+    from megatron_release import TABLE, flag_table
+
+    parser = release().add_megatron_arguments(argparse.ArgumentParser(allow_abbrev=False))
+    assert json.loads(TABLE.read_text())["flags"] == flag_table(parser)

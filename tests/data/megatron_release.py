@@ -68,15 +68,20 @@ def copy_release(clone: Path) -> dict[str, object]:
 
 
 def flag_table(parser: argparse.ArgumentParser) -> dict[str, dict[str, object]]:
-    """Each option string: whether it takes a value, its type (int/float) and choices."""
+    """Each option string: whether it takes a value, how many, its type (int/float) and choices
+    (as the text a command line gives them)."""
     flags: dict[str, dict[str, object]] = {}
     for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
         for opt in action.option_strings:
             if not opt.startswith("--"):
                 continue
             spec: dict[str, object] = {"value": action.nargs != 0}
             if action.type in (int, float):
                 spec["type"] = action.type.__name__
+            if action.nargs not in (None, 0):
+                spec["nargs"] = action.nargs
             if action.choices is not None:
                 spec["choices"] = [getattr(c, "name", str(c)) for c in action.choices]  # enums by name
             flags[opt] = spec

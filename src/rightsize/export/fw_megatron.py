@@ -62,6 +62,15 @@ def _positions(v: TrainingView) -> list[Arg]:
 
 def _attention(v: TrainingView) -> list[Arg]:
     m = v.model
+    for what, count in (("attention heads", m.heads), ("key-value heads", m.kv_heads)):
+        if count % v.tp:
+            raise refuse(
+                "megatron",
+                f"tp {v.tp} over {count} {what}",
+                "Megatron-LM core_v0.13.0 gives each tensor-parallel rank whole heads and query groups "
+                "(TransformerConfig: num_attention_heads and num_query_groups multiples of tp).",
+                f"Plan with parallel.tp dividing {count}.",
+            )
     if m.kv_lora_rank:  # multi-head latent attention (DeepSeek-V2/V3)
         a: list[Arg] = [("--multi-latent-attention", None), ("--kv-lora-rank", m.kv_lora_rank)]
         a += [("--qk-head-dim", m.head_dim)]
