@@ -126,7 +126,8 @@ def _job(argv: list[str], env: dict[str, str], capability: tuple[int, int]) -> I
         "get_device_properties": lambda *a, **k: props,
     }
     saved_cuda = {k: getattr(torch.cuda, k) for k in patches}
-    if not torch.distributed.is_initialized():  # rank 0 of a one-process group (Gloo, in memory)
+    own_group = not torch.distributed.is_initialized()
+    if own_group:  # rank 0 of a one-process group (Gloo, in memory), gone after the check
         store = torch.distributed.HashStore()
         torch.distributed.init_process_group("gloo", store=store, rank=0, world_size=1)
     from megatron.core import utils as core_utils
@@ -157,6 +158,8 @@ def _job(argv: list[str], env: dict[str, str], capability: tuple[int, int]) -> I
             setattr(torch.cuda, k, fn)
         rope_utils.fused_apply_rotary_pos_emb, rope_utils.fused_apply_rotary_pos_emb_thd = saved_rope
         core_utils._te_version = None
+        if own_group:
+            torch.distributed.destroy_process_group()
 
 
 def _interleaved_check(args: argparse.Namespace, config: Any, micro: int) -> None:
@@ -379,3 +382,45 @@ def test_flag_table_is_the_release_parser() -> None:
 
     parser = release().add_megatron_arguments(argparse.ArgumentParser(allow_abbrev=False))
     assert json.loads(TABLE.read_text())["flags"] == flag_table(parser)
+
+
+@pytest.mark.parametrize("vpp", [2, 3, 4, 6])
+@pytest.mark.parametrize("micro", [1, 7, 8, 9, 12, 15, 17, 23, 96])
+def test_release_runs_every_interleaving(vpp: int, micro: int) -> None:
+    """Each micro-batch count per replica on GPT-3's pp 8: the release's schedule accepts the
+    exported group size, or the exporter refuses (fewer micro-batches than stages)."""
+    plan = variant("gpt3-175b-megatron", vpp=vpp, global_batch=16 * micro)
+    try:
+        check_plan(plan)
+    except BadInput as e:
+        assert micro < 8 and "micro-batches" in str(e), e
+
+
+def k8s_command(files: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The Megatron command of the Kubernetes JobSet's container, as its bash runs it, and the
+    environment it has then."""
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all(files["training.yaml"]) if d and d.get("kind") == "JobSet"]
+    pod = docs[0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    script = pod["containers"][0]["args"][0]
+    assert script.count("exec torchrun ") == 1, script
+    probe = script.replace('mkdir -p "$CKPT_DIR"\n', "").replace("exec torchrun ", "printf '%s\\0' torchrun ")
+    run = subprocess.run(["bash", "-c", probe + "printf '\\1\\0'; env -0"], capture_output=True, check=True,
+                         env={"PATH": "/usr/bin:/bin", "JOB_COMPLETION_INDEX": "0", **ENV})  # fmt: skip
+    words = run.stdout.decode().split("\0")[:-1]
+    cut = words.index("\1")
+    env = dict(w.split("=", 1) for w in words[cut + 1 :])
+    entry = next(i for i, w in enumerate(words) if w.endswith("/pretrain_gpt.py"))
+    return words[entry + 1 : cut], env
+
+
+@pytest.mark.parametrize("example", ["gpt3-175b-megatron", "llama3-70b-pretrain", "deepseek-v3-pretrain"])
+def test_release_accepts_the_kubernetes_job(example: str) -> None:
+    from rightsize.export.k8s_training import training_files
+
+    v = training_view(plan_dict(example))
+    argv, env = k8s_command(training_files(v, "megatron"))
+    args = run_release(argv, env, v.gpus, capability_of(v))
+    assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (v.tp, v.pp)
+    assert args.data_path == [env["DATA_PATH"]] and args.save == env["CKPT_DIR"]
