@@ -13,7 +13,7 @@ from rightsize.export.plan_view import TrainingView
 FRAMEWORKS = {
     "megatron": "Megatron-LM core_v0.13.0 (pretrain_gpt.py)",
     "torchtitan": "torchtitan v0.1.0 (torchtitan.train, TOML job config)",
-    "nemo": "NeMo 2.0 (NeMo 25.04, nemo.collections.llm recipes)",
+    "nemo": "NeMo 2.3.0 (nemo_toolkit, in the NeMo 25.04 container; nemo.collections.llm recipes)",
 }
 # The container each release runs in, on NVIDIA GPUs (for the job writers that pin an image;
 # a plan for another vendor needs that vendor's build of the framework).
