@@ -75,14 +75,19 @@ def _torchrun_script(
     gpn = min(v.gpus, v.hw.gpus_per_node)
     assert DNS_1035.fullmatch(name), name
     env = ""
+    own = {k for k, _, _ in launch.env}  # the framework's own needs win over the fabric's defaults
     if st.collectives in ("nccl", "rccl"):
         env = (
             "export "
             + " ".join(
-                f"{k}={shell_word(val)}" for k, val, _ in nccl_env(v.fabric_kind, v.rails, v.hw.vendor)
+                f"{k}={shell_word(val)}"
+                for k, val, _ in nccl_env(v.fabric_kind, v.rails, v.hw.vendor)
+                if k not in own
             )
             + "\n"
         )
+    for k, value, _ in launch.env:
+        env += f"unset {k}\n" if value is None else f"export {k}={shell_word(value)}\n"
     script = (
         f"{env}"
         'mkdir -p "$CKPT_DIR"\n'
