@@ -17,7 +17,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 # Lines the sizing appends after the search's parts: only it knows the storage and cooling.
 SIZING_LINES = (
     "data-loader stalls",
-    "slower checkpoint writes (storage as provisioned)",
+    "storage-limited checkpoints",
     "thermal throttling",
 )
 

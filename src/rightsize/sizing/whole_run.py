@@ -11,8 +11,8 @@
                             (rollbacks, manual restarts, degraded nodes, fail-slows; whole_run.yaml)
     -- the lines above are the search's; the sizing adds the ones it alone can know:
     data-loader stalls      reads the storage as provisioned cannot keep up with
-    slower checkpoint       the goodput lost when the storage as provisioned writes checkpoints
-      writes                slower than the nodes' client rate the search assumed
+    storage-limited         the goodput lost when the storage as provisioned writes checkpoints
+      checkpoints           slower than the nodes' client rate the search assumed
     thermal throttling      the power sizing's slowdown
 
 The search's lines are `perf.whole_run.run_parts`, computed once per option: the figure the
@@ -43,7 +43,7 @@ from rightsize.sizing.storage import StoragePlan
 
 __all__ = ["UNPLANNED", "before_throttling", "with_throttling"]
 LOADER = "data-loader stalls"
-STORAGE_CKPT = "slower checkpoint writes (storage as provisioned)"
+STORAGE_CKPT = "storage-limited checkpoints"
 
 
 def _provided_read_bytes_per_s(st: StoragePlan) -> float | None:
