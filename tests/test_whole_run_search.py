@@ -101,3 +101,70 @@ def test_infeasible_advice_quotes_the_whole_run():
     searched = min(c.whole_run["total_s"] for c in ok.pareto)
     assert searched / 86400 == pytest.approx(days, abs=0.051)
     assert fastest.time_to_train_s <= ok.deadline_s
+
+
+def test_phases_priced_per_row_as_one_row_each():
+    """The vectorised pricing of phases (every option the search ranks) gives each layout what
+    pricing it alone gives."""
+    import numpy as np
+
+    from rightsize.catalog import get_accelerator, node_for
+    from rightsize.perf.workload import TrainWorkload
+    from rightsize.search.calibrated import calibrated_hardware
+    from rightsize.search.whole_run_phases import price_phases, price_phases_rows
+    from rightsize.spec.training import TrainingPhase
+
+    spec = parse_spec(
+        {
+            "kind": "training",
+            "name": "phases",
+            "model": "llama3-8b",
+            "training": {"seq_len": 8192, "global_batch_tokens": "16Mi", "train_tokens": "1T"},
+            "targets": {"accelerators": ["h100-sxm"], "gpus": 256},
+        },
+        EXAMPLES,
+    )
+    w = TrainWorkload.from_spec(spec.model, spec.training)
+    acc = get_accelerator("h100-sxm")
+    hw = calibrated_hardware(acc, node_for(acc.id), w.precision, None)
+    from rightsize.perf.workload import ParallelConfigs
+
+    rows = [(1, 1, 1, 256), (2, 1, 1, 128), (8, 1, 1, 32), (4, 2, 2, 16), (3, 1, 1, 1)]
+    cfg = ParallelConfigs(
+        tp=np.array([r[0] for r in rows]),
+        pp=np.array([r[1] for r in rows]),
+        cp=np.array([r[2] for r in rows]),
+        dp=np.array([r[3] for r in rows]),
+        ep=np.ones(len(rows), dtype=np.int64),
+        vpp=np.ones(len(rows), dtype=np.int64),
+        micro_batch=np.ones(len(rows), dtype=np.int64),
+        recompute=np.zeros(len(rows), dtype=np.int64),
+        sequence_parallel=np.zeros(len(rows), dtype=bool),
+        zero_stage=np.ones(len(rows), dtype=np.int64),
+    )
+    phases = (
+        TrainingPhase(name="ramp", tokens=5e10, global_batch_tokens=4 * 2**20),
+        TrainingPhase(name="ctx", tokens=2e10, seq_len=32768),
+    )
+    main = np.array([1.0, 1.1, 1.2, 1.3, 1.4])
+    many = price_phases_rows(phases, w, cfg, hw, main)
+    for r in range(len(rows)):
+        one = price_phases(phases, w, cfg.take(r), hw, float(main[r]))
+        assert [p.as_dict() for p in one] == [p.as_dict() for p in many[r]]
+    # the last row (TP3 on 3 GPUs) splits no 32k phase of that batch: priced at the main rate
+    assert many[4][1].note and many[4][1].run_s == pytest.approx(many[4][1].at_main_rate_s)
+    assert many[0][1].run_s > many[0][1].at_main_rate_s  # attention's quadratic share grows
+
+
+def test_vision_options_rank_by_the_whole_run():
+    from rightsize.spec import load_spec
+
+    p = run_pipeline(load_spec(EXAMPLES / "resnet50-imagenet-train.yaml"))
+    for o in [p.best] + [a for a, _ in p.alternatives]:
+        assert o.whole_run is not None
+        if o is not p.best:  # the best is settled on the sizing's run (its own lines added)
+            assert o.time_to_train_s == pytest.approx(o.whole_run["total_s"], rel=1e-12)
+    by_part = {line.part: line.time_s for line in p.sizing.run.whole_run.lines}
+    for part in p.extra["whole_run"]["parts"]:
+        assert by_part[part["part"]] == part["time_s"]
+    assert p.best.time_to_train_s == pytest.approx(p.sizing.run.run_s, rel=1e-12)
