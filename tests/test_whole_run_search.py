@@ -109,7 +109,7 @@ def test_phases_priced_per_row_as_one_row_each():
     import numpy as np
 
     from rightsize.catalog import get_accelerator, node_for
-    from rightsize.perf.workload import TrainWorkload
+    from rightsize.perf.workload import ParallelConfigs, TrainWorkload
     from rightsize.search.calibrated import calibrated_hardware
     from rightsize.search.whole_run_phases import price_phases, price_phases_rows
     from rightsize.spec.training import TrainingPhase
@@ -127,8 +127,6 @@ def test_phases_priced_per_row_as_one_row_each():
     w = TrainWorkload.from_spec(spec.model, spec.training)
     acc = get_accelerator("h100-sxm")
     hw = calibrated_hardware(acc, node_for(acc.id), w.precision, None)
-    from rightsize.perf.workload import ParallelConfigs
-
     rows = [(1, 1, 1, 256), (2, 1, 1, 128), (8, 1, 1, 32), (4, 2, 2, 16), (3, 1, 1, 1)]
     cfg = ParallelConfigs(
         tp=np.array([r[0] for r in rows]),
