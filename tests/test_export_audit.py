@@ -1104,6 +1104,15 @@ def slurm() -> Any:
 KNOWN: dict[tuple[str, str, str], str] = {}
 
 
+def _requests_a_device(pod: dict[str, Any]) -> bool:
+    """The pod asks for an accelerator (any extended resource with a vendor domain)."""
+    for c in pod.get("containers", []):
+        asked = {**c.get("resources", {}).get("limits", {}), **c.get("resources", {}).get("requests", {})}
+        if any("/" in str(k) for k in asked):
+            return True
+    return False
+
+
 def _user_labels_used(files: dict[str, str]) -> list[str]:
     """With --node-label the pods and the Kueue flavor select the user's labels."""
     bad = []
@@ -1117,7 +1126,8 @@ def _user_labels_used(files: dict[str, str]) -> list[str]:
             ):
                 bad.append(f"{name}: ResourceFlavor does not select {USER_LABELS}")
             if d.get("kind") in ("Deployment", "JobSet", "LeaderWorkerSet", "Job"):
-                for pod in _pods(d):
+                # Accelerator pods only: a CPU pod (the disaggregated plan's router) may run anywhere.
+                for pod in filter(_requests_a_device, _pods(d)):
                     if not USER_LABELS.items() <= pod.get("nodeSelector", {}).items():
                         bad.append(f"{name}: {d['kind']} pods do not select {USER_LABELS}")
     return bad

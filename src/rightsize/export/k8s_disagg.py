@@ -185,6 +185,8 @@ def _router(v: ServingView, image: Image, name: str) -> list[dict[str, Any]]:
         "command": list(ROUTER_COMMAND),
         "args": router_argv(v, name),
         "ports": [{"containerPort": ROUTER_PORT, "name": "http"}],
+        # The router starts in seconds (no weights); liveness waits for the startup probe.
+        "startupProbe": {"tcpSocket": {"port": ROUTER_PORT}, "periodSeconds": 2, "failureThreshold": 30},
         "readinessProbe": {"tcpSocket": {"port": ROUTER_PORT}, "periodSeconds": 5},
         "livenessProbe": {"tcpSocket": {"port": ROUTER_PORT}, "periodSeconds": 10, "failureThreshold": 3},
     }

@@ -313,11 +313,13 @@ def _parallel(v_best: Fields, layers: int) -> dict[str, Any]:
     out: dict[str, Any] = {k: par.integer(k, 1, MAX_PARALLEL) for k in ("tp", "pp", "micro_batch")}
     out["dp"] = par.integer("dp", 1, MAX_GPUS)
     out |= {k: par.integer(k, 1, MAX_PARALLEL, default=1) for k in ("vpp", "cp", "ep")}
-    if out["pp"] * out["vpp"] > layers:
+    # The embedding and the loss may take a virtual stage of their own (Megatron-Core's
+    # account_for_embedding/loss_in_pipeline_split; the planner's `search.space`): layers + 2.
+    if out["pp"] * out["vpp"] > layers + 2:
         raise BadInput(
             f"The plan's pipeline (`best.parallel.pp` x `vpp` = {out['pp'] * out['vpp']}) has more stages "
-            f"than the model has layers ({layers}).",
-            "Each pipeline stage holds at least one layer.",
+            f"than the model has layers ({layers}) plus the embedding and the loss.",
+            "Each pipeline stage holds at least one layer, the embedding or the loss.",
             "Export a plan written by `rightsize plan SPEC --format json` (or pass the spec itself).",
         )
     out["recompute"] = choice(par.text("recompute", default="none", max_len=40), RECOMPUTE, "recompute")
