@@ -15,12 +15,17 @@ FRAMEWORKS = {
     "torchtitan": "torchtitan v0.1.0 (torchtitan.train, TOML job config)",
     "nemo": "NeMo 2.3.0 (nemo_toolkit, in the NeMo 25.04 container; nemo.collections.llm recipes)",
 }
+# Megatron-LM on NVIDIA: the base image of the release's own CI (.gitlab/stages/01.build.yml at
+# core_v0.13.0); the NGC PyTorch image carries no Megatron-LM, so the tag is checked out beside
+# it ($MEGATRON_DIR on Slurm; an init container on Kubernetes). Not the NeMo 25.04 image's own
+# Megatron-LM: NeMo 2.3.0 pins 0.12.0rc4, which lacks flags the export writes.
+MEGATRON_IMAGE = "nvcr.io/nvidia/pytorch:25.05-py3"
+MEGATRON_REPOSITORY = "https://github.com/NVIDIA/Megatron-LM.git"
+MEGATRON_TAG = "core_v0.13.0"
 # The container each release runs in, on NVIDIA GPUs (for the job writers that pin an image;
 # a plan for another vendor needs that vendor's build of the framework).
 CONTAINERS = {
-    # the base image of the release's own CI (.gitlab/stages/01.build.yml at core_v0.13.0); the NGC
-    # PyTorch image carries no Megatron-LM, so the tag is checked out beside it ($MEGATRON_DIR)
-    "megatron": "nvcr.io/nvidia/pytorch:25.05-py3 with Megatron-LM checked out at core_v0.13.0",
+    "megatron": f"{MEGATRON_IMAGE} with Megatron-LM checked out at {MEGATRON_TAG}",
     "torchtitan": "a PyTorch 2.8 image with torchtitan==0.1.0 installed",
     "nemo": "nvcr.io/nvidia/nemo:25.04",
 }

@@ -23,12 +23,13 @@ run (twice that, at least 3). So that it runs as planned:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 from rightsize.errors import BadInput
 from rightsize.export.frameworks import launch_for
-from rightsize.export.fw_common import TOKENIZER_VAR
+from rightsize.export.fw_common import MEGATRON_IMAGE, MEGATRON_REPOSITORY, MEGATRON_TAG, TOKENIZER_VAR
 from rightsize.export.header import comment_block, dump_yaml_all
 from rightsize.export.k8s_common import dump, gib, meta, object_name, pod_requests, shm
 from rightsize.export.k8s_platform import Image, Stack, node_selector, rdma, training_stack
@@ -254,6 +255,28 @@ def kueue_file(
     return head + dump_yaml_all(docs)
 
 
+def _megatron_checkout(jobset: dict[str, Any], image: Image) -> None:
+    """An init container clones the pinned Megatron-LM tag into an emptyDir the trainer
+    mounts where the script looks for it (`image.megatron_dir`)."""
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    mount = {"name": "megatron-lm", "mountPath": image.megatron_dir}
+    pod["volumes"].append({"name": "megatron-lm", "emptyDir": {}})
+    pod["containers"][0]["volumeMounts"].append({**mount, "readOnly": True})
+    clone = [
+        "git",
+        "clone",
+        "--depth",
+        "1",
+        "--branch",
+        MEGATRON_TAG,
+        MEGATRON_REPOSITORY,
+        image.megatron_dir,
+    ]
+    pod["initContainers"] = [
+        {"name": "megatron-checkout", "image": image.image, "command": clone, "volumeMounts": [mount]}
+    ]
+
+
 def training_files(
     v: TrainingView, framework: str = "auto", node_labels: dict[str, str] | None = None
 ) -> dict[str, str]:
@@ -265,12 +288,21 @@ def training_files(
 
         return tpu_training_files(v, st, image, restarts, node_labels)
     name = object_name(v.header)
+    checkout = st.vendor == "nvidia" and launch_for(v, framework).framework == "megatron"
+    if checkout:  # the release the arguments are checked against, not the NeMo image's own
+        image = dataclasses.replace(
+            image,
+            image=MEGATRON_IMAGE,
+            source=f"{MEGATRON_IMAGE}, Megatron-LM {MEGATRON_TAG} cloned by an init container",
+        )
     script, files = _torchrun_script(v, framework, name, st, image)
     container = _container(v, st, image.image, script, name)
     selector = node_selector(v.hw, v.priced_instance, node_labels)
     queue = f"{name}-queue"
     place = placement(v)
     jobset = _jobset(v, name, queue, container, selector, restarts, place)
+    if checkout:
+        _megatron_checkout(jobset, image)
     config = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
