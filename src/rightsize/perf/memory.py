@@ -275,7 +275,11 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
         else np.zeros_like(t),
         "mla_qkv": 2 * (a * dqk + g * dqk + g * dv) / t if arch.is_mla else np.zeros_like(t),
     }
-    return kept - sum(remat.DROPPED[n][code] * dropped[n] for n in remat.DROPPED_TENSORS)
+    kept = kept - sum(remat.DROPPED[n][code] * dropped[n] for n in remat.DROPPED_TENSORS)
+    # Megatron-Core refuses layer offload (`cpu_offloading`) under pipeline parallelism
+    # (transformer_config.py: "no support for Pipeline parallelism with CPU offloading"): such
+    # a layout cannot run, so it cannot fit.
+    return np.where((remat.STACK_OFFLOADED[code] > 0) & (cfg.pp > 1), np.inf, kept)
 
 
 def _mlp_copies_routed(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
@@ -314,7 +318,12 @@ def offloaded_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> n
     every policy that keeps its tensors on the device)."""
     code = remat.codes(cfg.recompute)
     per_tensor = remat_tensor_bytes_per_token(w, cfg)
-    return sum(remat.OFFLOADED[n][code] * per_tensor[n] for n in per_tensor) + 0.0 * cfg.tp
+    named = sum(remat.OFFLOADED[n][code] * per_tensor[n] for n in per_tensor) + 0.0 * cfg.tp
+    stack_share = remat.OFFLOADED["stack"][code]
+    if not np.any(stack_share > 0):
+        return named
+    # Layer offload moves the offloaded layers' whole stack (the layer with nothing recomputed).
+    return named + stack_share * _full_layer_bytes(w, cfg)
 
 
 def activation_per_token_layer_pair(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
