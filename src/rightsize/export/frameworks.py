@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rightsize.errors import BadInput
+from rightsize.export import fw_offload
 from rightsize.export.fw_common import FRAMEWORKS, Launch, save_interval_steps, tokens_per_step
 from rightsize.export.fw_megatron import megatron, pipeline_layout
 from rightsize.export.fw_nemo import nemo
 from rightsize.export.fw_torchtitan import torchtitan
 from rightsize.export.plan_view import TrainingView
-from rightsize.perf.remat import MEGATRON_MODULES
+from rightsize.perf.remat import LAYER_OFFLOAD, MEGATRON_MODULES
 
 __all__ = [
     "FRAMEWORKS",
@@ -45,13 +46,15 @@ _WRITERS: dict[str, Callable[[TrainingView], Launch]] = {
 # The remat policies each PyTorch framework can express (MaxText's run on Cloud TPU only).
 FRAMEWORK_RECOMPUTE = {
     "megatron": ("none", "selective", "full", *MEGATRON_MODULES),  # module recompute (perf.remat)
-    "nemo": ("none", "selective", "full", *MEGATRON_MODULES),
+    "nemo": ("none", "selective", "full", *MEGATRON_MODULES, *LAYER_OFFLOAD),
     "torchtitan": ("none", "selective", "full", "selective_op"),
 }
 
 
 def _check(v: TrainingView, framework: str) -> None:
     allowed = FRAMEWORK_RECOMPUTE[framework]
+    if framework == "megatron" and fw_offload.is_layer_offload(v):
+        raise fw_offload.megatron_refusal(v)
     if v.recompute not in allowed:
         raise BadInput(
             f"{FRAMEWORKS[framework]} has no remat policy {v.recompute!r}.",

@@ -275,11 +275,7 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
         else np.zeros_like(t),
         "mla_qkv": 2 * (a * dqk + g * dqk + g * dv) / t if arch.is_mla else np.zeros_like(t),
     }
-    kept = kept - sum(remat.DROPPED[n][code] * dropped[n] for n in remat.DROPPED_TENSORS)
-    # Megatron-Core refuses layer offload (`cpu_offloading`) under pipeline parallelism
-    # (transformer_config.py: "no support for Pipeline parallelism with CPU offloading"): such
-    # a layout cannot run, so it cannot fit.
-    return np.where((remat.STACK_OFFLOADED[code] > 0) & (cfg.pp > 1), np.inf, kept)
+    return kept - sum(remat.DROPPED[n][code] * dropped[n] for n in remat.DROPPED_TENSORS)
 
 
 def _mlp_copies_routed(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
@@ -445,6 +441,12 @@ def activation_memory(
     logits_last = tokens_mb * w.arch.vocab / cfg.tp * LOGITS_BYTES_PER_ENTRY
     first_heavier = first_stage >= last_stage + logits_last
     activations = np.where(first_heavier, first_stage, last_stage)
+    # Megatron-Core refuses layer offload (`cpu_offloading`) under pipeline parallelism
+    # (transformer_config.py: "no support for Pipeline parallelism with CPU offloading"): such
+    # a layout cannot run, so it cannot fit.
+    activations = np.where(
+        (remat.STACK_OFFLOADED[remat.codes(cfg.recompute)] > 0) & (cfg.pp > 1), np.inf, activations
+    )
     logits = np.where(first_heavier, 0.0, logits_last)
     return activations, logits
 
