@@ -140,3 +140,10 @@ def test_megatron_lm_refuses_with_the_reason() -> None:
     with pytest.raises(BadInput, match="20 of 80 layers") as exc:
         launch_for(training_view(_offload_plan("layer_offload_2of8")), "megatron")
     assert "--cpu-offloading" in exc.value.message() and "--framework nemo" in exc.value.message()
+
+
+def test_auto_framework_is_nemo_for_layer_offload() -> None:
+    launch = launch_for(training_view(_offload_plan("layer_offload_2of8")), "auto")
+    assert "nemo_train.py" in launch.files
+    with pytest.raises(BadInput, match="layer activations to host memory"):
+        launch_for(training_view(_offload_plan("layer_offload_2of8")), "torchtitan")

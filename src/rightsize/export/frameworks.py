@@ -58,7 +58,12 @@ def _check(v: TrainingView, framework: str) -> None:
     if v.recompute not in allowed:
         raise BadInput(
             f"{FRAMEWORKS[framework]} has no remat policy {v.recompute!r}.",
-            f"The plan's recompute is a MaxText (JAX) policy; {FRAMEWORKS[framework]} offers {', '.join(allowed)}.",
+            (
+                "The plan offloads layer activations to host memory (Megatron-Core cpu_offloading, set by NeMo)"
+                if fw_offload.is_layer_offload(v)
+                else "The plan's recompute is a MaxText (JAX) policy"
+            )
+            + f"; {FRAMEWORKS[framework]} offers {', '.join(allowed)}.",
             "Plan with parallel.recompute set to one of those, or train on Cloud TPU with MaxText.",
         )
     if v.method in ("lora", "qlora") and framework != "nemo":
@@ -78,6 +83,8 @@ def _check(v: TrainingView, framework: str) -> None:
 def launch_for(v: TrainingView, framework: str) -> Launch:
     if framework == "auto":  # NeMo for adapter fine-tuning (the one with LoRA), else Megatron-LM
         framework = "nemo" if v.method in ("lora", "qlora") else "megatron"
+        if fw_offload.is_layer_offload(v):  # the pinned Megatron-LM cannot set cpu_offloading
+            framework = "nemo"
     if framework not in FRAMEWORKS:
         raise BadInput(
             f"Unknown framework {framework!r}.",
