@@ -2,8 +2,9 @@
 
 - Megatron-LM: every flag and value is checked against the argument table of Megatron-LM tag
   core_v0.13.0 (commit c550cf6c41c31cd3ec72e05c25ea0c979f2b6631), megatron/training/arguments.py,
-  read with Python's `ast` into tests/data/megatron_core_v0.13.0_arguments.json (megatron.training
-  is not on PyPI: the megatron-core wheel carries megatron/core only); its interleaved-schedule
+  written from that release's own parser into tests/data/megatron_core_v0.13.0_arguments.json
+  (tests/data/megatron_release.py; tests/test_megatron_release.py runs the release's parse_args
+  and validate_args on every exported command where megatron-core 0.13.0 is installed); its interleaved-schedule
   rule (megatron/core/pipeline_parallel/schedules.py of that tag) and its layout rules are
   re-run here. The model the flags build is counted the way Megatron builds it and must equal
   the plan's parameter count within 1%.

@@ -189,5 +189,10 @@ def test_deepseek_v3_gpu_hours_per_trillion_tokens() -> None:
     finally:
         mp.undo()
     assert plan.best.gpus == 2048 and plan.best.gpu_hours is not None
-    per_trillion = plan.best.gpu_hours / 14.8
+    # The paper's figure is its steady rate x tokens (sec. 1): the steady steps of the whole run
+    # the search ranks by (its other parts, failures and unplanned losses, are validated on
+    # published whole runs in `validate`).
+    steady_gpu_hours = 2048 * 14.8e12 / (plan.best.tokens_per_s_per_gpu * 2048) / 3600
+    per_trillion = steady_gpu_hours / 14.8
     assert per_trillion == pytest.approx(180e3, rel=0.30)
+    assert plan.best.gpu_hours > steady_gpu_hours

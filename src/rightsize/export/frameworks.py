@@ -4,7 +4,7 @@ releases named in `FRAMEWORKS` (each checked against that release's own code in 
 - Megatron-LM (`fw_megatron`): tag core_v0.13.0, `pretrain_gpt.py`, one process per GPU under
   torchrun; every model the plan can describe except ALiBi ones.
 - torchtitan (`fw_torchtitan`): v0.1.0, a TOML job file; its registered Llama 3 flavors only.
-- NeMo 2.0 (`fw_nemo`): NeMo 25.04 recipes of the plan's model shape; LoRA fine-tuning.
+- NeMo 2.0 (`fw_nemo`): nemo_toolkit 2.3.0 (NeMo 25.04) recipes of the plan's model shape; LoRA fine-tuning.
 
 A framework that cannot express the plan (a model family, a layout, a precision) refuses
 with the reason and the framework that can. `--framework auto` chooses NeMo for LoRA (the one

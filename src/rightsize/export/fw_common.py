@@ -13,12 +13,14 @@ from rightsize.export.plan_view import TrainingView
 FRAMEWORKS = {
     "megatron": "Megatron-LM core_v0.13.0 (pretrain_gpt.py)",
     "torchtitan": "torchtitan v0.1.0 (torchtitan.train, TOML job config)",
-    "nemo": "NeMo 2.0 (NeMo 25.04, nemo.collections.llm recipes)",
+    "nemo": "NeMo 2.3.0 (nemo_toolkit, in the NeMo 25.04 container; nemo.collections.llm recipes)",
 }
 # The container each release runs in, on NVIDIA GPUs (for the job writers that pin an image;
 # a plan for another vendor needs that vendor's build of the framework).
 CONTAINERS = {
-    "megatron": "nvcr.io/nvidia/pytorch:25.06-py3 with Megatron-LM checked out at core_v0.13.0",
+    # the base image of the release's own CI (.gitlab/stages/01.build.yml at core_v0.13.0); the NGC
+    # PyTorch image carries no Megatron-LM, so the tag is checked out beside it ($MEGATRON_DIR)
+    "megatron": "nvcr.io/nvidia/pytorch:25.05-py3 with Megatron-LM checked out at core_v0.13.0",
     "torchtitan": "a PyTorch 2.8 image with torchtitan==0.1.0 installed",
     "nemo": "nvcr.io/nvidia/nemo:25.04",
 }
@@ -39,6 +41,8 @@ class Launch:
     (`names.shell_args`: each entry `--flag WORD`, the value quoted), ready to join with
     spaces or continued lines into a script; `names.argv(arg_list)` gives an argument vector.
     `notes` are lines for the job file's header: what was chosen for the framework and why.
+    `env` is what the framework itself needs of the environment, as (name, value, why); value
+    None: the variable must be unset. It takes precedence over the writer's fabric settings.
     """
 
     framework: str
@@ -48,6 +52,7 @@ class Launch:
     files: dict[str, str]  # file name -> content written beside the job script
     torchrun: bool  # True: srun starts one torchrun per node; False: srun starts one task per GPU
     notes: tuple[str, ...] = ()
+    env: tuple[tuple[str, str | None, str], ...] = ()
 
     @property
     def args(self) -> list[str]:

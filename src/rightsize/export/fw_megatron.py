@@ -1,5 +1,7 @@
-"""The plan as Megatron-LM arguments (`pretrain_gpt.py`, Megatron-LM tag core_v0.13.0: the
-flags of its megatron/training/arguments.py, checked against that file in the tests).
+"""The plan as Megatron-LM arguments (`pretrain_gpt.py`, Megatron-LM tag core_v0.13.0, run in
+nvcr.io/nvidia/pytorch:25.05-py3, the base image of that release's own CI). Every exported
+command is run in the tests through that release's own `parse_args`, `validate_args`, model
+config and interleaved-schedule checks (tests/test_megatron_release.py).
 
 The model is written as the spec describes it, never left to Megatron's defaults: activation
 (`--swiglu` or Megatron's GeLU), normalisation, tied or untied embeddings, learned absolute
@@ -12,6 +14,10 @@ ZeRO: stages 1 and 2 are `--use-distributed-optimizer`; stage 3 is core_v0.13's 
 (`--use-custom-fsdp --data-parallel-sharding-strategy optim_grads_params`, which needs the
 distributed optimizer and no gradient-accumulation fusion). Uneven pipelines (layers not
 divisible by pp x vpp) use `--pipeline-model-parallel-layout`.
+
+The environment follows validate_args too: CUDA_DEVICE_MAX_CONNECTIONS=1 with tensor or
+context parallelism, unset under FSDP (which asserts it is not 1). Experts over ep > 1 with
+tp > 1 turn sequence parallelism on (TransformerConfig requires it).
 
 The interleaved schedule (vpp > 1) runs micro-batches in groups of N per virtual stage
 (megatron/core/pipeline_parallel/schedules.py, core_v0.13.0): N must lie in [pp, M] for M
@@ -57,6 +63,15 @@ def _positions(v: TrainingView) -> list[Arg]:
 
 def _attention(v: TrainingView) -> list[Arg]:
     m = v.model
+    for what, count in (("attention heads", m.heads), ("key-value heads", m.kv_heads)):
+        if count % v.tp:
+            raise refuse(
+                "megatron",
+                f"tp {v.tp} over {count} {what}",
+                "Megatron-LM core_v0.13.0 gives each tensor-parallel rank whole heads and query groups "
+                "(TransformerConfig: num_attention_heads and num_query_groups multiples of tp).",
+                f"Plan with parallel.tp dividing {count}.",
+            )
     if m.kv_lora_rank:  # multi-head latent attention (DeepSeek-V2/V3)
         a: list[Arg] = [("--multi-latent-attention", None), ("--kv-lora-rank", m.kv_lora_rank)]
         a += [("--qk-head-dim", m.head_dim)]
@@ -133,6 +148,16 @@ def microbatch_group(v: TrainingView) -> int | None:
     return None if group == v.pp else group
 
 
+def moe_needs_sequence_parallel(v: TrainingView) -> bool:
+    """core_v0.13.0's TransformerConfig: experts split over ep ranks with tp > 1 need sequence
+    parallelism (the token dispatcher works on sequence-split activations)."""
+    return bool(v.model.experts) and v.ep > 1 and v.tp > 1 and not v.sequence_parallel
+
+
+def sequence_parallel(v: TrainingView) -> bool:
+    return v.tp > 1 and (v.sequence_parallel or moe_needs_sequence_parallel(v))
+
+
 def parallel_args(v: TrainingView) -> list[Arg]:
     m = v.model
     a: list[Arg] = [
@@ -147,7 +172,7 @@ def parallel_args(v: TrainingView) -> list[Arg]:
         a.append(("--num-layers-per-virtual-pipeline-stage", m.layers // (v.pp * v.vpp)))
     group = microbatch_group(v)
     a += [("--microbatch-group-size-per-virtual-pipeline-stage", group)] if group else []
-    if v.sequence_parallel and v.tp > 1:
+    if sequence_parallel(v):
         a.append(("--sequence-parallel", None))
     a += [("--micro-batch-size", v.micro_batch), ("--global-batch-size", v.global_batch)]
     if v.recompute == "selective":
@@ -188,6 +213,19 @@ def schedule_args(v: TrainingView, r: Recipe) -> list[Arg]:
     ]
 
 
+def megatron_env(v: TrainingView) -> tuple[tuple[str, str | None, str], ...]:
+    """CUDA_DEVICE_MAX_CONNECTIONS as core_v0.13.0's validate_args wants it: unset under its
+    FSDP (it asserts the value is not 1), 1 with tensor or context parallelism (it asserts 1
+    before Blackwell: the TP/SP overlap orders kernels on one connection)."""
+    if v.hw.vendor != "nvidia":
+        return ()
+    if v.zero_stage == 3:
+        return (("CUDA_DEVICE_MAX_CONNECTIONS", None, "Megatron's FSDP needs several CUDA connections"),)
+    if v.tp > 1 or v.cp > 1:
+        return (("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron's TP/CP communication overlap needs it"),)
+    return ()
+
+
 def megatron(v: TrainingView) -> Launch:
     r = recipe_for(v)
     a = model_args(v, r) + parallel_args(v)
@@ -205,6 +243,11 @@ def megatron(v: TrainingView) -> Launch:
         ("--exit-signal-handler", None),  # SIGTERM (preemption, requeue): save a checkpoint, then exit
     ]
     notes = [container_note(v, "megatron"), f"Learning-rate schedule and optimizer: {r.source}."]
+    if moe_needs_sequence_parallel(v):
+        notes.append(
+            f"Sequence parallelism on (the plan has it off): Megatron core_v0.13.0 requires it for experts over "
+            f"ep {v.ep} with tp {v.tp}; it only splits activations further."
+        )
     group = microbatch_group(v)
     if group:
         micro = v.global_batch // (v.micro_batch * v.dp)
@@ -213,7 +256,9 @@ def megatron(v: TrainingView) -> Launch:
             f"micro-batches run in groups of {group} (Megatron core_v0.13.0 needs M mod N = 0 or >= pp)."
         )
     entry = '"$MEGATRON_DIR/pretrain_gpt.py"'
-    return Launch("megatron", FRAMEWORKS["megatron"], entry, tuple(a), {}, True, tuple(notes))
+    return Launch(
+        "megatron", FRAMEWORKS["megatron"], entry, tuple(a), {}, True, tuple(notes), megatron_env(v)
+    )
 
 
 def pipeline_layout(layers: int, pp: int, vpp: int) -> str:

@@ -1,6 +1,9 @@
-"""The plan as a NeMo 2.0 job script (NeMo 25.04, `nemo.collections.llm` recipes run with
-NeMo-Run): the recipe of the plan's model, its parallel layout on `trainer.strategy`, the
-data as a real data module, and a stop that saves.
+"""The plan as a NeMo 2.0 job script (nemo_toolkit 2.3.0 in nvcr.io/nvidia/nemo:25.04,
+`nemo.collections.llm` recipes run with NeMo-Run): the recipe of the plan's model, its parallel
+layout on `trainer.strategy`, the data as a real data module, and a stop that saves. The recipe
+names, their model shapes, the strategy fields and the data modules' keywords are checked
+against the 2.3.0 wheel's source in tests/test_nemo_release.py (NeMo's llm collection cannot be
+imported in this project's environment: it pins numpy<2; see there).
 
 - The recipe is chosen by the model's shape, never by a near name: a model with no NeMo
   recipe of its shape is refused (a GPT-3 plan is GPT-3's `gpt3_175b`, never a Llama).
@@ -10,8 +13,9 @@ data as a real data module, and a stop that saves.
   `$DATA_PATH`. The script stops with the variable's name when one is unset.
 - A layout NeMo 25.04's Megatron-Core cannot run (layers not divisible by pp x vpp, an
   interleaved schedule whose micro-batches are not a multiple of pp) is refused.
-- LoRA recipes keep their own optimizer: NeMo's PEFT path does not take the distributed
-  optimizer field, so it is not set there.
+- LoRA recipes keep their own optimizer: NeMo's fine-tuning trainer builds its strategy with
+  no DDP config (the field would raise) and the LoRA recipe turns the distributed optimizer
+  off itself. Pre-training sets it on both the DDP config and the optimizer, which must agree.
 - `PreemptionCallback` saves a checkpoint on SIGTERM (Slurm's time warning, a preemption);
   `trainer.max_time` from `$EXIT_MIN` (minutes, the Slurm segment's budget) ends a segment
   with a checkpoint before the scheduler's limit.
@@ -26,7 +30,8 @@ from rightsize.export.names import python_literal
 from rightsize.export.plan_view import TrainingView
 from rightsize.perf.remat import MEGATRON_MODULES
 
-# NeMo 25.04 recipes (nemo/collections/llm/recipes/<name>.py) by model shape:
+# NeMo 2.3.0 recipes (nemo/collections/llm/recipes/<name>.py) by model shape (each one's model
+# config read from the wheel in the tests; DeepSeek-V3's has a LoRA finetune_recipe in 2.3.0):
 # (layers, hidden, heads, kv_heads, ffn_hidden, experts, rope scaling) -> (recipe, has LoRA)
 RECIPES = {
     (96, 12288, 96, 96, 49152, 0, None): ("gpt3_175b", False),
@@ -36,7 +41,7 @@ RECIPES = {
     (80, 8192, 64, 8, 28672, 0, 8.0): ("llama31_70b", True),
     (126, 16384, 128, 8, 53248, 0, 8.0): ("llama31_405b", True),
     (32, 4096, 32, 8, 14336, 8, None): ("mixtral_8x7b", True),
-    (61, 7168, 128, 128, 18432, 256, None): ("deepseek_v3", False),
+    (61, 7168, 128, 128, 18432, 256, None): ("deepseek_v3", True),
 }
 
 
@@ -49,13 +54,13 @@ def recipe_name(v: TrainingView) -> str:
         raise refuse(
             "nemo",
             f"the model {m.name} has no NeMo recipe of its shape",
-            "NeMo 2.0 builds models from its recipes (GPT-3 175B, Llama 3 8B/70B, Llama 3.1 8B/70B/405B, "
+            "NeMo 2.3.0 builds models from its recipes (GPT-3 175B, Llama 3 8B/70B, Llama 3.1 8B/70B/405B, "
             "Mixtral 8x7B, DeepSeek-V3); another shape needs a model config of its own.",
             "Export with --framework megatron, which builds the model from the plan's shape.",
         )
     name, has_lora = found
     if v.method == "lora" and not has_lora:
-        raise refuse("nemo", f"LoRA on {name}", f"NeMo 25.04's {name} recipe has no finetune_recipe.",
+        raise refuse("nemo", f"LoRA on {name}", f"NeMo 2.3.0's {name} recipe has no finetune_recipe.",
                      "Plan full training, or LoRA on a Llama 3 or Mixtral model.")  # fmt: skip
     return name
 
@@ -102,7 +107,14 @@ s.context_parallel_size = {v.cp}
 s.expert_model_parallel_size = {v.ep}
 s.sequence_parallel = {bool(v.sequence_parallel and v.tp > 1)}
 """
-    return s if lora else s + f"s.ddp.use_distributed_optimizer = {v.zero_stage >= 1}\n"
+    if lora:
+        return s
+    # the DDP buffers and the optimizer must agree (the recipe's Adam has it on by default)
+    dist = v.zero_stage >= 1
+    return (
+        s
+        + f"s.ddp.use_distributed_optimizer = {dist}\nrecipe.optim.config.use_distributed_optimizer = {dist}\n"
+    )
 
 
 def _check_layout(v: TrainingView) -> None:

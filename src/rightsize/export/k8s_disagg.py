@@ -31,12 +31,13 @@ from __future__ import annotations
 from typing import Any
 
 from rightsize.errors import BadInput
+from rightsize.export.disagg_view import DisaggView, PoolView
 from rightsize.export.header import comment_block
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests, shm
 from rightsize.export.k8s_platform import Image, Stack, node_selector, rdma
 from rightsize.export.kubernetes import served_model
 from rightsize.export.names import argv
-from rightsize.export.plan_view import DisaggView, PoolView, ServingView
+from rightsize.export.plan_view import ServingView
 from rightsize.export.serve_engines import engine_image, pick_engine
 from rightsize.export.sglang import (
     BOOTSTRAP_PORT,

@@ -26,7 +26,14 @@ from typing import Any
 from rightsize.errors import BadInput
 from rightsize.export.header import comment_block, dump_yaml
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests
-from rightsize.export.k8s_platform import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL, Image, Stack, data
+from rightsize.export.k8s_platform import (
+    TPU_ACCELERATOR_LABEL,
+    TPU_TOPOLOGY_LABEL,
+    Image,
+    Stack,
+    data,
+    user_selector,
+)
 from rightsize.export.k8s_training import (
     CKPT_MOUNT,
     DATA_MOUNT,
@@ -165,12 +172,18 @@ def _pod(
     }
 
 
-def tpu_training_files(v: TrainingView, st: Stack, image: Image, restarts: int) -> dict[str, str]:
+def tpu_training_files(
+    v: TrainingView, st: Stack, image: Image, restarts: int, node_labels: dict[str, str] | None = None
+) -> dict[str, str]:
     name = object_name(v.header)
     n_slices, per_slice, topology, hosts = slices(v)
     chips_per_host = per_slice // hosts
     tpu = data()["tpu"][v.hw.accelerator]
-    selector = {TPU_ACCELERATOR_LABEL: str(tpu["accelerator"]), TPU_TOPOLOGY_LABEL: topology}
+    # the user's labels (--node-label) and the slice's GKE TPU labels
+    selector = user_selector(node_labels) | {
+        TPU_ACCELERATOR_LABEL: str(tpu["accelerator"]),
+        TPU_TOPOLOGY_LABEL: topology,
+    }
     config = maxtext_config(v, name, n_slices, per_slice)
     pod = _pod(v, image, st, name, chips_per_host, selector)
     queue = f"{name}-queue"

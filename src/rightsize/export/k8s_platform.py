@@ -165,15 +165,21 @@ def instance_selector(priced: tuple[str, str] | None) -> dict[str, str]:
     return {str(d["key"]): label_value(priced[1], "instance type")}
 
 
+def user_selector(user_labels: dict[str, str] | None) -> dict[str, str]:
+    """The caller's node labels (`--node-label`), each key and value checked as Kubernetes
+    requires."""
+    return {
+        qualified_name(k, "node label key"): label_value(v, "node label value")
+        for k, v in (user_labels or {}).items()
+    }
+
+
 def node_selector(
     hw: HardwareView, priced: tuple[str, str] | None, user_labels: dict[str, str] | None, tpu_chips: int = 0
 ) -> dict[str, str]:
     """The labels pods (and the Kueue ResourceFlavor) select nodes by: the caller's labels
     when given, else the priced instance type; a TPU adds GKE's TPU labels."""
-    out = {
-        qualified_name(k, "node label key"): label_value(v, "node label value")
-        for k, v in (user_labels or {}).items()
-    }
+    out = user_selector(user_labels)
     if hw.vendor == "google":  # the slice's labels, not the priced host (its chip count may differ)
         return out | tpu_selector(hw, tpu_chips)
     return out or instance_selector(priced)

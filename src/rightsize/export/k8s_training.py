@@ -45,6 +45,10 @@ CKPT_MOUNT = "/checkpoints"
 DATA_MOUNT = "/data"
 MIN_VOLUME_BYTES = 2**30
 
+# NVIDIA GPU Operator, controllers/state_manager.go (commonGPULabelKey/Value): every GPU node
+# it manages is labelled nvidia.com/gpu.present=true.
+GPU_NODE_LABEL = ("nvidia.com/gpu.present", "true")
+
 
 def _torchrun_script(
     v: TrainingView, framework: str, name: str, st: Stack, image: Image
@@ -71,14 +75,19 @@ def _torchrun_script(
     gpn = min(v.gpus, v.hw.gpus_per_node)
     assert DNS_1035.fullmatch(name), name
     env = ""
+    own = {k for k, _, _ in launch.env}  # the framework's own needs win over the fabric's defaults
     if st.collectives in ("nccl", "rccl"):
         env = (
             "export "
             + " ".join(
-                f"{k}={shell_word(val)}" for k, val, _ in nccl_env(v.fabric_kind, v.rails, v.hw.vendor)
+                f"{k}={shell_word(val)}"
+                for k, val, _ in nccl_env(v.fabric_kind, v.rails, v.hw.vendor)
+                if k not in own
             )
             + "\n"
         )
+    for k, value, _ in launch.env:
+        env += f"unset {k}\n" if value is None else f"export {k}={shell_word(value)}\n"
     script = (
         f"{env}"
         'mkdir -p "$CKPT_DIR"\n'
@@ -221,10 +230,15 @@ def kueue_file(
 ) -> str:
     flavor = k8s_name(v.hw.accelerator, what="accelerator")
     topology = f"{flavor}-topology" if place else None
-    docs = queue_objects(v.header, queue, flavor, selector, quotas, topology)
+    # Kueue refuses a topology-aware flavor without node labels (ResourceFlavor CEL rule "at
+    # least one nodeLabel is required when topology is set"): with no instance type to
+    # select, it selects the GPU nodes by the label the NVIDIA GPU Operator puts on each
+    # (the operator whose DRA driver sets the clique label the Topology uses).
+    labels = selector or (dict([GPU_NODE_LABEL]) if topology else {})
+    docs = queue_objects(v.header, queue, flavor, labels, quotas, topology)
     if topology and place:
         docs.insert(0, topology_object(v.header, topology, levels(place)))
-    where = ", ".join(f"{k}={val}" for k, val in selector.items()) or (
+    where = ", ".join(f"{k}={val}" for k, val in labels.items()) or (
         "any node (no cloud instance was priced: add nodeLabels your nodes carry)"
     )
     head = comment_block(
@@ -249,7 +263,7 @@ def training_files(
     if image.engine == "maxtext":  # TPU: JAX + MaxText over GKE slices, not torchrun
         from rightsize.export.k8s_maxtext import tpu_training_files
 
-        return tpu_training_files(v, st, image, restarts)
+        return tpu_training_files(v, st, image, restarts, node_labels)
     name = object_name(v.header)
     script, files = _torchrun_script(v, framework, name, st, image)
     container = _container(v, st, image.image, script, name)

@@ -81,7 +81,9 @@ def queue_objects(
         {
             "apiVersion": API,
             "kind": "LocalQueue",
-            "metadata": {**_meta(queue, h), "namespace": "default"},
+            # no namespace: it lands where the workload does (`kubectl apply -n NS`), as the
+            # JobSet's queue-name needs; a fixed one split them (or refused -n)
+            "metadata": _meta(queue, h),
             "spec": {"clusterQueue": queue},
         },
     ]

@@ -15,6 +15,8 @@ from rightsize.errors import BadInput
 
 REQUIRED: Any = object()  # marker: the key must be present
 INT_MAX = 10**9
+MAX_PARALLEL = 1 << 16  # a parallel degree (TP, PP, EP ...) beyond any real plan
+MAX_GPUS = 10**7
 FLOAT_MAX = 1e18
 TEXT_MAX = 1000  # characters in a name
 

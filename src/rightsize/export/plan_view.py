@@ -20,8 +20,9 @@ from typing import Any
 
 from rightsize.catalog import get_accelerator, get_node
 from rightsize.errors import BadInput
+from rightsize.export.disagg_view import DisaggView, disagg_view
 from rightsize.export.names import choice, one_line
-from rightsize.export.plan_fields import INT_MAX, Fields, check_num
+from rightsize.export.plan_fields import INT_MAX, MAX_GPUS, MAX_PARALLEL, Fields, check_num
 from rightsize.perf import remat
 
 READ_SCHEMA_VERSIONS = (1, 2)  # plan JSON versions this adapter understands (2: typed plan, #12)
@@ -31,8 +32,6 @@ EXPORTABLE = ("training_plan", "serving_plan")
 # plan from overflowing arithmetic or writing absurd files).
 MAX_LAYERS = 100_000
 MAX_WIDTH = 10**8
-MAX_PARALLEL = 1 << 16
-MAX_GPUS = 10**7
 MAX_TOKENS = 1e18
 MAX_TOKENS_INT = 10**12
 MAX_SECONDS = 1e12  # about 31,700 years
@@ -198,10 +197,15 @@ class ServingView:
     engine: str | None = None  # spec.engine.name: the engine the plan was sized for
 
     @property
+    def attention_dp(self) -> int:
+        """Attention data-parallel ranks per replica: wide expert parallelism (serving.
+        expert_parallel) splits experts over `ep` GPUs, each holding its own attention
+        (TP within a rank); 1 when experts stay inside the tensor-parallel group."""
+        return max(1, self.ep // (self.tp * self.pp)) if self.ep > self.tp * self.pp else 1
+
+    @property
     def gpus_per_replica(self) -> int:
-        """TP x PP, or the expert-parallel group when it is wider (wide EP: every GPU a
-        data-parallel attention rank holding 1/ep of the routed experts)."""
-        return max(self.tp * self.pp, self.ep)
+        return self.tp * self.pp * self.attention_dp
 
     @property
     def nodes_per_replica(self) -> int:
@@ -213,36 +217,6 @@ class ServingView:
     def gpus_per_node_used(self) -> int:
         """GPUs one pod (node) of a replica takes."""
         return math.ceil(self.gpus_per_replica / self.nodes_per_replica)
-
-
-@dataclass(frozen=True)
-class PoolView:
-    """One pool of a disaggregated plan: its replicas and their parallelism."""
-
-    replicas: int
-    tp: int
-    pp: int = 1
-    ep: int = 1  # expert-parallel degree; wider than TP x PP: data-parallel attention ranks
-
-    @property
-    def gpus(self) -> int:
-        return max(self.tp * self.pp, self.ep)
-
-
-@dataclass(frozen=True)
-class DisaggView:
-    """Disaggregated prefill/decode (best.disaggregated: {prefill: {replicas, tp, pp},
-    decode: {...}, transfer_backend})."""
-
-    prefill: PoolView
-    decode: PoolView
-    transfer_backend: str = "nixl"
-    kv_link: str = ""  # the link the KV cache crosses (the planner's kv_transfer.link), "" unknown
-
-    @property
-    def kv_over_rdma(self) -> bool:
-        """The KV cache crosses the RDMA NICs (the planner names the link "RDMA NIC (...)")."""
-        return self.kv_link.upper().startswith("RDMA")
 
 
 def _today() -> str:
@@ -543,55 +517,13 @@ def serving_view(plan: dict[str, Any]) -> ServingView:
     )
 
 
-TRANSFER_BACKENDS = ("nixl", "mooncake")
-
-
-def _pool(f: Fields) -> PoolView:
-    return PoolView(
-        replicas=f.integer("replicas", 1, MAX_GPUS),
-        tp=f.integer("tp", 1, MAX_PARALLEL),
-        pp=f.integer("pp", 1, MAX_PARALLEL, default=1),
-        ep=f.integer("ep", 1, MAX_GPUS, default=1),
-    )
-
-
-def _planned_pool(f: Fields) -> PoolView:
-    """A pool of the planner's `disaggregation` record: its replicas and its `layout`."""
-    lay = f.sub("layout")
-    return PoolView(
-        replicas=f.integer("replicas", 1, MAX_GPUS),
-        tp=lay.integer("tp", 1, MAX_PARALLEL),
-        pp=lay.integer("pp", 1, MAX_PARALLEL, default=1),
-        ep=lay.integer("ep", 1, MAX_GPUS, default=1),
-    )
-
-
 def _serving_layout(spec: Fields, best: Fields) -> dict[str, Any]:
     """The optional layout fields (multi-node replicas, MoE, disaggregation, engine); every
     one defaults to what a plan without it means. The planner writes the replica's `layout`
     record (tp, pp, ep, nodes) and, when it chose separate pools, `disaggregation` (chosen,
     prefill and decode with their replicas and layouts); `disaggregated` is the short form."""
     lay = best.sub("layout", False)
-    planned = best.sub("disaggregation", False)
-    dis = best.sub("disaggregated", False)
-    disagg = None
-    if planned.text("chosen", default="", max_len=40) == "disaggregated":
-        disagg = DisaggView(
-            prefill=_planned_pool(planned.sub("prefill")),
-            decode=_planned_pool(planned.sub("decode")),
-            kv_link=planned.sub("kv_transfer", False).text("link", default="", max_len=200),
-        )
-    elif dis.has("prefill") and dis.has("decode"):
-        disagg = DisaggView(
-            prefill=_pool(dis.sub("prefill")),
-            decode=_pool(dis.sub("decode")),
-            transfer_backend=choice(
-                dis.text("transfer_backend", default="nixl", max_len=40),
-                TRANSFER_BACKENDS,
-                "KV transfer backend",
-            ),
-            kv_link=dis.text("kv_link", default="", max_len=200),
-        )
+    disagg = disagg_view(best)
     engine = spec.sub("engine", False).text("name", default="", max_len=40) or None
     return {
         "pp": best.integer("pp", 1, MAX_PARALLEL, default=None)

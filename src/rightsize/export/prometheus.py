@@ -190,7 +190,13 @@ def _serving_rules(v: ServingView) -> list[dict[str, Any]]:
 
 
 def _doc(v: TrainingView | ServingView, rules: list[dict[str, Any]], keys: list[str]) -> str:
-    head = comment_block(v.header, "Prometheus rules", _versions(keys))
+    lines = _versions(keys)
+    if not has_device_rules(v):
+        lines.append(
+            f"no device rules: {v.hw.accelerator} ({v.hw.vendor}) nodes publish no dcgm-exporter metrics "
+            "and their exporter's names are not in the sourced metric map"
+        )
+    head = comment_block(v.header, "Prometheus rules", lines)
     groups = {"groups": [{"name": f"rightsize-{v.header.name}", "interval": "1m", "rules": rules}]}
     return head + dump_yaml(groups)
 

@@ -1,7 +1,8 @@
 """Which serving engine an export writes, and its pinned image per accelerator stack.
 
 `pick_engine(v, asked)`: the engine named on the command line (`--engine`), else the
-engine the plan was sized for (`spec.engine.name`), else vLLM; aliases as in the catalog
+engine the plan was sized for (`spec.engine.name`), else vLLM (SGLang for a plan with
+separate prefill and decode pools: the one engine these exports write them for); aliases as in the catalog
 (`tensorrt-llm`, `trt-llm` -> `trtllm`). An engine that cannot express the plan is refused
 with the reason: TensorRT-LLM off NVIDIA GPUs, SGLang or TensorRT-LLM on a stack with no
 image pinned for it (`catalog/data/kubernetes.yaml`, `serving_engines`).
@@ -24,8 +25,9 @@ _ALIASES = {
 
 
 def pick_engine(v: ServingView, asked: str | None) -> str:
-    """The engine to export: `asked`, else the plan's, else vLLM."""
-    raw = (asked or v.engine or "vllm").strip().lower()
+    """The engine to export: `asked`, else the plan's, else vLLM (SGLang when disaggregated)."""
+    default = "sglang" if v.disaggregated is not None else "vllm"
+    raw = (asked or v.engine or default).strip().lower()
     name = _ALIASES.get(raw, raw)
     if name not in ENGINES:
         if asked:

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 
+from rightsize.export.disagg_view import PoolView
 from rightsize.export.names import Arg, ShellExpr
-from rightsize.export.plan_view import PoolView, ServingView
+from rightsize.export.plan_view import ServingView
 from rightsize.export.vllm import (
     UTILISATION_CEILING,
     UTILISATION_FLOOR,

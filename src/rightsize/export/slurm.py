@@ -210,8 +210,11 @@ def _train_env(v: TrainingView, launch: Launch) -> list[str]:
     fabric = v.fabric_kind or "none (one node)"
     per_gpu = f", {v.nic_gbps_per_gpu:g} Gb/s per GPU" if v.nic_gbps_per_gpu else ""
     lines += ["", *comment_lines([f"Fabric: {fabric}{per_gpu}"])]
+    own = {k for k, _, _ in launch.env}  # the framework's own needs win over the fabric's defaults
     for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor, plan_nic(v)):
-        lines.append(f"export {k}={word(val)}  # {why}")
+        lines += [] if k in own else [f"export {k}={word(val)}  # {why}"]
+    for k, value, why in launch.env:
+        lines.append(f"unset {k}  # {why}" if value is None else f"export {k}={word(value)}  # {why}")
     return lines
 
 

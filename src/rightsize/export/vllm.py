@@ -2,7 +2,10 @@
 vllm/engine/arg_utils.py). The limits are the plan's:
 
 - `--tensor-parallel-size`: the plan's TP; `--pipeline-parallel-size` its PP when above 1;
-  `--enable-expert-parallel` when the plan shards MoE experts (EP = TP x DP in vLLM).
+  `--enable-expert-parallel` when the plan shards MoE experts (EP = TP x DP in vLLM); a
+  wide expert-parallel plan (attention data-parallel on each of its `ep` GPUs) adds
+  `--data-parallel-size`, within one node (vLLM's multi-node data parallelism needs a
+  launcher per node that these exports do not write: refused, SGLang named instead).
 - `--max-model-len`: the longest prompt plus the longest output the traffic spec allows,
   capped at the model's context.
 - `--max-num-seqs`: `engine.max_batch` when the spec fixes it, a fixed-batch plan's
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+from rightsize.errors import BadInput
 from rightsize.export.names import Arg, ShellExpr, shell_args
 from rightsize.export.plan_view import ServingView
 
@@ -86,10 +90,22 @@ def vllm_arg_list(v: ServingView) -> list[Arg]:
     """The engine arguments as (flag, value) pairs, the port left out. `--served-model-name`
     carries the model name as given (a user string): write it with `names.shell_args` into a
     script, or `names.argv` into an argument vector, never pasted."""
+    if v.attention_dp > 1 and v.nodes_per_replica > 1:
+        raise BadInput(
+            f"The plan spreads a replica's experts over {v.ep} GPUs on {v.nodes_per_replica} "
+            f"{v.hw.node} nodes, attention data-parallel on each; the vLLM export writes data "
+            "parallelism within one node.",
+            f"{VLLM_VERSION} runs multi-node data parallelism with one launcher per node "
+            "(--data-parallel-size-local, --data-parallel-start-rank, --headless), which these "
+            "files do not set up.",
+            "Export with --engine sglang (DP attention over nodes), or plan serving.expert_parallel "
+            f"of at most {v.hw.gpus_per_node}.",
+        )
     args: list[Arg] = [
         ("--served-model-name", v.model.name),
         ("--tensor-parallel-size", v.tp),
         *([("--pipeline-parallel-size", v.pp)] if v.pp > 1 else []),
+        *([("--data-parallel-size", v.attention_dp)] if v.attention_dp > 1 else []),
         *([("--enable-expert-parallel", None)] if v.ep > 1 else []),
         ("--max-model-len", v.max_model_len),
         ("--max-num-seqs", max_num_seqs(v)),

@@ -95,19 +95,24 @@ def _idle(plan: FleetPlan) -> Finding | None:
     )
 
 
+def _usd(x: float) -> str:
+    """Money as the report writes it: $2.44M, never $2,441,148."""
+    return f"${x / 1e6:,.2f}M" if abs(x) >= 1e6 else f"${x:,.0f}"
+
+
 def _saving(plan: FleetPlan) -> Finding | None:
     if plan.dedicated_usd <= 0:
         return None
     saving = plan.dedicated_usd - plan.pooled_usd
     share = saving / plan.dedicated_usd
     if saving >= 0.5 and share >= 0.005:
-        title = f"Pooling saves ${saving:,.0f} ({share:.0%}) against each workload on its own capacity"
+        title = f"Pooling saves {_usd(saving)} ({share:.0%}) against each workload on its own capacity"
         fix = "Run the workloads on one pool with shared quotas (see the Kueue quotas)."
     elif saving > -0.5:
         title = "Pooling makes no saving against each workload on its own capacity"
         fix = "Keep each workload on its own capacity, or pool them only for the shared operations."
     else:
-        title = f"Pooling costs ${-saving:,.0f} ({-share:.0%}) more than each workload on its own capacity"
+        title = f"Pooling costs {_usd(-saving)} ({-share:.0%}) more than each workload on its own capacity"
         fix = "Keep each workload on its own capacity; the pooled plan's commitments do not pay off here."
     return Finding(
         "fleet_pooling_saving",

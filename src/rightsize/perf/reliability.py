@@ -15,7 +15,7 @@ and goodput is its inverse.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from rightsize.catalog.reliability import Reliability
 
@@ -23,6 +23,8 @@ from rightsize.catalog.reliability import Reliability
 # weights, Adam's first and second moments (12). BLOOM-176B's published checkpoint
 # with optimizer states is 2.3 TB = 176e9 x ~13 bytes.
 CHECKPOINT_BYTES_PER_PARAM = {"adamw": 14.0, "adam": 14.0, "sgd": 10.0}
+# exp() arguments past this mean no useful work completes (and would overflow a float).
+MAX_EXPONENT = 700.0
 
 
 @dataclass(frozen=True)
@@ -55,3 +57,29 @@ def goodput(gpus: int, nodes: int, ckpt_bytes: float, rel: Reliability) -> Goodp
         restart_s=rel.restart_s,
         goodput=1.0 / slowdown,
     )
+
+
+def daly_goodput(gp: Goodput) -> Goodput:
+    """Goodput under exponentially distributed failures, valid when the MTBF is minutes.
+
+    The first-order model (perf.reliability: wall/useful = (1 + d/tau)(1 + (tau/2 + R)/M))
+    linearises in 1/M and turns optimistic, then meaningless, once a restart R or a
+    checkpoint interval tau is a sizeable share of the MTBF M (a restart longer than M still
+    shows some goodput). Daly's complete model (J. T. Daly, "A higher order estimate of the
+    optimum checkpoint interval for restart dumps", FGCS 22(3), 2006, eqs. 13 and 37):
+
+        wall/useful = (M / tau) e^(R/M) (e^((tau + d)/M) - 1)
+        tau_opt = sqrt(2 d M) (1 + sqrt(d / 2M) / 3 + d / 18M) - d   (d < 2M; else tau = M)
+
+    which the first-order model approximates when M is long (a few parts in 10^4 at 16K GPUs)."""
+    m, d, r = gp.mtbf_s, gp.checkpoint_write_s, gp.restart_s
+    if d < 2.0 * m:
+        tau = math.sqrt(2.0 * d * m) * (1.0 + math.sqrt(d / (2.0 * m)) / 3.0 + d / (18.0 * m)) - d
+    else:
+        tau = m
+    tau = max(tau, d)
+    exponent = r / m + (tau + d) / m
+    if exponent > MAX_EXPONENT:  # failures so frequent that no work completes: goodput ~ 0
+        return replace(gp, checkpoint_interval_s=tau, goodput=0.0)
+    slowdown = (m / tau) * math.exp(r / m) * math.expm1((tau + d) / m)
+    return replace(gp, checkpoint_interval_s=tau, goodput=1.0 / slowdown)

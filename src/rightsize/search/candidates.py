@@ -30,6 +30,8 @@ class Candidate:
     # GPU-hours billed: whole nodes x the run's hours (what `objective: gpu_hours` ranks by;
     # `gpu_hours` is the GPUs the job uses x hours)
     gpu_hours_billed: float | None = None
+    # The whole run by part (`perf.whole_run.RunParts.as_dict`): its total is time_to_train_s.
+    whole_run: dict[str, Any] | None = None
 
     @property
     def step_time_s(self) -> float:

@@ -124,8 +124,9 @@ def under_power_cap(
 def training_extra(
     options: Sequence[Any], best: Any, bare_deadline_s: float | None, margin: float
 ) -> dict[str, Any]:
-    """What sizing's margin lines need from a job's search: the bare deadline, the margin and
-    the fewest GPUs of the chosen accelerator that meet the bare deadline."""
+    """What the sizing needs from a job's search: the bare deadline, the margin, the fewest GPUs
+    of the chosen accelerator that meet the bare deadline (its margin lines), and the chosen
+    option's whole run by part (read, not recomputed, for the headline and its table)."""
     base = [
         o.gpus
         for o in options
@@ -133,4 +134,9 @@ def training_extra(
         and bare_deadline_s is not None
         and (o.time_to_train_s or math.inf) <= bare_deadline_s
     ]
-    return {"bare_deadline_s": bare_deadline_s, "safety_margin": margin, "base_gpus": min(base, default=None)}
+    return {
+        "bare_deadline_s": bare_deadline_s,
+        "safety_margin": margin,
+        "base_gpus": min(base, default=None),
+        "whole_run": getattr(best, "whole_run", None),
+    }

@@ -13,10 +13,12 @@ from typing import Any, Generic, TypeVar
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
 from rightsize.catalog.reliability import reliability
+from rightsize.catalog.whole_run import whole_run_factors
 from rightsize.constants import HOUR_S
 from rightsize.errors import Infeasible
 from rightsize.perf.hardware import Hardware
-from rightsize.perf.reliability import goodput
+from rightsize.perf.reliability import daly_goodput, goodput
+from rightsize.perf.whole_run import run_parts
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.constraints import under_power_cap
 from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
@@ -100,23 +102,30 @@ class RunFigures:
     gpu_hours: float
     gpu_hours_billed: float
     cost_usd: float | None
+    whole_run: dict[str, Any] | None = (
+        None  # by part (`perf.whole_run.RunParts`): time_to_train_s is its total
+    )
 
 
 def run_figures(
     acc_id: str, node: NodeType, gpus: int, units_total: float, units_per_s: float, checkpoint_bytes: float
 ) -> RunFigures:
-    """The run of `units_total` work units at `units_per_s` on `gpus`, with failures and
-    restarts through the reliability model (goodput) and on-demand node-hour billing."""
+    """The whole run of `units_total` work units at `units_per_s` on `gpus` (`perf.whole_run.
+    run_parts`: evaluation, checkpoints and failures through the reliability model, planned
+    stops, unplanned losses), computed once: the deadline check, the ranking and the sizing
+    read it; billed by the node-hour on demand."""
     nodes = math.ceil(gpus / node.gpus_per_node)
-    gp = goodput(gpus, nodes, checkpoint_bytes, reliability()).goodput
-    ttt = units_total / units_per_s / gp
+    gp = daly_goodput(goodput(gpus, nodes, checkpoint_bytes, reliability()))
+    parts = run_parts(units_total / units_per_s, gpus, gp, whole_run_factors())
+    ttt = parts.total_s
     hourly = billed_cost_usd_per_hour(acc_id, gpus, node.gpus_per_node)
     return RunFigures(
-        goodput=gp,
+        goodput=gp.goodput,
         time_to_train_s=ttt,
         gpu_hours=gpus * ttt / HOUR_S,
         gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
         cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
+        whole_run=parts.as_dict(),
     )
 
 

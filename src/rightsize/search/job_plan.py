@@ -28,6 +28,7 @@ class JobOption(RankedOption):
     latency_p99_s: float | None = None
     goodput: float | None = None
     gpu_hours_billed: float | None = None  # whole nodes x hours (training)
+    whole_run: dict[str, Any] | None = None  # training: the run by part; time_to_train_s is its total
 
     @property
     def step_time_s(self) -> float | None:

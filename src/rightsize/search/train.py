@@ -18,13 +18,15 @@ import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
 from rightsize.catalog.reliability import reliability
+from rightsize.catalog.whole_run import whole_run_factors
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import memory_grid
-from rightsize.perf.reliability import checkpoint_bytes, goodput
+from rightsize.perf.reliability import checkpoint_bytes, daly_goodput, goodput
 from rightsize.perf.remat import searched_policies
 from rightsize.perf.step import StepBreakdown, train_memory_only, train_step
+from rightsize.perf.whole_run import run_parts
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
@@ -43,7 +45,7 @@ from rightsize.search.scale_out import UTILISATION_TARGET, efficient, knee
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_where, gpu_count_candidates
 from rightsize.search.train_demand import dci_link, training_demand
-from rightsize.search.whole_run_phases import price_phases
+from rightsize.search.whole_run_phases import PhaseTime, price_phases_rows
 from rightsize.spec.training import DEFAULT_MAX_GPUS, TrainingSpec
 
 # Largest cluster the search considers unless the user fixes a count or raises
@@ -110,21 +112,38 @@ def _candidate(
     w: TrainWorkload,
     acc: Accelerator,
     node: NodeType,
-    train_tokens: float | None,
+    spec: TrainingSpec,
     risk: tuple[float, float] = (1.0, 0.5),
+    phases: list[PhaseTime] | None = None,
 ) -> Candidate:
+    """Layout `i` as a candidate. With a run length its time to train is the whole run
+    (`perf.whole_run.run_parts`): the steady steps at this layout's rate, the spec's phases
+    priced on this layout (`phases`), evaluation, checkpoint stalls, failures, planned stops
+    and unplanned losses. The deadline check, the ranking, the infeasible advice and every
+    reported option read this one figure; the sizing reads the winner's parts and adds only
+    what it alone knows (data-loader stalls against the storage as provisioned, throttling)."""
     gpus = int(cfg.gpus[i])
     step_s = float(st.step_time[i])
     tps_gpu = w.tokens_per_step / step_s / gpus
     ttt = None
     notes: dict[str, float] = {}
+    parts = None
+    train_tokens = spec.training.train_tokens
     if train_tokens:
         nodes = math.ceil(gpus / node.gpus_per_node)
         # LoRA/QLoRA checkpoints hold the adapters and their optimizer states only.
         ckpt = checkpoint_bytes(w.trainable_params, w.optimizer)
-        gp = goodput(gpus, nodes, ckpt, reliability())
+        gp = daly_goodput(goodput(gpus, nodes, ckpt, reliability()))
         notes = gp.as_dict()
-        ttt = train_tokens / (tps_gpu * gpus) / gp.goodput
+        parts = run_parts(
+            train_tokens / (tps_gpu * gpus),
+            gpus,
+            gp,
+            whole_run_factors(),
+            [p.as_dict() for p in phases or ()],
+            _evaluation(spec),
+        )
+        ttt = parts.total_s
     return Candidate(
         accelerator=acc.id,
         node=node.id,
@@ -142,6 +161,29 @@ def _candidate(
         cost_usd=_cloud_cost(acc.id, gpus, node.gpus_per_node, ttt),
         risk_factor=risk[0],
         risk_quantile=risk[1],
+        whole_run=parts.as_dict() if parts is not None else None,
+    )
+
+
+def _evaluation(spec: TrainingSpec) -> dict[str, Any]:
+    """The spec's evaluation schedule (None where it gives none: the catalog's default)."""
+    return {"interval_steps": spec.training.eval_interval_steps, "batches": spec.training.eval_batches}
+
+
+def _phases_of(
+    spec: TrainingSpec, w: TrainWorkload, ev: _Evaluated, idx: np.ndarray
+) -> list[list[PhaseTime]]:
+    """The spec's phases priced on each layout `idx` of `ev` (empty lists without phases or a
+    run length): one vectorised step-model call per phase, with the DCI the main steps saw."""
+    if not spec.training.phases or not spec.training.train_tokens or idx.size == 0:
+        return [[] for _ in range(idx.size)]
+    return price_phases_rows(
+        spec.training.phases,
+        w,
+        ev.cfg.take(idx),
+        ev.hw,
+        np.asarray(ev.st.step_time)[idx],
+        dci_link(ev.node, float(ev.counts.max())),
     )
 
 
@@ -405,9 +447,10 @@ def _options(
     layout is valid at all, `Infeasible` when none fits in memory."""
     options: list[Option] = []
     for ev in evaluated:
-        for i in ev.best_idx:
+        idx = np.asarray(ev.best_idx, dtype=np.int64)
+        for i, phases in zip(idx, _phases_of(spec, w, ev, idx), strict=True):
             risk = (ev.risk.get(int(i), 1.0), ev.quantile)
-            c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, spec.training.train_tokens, risk)
+            c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, spec, risk, phases)
             options.append((c, ev, int(i)))
     layout_rejected = [r for r in rejected if isinstance(r.reason, LayoutRejection)]
     if not evaluated and layout_rejected:  # the real cause is a divisibility rule, never memory
@@ -507,7 +550,7 @@ def plan_training(
     )
     if best.accelerator in count_notes:
         assumptions.insert(0, count_notes[best.accelerator])
-    runner = _runner_up_layout(best_ev, best_i, w, spec.training.train_tokens, best, tgt.objective)
+    runner = _runner_up_layout(best_ev, best_i, w, spec, best)
     front = pareto_front([o[0] for o in options])
     demand = training_demand(spec, w, best_ev.cfg, best_i, best_ev.hw, best)
     bare = budget.bare_deadline
@@ -537,29 +580,16 @@ def plan_training(
             "bare_deadline_s": bare,
             "safety_margin": budget.margin,
             "base_gpus": min((c.gpus for c in base), default=None),
-            # The spec's phases (ramps, context extension) on the chosen layout: the sizing's
-            # whole-run time adds what they cost over the main settings.
-            "evaluation": {
-                "interval_steps": spec.training.eval_interval_steps,
-                "batches": spec.training.eval_batches,
-            },
-            "whole_run_phases": [
-                p.as_dict()
-                for p in price_phases(
-                    spec.training.phases,
-                    w,
-                    best_ev.cfg.take(best_i),
-                    best_ev.hw,
-                    best.step_time_s,
-                    dci_link(best_ev.node, best.gpus),
-                )
-            ],
+            # The chosen option's whole run by part, as the search ranked it: the sizing
+            # reads it (and adds data-loader stalls and throttling), never recomputes it.
+            "whole_run": best.whole_run,
+            "whole_run_phases": (best.whole_run or {}).get("phases", []),
         },
     )
 
 
 def _runner_up_layout(
-    ev: _Evaluated, best_i: int, w: TrainWorkload, train_tokens: float | None, best: Candidate, objective: str
+    ev: _Evaluated, best_i: int, w: TrainWorkload, spec: TrainingSpec, best: Candidate
 ) -> tuple[Candidate, str] | None:
     """The fastest other fitting layout on the same hardware and GPU count."""
     same = (ev.cfg.gpus == ev.cfg.gpus[best_i]) & ev.st.memory.fits
@@ -568,5 +598,6 @@ def _runner_up_layout(
     if idx.size == 0:
         return None
     j = int(idx[np.argmin(ev.st.step_time[idx])])
-    c = _candidate(ev.st, ev.cfg, j, w, ev.acc, ev.node, train_tokens)
+    phases = _phases_of(spec, w, ev, np.array([j]))[0]
+    c = _candidate(ev.st, ev.cfg, j, w, ev.acc, ev.node, spec, phases=phases)
     return c, explain_difference(c, best, "time")

@@ -131,6 +131,20 @@ def training_margins(
     return out
 
 
+def deadline_warning(deadline_s: float | None, run_s: float | None, safety_margin: float) -> list[str]:
+    """A warning when the run as sized passes the deadline the search planned against (the
+    search checked its whole-run figure; only what the sizing adds, slower storage or thermal
+    throttling, can push it past)."""
+    planned = deadline_s / (1 + safety_margin) if deadline_s else None
+    if deadline_s is None or planned is None or run_s is None or run_s <= planned:
+        return []
+    return [
+        f"The run as sized takes {run_s / 86400.0:.1f} days, past the {planned / 86400.0:.1f} days planned "
+        f"({deadline_s / 86400.0:.1f} days less the {safety_margin:.0%} safety margin): the storage or cooling "
+        "as provisioned slows it (see the whole run by part); provision them for the need or extend the deadline."
+    ]
+
+
 def storage_margin(base_bytes: float, safety_margin: float) -> MarginLine:
     return _line(
         "storage capacity",

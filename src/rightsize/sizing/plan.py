@@ -24,6 +24,7 @@ from rightsize.sizing.fabric import FabricPlan, size_fabric
 from rightsize.sizing.growth import GrowthPlan, growth_plan
 from rightsize.sizing.margins import (
     MarginLine,
+    deadline_warning,
     policy_warnings,
     serving_margins,
     storage_margin,
@@ -128,13 +129,7 @@ def size(
     run_ideal = demand.run_s or 0.0
     # The whole run by part (phases, stalls, checkpoints, failures); thermal
     # throttling joins it once the power sizing has found it.
-    whole = (
-        before_throttling(
-            demand, gp, st, extra.get("whole_run_phases") or (), evaluation=extra.get("evaluation")
-        )
-        if demand.run_s
-        else None
-    )
+    whole = before_throttling(demand, gp, st, extra.get("whole_run")) if demand.run_s else None
     run_failures = whole.total_s if whole is not None else run_ideal
     pw = size_power(
         demand,
@@ -174,6 +169,7 @@ def size(
             )
 
     margins = _margin_lines(demand, extra, run_s, st, margin, util)
+    warnings += deadline_warning(extra.get("bare_deadline_s"), run_s, margin)
     per_node_capex = _capex_per_node(node.id, fab.capex_usd, st.capex_usd, n)
     gr = growth_plan(
         demand,

@@ -10,7 +10,13 @@ from typing import Any
 
 from rightsize.catalog.reliability import Reliability
 from rightsize.constants import HOURS_PER_MONTH
-from rightsize.perf.reliability import CHECKPOINT_BYTES_PER_PARAM, Goodput, checkpoint_bytes, goodput
+from rightsize.perf.reliability import (
+    CHECKPOINT_BYTES_PER_PARAM,
+    Goodput,
+    checkpoint_bytes,
+    daly_goodput,
+    goodput,
+)
 from rightsize.sizing.results import JobReliability, ServiceReliability
 
 __all__ = [
@@ -18,6 +24,7 @@ __all__ = [
     "HOURS_PER_MONTH",
     "Goodput",
     "checkpoint_bytes",
+    "daly_goodput",
     "goodput",
     "job_reliability",
     "service_reliability",
@@ -35,8 +42,6 @@ SPARE_QUANTILE_Z = 3.09
 # When a restart plus half a checkpoint interval is this share of the MTBF or more, the
 # first-order goodput model (perf.reliability) is optimistic and the job needs faster recovery.
 RECOVERY_WARN_FRACTION = 0.2
-# exp() arguments past this mean no useful work completes (and would overflow a float).
-MAX_EXPONENT = 700.0
 
 
 @dataclass(frozen=True)
@@ -60,32 +65,6 @@ def spare_nodes(failures_per_hour: float, repair_hours: float = REPAIR_HOURS) ->
     """(mean nodes in repair, hot spares covering the repair queue at the 99.9th percentile)."""
     mean = failures_per_hour * repair_hours
     return mean, math.ceil(mean + SPARE_QUANTILE_Z * math.sqrt(mean)) if mean > 0 else 0
-
-
-def daly_goodput(gp: Goodput) -> Goodput:
-    """Goodput under exponentially distributed failures, valid when the MTBF is minutes.
-
-    The first-order model (perf.reliability: wall/useful = (1 + d/tau)(1 + (tau/2 + R)/M))
-    linearises in 1/M and turns optimistic, then meaningless, once a restart R or a
-    checkpoint interval tau is a sizeable share of the MTBF M (a restart longer than M still
-    shows some goodput). Daly's complete model (J. T. Daly, "A higher order estimate of the
-    optimum checkpoint interval for restart dumps", FGCS 22(3), 2006, eqs. 13 and 37):
-
-        wall/useful = (M / tau) e^(R/M) (e^((tau + d)/M) - 1)
-        tau_opt = sqrt(2 d M) (1 + sqrt(d / 2M) / 3 + d / 18M) - d   (d < 2M; else tau = M)
-
-    which the first-order model approximates when M is long (a few parts in 10^4 at 16K GPUs)."""
-    m, d, r = gp.mtbf_s, gp.checkpoint_write_s, gp.restart_s
-    if d < 2.0 * m:
-        tau = math.sqrt(2.0 * d * m) * (1.0 + math.sqrt(d / (2.0 * m)) / 3.0 + d / (18.0 * m)) - d
-    else:
-        tau = m
-    tau = max(tau, d)
-    exponent = r / m + (tau + d) / m
-    if exponent > MAX_EXPONENT:  # failures so frequent that no work completes: goodput ~ 0
-        return replace(gp, checkpoint_interval_s=tau, goodput=0.0)
-    slowdown = (m / tau) * math.exp(r / m) * math.expm1((tau + d) / m)
-    return replace(gp, checkpoint_interval_s=tau, goodput=1.0 / slowdown)
 
 
 def _recovery_warnings(gp: Goodput) -> tuple[str, ...]:

@@ -3,37 +3,47 @@
     steady-state steps      tokens outside the named phases at the search's step rate
     phase: <name>           each phase the spec names, on the chosen layout (search.whole_run_phases)
     evaluation              forward-only eval batches every N steps (catalog whole_run.yaml)
-    data-loader stalls      reads the storage as provisioned cannot keep up with
-    checkpoint stalls       } the goodput model (sizing.reliability: Daly's complete model),
+    checkpoint stalls       } the goodput model (Daly's complete model, perf.reliability),
     failures and restarts   } split into its checkpoint and failure shares
     planned maintenance     planned stops per GPU-hour (catalog whole_run.yaml): a checkpoint
                             and a restart each (the failure rate counts unexpected stops only)
     unplanned losses        the median of published runs' losses beyond every line above
                             (rollbacks, manual restarts, degraded nodes, fail-slows; whole_run.yaml)
+    -- the lines above are the search's; the sizing adds the ones it alone can know:
+    data-loader stalls      reads the storage as provisioned cannot keep up with
+    storage-limited         the goodput lost when the storage as provisioned writes checkpoints
+      checkpoints           slower than the nodes' client rate the search assumed
     thermal throttling      the power sizing's slowdown
+
+The search's lines are `perf.whole_run.run_parts`, computed once per option: the figure the
+search checked against the deadline and ranked by. The sizing reads the chosen option's parts
+(`extra["whole_run"]`), never recomputes them, and appends its own. Those are zero when the
+storage and cooling are provisioned for the need; otherwise they are added as such, without the
+failure and unplanned shares they would also carry (second order), and a plan whose sized run
+then passes the planned deadline says so (`sizing.margins.deadline_warning`).
 
 Stragglers are in the step time already (the step model's slowest-GPU term, `perf.step`):
 they are not added again here; their spread is in the plan's range
-(`search.uncertainty_whole_run`), as is the spread of the unplanned losses (none for Llama 3
-405B beyond failures, 1.2x the run for OPT-175B). Each line is seconds of wall time; the lines
-add up to the run time every report, the cost and the energy read (`RunTime.run_s`). Nothing here re-derives performance: step
-times come from the search, failures from the reliability model.
+(`search.uncertainty_whole_run`), as is the spread of the unplanned losses. Each line is
+seconds of wall time; the lines add up to the run time every report, the cost and the energy
+read (`RunTime.run_s`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from rightsize.catalog.whole_run import WholeRunFactors, whole_run_factors
-from rightsize.constants import DAY_S, HOUR_S
+from rightsize.constants import HOUR_S
 from rightsize.perf.reliability import Goodput
-from rightsize.perf.whole_run import checkpoint_share, empirical_quantile, eval_fraction, evidence_weight
+from rightsize.perf.whole_run import UNPLANNED, RunPart, reliability_parts, run_parts
 from rightsize.search.demand import Demand
 from rightsize.sizing.results import WholeRun, WholeRunLine
 from rightsize.sizing.storage import StoragePlan
 
-UNPLANNED = "unplanned losses"
+__all__ = ["UNPLANNED", "before_throttling", "with_throttling"]
+LOADER = "data-loader stalls"
+STORAGE_CKPT = "storage-limited checkpoints"
 
 
 def _provided_read_bytes_per_s(st: StoragePlan) -> float | None:
@@ -44,113 +54,72 @@ def _provided_read_bytes_per_s(st: StoragePlan) -> float | None:
     return None
 
 
+def _parts_of(searched: dict[str, Any]) -> tuple[list[RunPart], tuple[str, ...]]:
+    parts = [
+        RunPart(str(p["part"]), float(p["time_s"]), str(p["basis"])) for p in searched.get("parts") or ()
+    ]
+    return parts, tuple(searched.get("notes") or ())
+
+
+USEFUL = ("steady-state", "phase: ", "evaluation")
+
+
+def _storage_checkpoints(
+    parts: list[RunPart], searched_goodput: float | None, gp: Goodput | None, gpus: int, f: WholeRunFactors
+) -> RunPart:
+    """What the run loses beyond the search's figure when the storage as provisioned writes
+    checkpoints slower than the nodes' client rate the search assumed (`perf.reliability`): a
+    longer write, a longer interval, more work lost per failure, and the planned stops and
+    unplanned losses on that time. The reliability lines priced at the sizing's goodput, less
+    the search's; zero when the storage keeps up."""
+    useful = [p for p in parts if p.part.startswith(USEFUL)]
+    searched = sum(p.time_s for p in parts if not p.part.startswith(USEFUL))
+    sized = sum(p.time_s for p in reliability_parts(useful, gpus, gp, f))
+    if gp is None or not searched_goodput:
+        return RunPart(STORAGE_CKPT, 0.0, "no checkpoints")
+    return RunPart(
+        STORAGE_CKPT,
+        max(0.0, sized - searched),
+        f"goodput {gp.goodput:.1%} with the checkpoint written in {gp.checkpoint_write_s:.3g} s at the file "
+        f"system's rate as provisioned, against {searched_goodput:.1%} at the nodes' client rate the search "
+        "ranked by (reliability model; planned stops and unplanned losses on the difference)",
+    )
+
+
 def before_throttling(
     demand: Demand,
     gp: Goodput | None,
     st: StoragePlan,
-    phases: Sequence[dict[str, Any]] = (),
+    searched: dict[str, Any] | None = None,
     factors: WholeRunFactors | None = None,
-    evaluation: dict[str, Any] | None = None,
 ) -> WholeRun:
-    """Every line but thermal throttling (the power sizing needs this time to find it).
-
-    Longer than 80 lines for one reason: each part of the run (steady steps, each phase,
-    evaluation, data-loader and checkpoint stalls, planned stops, failures) is one short block
-    appending its line with its source, in the order the report lists them."""
-    f = factors or whole_run_factors()
-    gpus = demand.gpus
-    src = f.sources
-    lines: list[WholeRunLine] = []
-    notes: list[str] = []
-
-    def add(part: str, seconds: float, basis: str) -> None:
-        lines.append(WholeRunLine(part, seconds, gpus * seconds / HOUR_S, basis))
-
-    ideal = demand.run_s or 0.0
-    in_phases = sum(float(p["at_main_rate_s"]) for p in phases)
-    add(
-        "steady-state steps",
-        max(ideal - in_phases, 0.0),
-        "tokens outside the named phases / the chosen layout's throughput (step model)",
-    )
-    for p in phases:
-        add(
-            f"phase: {p['name']}",
-            float(p["run_s"]),
-            f"{p['tokens']:.3g} tokens at seq {p['seq_len']:,}, batch {p['global_batch_tokens']:,} tokens, "
-            f"step {p['step_s']:.3g} s on the chosen layout re-split as {p['parallel']} (step model)",
-        )
-        if p.get("note"):
-            notes.append(f"Phase '{p['name']}': {p['note']}.")
-    compute_s = sum(line.time_s for line in lines)
-    # The spec's evaluation schedule where it gives one, else the catalog's default.
-    ev = evaluation or {}
-    interval = float(ev.get("interval_steps") or f.eval_interval_steps)
-    iters = float(f.eval_iters if ev.get("batches") is None else ev["batches"])
-    given = ev.get("interval_steps") is not None or ev.get("batches") is not None
-    e = eval_fraction(interval, iters, f.eval_forward_share)
-    add(
-        "evaluation",
-        compute_s * e,
-        f"{iters:g} forward-only batches every {interval:g} steps, each {f.eval_forward_share:.2f} of a step ("
-        + ("the spec's schedule" if given else src["eval_interval_steps"].source)
-        + ")",
-    )
+    """Every line but thermal throttling (the power sizing needs this time to find it): the
+    search's parts (`searched`, `RunParts.as_dict`) with the data-loader stalls of the storage
+    as provisioned after evaluation. A job planned without them (vision, recommendation) has its
+    parts computed here by the same function (`run_parts`) from its steady run and `gp`."""
+    storage: RunPart | None = None
+    if searched and searched.get("parts"):
+        parts, notes = _parts_of(searched)
+        f = factors or whole_run_factors()
+        storage = _storage_checkpoints(parts, searched.get("goodput"), gp, demand.gpus, f)
+    else:
+        rp = run_parts(demand.run_s or 0.0, demand.gpus, gp, factors or whole_run_factors())
+        parts, notes = list(rp.parts), rp.notes
+    compute_s = sum(p.time_s for p in parts if p.part.startswith(("steady-state", "phase: ")))
     need = demand.data_read_bytes_per_s
     provided = _provided_read_bytes_per_s(st)
-    loader = compute_s * max(0.0, need / provided - 1.0) if provided and need else 0.0
-    add(
-        "data-loader stalls",
-        loader,
+    loader = RunPart(
+        LOADER,
+        compute_s * max(0.0, need / provided - 1.0) if provided and need else 0.0,
         "reads needed vs the storage as provisioned"
         + (f" ({need / 1e9:.3g} of {provided / 1e9:.3g} GB/s)" if provided else " (no file system sized)"),
     )
-    if gp is not None and gp.goodput > 0:
-        useful = sum(line.time_s for line in lines)
-        overhead = useful * (1.0 / gp.goodput - 1.0)
-        share = checkpoint_share(gp.mtbf_s, gp.checkpoint_write_s, gp.checkpoint_interval_s, gp.restart_s)
-        add(
-            "checkpoint stalls",
-            overhead * share,
-            f"{gp.checkpoint_write_s:.3g} s to write every {gp.checkpoint_interval_s:.0f} s (reliability model)",
-        )
-        add(
-            "failures, restarts and lost work",
-            overhead * (1.0 - share),
-            f"an interruption every {gp.mtbf_s / 3600:.2f} h, {gp.restart_s:.0f} s to restart plus half an "
-            "interval of work lost (reliability model, Daly 2006)",
-        )
-        # Planned stops (maintenance, configuration or data updates) at the catalog's rate per
-        # GPU-hour of the run so far: each writes a checkpoint first and restarts, losing no work.
-        so_far = sum(line.time_s for line in lines)
-        stops = f.planned_interruptions_per_gpu_hour * gpus * so_far / HOUR_S
-        add(
-            "planned maintenance stops",
-            stops * (gp.checkpoint_write_s + gp.restart_s),
-            f"{stops:.3g} planned stops, each a {gp.checkpoint_write_s:.3g} s checkpoint and a "
-            f"{gp.restart_s:.0f} s restart, at {f.planned_interruptions_per_gpu_hour:.3g} per GPU-hour (Llama 3 405B: "
-            "47 planned stops in 54 days on 16,384 GPUs; whole_run.yaml)",
-        )
-    # What published production runs lost beyond every line above (rollbacks, manual restarts,
-    # degraded nodes and fail-slows, time at reduced scale): their median, as a share of the run;
-    # a run shorter than the shortest of them carries it in proportion.
-    before_s = sum(line.time_s for line in lines)
-    shortest_s = f.unplanned_shortest_run_days * DAY_S
-    weight = evidence_weight(before_s, shortest_s)
-    loss = empirical_quantile(f.unplanned_losses, 0.5) * weight
-    runs = ", ".join(name.split(" (")[0] for name, _ in f.unplanned_sources)
-    add(
-        UNPLANNED,
-        loss * before_s,
-        f"{loss:.1%} of the run: the median of {len(f.unplanned_losses)} published runs' losses beyond these "
-        f"lines ({runs}; whole_run.yaml)"
-        + (
-            f", x {weight:.2g} as the run is shorter than the shortest of them ({f.unplanned_shortest_run_days:g} d)"
-            if weight < 1.0
-            else ""
-        ),
-    )
-    return WholeRun(tuple(lines), gpus, tuple(notes))
+    # What the sizing adds after the search's parts (the unplanned losses are a share of those).
+    parts.append(loader)
+    if storage is not None:
+        parts.append(storage)
+    lines = tuple(WholeRunLine(p.part, p.time_s, demand.gpus * p.time_s / HOUR_S, p.basis) for p in parts)
+    return WholeRun(lines, demand.gpus, notes)
 
 
 def with_throttling(run: WholeRun, throttle_fraction: float) -> WholeRun:
