@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rightsize.errors import BadInput
+from rightsize.export import fw_offload
 from rightsize.export.fw_common import FRAMEWORKS, Launch, save_interval_steps, tokens_per_step
 from rightsize.export.fw_megatron import megatron, pipeline_layout
 from rightsize.export.fw_nemo import nemo
 from rightsize.export.fw_torchtitan import torchtitan
 from rightsize.export.plan_view import TrainingView
-from rightsize.perf.remat import MEGATRON_MODULES
+from rightsize.perf.remat import LAYER_OFFLOAD, MEGATRON_MODULES
 
 __all__ = [
     "FRAMEWORKS",
@@ -45,17 +46,24 @@ _WRITERS: dict[str, Callable[[TrainingView], Launch]] = {
 # The remat policies each PyTorch framework can express (MaxText's run on Cloud TPU only).
 FRAMEWORK_RECOMPUTE = {
     "megatron": ("none", "selective", "full", *MEGATRON_MODULES),  # module recompute (perf.remat)
-    "nemo": ("none", "selective", "full", *MEGATRON_MODULES),
+    "nemo": ("none", "selective", "full", *MEGATRON_MODULES, *LAYER_OFFLOAD),
     "torchtitan": ("none", "selective", "full", "selective_op"),
 }
 
 
 def _check(v: TrainingView, framework: str) -> None:
     allowed = FRAMEWORK_RECOMPUTE[framework]
+    if framework == "megatron" and fw_offload.is_layer_offload(v):
+        raise fw_offload.megatron_refusal(v)
     if v.recompute not in allowed:
         raise BadInput(
             f"{FRAMEWORKS[framework]} has no remat policy {v.recompute!r}.",
-            f"The plan's recompute is a MaxText (JAX) policy; {FRAMEWORKS[framework]} offers {', '.join(allowed)}.",
+            (
+                "The plan offloads layer activations to host memory (Megatron-Core cpu_offloading, set by NeMo)"
+                if fw_offload.is_layer_offload(v)
+                else "The plan's recompute is a MaxText (JAX) policy"
+            )
+            + f"; {FRAMEWORKS[framework]} offers {', '.join(allowed)}.",
             "Plan with parallel.recompute set to one of those, or train on Cloud TPU with MaxText.",
         )
     if v.method in ("lora", "qlora") and framework != "nemo":
@@ -75,6 +83,8 @@ def _check(v: TrainingView, framework: str) -> None:
 def launch_for(v: TrainingView, framework: str) -> Launch:
     if framework == "auto":  # NeMo for adapter fine-tuning (the one with LoRA), else Megatron-LM
         framework = "nemo" if v.method in ("lora", "qlora") else "megatron"
+        if fw_offload.is_layer_offload(v):  # the pinned Megatron-LM cannot set cpu_offloading
+            framework = "nemo"
     if framework not in FRAMEWORKS:
         raise BadInput(
             f"Unknown framework {framework!r}.",

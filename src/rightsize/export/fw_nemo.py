@@ -23,6 +23,7 @@ imported in this project's environment: it pins numpy<2; see there).
 
 from __future__ import annotations
 
+from rightsize.export import fw_offload
 from rightsize.export.fw_common import FRAMEWORKS, Launch, container_note, refuse, save_interval_steps
 from rightsize.export.header import comment_block
 from rightsize.export.names import python_literal
@@ -142,7 +143,7 @@ def nemo(v: TrainingView) -> Launch:
     ac = (
         '"selective"'
         if modules
-        else {"none": "None", "selective": '"selective"', "full": '"full"'}[v.recompute]
+        else {"none": "None", "selective": '"selective"', "full": '"full"'}.get(v.recompute, "None")
     )
     data_what = "the fine-tuning folder (training.jsonl, validation.jsonl)" if lora else "the dataset prefix"
     notes = [container_note(v, "nemo"), f"Recipe: llm.{recipe}.{fn} (the plan's model shape)."]
@@ -168,6 +169,7 @@ recipe.model.config.recompute_granularity = {ac}
             if modules
             else ""
         )
+        + fw_offload.nemo_lines(v)  # Megatron-Core layer offload (perf.remat)
         + _data(v, lora)
         + f"""recipe.trainer.max_steps = {v.steps}
 recipe.trainer.val_check_interval = {ckpt_steps}

@@ -314,7 +314,12 @@ def offloaded_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> n
     every policy that keeps its tensors on the device)."""
     code = remat.codes(cfg.recompute)
     per_tensor = remat_tensor_bytes_per_token(w, cfg)
-    return sum(remat.OFFLOADED[n][code] * per_tensor[n] for n in per_tensor) + 0.0 * cfg.tp
+    named = sum(remat.OFFLOADED[n][code] * per_tensor[n] for n in per_tensor) + 0.0 * cfg.tp
+    stack_share = remat.OFFLOADED["stack"][code]
+    if not np.any(stack_share > 0):
+        return named
+    # Layer offload moves the offloaded layers' whole stack (the layer with nothing recomputed).
+    return named + stack_share * _full_layer_bytes(w, cfg)
 
 
 def activation_per_token_layer_pair(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
@@ -436,6 +441,12 @@ def activation_memory(
     logits_last = tokens_mb * w.arch.vocab / cfg.tp * LOGITS_BYTES_PER_ENTRY
     first_heavier = first_stage >= last_stage + logits_last
     activations = np.where(first_heavier, first_stage, last_stage)
+    # Megatron-Core refuses layer offload (`cpu_offloading`) under pipeline parallelism
+    # (transformer_config.py: "no support for Pipeline parallelism with CPU offloading"): such
+    # a layout cannot run, so it cannot fit.
+    activations = np.where(
+        (remat.STACK_OFFLOADED[remat.codes(cfg.recompute)] > 0) & (cfg.pp > 1), np.inf, activations
+    )
     logits = np.where(first_heavier, 0.0, logits_last)
     return activations, logits
 

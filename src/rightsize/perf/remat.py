@@ -50,6 +50,20 @@ The MLP down-projection's output is never needed by the backward (the layer's ou
 the next layer's kept input), so no policy rebuilds it; the out-projection's output is
 (it forms the residual that feeds the second norm). Offloaded tensors cross the host link
 once each way per micro-batch: device to host in the forward, back in the backward.
+
+Megatron-Core also offloads whole layers (`cpu_offloading`, `cpu_offloading_num_layers`:
+megatron/core/transformer/transformer_config.py; Megatron-Bridge's GB200/GB300 Llama 3 70B
+pre-training recipes set 20 to 40 of the 80 layers, src/megatron/bridge/perf_recipes/llama/
+gb200/llama3.py and gb300/llama3.py at 067f987d, Aug 2026): the first k layers of the stack
+move their whole saved stack to host memory in the forward and fetch it back for their
+backward; the other layers keep theirs; nothing is recomputed (Megatron-Core refuses
+`cpu_offloading` with recomputation or with pipeline parallelism). Here `layer_offload_<n>of8`
+offloads n eighths of the stage's layers (k = ceil(n/8 x layers), at most layers - 1, as
+Megatron-Core requires); per layer on average n/8 of the stack is offloaded and the rest kept,
+and the copies are spread over the compute of the layers that follow (the offload stream runs
+while any later layer computes), so only traffic beyond the link's rate over that compute is
+exposed (perf.layer's offload exposure, on the accelerator's host link: NVLink-C2C on
+Grace-Blackwell parts, PCIe elsewhere).
 """
 
 from __future__ import annotations
@@ -91,6 +105,9 @@ class Policy:
     rebuilt: frozenset[str]
     framework: str  # who names it this way (for reports)
     dropped: frozenset[str] = frozenset()  # stack tensors a module recompute frees
+    # Megatron-Core layer offload: the fraction of the stage's layers whose whole stack goes
+    # to host memory (kept: the rest); 0 for every other policy.
+    stack_offloaded_fraction: float = 0.0
 
 
 def _p(name: str, kept: str, offloaded: str, rebuilt: str, framework: str, dropped: str = "") -> Policy:
@@ -151,6 +168,15 @@ POLICIES: tuple[Policy, ...] = (
         dropped="moe_act mla_qkv",
     ),
 )
+# Layer offload in eighths of the stage's layers (Megatron-Core allows at most layers - 1).
+LAYER_OFFLOAD_EIGHTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7)
+POLICIES += tuple(
+    Policy(
+        f"layer_offload_{n}of8", frozenset(), frozenset(), frozenset(), "Megatron-Core", frozenset(), n / 8.0
+    )
+    for n in LAYER_OFFLOAD_EIGHTHS
+)
+LAYER_OFFLOAD: tuple[str, ...] = tuple(f"layer_offload_{n}of8" for n in LAYER_OFFLOAD_EIGHTHS)
 CODES: dict[str, int] = {p.name: i for i, p in enumerate(POLICIES)}
 # Megatron-Core's `--recompute-modules` for the module-recompute policies (exports).
 MEGATRON_MODULES: dict[str, tuple[str, ...]] = {
@@ -176,15 +202,28 @@ SEARCHED_JAX: tuple[str, ...] = (
 )
 
 
-def searched_policies(vendor: str, moe: bool = False, mla: bool = False) -> tuple[str, ...]:
+# A host link at least this fast (per direction) is a coherent CPU-GPU link (NVLink-C2C on
+# Grace Hopper / Grace Blackwell, 450 GB/s per direction), where the planner tries layer
+# offload; PCIe Gen5 x16 (64 GB/s) is not, and offloading whole layers over it is rarely
+# cheaper than recomputing them, so the search does not spend its time there.
+COHERENT_HOST_LINK_BYTES_PER_S = 200e9
+
+
+def searched_policies(
+    vendor: str, moe: bool = False, mla: bool = False, host_link_bytes_per_s: float = 0.0
+) -> tuple[str, ...]:
     """The remat policies a planner tries on an accelerator of this vendor; on a PyTorch stack
     a mixture-of-experts model also tries Megatron-Core's module recompute of the expert
-    activation, and an MLA model with it the up-projections (the pair DeepSeek-V3's recipes run)."""
+    activation, and an MLA model with it the up-projections (the pair DeepSeek-V3's recipes run);
+    on a coherent host link (`COHERENT_HOST_LINK_BYTES_PER_S`) Megatron-Core's layer offload,
+    fewest layers first."""
     if vendor == "google":
         return SEARCHED_JAX
     extra: tuple[str, ...] = ("moe_act",) if moe else ()
     if moe and mla:
         extra += ("mla_up_proj_moe_act",)
+    if host_link_bytes_per_s >= COHERENT_HOST_LINK_BYTES_PER_S:
+        extra += LAYER_OFFLOAD
     return SEARCHED + extra
 
 
@@ -197,6 +236,29 @@ def flags(which: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:
 KEPT = flags("kept", TENSORS)
 DROPPED = flags("dropped", DROPPED_TENSORS)
 OFFLOADED = flags("offloaded", TENSORS)
+# Layer offload: the stack is kept by the layers not offloaded and offloaded by the rest.
+STACK_OFFLOADED = np.array([p.stack_offloaded_fraction for p in POLICIES])
+KEPT["stack"] = np.where(STACK_OFFLOADED > 0, 1.0 - STACK_OFFLOADED, KEPT["stack"])
+OFFLOADED["stack"] = STACK_OFFLOADED
+
+
+def layer_offload_count(code: int, layers: int) -> int:
+    """Layers Megatron-Core's `cpu_offloading_num_layers` names for a layer-offload policy on a
+    stage of `layers` layers: ceil(fraction x layers), so at least the modelled share is
+    offloaded; 0 for every other policy. Raises ValueError where that reaches every layer
+    (Megatron-Core requires at most layers - 1)."""
+    frac = float(STACK_OFFLOADED[code])
+    if frac <= 0:
+        return 0
+    k = int(np.ceil(frac * layers - 1e-9))
+    if k > layers - 1:
+        raise ValueError(
+            f"{POLICIES[code].name} offloads {k} of {layers} layers; Megatron-Core offloads at most "
+            f"{layers - 1} (cpu_offloading_num_layers < num_layers)"
+        )
+    return k
+
+
 REBUILT = flags("rebuilt", PARTS)
 
 

@@ -223,7 +223,12 @@ def _layer_key(cfg: ParallelConfigs, variant: np.ndarray | None = None) -> np.nd
     the only settings a layer's time depends on; and per hardware variant, when the
     configurations carry their own efficiencies (`step_time_variants`)."""
     key = cfg.tp.astype(np.int64)
-    for arr, span in ((cfg.cp, 1 << 12), (cfg.ep, 1 << 12), (cfg.micro_batch, 1 << 12), (cfg.recompute, 16)):
+    for arr, span in (
+        (cfg.cp, 1 << 12),
+        (cfg.ep, 1 << 12),
+        (cfg.micro_batch, 1 << 12),
+        (cfg.recompute, len(remat.POLICIES)),
+    ):
         key = key * span + arr.astype(np.int64)
     key = key * 2 + cfg.sequence_parallel
     if variant is not None:

@@ -236,7 +236,7 @@ def _evaluate_accelerator(
         hw.domain_gpus,
         spec.parallel,
         lambda rows, rc, zero: memory_grid(w, rows, rc, zero, hw.framework_bytes) <= usable,
-        searched_policies(acc.vendor, w.arch.is_moe, w.arch.is_mla),
+        searched_policies(acc.vendor, w.arch.is_moe, w.arch.is_mla, hw.host_link_bytes_per_s),
     )
     if len(cfg) + excluded == 0:
         gpus = int(counts[0]) if len(counts) == 1 else None
@@ -263,7 +263,9 @@ def _smallest_memory_hint(evaluated: list[_Evaluated], w: TrainWorkload, spec: T
             ev.counts,
             ev.hw.domain_gpus,
             spec.parallel,
-            recompute_options=searched_policies(ev.acc.vendor, w.arch.is_moe, w.arch.is_mla),
+            recompute_options=searched_policies(
+                ev.acc.vendor, w.arch.is_moe, w.arch.is_mla, ev.hw.host_link_bytes_per_s
+            ),
         )
         total = train_memory_only(w, every, ev.hw).total
         if total.size == 0:

@@ -78,6 +78,13 @@ class ParallelSettings(BaseModel):
             "input_qkv_out_offloaded",
             "moe_act",
             "mla_up_proj_moe_act",
+            "layer_offload_1of8",
+            "layer_offload_2of8",
+            "layer_offload_3of8",
+            "layer_offload_4of8",
+            "layer_offload_5of8",
+            "layer_offload_6of8",
+            "layer_offload_7of8",
         ]
         | None
     ) = Field(
@@ -90,8 +97,10 @@ class ParallelSettings(BaseModel):
             "memory over the host link), MaxText's custom policies that also offload each layer's input "
             "('input_qkv_offloaded', 'input_qkv_out_offloaded': remat_policy custom with decoder_layer_input, "
             "query/key/value_proj and out_proj offloaded), or torchtitan's op-level 'selective_op' (saves every "
-            "other matmul output and the attention output). The search tries none, selective and full "
-            "(MaxText's names on Cloud TPU)."
+            "other matmul output and the attention output), or Megatron-Core's layer offload "
+            "'layer_offload_<n>of8' (cpu_offloading: n eighths of the layers move their activations to host "
+            "memory, nothing recomputed, pipeline parallelism 1). The search tries none, selective and full "
+            "(MaxText's names on Cloud TPU), and layer offload where the host link is NVLink-C2C."
         ),
     )
     sequence_parallel: bool | None = Field(
