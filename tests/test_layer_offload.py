@@ -104,8 +104,14 @@ def test_every_policy_has_its_own_layer_cost() -> None:
 
 
 def test_searched_only_on_coherent_host_links() -> None:
-    assert set(remat.LAYER_OFFLOAD) <= set(remat.searched_policies("nvidia", host_link_bytes_per_s=225e9))
-    assert not set(remat.LAYER_OFFLOAD) & set(remat.searched_policies("nvidia", host_link_bytes_per_s=64e9))
+    assert set(remat.LAYER_OFFLOAD) <= set(
+        remat.searched_policies("nvidia", host_link_bytes_per_s=225e9, offload=True)
+    )
+    assert not set(remat.LAYER_OFFLOAD) & set(
+        remat.searched_policies("nvidia", host_link_bytes_per_s=64e9, offload=True)
+    )
+    # Not tried by default: on GB200 it exposes a compute model that reads too fast (remat docstring).
+    assert not set(remat.LAYER_OFFLOAD) & set(remat.searched_policies("nvidia", host_link_bytes_per_s=225e9))
     assert catalog_hw("gb200").host_link_bytes_per_s >= remat.COHERENT_HOST_LINK_BYTES_PER_S
     assert catalog_hw("b200").host_link_bytes_per_s < remat.COHERENT_HOST_LINK_BYTES_PER_S
 
