@@ -192,9 +192,10 @@ def _serving_rules(v: ServingView) -> list[dict[str, Any]]:
 def _doc(v: TrainingView | ServingView, rules: list[dict[str, Any]], keys: list[str]) -> str:
     lines = _versions(keys)
     if not has_device_rules(v):
+        own = _OWN_EXPORTER.get(v.hw.vendor, "its vendor's own exporter")
         lines.append(
-            f"no device rules: {v.hw.accelerator} ({v.hw.vendor}) nodes publish no dcgm-exporter metrics "
-            "and their exporter's names are not in the sourced metric map"
+            f"no device rules: {v.hw.accelerator} reports through {own}, whose metric names are not "
+            "in the sourced metric map (catalog/data/metric_names.yaml)"
         )
     head = comment_block(v.header, "Prometheus rules", lines)
     groups = {"groups": [{"name": f"rightsize-{v.header.name}", "interval": "1m", "rules": rules}]}

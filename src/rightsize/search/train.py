@@ -32,18 +32,17 @@ from rightsize.search.calibrated import calibrated_hardware
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.constraints import (
     deadline_to_ask,
-    margins_of,
-    planned_deadline,
     span_text,
     under_power_cap,
 )
 from rightsize.search.demand import Demand
 from rightsize.search.layout_check import LayoutRejection, no_layout_reason, splittable_counts
 from rightsize.search.pareto import pareto_front
-from rightsize.search.risk import P50, P75, P90, pick_per_count
-from rightsize.search.scale_out import UTILISATION_TARGET, efficient, knee
+from rightsize.search.risk import P50, pick_per_count
+from rightsize.search.scale_out import efficient, knee
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus, keep_priced, no_price_reason
 from rightsize.search.space import enumerate_where, gpu_count_candidates
+from rightsize.search.train_budget import Budget, budget_of
 from rightsize.search.train_demand import dci_link, training_demand
 from rightsize.search.whole_run_phases import PhaseTime, price_phases_rows
 from rightsize.spec.training import DEFAULT_MAX_GPUS, TrainingSpec
@@ -185,11 +184,6 @@ def _phases_of(
         np.asarray(ev.st.step_time)[idx],
         dci_link(ev.node, float(ev.counts.max())),
     )
-
-
-def _span(seconds: float) -> str:
-    """A deadline in days, or in hours when under two days ('1.7 h', not '0.1 days')."""
-    return f"{seconds / DAY_S:.1f} days" if seconds >= 2 * DAY_S else f"{seconds / HOUR_S:.3g} h"
 
 
 def _cloud_cost(acc_id: str, gpus: int, gpus_per_node: int, seconds: float | None) -> float | None:
@@ -388,54 +382,6 @@ def _evaluate_all(
 Option = tuple[Candidate, _Evaluated, int]  # a candidate, its accelerator's evaluation, its index
 
 
-@dataclass(frozen=True)
-class _Budget:
-    """The time budget of a training search and how it ranks."""
-
-    bare_deadline: float | None  # as the user gave it (or the recurring job's turnaround)
-    deadline: float | None  # planned: the bare deadline less the safety margin
-    margin: float
-    knee: bool  # neither a deadline nor a GPU count: scale to the knee of the scaling curve
-    quantile: float  # of step time that ranks layouts: P90 under a deadline, else P75
-
-
-def _budget(spec: TrainingSpec, assumptions: list[str]) -> _Budget:
-    """The deadline, margin and ranking quantile of the spec, with the assumptions they bring."""
-    tgt = spec.targets
-    schedule = spec.infrastructure.schedule
-    bare_deadline = tgt.deadline_s or (schedule.turnaround if schedule else None)
-    margin = margins_of(spec).safety_margin
-    # The safety margin applies to the time budget: plan to finish by deadline / (1 + m).
-    deadline = planned_deadline(bare_deadline, margin)
-    if bare_deadline and not tgt.deadline_s:
-        assumptions.append(f"The recurring job's turnaround ({bare_deadline / 3600:g} h) is the deadline.")
-    if deadline and bare_deadline:
-        assumptions.append(
-            f"Safety margin {margin:.0%} on the time budget: the plan aims to finish within "
-            f"{_span(deadline)} of the {_span(bare_deadline)}."
-        )
-    if tgt.gpus is None and spec.training.train_tokens is None:
-        raise BadInput(
-            "Nothing to size against: neither a GPU count nor a run length was given.",
-            "Without targets.gpus the planner needs training.train_tokens to compare cluster sizes.",
-            "Add `training.train_tokens: 1T` (and a `targets.deadline`), or fix `targets.gpus: 64`.",
-        )
-    knee = deadline is None and tgt.gpus is None
-    if knee:
-        assumptions.append(
-            "No deadline or GPU count given: each accelerator scales out as far as every GPU keeps "
-            f"{UTILISATION_TARGET:.0%} of its best per-GPU throughput (the knee of the scaling curve)."
-        )
-    if not spec.training.flash_attention:
-        assumptions.append("Attention without flash attention: s x s scores are materialised.")
-    # Rank by the P75 of step time, or by its P90 when a deadline must be met (search.risk).
-    assumptions.append(
-        f"Layouts and clusters are ranked by the {'P90' if deadline else 'P75'} of their step time "
-        "(efficiency spread and distance from validated runs), not by the optimistic base value."
-    )
-    return _Budget(bare_deadline, deadline, margin, knee, P90 if deadline else P75)
-
-
 def _options(
     spec: TrainingSpec,
     w: TrainWorkload,
@@ -469,7 +415,7 @@ def _options(
     return options
 
 
-def _in_time(spec: TrainingSpec, options: list[Option], budget: _Budget, ids: list[str]) -> list[Option]:
+def _in_time(spec: TrainingSpec, options: list[Option], budget: Budget, ids: list[str]) -> list[Option]:
     """The options that meet the planned deadline; `Infeasible` with the deadline that
     would do when none does."""
     deadline = budget.deadline
@@ -532,7 +478,7 @@ def plan_training(
     w = workload_from_spec(spec)
     assumptions: list[str] = []
     count_notes: dict[str, str] = {}  # accelerator -> how a fixed count was made to split
-    budget = _budget(spec, assumptions)
+    budget = budget_of(spec, assumptions)
     tgt = spec.targets
     ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
     evaluated, rejected, (n_configs, n_timed) = _evaluate_all(
