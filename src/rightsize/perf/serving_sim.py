@@ -327,6 +327,7 @@ def _run_engine(
     else:
         lag = [0.0] * n
 
+    arr = [*arr, math.inf]  # a sentinel arrival: the scheduler's scans need no bounds check
     start = [0.0] * n
     first = [0.0] * n
     done = [0.0] * n
@@ -361,7 +362,7 @@ def _run_engine(
 
     while finished < n:
         # 1. Schedule: count arrivals up to now, admit FCFS while batch slots and KV allow.
-        while arrived < n and arr[arrived] <= t:
+        while arr[arrived] <= t:  # arr ends in an infinite sentinel
             arrived += 1
         if arrived - admitted > max_queue:
             max_queue = arrived - admitted
@@ -403,7 +404,7 @@ def _run_engine(
             b_s = per_ctx * s * n_dec
             k = heap[0] // n - it
             dt = k * a_s + 0.5 * b_s * k * (k - 1)
-            if arrived < n and admitted == arrived and running < max_batch and arr[arrived] - t < dt:
+            if admitted == arrived and running < max_batch and arr[arrived] - t < dt:  # (sentinel: never)
                 # iterations_to_reach(arr[arrived] - t, a_s, b_s), inlined (the hottest call)
                 delta = arr[arrived] - t
                 if delta <= 0:
