@@ -21,7 +21,8 @@ from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_multinode import gpus_of
-from rightsize.perf.serving_sim import SimResult
+from rightsize.perf.serving_sim import PreparedRequests, SimResult
+from rightsize.perf.serving_slo import SloStop, meets
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.serving_batch import plan_batch_scenario
@@ -37,7 +38,7 @@ from rightsize.search.serving_costs import (
 )
 from rightsize.search.serving_demand import serving_demand
 from rightsize.search.serving_disagg import weigh_disaggregation
-from rightsize.search.serving_engine import EngineModels, Workload, passes, run, workload
+from rightsize.search.serving_engine import EngineModels, Workload, run, slo_check, workload
 from rightsize.search.serving_layouts import layout_for, replica_options
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.search.serving_start import start_rate
@@ -72,8 +73,19 @@ def replica_capacity(
     upper *= models.tokens_per_step  # the roofline counts one token per step; speculation yields more
     lo, hi = upper * 1e-3, upper * 1.05
 
-    def ok(rate: float) -> bool:
-        return passes(rep, spec, wl, rate, models)
+    check = slo_check(spec)
+    ready: list[tuple[PreparedRequests, SloStop]] = []  # the requests, prepared at the first run
+
+    def ok(rate: float) -> bool:  # `serving_engine.passes`, the request set prepared once for all rates
+        model = models.at(wl, rate)
+        if not ready:
+            req = PreparedRequests(
+                wl.unit_arrivals, wl.prompts, wl.outputs, model, spec.traffic.prefix_cache_hit_rate
+            )
+            ready.append((req, SloStop.of(check, req.out_sorted)))
+        req, stop = ready[0]
+        res = req.run_at(rate, model, stop)
+        return res is not None and meets(res, check)
 
     known = None
     if worth is not None:
