@@ -227,6 +227,49 @@ def simulate(
     return _result(arrivals, prompt, output, run, inverse)
 
 
+class PreparedRequests:
+    """One request set made ready for many runs on one replica at different rates (a capacity
+    search): validated, ordered by arrival and planned once. `run_at(rate, model, stop)` is
+    `simulate` (or, with a stop rule, the run `perf.serving_slo.simulate_meets` judges) of
+    the arrivals `unit_arrivals_s / rate`, bit for bit. Every run's `model` must share the
+    first one's block size, KV capacity and tokens per step (what the planning reads)."""
+
+    def __init__(
+        self,
+        unit_arrivals_s: np.ndarray,
+        prompt_tokens: np.ndarray,
+        output_tokens: np.ndarray,
+        model: EngineModel,
+        cached_prompt_fraction: float = 0.0,
+    ) -> None:
+        arrivals, prompt, output = _check_requests(
+            unit_arrivals_s, prompt_tokens, output_tokens, model, cached_prompt_fraction
+        )
+        self.unit, self.prompt, self.output = arrivals, prompt, output
+        self.order = np.argsort(arrivals, kind="stable")
+        pr, self.out_sorted = prompt[self.order], output[self.order]
+        kv_need, cached, steps = _plan_requests(pr, self.out_sorted, model, cached_prompt_fraction)
+        self.lists = (pr.tolist(), cached.tolist(), steps.tolist(), kv_need.tolist())
+        self.inverse = np.empty_like(self.order)
+        self.inverse[self.order] = np.arange(len(self.order))
+        self.key = (model.block_tokens, model.kv_capacity_tokens, model.spec_tokens_per_step)
+
+    def run_at(self, rate: float, model: EngineModel, stop: SloStop | None = None) -> SimResult | None:
+        """The run at arrivals `unit / rate` (None when `stop` stops it)."""
+        if (model.block_tokens, model.kv_capacity_tokens, model.spec_tokens_per_step) != self.key:
+            raise BadInput(
+                "A prepared request set was run on a model it was not planned for.",
+                "KV reservations and decode steps depend on the block size, KV capacity and tokens per step.",
+                "Prepare the requests again for this model.",
+            )
+        arrivals = self.unit / rate
+        pr, cached, steps, kv_need = self.lists
+        run = _run_engine(arrivals[self.order].tolist(), pr, cached, steps, kv_need, model, stop)
+        if run is None:
+            return None
+        return _result(arrivals, self.prompt, self.output, run, self.inverse)
+
+
 def _check_requests(
     arrivals_s: np.ndarray,
     prompt_tokens: np.ndarray,
@@ -327,6 +370,7 @@ def _run_engine(
     else:
         lag = [0.0] * n
 
+    arr = [*arr, math.inf]  # a sentinel arrival: the scheduler's scans need no bounds check
     start = [0.0] * n
     first = [0.0] * n
     done = [0.0] * n
@@ -350,6 +394,7 @@ def _run_engine(
     tpot_budget: list[float] = []
     ttft_left = e2e_left = tpot_left = any_left = n + 1
     missed = [False] * n
+    watch_e2e = False  # an e2e SLO to watch (inf compares false anyway: skip the work)
     if stop is not None:
         ttft_lim, e2e_lim, tpot_budget = stop.ttft_s, stop.e2e_s, stop.tpot_budget_s
         ttft_left, e2e_left, tpot_left, any_left = (
@@ -358,10 +403,11 @@ def _run_engine(
             stop.tpot_misses,
             stop.any_misses,
         )
+        watch_e2e = math.isfinite(e2e_lim)
 
     while finished < n:
         # 1. Schedule: count arrivals up to now, admit FCFS while batch slots and KV allow.
-        while arrived < n and arr[arrived] <= t:
+        while arr[arrived] <= t:  # arr ends in an infinite sentinel
             arrived += 1
         if arrived - admitted > max_queue:
             max_queue = arrived - admitted
@@ -403,7 +449,7 @@ def _run_engine(
             b_s = per_ctx * s * n_dec
             k = heap[0] // n - it
             dt = k * a_s + 0.5 * b_s * k * (k - 1)
-            if arrived < n and admitted == arrived and running < max_batch and arr[arrived] - t < dt:
+            if admitted == arrived and running < max_batch and arr[arrived] - t < dt:  # (sentinel: never)
                 # iterations_to_reach(arr[arrived] - t, a_s, b_s), inlined (the hottest call)
                 delta = arr[arrived] - t
                 if delta <= 0:
@@ -432,7 +478,7 @@ def _run_engine(
             i = heappop(heap) % n
             d = t + lag[i]
             done[i] = d
-            if watch and (d - first[i] > tpot_budget[i] or d - arr[i] > e2e_lim):  # a miss
+            if watch and (d - first[i] > tpot_budget[i] or watch_e2e and d - arr[i] > e2e_lim):  # a miss
                 if d - arr[i] > e2e_lim:
                     e2e_left -= 1
                 if d - first[i] > tpot_budget[i]:

@@ -21,7 +21,8 @@ from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_multinode import gpus_of
-from rightsize.perf.serving_sim import SimResult
+from rightsize.perf.serving_sim import EngineModel, PreparedRequests, SimResult
+from rightsize.perf.serving_slo import SloStop, meets
 from rightsize.search.calibrated import Calibration
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.serving_batch import plan_batch_scenario
@@ -37,7 +38,7 @@ from rightsize.search.serving_costs import (
 )
 from rightsize.search.serving_demand import serving_demand
 from rightsize.search.serving_disagg import weigh_disaggregation
-from rightsize.search.serving_engine import EngineModels, Workload, passes, run, workload
+from rightsize.search.serving_engine import EngineModels, Workload, run, slo_check, workload
 from rightsize.search.serving_layouts import layout_for, replica_options
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.search.serving_start import start_rate
@@ -51,8 +52,46 @@ BISECTION_STEPS = 9
 PRUNED = -1.0  # replica_capacity's answer when the option cannot beat what it must
 
 
+class ReplicaRuns:
+    """One replica's simulated runs on the search's workload: its engine models and the
+    request set, prepared once for every rate (`serving_engine.run` and `passes` afresh
+    give the same runs bit for bit)."""
+
+    def __init__(self, rep: Replica, spec: InferenceSpec, wl: Workload) -> None:
+        self.models, self.spec, self.wl = EngineModels(rep, spec), spec, wl
+        self.check = slo_check(spec)
+        self._ready: tuple[PreparedRequests, SloStop] | None = None
+
+    def _prepared(self, model: EngineModel) -> tuple[PreparedRequests, SloStop]:
+        if self._ready is None:
+            wl = self.wl
+            req = PreparedRequests(
+                wl.unit_arrivals, wl.prompts, wl.outputs, model, self.spec.traffic.prefix_cache_hit_rate
+            )
+            self._ready = (req, SloStop.of(self.check, req.out_sorted))
+        return self._ready
+
+    def run(self, rate: float) -> SimResult:
+        """The whole run at `rate`."""
+        model = self.models.at(self.wl, rate)
+        res = self._prepared(model)[0].run_at(rate, model)
+        assert res is not None  # no stop rule: the run serves every request
+        return res
+
+    def passes(self, rate: float) -> bool:
+        """Whether the replica meets every SLO at `rate` (the run stops once it cannot)."""
+        model = self.models.at(self.wl, rate)
+        req, stop = self._prepared(model)
+        res = req.run_at(rate, model, stop)
+        return res is not None and meets(res, self.check)
+
+
 def replica_capacity(
-    rep: Replica, spec: InferenceSpec, wl: Workload, worth: Callable[[float], bool] | None = None
+    rep: Replica,
+    spec: InferenceSpec,
+    wl: Workload,
+    worth: Callable[[float], bool] | None = None,
+    runs: ReplicaRuns | None = None,
 ) -> float:
     """Highest request rate one replica serves within every SLO (0 if even a trickle fails).
 
@@ -64,16 +103,16 @@ def replica_capacity(
     `worth(capacity)` says whether a capacity would make the option worth having (monotone
     in the capacity); when given, the lowest worthwhile leaf is tried first and PRUNED is
     returned if it fails: the option's capacity is then below it, whatever it is exactly.
+    `runs`: the replica's runs on `wl`, when the caller keeps them for more runs.
     """
     upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
     if upper <= 0:
         return 0.0
-    models = EngineModels(rep, spec)
+    runs = runs or ReplicaRuns(rep, spec, wl)
+    models = runs.models
     upper *= models.tokens_per_step  # the roofline counts one token per step; speculation yields more
     lo, hi = upper * 1e-3, upper * 1.05
-
-    def ok(rate: float) -> bool:
-        return passes(rep, spec, wl, rate, models)
+    ok = runs.passes
 
     known = None
     if worth is not None:
@@ -249,8 +288,9 @@ def _evaluate_bounded(
         # accelerator's best is skipped; each accelerator keeps its best for the report.
         if spec.targets.objective == "cost" and bound > best_of.get(acc_id, math.inf):
             continue
+        runs = ReplicaRuns(rep, spec, wl)
         cap = replica_capacity(
-            rep, spec, wl, _beats(spec, rep, node_id, design, best_of.get(acc_id, math.inf))
+            rep, spec, wl, _beats(spec, rep, node_id, design, best_of.get(acc_id, math.inf)), runs
         )
         if cap == PRUNED:  # its capacity cannot make it cheaper than its accelerator's best
             continue
@@ -258,7 +298,7 @@ def _evaluate_bounded(
             rejected.append((rep.hw.accelerator_id, f"tp{tp}: even a trickle of requests misses the SLOs"))
             continue
         replicas = tgt.replicas or max(1, math.ceil(design / (cap * pol.utilisation_target)))
-        cand = _candidate(rep, spec, wl, node_id, tp, replicas, cap, design, reps)
+        cand = _candidate(rep, spec, runs, node_id, tp, replicas, cap, design, reps)
         evaluated.append(cand)
         score = _score(cand, spec.targets.objective)
         best_of[acc_id] = min(best_of.get(acc_id, math.inf), score)
@@ -406,7 +446,7 @@ def _pareto(cands: list[ServingCandidate]) -> list[ServingCandidate]:
 def _candidate(
     rep: Replica,
     spec: InferenceSpec,
-    wl: Workload,
+    runs: ReplicaRuns,
     node_id: str,
     tp: int,
     replicas: int,
@@ -414,7 +454,7 @@ def _candidate(
     design: float,
     reps: Replicas,
 ) -> ServingCandidate:
-    res = run(rep, spec, wl, design / replicas)
+    res = runs.run(design / replicas)
     c = ServingCandidate(
         accelerator=rep.hw.accelerator_id,
         node=node_id,

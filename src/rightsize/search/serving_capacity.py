@@ -106,7 +106,8 @@ def capacity_rps(
         k0, step = known_pass, 1
     good, bad = _gallop(ok, min(k0, top - 1), top, step)
     while bad - good > 1:  # binary search between a passing and a failing leaf
-        mid = (good + bad) // 2
+        # the upper middle: a failing run (stopped early) costs less than a passing one
+        mid = (good + bad + 1) // 2
         if ok(mid):
             good = mid
         else:
