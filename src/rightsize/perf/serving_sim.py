@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rightsize.errors import BadInput
+from rightsize.perf.serving_requests import check_requests, plan_requests
 
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.perf.serving_slo import SloStop
@@ -214,12 +215,12 @@ def simulate(
     Deterministic: the same inputs give bit-identical outputs. Arrivals need not be
     sorted (ties keep their input order).
     """
-    arrivals, prompt, output = _check_requests(
+    arrivals, prompt, output = check_requests(
         arrivals_s, prompt_tokens, output_tokens, model, cached_prompt_fraction
     )
     order = np.argsort(arrivals, kind="stable")
     arr, pr, out = arrivals[order], prompt[order], output[order]
-    kv_need, cached, steps = _plan_requests(pr, out, model, cached_prompt_fraction)
+    kv_need, cached, steps = plan_requests(pr, out, model, cached_prompt_fraction)
     run = _run_engine(arr.tolist(), pr.tolist(), cached.tolist(), steps.tolist(), kv_need.tolist(), model)
     assert run is not None  # no stop rule: the run serves every request
     inverse = np.empty_like(order)
@@ -242,13 +243,13 @@ class PreparedRequests:
         model: EngineModel,
         cached_prompt_fraction: float = 0.0,
     ) -> None:
-        arrivals, prompt, output = _check_requests(
+        arrivals, prompt, output = check_requests(
             unit_arrivals_s, prompt_tokens, output_tokens, model, cached_prompt_fraction
         )
         self.unit, self.prompt, self.output = arrivals, prompt, output
         self.order = np.argsort(arrivals, kind="stable")
         pr, self.out_sorted = prompt[self.order], output[self.order]
-        kv_need, cached, steps = _plan_requests(pr, self.out_sorted, model, cached_prompt_fraction)
+        kv_need, cached, steps = plan_requests(pr, self.out_sorted, model, cached_prompt_fraction)
         self.lists = (pr.tolist(), cached.tolist(), steps.tolist(), kv_need.tolist())
         self.inverse = np.empty_like(self.order)
         self.inverse[self.order] = np.arange(len(self.order))
@@ -268,59 +269,6 @@ class PreparedRequests:
         if run is None:
             return None
         return _result(arrivals, self.prompt, self.output, run, self.inverse)
-
-
-def _check_requests(
-    arrivals_s: np.ndarray,
-    prompt_tokens: np.ndarray,
-    output_tokens: np.ndarray,
-    model: EngineModel,
-    cached_prompt_fraction: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validated float64 arrivals and int64 lengths; every request must fit alone in KV."""
-    arrivals = np.asarray(arrivals_s, dtype=np.float64).ravel()
-    prompt = np.asarray(prompt_tokens).astype(np.int64).ravel()
-    output = np.asarray(output_tokens).astype(np.int64).ravel()
-    if not (len(arrivals) == len(prompt) == len(output)) or len(arrivals) == 0:
-        raise BadInput(
-            f"{len(arrivals)} arrivals, {len(prompt)} prompt lengths, {len(output)} output lengths.",
-            "Each request needs one of each, and there must be at least one request.",
-            "Pass arrays of the same non-zero length.",
-        )
-    if not np.all(np.isfinite(arrivals)):
-        raise BadInput("Arrival times contain NaN or infinity.", "Times must be finite.", "Clean the trace.")
-    if prompt.min() < 1 or output.min() < 1:
-        raise BadInput(
-            "A request has fewer than one prompt or output token.",
-            "Every request reads at least one token and produces at least one.",
-            "Clip lengths to >= 1 (sample_lengths does).",
-        )
-    if not 0.0 <= cached_prompt_fraction <= 1.0:
-        raise BadInput(
-            f"cached_prompt_fraction = {cached_prompt_fraction}.",
-            "It is a fraction.",
-            "Pass a value in [0, 1].",
-        )
-    biggest = int(
-        ((prompt + output + model.block_tokens - 1) // model.block_tokens).max() * model.block_tokens
-    )
-    if biggest > model.kv_capacity_tokens:
-        raise BadInput(
-            f"A request needs {biggest} KV tokens but the replica holds {model.kv_capacity_tokens}.",
-            "A request that cannot fit alone would block the FCFS queue forever.",
-            "Cap prompt + output lengths (max_ in sample_lengths) or give the replica more KV memory.",
-        )
-    return arrivals, prompt, output
-
-
-def _plan_requests(
-    pr: np.ndarray, out: np.ndarray, model: EngineModel, cached_prompt_fraction: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per request (arrival order): KV tokens reserved, prompt tokens cached, decode steps."""
-    kv_need = -(-(pr + out) // model.block_tokens) * model.block_tokens
-    cached = np.minimum(np.floor(cached_prompt_fraction * pr).astype(np.int64), pr - 1)
-    steps = np.maximum(np.ceil((out - 1) / model.spec_tokens_per_step - 1e-9), 0).astype(np.int64)
-    return kv_need, cached, steps
 
 
 @dataclass

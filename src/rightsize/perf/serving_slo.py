@@ -16,11 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rightsize.perf.serving_requests import check_requests, plan_requests
 from rightsize.perf.serving_sim import (
     EngineModel,
     SimResult,
-    _check_requests,
-    _plan_requests,
     _result,
     _run_engine,
 )
@@ -101,12 +100,12 @@ def simulate_meets(
     """`meets(simulate(...), check)`, stopping the run as soon as enough requests have missed
     an SLO that the verdict cannot change (a capacity search spends half its runs above
     capacity, where queues, and misses, build early)."""
-    arrivals, prompt, output = _check_requests(
+    arrivals, prompt, output = check_requests(
         arrivals_s, prompt_tokens, output_tokens, model, cached_prompt_fraction
     )
     order = np.argsort(arrivals, kind="stable")
     arr, pr, out = arrivals[order], prompt[order], output[order]
-    kv_need, cached, steps = _plan_requests(pr, out, model, cached_prompt_fraction)
+    kv_need, cached, steps = plan_requests(pr, out, model, cached_prompt_fraction)
     stop = SloStop.of(check, out)
     run = _run_engine(
         arr.tolist(), pr.tolist(), cached.tolist(), steps.tolist(), kv_need.tolist(), model, stop
