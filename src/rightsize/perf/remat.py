@@ -222,13 +222,24 @@ def searched_policies(
     on a coherent host link (`COHERENT_HOST_LINK_BYTES_PER_S`) Megatron-Core's layer offload,
     fewest layers first, when `offload` is asked for.
 
-    The search does not try layer offload unless asked (`offload`, default off): measured on
-    2026-11-25, choosing it moved GB300 Llama 3 70B FP8 from -21.8% to +2.0% (the recipe
-    offloads 20 layers; the search picked 20) but the GB200 rows from -2..-13% to +14..+28%
-    (their copies hide fully behind a per-layer compute that the model already reads too fast
-    on GB200: GB200 and GB300 layers time within 3% while published GB300 throughput is 24%
-    higher). Until the GB200 compute is right, the planner keeps recompute there, and a spec
-    names `training.recompute: layer_offload_Nof8` to plan (and export, NeMo) the offload."""
+    The search does not try layer offload unless asked (`offload`, default off). Measured on
+    2026-11-25 (integ2): asking for it moves GB300 Llama 3 70B FP8 from -21.8% to +2.0% but the
+    GB200 70B FP8 rows from -6.9%/-5.7% to +21.4%/+23.0% and the GB200 405B 128-GPU row from
+    -2.3% to +28.2%: Blackwell family median 6.9% -> 9.0%, worst 21.8% -> 28.2%; held-out
+    GB200 70B -12.7% -> +13.7%. The gap is not GB200's GEMM rate: the catalog's dense peaks
+    (GB200 = GB300 = 2.5 PF BF16 / 5 PF FP8, NVL72 datasheets) and GB200's measured MAMF hold,
+    and the published same-layout 8B rows give GB200/B200 = 1.03-1.045 against a modelled 1.058.
+    It is the offload itself. Megatron-Bridge's recipes (scripts/performance/configs/llama/
+    llama3_workload_base_configs.py, LLAMA3_70B_PRETRAIN_CONFIG_*_FP8_CS_V2) offload 40 of 80
+    layers on GB200 (186 GB HBM), 20 on GB300 (279 GB), 5 on B200; the model (a) finds the
+    40-layer layout 0.8% over GB200's usable memory (171.5 vs 170.2 GiB) and picks 50, and (b)
+    spreads an offloaded layer's copy over every layer of the stage, so each layer copies 5/8
+    of a stack (10.5 ms over 225 GB/s NVLink-C2C) under an 11.5 ms forward, all hidden, where
+    Megatron-Core copies a whole layer's stack (16.7 ms) behind one layer's forward. Charging
+    the exposure per offloaded layer (tried, not kept: perf.layer) moves GB200 70B to +13.5%
+    and GB300 to -1.2%, still worse than recompute on the family. Until both are modelled, the
+    planner keeps recompute, and a spec names `training.recompute: layer_offload_Nof8` to plan
+    (and export, NeMo) the offload."""
     if vendor == "google":
         return SEARCHED_JAX
     extra: tuple[str, ...] = ("moe_act",) if moe else ()
