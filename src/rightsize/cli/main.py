@@ -74,6 +74,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     check_outputs(args, [*(args.csv or []), *(getattr(args, "kernels", None) or [])])
     paths = [Path(p) for p in args.csv] if args.csv else bundled_paths()
+    if getattr(args, "all", False):  # every bundled set
+        for name in ("holdout", "mechanisms", "more", "families", "engines"):
+            setattr(args, name, True)
     if args.holdout:
         paths += bundled_paths(holdout=True)
     if getattr(args, "mechanisms", False):
@@ -188,6 +191,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp = add("validate", "prediction error against published runs", FORMATS)
     sp.add_argument("csv", nargs="*", help="CSV files of cases (default: the bundled published runs)")
     sp.add_argument("--holdout", action="store_true", help="also check the held-out published runs")
+    sp.add_argument(
+        "--all",
+        action="store_true",
+        help="check every bundled set: public, held-out, families, more, engines and mechanisms",
+    )
     sp.add_argument(
         "--mechanisms",
         action="store_true",
