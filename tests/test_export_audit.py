@@ -49,6 +49,7 @@ from typing import Any
 
 import pytest
 import yaml
+from engine_tables import TYPES, parser_from_rows
 
 import rightsize.api as api
 from rightsize.catalog import get_accelerator, get_node
@@ -277,34 +278,7 @@ def _render(plan: dict[str, Any], target: str, fw: str, engine: str | None, labe
 
 # --- argument tables of the pinned releases, as argparse parsers ------------------------------------
 
-_TYPES = {"int": int, "float": float, "str": str}
 
-
-def _parser_from_rows(rows: list[dict[str, Any]]) -> argparse.ArgumentParser:
-    """Engine tables (tests/data/engine_args): the parser the engine builds."""
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    for r in rows:
-        flags, action = r["flags"], r.get("action", "_StoreAction")
-        if action == "_HelpAction":
-            continue
-        if action in ("_StoreTrueAction", "_StoreFalseAction") or r.get("flag"):
-            p.add_argument(*flags, dest=r.get("dest"), action="store_true")
-        elif action == "_AppendAction":
-            p.add_argument(*flags, dest=r["dest"], action="append", nargs=r["nargs"])
-        elif action == "BooleanOptionalAction":
-            p.add_argument(flags[0], dest=r["dest"], action=argparse.BooleanOptionalAction)
-        else:
-            typ = _TYPES.get(r.get("type") or "str", str)
-            kw: dict[str, Any] = {"type": typ}
-            if r.get("choices"):
-                kw["choices"] = [typ(c) if c != "None" else c for c in r["choices"]]
-            if r.get("nargs") not in (None, 0):
-                kw["nargs"] = r["nargs"]
-            p.add_argument(*flags, dest=r.get("dest"), **kw)
-    return p
-
-
-@cache
 def _parser(name: str) -> argparse.ArgumentParser:
     if name == "megatron":
         flags = json.loads((DATA / "megatron_core_v0.13.0_arguments.json").read_text())["flags"]
@@ -313,7 +287,7 @@ def _parser(name: str) -> argparse.ArgumentParser:
             if not s["value"]:
                 p.add_argument(flag, action="store_true")
                 continue
-            kw: dict[str, Any] = {"type": _TYPES.get(s.get("type") or "str", str)}
+            kw: dict[str, Any] = {"type": TYPES.get(s.get("type") or "str", str)}
             if s.get("choices"):
                 kw["choices"] = [kw["type"](c) for c in s["choices"]]
             if s.get("nargs"):
@@ -321,7 +295,7 @@ def _parser(name: str) -> argparse.ArgumentParser:
             p.add_argument(flag, **kw)
         return p
     doc = json.loads((DATA / "engine_args" / name).read_text())
-    return _parser_from_rows(doc.get("arguments") or doc["options"])
+    return parser_from_rows(doc.get("arguments") or doc["options"])
 
 
 def _parse(name: str, words: list[str]) -> str | None:

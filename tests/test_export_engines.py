@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
+from engine_tables import parser_from_rows
 
 from rightsize.errors import BadInput
 from rightsize.export import render_files
@@ -38,7 +39,6 @@ from test_export_kubernetes import _by_kind  # noqa: E402
 ARGS = Path(__file__).parent / "data" / "engine_args"
 MODEL = "meta-llama/Meta-Llama-3-70B-Instruct"
 AMD_NODE = "mi300x-platform"
-_TYPES = {"int": int, "float": float, "str": str}
 
 
 @cache
@@ -48,34 +48,10 @@ def _table(name: str) -> dict[str, Any]:
     return doc
 
 
-def _parser(rows: list[dict[str, Any]]) -> argparse.ArgumentParser:
-    """An argparse parser with the engine's flags, types, choices and arities."""
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    for r in rows:
-        flags, action = r["flags"], r.get("action", "_StoreAction")
-        if action == "_HelpAction":
-            continue
-        if action in ("_StoreTrueAction", "_StoreFalseAction") or r.get("flag"):
-            p.add_argument(*flags, dest=r.get("dest"), action="store_true")
-        elif action == "_AppendAction":
-            p.add_argument(*flags, dest=r["dest"], action="append", nargs=r["nargs"])
-        elif action == "BooleanOptionalAction":
-            p.add_argument(flags[0], dest=r["dest"], action=argparse.BooleanOptionalAction)
-        else:
-            typ = _TYPES.get(r.get("type") or "str", str)
-            kw: dict[str, Any] = {"type": typ}
-            if r.get("choices"):
-                kw["choices"] = [typ(c) if c != "None" else c for c in r["choices"]]
-            if r.get("nargs") not in (None, 0):
-                kw["nargs"] = r["nargs"]
-            p.add_argument(*flags, dest=r.get("dest"), **kw)
-    return p
-
-
 def _parse(table: str, words: list[str]) -> argparse.Namespace:
     rows = _table(table)["arguments" if "arguments" in _table(table) else "options"]
     try:
-        ns, extra = _parser(rows).parse_known_args(words)
+        ns, extra = parser_from_rows(rows).parse_known_args(words)
     except argparse.ArgumentError as err:  # a wrong type or a value outside the choices
         raise AssertionError(f"{table} rejects {words}: {err}") from err
     assert not extra, f"{table} does not know {extra}"

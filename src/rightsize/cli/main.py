@@ -75,7 +75,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     check_outputs(args, [*(args.csv or []), *(getattr(args, "kernels", None) or [])])
     paths = [Path(p) for p in args.csv] if args.csv else bundled_paths()
     if getattr(args, "all", False):  # every bundled set
-        for name in ("holdout", "mechanisms", "more", "families", "engines"):
+        for name in _VALIDATE_SETS:
             setattr(args, name, True)
     if args.holdout:
         paths += bundled_paths(holdout=True)
@@ -145,6 +145,30 @@ _PRICES_HELP = (
 )
 
 
+# `rightsize validate`: the bundled sets beyond the public rows, each its own flag (--all: every one).
+_VALIDATE_SETS = {
+    "holdout": "also check the held-out published runs",
+    "all": "check every bundled set: public, held-out, families, more, engines and mechanisms",
+    "mechanisms": "also check single serving mechanisms against their published figures (speculative acceptance)",
+    "families": "also check the per-family published runs (TPU, Gaudi, Trainium, ROCm, Blackwell)",
+    "more": "also check more published training runs (MoE pre-training, torchtitan 2025), reported as their own set",
+    "engines": "also check the engine-release serving runs (TensorRT-LLM v0.6.1 / v0.8.0 tables: serving_public.csv)",
+}
+
+
+def _validate_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("csv", nargs="*", help="CSV files of cases (default: the bundled published runs)")
+    for name, help_ in _VALIDATE_SETS.items():
+        sp.add_argument(f"--{name}", action="store_true", help=help_)
+    sp.add_argument(
+        "--kernels",
+        metavar="FILE",
+        action="append",
+        help="measured kernel table (from `rightsize profile kernels`) for serving rows on its accelerator; repeatable",
+    )
+    sp.set_defaults(func=cmd_validate)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; given the `command` a line names, other commands' modules stay unloaded."""
     p = argparse.ArgumentParser(
@@ -188,41 +212,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--calibration", metavar="FILE", help="calibration file from `rightsize calibrate`")
     sp.add_argument("--prices", metavar="FILE", help=_PRICES_HELP)
     sp.set_defaults(func=lambda a: cmd_plan(a, estimate=True))
-    sp = add("validate", "prediction error against published runs", FORMATS)
-    sp.add_argument("csv", nargs="*", help="CSV files of cases (default: the bundled published runs)")
-    sp.add_argument("--holdout", action="store_true", help="also check the held-out published runs")
-    sp.add_argument(
-        "--all",
-        action="store_true",
-        help="check every bundled set: public, held-out, families, more, engines and mechanisms",
-    )
-    sp.add_argument(
-        "--mechanisms",
-        action="store_true",
-        help="also check single serving mechanisms against their published figures (speculative acceptance)",
-    )
-    sp.add_argument(
-        "--families",
-        action="store_true",
-        help="also check the per-family published runs (TPU, Gaudi, Trainium, ROCm, Blackwell)",
-    )
-    sp.add_argument(
-        "--more",
-        action="store_true",
-        help="also check more published training runs (MoE pre-training, torchtitan 2025), reported as their own set",
-    )
-    sp.add_argument(
-        "--engines",
-        action="store_true",
-        help="also check the engine-release serving runs (TensorRT-LLM v0.6.1 / v0.8.0 tables: serving_public.csv)",
-    )
-    sp.add_argument(
-        "--kernels",
-        metavar="FILE",
-        action="append",
-        help="measured kernel table (from `rightsize profile kernels`) for serving rows on its accelerator; repeatable",
-    )
-    sp.set_defaults(func=cmd_validate)
+    _validate_options(add("validate", "prediction error against published runs", FORMATS))
     add("catalog", "list accelerators and node types with their sourced figures").set_defaults(
         func=cmd_catalog
     )

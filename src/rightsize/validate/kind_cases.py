@@ -85,16 +85,21 @@ class KindCase:
         return ms / 1e3 if ms is not None and self.scenario == "server" else OFFLINE_BOUND_S
 
 
-def read_kind_cases(path: Path, metrics: tuple[str, ...]) -> list[KindCase] | None:
-    """The cases of a vision or recommendation CSV (its metric column holds one of `metrics`),
-    or None when the file is not one (it is left to the LLM readers)."""
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a validation CSV, read with the size cap; a clear error for a broken file."""
     text = read_text_capped(
         path, "the validation file", MAX_BYTES, "Give the path of a CSV of published runs."
     )
     try:
-        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        return list(csv.DictReader(io.StringIO(text, newline="")))
     except csv.Error as exc:
         raise BadInput(f"Cannot read validation file '{path}'.", str(exc), "Give a UTF-8 CSV file.") from None
+
+
+def read_kind_cases(path: Path, metrics: tuple[str, ...]) -> list[KindCase] | None:
+    """The cases of a vision or recommendation CSV (its metric column holds one of `metrics`),
+    or None when the file is not one (it is left to the LLM readers)."""
+    rows = read_csv_rows(path)
     if not rows or not all(r.get("metric") in metrics for r in rows):
         return None
     missing = [c for c in COMMON_COLUMNS if c not in rows[0]]

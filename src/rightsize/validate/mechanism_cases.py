@@ -20,8 +20,6 @@ test the independent, position-blind acceptance the formula assumes.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -31,10 +29,9 @@ from rightsize.errors import BadInput
 from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_lora import LoraReplica
 from rightsize.perf.serving_specdec import tokens_per_step
-from rightsize.safe_read import read_text_capped
 from rightsize.spec.presets import get_preset
 from rightsize.validate.cases import published_value
-from rightsize.validate.kind_cases import KindCase, Prediction
+from rightsize.validate.kind_cases import KindCase, Prediction, read_csv_rows
 
 MAX_BYTES = 4 * 2**20
 BUNDLED = "serving_mechanisms.csv"
@@ -90,13 +87,7 @@ def bundled_path() -> Path:
 
 def mechanism_cases(path: Path) -> list[KindCase] | None:
     """The cases of a mechanism CSV (one with a `mechanism` column), or None for another file."""
-    text = read_text_capped(
-        path, "the validation file", MAX_BYTES, "Give the path of a CSV of published runs."
-    )
-    try:
-        rows = list(csv.DictReader(io.StringIO(text, newline="")))
-    except csv.Error as exc:
-        raise BadInput(f"Cannot read validation file '{path}'.", str(exc), "Give a UTF-8 CSV file.") from None
+    rows = read_csv_rows(path)
     if not rows or "mechanism" not in rows[0]:
         return None
     missing = [c for c in REQUIRED_COLUMNS if c not in rows[0]]
