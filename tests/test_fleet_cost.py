@@ -61,7 +61,11 @@ def test_one_copy_of_a_shared_spec_is_stored_pooled(tmp_path: Path) -> None:
 @settings(deadline=None, max_examples=50)
 @given(st.floats(0.0, 50.0), st.floats(0.0, 50.0))
 def test_spares_pool(a: float, b: float) -> None:
-    assert spare_nodes(a + b) <= spare_nodes(a) + spare_nodes(b)
+    # Pooling two repair queues needs at most one spare more than keeping them apart: Poisson
+    # quantiles are not subadditive at small rates (two pools at 0.008 expected down each
+    # need none apart, one together: e^-0.016 < 99%), and never by more than one (grid-checked
+    # over 0-50 expected down).
+    assert spare_nodes(a + b) <= spare_nodes(a) + spare_nodes(b) + 1
     assert spare_nodes(a) >= spare_nodes(0.0) == 0
     k = spare_nodes(a)
     if a > 0:  # the smallest count that covers SPARE_CONFIDENCE of the time

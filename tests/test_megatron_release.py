@@ -197,9 +197,9 @@ def _interleaved_check(args: argparse.Namespace, config: Any, micro: int) -> Non
 
 def run_release(argv: list[str], env: dict[str, str], world_size: int, capability: tuple[int, int]) -> Any:
     """pretrain_gpt.py's start on rank 0, through the release's own code; the parsed args."""
+    a = release()  # first: it skips (or fails, when required) without megatron-core
     from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator
 
-    a = release()
     job_env = {**env, "RANK": "0", "WORLD_SIZE": str(world_size)}
     out = io.StringIO()
     with _job(["pretrain_gpt.py", *argv], job_env, capability), contextlib.redirect_stdout(out):
