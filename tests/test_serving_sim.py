@@ -11,14 +11,8 @@ import numpy as np
 import pytest
 
 from rightsize.errors import BadInput
-from rightsize.perf.serving_sim import (
-    EngineModel,
-    SimResult,
-    closed_loop_fixed_batch,
-    iterations_to_reach,
-    offline_max_throughput,
-    simulate,
-)
+from rightsize.perf.serving_scenarios import closed_loop_fixed_batch, offline_max_throughput
+from rightsize.perf.serving_sim import EngineModel, SimResult, iterations_to_reach, simulate
 from rightsize.perf.traffic import arrival_times, lognormal_params, sample_lengths
 
 # Round numbers so hand computations are easy to read.

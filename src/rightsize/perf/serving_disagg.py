@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rightsize.perf.serving_sim import EngineModel, SimResult, simulate
+from rightsize.perf.serving_sim import EngineModel, SimResult, result_from_times, simulate
 
 
 @dataclass(frozen=True)
@@ -102,23 +102,14 @@ def _combined(
     prompt: np.ndarray,
     output: np.ndarray,
 ) -> SimResult:
-    ttft, e2e = first - arr, done - arr
-    tpot = np.full(len(arr), np.nan)
-    multi = output > 1
-    tpot[multi] = (e2e[multi] - ttft[multi]) / (output[multi] - 1)
-    duration = float(done.max() - arr.min())
-    return SimResult(
-        arrival_s=arr,
-        start_s=start,
-        ttft_s=ttft,
-        tpot_s=tpot,
-        e2e_s=e2e,
-        prompt_tokens=prompt,
-        output_tokens=output,
-        duration_s=duration,
-        output_tokens_per_s=float(output.sum()) / duration,
-        input_tokens_per_s=float(prompt.sum()) / duration,
-        mean_batch=float(np.sum(done - start)) / duration,
+    return result_from_times(
+        arr,
+        start,
+        first,
+        done,
+        prompt,
+        output,
+        busy_seq_s=float(np.sum(done - start)),
         mean_decode_batch=float("nan"),  # per pool; not one engine's figure
         max_queue=0,
         iterations=0,

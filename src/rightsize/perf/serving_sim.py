@@ -526,9 +526,36 @@ def _result(
     arrivals: np.ndarray, prompt: np.ndarray, output: np.ndarray, run: _Run, inverse: np.ndarray
 ) -> SimResult:
     """Per-request metrics in the caller's order, and the aggregates."""
-    start = np.asarray(run.start_s)[inverse]
-    first = np.asarray(run.first_token_s)[inverse]
-    done = np.asarray(run.done_s)[inverse]
+    return result_from_times(
+        arrivals,
+        np.asarray(run.start_s)[inverse],
+        np.asarray(run.first_token_s)[inverse],
+        np.asarray(run.done_s)[inverse],
+        prompt,
+        output,
+        busy_seq_s=run.busy_seq_s,
+        mean_decode_batch=run.decode_seq_iterations / max(run.iterations, 1),
+        max_queue=run.max_queue,
+        iterations=run.iterations,
+    )
+
+
+def result_from_times(
+    arrivals: np.ndarray,
+    start: np.ndarray,
+    first: np.ndarray,
+    done: np.ndarray,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    *,
+    busy_seq_s: float,
+    mean_decode_batch: float,
+    max_queue: int,
+    iterations: int,
+) -> SimResult:
+    """A `SimResult` from per-request times (arrival, admission, first token, last token):
+    TTFT, TPOT over the tokens after the first, e2e and the throughputs; `busy_seq_s` is the
+    integral of admitted sequences over time (the mean batch times the duration)."""
     ttft = first - arrivals
     e2e = done - arrivals
     multi = output > 1
@@ -546,33 +573,8 @@ def _result(
         duration_s=duration,
         output_tokens_per_s=float(output.sum()) / duration,
         input_tokens_per_s=float(prompt.sum()) / duration,
-        mean_batch=run.busy_seq_s / duration,
-        mean_decode_batch=run.decode_seq_iterations / max(run.iterations, 1),
-        max_queue=run.max_queue,
-        iterations=run.iterations,
+        mean_batch=busy_seq_s / duration,
+        mean_decode_batch=mean_decode_batch,
+        max_queue=max_queue,
+        iterations=iterations,
     )
-
-
-def closed_loop_fixed_batch(
-    batch: int, prompt: int, output: int, model: EngineModel
-) -> tuple[float, float, float]:
-    """(mean TTFT s, mean TPOT s, output tokens/s) for `batch` identical requests that all
-    arrive at t = 0 and run to completion: one wave of fixed concurrent streams, the
-    setting of latency-vs-batch tables (vLLM `benchmark_latency`, TensorRT-LLM's
-    throughput tables). With chunked prefill the prompts trickle in over several
-    iterations, so TTFT is a mean; a batch beyond max_batch or KV capacity queues. TPOT is
-    NaN for one-token outputs.
-    """
-    if batch < 1:
-        raise BadInput(f"batch = {batch}.", "At least one stream is needed.", "Pass batch >= 1.")
-    res = simulate(np.zeros(batch), np.full(batch, prompt), np.full(batch, output), model)
-    tpot = float(np.mean(res.tpot_s)) if output > 1 else math.nan
-    return float(np.mean(res.ttft_s)), tpot, res.output_tokens_per_s
-
-
-def offline_max_throughput(n: int, prompt: int, output: int, model: EngineModel) -> float:
-    """Output tokens/s when `n` identical requests all arrive at t = 0 and the engine fills
-    its batch and KV memory (offline batch inference; vLLM `benchmark_throughput`)."""
-    if n < 1:
-        raise BadInput(f"n = {n}.", "At least one request is needed.", "Pass n >= 1.")
-    return simulate(np.zeros(n), np.full(n, prompt), np.full(n, output), model).output_tokens_per_s
