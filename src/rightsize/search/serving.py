@@ -127,6 +127,38 @@ def replica_capacity(
     return capacity_rps(ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=start)
 
 
+class _Passed(Exception):
+    """The first passing run of a search that asks only whether any rate meets the SLOs."""
+
+
+class _UntilPass(ReplicaRuns):
+    """A replica's runs that end its capacity search at the first run that passes."""
+
+    def passes(self, rate: float) -> bool:
+        if super().passes(rate):
+            raise _Passed
+        return False
+
+
+def _dropped_for_price(spec: InferenceSpec, rep: Replica) -> bool:
+    """Whether the plan drops this option for want of a price whatever its capacity: ranked
+    by cost (`keep_priced`), with no facility power cap (which counts every option)."""
+    return (
+        spec.targets.objective == "cost"
+        and spec.infrastructure.facility.power_cap_w is None
+        and replica_cost_usd_per_hour(rep.hw.accelerator_id, gpus_of(rep)) is None
+    )
+
+
+def _meets_at_some_rate(rep: Replica, spec: InferenceSpec, wl: Workload) -> bool:
+    """Whether `replica_capacity` (without pruning) finds a capacity above 0: its own runs, in
+    its order, up to the first that passes (from there its answer is a passing rate)."""
+    try:
+        return replica_capacity(rep, spec, wl, None, _UntilPass(rep, spec, wl)) > 0
+    except _Passed:
+        return True
+
+
 def _beats(
     spec: InferenceSpec, rep: Replica, node_id: str, design: float, best: float
 ) -> Callable[[float], bool] | None:
@@ -275,9 +307,16 @@ def _evaluate_bounded(
     design: float,
     rejected: list[tuple[str, str]],
     reps: Replicas,
+    unpriced: set[str],
 ) -> list[ServingCandidate]:
     """The candidates worth simulating, cheapest bound first: each replica's SLO capacity
-    and the replicas the design rate needs."""
+    and the replicas the design rate needs.
+
+    Ranked by cost (and no facility power cap, which counts every option), an accelerator
+    without a price is dropped whatever its options' capacities (`keep_priced`): of those
+    only whether some rate meets the SLOs shows in the plan, so its options are searched
+    only up to their first passing run and not built; the accelerators that have one join
+    `unpriced`."""
     tgt, pol = spec.targets, margins_of(spec)
     options.sort(key=lambda o: o[0])
     evaluated: list[ServingCandidate] = []
@@ -287,6 +326,12 @@ def _evaluate_bounded(
         # Branch and bound: an option whose roofline lower bound cannot beat its own
         # accelerator's best is skipped; each accelerator keeps its best for the report.
         if spec.targets.objective == "cost" and bound > best_of.get(acc_id, math.inf):
+            continue
+        if _dropped_for_price(spec, rep):
+            if _meets_at_some_rate(rep, spec, wl):
+                unpriced.add(acc_id)
+            else:
+                rejected.append((acc_id, f"tp{tp}: even a trickle of requests misses the SLOs"))
             continue
         runs = ReplicaRuns(rep, spec, wl)
         cap = replica_capacity(
@@ -341,8 +386,9 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
             _smallest_fit_hint(spec, ids),
         )
     reps: Replicas = {}  # the replica each candidate was simulated on, by id(candidate)
-    evaluated = _evaluate_bounded(options, spec, wl, design, rejected, reps)
-    if not evaluated:
+    unpriced: set[str] = set()  # unpriced accelerators with an option that meets the SLOs (not built)
+    evaluated = _evaluate_bounded(options, spec, wl, design, rejected, reps, unpriced)
+    if not evaluated and not unpriced:
         raise Infeasible(
             "No configuration meets the SLOs at any load.",
             "Every allowed accelerator and tensor-parallel degree misses an SLO even with one request at a time.",
@@ -350,8 +396,10 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         )
     evaluated = under_power_cap(evaluated, lambda c: c.gpus, lambda c: get_node(c.node), spec, assumptions)
     if spec.targets.objective == "cost":
-        evaluated, unpriced = keep_priced(evaluated, lambda c: c.cost_usd_per_hour, lambda c: c.accelerator)
-        rejected.extend((a, no_price_reason(a)) for a in unpriced)
+        evaluated, dropped = keep_priced(
+            evaluated, lambda c: c.cost_usd_per_hour, lambda c: c.accelerator, unpriced
+        )
+        rejected.extend((a, no_price_reason(a)) for a in dropped)
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
     _report(best, spec, REPORT_REQUESTS, reps)
