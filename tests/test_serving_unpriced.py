@@ -76,3 +76,27 @@ def test_nothing_priced_gives_the_full_evaluations_error(monkeypatch: pytest.Mon
         errors.append(str(err.value))
     assert errors[0] == errors[1]
     assert "h20" in errors[0]
+
+
+@pytest.mark.parametrize("passes_above_trickle", [True, False])
+def test_a_failing_trickle_still_runs_the_search_until_a_pass(
+    passes_above_trickle: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where meeting the SLOs is not monotone in the rate (here: the trickle fails, higher
+    rates pass), the answer is the capacity search's, not the trickle's alone."""
+    from rightsize.catalog import get_accelerator, node_for
+    from rightsize.perf.inference import Replica
+    from rightsize.search.serving_engine import workload
+
+    spec = _spec(["h100-sxm"], slo={"ttft": "300ms"})
+    rep = Replica.build(spec.model, get_accelerator("h100-sxm"), node_for("h100-sxm"), 1, "bf16", "bf16")
+    wl = workload(spec, 300)
+    tried: list[float] = []
+
+    def fake(self: Any, rate: float) -> bool:
+        tried.append(rate)
+        return passes_above_trickle and rate > min(tried)  # the first run is the trickle's
+
+    monkeypatch.setattr(serving.ReplicaRuns, "passes", fake)
+    assert serving._meets_at_some_rate(rep, spec, wl) is passes_above_trickle
+    assert (serving.replica_capacity(rep, spec, wl) > 0) is passes_above_trickle

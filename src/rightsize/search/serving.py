@@ -61,6 +61,7 @@ class ReplicaRuns:
         self.models, self.spec, self.wl = EngineModels(rep, spec), spec, wl
         self.check = slo_check(spec)
         self._ready: tuple[PreparedRequests, SloStop] | None = None
+        self._verdicts: dict[float, bool] = {}  # `passes` by rate: a run is deterministic
 
     def _prepared(self, model: EngineModel) -> tuple[PreparedRequests, SloStop]:
         if self._ready is None:
@@ -80,10 +81,22 @@ class ReplicaRuns:
 
     def passes(self, rate: float) -> bool:
         """Whether the replica meets every SLO at `rate` (the run stops once it cannot)."""
-        model = self.models.at(self.wl, rate)
-        req, stop = self._prepared(model)
-        res = req.run_at(rate, model, stop)
-        return res is not None and meets(res, self.check)
+        if rate not in self._verdicts:
+            model = self.models.at(self.wl, rate)
+            req, stop = self._prepared(model)
+            res = req.run_at(rate, model, stop)
+            self._verdicts[rate] = res is not None and meets(res, self.check)
+        return self._verdicts[rate]
+
+
+def _bracket(rep: Replica, wl: Workload, models: EngineModels) -> tuple[float, float] | None:
+    """The capacity search's rates: a trickle (1/1000 of the roofline rate) and the roofline
+    rate x 1.05 (None: no throughput at all)."""
+    upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
+    if upper <= 0:
+        return None
+    upper *= models.tokens_per_step  # the roofline counts one token per step; speculation yields more
+    return upper * 1e-3, upper * 1.05
 
 
 def replica_capacity(
@@ -105,13 +118,12 @@ def replica_capacity(
     returned if it fails: the option's capacity is then below it, whatever it is exactly.
     `runs`: the replica's runs on `wl`, when the caller keeps them for more runs.
     """
-    upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
-    if upper <= 0:
-        return 0.0
     runs = runs or ReplicaRuns(rep, spec, wl)
     models = runs.models
-    upper *= models.tokens_per_step  # the roofline counts one token per step; speculation yields more
-    lo, hi = upper * 1e-3, upper * 1.05
+    bracket = _bracket(rep, wl, models)
+    if bracket is None:
+        return 0.0
+    lo, hi = bracket
     ok = runs.passes
 
     known = None
@@ -151,10 +163,18 @@ def _dropped_for_price(spec: InferenceSpec, rep: Replica) -> bool:
 
 
 def _meets_at_some_rate(rep: Replica, spec: InferenceSpec, wl: Workload) -> bool:
-    """Whether `replica_capacity` (without pruning) finds a capacity above 0: its own runs, in
-    its order, up to the first that passes (from there its answer is a passing rate)."""
+    """Whether `replica_capacity` (without pruning) finds a capacity above 0. A passing
+    trickle (leaf 0) settles it: the search's answer is then at least leaf 0 (it ends there
+    when everything above fails). A failing trickle almost always means that nothing passes,
+    but where meeting the SLOs is not monotone in the rate the search may still pass higher:
+    then its own runs, in its order, up to the first that passes (from there its answer is a
+    passing rate), the trickle's run remembered."""
+    runs = _UntilPass(rep, spec, wl)
+    bracket = _bracket(rep, wl, runs.models)
     try:
-        return replica_capacity(rep, spec, wl, None, _UntilPass(rep, spec, wl)) > 0
+        if bracket is not None:
+            runs.passes(leaf_rate(*bracket, BISECTION_STEPS, 0))
+        return replica_capacity(rep, spec, wl, None, runs) > 0
     except _Passed:
         return True
 
