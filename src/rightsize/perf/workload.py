@@ -115,8 +115,9 @@ class TrainWorkload:
 
     @property
     def moe_dispatch_bytes_per_element(self) -> float:
-        """Bytes per element of the forward MoE dispatch on the wire: 16 bit, or fp8 with one fp32
-        scale per 128 values (DeepSeek-V3 report sec. 3.3: 1x128 tiles) after an fp8 quantisation."""
+        """Bytes per element of the forward MoE dispatch on the wire: 16 bit, or fp8 plus its scales
+        after an fp8 quantisation: one fp32 per 128 values (DeepSeek-V3 report sec. 3.3, 1x128
+        tiles), the same 1/32 byte per value as MXFP8's one E8M0 per 32."""
         return 1.0 + 4.0 / 128.0 if self.fp8_dispatch else 2.0
 
     @property
