@@ -315,12 +315,14 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     cast_bytes: float | np.ndarray = 0.0
     if w.precision in CAST_BYTES_PER_ELEMENT:
         # The forward inputs of the four GEMMs: QKV and MLP-up read h, out-projection a d / t,
-        # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT). A MoE layer quantises each token's
-        # MLP input once, before the dispatch sends its k copies (DeepSeek-V3 report, sec. 3.3:
-        # activations quantised before the MoE up-projections, then dispatched in fp8), but each
-        # routed copy's down-projection input is its own tensor: `_mlp_copies` of f / t.
+        # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT). A MoE token's routed copies are each
+        # quantised where they arrive (Megatron-Core dispatches in 16 bit, moe_dispatch_fwd_dtype
+        # 'bf16'; token_dispatcher.py: "recv_tokens dies after FC1 quantizes it"), shared experts
+        # read it once; each copy's down-projection input is its own: `_mlp_copies` of f / t.
         cast = cast_bytes_per_element(w)[0]
-        mlp_in = h + _mlp_copies(w, cfg) * f / cfg.tp
+        copies = _mlp_copies(w, cfg)  # (a token quantised before an fp8 dispatch: once)
+        up_in = 1.0 if w.fp8_dispatch else copies - max(arch.shared_experts - 1, 0)
+        mlp_in = up_in * h + copies * f / cfg.tp
         cast_bytes = cast * (h + arch.heads * arch.head_dim / cfg.tp + mlp_in)
     return hidden_bytes + act_bytes + rope_bytes + cast_bytes
 
@@ -544,11 +546,12 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 
     # Expert parallel: dispatch and combine all-to-alls of the routed tokens.
     if moe:
-        copies = arch.experts_per_token
-        ep_f = 2.0 * coll.moe_dispatch_s(moe_dispatch_bytes(w, cfg), cfg.ep, cfg.tp * cfg.cp, hw, copies)
+        nbytes, grp, k = moe_dispatch_bytes(w, cfg), cfg.tp * cfg.cp, arch.experts_per_token
+        ep_b = 2.0 * coll.moe_dispatch_s(nbytes, cfg.ep, grp, hw, k)  # gradients travel in 16 bit
+        wire = nbytes * w.moe_dispatch_bytes_per_element / ACT_BYTES  # the forward dispatch's
+        ep_f = 0.5 * ep_b + coll.moe_dispatch_s(wire, cfg.ep, grp, hw, k)
     else:
-        ep_f = np.zeros_like(tp_f)
-    ep_b = ep_f
+        ep_f = ep_b = np.zeros_like(tp_f)
 
     gemm_f = attn_proj_f + mlp_f + lora_f
     gemm_b = attn_proj_b + mlp_b + lora_b
