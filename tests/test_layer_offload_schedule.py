@@ -142,3 +142,41 @@ def test_rounding_to_every_layer_cannot_fit() -> None:
     mem = train_step(w, _cfg(["layer_offload_7of8", "layer_offload_4of8"]), catalog_hw("gb200")).memory
     assert np.isinf(mem.activations[0]) and not bool(mem.fits[0])
     assert np.isfinite(mem.activations[1])
+
+
+def test_a_plan_that_offloads_says_so_and_how_much_goes_to_host() -> None:
+    """A spec naming layer offload plans it on GB200 and the plan's memory table shows what
+    leaves the device (the NeMo export and the Megatron-LM refusal: test_layer_offload)."""
+    from pathlib import Path
+
+    from rightsize.report.plan_doc import training_document
+    from rightsize.sizing.pipeline import run_pipeline
+    from rightsize.spec.load import parse_spec
+
+    spec = parse_spec(
+        {
+            "name": "gb200-70b-offload",
+            "model": "llama3-70b",
+            "training": {"seq_len": 8192, "global_batch": 256, "train_tokens": "1T", "precision": "fp8"},
+            "targets": {"accelerators": ["gb200"], "gpus": 64},
+            "parallel": {
+                "tp": 1,
+                "pp": 1,
+                "cp": 1,
+                "micro_batch": 2,
+                "zero_stage": 3,
+                "recompute": "layer_offload_5of8",
+            },
+        },
+        Path("."),
+    )
+    plan = run_pipeline(spec)
+    assert plan.best.parallel["recompute"] == "layer_offload_5of8"
+    host = plan.best.memory["host_offload_bytes"]
+    # 50 of 80 layers' stacks of one micro-batch (2 x 8192 tokens) leave the device
+    w, cfg = _w(), _cfg(["none"])
+    stack = activation_bytes_per_token_layer(w, cfg)[0] * 2 * 8192
+    assert host == pytest.approx(50 * stack, rel=1e-9)
+    memory = next(s for s in training_document(plan).sections if s.id == "memory")
+    rows = {r[0]: r[1] for r in memory.tables[0].rows}
+    assert "in host memory (offloaded)" in rows
