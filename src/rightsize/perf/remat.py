@@ -232,17 +232,19 @@ def searched_policies(
     -> 9.0%, worst 21.8% -> 28.2%. The copies are not what is missing: TE offloads layer i when
     layer i+1 starts and waits for it only at layer L-k+i, on one stream, so Megatron-Bridge's
     GB200 recipes (40 of 80 layers for 70B, each stack 3.8 GB copying in 1.45 layer forwards at
-    NVLink-C2C's 225 GB/s; 95 of 126 for 405B in the 25.09 perf_matrix, 0.9 forwards) hide
+    NVLink-C2C's 225 GB/s; 95 of 126 for 405B TP2 in the 25.09 perf_matrix, about one forward) hide
     every copy, as the older TE handler (a window of L/k layers per copy) does too: no TE
     version copies a whole stack behind one layer's forward. Nor is memory: the recipe's
     40-layer GB200 layout reads 171.5 GiB against 170.2 usable, 11.7 GiB of it the loss's
     logits at perf.memory's 6 bytes per entry, where the recipes' TE fused cross entropy
     (cross_entropy_fusion_impl "te"; TE 2.7-2.12 write the gradient into the bf16 logits, 2
     bytes) would leave it fitting; the step time is the same at 40 or 50 layers, all hidden.
-    What the offload rows expose is the GB200 step itself: with nothing recomputed GB200 reads
-    +9% to +17% (8B; 70B MXFP8 +16.6%) where GB300 reads -22% to +1%, and full recompute's
-    cost had been hiding it. Until that is found, the planner keeps recompute, and a spec names
-    `training.recompute: layer_offload_Nof8` to plan (and export, NeMo) the offload."""
+    What the offload rows expose is the GB200 step itself: in the same Megatron-Bridge tables
+    GB200 reads 6 to 26 points faster, against its published figure, than GB300 does on the
+    paired row (70B MXFP8 +16.6% vs +0.8%, 405B FP8 -0.4% vs -13.5%, DeepSeek-V3 +12.6% vs
+    +6.6%, Qwen3 30B +33.8% vs +20.0%), and full recompute's cost had been hiding it on the
+    FSDP rows. Until that is found, the planner keeps recompute, and a spec names
+    `parallel.recompute: layer_offload_Nof8` to plan (and export, NeMo) the offload."""
     if vendor == "google":
         return SEARCHED_JAX
     extra: tuple[str, ...] = ("moe_act",) if moe else ()
