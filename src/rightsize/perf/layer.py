@@ -493,21 +493,6 @@ def _recompute_s(
     return np.where(r["tp_comm"][code] > 0, full, named)
 
 
-# Offloaded activations leave in the forward and return in the backward as asynchronous
-# copies (JAX's pinned-host offload, Megatron's CPU activation offloading) overlapped with the
-# layer's compute; what the copy exceeds the compute by is exposed.
-def _offload_exposed(
-    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, compute: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) exposed seconds of one layer's activation offload."""
-    from rightsize.perf.memory import offloaded_bytes_per_token_layer  # memory imports this module
-
-    rows = cfg.micro_batch * w.seq_len / cfg.cp
-    copy_s = rows * offloaded_bytes_per_token_layer(w, cfg) / hw.host_link_bytes_per_s
-    fwd, bwd = compute
-    return np.maximum(copy_s - fwd, 0.0), np.maximum(copy_s - bwd, 0.0)
-
-
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
     """Times of one dense (moe=False) or mixture-of-experts layer."""
     arch = w.arch
@@ -560,7 +545,9 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw
     recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f), full)
-    offload_f, offload_b = _offload_exposed(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
+    from rightsize.perf.offload_time import offload_exposed_s  # it imports perf.memory, which imports this
+
+    offload_f, offload_b = offload_exposed_s(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
     ew_f, ew_b = ew_f + offload_f, ew_b + offload_b
     return LayerTimes(
         gemm_fwd=gemm_f,

@@ -336,7 +336,7 @@ def lookup_time(
     passes = TRAIN_ROW_PASSES if training else 1.0
     lk = placement.lookups_per_sample
     hbm_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction * datapipe.tier("hbm_gather_fraction")
-    host_bw = datapipe.host_link_bytes_per_s(hw.accelerator_id) * datapipe.tier("host_gather_fraction")
+    host_bw = hw.host_link_bytes_per_s * datapipe.tier("host_gather_fraction")  # catalog efficiency.yaml
     iops = datapipe.tier("ssd_read_iops_per_drive") * datapipe.tier("ssd_drives_per_gpu")
     ssd_bw = datapipe.tier("ssd_read_bytes_per_s_per_drive") * datapipe.tier("ssd_drives_per_gpu")
     hbm_s = samples_per_gpu * lk["hbm"] * row * passes / hbm_bw

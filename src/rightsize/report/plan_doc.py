@@ -82,6 +82,8 @@ def _memory_section(plan: TrainingPlan) -> Section:
     sec = Section("memory", "Memory per GPU", brief=True)
     rows = [[label, units.gib(c.memory.get(k, 0.0))] for k, label in _MEM_LABELS.items()]
     rows.append(["total", f"{units.gib(c.memory['total_bytes'])} of {units.gib(c.memory['capacity_bytes'])}"])
+    if c.memory.get("host_offload_bytes", 0.0) > 0:  # offload policies: what leaves the device
+        rows.append(["in host memory (offloaded)", units.gib(c.memory["host_offload_bytes"])])
     sec.tables.append(Table(["part", "GiB"], rows, "memory per GPU"))
     devices: list[tuple[str, Candidate]] = [(f"chosen: {c.accelerator}", c)]
     if plan.runner_up_layout:
