@@ -141,3 +141,20 @@ def test_ranges_join_the_model_error_of_the_other_rows(result: dict) -> None:
     assert target["p10"] <= eff["p10"] and target["p90"] >= eff["p90"]
     # nominal 80%: the joined ranges hold about that share of the published figures
     assert 0.6 <= result["summary"]["images_per_s"]["coverage_p10_p90"] <= 1.0
+
+
+def test_few_other_rows_widen_the_range_by_students_t(result: dict) -> None:
+    """sigma_m comes from n residuals: the new row's error over it is t with n degrees of
+    freedom, wider than the normal for few rows (recsys has 5 others, vision 14)."""
+    import math
+
+    from rightsize.validate.kind_cases import Z90, t90
+
+    assert t90(5) == pytest.approx(1.4759, abs=1e-3)  # t-table, 90th percentile, 5 dof
+    assert t90(14) == pytest.approx(1.3450, abs=1e-3)
+    assert t90(0) == 0.0 and t90(5000) == Z90
+    for r in result["rows"]:
+        eff, n = r["efficiency_range"], sum(1 for o in result["rows"] if o["metric"] == r["metric"]) - 1
+        sigma_e = math.log(eff["p90"] / eff["p10"]) / (2 * Z90)
+        spread = math.hypot(Z90 * sigma_e, t90(n) * r["model_sigma"])
+        assert r["p90"] == pytest.approx(eff["p50"] * math.exp(spread)), r["id"]
