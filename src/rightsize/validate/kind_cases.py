@@ -131,6 +131,32 @@ def range_of_rate(hw: Hardware, unit_time_of: Callable[[Hardware], float], rate:
     return {q: float(m[q]) for q in ("p10", "p50", "p90")}
 
 
+# (spec, hardware) -> (batch, units/s one engine serves at full load, p99 latency), or None
+Capacity = Callable[[Any, Hardware], tuple[int, float, float] | None]
+
+
+def served_rate(
+    spec: Any, hw: Hardware, capacity_of: Capacity, where: str
+) -> tuple[int, float, float, dict[str, float]]:
+    """(batch, rate, p99 latency, P10/P50/P90 of the rate) of one inference engine at full load,
+    for either kind: the batch its planner picks (`capacity_of`), and the range of the rate with
+    that batch held (the plans' uncertainty model); a clear error when no batch meets the bound."""
+    from rightsize.errors import Infeasible
+
+    found = capacity_of(spec, hw)
+    if found is None:
+        raise Infeasible(f"No batch of {spec.arch.title} on {where} meets the row's bound.")
+    batch, rate, latency = found
+    inf = spec.inference
+    held = spec.model_copy(update={"inference": inf.model_copy(update={"batch": batch})})
+
+    def unit_time_of(h: Hardware) -> float:
+        got = capacity_of(held, h)
+        return 1.0 / got[1] if got else math.inf
+
+    return batch, rate, latency, range_of_rate(hw, unit_time_of, rate)
+
+
 def _with_model_error(rows: list[dict[str, Any]]) -> None:
     """Each predicted row's P10-P90: the efficiency spread of the plans' uncertainty model
     combined with the model's own error on the other rows of its metric (leave-one-out: a row
