@@ -295,12 +295,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         "train on fewer samples",
         explain,
     )
-    best, alternatives, deadline, options = (
-        ranked.best,
-        ranked.alternatives,
-        ranked.deadline_s,
-        ranked.options,
-    )
+    best, deadline = ranked.best, ranked.deadline_s
     samples = (t.samples or m.train_samples or 0.0) * t.epochs
     demand = _training_demand(spec, best, calibration)
     return RecsysPlan(
@@ -309,7 +304,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         mode="training",
         objective=objective,
         best=best,
-        alternatives=alternatives,
+        alternatives=ranked.alternatives,
         rejected=rejected,
         assumptions=assumptions,
         tables=_table_summary(spec, row_b),
@@ -320,7 +315,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
             "global_batch": t.global_batch,
         },
         demand=demand,
-        extra=training_extra(options, best, bare, margin),
+        extra=training_extra(ranked.options, best, bare, margin),
     )
 
 

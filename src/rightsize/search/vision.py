@@ -260,12 +260,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         "train fewer epochs",
         explain,
     )
-    best, alternatives, deadline, options = (
-        ranked.best,
-        ranked.alternatives,
-        ranked.deadline_s,
-        ranked.options,
-    )
+    best, deadline = ranked.best, ranked.deadline_s
     node = node_for(best.accelerator)
     pipeline = {
         "mean_image_bytes": image_bytes,
@@ -282,14 +277,14 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         mode="training",
         objective=objective,
         best=best,
-        alternatives=alternatives,
+        alternatives=ranked.alternatives,
         rejected=rejected,
         assumptions=assumptions,
         counts=counts,
         pipeline=pipeline,
         targets={"deadline_s": deadline, "gpus": tgt.gpus, "images": t.images, "epochs": t.epochs},
         demand=demand,
-        extra=training_extra(options, best, bare, margin),
+        extra=training_extra(ranked.options, best, bare, margin),
     )
 
 
