@@ -47,6 +47,20 @@ def test_table_bytes_by_hand() -> None:
     assert table_bytes(DLRM.total_rows, 128, "fp32") == pytest.approx(104.54e9, rel=1e-4)
 
 
+def test_gathered_rows_cost_whole_sectors() -> None:
+    """HBM is read in 32-byte sectors: packed int8 rows of 128 + 8 B start at offsets 0, 8, 16
+    and 24 of a sector and each touches 5 sectors (160 B); 256 and 512 B rows cost their size."""
+    from rightsize.perf.recsys import fetched_row_bytes
+
+    assert fetched_row_bytes(row_bytes(128, "int8")) == 160.0
+    assert fetched_row_bytes(row_bytes(128, "fp16")) == 256.0
+    assert fetched_row_bytes(row_bytes(128, "fp32")) == 512.0
+    # 72 B rows (gcd 8): offsets 0, 8, 16, 24 touch 3, 3, 3 and 3 sectors
+    assert fetched_row_bytes(72.0) == 96.0
+    # 20 B rows (gcd 4): of the 8 offsets, 0-12 stay in one sector and 16-28 straddle two
+    assert fetched_row_bytes(20.0) == pytest.approx(32.0 * (4 * 1 + 4 * 2) / 8)
+
+
 def test_dense_params_by_hand() -> None:
     bottom = 13 * 512 + 512 + 512 * 256 + 256 + 256 * 128 + 128
     x0 = 27 * 128  # 26 pooled embeddings + the bottom MLP's output
