@@ -102,7 +102,7 @@ def test_llm_files_are_left_to_their_readers() -> None:
     training = DATA / "training.csv"
     assert kind_cases(training) is None and kind_rows(training) is None
     assert case_count(training) > 0
-    assert case_count(DATA / "vision.csv") == 20
+    assert case_count(DATA / "vision.csv") == 22
 
 
 def test_bad_files_are_refused(tmp_path: Path) -> None:
