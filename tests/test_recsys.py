@@ -202,3 +202,26 @@ def test_registered_and_examples_load() -> None:
     for name in ("dlrm-criteo-serving.yaml", "dlrm-criteo-train.yaml"):
         spec = load_spec(EXAMPLES / name)
         assert isinstance(spec, RecsysSpec) and spec.kind == "recommendation"
+
+
+def test_training_lookups_read_and_write_the_optimizer_state() -> None:
+    """A training step's fused backward reads and writes each looked-up row (3 passes with the
+    forward read) and its optimizer state (2 passes): exact Adagrad, as the MLPerf reference runs
+    it, keeps one fp32 per element, as large as an fp32 row."""
+    from rightsize.perf import datapipe
+    from rightsize.perf.recsys import TRAIN_ROW_PASSES, TRAIN_STATE_PASSES, lookup_time, state_bytes_per_row
+
+    assert DLRM.optimizer == "adagrad"
+    row = row_bytes(128, "fp32")
+    state = state_bytes_per_row(128, DLRM.optimizer)
+    assert state == row == 512
+    pl = place_tables([1e6], [10.0], row + state, 1, 1e12, 0.0)
+    acc = get_accelerator("h100-sxm")
+    hw = Hardware.from_catalog(acc, node_for(acc.id), "bf16")
+    bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction * datapipe.tier("hbm_gather_fraction")
+    train = lookup_time(pl, hw, 1000.0, row, training=True, state_row=state)
+    assert train.hbm_s == pytest.approx(
+        1000 * 10 * (TRAIN_ROW_PASSES * row + TRAIN_STATE_PASSES * state) / bw
+    )
+    serve = lookup_time(pl, hw, 1000.0, row, training=False, state_row=state)
+    assert serve.hbm_s == pytest.approx(1000 * 10 * row / bw)

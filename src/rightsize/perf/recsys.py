@@ -11,7 +11,8 @@ Embeddings (per table: rows x dim x bytes per element, + optimizer state per row
 - A lookup reads one row (dim x bytes); from HBM, the whole 32-byte sectors the row touches
   (an int8 row of 128 + 8 B costs 160 B). Time per tier = rows x bytes / (bandwidth x gather
   efficiency); SSD costs one 4 KB read per row at the drive's IOPS. Training's fused backward
-  and optimizer read and write each row again (3 passes). Tiers are paid in series (cache probe,
+  and optimizer read and write each row again (3 passes) and its optimizer state (2 passes of
+  the state: exact Adagrad keeps one fp32 per element, row-wise Adagrad one per row). Tiers are paid in series (cache probe,
   then misses).
 - Sharding: table- and column-wise sharding send every sample's pooled embeddings from the GPU
   owning the table to the GPU owning the sample: an all-to-all of a per-GPU buffer of
@@ -58,7 +59,8 @@ SSD_READ_BYTES_PER_ROW = 4096.0  # one 4 KB page per row
 # transactions that cover them (NVIDIA CUDA C++ Best Practices Guide, "Coalesced Access to
 # Global Memory", compute capability 6.0 and later).
 SECTOR_BYTES = 32.0
-TRAIN_ROW_PASSES = 3.0  # forward read; fused backward + optimizer: read row (and state), write row
+TRAIN_ROW_PASSES = 3.0  # forward read; fused backward + optimizer: read row, write row
+TRAIN_STATE_PASSES = 2.0  # the fused optimizer reads and writes the row's state (Adagrad's accumulator)
 WORKSPACE_BYTES = 1.0 * GiB
 DENSE_TRAIN_BYTES_PER_PARAM = 12.0
 # Training's elementwise kernels: forward read + write, backward twice that.
@@ -347,17 +349,25 @@ class LookupTime:
 
 
 def lookup_time(
-    placement: Placement, hw: Hardware, samples_per_gpu: float, row: float, training: bool
+    placement: Placement,
+    hw: Hardware,
+    samples_per_gpu: float,
+    row: float,
+    training: bool,
+    state_row: float = 0.0,
 ) -> LookupTime:
-    """Time one GPU spends reading its share of embedding rows for `samples_per_gpu` samples."""
+    """Time one GPU spends reading its share of embedding rows for `samples_per_gpu` samples;
+    training also reads and writes each looked-up row's optimizer state (`state_row` bytes)."""
     passes = TRAIN_ROW_PASSES if training else 1.0
+    state_passes = TRAIN_STATE_PASSES if training else 0.0
     lk = placement.lookups_per_sample
     hbm_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction * datapipe.tier("hbm_gather_fraction")
     host_bw = datapipe.host_link_bytes_per_s(hw.accelerator_id) * datapipe.tier("host_gather_fraction")
     iops = datapipe.tier("ssd_read_iops_per_drive") * datapipe.tier("ssd_drives_per_gpu")
     ssd_bw = datapipe.tier("ssd_read_bytes_per_s_per_drive") * datapipe.tier("ssd_drives_per_gpu")
-    hbm_s = samples_per_gpu * lk["hbm"] * fetched_row_bytes(row) * passes / hbm_bw
-    host_s = samples_per_gpu * lk["host"] * row * passes / host_bw
+    hbm_row = fetched_row_bytes(row) * passes + fetched_row_bytes(state_row) * state_passes
+    hbm_s = samples_per_gpu * lk["hbm"] * hbm_row / hbm_bw
+    host_s = samples_per_gpu * lk["host"] * (row * passes + state_row * state_passes) / host_bw
     ssd_rows = samples_per_gpu * lk["ssd"] * passes
     ssd_s = max(ssd_rows / iops, ssd_rows * SSD_READ_BYTES_PER_ROW / ssd_bw)
     latency = datapipe.tier("hbm_access_latency_s")

@@ -151,7 +151,10 @@ def _train_option(
         / node.gpus_per_node
     )
     pl = place_tables(rows, pooling, stored_row, gpus, budget, host_total, emb.sharding, emb.cache_hit_rate)
-    look = lookup_time(pl, hw, local, row_bytes(m.embedding_dim, emb.precision), training=True)
+    state = state_bytes_per_row(m.embedding_dim, m.optimizer)
+    look = lookup_time(
+        pl, hw, local, row_bytes(m.embedding_dim, emb.precision), training=True, state_row=state
+    )
     comm = embedding_comm(m, pl, hw, batch, act, training=True)
     dense = dense_time_s(m, hw, local, act, training=True)
     ar = dense_allreduce_s(m, hw, gpus)
