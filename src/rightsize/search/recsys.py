@@ -285,7 +285,8 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         f"Sample stored as 4-byte values: {_sample_bytes(m):.0f} B (label, {m.dense_features} dense, "
         f"{m.lookups_per_sample:g} indices).",
         f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
-        "and written once per step.",
+        f"and written once per step, and its {state_bytes_per_row(m.embedding_dim, m.optimizer):.0f} B of "
+        "optimizer state read and written once.",
     ]
     bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
     ranked = rank_training(
