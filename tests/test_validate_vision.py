@@ -97,6 +97,17 @@ def test_mechanisms_the_rows_show(result: dict) -> None:
     # DLRMv2 samples are 270 pairs each: the model's pairs/s divided by 270.
     dl = by_id["mlperf-inf-v4.0-dlrmv2-h100x1-offline"]
     assert dl["chosen"]["batch_pairs"] == 600_000
+    # A Server row's batch is its engine's largest: the planner picks up to it.
+    assert by_id["mlperf-inf-v4.0-rn50-dell-h100x8-server"]["chosen"]["batch"] <= 391
+    assert by_id["mlperf-inf-v4.0-dlrmv2-h100x1-server"]["chosen"]["batch_pairs"] <= 102_400
+
+
+def test_capped_batches() -> None:
+    from rightsize.search.job_common import capped_batches
+
+    assert capped_batches([1, 2, 4, 8, 16], 6) == [1, 2, 4, 6]
+    assert capped_batches([1, 2, 4], None) == [1, 2, 4]
+    assert capped_batches([1, 2, 4], 2) == [1, 2]
 
 
 def test_llm_files_are_left_to_their_readers() -> None:

@@ -42,6 +42,7 @@ from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
     allowed_hardware,
     batch_notes,
+    capped_batches,
     gpu_counts,
     meets_latency,
     rank_serving,
@@ -387,14 +388,21 @@ def _serve_option(
 
 
 def serving_capacity(
-    spec: RecsysSpec, acc: Accelerator, node: NodeType, hw: Hardware, gpus_per_replica: int = 1
+    spec: RecsysSpec,
+    acc: Accelerator,
+    node: NodeType,
+    hw: Hardware,
+    gpus_per_replica: int = 1,
+    max_batch: int | None = None,
 ) -> tuple[int, float, float] | None:
     """(batch, samples/s one GPU serves at full load, p99 latency) at the batch that serves most
-    within the spec's bound (or at its fixed batch); None when no batch meets it."""
+    within the spec's bound (or at its fixed batch), among batches up to `max_batch` (an engine
+    built for that largest batch); None when no batch meets it."""
     inf = spec.inference
     assert inf is not None
     best: tuple[int, float, float] | None = None
-    for batch in serve_batches(inf.batch, [q * inf.samples_per_query for q in BATCH_QUERIES]):
+    candidates = serve_batches(inf.batch, [q * inf.samples_per_query for q in BATCH_QUERIES])
+    for batch in capped_batches(candidates, max_batch):
         o = _serve_option(spec, acc, node, hw, gpus_per_replica, batch, 1.0)
         if isinstance(o, str) or o.latency_p99_s is None:
             continue

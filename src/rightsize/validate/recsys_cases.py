@@ -55,9 +55,6 @@ def _spec(case: KindCase) -> RecsysSpec:
         },
         "targets": {"accelerators": [case.text("accelerator")], "gpus_per_replica": 1},
     }
-    if case.scenario == "server" and case.batch:
-        # The engine's largest batch under the bound: the planner picks among batches up to it.
-        data["inference"]["batch"] = None
     spec = parse_spec(data, Path("."))
     assert isinstance(spec, RecsysSpec)
     return spec
@@ -86,8 +83,10 @@ def predict_recsys(case: KindCase) -> Prediction:
     acc = get_accelerator(case.text("accelerator"))
     node = node_for(acc.id)
     hw = calibrated_hardware(acc, node, inf.precision, None)
+    # A Server row's batch is the engine's largest: the planner picks among batches up to it.
+    cap = case.batch if case.scenario == "server" else None
     batch, pairs_per_s, latency, rng = served_rate(
-        spec, hw, lambda s, h: serving_capacity(s, acc, node, h), f"one {acc.id}"
+        spec, hw, lambda s, h: serving_capacity(s, acc, node, h, max_batch=cap), f"one {acc.id}"
     )
     per_sample, g = inf.samples_per_query, case.gpus
     return pairs_per_s / per_sample * g, {

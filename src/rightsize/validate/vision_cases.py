@@ -77,8 +77,10 @@ def predict_vision(case: KindCase) -> Prediction:
     assert inf is not None
     acc = get_accelerator(case.text("accelerator"))
     hw = calibrated_hardware(acc, node_for(acc.id), inf.precision, None)
+    # A Server row's batch is the engine's largest: the planner picks among batches up to it.
+    cap = case.batch if case.scenario == "server" else None
     batch, rate, latency, rng = served_rate(
-        spec, hw, lambda s, h: serving_capacity(s, acc.id, h), f"one {acc.id}"
+        spec, hw, lambda s, h: serving_capacity(s, acc.id, h, max_batch=cap), f"one {acc.id}"
     )
     return rate * case.gpus, {
         "gpus": case.gpus,
