@@ -152,9 +152,11 @@ def test_serving_cost_objective_never_picks_an_unpriced_accelerator() -> None:
 
 
 def test_a_user_price_makes_an_unpriced_accelerator_eligible() -> None:
-    p = plan(_with(SERVE, prices={"h800-sxm": {"on_demand_usd_per_gpu_hour": 1.0}}))
+    # A user's per-GPU price is billed on whole nodes (8 GPUs at $0.5 = $4/h), which must beat the
+    # cheapest H100 shape in the catalog (1 x p5.4xlarge, $6.88/h) for the H800 to win on cost.
+    p = plan(_with(SERVE, prices={"h800-sxm": {"on_demand_usd_per_gpu_hour": 0.5}}))
     assert p.best.accelerator == "h800-sxm"
-    assert p.best.cost_usd_per_hour == pytest.approx(1.0 * p.sizing.cost.gpus_billed, rel=0.01)  # + storage
+    assert p.best.cost_usd_per_hour == pytest.approx(0.5 * p.sizing.cost.gpus_billed, rel=0.01)  # + storage
 
 
 def test_training_rejects_an_unpriced_gpu_for_its_real_reason() -> None:

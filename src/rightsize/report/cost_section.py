@@ -63,7 +63,7 @@ def _summary(cost: dict[str, Any], per: str) -> Table:
     summary = [
         ["deployment", str(cost.get("deployment", "-"))],
         ["accelerator", f"{cost.get('accelerator', '-')} in {cost.get('node', '-')} nodes"],
-        ["GPUs billed (whole nodes)", f"{billed:,}" if isinstance(billed, int) else "-"],
+        ["GPUs billed (whole instances)", f"{billed:,}" if isinstance(billed, int) else "-"],
         ["GPUs used", f"{used:,}" if isinstance(used, int) else "-"],
         ["schedule", str(cost.get("schedule", "-"))],
     ]

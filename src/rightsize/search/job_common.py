@@ -130,7 +130,7 @@ def run_figures(
         goodput=gp.goodput,
         time_to_train_s=ttt,
         gpu_hours=gpus * ttt / HOUR_S,
-        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S,
+        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node, acc_id) * ttt / HOUR_S,
         cost_usd=hourly * ttt / HOUR_S if hourly is not None else None,
         whole_run=parts.as_dict(),
     )

@@ -356,7 +356,7 @@ def _serve_option(
     capacity = util * batch / service
     replicas = max(1, math.ceil(design_sps / capacity))
     gpus = replicas * g
-    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node)
+    hourly = billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node, g)
     return RecsysOption(
         accelerator=acc.id,
         node=node.id,

@@ -195,12 +195,12 @@ def _beats(
     ):
         return None
     per_node, gpus, util = get_node(node_id).gpus_per_node, gpus_of(rep), margins_of(spec).utilisation_target
-    if billed_cost_usd_per_hour(acc_id, gpus, per_node) is None:
+    if billed_cost_usd_per_hour(acc_id, gpus, per_node, gpus) is None:
         return None
 
     def cheaper(cap: float) -> bool:
         replicas = max(1, math.ceil(design / (cap * util)))
-        cost = billed_cost_usd_per_hour(acc_id, replicas * gpus, per_node)
+        cost = billed_cost_usd_per_hour(acc_id, replicas * gpus, per_node, gpus)
         return cost is not None and cost < best
 
     return cheaper
@@ -549,9 +549,10 @@ def _candidate(
 
 def _costs(c: ServingCandidate, rep: Replica, spec: InferenceSpec, res: SimResult, design: float) -> None:
     c.output_tokens_per_s = res.output_tokens_per_s * c.replicas
-    hourly = billed_cost_usd_per_hour(rep.hw.accelerator_id, c.gpus, get_node(c.node).gpus_per_node)
+    per_node = get_node(c.node).gpus_per_node
+    hourly = billed_cost_usd_per_hour(rep.hw.accelerator_id, c.gpus, per_node, gpus_of(rep))
     if hourly is not None:
-        c.cost_usd_per_hour = hourly  # whole nodes: the replicas' GPUs rounded up to nodes
+        c.cost_usd_per_hour = hourly  # whole instances: the cheapest shapes that hold each replica
         # the hour's bill over the hour's work actually served (the average rate, not the design rate)
         rps, out_tps = llm_served(spec, c.output_tokens_per_s)
         c.cost_usd_per_m_output_tokens = per_million(hourly, out_tps * 3600)

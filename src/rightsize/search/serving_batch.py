@@ -57,7 +57,7 @@ def _batch_candidate(
         nodes_per_replica=layout.nodes,
         layout=layout,
     )
-    hourly = billed_cost_usd_per_hour(acc_id, c.gpus, node.gpus_per_node)
+    hourly = billed_cost_usd_per_hour(acc_id, c.gpus, node.gpus_per_node, c.gpus // max(c.replicas, 1))
     if hourly is not None:
         c.cost_usd_per_hour = hourly
         rps, out_tps = llm_served(spec, c.output_tokens_per_s)  # flat out: the engine's own rate

@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from rightsize.catalog.billing import Billing, bill
 from rightsize.catalog.prices import cloud_price
 from rightsize.catalog.providers import why_unpriced
 from rightsize.errors import BadInput
@@ -74,14 +75,32 @@ def replica_cost_usd_per_hour(accelerator: str, gpus: int) -> float | None:
     return None if rate is None else rate * gpus
 
 
-def billed_gpus(gpus: int, gpus_per_node: int) -> int:
-    """GPUs paid for: instances and servers come whole, so a job pays for every GPU of its nodes."""
-    return math.ceil(gpus / gpus_per_node) * gpus_per_node
+def billing(
+    accelerator: str, gpus: int, gpus_per_node: int, gpus_per_replica: int | None = None
+) -> Billing | None:
+    """The whole instances `gpus` accelerators are billed on (`catalog.billing`): the cheapest
+    that hold each replica of `gpus_per_replica` (None: one replica of all `gpus`, e.g. a
+    training job); None when the prices in effect have none for the accelerator."""
+    per_replica = gpus if gpus_per_replica is None else gpus_per_replica
+    return bill(accelerator, per_replica, max(1, math.ceil(gpus / max(per_replica, 1))), gpus_per_node)
 
 
-def billed_cost_usd_per_hour(accelerator: str, gpus: int, gpus_per_node: int) -> float | None:
-    """On-demand USD per hour of the whole nodes `gpus` accelerators occupy (None: no price)."""
-    return replica_cost_usd_per_hour(accelerator, billed_gpus(gpus, gpus_per_node))
+def billed_gpus(
+    gpus: int, gpus_per_node: int, accelerator: str | None = None, gpus_per_replica: int | None = None
+) -> int:
+    """GPUs paid for: instances and servers come whole. In the cloud (an `accelerator` with a
+    price) every GPU of the instances billed (`billing`); otherwise, or unpriced, whole nodes."""
+    b = billing(accelerator, gpus, gpus_per_node, gpus_per_replica) if accelerator else None
+    return b.gpus if b is not None else math.ceil(gpus / gpus_per_node) * gpus_per_node
+
+
+def billed_cost_usd_per_hour(
+    accelerator: str, gpus: int, gpus_per_node: int, gpus_per_replica: int | None = None
+) -> float | None:
+    """On-demand USD per hour of the whole instances `gpus` accelerators are billed on (None:
+    no price): the cheapest instance shapes that hold each replica (`billing`)."""
+    b = billing(accelerator, gpus, gpus_per_node, gpus_per_replica)
+    return None if b is None else b.usd_per_hour()
 
 
 def no_price_reason(accelerator: str) -> str:

@@ -155,7 +155,9 @@ def _candidate(
         tokens_per_s_per_gpu=tps_gpu,
         time_to_train_s=ttt,
         gpu_hours=gpus * ttt / HOUR_S if ttt is not None else None,
-        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node) * ttt / HOUR_S if ttt is not None else None,
+        gpu_hours_billed=billed_gpus(gpus, node.gpus_per_node, acc.id) * ttt / HOUR_S
+        if ttt is not None
+        else None,
         reliability=notes,
         cost_usd=_cloud_cost(acc.id, gpus, node.gpus_per_node, ttt),
         risk_factor=risk[0],

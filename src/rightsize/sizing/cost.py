@@ -1,7 +1,9 @@
 """What a plan costs in the cloud and on premises, and the utilisation at which owning pays.
 
-Cloud (USD per GPU-hour derived from the instance prices in ``prices.yaml``; instances are
-rented whole, so the billed GPUs are nodes x GPUs per node). A job runs `run_s` seconds (its goodput-adjusted wall time); a
+Cloud (USD per GPU-hour derived from the instance prices in ``prices.yaml`` and ``shapes.yaml``;
+instances are rented whole, so the billed GPUs are those of the cheapest whole instances that
+hold each replica, `catalog.billing`: a 1-GPU plan on a 1-GPU shape where one is sold, whole
+nodes where none is or a replica spans nodes). A job runs `run_s` seconds (its goodput-adjusted wall time); a
 service runs all month (730 h). Cloud storage (`storage_cloud_usd_per_month`) is added for
 the time it is held.
 
@@ -56,6 +58,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rightsize.catalog.billing import Billing, smaller_shapes
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.prices import (
@@ -78,6 +81,7 @@ from rightsize.catalog.reliability import reliability
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
+from rightsize.search.serving_costs import billing
 from rightsize.sizing.cloud_cost import Work, cloud_options, per_million_of, period_hours, work_of
 from rightsize.sizing.cost_records import CloudOption, CostPlan, OnPremCost
 from rightsize.sizing.spot import SpotSlowdown, daly_wall_factor, plan_spot, spot_slowdown
@@ -174,7 +178,7 @@ def _cloud_options(
     demand: Demand,
     node: NodeType,
     nodes: int,
-    price: Any,
+    billed: Billing,
     work: Any,
     storage_cloud_usd_per_month: float,
     cost: Cost,
@@ -184,7 +188,8 @@ def _cloud_options(
 ) -> dict[str, CloudOption]:
     """The cloud options at `price` (on demand, reserved, spot with its preemption model);
     `timing` is (run, checkpoint interval, restart, cluster MTBF) seconds; what was assumed
-    goes to `notes` and `sources`."""
+    goes to `notes` and `sources`. Priced on `billed`, the instances rented."""
+    price = billed.price
     run_s, checkpoint_interval_s, restart_s, mtbf_s = timing
     rel = reliability()
     per_node_h = (
@@ -216,7 +221,7 @@ def _cloud_options(
         elif spot.spare_nodes:
             sources.append(_src("prices.spot.replacement_s", replacement))
     cloud = cloud_options(
-        price, nodes * node.gpus_per_node, work, storage_cloud_usd_per_month, spot, cost.onprem_utilisation
+        price, billed.gpus, work, storage_cloud_usd_per_month, spot, cost.onprem_utilisation
     )
     _date_prices(cloud, price, notes)
     sources += [_src(f"prices.cloud.{price.accelerator}.{k}", v) for k, v in price.sources.items()]
@@ -313,6 +318,18 @@ def _breakeven(
     return breakeven
 
 
+def _idle_note(billed_gpus: int, used: int, billed: Billing | None) -> str:
+    """Why GPUs are billed beyond those used: whole instances, and which."""
+    if billed is None:
+        return f"{billed_gpus} GPUs billed for {used} used: whole nodes are rented and bought"
+    if billed.whole_nodes:
+        return (
+            f"{billed_gpus} GPUs billed for {used} used: whole nodes are rented ({billed.describe()}); "
+            "no smaller instance shape in the price catalog holds the replicas for less"
+        )
+    return f"{billed_gpus} GPUs billed for {used} used: instances come whole ({billed.describe()})"
+
+
 def size_cost(
     demand: Demand,
     node: NodeType,
@@ -347,12 +364,11 @@ def size_cost(
         )
     if nodes < 1:
         raise BadInput(f"Cannot cost {nodes} nodes.", "A plan needs at least one node.")
-    gpus = nodes * node.gpus_per_node
+    gpus = nodes * node.gpus_per_node  # bought (on premises), and billed when the cloud is unpriced
     work = work_of(demand, run_s)
     notes: list[str] = []
     sources: list[dict[str, Any]] = []
-    if gpus > demand.gpus:
-        notes.append(f"{gpus} GPUs billed for {demand.gpus} used: whole nodes are rented and bought")
+    billed: Billing | None = None
 
     cloud: dict[str, CloudOption] | None = None
     cloud_missing: str | None = None
@@ -365,16 +381,21 @@ def size_cost(
                 raise _asked(deployment, exc) from None
             cloud_missing = exc.message()
         else:
+            billed = billing(demand.accelerator, demand.gpus, node.gpus_per_node, demand.gpus_per_replica)
+            assert billed is not None  # priced: cloud_price found a record
             cloud = _cloud_options(
-                demand, node, nodes, price, work, storage_cloud_usd_per_month, cost,
+                demand, node, nodes, billed, work, storage_cloud_usd_per_month, cost,
                 (run_s, checkpoint_interval_s, restart_s, mtbf_s), notes, sources,
             )  # fmt: skip
-            priced = (
-                price.instance.describe() if price.instance else "per GPU-hour, as given (no instance named)"
-            )
+            priced = billed.describe() if price.instance else "per GPU-hour, as given (no instance named)"
             chosen = choice_note(active_prices(), price.accelerator)
-            if chosen:
+            if chosen and billed.whole_nodes:
                 notes.append(chosen)
+    cloud_gpus = billed.gpus if billed is not None else gpus
+    if cloud_gpus > demand.gpus:
+        notes.append(_idle_note(cloud_gpus, demand.gpus, billed))
+    if billed is not None and gpus > demand.gpus and deployment != "cloud":
+        notes.append(f"{gpus} GPUs bought for {demand.gpus} used on premises: a server is bought whole")
 
     onprem: OnPremCost | None = None
     onprem_missing: str | None = None
@@ -393,7 +414,7 @@ def size_cost(
 
     breakeven: dict[str, float] | None = None
     if cloud is not None and onprem is not None:
-        breakeven = _breakeven(cloud, onprem, storage_cloud_usd_per_month, gpus, notes)
+        breakeven = _breakeven(cloud, onprem, storage_cloud_usd_per_month, cloud_gpus, notes)
 
     return CostPlan(
         deployment=deployment,
@@ -401,7 +422,7 @@ def size_cost(
         node=node.id,
         nodes=nodes,
         gpus_used=demand.gpus,
-        gpus_billed=gpus,
+        gpus_billed=cloud_gpus,
         schedule=work.schedule,
         run_s=run_s,
         runs_per_month=work.runs_per_month,
@@ -416,5 +437,10 @@ def size_cost(
         notes=tuple(notes),
         sources=tuple(sources),
         priced_instance=priced,
-        **period_hours(work, gpus, demand.gpus, storage_cloud_usd_per_month),
+        billed_on_whole_nodes=billed.whole_nodes if billed is not None else True,
+        smaller_shape_holds_replica=any(
+            s.instance is not None and s.instance.gpus >= (demand.gpus_per_replica or demand.gpus)
+            for s in smaller_shapes(demand.accelerator, node.gpus_per_node)
+        ),
+        **period_hours(work, cloud_gpus, demand.gpus, storage_cloud_usd_per_month),
     )

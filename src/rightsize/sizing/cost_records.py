@@ -74,7 +74,7 @@ class CostPlan:
     node: str
     nodes: int
     gpus_used: int
-    gpus_billed: int  # whole nodes
+    gpus_billed: int  # every GPU of the whole instances rented (cloud priced), else of the whole nodes
     schedule: str  # one-off, recurring, continuous
     run_s: float | None
     runs_per_month: float | None
@@ -95,7 +95,11 @@ class CostPlan:
     gpu_hours_billed: float | None = None
     gpu_hours_used: float | None = None
     storage_usd: float | None = None
-    priced_instance: str | None = None  # the billed instance the cloud prices are for
+    priced_instance: str | None = (
+        None  # the instances billed, e.g. "1 x gcp a2-ultragpu-1g (1 GPU) in us-central1"
+    )
+    billed_on_whole_nodes: bool = True  # False: billed on instance shapes smaller than the node
+    smaller_shape_holds_replica: bool = False  # a listed shape smaller than the node holds one replica
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +120,8 @@ class CostPlan:
             "gpu_hours_used": self.gpu_hours_used,
             "storage_usd": self.storage_usd,
             "priced_instance": self.priced_instance,
+            "billed_on_whole_nodes": self.billed_on_whole_nodes,
+            "smaller_shape_holds_replica": self.smaller_shape_holds_replica,
             "cloud": None if self.cloud is None else {k: v.as_dict() for k, v in self.cloud.items()},
             "cloud_unavailable": self.cloud_unavailable,
             "onprem": None if self.onprem is None else self.onprem.as_dict(),

@@ -118,10 +118,15 @@ def unplanned_spare_gpus(v: PlanView) -> Finding | None:
 
 
 def idle_billed_gpus(v: PlanView) -> Finding | None:
-    """Whole nodes are rented and bought: GPUs of the last node the plan pays for and leaves idle."""
+    """Whole nodes are rented and bought: GPUs of the last node the plan pays for and leaves idle.
+    Not when the price catalog lists a smaller instance shape that holds a replica: the plan is
+    then billed on the cheapest shapes already (`catalog.billing`), and any GPUs still idle cost
+    less than the smaller shapes would."""
     cost = v.section("cost")
     billed, used = _num(cost, "gpus_billed"), _num(cost, "gpus_used")
     if v.best is None or billed is None or used is None or billed <= used:
+        return None
+    if cost.get("smaller_shape_holds_replica"):
         return None
     idle = billed - used
     if v.is_job:
