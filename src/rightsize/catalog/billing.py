@@ -98,6 +98,11 @@ class Billing:
         return " + ".join(parts)
 
     @property
+    def main(self) -> Instances:
+        """The kind of instance holding the most GPUs of the bill."""
+        return max(self.instances, key=lambda i: i.gpus * i.count)
+
+    @property
     def price(self) -> CloudPrice:
         """One record per GPU-hour for the whole bill: the instance's own record when one kind is
         rented; else the GPU-weighted mean of each column (sources and spot preemption rate of
@@ -105,7 +110,7 @@ class Billing:
         if len(self.instances) == 1:
             return self.instances[0].price
         gpus = self.gpus
-        main = max(self.instances, key=lambda i: i.gpus * i.count).price
+        main = self.main.price
         per_gpu = {f: (None if (r := self.usd_per_hour(f)) is None else r / gpus) for f in PRICE_FIELDS}
         inst = main.instance
         combo = (

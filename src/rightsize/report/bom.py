@@ -184,8 +184,8 @@ def _reliability_rows(rel: dict[str, Any]) -> list[list[str]]:
 
 def _cost_rows(cost: dict[str, Any]) -> list[list[str]]:
     rows: list[list[str]] = []
-    if cost.get("cloud") and cost.get("priced_instance"):  # what the cloud bill rents (catalog.billing)
-        rows.append(["cloud instances", str(cost["priced_instance"])])
+    if cost.get("cloud") and cost.get("billed_instances"):  # what the cloud bill rents (catalog.billing)
+        rows.append(["cloud instances", str(cost["billed_instances"])])
     per = "run" if cost.get("schedule") == "one-off" else "month"
     for name, opt in (cost.get("cloud") or {}).items():
         v = opt.get(f"usd_per_{per}")

@@ -369,6 +369,7 @@ def size_cost(
     notes: list[str] = []
     sources: list[dict[str, Any]] = []
     billed: Billing | None = None
+    billed_on: str | None = None
 
     cloud: dict[str, CloudOption] | None = None
     cloud_missing: str | None = None
@@ -387,7 +388,9 @@ def size_cost(
                 demand, node, nodes, billed, work, storage_cloud_usd_per_month, cost,
                 (run_s, checkpoint_interval_s, restart_s, mtbf_s), notes, sources,
             )  # fmt: skip
-            priced = billed.describe() if price.instance else "per GPU-hour, as given (no instance named)"
+            inst = billed.main.price.instance
+            priced = inst.describe() if inst else "per GPU-hour, as given (no instance named)"
+            billed_on = billed.describe()
             chosen = choice_note(active_prices(), price.accelerator)
             if chosen and billed.whole_nodes:
                 notes.append(chosen)
@@ -437,6 +440,7 @@ def size_cost(
         notes=tuple(notes),
         sources=tuple(sources),
         priced_instance=priced,
+        billed_instances=billed_on,
         billed_on_whole_nodes=billed.whole_nodes if billed is not None else True,
         smaller_shape_holds_replica=any(
             s.instance is not None and s.instance.gpus >= (demand.gpus_per_replica or demand.gpus)

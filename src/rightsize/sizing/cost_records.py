@@ -95,9 +95,8 @@ class CostPlan:
     gpu_hours_billed: float | None = None
     gpu_hours_used: float | None = None
     storage_usd: float | None = None
-    priced_instance: str | None = (
-        None  # the instances billed, e.g. "1 x gcp a2-ultragpu-1g (1 GPU) in us-central1"
-    )
+    priced_instance: str | None = None  # the billed instance the cloud prices are for (the main kind)
+    billed_instances: str | None = None  # all instances billed: "1 x gcp a2-ultragpu-1g (1 GPU) in ..."
     billed_on_whole_nodes: bool = True  # False: billed on instance shapes smaller than the node
     smaller_shape_holds_replica: bool = False  # a listed shape smaller than the node holds one replica
 
@@ -120,6 +119,7 @@ class CostPlan:
             "gpu_hours_used": self.gpu_hours_used,
             "storage_usd": self.storage_usd,
             "priced_instance": self.priced_instance,
+            "billed_instances": self.billed_instances,
             "billed_on_whole_nodes": self.billed_on_whole_nodes,
             "smaller_shape_holds_replica": self.smaller_shape_holds_replica,
             "cloud": None if self.cloud is None else {k: v.as_dict() for k, v in self.cloud.items()},
