@@ -344,7 +344,7 @@ def _inference_on(
             cpu_cores_per_gpu=SERVING_CPU_CORES_PER_GPU
             + datapipe.video_cpu_cores(design_fps / gpus, "cpu" if decode == "cpu" else "nvdec", pixels),
             input_bound=decode_fps < b / service,
-            cost_usd=billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node),
+            cost_usd=billed_cost_usd_per_hour(acc.id, gpus, node.gpus_per_node, 1),  # 1-GPU replicas
             latency_p99_s=latency,
         )
         key = (opt.objective(objective), latency)
