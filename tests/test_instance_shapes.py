@@ -183,6 +183,8 @@ def test_the_plan_bills_one_a100_on_a_one_gpu_shape(llama_batch1: Any) -> None:
     assert od.usd_per_month / 730 == pytest.approx(p.best.cost_usd_per_hour)
     assert p.best.cost_usd_per_m_output_tokens == pytest.approx(od.usd_per_million_units)
     assert "idle_billed_gpus" not in {f.rule for f in advise(p)}
+    # the plan says what whole nodes would have cost instead
+    assert any(n.startswith("billed on 1 x gcp a2-ultragpu-1g") and "would cost $" in n for n in cost.notes)
 
 
 def test_idle_gpus_are_reported_only_where_no_smaller_shape_exists() -> None:

@@ -318,6 +318,20 @@ def _breakeven(
     return breakeven
 
 
+def _shape_note(billed: Billing, node_price: CloudPrice, nodes: int) -> str:
+    """What a plan billed on instance shapes smaller than its node pays, and what whole nodes would."""
+    whole = node_price.instance_rate(ON_DEMAND)
+    alt = (
+        f"; {nodes} whole {node_price.instance.describe()} would cost ${whole * nodes:,.2f}/h"
+        if whole is not None and node_price.instance is not None
+        else ""
+    )
+    return (
+        f"billed on {billed.describe()}, ${billed.on_demand_usd_per_hour:,.2f}/h on demand: the cheapest whole "
+        f"instances that hold each replica (catalog/data/shapes.yaml){alt}"
+    )
+
+
 def _idle_note(billed_gpus: int, used: int, billed: Billing | None) -> str:
     """Why GPUs are billed beyond those used: whole instances, and which."""
     if billed is None:
@@ -394,6 +408,8 @@ def size_cost(
             chosen = choice_note(active_prices(), price.accelerator)
             if chosen and billed.whole_nodes:
                 notes.append(chosen)
+            elif not billed.whole_nodes:
+                notes.append(_shape_note(billed, price, nodes))
     cloud_gpus = billed.gpus if billed is not None else gpus
     if cloud_gpus > demand.gpus:
         notes.append(_idle_note(cloud_gpus, demand.gpus, billed))
