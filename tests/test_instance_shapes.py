@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from rightsize.advise import advise
 from rightsize.api import plan
@@ -189,5 +190,14 @@ def test_the_plan_bills_one_a100_on_a_one_gpu_shape(llama_batch1: Any) -> None:
 
 def test_idle_gpus_are_reported_only_where_no_smaller_shape_exists() -> None:
     p = plan(ROOT / "examples" / "dlrm-criteo-batch-serving.yaml")  # one H200: no 1-GPU shape
+    assert p.sizing.cost.gpus_billed == 8 and not p.sizing.cost.smaller_shape_holds_replica
+    assert "idle_billed_gpus" in {f.rule for f in advise(p)}
+
+
+def test_on_premises_idle_gpus_are_still_reported() -> None:
+    """A server is bought whole: one A100 owned is a whole 8-GPU node, shapes or not."""
+    spec = yaml.safe_load((ROOT / "examples" / "llama2-7b-batch1.yaml").read_text())
+    spec.setdefault("infrastructure", {}).setdefault("facility", {})["deployment"] = "onprem"
+    p = plan(spec)
     assert p.sizing.cost.gpus_billed == 8 and not p.sizing.cost.smaller_shape_holds_replica
     assert "idle_billed_gpus" in {f.rule for f in advise(p)}

@@ -458,7 +458,8 @@ def size_cost(
         priced_instance=priced,
         billed_instances=billed_on,
         billed_on_whole_nodes=billed.whole_nodes if billed is not None else True,
-        smaller_shape_holds_replica=any(
+        smaller_shape_holds_replica=billed is not None  # rented: on premises a server is bought whole
+        and any(
             s.instance is not None and s.instance.gpus >= (demand.gpus_per_replica or demand.gpus)
             for s in smaller_shapes(demand.accelerator, node.gpus_per_node)
         ),
