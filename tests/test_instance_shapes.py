@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,14 @@ from rightsize.api import plan
 from rightsize.catalog import billing as billing_mod
 from rightsize.catalog.billing import bill
 from rightsize.catalog.loader import CatalogDataError
-from rightsize.catalog.prices import CloudPrice, cheapest, price_basis, prices_in_effect, shipped_prices
+from rightsize.catalog.prices import (
+    CloudPrice,
+    cheapest,
+    price_basis,
+    prices_in_effect,
+    shipped_prices,
+    stale_prices,
+)
 from rightsize.catalog.providers import restrict_providers
 from rightsize.catalog.shapes import node_gpus_by_accelerator, parse_shapes, shapes
 
@@ -201,3 +209,10 @@ def test_on_premises_idle_gpus_are_still_reported() -> None:
     p = plan(spec)
     assert p.sizing.cost.gpus_billed == 8 and not p.sizing.cost.smaller_shape_holds_replica
     assert "idle_billed_gpus" in {f.rule for f in advise(p)}
+
+
+def test_the_maintainers_stale_list_covers_shapes() -> None:
+    stale = dict(stale_prices(today=date(2026, 11, 26)))
+    key = "shapes.a100-sxm-80gb[gcp a2-ultragpu-1g].on_demand_usd_per_instance_hour"
+    assert stale[key].as_of == "2025-03"  # 20 months old on that day: re-check it
+    assert not [k for k, _ in stale_prices(today=date(2025, 4, 1)) if k.startswith("shapes.")]

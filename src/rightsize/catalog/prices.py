@@ -594,6 +594,6 @@ def stale_note(figure: Sourced, today: date | None = None) -> str | None:
 def stale_prices(table: PriceTable | None = None, today: date | None = None) -> list[tuple[str, Sourced]]:
     """Every price in the table older than `STALE_AFTER_MONTHS`, as (YAML key, figure): what a
     maintainer refreshing ``prices.yaml`` re-checks first (`catalog.stale`)."""
-    from rightsize.catalog.stale import stale_figures
+    from rightsize.catalog.stale import stale_figures, stale_shapes  # shapes.yaml too, for the shipped table
 
-    return stale_figures(table or shipped_prices(), today)
+    return stale_figures(table or shipped_prices(), today) + ([] if table else stale_shapes(today))

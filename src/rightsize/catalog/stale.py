@@ -35,3 +35,20 @@ def stale_figures(t: PriceTable, today: date | None = None) -> list[tuple[str, S
         (f"onprem.{n}.capex_usd", c.source) for n, c in t.onprem.items() if is_stale(c.source.as_of, today)
     ]
     return out
+
+
+def stale_shapes(today: date | None = None) -> list[tuple[str, Sourced]]:
+    """Every price in ``shapes.yaml`` older than `STALE_AFTER_MONTHS`, keyed
+    ``shapes.<accelerator>[<provider> <instance>].<column>``."""
+    from rightsize.catalog.shapes import shapes  # shapes.yaml is parsed with prices.yaml's rules
+
+    out: list[tuple[str, Sourced]] = []
+    for acc_id, records in shapes().items():
+        for price in records:
+            tag = f"[{price.instance.provider} {price.instance.instance}]" if price.instance else ""
+            out += [
+                (f"shapes.{acc_id}{tag}.{INSTANCE_FIELDS[field]}", s)
+                for field, s in price.sources.items()
+                if field in INSTANCE_FIELDS and is_stale(s.as_of, today)
+            ]
+    return out
