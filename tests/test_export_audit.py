@@ -398,10 +398,13 @@ def _megatron_rules(words: list[str], world: int) -> list[str]:
     return bad
 
 
-def _check_commands(text: str, where: str, world: int | None = None, replica: int | None = None) -> list[str]:
+def _check_commands(
+    text: str, where: str, world: int | None = None, replica: int | None = None, vendor: str = ""
+) -> list[str]:
     bad = []
     for prog, words in _commands(text):
-        table = "vllm_v0.10.1_engine_args.json" if prog == "vllm" else PROGRAMS[prog][0]
+        vllm_table = VLLM_TABLES.get(vendor, "vllm_v0.10.1_engine_args.json")
+        table = vllm_table if prog == "vllm" else PROGRAMS[prog][0]
         if err := _parse(table, words):
             bad.append(f"{where}: {prog}: {err}")
         elif prog == "pretrain_gpt.py" and world:
@@ -835,7 +838,7 @@ def _container_script(c: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _check_container_command(
-    c: dict[str, Any], where: str, world: int | None = None, replica: int | None = None
+    c: dict[str, Any], where: str, world: int | None = None, replica: int | None = None, vendor: str = ""
 ) -> list[str]:
     command, args = c.get("command", []), c.get("args", [])
     if not command and args and args[0].startswith("--"):  # the image's entrypoint is the server
@@ -843,11 +846,13 @@ def _check_container_command(
             return [f"{where}: arguments for the entrypoint of {c['image']}, whose parser is not known"]
         prog = next(p for key, p in ENTRYPOINT_PROGRAMS.items() if key in c["image"])
         model = next((a for k, a in zip(args, args[1:], strict=False) if k == "--model"), "m")
-        return _check_commands(f"{prog} {shlex.quote(model)} " + shlex.join(args), where, world, replica)
+        return _check_commands(
+            f"{prog} {shlex.quote(model)} " + shlex.join(args), where, world, replica, vendor
+        )
     words = [*command, *args]
     if any(w in ("-c",) for w in words):  # a shell script: each word may hold commands
-        return [b for w in words for b in _check_commands(w, where, world, replica)]
-    return _check_commands(" ".join(shlex.quote(w) for w in words), where, world, replica)
+        return [b for w in words for b in _check_commands(w, where, world, replica, vendor)]
+    return _check_commands(" ".join(shlex.quote(w) for w in words), where, world, replica, vendor)
 
 
 def _check_pod(
@@ -882,7 +887,8 @@ def _check_pod(
                 if probe not in c:
                     bad.append(f"{where}: no {probe}")
         replica = None if _vendor(plan) == "aws" else _replica_devices(plan)  # Neuron's TP counts cores
-        bad += _check_container_command(c, where, int(plan["best"]["gpus"]) if training else None, replica)
+        world = int(plan["best"]["gpus"]) if training else None
+        bad += _check_container_command(c, where, world, replica, _vendor(plan))
     if training:
         from rightsize.export.slurm_segments import checkpoint_write_s
 
@@ -945,7 +951,7 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
         if name.endswith((".sbatch", ".sh")):
             bad += _shell(text, name, folder)
             world = int(plan["best"]["gpus"]) if plan["kind"] == "training_plan" else None
-            bad += _check_commands(text, name, world, _replica_devices(plan))
+            bad += _check_commands(text, name, world, _replica_devices(plan), _vendor(plan))
         if name.endswith(".sbatch") and env is not None:
             run = subprocess.run(["sbatch", "--test-only", "-p", node, name], cwd=folder, env=env,
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -1047,7 +1053,7 @@ def slurm() -> Any:
     domains: dict[str, int] = {}
     for name, *_ in SPECS:
         plan = _planned(name)
-        if isinstance(plan, RightsizeError) or _vendor(plan) not in ("nvidia", "amd"):
+        if isinstance(plan, RightsizeError) or _vendor(plan) not in ("nvidia", "amd", "intel"):
             continue
         node = plan["best"]["node"]
         n = int(plan.get("sizing", {}).get("nodes", {}).get("nodes") or plan["best"].get("nodes") or 1)
@@ -1174,3 +1180,172 @@ def test_unseen_plan_exports_run(name: str, target: str, slurm: Any, tmp_path: P
     for route, why in known.items():
         assert any(b.startswith(f"{route}:") for b in bad), f"{name} -> {target} --{route}: fixed, drop KNOWN"
         pytest.xfail(why)
+
+
+# --- Intel Gaudi serving (issue #25: every accelerator with its own stack) ----------------------------
+# vLLM on Gaudi is Intel's fork (HabanaAI/vllm-fork v0.9.0.1+Gaudi-1.22.0): its `vllm serve`
+# arguments are read by the fork's own parser (tests/data/engine_args, derived by
+# derive_vllm_gaudi.py from the tag's tree), not upstream vLLM's.
+
+VLLM_TABLES = {"intel": "vllm_fork_gaudi_v0.9.0.1_engine_args.json"}
+
+GAUDI_SPECS = [
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-8b-gaudi3-bf16",
+        **{
+            "model": "llama3-8b",
+            "targets.accelerators": ["gaudi3"],
+            "targets.objective": "gpus",
+            "serving.weight_precision": "bf16",
+            "serving.kv_precision": "bf16",
+        },
+    ),
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-mixtral-gaudi3",
+        **{
+            "model": "mixtral-8x7b",
+            "targets.accelerators": ["gaudi3"],
+            "targets.objective": "gpus",
+            "serving.weight_precision": "bf16",
+        },
+    ),
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-70b-gaudi3-offline",
+        **{
+            "serving.scenario": "offline",
+            "targets.accelerators": ["gaudi3"],
+            "slo": None,
+            "traffic.peak_rate": None,
+            "traffic.rate": None,
+            "traffic.prefix_cache_hit_rate": None,
+            "targets.objective": "gpus",
+        },
+    ),
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-405b-gaudi3",
+        **{"model": "llama3.1-405b", "targets.accelerators": ["gaudi3"], "targets.objective": "gpus"},
+    ),
+]
+SPECS += GAUDI_SPECS
+GAUDI_CASES = [(s[0], t) for s in [*GAUDI_SPECS, _spec("", "s-70b-gaudi3")] for t in TARGETS]
+
+
+@pytest.mark.parametrize(("name", "target"), GAUDI_CASES, ids=[f"{n}-{t}" for n, t in GAUDI_CASES])
+def test_gaudi_serving_exports_run(name: str, target: str, slurm: Any, tmp_path: Path) -> None:
+    """The audit on Gaudi serving plans, which now export (Slurm and Kubernetes) instead of
+    refusing: the fork's parser, Intel's Slurm GRES, habana.ai/gaudi, no NVIDIA word."""
+    plan = _planned(name)
+    assert not isinstance(plan, RightsizeError), plan
+    bad, checked = audit(name, target, tmp_path, slurm)
+    assert not bad, f"{name} -> {target}:\n" + "\n".join(bad)
+    assert checked, f"{name} -> {target}: nothing exported"
+
+
+def _gaudi_files(name: str, target: str) -> dict[str, str]:
+    plan = _planned(name)
+    assert not isinstance(plan, RightsizeError), plan
+    return _render(plan, target, "auto", None, False)
+
+
+def _serve_words(files: dict[str, str]) -> list[str]:
+    """The words after `vllm serve MODEL` in a Slurm script or the Gaudi container."""
+    if "serve.sbatch" in files:
+        (prog, words), *_ = _commands(files["serve.sbatch"])
+        assert prog == "vllm"
+        return words
+    deploy = next(d for d in yaml.safe_load_all(files["serving.yaml"]) if d and d["kind"] == "Deployment")
+    c = deploy["spec"]["template"]["spec"]["containers"][0]
+    assert c["command"] == ["vllm", "serve"] and c["args"][0] == "$(MODEL)", c
+    return c["args"][1:]
+
+
+def test_gaudi_arguments_need_the_forks_parser() -> None:
+    """The table is the fork's: it has the HPU scheduler's flags upstream v0.10.1 lacks, and
+    the exported arguments parse under it with the plan's limits."""
+    fork = {f for r in json.loads((DATA / "engine_args" / VLLM_TABLES["intel"]).read_text())["arguments"]
+            for f in r["flags"]}  # fmt: skip
+    upstream = {f for r in json.loads((DATA / "engine_args" / "vllm_v0.10.1_engine_args.json").read_text())["arguments"]
+                for f in r["flags"]}  # fmt: skip
+    assert {"--use-padding-aware-scheduling", "--max-num-prefill-seqs"} <= fork - upstream
+    for name in ("s-8b-gaudi3-bf16", "s-70b-gaudi3"):
+        for target in ("slurm", "kubernetes"):
+            words = _serve_words(_gaudi_files(name, target))
+            assert _parse(VLLM_TABLES["intel"], words) is None, (name, target, words)
+            ns, _ = _parser(VLLM_TABLES["intel"]).parse_known_args(words)
+            assert ns.block_size == 128 and 0 < ns.gpu_memory_utilization <= 0.95, ns
+            assert ns.tensor_parallel_size == _planned(name)["best"]["tp"]
+
+
+def test_gaudi_memory_utilisation_holds_the_planned_kv_cache() -> None:
+    """The fork sizes its KV cache as free memory x gpu_memory_utilization x (1 -
+    VLLM_GRAPH_RESERVED_MEM) (vllm/worker/hpu_worker.py at the tag): the exported value makes
+    that at least the plan's KV bytes per device, or the header says how much is held and
+    --max-num-seqs shrinks with it."""
+    from rightsize.export.plan_view import serving_view
+    from rightsize.export.vllm import kv_bytes_per_token_per_gpu, max_num_seqs
+    from rightsize.export.vllm_gaudi import (
+        GRAPH_RESERVED,
+        free_bytes_after_profile,
+        gaudi_max_num_seqs,
+        memory_utilization,
+        planned_kv_bytes,
+    )
+
+    for name in ("s-8b-gaudi3-bf16", "s-70b-gaudi3", "s-mixtral-gaudi3", "s-70b-gaudi3-offline"):
+        v = serving_view(_planned(name))
+        held = memory_utilization(v) * (1 - GRAPH_RESERVED) * free_bytes_after_profile(v)
+        if memory_utilization(v) < 0.95:
+            assert held >= planned_kv_bytes(v), name
+        words = _serve_words(_gaudi_files(name, "slurm"))
+        seqs = int(words[words.index("--max-num-seqs") + 1])
+        per_request = v.mean_prompt_tokens + v.mean_output_tokens
+        assert seqs <= max_num_seqs(v) and seqs * per_request * kv_bytes_per_token_per_gpu(v) <= held, name
+        assert seqs == gaudi_max_num_seqs(v)
+        if seqs < max_num_seqs(v):
+            assert f"(planned {max_num_seqs(v)})" in _gaudi_files(name, "slurm")["serve.sbatch"]
+
+
+def test_gaudi_stack_settings() -> None:
+    """Intel's stack and nothing of NVIDIA's: habana.ai/gaudi devices, SYS_NICE, the lazy
+    collectives for TP, no HABANA_VISIBLE_DEVICES override; FP8 through INC with QUANT_CONFIG
+    required (Slurm) or mounted from the calibration claim (Kubernetes); BF16 without INC."""
+    fp8, bf16 = _gaudi_files("s-70b-gaudi3", "kubernetes"), _gaudi_files("s-8b-gaudi3-bf16", "kubernetes")
+    docs = [d for d in yaml.safe_load_all(fp8["serving.yaml"]) if d]
+    deploy = next(d for d in docs if d["kind"] == "Deployment")
+    pod = deploy["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert c["resources"]["limits"]["habana.ai/gaudi"] == _planned("s-70b-gaudi3")["best"]["tp"]
+    assert "SYS_NICE" in c["securityContext"]["capabilities"]["add"]
+    assert env["PT_HPU_ENABLE_LAZY_COLLECTIVES"] == "true" and "HABANA_VISIBLE_DEVICES" not in env
+    assert c["image"].startswith("vault.habana.ai/gaudi-docker/1.22.0/") and _image_pinned(c["image"])
+    args = c["args"]
+    assert env["QUANT_CONFIG"].startswith("/mnt/inc/")
+    assert (
+        args[args.index("--quantization") + 1] == "inc"
+        and args[args.index("--kv-cache-dtype") + 1] == "fp8_inc"
+    )
+    claim = next(v for v in pod["volumes"] if "persistentVolumeClaim" in v)["persistentVolumeClaim"][
+        "claimName"
+    ]
+    assert any(d["kind"] == "PersistentVolumeClaim" and d["metadata"]["name"] == claim for d in docs)
+    assert "QUANT_CONFIG" not in bf16["serving.yaml"] and "--quantization" not in bf16["serving.yaml"]
+    sbatch = _gaudi_files("s-70b-gaudi3", "slurm")["serve.sbatch"]
+    assert ': "${QUANT_CONFIG:?' in sbatch and "HABANA_VISIBLE_DEVICES" not in sbatch
+    assert "QUANT_CONFIG" not in _gaudi_files("s-8b-gaudi3-bf16", "slurm")["serve.sbatch"]
+    for text in (*fp8.values(), sbatch):
+        assert not _nvidia_words(text, "intel"), _nvidia_words(text, "intel")
+
+
+def test_gaudi_engines_other_than_the_fork_refuse() -> None:
+    """SGLang and TensorRT-LLM refuse a Gaudi plan with what, why and fix."""
+    plan = _planned("s-70b-gaudi3")
+    for engine in ("sglang", "trtllm"):
+        for target in ("slurm", "kubernetes"):
+            with pytest.raises(RightsizeError) as err:
+                _render(plan, target, "auto", engine, False)
+            assert not _refusal_ok(err.value)

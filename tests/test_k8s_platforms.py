@@ -32,6 +32,7 @@ SERVING = [
      {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice", "cloud.google.com/gke-tpu-topology": "2x2x1"}),
     ("tpu-v6e", "tpu-v6e-host", 8, "google.com/tpu", "gcp ct6e-standard-8t (8 GPUs) in us-east5",
      {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x4"}),
+    ("gaudi3", "gaudi3-hls2", 2, "habana.ai/gaudi", None, {}),  # Intel's vLLM fork (export.k8s_gaudi)
 ]  # fmt: skip
 
 
@@ -72,10 +73,12 @@ def test_serving_on_each_accelerator(
     assert args[args.index("--tensor-parallel-size") + 1] == str(expected_tp)
 
 
-def test_gaudi_serving_is_refused_with_what_is_missing() -> None:
-    with pytest.raises(BadInput, match="habana.ai/gaudi") as err:
-        render_files(_serving_plan("gaudi3", "gaudi3-hls2", 2, None), "kubernetes")
-    assert "image" in str(err.value)
+def test_gaudi_replica_over_nodes_is_refused_with_what_is_missing() -> None:
+    with pytest.raises(BadInput, match="one node per replica") as err:
+        plan = _serving_plan("gaudi3", "gaudi3-hls2", 16, None)
+        plan["best"]["nodes_per_replica"] = 2
+        render_files(plan, "kubernetes")
+    assert "HCCL_SOCKET_IFNAME" in err.value.why
 
 
 def test_tpu_replica_without_a_single_host_slice_is_refused() -> None:

@@ -11,7 +11,7 @@ Node selection uses only labels nodes carry: the well-known
 `p5.48xlarge` on AWS, `a3-highgpu-8g` on GCP, `Standard_ND96isr_H100_v5` on Azure), the
 TPU accelerator and topology labels on GKE, or labels the caller gives. A catalog node id
 (`hgx-b200`) is never used as a label value. A stack this export does not write (Gaudi,
-Trainium or TPU training, Gaudi serving) is refused with the reason and what is missing.
+Trainium training) is refused with the reason and what is missing.
 """
 
 from __future__ import annotations

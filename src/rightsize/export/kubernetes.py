@@ -4,7 +4,8 @@ Serving (`serving.yaml`): vLLM with the plan's tensor parallelism, replicas, acc
 requests and KV / batch limits (`export.vllm`), on the accelerator's own stack
 (`export.k8s_platform`: `nvidia.com/gpu` + the CUDA vLLM image, `amd.com/gpu` + ROCm's,
 `aws.amazon.com/neuron` + the Neuron vLLM image, `google.com/tpu` + vLLM TPU on a GKE
-single-host slice; Gaudi refused with the reason), images pinned by exact tag, pods placed
+single-host slice; `habana.ai/gaudi` + Intel's vLLM fork for Gaudi, `export.k8s_gaudi`),
+images pinned by exact tag, pods placed
 on the instance type the plan priced: a Deployment when a replica fits one node, a
 LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, LWS v0.10) when it spans GPU nodes (Ray
 across the group, as LWS's vLLM example does); startup, liveness and readiness probes on
@@ -24,6 +25,7 @@ from typing import Any
 import yaml
 
 from rightsize.errors import BadInput
+from rightsize.export import k8s_gaudi
 from rightsize.export.header import comment_block
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests, shm
 from rightsize.export.k8s_platform import Image, Stack, instruct_model, node_selector
@@ -245,6 +247,12 @@ def _serving_workload(
         return _sglang_workload(v, st, image, name, labels, model, selector)
     if engine_name == "trtllm":
         return _trtllm_workload(v, st, image, name, labels, model, selector)
+    if image.engine == "vllm-gaudi":  # Intel's fork: its own arguments, environment and INC volume
+        container = {
+            **k8s_gaudi.container(v, _vllm_container(v, st, image, model, [], name="vllm"), PORT),
+            **_probes(),
+        }
+        return _deployment(v, name, labels, container, selector, k8s_gaudi.volumes(v, name))
     engine = _engine_args(v, st, image)
     if v.nodes_per_replica == 1:
         args = ["--model", "$(MODEL)", *argv(engine)]  # Kubernetes expands $(MODEL) from the env
@@ -355,6 +363,7 @@ def serving_files(
         docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, v.header, labels),
                      "data": {TRTLLM_OPTIONS_FILE: options}})  # fmt: skip
     docs += [
+        *k8s_gaudi.claims(v, name, image),
         workload,
         {"apiVersion": "v1", "kind": "Service", "metadata": meta(name, v.header, labels),
          "spec": {"selector": pod_labels, "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]}},
@@ -391,9 +400,11 @@ def serving_files(
     ]
     if engine_name == "trtllm":
         lines.append(weights_note(v))
+    lines += k8s_gaudi.header_lines(v, image)
     head = comment_block(
         v.header,
-        f"Kubernetes serving manifests ({ENGINE_VERSIONS[engine_name]}, KEDA v2.20, LWS v0.10)",
+        f"Kubernetes serving manifests ({k8s_gaudi.version(image) or ENGINE_VERSIONS[engine_name]}, KEDA v2.20, "
+        "LWS v0.10)",
         lines,
     )
     return {"serving.yaml": dump(head, docs)}
