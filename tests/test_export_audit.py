@@ -1341,6 +1341,18 @@ def test_gaudi_stack_settings() -> None:
         assert not _nvidia_words(text, "intel"), _nvidia_words(text, "intel")
 
 
+def test_gaudi_table_is_the_pinned_release() -> None:
+    """The parser table, the image and the header name one fork release and commit."""
+    from rightsize.export.k8s_platform import data
+    from rightsize.export.vllm_gaudi import FORK_TAG
+
+    pinned = data()["stacks"]["intel"]["serving"]
+    source = json.loads((DATA / "engine_args" / VLLM_TABLES["intel"]).read_text())["source"]
+    assert pinned["fork_tag"] == FORK_TAG and FORK_TAG in source and pinned["fork_commit"] in source
+    assert f"/{FORK_TAG.rsplit('-', 1)[1]}/" in pinned["image"]  # the image of the fork's Gaudi release
+    assert FORK_TAG in _gaudi_files("s-70b-gaudi3", "slurm")["serve.sbatch"]
+
+
 def test_gaudi_engines_other_than_the_fork_refuse() -> None:
     """SGLang and TensorRT-LLM refuse a Gaudi plan with what, why and fix."""
     plan = _planned("s-70b-gaudi3")

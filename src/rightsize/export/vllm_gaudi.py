@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
+from rightsize.export.k8s_platform import data
 from rightsize.export.names import Arg
 from rightsize.export.plan_view import ServingView
 from rightsize.export.vllm import (
@@ -41,7 +42,7 @@ from rightsize.export.vllm import (
     max_num_seqs,
 )
 
-FORK_TAG = "v0.9.0.1+Gaudi-1.22.0"
+FORK_TAG = str(data()["stacks"]["intel"]["serving"]["fork_tag"])  # catalog kubernetes.yaml, with its source
 VLLM_GAUDI_VERSION = f"Intel's vLLM fork for Gaudi {FORK_TAG} (vLLM v0.9.0.1, Intel Gaudi software 1.22.0)"
 BLOCK_TOKENS = 128  # README_GAUDI "Recommended vLLM Parameters"
 GRAPH_RESERVED = 0.1  # VLLM_GRAPH_RESERVED_MEM, the fork's default (hpu_worker.py), exported explicitly
