@@ -280,8 +280,8 @@ def _render(plan: dict[str, Any], target: str, fw: str, engine: str | None, labe
 
 
 def _parser(name: str) -> argparse.ArgumentParser:
-    if name == "megatron":
-        flags = json.loads((DATA / "megatron_core_v0.13.0_arguments.json").read_text())["flags"]
+    if name in MEGATRON_TABLES:
+        flags = json.loads((DATA / MEGATRON_TABLES[name]).read_text())["flags"]
         p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
         for flag, s in flags.items():
             if not s["value"]:
@@ -346,10 +346,11 @@ def _until_stop(words: list[str]) -> list[str]:
     return words
 
 
-def _megatron_rules(words: list[str], world: int) -> list[str]:
+def _megatron_rules(words: list[str], world: int, table: str = "megatron") -> list[str]:
     """validate_args of Megatron-LM core_v0.13.0 (megatron/training/arguments.py) on the
     degrees and sizes it checks before building anything."""
-    a, _ = _parser("megatron").parse_known_args(words)
+    a, _ = _parser(table).parse_known_args(words)
+    vars(a).setdefault("pipeline_model_parallel_layout", None)  # core_v0.13.0's; Gaudi's fork has none
     tp, pp = a.tensor_model_parallel_size or 1, a.pipeline_model_parallel_size or 1
     cp, ep = a.context_parallel_size or 1, a.expert_model_parallel_size or 1
     bad = []
@@ -405,10 +406,11 @@ def _check_commands(
     for prog, words in _commands(text):
         vllm_table = VLLM_TABLES.get(vendor, "vllm_v0.10.1_engine_args.json")
         table = vllm_table if prog == "vllm" else PROGRAMS[prog][0]
+        table = MEGATRON_BY_VENDOR.get(vendor, table) if prog == "pretrain_gpt.py" else table
         if err := _parse(table, words):
             bad.append(f"{where}: {prog}: {err}")
         elif prog == "pretrain_gpt.py" and world:
-            bad += [f"{where}: Megatron validate_args: {b}" for b in _megatron_rules(words, world)]
+            bad += [f"{where}: Megatron validate_args: {b}" for b in _megatron_rules(words, world, table)]
         elif prog == "sglang.launch_server":  # server_args.py: the MoE TP group is tp_size / ep_size
             ns, _ = _parser(table).parse_known_args(words)
             if ns.ep_size and ns.tp_size % ns.ep_size:
@@ -543,7 +545,9 @@ def _nvidia_words(text: str, vendor: str) -> list[str]:
         return []
     words = ["nvidia.com/gpu", "CUDA_VISIBLE", "CUDA_DEVICE", "nvcr.io", "DCGM_", "dcgm_"]
     if vendor != "amd":  # RCCL reads NCCL_* settings; a TPU, Trainium or Gaudi job has neither
-        words += ["NCCL_", "torchrun", "pretrain_gpt.py", "NCCL_IB"]
+        words += ["NCCL_", "torchrun", "NCCL_IB"]
+    if vendor not in ("amd", "intel"):  # Intel ships a Megatron-LM fork for Gaudi (HabanaAI/Megatron-LM)
+        words.append("pretrain_gpt.py")
     return [w for w in words if w in text]
 
 
@@ -1361,3 +1365,107 @@ def test_gaudi_engines_other_than_the_fork_refuse() -> None:
             with pytest.raises(RightsizeError) as err:
                 _render(plan, target, "auto", engine, False)
             assert not _refusal_ok(err.value)
+
+
+# --- Intel Gaudi training: Intel's Megatron-LM fork (HabanaAI/Megatron-LM tag 1.22.0) ----------------
+# Its arguments are read by the fork's own parser (tests/data/megatron_gaudi_1.22.0_arguments.json,
+# derived by tests/data/derive_megatron_gaudi.py from the tag's tree).
+
+MEGATRON_TABLES = {
+    "megatron": "megatron_core_v0.13.0_arguments.json",
+    "megatron-gaudi": "megatron_gaudi_1.22.0_arguments.json",
+}
+MEGATRON_BY_VENDOR = {"intel": "megatron-gaudi"}
+
+GAUDI_TRAIN_SPECS = [
+    _spec(
+        "llama3-70b-pretrain",
+        "t-8b-gaudi3",
+        **{"model": "llama3-8b", "targets.accelerators": ["gaudi3"], "training.train_tokens": "1T"},
+    ),
+    _spec(
+        "mixtral-8x7b-pretrain",
+        "t-mixtral-gaudi3",  # ZeRO-1: the fork has no custom FSDP (a ZeRO-3 plan is refused)
+        **{"targets.accelerators": ["gaudi3"], "parallel.zero_stage": 1},
+    ),
+]
+SPECS += [
+    *GAUDI_TRAIN_SPECS,
+    _spec(
+        "llama3-8b-lora-weekly",
+        "t-lora-gaudi3",
+        **{"targets.accelerators": ["gaudi3"], "targets.objective": "time"},
+    ),
+]
+GAUDI_TRAIN_CASES = [(s[0], t) for s in GAUDI_TRAIN_SPECS for t in TARGETS]
+
+
+@pytest.mark.parametrize(
+    ("name", "target"), GAUDI_TRAIN_CASES, ids=[f"{n}-{t}" for n, t in GAUDI_TRAIN_CASES]
+)
+def test_gaudi_training_exports_run(name: str, target: str, slurm: Any, tmp_path: Path) -> None:
+    """The audit on Gaudi training plans: Slurm exports Intel's fork (its parser, validate_args'
+    degree checks, sbatch --test-only on Gaudi nodes); Kubernetes and Prometheus refuse with
+    what, why and fix."""
+    plan = _planned(name)
+    assert not isinstance(plan, RightsizeError), plan
+    bad, checked = audit(name, target, tmp_path, slurm)
+    assert not bad, f"{name} -> {target}:\n" + "\n".join(bad)
+    assert checked or target != "slurm", f"{name} -> {target}: nothing exported"
+
+
+def _train_words(name: str) -> list[str]:
+    files = _gaudi_files(name, "slurm")
+    assert set(files) == {"train.sbatch"}, set(files)  # no profile job: it measures CUDA/ROCm devices
+    ((prog, words),) = _commands(files["train.sbatch"])
+    assert prog == "pretrain_gpt.py"
+    return words
+
+
+def test_gaudi_training_runs_intels_megatron_fork() -> None:
+    """The fork's parser takes every argument (and would reject the upstream-only ones the
+    NVIDIA export writes); HPU settings as Intel's pretrain_llama.sh; no NCCL settings."""
+    fork, upstream = _parser("megatron-gaudi"), _parser("megatron")
+    for name in ("t-70b-gaudi3", "t-8b-gaudi3", "t-mixtral-gaudi3"):
+        words = _train_words(name)
+        assert _parse("megatron-gaudi", words) is None
+        a, _ = fork.parse_known_args(words)
+        assert a.transformer_impl == "transformer_engine" and a.distributed_backend == "nccl"
+        assert (
+            a.use_fused_sdpa and a.use_fused_rmsnorm and a.no_create_attention_mask_in_dataloader is not None
+        )
+        assert "--attention-backend" not in words
+        text = _gaudi_files(name, "slurm")["train.sbatch"]
+        assert "export PT_HPU_GPU_MIGRATION=1" in text and "export PT_HPU_LAZY_MODE=1" in text
+        assert "NCCL_" not in text and "CUDA_DEVICE_MAX_CONNECTIONS" not in text
+        with pytest.raises(argparse.ArgumentError):  # the fork-only flags: the upstream table refuses them
+            upstream.parse_args(words)
+    mixtral = _train_words("t-mixtral-gaudi3")
+    assert "--moe-router-fp32" in mixtral and "--moe-router-dtype" not in mixtral
+
+
+def test_gaudi_training_refusals_name_what_is_missing() -> None:
+    """torchtitan and NeMo on Gaudi, Gaudi training on Kubernetes, and a plan needing a flag the
+    fork lacks refuse with what, why and fix."""
+    plan = _planned("t-8b-gaudi3")
+    for target, fw in (("slurm", "torchtitan"), ("slurm", "nemo"), ("kubernetes", "auto")):
+        with pytest.raises(RightsizeError) as err:
+            _render(plan, target, fw, None, False)
+        assert not _refusal_ok(err.value), err.value
+    lora = _planned("t-lora-gaudi3")  # LoRA is exported through NeMo, which has no Gaudi route here
+    assert not isinstance(lora, RightsizeError), lora
+    with pytest.raises(RightsizeError, match="not exported for gaudi3") as err:
+        _render(lora, "slurm", "auto", None, False)
+    assert "full-weight" in err.value.fix and not _refusal_ok(err.value)
+    from rightsize.perf.remat import MEGATRON_MODULES
+
+    for key, value, flag in (
+        ("recompute", next(iter(MEGATRON_MODULES)), "--recompute-modules"),  # module recompute
+        ("zero_stage", 3, "--use-custom-fsdp"),  # Megatron's FSDP
+    ):
+        changed = copy.deepcopy(plan)
+        changed["best"]["parallel"][key] = value
+        with pytest.raises(RightsizeError) as err:
+            _render(changed, "slurm", "megatron", None, False)
+        assert flag in err.value.why and "Intel's Megatron-LM fork" in err.value.what, err.value
+        assert not _refusal_ok(err.value)

@@ -55,6 +55,10 @@ def render_files(
 
         if kind == "training_plan":
             v = training_view(plan)
+            if (
+                v.hw.vendor == "intel"
+            ):  # rightsize profile measures CUDA/ROCm devices: no profile job on Gaudi
+                return slurm.train_sbatch(v, framework)
             return {**slurm.train_sbatch(v, framework), **slurm.profile_sbatch(v, profile_device)}
         return slurm.serve_sbatch(serving_view(plan), engine)
     if target == "kubernetes":

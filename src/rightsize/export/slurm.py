@@ -16,8 +16,9 @@
 Scripts are lists of lines: fixed shell text written here, and plan data only as quoted
 words (`export.shell_words`): names become safe tokens in `#SBATCH` lines and escaped text
 in comments. NVIDIA and AMD plans export (CUDA or ROCm: gres `gpu`, NCCL or RCCL), and Gaudi
-serving plans (Intel's Slurm fork: GresTypes=gpu, docs.habana.ai "Using Slurm Workload Manager
-with Intel Gaudi"); TPU, Trainium and Gaudi training plans are refused with the stack they need.
+plans (Intel's Slurm fork: GresTypes=gpu, docs.habana.ai "Using Slurm Workload Manager with
+Intel Gaudi"; Intel's vLLM and Megatron-LM forks); TPU and Trainium plans are refused with the
+stack they need.
 """
 
 from __future__ import annotations
@@ -85,9 +86,9 @@ _STACKS = {
                "Export with --target kubernetes (GKE TPU node pools), or plan for GPUs."),
     "aws": ("Trainium", "the AWS Neuron SDK (torch-neuronx, neuronx-distributed) and its launcher",
             "Run with the Neuron stack's own Slurm examples (AWS ParallelCluster), or plan for GPUs."),
-    "intel": ("Gaudi", "Habana's stack (SynapseAI, HCCL, Intel's Megatron-LM fork HabanaAI/Megatron-LM 1.22.0 "
-              "under mpirun, whose argument table is not pinned here, or Optimum Habana)",
-              "Run with Habana's own launchers (the fork's examples/llama), or plan for GPUs."),
+    "intel": ("Gaudi", "Habana's stack (SynapseAI, HCCL; training through Intel's Megatron-LM fork, "
+              "serving through Intel's vLLM fork); rightsize profile measures CUDA/ROCm devices only",
+              "Export train.sbatch or serve.sbatch (written for Gaudi), or plan for GPUs."),
 }  # fmt: skip
 
 
@@ -216,7 +217,8 @@ def _train_env(v: TrainingView, launch: Launch) -> list[str]:
     per_gpu = f", {v.nic_gbps_per_gpu:g} Gb/s per GPU" if v.nic_gbps_per_gpu else ""
     lines += ["", *comment_lines([f"Fabric: {fabric}{per_gpu}"])]
     own = {k for k, _, _ in launch.env}  # the framework's own needs win over the fabric's defaults
-    for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor, plan_nic(v)):
+    fabric_env = [] if v.hw.vendor == "intel" else nccl_env(v.fabric_kind, v.rails, v.hw.vendor, plan_nic(v))
+    for k, val, why in fabric_env:  # Gaudi: HCCL over the on-chip RoCE ports, no NCCL settings
         lines += [] if k in own else [f"export {k}={word(val)}  # {why}"]
     for k, value, why in launch.env:
         lines.append(f"unset {k}  # {why}" if value is None else f"export {k}={word(value)}  # {why}")
@@ -225,7 +227,8 @@ def _train_env(v: TrainingView, launch: Launch) -> list[str]:
 
 def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
     """The training job script and the framework files beside it."""
-    check_stack(v.hw)
+    if v.hw.vendor != "intel":  # Gaudi: Intel's Megatron-LM fork (frameworks.launch_for)
+        check_stack(v.hw)
     launch = launch_for(v, framework)
     gpn = _gpus_per_node(v)
     cpus = _fit_node(v.hw, gpn, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
