@@ -12,7 +12,8 @@ vllm, sglang, trtllm). Each exported file goes through:
   2 threads, host memory, GPU gres, memory consumable, partition MaxTime enforced);
 - framework and engine command lines: argparse parsers built from the pinned releases'
   own argument tables (tests/data: Megatron-LM core_v0.13.0, torchtitan v0.1.0's JobConfig,
-  vLLM v0.10.1, SGLang v0.5.19, sglang-router 0.3.2, trtllm-serve); NeMo scripts compile;
+  vLLM v0.10.1, SGLang v0.5.19, sglang-router 0.3.2, trtllm-serve; on Gaudi, Intel's forks:
+  vLLM v0.9.0.1+Gaudi-1.22.0 and Megatron-LM 1.22.0); NeMo scripts compile;
 - Kubernetes: every object against the Kubernetes 1.33 schema (kubernetes-validate,
   strict) or its vendored CRD schema (tests/data/crds), then what Kueue needs to admit and
   place the pods: the workload's queue-name is a LocalQueue of the export, whose
@@ -23,7 +24,8 @@ vllm, sglang, trtllm). Each exported file goes through:
   a grace period holding the plan's checkpoint write;
 - Prometheus: `promtool check rules` and `promtool test rules`;
 - invariants: no NVIDIA resource, CUDA or NCCL setting on a non-NVIDIA plan, and no
-  torchrun or Megatron on a part that is not a GPU; the Slurm warning (USR1 lead) holds the
+  torchrun or Megatron on a part that is not a GPU (Intel's Megatron-LM fork on Gaudi
+  excepted); the Slurm warning (USR1 lead) holds the
   plan's checkpoint write and a step; segments within the partition's MaxTime; the first
   checkpoint within the first segment; the auto route exports whenever some explicit
   route of that target does; every refusal is a BadInput/Infeasible with what, why and fix.
