@@ -27,6 +27,7 @@ from rightsize.perf import remat
 
 READ_SCHEMA_VERSIONS = (1, 2)  # plan JSON versions this adapter understands (2: typed plan, #12)
 EXPORTABLE = ("training_plan", "serving_plan")
+KIND_EXPORTS = ("vision_plan", "recommendation_plan")  # export.kind_exports
 
 # Ranges a plan's figures must fall in (far beyond any real plan; they keep a hand-edited
 # plan from overflowing arithmetic or writing absurd files).
@@ -299,6 +300,8 @@ def _hardware(best: Fields) -> HardwareView:
 def plan_kind(plan: dict[str, Any]) -> str:
     header(plan)  # a plan of another schema version is refused before anything is read
     kind = str(plan.get("kind"))
+    if kind in KIND_EXPORTS:  # vision and recommendation: their own module says what it writes
+        return kind
     if kind not in EXPORTABLE and kind != "fleet_plan":
         raise BadInput(
             f"Plans of kind {one_line(kind)[:40]!r} cannot be exported yet.",
