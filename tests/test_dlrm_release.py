@@ -74,7 +74,8 @@ def run_release(words: list[str]) -> argparse.Namespace | str:
         with contextlib.redirect_stderr(err):
             return release()["startup"](words)
     except SystemExit:
-        return f"dlrm_main.py parse_args rejects: {err.getvalue().strip()[-300:]}"
+        said = [line for line in err.getvalue().splitlines() if "error:" in line] or [err.getvalue().strip()]
+        return f"dlrm_main.py parse_args rejects: {said[-1][-300:]}"
     except AssertionError as e:
         return f"dlrm_main.py main() asserts: {e}"
 
@@ -217,3 +218,29 @@ def test_vision_and_recsys_serving_are_refused_with_the_reason() -> None:
             with pytest.raises(BadInput) as err:
                 render_files(plan, target)
             assert says in err.value.why + err.value.fix and err.value.what, err.value.what
+
+
+@pytest.mark.parametrize(
+    ("part", "key", "value"),
+    [
+        ("tables", "bytes_by_table", [1.0, 2.0]),  # not every table
+        ("tables", "row_bytes", 0),
+        ("tables", "embedding_dim", "x"),
+        ("best", "batch", 7),  # does not split over the GPUs
+        ("best", "step", {"step_s": float("nan")}),
+        ("best", "placement", {"ssd_bytes": 1e9}),
+        ("spec", "model", "no-such-model"),
+        ("sizing", "nodes", {"nodes": 3}),
+    ],
+)
+def test_a_hand_edited_recommendation_plan_is_bad_input_not_a_traceback(
+    part: str, key: str, value: Any
+) -> None:
+    plan = planned(train__precision="tf32")
+    assert not isinstance(plan, RightsizeError)
+    plan = copy.deepcopy(plan)
+    plan[part][key] = value
+    for target in ("slurm", "kubernetes"):
+        with pytest.raises(BadInput) as err:
+            render_files(plan, target)
+        assert err.value.why and err.value.fix

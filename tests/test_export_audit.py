@@ -13,6 +13,7 @@ vllm, sglang, trtllm). Each exported file goes through:
 - framework and engine command lines: argparse parsers built from the pinned releases'
   own argument tables (tests/data: Megatron-LM core_v0.13.0, torchtitan v0.1.0's JobConfig,
   vLLM v0.10.1, SGLang v0.5.19, sglang-router 0.3.2, trtllm-serve); NeMo scripts compile;
+  TorchRec's DLRM trainer's own parse_args and start-up checks (test_dlrm_release);
 - Kubernetes: every object against the Kubernetes 1.33 schema (kubernetes-validate,
   strict) or its vendored CRD schema (tests/data/crds), then what Kueue needs to admit and
   place the pods: the workload's queue-name is a LocalQueue of the export, whose
@@ -226,6 +227,26 @@ SPECS = [
     ),
     _spec("resnet50-imagenet-train", "v-resnet50-train", **{}),
     _spec("dlrm-criteo-serving", "r-dlrm-serving", **{}),
+    # Recommendation training: TorchRec's DLRM trainer (fw_recsys); its own parse_args reads the
+    # arguments (test_dlrm_release). bf16 dense compute and AMD are refused with the reason.
+    _spec("dlrm-criteo-train", "r-dlrm-train-tf32", **{"train.precision": "tf32"}),
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-a100x16",
+        **{
+            "train.precision": "tf32",
+            "targets.accelerators": ["a100-sxm-80gb"],
+            "targets.gpus": 16,
+            "targets.deadline": None,
+            "targets.objective": "time",
+        },
+    ),  # fmt: skip
+    _spec("dlrm-criteo-train", "r-dlrm-train-bf16", **{}),
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-mi300x",
+        **{"train.precision": "tf32", "targets.accelerators": ["mi300x"]},
+    ),
 ]
 
 
@@ -265,8 +286,8 @@ USER_LABELS = {"example.com/pool": "gpu-a"}
 
 
 def _routes(plan: dict[str, Any], target: str) -> list[tuple[str, str | None]]:
-    if target == "prometheus":
-        return [("auto", None)]
+    if target == "prometheus" or plan["kind"] in ("vision_plan", "recommendation_plan"):
+        return [("auto", None)]  # one pinned trainer each (export.kind_exports)
     if plan["kind"] == "training_plan":
         return [(fw, None) for fw in TRAIN_ROUTES]
     return [("auto", e) for e in SERVE_ROUTES]
@@ -312,6 +333,7 @@ _STOP = {"&", "&&", ";", "|", "||", ">", ">>", "2>&1"}
 # program -> (table, positional words the program takes before its options)
 PROGRAMS = {
     "pretrain_gpt.py": ("megatron", 0),
+    "dlrm_main.py": ("dlrm", 0),  # _check_dlrm
     "sglang.launch_server": ("sglang_v0.5.19_server_args.json", 0),
     "sglang_router.launch_router": ("sglang_router_v0.3.2_args.json", 0),
     "trtllm-serve": ("trtllm_serve_keys.json", 1),
@@ -398,9 +420,27 @@ def _megatron_rules(words: list[str], world: int) -> list[str]:
     return bad
 
 
+def _check_dlrm(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """TorchRec's DLRM trainer (dlrm_main.py at the pinned commit) parses and start-up-checks
+    every launch; its per-GPU batch times the GPUs is the plan's global batch."""
+    from test_dlrm_release import dlrm_words, run_release
+
+    bad = []
+    for words in dlrm_words(text):
+        ns = run_release(words)
+        if isinstance(ns, str):
+            bad.append(f"{where}: {ns}")
+        elif ns.batch_size * int(plan["best"]["gpus"]) != int(plan["best"]["batch"]):
+            bad.append(f"{where}: dlrm_main.py --batch_size {ns.batch_size} x {plan['best']['gpus']} GPUs "
+                       f"!= the plan's global batch {plan['best']['batch']}")  # fmt: skip
+    return bad
+
+
 def _check_commands(text: str, where: str, world: int | None = None, replica: int | None = None) -> list[str]:
     bad = []
     for prog, words in _commands(text):
+        if prog == "dlrm_main.py":
+            continue  # read by the trainer's own parser in _check_dlrm
         table = "vllm_v0.10.1_engine_args.json" if prog == "vllm" else PROGRAMS[prog][0]
         if err := _parse(table, words):
             bad.append(f"{where}: {prog}: {err}")
@@ -601,6 +641,8 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
                     scripts[sc] = f"{w['kind']} {w['metadata']['name']} container {c['name']}"
     for (shell, script), where in scripts.items():
         bad += [f"{where}: {b}" for b in _shell_text(script, shell)]
+        if plan["kind"] == "recommendation_plan":
+            bad += _check_dlrm(script, where, plan)
     for cm in by_kind.get("ConfigMap", []):
         for key, text in (cm.get("data") or {}).items():
             bad += _check_text(key, text, int(plan["best"]["gpus"]) if training else None)
@@ -867,8 +909,10 @@ def _check_pod(
         if ib and "IPC_LOCK" not in c.get("securityContext", {}).get("capabilities", {}).get("add", []):
             bad.append(f"{where}: InfiniBand without IPC_LOCK")
         env = {e["name"]: e.get("value") for e in c.get("env", [])}
-        if training and c in pod.get("containers", []) and pod["containers"].index(c) == 0:
-            for var in ("CKPT_DIR", "DATA_PATH"):
+        on_claims = ("CKPT_DIR", "DATA_PATH") if training else ()
+        on_claims = ("DATA_PATH",) if plan["kind"] == "recommendation_plan" else on_claims  # no checkpoints
+        if on_claims and c in pod.get("containers", []) and pod["containers"].index(c) == 0:
+            for var in on_claims:
                 path = env.get(var)
                 mount = path and next(
                     (m for m in c.get("volumeMounts", [])
@@ -946,6 +990,8 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
             bad += _shell(text, name, folder)
             world = int(plan["best"]["gpus"]) if plan["kind"] == "training_plan" else None
             bad += _check_commands(text, name, world, _replica_devices(plan))
+            if plan["kind"] == "recommendation_plan":
+                bad += _check_dlrm(text, name, plan)
         if name.endswith(".sbatch") and env is not None:
             run = subprocess.run(["sbatch", "--test-only", "-p", node, name], cwd=folder, env=env,
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
