@@ -189,6 +189,8 @@ def test_the_architecture_is_the_mlperf_reference_command() -> None:
         ({}, "dense compute in bf16"),  # the example as it is: the trainer has no autocast
         ({"train__precision": "tf32", "embeddings__precision": "fp16"}, "fp16 embedding tables"),
         ({"train__precision": "tf32", "targets__accelerators": ("mi300x",)}, "NVIDIA GPUs only"),
+        ({"train__precision": "tf32", "targets__accelerators": ("trn2",)}, "no Neuron"),
+        ({"train__precision": "tf32", "targets__accelerators": ("gb200",)}, "Arm (Grace)"),
         ({"train__precision": "tf32", "train__epochs": 150, "targets__deadline": "30d"}, "checkpoint"),
     ],
 )

@@ -241,6 +241,11 @@ SPECS = [
             "targets.objective": "time",
         },
     ),  # fmt: skip
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-b200",
+        **{"train.precision": "tf32", "targets.accelerators": ["b200"]},
+    ),
     _spec("dlrm-criteo-train", "r-dlrm-train-bf16", **{}),
     _spec(
         "dlrm-criteo-train",

@@ -5,9 +5,11 @@ reference MLPerf Training's DLRM-DCNv2 benchmark runs (its README, "Running the 
 benchmark"), so what a user trains a Criteo-shaped DLRM with. It is on no package index; the
 tests run its own `parse_args` from a byte-for-byte copy (tests/data/dlrm_release.py). It runs
 on TorchRec `TORCHREC_VERSION` with FBGEMM-GPU of the same number, the pair built for PyTorch
-2.7 (FBGEMM's release compatibility table, pytorch.org/FBGEMM/general/Releases.html; TorchRec
-"Setting up TorchRec": matching TorchRec and FBGEMM numbers are tested together), in the
-official PyTorch 2.7.0 image (`PYTORCH_IMAGE`).
+2.7 (FBGEMM's release compatibility table, pytorch.org/FBGEMM/general/Releases.html: 1.2.0 for
+PyTorch 2.7.x, CUDA 11.8/12.6/12.8, architectures 7.0 to 12.0a; TorchRec "Setting up TorchRec":
+matching TorchRec and FBGEMM numbers are tested together, installed from PyTorch's per-CUDA
+index), in the official PyTorch 2.7.0 CUDA 12.8 image (`PYTORCH_IMAGE`; CUDA 12.8 is the first
+with Blackwell). That image is built for x86-64 hosts: Grace (Arm) nodes are refused.
 
 What the trainer cannot express is refused with the reason: a model that is not Criteo-shaped
 (13 dense features, 26 tables: `torchrec.datasets.criteo`), bf16/fp16 dense compute (it has
@@ -29,7 +31,9 @@ DLRM_COMMIT = "090956ee2319ddd349a42232958aefccfe3f7b0a"  # main, 2025-10-02
 DLRM_SCRIPT = "torchrec_dlrm/dlrm_main.py"
 TORCHREC_VERSION = "1.2.0"
 # The packages the trainer imports beyond PyTorch, pinned: torchrec 1.2.0 itself requires
-# torchmetrics==1.0.3; torch==2.7.0 keeps pip from replacing the image's PyTorch.
+# torchmetrics==1.0.3; torch==2.7.0 keeps pip from replacing the image's PyTorch. TorchRec and
+# FBGEMM-GPU come from PyTorch's CUDA 12.8 index (their +cu128 builds), the rest from PyPI.
+PIP_INDEX = "https://download.pytorch.org/whl/cu128"
 PIP_PACKAGES = (
     f"torchrec=={TORCHREC_VERSION}",
     f"fbgemm-gpu=={TORCHREC_VERSION}",
@@ -38,8 +42,11 @@ PIP_PACKAGES = (
     "pyre-extensions==0.0.32",
     "tqdm",
 )
-# Docker Hub pytorch/pytorch: PyTorch 2.7.0, CUDA 12.6 (a CUDA build FBGEMM 1.2.0 supports).
-PYTORCH_IMAGE = "pytorch/pytorch:2.7.0-cuda12.6-cudnn9-runtime"
+# Docker Hub pytorch/pytorch: PyTorch 2.7.0, CUDA 12.8 (a CUDA build FBGEMM 1.2.0 supports).
+PYTORCH_IMAGE = "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime"
+# Grace Blackwell superchips: their hosts are Arm (aarch64) Grace CPUs.
+ARM_HOSTED = ("gb200", "gb300")
+PIP_COMMAND = ("pip", "install", "--no-cache-dir", "--extra-index-url", PIP_INDEX, *PIP_PACKAGES)
 VERSION = f"TorchRec {TORCHREC_VERSION} DLRM trainer (facebookresearch/dlrm {DLRM_COMMIT[:7]}, {DLRM_SCRIPT})"
 DLRM_DIR_VAR = "DLRM_DIR"  # a checkout of DLRM_REPOSITORY at DLRM_COMMIT
 CRITEO_DENSE = 13  # torchrec.datasets.criteo: DEFAULT_INT_NAMES
@@ -59,6 +66,12 @@ def _refuse(what: str, why: str, fix: str) -> BadInput:
 def check(v: RecsysTrainingView) -> None:
     """Refuse what dlrm_main.py cannot express (module docstring)."""
     a = v.arch
+    if v.hw.accelerator in ARM_HOSTED:
+        raise _refuse(
+            f"{v.hw.accelerator} nodes, whose hosts are Arm (Grace) CPUs",
+            f"The pinned image {PYTORCH_IMAGE} is built for x86-64 hosts.",
+            "Plan an x86-hosted NVIDIA node (HGX B200, H100, H200), or build the trainer's environment for arm64.",
+        )
     if (
         a.dense_features != CRITEO_DENSE
         or len(v.table_rows) != CRITEO_TABLES
@@ -174,7 +187,7 @@ def notes(v: RecsysTrainingView) -> list[str]:
         lr += f"; the plan's global batch is {v.global_batch}: tune it"
     return [
         f"trainer: {DLRM_SCRIPT} at {DLRM_REPOSITORY} commit {DLRM_COMMIT} (the MLPerf DLRM-DCNv2 reference)",
-        f"environment: {PYTORCH_IMAGE} with pip install {' '.join(PIP_PACKAGES)}",
+        f"environment: {PYTORCH_IMAGE} with {' '.join(PIP_COMMAND)}",
         f"batch: {v.batch_per_gpu} per GPU x {v.gpus} GPUs = the plan's global batch {v.global_batch}; "
         f"{v.steps} steps over {v.epochs:g} epoch(s) of {v.samples_per_epoch:.4g} samples",
         f"dense compute: {v.dense_precision}"

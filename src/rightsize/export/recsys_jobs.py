@@ -14,7 +14,8 @@
   the LocalQueue the JobSet names.
 
 NVIDIA GPUs only: FBGEMM's ROCm builds are experimental and no ROCm image is pinned, and
-TPU, Trainium and Gaudi have no TorchRec; those plans are refused with the reason.
+TPU, Trainium and Gaudi have no TorchRec; those plans are refused with the reason (no NVIDIA
+resource, CUDA image or NCCL setting is ever written for them).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from rightsize.export.kueue import queue_objects
 from rightsize.export.names import ShellExpr, k8s_name, python_literal, shell_args, shell_word
 from rightsize.export.recsys_view import RecsysTrainingView
 from rightsize.export.shell_words import arg_words, command, word
-from rightsize.export.slurm import _RANK_ENV, RDZV_PORT, _fit_node, _head, _sbatch, check_stack, nccl_env
+from rightsize.export.slurm import _RANK_ENV, RDZV_PORT, _fit_node, _head, _sbatch, nccl_env
 from rightsize.export.slurm_segments import SEGMENT_MAX_S, time_limit
 
 DATA_MOUNT = "/data"
@@ -48,16 +49,24 @@ def _nccl(v: RecsysTrainingView) -> list[tuple[str, str, str]]:
     return [e for e in nccl_env(v.fabric_kind, v.rails, v.hw.vendor) if e[0] not in MEGATRON_ONLY]
 
 
-def _check_vendor(v: RecsysTrainingView) -> None:
-    check_stack(v.hw)  # TPU, Trainium, Gaudi: refused with their own stack
-    if v.hw.vendor != "nvidia":
-        raise BadInput(
-            f"The plan trains DLRM on {v.hw.accelerator} ({v.hw.vendor.upper()}); the recommendation export "
-            "writes TorchRec jobs for NVIDIA GPUs only.",
-            "FBGEMM-GPU's ROCm builds are experimental (FBGEMM release table: ROCm 6.1-6.3 for 1.2.0) and no "
-            "ROCm image with TorchRec is pinned here.",
-            "Plan for NVIDIA GPUs, or build TorchRec for ROCm and run dlrm_main.py with the plan's figures.",
-        )
+def _check_vendor(v: RecsysTrainingView, target: str) -> None:
+    """NVIDIA only: the reason for every other part names what it would need."""
+    if v.hw.vendor == "nvidia":
+        return
+    why = {
+        "amd": "FBGEMM-GPU's ROCm builds are experimental (FBGEMM release table: ROCm 6.1-6.3 for 1.2.0) and no "
+        "ROCm image with TorchRec is pinned here",
+        "google": "TorchRec and FBGEMM run on CUDA (and experimentally ROCm); a TPU trains recommendation models "
+        "with JAX/TensorFlow embedding stacks (TPU embedding API), which this export does not write",
+        "aws": "TorchRec's FBGEMM kernels have no Neuron (Trainium) build",
+        "intel": "TorchRec's FBGEMM kernels have no Gaudi build",
+    }.get(v.hw.vendor, f"TorchRec's FBGEMM kernels have no {v.hw.vendor} build")
+    raise BadInput(
+        f"The plan trains DLRM on {v.hw.accelerator} ({v.hw.vendor}); the {target} recommendation export "
+        "writes TorchRec jobs for NVIDIA GPUs only.",
+        why + ".",
+        "Plan for NVIDIA GPUs, or run the vendor's own recommendation stack with the plan's figures.",
+    )
 
 
 def _gpus_per_node(v: RecsysTrainingView) -> int:
@@ -83,8 +92,8 @@ def _limit_s(v: RecsysTrainingView) -> int:
     return limit
 
 
-def _common(v: RecsysTrainingView) -> tuple[int, int, list[tuple[str, Any]], list[str]]:
-    _check_vendor(v)
+def _common(v: RecsysTrainingView, target: str) -> tuple[int, int, list[tuple[str, Any]], list[str]]:
+    _check_vendor(v, target)
     gpn = _gpus_per_node(v)
     cpus = _fit_node(v.hw, gpn, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
     args = fw_recsys.dlrm_arg_list(v, ShellExpr("$DATA_PATH"))
@@ -96,7 +105,7 @@ def _common(v: RecsysTrainingView) -> tuple[int, int, list[tuple[str, Any]], lis
 
 
 def train_sbatch(v: RecsysTrainingView) -> dict[str, str]:
-    gpn, cpus, args, notes = _common(v)
+    gpn, cpus, args, notes = _common(v, "slurm")
     limit = _limit_s(v)
     dlrm = f"${fw_recsys.DLRM_DIR_VAR}"
     name, head = _head(v.header, "Slurm recommendation training job", [
@@ -113,7 +122,7 @@ def train_sbatch(v: RecsysTrainingView) -> dict[str, str]:
     opts = [("job-name", name), ("nodes", str(v.nodes)), ("ntasks-per-node", str(gpn)),
             ("gpus-per-node", str(gpn)), ("cpus-per-task", str(cpus)), ("mem", "0"), ("exclusive", ""),
             ("time", time_limit(limit)), ("requeue", ""), ("output", "%x-%j.out")]  # fmt: skip
-    missing = f"install them: pip install {' '.join(fw_recsys.PIP_PACKAGES)}"
+    missing = f"install them: {' '.join(fw_recsys.PIP_COMMAND)}"
     lines = [
         "#!/bin/bash",
         *_sbatch(opts),
@@ -170,10 +179,10 @@ def fetch_script() -> str:
 
 def _script(v: RecsysTrainingView, name: str, gpn: int, args: list[tuple[str, Any]]) -> str:
     env = " ".join(f"{k}={shell_word(val)}" for k, val, _ in _nccl(v))
-    pip = " ".join(shell_word(p) for p in fw_recsys.PIP_PACKAGES)
+    pip = " ".join(shell_word(p) for p in fw_recsys.PIP_COMMAND)
     return (
         "set -euo pipefail\n"
-        f"pip install --no-cache-dir {pip}\n"
+        f"{pip}\n"
         f"python /config/{FETCH_FILE}\n"
         f"export {env}\n"
         f"exec torchrun --nnodes={v.nodes} --nproc-per-node={gpn} --node-rank=$JOB_COMPLETION_INDEX "
@@ -231,7 +240,7 @@ def _jobset(v: RecsysTrainingView, name: str, queue: str, c: dict[str, Any], sel
 
 
 def training_files(v: RecsysTrainingView, node_labels: dict[str, str] | None = None) -> dict[str, str]:
-    gpn, _, args, notes = _common(v)
+    gpn, _, args, notes = _common(v, "kubernetes")
     name = object_name(v.header)
     c = _container(v, gpn, _script(v, name, gpn, args))
     selector = node_selector(v.hw, v.priced_instance, node_labels)
