@@ -13,7 +13,8 @@ vllm, sglang, trtllm). Each exported file goes through:
 - framework and engine command lines: argparse parsers built from the pinned releases'
   own argument tables (tests/data: Megatron-LM core_v0.13.0, torchtitan v0.1.0's JobConfig,
   vLLM v0.10.1, SGLang v0.5.19, sglang-router 0.3.2, trtllm-serve); NeMo scripts compile;
-  TorchRec's DLRM trainer's own parse_args and start-up checks (test_dlrm_release);
+  TorchRec's DLRM trainer's own parse_args and start-up checks (test_dlrm_release), torchvision
+  v0.21.0's classification train.py get_args_parser (test_torchvision_release);
 - Kubernetes: every object against the Kubernetes 1.33 schema (kubernetes-validate,
   strict) or its vendored CRD schema (tests/data/crds), then what Kueue needs to admit and
   place the pods: the workload's queue-name is a LocalQueue of the export, whose
@@ -226,6 +227,14 @@ SPECS = [
         **{"model": "llama3-8b", "targets.accelerators": ["mi325x"], "training.train_tokens": "1T"},
     ),
     _spec("resnet50-imagenet-train", "v-resnet50-train", **{}),
+    _spec(
+        "resnet50-imagenet-train",
+        "v-vitb16-h100",
+        **{"model": "vit-b16", "train.optimizer": None, "targets.accelerators": ["h100-sxm"]},
+    ),
+    _spec(
+        "resnet50-imagenet-train", "v-resnet50-b200", **{"targets.accelerators": ["b200"]}
+    ),  # refused: CUDA 12.6
     _spec("dlrm-criteo-serving", "r-dlrm-serving", **{}),
     # Recommendation training: TorchRec's DLRM trainer (fw_recsys); its own parse_args reads the
     # arguments (test_dlrm_release). bf16 dense compute and AMD are refused with the reason.
@@ -441,6 +450,34 @@ def _check_dlrm(text: str, where: str, plan: dict[str, Any]) -> list[str]:
     return bad
 
 
+def _check_vision(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """torchvision v0.21.0's train.py parses every launch (its own get_args_parser) with the
+    plan's images per GPU and epochs."""
+    from test_torchvision_release import parse, train_words
+
+    bad = []
+    launches = train_words(text)
+    if not launches:
+        bad.append(f"{where}: no train.py launch")
+    for words in launches:
+        ns = parse(words)
+        if isinstance(ns, str):
+            bad.append(f"{where}: {ns}")
+        elif ns.batch_size != plan["best"]["batch_per_gpu"] or ns.epochs != plan["spec"]["train"]["epochs"]:
+            bad.append(f"{where}: train.py batch {ns.batch_size} x {ns.epochs} epochs, the plan's "
+                       f"{plan['best']['batch_per_gpu']} x {plan['spec']['train']['epochs']}")  # fmt: skip
+    return bad
+
+
+def _check_kind_trainer(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """The vision and recommendation trainers' own parsers on their launches."""
+    if plan["kind"] == "recommendation_plan":
+        return _check_dlrm(text, where, plan)
+    if plan["kind"] == "vision_plan":
+        return _check_vision(text, where, plan)
+    return []
+
+
 def _check_commands(text: str, where: str, world: int | None = None, replica: int | None = None) -> list[str]:
     bad = []
     for prog, words in _commands(text):
@@ -646,8 +683,7 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
                     scripts[sc] = f"{w['kind']} {w['metadata']['name']} container {c['name']}"
     for (shell, script), where in scripts.items():
         bad += [f"{where}: {b}" for b in _shell_text(script, shell)]
-        if plan["kind"] == "recommendation_plan":
-            bad += _check_dlrm(script, where, plan)
+        bad += _check_kind_trainer(script, where, plan)
     for cm in by_kind.get("ConfigMap", []):
         for key, text in (cm.get("data") or {}).items():
             bad += _check_text(key, text, int(plan["best"]["gpus"]) if training else None)
@@ -914,7 +950,7 @@ def _check_pod(
         if ib and "IPC_LOCK" not in c.get("securityContext", {}).get("capabilities", {}).get("add", []):
             bad.append(f"{where}: InfiniBand without IPC_LOCK")
         env = {e["name"]: e.get("value") for e in c.get("env", [])}
-        on_claims = ("CKPT_DIR", "DATA_PATH") if training else ()
+        on_claims = ("CKPT_DIR", "DATA_PATH") if training or plan["kind"] == "vision_plan" else ()
         on_claims = ("DATA_PATH",) if plan["kind"] == "recommendation_plan" else on_claims  # no checkpoints
         if on_claims and c in pod.get("containers", []) and pod["containers"].index(c) == 0:
             for var in on_claims:
@@ -995,8 +1031,8 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
             bad += _shell(text, name, folder)
             world = int(plan["best"]["gpus"]) if plan["kind"] == "training_plan" else None
             bad += _check_commands(text, name, world, _replica_devices(plan))
-            if plan["kind"] == "recommendation_plan":
-                bad += _check_dlrm(text, name, plan)
+            if name.endswith(".sbatch"):
+                bad += _check_kind_trainer(text, name, plan)
         if name.endswith(".sbatch") and env is not None:
             run = subprocess.run(["sbatch", "--test-only", "-p", node, name], cwd=folder, env=env,
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -1159,11 +1195,11 @@ def _user_labels_used(files: dict[str, str]) -> list[str]:
 
 
 def test_a_refusal_is_an_exit_code_with_what_why_and_fix(tmp_path: Path) -> None:
-    """Through the CLI: a plan the export cannot write (a vision plan) is exit 2 with the
-    three parts, no traceback."""
+    """Through the CLI: a plan the export cannot write (DLRM in bf16: its trainer has no
+    autocast) is exit 2 with the three parts, no traceback."""
     from rightsize.cli.main import main
 
-    plan = _planned("v-resnet50-train")
+    plan = _planned("r-dlrm-train-bf16")
     assert not isinstance(plan, RightsizeError)
     (tmp_path / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     import contextlib

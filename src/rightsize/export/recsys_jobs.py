@@ -151,30 +151,36 @@ def train_sbatch(v: RecsysTrainingView) -> dict[str, str]:
     return {"train.sbatch": "\n".join(lines) + "\n"}
 
 
-def fetch_script() -> str:
-    """The Python file that puts the trainer's folder at its pinned commit in DLRM_MOUNT
-    (the PyTorch image has Python, not git)."""
-    url = f"{fw_recsys.DLRM_REPOSITORY}/archive/{fw_recsys.DLRM_COMMIT}.tar.gz"
+def fetch_script(url: str, keep: str, dest: str, what: str) -> str:
+    """The Python file that puts the folder `keep` of a source archive (`url`, a tar.gz whose
+    members sit under one top folder) in `dest`: the PyTorch images have Python, not git."""
     return "\n".join([
-        f'"""Fetch {fw_recsys.DLRM_SCRIPT} and its folder at commit {fw_recsys.DLRM_COMMIT} (written by rightsize)."""',
+        f'"""Fetch {what} (written by rightsize)."""',
         "import io",
         "import tarfile",
         "import urllib.request",
         "",
         f"URL = {python_literal(url)}",
-        f"DEST = {python_literal(DLRM_MOUNT)}",
+        f"KEEP = {python_literal(keep)}",
+        f"DEST = {python_literal(dest)}",
         "with urllib.request.urlopen(URL, timeout=300) as response:",
         "    archive = tarfile.open(fileobj=io.BytesIO(response.read()), mode='r:gz')",
         "members = []",
         "for member in archive.getmembers():",
         "    parts = member.name.split('/', 1)",
-        "    if len(parts) == 2 and parts[1].startswith('torchrec_dlrm'):",
+        "    if len(parts) == 2 and parts[1].startswith(KEEP):",
         "        member.name = parts[1]",
         "        members.append(member)",
         "safe = {'filter': 'data'} if hasattr(tarfile, 'data_filter') else {}",
         "archive.extractall(DEST, members=members, **safe)",
         "",
     ])  # fmt: skip
+
+
+def dlrm_fetch_script() -> str:
+    url = f"{fw_recsys.DLRM_REPOSITORY}/archive/{fw_recsys.DLRM_COMMIT}.tar.gz"
+    what = f"{fw_recsys.DLRM_SCRIPT} and its folder at commit {fw_recsys.DLRM_COMMIT}"
+    return fetch_script(url, "torchrec_dlrm/", DLRM_MOUNT, what)
 
 
 def _script(v: RecsysTrainingView, name: str, gpn: int, args: list[tuple[str, Any]]) -> str:
@@ -253,7 +259,7 @@ def training_files(v: RecsysTrainingView, node_labels: dict[str, str] | None = N
         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}},
     }
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(f"{name}-config", v.header),
-              "data": {FETCH_FILE: fetch_script()}}  # fmt: skip
+              "data": {FETCH_FILE: dlrm_fetch_script()}}  # fmt: skip
     head = comment_block(v.header, f"Kubernetes recommendation training (JobSet v0.13, Kueue v1beta1, {fw_recsys.VERSION})", [
         f"{v.gpus} x {v.hw.accelerator} as {v.nodes} pods of {gpn} GPUs, torchrun in each", *notes,
         f"at start each pod installs the packages and fetches the trainer ({FETCH_FILE}): it needs PyPI and GitHub",
