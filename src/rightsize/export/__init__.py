@@ -37,7 +37,7 @@ def render_files(
     if kind in KIND_EXPORTS:  # vision and recommendation plans
         from rightsize.export.kind_exports import render_kind
 
-        if framework not in ("auto", "torchrec") or engine:
+        if framework != "auto" or engine:
             raise BadInput(
                 f"--framework/--engine choose an LLM trainer or server; a {kind.replace('_', ' ')} has its own.",
                 "Vision and recommendation exports write their one pinned trainer.",

@@ -69,7 +69,8 @@ def check(v: RecsysTrainingView) -> None:
     if v.hw.accelerator in ARM_HOSTED:
         raise _refuse(
             f"{v.hw.accelerator} nodes, whose hosts are Arm (Grace) CPUs",
-            f"The pinned image {PYTORCH_IMAGE} is built for x86-64 hosts.",
+            f"The pinned image {PYTORCH_IMAGE} carries CUDA PyTorch for x86-64 only (its arm64 variant installs the "
+            "CPU build: pytorch/pytorch Dockerfile, official stage).",
             "Plan an x86-hosted NVIDIA node (HGX B200, H100, H200), or build the trainer's environment for arm64.",
         )
     if (

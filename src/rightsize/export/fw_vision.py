@@ -2,8 +2,9 @@
 
 The trainer is `references/classification/train.py` of torchvision `TV_VERSION` (tag v0.21.0),
 the recipe torchvision trained its published ResNet and ViT weights with (its README), in the
-official PyTorch 2.6.0 image that carries torchvision 0.21.0 (`IMAGE`; PyTorch's version table:
-2.6.0 pairs with torchvision 0.21.0). It is not in the torchvision wheel; the tests run its own
+official PyTorch 2.6.0 image (`IMAGE`: the pytorch/pytorch Dockerfile's official stage installs
+torch, torchvision and torchaudio from the release index; PyTorch's version table pairs 2.6.0
+with torchvision 0.21.0). It is not in the torchvision wheel; the tests run its own
 `get_args_parser` from a byte-for-byte copy (tests/data/torchvision_release.py).
 
 train.py saves a checkpoint at the end of every epoch (`--output-dir`) but cannot resume it in
@@ -74,7 +75,8 @@ def check(v: VisionTrainingView) -> str:
     if v.hw.accelerator in ARM_HOSTED:
         raise _refuse(
             f"{v.hw.accelerator} nodes, whose hosts are Arm (Grace) CPUs",
-            f"The pinned image {IMAGE} is built for x86-64 hosts.",
+            f"The pinned image {IMAGE} carries CUDA PyTorch for x86-64 only (its arm64 variant installs the CPU "
+            "build: pytorch/pytorch Dockerfile, official stage).",
             "Plan an x86-hosted NVIDIA node, or build the trainer's environment for arm64.",
         )
     if "fp4" in get_accelerator(v.hw.accelerator).peak_dense_flops_per_s:  # FP4 tensor cores: Blackwell
