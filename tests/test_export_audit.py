@@ -232,9 +232,20 @@ SPECS = [
         "v-vitb16-h100",
         **{"model": "vit-b16", "train.optimizer": None, "targets.accelerators": ["h100-sxm"]},
     ),
+    # refused: the pinned image's CUDA 12.6 build has no Blackwell code
+    _spec("resnet50-imagenet-train", "v-resnet50-b200", **{"targets.accelerators": ["b200"]}),
     _spec(
-        "resnet50-imagenet-train", "v-resnet50-b200", **{"targets.accelerators": ["b200"]}
-    ),  # refused: CUDA 12.6
+        "resnet50-imagenet-train",
+        "v-vitl16-l40s-segments",  # 600 epochs on 8 L40S: longer than a partition allows
+        **{
+            "model": "vit-l16",
+            "train.epochs": 600,
+            "targets.accelerators": ["l40s"],
+            "targets.gpus": 8,
+            "targets.deadline": None,
+            "targets.objective": "time",
+        },
+    ),  # fmt: skip
     _spec("dlrm-criteo-serving", "r-dlrm-serving", **{}),
     # Recommendation training: TorchRec's DLRM trainer (fw_recsys); its own parse_args reads the
     # arguments (test_dlrm_release). bf16 dense compute and AMD are refused with the reason.

@@ -211,7 +211,9 @@ def training_files(v: VisionTrainingView, node_labels: dict[str, str] | None = N
         r = rdma()
         extra[r.resource] = r.per_pod
         c["securityContext"] = {"capabilities": {"add": [r.capability]}}
-    cpus = (fw_vision.workers(v) + 1) * gpn
+    # the plan's CPU need (its decode cores): a request for every core of the node would not fit
+    # its allocatable CPUs (the kubelet reserves some); the training process shares them
+    cpus = max(v.cpu_cores_need_per_gpu, fw_vision.workers(v)) * gpn
     c["resources"] = pod_requests(
         gpn, cpus, v.host_memory_need_bytes_per_gpu * gpn, stack(v.hw).resource, extra
     )
