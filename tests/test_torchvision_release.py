@@ -157,16 +157,20 @@ def test_exported_arguments_are_accepted_and_are_the_plans(
         assert 'DATA_PATH="${DATA_PATH:?' in files["train.sbatch"] and fw_vision.RESUME_FILE in files
 
 
-def test_the_vit_recipe_is_the_readme_s() -> None:
-    """The ViT-B/16 recipe flags equal the README's command, parsed by the same parser."""
-    block = _file("references/classification/README.md").split("#### vit_b_16")[1].split("```")[1]
+@pytest.mark.parametrize(
+    ("preset", "model", "optimizer"), [("vit-b16", "vit_b_16", None), ("vit-l16", "vit_l_16", "sgd")]
+)
+def test_the_vit_recipes_are_the_readme_s(preset: str, model: str, optimizer: str | None) -> None:
+    """The ViT recipe flags equal the README's command for the model, parsed by the same parser;
+    only the plan's own figures differ."""
+    block = _file("references/classification/README.md").split(f"#### {model}\n")[1].split("```")[1]
     words = shlex.split(block.replace("\\\n", " "))
     ref = parse(words[words.index("train.py") + 1 :])
-    plan = planned(model="vit-b16", train__optimizer=None, targets__accelerators=("h100-sxm",))
+    plan = planned(model=preset, train__optimizer=optimizer, targets__accelerators=("h100-sxm",))
     assert isinstance(ref, argparse.Namespace) and not isinstance(plan, RightsizeError)
     ours = parse(train_words(render_files(plan, "slurm")["train.sbatch"])[0])
     assert isinstance(ours, argparse.Namespace)
-    keep = {"data_path", "batch_size", "epochs", "workers", "output_dir", "resume"}  # the plan's own
+    keep = {"data_path", "batch_size", "epochs", "workers", "output_dir", "resume", "amp"}  # the plan's own
     differ = {
         k: (getattr(ours, k), getattr(ref, k))
         for k in vars(ref)

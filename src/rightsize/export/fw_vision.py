@@ -20,6 +20,8 @@ image's CUDA 12.6 build has no sm_100/sm_120 code) and Grace (Arm) hosts (the im
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rightsize.catalog import get_accelerator
 from rightsize.errors import BadInput
 from rightsize.export.names import Arg, ShellExpr, python_literal
@@ -36,28 +38,30 @@ ARM_HOSTED = ("gb200", "gb300")  # Grace Blackwell superchips: Arm (aarch64) hos
 STARTUP_S = 600  # start-up before the first step (the reliability model's restart time)
 # preset -> torchvision.models builder name
 MODELS = {"resnet50": "resnet50", "vit-b16": "vit_b_16", "vit-l16": "vit_l_16"}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    opt: str  # the optimizer it uses (train.py's default is SGD)
+    global_batch: int  # the batch its learning rate was set for
+    args: tuple[Arg, ...]
+
+
 # The README's recipe per model (torchvision 0.21.0 references/classification/README.md), without
 # the batch, epochs, precision and workers, which are the plan's. `opt` the optimizer it uses
 # (train.py's default is SGD), `global_batch` the batch its learning rate was set for (the
 # README's note on the published weights: GPUs x --batch-size).
-RECIPES: dict[str, dict[str, object]] = {
-    "vit_b_16": {
-        "opt": "adamw",
-        "global_batch": 64 * 64,
-        "args": [("--opt", "adamw"), ("--lr", 0.003), ("--wd", 0.3), ("--lr-scheduler", "cosineannealinglr"),
-                 ("--lr-warmup-method", "linear"), ("--lr-warmup-epochs", 30), ("--lr-warmup-decay", 0.033),
-                 ("--label-smoothing", 0.11), ("--mixup-alpha", 0.2), ("--auto-augment", "ra"),
-                 ("--clip-grad-norm", 1), ("--ra-sampler", None), ("--cutmix-alpha", 1.0), ("--model-ema", None)],
-    },
-    "vit_l_16": {
-        "opt": "sgd",
-        "global_batch": 16 * 64,
-        "args": [("--lr", 0.5), ("--lr-scheduler", "cosineannealinglr"), ("--lr-warmup-method", "linear"),
-                 ("--lr-warmup-epochs", 5), ("--label-smoothing", 0.1), ("--mixup-alpha", 0.2),
-                 ("--auto-augment", "ta_wide"), ("--random-erase", 0.1), ("--weight-decay", 0.00002),
-                 ("--norm-weight-decay", 0.0), ("--clip-grad-norm", 1), ("--ra-sampler", None),
-                 ("--cutmix-alpha", 1.0), ("--model-ema", None), ("--val-resize-size", 232)],
-    },
+RECIPES = {
+    "vit_b_16": Recipe("adamw", 64 * 64, (
+        ("--opt", "adamw"), ("--lr", 0.003), ("--wd", 0.3), ("--lr-scheduler", "cosineannealinglr"),
+        ("--lr-warmup-method", "linear"), ("--lr-warmup-epochs", 30), ("--lr-warmup-decay", 0.033),
+        ("--label-smoothing", 0.11), ("--mixup-alpha", 0.2), ("--auto-augment", "ra"), ("--clip-grad-norm", 1),
+        ("--ra-sampler", None), ("--cutmix-alpha", 1.0), ("--model-ema", None))),
+    "vit_l_16": Recipe("sgd", 16 * 64, (
+        ("--lr", 0.5), ("--lr-scheduler", "cosineannealinglr"), ("--lr-warmup-method", "linear"),
+        ("--lr-warmup-epochs", 5), ("--label-smoothing", 0.1), ("--mixup-alpha", 0.2), ("--auto-augment", "ta_wide"),
+        ("--random-erase", 0.1), ("--weight-decay", 0.00002), ("--norm-weight-decay", 0.0), ("--clip-grad-norm", 1),
+        ("--ra-sampler", None), ("--cutmix-alpha", 1.0), ("--model-ema", None), ("--val-resize-size", 232))),
 }  # fmt: skip
 # ResNet-50 with SGD: Goyal et al. 2017 (arXiv:1706.02677), the large-batch recipe train.py's
 # defaults follow (lr 0.1 per 256 images, momentum 0.9, weight decay 1e-4, /10 every 30 epochs):
@@ -104,7 +108,7 @@ def check(v: VisionTrainingView) -> str:
             "train.py's --amp is torch.cuda.amp (fp16 autocast with loss scaling); it has no fp8.",
             "Plan with train.precision: bf16 or fp16.",
         )
-    recipe_opt = str(RECIPES[model]["opt"]) if model in RECIPES else "sgd"
+    recipe_opt = RECIPES[model].opt if model in RECIPES else "sgd"
     if v.optimizer != recipe_opt:
         raise _refuse(
             f"{v.optimizer} for {model}",
@@ -138,7 +142,7 @@ def vision_arg_list(v: VisionTrainingView, data: ShellExpr, ckpt: ShellExpr) -> 
         ("--workers", workers(v)),
     ]
     if model in RECIPES:
-        args += list(RECIPES[model]["args"])  # type: ignore[call-overload]
+        args += RECIPES[model].args
     else:
         scale = v.global_batch / BASE_BATCH
         args += [("--opt", "sgd"), ("--lr", round(BASE_LR * scale, 6))]
@@ -152,8 +156,8 @@ def vision_arg_list(v: VisionTrainingView, data: ShellExpr, ckpt: ShellExpr) -> 
 def notes(v: VisionTrainingView) -> list[str]:
     model = check(v)
     if model in RECIPES:
-        lr = f"optimizer and schedule: the README's {model} recipe, set for a global batch of {RECIPES[model]['global_batch']}"
-        if RECIPES[model]["global_batch"] != v.global_batch:
+        lr = f"optimizer and schedule: the README's {model} recipe, set for a global batch of {RECIPES[model].global_batch}"
+        if RECIPES[model].global_batch != v.global_batch:
             lr += f"; the plan's is {v.global_batch}: tune the learning rate"
     else:
         lr = (f"SGD at lr {BASE_LR} x {v.global_batch}/{BASE_BATCH} with a {WARMUP_EPOCHS}-epoch linear warm-up "
