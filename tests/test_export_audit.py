@@ -987,6 +987,11 @@ def _check_pod(
         if grace < checkpoint_write_s(v) + v.step_time_s:
             bad.append(f"{wname}: terminationGracePeriodSeconds {grace} < checkpoint write "
                        f"{checkpoint_write_s(v):.0f} s + a step {v.step_time_s:.0f} s")  # fmt: skip
+    if plan["kind"] == "vision_plan":  # train.py checkpoints per epoch: a stop must hold one write
+        rel = plan["sizing"]["reliability"]
+        grace = pod.get("terminationGracePeriodSeconds", 30)
+        if grace < rel["checkpoint_write_s"] + plan["best"]["step"]["step_s"]:
+            bad.append(f"{wname}: terminationGracePeriodSeconds {grace} < the checkpoint write and a step")
     return bad
 
 
@@ -1057,6 +1062,37 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
             )
     if "train.sbatch" in files and plan["kind"] == "training_plan":
         bad += _check_segments(files["train.sbatch"], plan, route)
+    elif "train.sbatch" in files and plan["kind"] in ("vision_plan", "recommendation_plan"):
+        bad += _check_kind_time(files["train.sbatch"], plan)
+    return bad
+
+
+def _check_kind_time(text: str, plan: dict[str, Any]) -> list[str]:
+    """Vision and recommendation jobs: --time within the partition's MaxTime and at least the
+    planned run with its safety margin (one job), or segments covering it; a vision job's USR1
+    warning holds the checkpoint write and a step."""
+    limit = re.search(r"^#SBATCH --time=(\d+)-(\d+):(\d+):(\d+)$", text, re.M)
+    if not limit:
+        return ["train.sbatch: no --time in D-HH:MM:SS"]
+    d, h, m, sec = map(int, limit.groups())
+    limit_s = ((d * 24 + h) * 60 + m) * 60 + sec
+    bad = (
+        [f"train.sbatch: --time {limit_s} s over the partition's MaxTime"]
+        if limit_s > PARTITION_MAX_S
+        else []
+    )
+    margin = plan["spec"]["infrastructure"]["margins"]["safety_margin"]
+    work = plan["sizing"]["run"]["run_s"] * (1 + margin)
+    parts = re.search(r"as (\d+) segment\(s\)", text)
+    if limit_s * (int(parts.group(1)) if parts else 1) < work:
+        bad.append(f"train.sbatch: {limit_s} s x segments < the planned run with its margin ({work:.0f} s)")
+    if plan["kind"] == "vision_plan":
+        lead = re.search(r"^#SBATCH --signal=B:USR1@(\d+)$", text, re.M)
+        need = plan["sizing"]["reliability"]["checkpoint_write_s"] + plan["best"]["step"]["step_s"]
+        if not lead or int(lead.group(1)) < need:
+            bad.append(
+                f"train.sbatch: USR1 lead {lead and lead.group(1)} s < checkpoint write and a step ({need:.0f} s)"
+            )
     return bad
 
 
