@@ -404,6 +404,15 @@ def _priced_instance(sizing: Fields) -> tuple[str, str] | None:
     return (found.group(1), found.group(2)) if found else None
 
 
+def job_start_s(best: Fields) -> float:
+    """The plan's own start-up line (`best.whole_run.parts`, "job start": scheduling, container
+    and distributed init), 0 when the plan has none (plans before it was modelled)."""
+    for part in best.sub("whole_run", False).items("parts", False):
+        if isinstance(part, dict) and part.get("part") == "job start":
+            return check_num(part.get("time_s"), "best.whole_run.parts", "time_s", 0.0, MAX_SECONDS)
+    return 0.0
+
+
 def _storage(sizing: Fields) -> dict[str, Any]:
     cap = sizing.sub("storage", False).sub("capacity", False)
     return {

@@ -80,9 +80,14 @@ def _gpus_per_node(v: RecsysTrainingView) -> int:
     return gpn
 
 
+def _start_s(v: RecsysTrainingView) -> float:
+    """Start-up to add to the plan's run: none when the plan has its own "job start" line."""
+    return 0.0 if v.planned_start_s else fw_recsys.STARTUP_S
+
+
 def _limit_s(v: RecsysTrainingView) -> int:
     """The job's time: the planned run with its safety margin, plus start-up."""
-    limit = math.ceil(v.run_s * (1.0 + v.safety_margin) + fw_recsys.STARTUP_S)
+    limit = math.ceil(v.run_s * (1.0 + v.safety_margin) + _start_s(v))
     if limit > SEGMENT_MAX_S:
         raise BadInput(
             f"The planned run needs {limit / 3600:.1f} h; a partition allows {SEGMENT_MAX_S / 3600:g} h.",
@@ -114,7 +119,7 @@ def train_sbatch(v: RecsysTrainingView) -> dict[str, str]:
         f"{v.hw.host_memory_bytes_per_node / GiB:.0f} GiB), the plan needs "
         f"{v.host_memory_need_bytes_per_gpu * gpn / GiB:.0f} GiB per node",
         f"time: planned {v.run_s / 3600:.2f} h + {v.safety_margin:.0%} safety margin + "
-        f"{fw_recsys.STARTUP_S} s start-up = {time_limit(limit)} (one job: the trainer cannot resume; a "
+        f"{_start_s(v):.0f} s start-up (beyond the plan's own {v.planned_start_s:.0f} s) = {time_limit(limit)} (one job: the trainer cannot resume; a "
         "requeue after preemption starts over)",
         f"before submitting: git clone {fw_recsys.DLRM_REPOSITORY} && git -C dlrm checkout "
         f"{fw_recsys.DLRM_COMMIT}; export {fw_recsys.DLRM_DIR_VAR}=$PWD/dlrm DATA_PATH=/path/to/multi-hot",

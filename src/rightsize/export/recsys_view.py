@@ -29,6 +29,7 @@ from rightsize.export.plan_view import (
     _priced_instance,
     _storage,
     header,
+    job_start_s,
 )
 from rightsize.spec.recsys import RecsysModel, get_recsys_model
 
@@ -67,6 +68,7 @@ class RecsysTrainingView:
     cpu_cores_need_per_gpu: float
     host_memory_need_bytes_per_gpu: float
     priced_instance: tuple[str, str] | None = None
+    planned_start_s: float = 0.0  # the plan's own "job start" line, inside run_s (0: not planned)
     checkpoints_bytes: float = 0.0
     dataset_bytes: float = 0.0
 
@@ -160,5 +162,6 @@ def recsys_training_view(plan: dict[str, Any]) -> RecsysTrainingView:
         **_fabric(sizing),
         **_host_needs(sizing),
         priced_instance=_priced_instance(sizing),
+        planned_start_s=job_start_s(best),
         **_storage(sizing),
     )

@@ -85,8 +85,9 @@ def segments(v: VisionTrainingView) -> tuple[int, int]:
     requeued segments, each long enough for at least one epoch (train.py saves per epoch)."""
     work = v.run_s * (1.0 + v.safety_margin)
     lead = lead_s(v)
-    if work + fw_vision.STARTUP_S + lead <= SEGMENT_MAX_S:
-        return 60 * math.ceil((work + fw_vision.STARTUP_S + lead) / 60), 1
+    start = 0.0 if v.planned_start_s else fw_vision.STARTUP_S  # the plan's run may hold its own
+    if work + start + lead <= SEGMENT_MAX_S:
+        return 60 * math.ceil((work + start + lead) / 60), 1
     per = SEGMENT_MAX_S - fw_vision.STARTUP_S - lead
     if v.epoch_s > per:
         raise BadInput(
@@ -115,7 +116,8 @@ def train_sbatch(v: VisionTrainingView) -> dict[str, str]:
         f"host: {cpus} CPUs per GPU ({fw_vision.workers(v)} workers + the training process); memory: the whole "
         f"node (--exclusive --mem=0, {v.hw.host_memory_bytes_per_node / GiB:.0f} GiB), the plan needs "
         f"{v.host_memory_need_bytes_per_gpu * gpn / GiB:.0f} GiB per node",
-        f"time: planned {v.run_s / 3600:.2f} h + {v.safety_margin:.0%} safety margin, start-up {fw_vision.STARTUP_S} s "
+        f"time: planned {v.run_s / 3600:.2f} h (start-up {v.planned_start_s:.0f} s of it) + {v.safety_margin:.0%} "
+        f"safety margin{'' if v.planned_start_s else f', start-up {fw_vision.STARTUP_S} s'} "
         f"and a {lead} s warning, as {parts} segment(s) of at most {time_limit(limit)}; at the warning a segment "
         "requeues the job, which resumes from the last epoch's checkpoint",
         f"before submitting: git clone --branch v{fw_vision.TV_VERSION} --depth 1 {fw_vision.TV_REPOSITORY}; export "
