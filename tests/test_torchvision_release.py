@@ -227,3 +227,25 @@ def test_what_the_reference_cannot_run_is_refused(changes: dict[str, Any], says:
         with pytest.raises(BadInput) as err:
             render_files(plan, target)
         assert says in err.value.what + err.value.why and err.value.fix, err.value.what
+
+
+@pytest.mark.parametrize(
+    ("part", "key", "value"),
+    [
+        ("best", "batch_per_gpu", 0),
+        ("best", "images_per_s", float("inf")),
+        ("best", "step", {"step_s": -1}),
+        ("spec", "model", "no-such-model"),
+        ("sizing", "nodes", {"nodes": 3}),
+        ("best", "whole_run", {"parts": [{"part": "job start", "time_s": "x"}]}),
+    ],
+)
+def test_a_hand_edited_vision_plan_is_bad_input_not_a_traceback(part: str, key: str, value: Any) -> None:
+    plan = planned()
+    assert not isinstance(plan, RightsizeError)
+    plan = json.loads(json.dumps(plan))
+    plan[part][key] = value
+    for target in ("slurm", "kubernetes"):
+        with pytest.raises(BadInput) as err:
+            render_files(plan, target)
+        assert err.value.why and err.value.fix
