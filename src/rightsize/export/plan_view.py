@@ -27,6 +27,7 @@ from rightsize.perf import remat
 
 READ_SCHEMA_VERSIONS = (1, 2)  # plan JSON versions this adapter understands (2: typed plan, #12)
 EXPORTABLE = ("training_plan", "serving_plan")
+KIND_EXPORTS = ("vision_plan", "recommendation_plan")  # export.kind_exports
 
 # Ranges a plan's figures must fall in (far beyond any real plan; they keep a hand-edited
 # plan from overflowing arithmetic or writing absurd files).
@@ -299,6 +300,8 @@ def _hardware(best: Fields) -> HardwareView:
 def plan_kind(plan: dict[str, Any]) -> str:
     header(plan)  # a plan of another schema version is refused before anything is read
     kind = str(plan.get("kind"))
+    if kind in KIND_EXPORTS:  # vision and recommendation: their own module says what it writes
+        return kind
     if kind not in EXPORTABLE and kind != "fleet_plan":
         raise BadInput(
             f"Plans of kind {one_line(kind)[:40]!r} cannot be exported yet.",
@@ -399,6 +402,15 @@ def _priced_instance(sizing: Fields) -> tuple[str, str] | None:
     text = sizing.sub("cost", False).text("priced_instance", default="", max_len=300)
     found = _PRICED.match(text)
     return (found.group(1), found.group(2)) if found else None
+
+
+def job_start_s(best: Fields) -> float:
+    """The plan's own start-up line (`best.whole_run.parts`, "job start": scheduling, container
+    and distributed init), 0 when the plan has none (plans before it was modelled)."""
+    for part in best.sub("whole_run", False).items("parts", False):
+        if isinstance(part, dict) and part.get("part") == "job start":
+            return check_num(part.get("time_s"), "best.whole_run.parts", "time_s", 0.0, MAX_SECONDS)
+    return 0.0
 
 
 def _storage(sizing: Fields) -> dict[str, Any]:
