@@ -144,6 +144,7 @@ class TrainingView:
     priced_instance: tuple[str, str] | None = None  # (provider, instance type) the cloud cost priced
     checkpoints_bytes: float = 0.0  # the retained checkpoints (sizing.storage)
     dataset_bytes: float = 0.0  # the preprocessed training data (sizing.storage)
+    moe_dispatch_dtype: str = "bf16"  # the MoE token dispatch on the wire the plan timed
 
     @property
     def steps(self) -> int:
@@ -442,6 +443,11 @@ def training_view(plan: dict[str, Any]) -> TrainingView:
         mfu=best.num("mfu", 0.0, 1.0, default=0.0),
         priced_instance=_priced_instance(sizing),
         **_storage(sizing),
+        moe_dispatch_dtype=choice(
+            spec.sub("training").text("moe_dispatch_dtype", default="bf16"),
+            ("bf16", "fp8"),
+            "training.moe_dispatch_dtype",
+        ),
     )
 
 
