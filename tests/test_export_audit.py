@@ -14,6 +14,8 @@ vllm, sglang, trtllm). Each exported file goes through:
   own argument tables (tests/data: Megatron-LM core_v0.13.0, torchtitan v0.1.0's JobConfig,
   vLLM v0.10.1, SGLang v0.5.19, sglang-router 0.3.2, trtllm-serve; on Gaudi, Intel's forks:
   vLLM v0.9.0.1+Gaudi-1.22.0 and Megatron-LM 1.22.0); NeMo scripts compile;
+  TorchRec's DLRM trainer's own parse_args and start-up checks (test_dlrm_release), torchvision
+  v0.21.0's classification train.py get_args_parser (test_torchvision_release);
 - Kubernetes: every object against the Kubernetes 1.33 schema (kubernetes-validate,
   strict) or its vendored CRD schema (tests/data/crds), then what Kueue needs to admit and
   place the pods: the workload's queue-name is a LocalQueue of the export, whose
@@ -227,7 +229,51 @@ SPECS = [
         **{"model": "llama3-8b", "targets.accelerators": ["mi325x"], "training.train_tokens": "1T"},
     ),
     _spec("resnet50-imagenet-train", "v-resnet50-train", **{}),
+    _spec(
+        "resnet50-imagenet-train",
+        "v-vitb16-h100",
+        **{"model": "vit-b16", "train.optimizer": None, "targets.accelerators": ["h100-sxm"]},
+    ),
+    # refused: the pinned image's CUDA 12.6 build has no Blackwell code
+    _spec("resnet50-imagenet-train", "v-resnet50-b200", **{"targets.accelerators": ["b200"]}),
+    _spec(
+        "resnet50-imagenet-train",
+        "v-vitl16-l40s-segments",  # 600 epochs on 8 L40S: longer than a partition allows
+        **{
+            "model": "vit-l16",
+            "train.epochs": 600,
+            "targets.accelerators": ["l40s"],
+            "targets.gpus": 8,
+            "targets.deadline": None,
+            "targets.objective": "time",
+        },
+    ),  # fmt: skip
     _spec("dlrm-criteo-serving", "r-dlrm-serving", **{}),
+    # Recommendation training: TorchRec's DLRM trainer (fw_recsys); its own parse_args reads the
+    # arguments (test_dlrm_release). bf16 dense compute and AMD are refused with the reason.
+    _spec("dlrm-criteo-train", "r-dlrm-train-tf32", **{"train.precision": "tf32"}),
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-a100x16",
+        **{
+            "train.precision": "tf32",
+            "targets.accelerators": ["a100-sxm-80gb"],
+            "targets.gpus": 16,
+            "targets.deadline": None,
+            "targets.objective": "time",
+        },
+    ),  # fmt: skip
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-b200",
+        **{"train.precision": "tf32", "targets.accelerators": ["b200"]},
+    ),
+    _spec("dlrm-criteo-train", "r-dlrm-train-bf16", **{}),
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-mi300x",
+        **{"train.precision": "tf32", "targets.accelerators": ["mi300x"]},
+    ),
 ]
 
 
@@ -267,8 +313,8 @@ USER_LABELS = {"example.com/pool": "gpu-a"}
 
 
 def _routes(plan: dict[str, Any], target: str) -> list[tuple[str, str | None]]:
-    if target == "prometheus":
-        return [("auto", None)]
+    if target == "prometheus" or plan["kind"] in ("vision_plan", "recommendation_plan"):
+        return [("auto", None)]  # one pinned trainer each (export.kind_exports)
     if plan["kind"] == "training_plan":
         return [(fw, None) for fw in TRAIN_ROUTES]
     return [("auto", e) for e in SERVE_ROUTES]
@@ -314,6 +360,7 @@ _STOP = {"&", "&&", ";", "|", "||", ">", ">>", "2>&1"}
 # program -> (table, positional words the program takes before its options)
 PROGRAMS = {
     "pretrain_gpt.py": ("megatron", 0),
+    "dlrm_main.py": ("dlrm", 0),  # _check_dlrm
     "sglang.launch_server": ("sglang_v0.5.19_server_args.json", 0),
     "sglang_router.launch_router": ("sglang_router_v0.3.2_args.json", 0),
     "trtllm-serve": ("trtllm_serve_keys.json", 1),
@@ -401,11 +448,57 @@ def _megatron_rules(words: list[str], world: int, table: str = "megatron") -> li
     return bad
 
 
+def _check_dlrm(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """TorchRec's DLRM trainer (dlrm_main.py at the pinned commit) parses and start-up-checks
+    every launch; its per-GPU batch times the GPUs is the plan's global batch."""
+    from test_dlrm_release import dlrm_words, run_release
+
+    bad = []
+    for words in dlrm_words(text):
+        ns = run_release(words)
+        if isinstance(ns, str):
+            bad.append(f"{where}: {ns}")
+        elif ns.batch_size * int(plan["best"]["gpus"]) != int(plan["best"]["batch"]):
+            bad.append(f"{where}: dlrm_main.py --batch_size {ns.batch_size} x {plan['best']['gpus']} GPUs "
+                       f"!= the plan's global batch {plan['best']['batch']}")  # fmt: skip
+    return bad
+
+
+def _check_vision(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """torchvision v0.21.0's train.py parses every launch (its own get_args_parser) with the
+    plan's images per GPU and epochs."""
+    from test_torchvision_release import parse, train_words
+
+    bad = []
+    launches = train_words(text)
+    if not launches:
+        bad.append(f"{where}: no train.py launch")
+    for words in launches:
+        ns = parse(words)
+        if isinstance(ns, str):
+            bad.append(f"{where}: {ns}")
+        elif ns.batch_size != plan["best"]["batch_per_gpu"] or ns.epochs != plan["spec"]["train"]["epochs"]:
+            bad.append(f"{where}: train.py batch {ns.batch_size} x {ns.epochs} epochs, the plan's "
+                       f"{plan['best']['batch_per_gpu']} x {plan['spec']['train']['epochs']}")  # fmt: skip
+    return bad
+
+
+def _check_kind_trainer(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """The vision and recommendation trainers' own parsers on their launches."""
+    if plan["kind"] == "recommendation_plan":
+        return _check_dlrm(text, where, plan)
+    if plan["kind"] == "vision_plan":
+        return _check_vision(text, where, plan)
+    return []
+
+
 def _check_commands(
     text: str, where: str, world: int | None = None, replica: int | None = None, vendor: str = ""
 ) -> list[str]:
     bad = []
     for prog, words in _commands(text):
+        if prog == "dlrm_main.py":
+            continue  # read by the trainer's own parser in _check_dlrm
         vllm_table = VLLM_TABLES.get(vendor, "vllm_v0.10.1_engine_args.json")
         table = vllm_table if prog == "vllm" else PROGRAMS[prog][0]
         table = MEGATRON_BY_VENDOR.get(vendor, table) if prog == "pretrain_gpt.py" else table
@@ -610,6 +703,7 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
                     scripts[sc] = f"{w['kind']} {w['metadata']['name']} container {c['name']}"
     for (shell, script), where in scripts.items():
         bad += [f"{where}: {b}" for b in _shell_text(script, shell)]
+        bad += _check_kind_trainer(script, where, plan)
     for cm in by_kind.get("ConfigMap", []):
         for key, text in (cm.get("data") or {}).items():
             bad += _check_text(key, text, int(plan["best"]["gpus"]) if training else None)
@@ -878,8 +972,10 @@ def _check_pod(
         if ib and "IPC_LOCK" not in c.get("securityContext", {}).get("capabilities", {}).get("add", []):
             bad.append(f"{where}: InfiniBand without IPC_LOCK")
         env = {e["name"]: e.get("value") for e in c.get("env", [])}
-        if training and c in pod.get("containers", []) and pod["containers"].index(c) == 0:
-            for var in ("CKPT_DIR", "DATA_PATH"):
+        on_claims = ("CKPT_DIR", "DATA_PATH") if training or plan["kind"] == "vision_plan" else ()
+        on_claims = ("DATA_PATH",) if plan["kind"] == "recommendation_plan" else on_claims  # no checkpoints
+        if on_claims and c in pod.get("containers", []) and pod["containers"].index(c) == 0:
+            for var in on_claims:
                 path = env.get(var)
                 mount = path and next(
                     (m for m in c.get("volumeMounts", [])
@@ -903,6 +999,11 @@ def _check_pod(
         if grace < checkpoint_write_s(v) + v.step_time_s:
             bad.append(f"{wname}: terminationGracePeriodSeconds {grace} < checkpoint write "
                        f"{checkpoint_write_s(v):.0f} s + a step {v.step_time_s:.0f} s")  # fmt: skip
+    if plan["kind"] == "vision_plan":  # train.py checkpoints per epoch: a stop must hold one write
+        rel = plan["sizing"]["reliability"]
+        grace = pod.get("terminationGracePeriodSeconds", 30)
+        if grace < rel["checkpoint_write_s"] + plan["best"]["step"]["step_s"]:
+            bad.append(f"{wname}: terminationGracePeriodSeconds {grace} < the checkpoint write and a step")
     return bad
 
 
@@ -958,6 +1059,8 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
             bad += _shell(text, name, folder)
             world = int(plan["best"]["gpus"]) if plan["kind"] == "training_plan" else None
             bad += _check_commands(text, name, world, _replica_devices(plan), _vendor(plan))
+            if name.endswith(".sbatch"):
+                bad += _check_kind_trainer(text, name, plan)
         if name.endswith(".sbatch") and env is not None:
             run = subprocess.run(["sbatch", "--test-only", "-p", node, name], cwd=folder, env=env,
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -971,6 +1074,37 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
             )
     if "train.sbatch" in files and plan["kind"] == "training_plan":
         bad += _check_segments(files["train.sbatch"], plan, route)
+    elif "train.sbatch" in files and plan["kind"] in ("vision_plan", "recommendation_plan"):
+        bad += _check_kind_time(files["train.sbatch"], plan)
+    return bad
+
+
+def _check_kind_time(text: str, plan: dict[str, Any]) -> list[str]:
+    """Vision and recommendation jobs: --time within the partition's MaxTime and at least the
+    planned run with its safety margin (one job), or segments covering it; a vision job's USR1
+    warning holds the checkpoint write and a step."""
+    limit = re.search(r"^#SBATCH --time=(\d+)-(\d+):(\d+):(\d+)$", text, re.M)
+    if not limit:
+        return ["train.sbatch: no --time in D-HH:MM:SS"]
+    d, h, m, sec = map(int, limit.groups())
+    limit_s = ((d * 24 + h) * 60 + m) * 60 + sec
+    bad = (
+        [f"train.sbatch: --time {limit_s} s over the partition's MaxTime"]
+        if limit_s > PARTITION_MAX_S
+        else []
+    )
+    margin = plan["spec"]["infrastructure"]["margins"]["safety_margin"]
+    work = plan["sizing"]["run"]["run_s"] * (1 + margin)
+    parts = re.search(r"as (\d+) segment\(s\)", text)
+    if limit_s * (int(parts.group(1)) if parts else 1) < work:
+        bad.append(f"train.sbatch: {limit_s} s x segments < the planned run with its margin ({work:.0f} s)")
+    if plan["kind"] == "vision_plan":
+        lead = re.search(r"^#SBATCH --signal=B:USR1@(\d+)$", text, re.M)
+        need = plan["sizing"]["reliability"]["checkpoint_write_s"] + plan["best"]["step"]["step_s"]
+        if not lead or int(lead.group(1)) < need:
+            bad.append(
+                f"train.sbatch: USR1 lead {lead and lead.group(1)} s < checkpoint write and a step ({need:.0f} s)"
+            )
     return bad
 
 
@@ -1120,11 +1254,11 @@ def _user_labels_used(files: dict[str, str]) -> list[str]:
 
 
 def test_a_refusal_is_an_exit_code_with_what_why_and_fix(tmp_path: Path) -> None:
-    """Through the CLI: a plan the export cannot write (a vision plan) is exit 2 with the
-    three parts, no traceback."""
+    """Through the CLI: a plan the export cannot write (DLRM in bf16: its trainer has no
+    autocast) is exit 2 with the three parts, no traceback."""
     from rightsize.cli.main import main
 
-    plan = _planned("v-resnet50-train")
+    plan = _planned("r-dlrm-train-bf16")
     assert not isinstance(plan, RightsizeError)
     (tmp_path / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     import contextlib

@@ -19,11 +19,11 @@ from test_fleet_solver import START, _service
 from rightsize.api import plan
 from rightsize.fleet import timeline as tl
 from rightsize.fleet.demand import Calendar
-from rightsize.fleet.fleet_cost import SPARE_CONFIDENCE, spare_nodes
 from rightsize.fleet.prices import PoolPrices
 from rightsize.fleet.solver import Limits, solve
 from rightsize.fleet.synthetic import write_synthetic_fleet
 from rightsize.report.render import render
+from rightsize.sizing.reliability import SPARE_CONFIDENCE, spare_nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "fleet-2027.yaml"

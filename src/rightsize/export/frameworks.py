@@ -68,6 +68,16 @@ def _check(v: TrainingView, framework: str) -> None:
             + f"; {FRAMEWORKS[framework]} offers {', '.join(allowed)}.",
             "Plan with parallel.recompute set to one of those, or train on Cloud TPU with MaxText.",
         )
+    if v.moe_dispatch_dtype == "fp8" and v.model.experts > 1:
+        raise BadInput(
+            f"The plan times MoE tokens dispatched in fp8 (training.moe_dispatch_dtype: fp8), which "
+            f"{FRAMEWORKS[framework]} as pinned cannot do.",
+            "Megatron-Core dispatches in 16 bit until its quantised dispatch (2026-08), after the pinned "
+            "Megatron-LM core_v0.13.0 and NeMo 2.3.0; torchtitan 0.1.0 has no fp8 dispatch either. The job "
+            "would move twice the planned bytes per token and run slower than planned.",
+            "Plan with training.moe_dispatch_dtype: bf16 to export, or run DeepSeek-style fp8 dispatch "
+            "with a stack of your own.",
+        )
     if v.method in ("lora", "qlora") and framework != "nemo":
         raise BadInput(
             f"{FRAMEWORKS[framework]} has no {v.method.upper()} fine-tuning.",

@@ -24,19 +24,12 @@ from rightsize.catalog.prices import active_prices
 from rightsize.fleet.demand import HOURS, Calendar
 from rightsize.fleet.prices import COMMITTED, PoolPrices
 from rightsize.fleet.solver import Solution, _active
-from rightsize.sizing.spot import poisson_quantile
+from rightsize.sizing.reliability import REPAIR_HOURS, spare_nodes
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
-REPAIR_HOURS = 72.0  # a failed node out of service until it is repaired or replaced
-SPARE_CONFIDENCE = 0.99  # spares cover the nodes down at once with this probability
 TB = 1e12
-
-
-def spare_nodes(expected_down: float) -> int:
-    """Smallest k with P(Poisson(expected_down) <= k) >= SPARE_CONFIDENCE."""
-    return poisson_quantile(expected_down, SPARE_CONFIDENCE)
 
 
 def committed_nodes(sol: Solution, pools: dict[str, PoolPrices], months: int) -> dict[str, int]:

@@ -25,13 +25,14 @@ from rightsize.fleet import timeline as tl
 from rightsize.fleet.caps import ON_DEMAND_GPUS, SPOT_GPUS, burst_caps
 from rightsize.fleet.dedicated import dedicated_solutions
 from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
-from rightsize.fleet.fleet_cost import REPAIR_HOURS, SPARE_CONFIDENCE, Parts
+from rightsize.fleet.fleet_cost import Parts
 from rightsize.fleet.gangs import Holdings, holdings
 from rightsize.fleet.prices import PoolPrices, pool_prices
 from rightsize.fleet.progress import Progress
 from rightsize.fleet.shared import pool_fabric
 from rightsize.fleet.solver import Limits, Solution, SolveStopped, combine, solve
 from rightsize.fleet.workload_view import WorkloadView, view_of
+from rightsize.sizing.reliability import REPAIR_HOURS, SPARE_CONFIDENCE
 from rightsize.spec.fleet import FleetPolicy, month_text
 from rightsize.spec.fleet_load import FleetEntry, ResolvedFleet
 

@@ -135,13 +135,6 @@ def default_stream_bytes_per_s() -> float:
 # ------------------------------------------------------------------------------------ memory tiers
 
 
-def host_link_bytes_per_s(acc_id: str) -> float:
-    """Per-direction bandwidth between one accelerator and host memory (PCIe or NVLink-C2C)."""
-    f = figures()
-    own = f.get(f"host_link_bytes_per_s.{acc_id}")
-    return own if own is not None else f.value("host_link_bytes_per_s.default")
-
-
 def l2_bytes(acc_id: str) -> float:
     """On-chip L2 cache of an accelerator (0 when the catalog has no figure for it)."""
     return figures().get(f"l2_bytes.{acc_id}") or 0.0

@@ -315,12 +315,14 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     cast_bytes: float | np.ndarray = 0.0
     if w.precision in CAST_BYTES_PER_ELEMENT:
         # The forward inputs of the four GEMMs: QKV and MLP-up read h, out-projection a d / t,
-        # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT). A MoE layer quantises each token's
-        # MLP input once, before the dispatch sends its k copies (DeepSeek-V3 report, sec. 3.3:
-        # activations quantised before the MoE up-projections, then dispatched in fp8), but each
-        # routed copy's down-projection input is its own tensor: `_mlp_copies` of f / t.
+        # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT). A MoE token's routed copies are each
+        # quantised where they arrive (Megatron-Core dispatches in 16 bit, moe_dispatch_fwd_dtype
+        # 'bf16'; token_dispatcher.py: "recv_tokens dies after FC1 quantizes it"), shared experts
+        # read it once; each copy's down-projection input is its own: `_mlp_copies` of f / t.
         cast = cast_bytes_per_element(w)[0]
-        mlp_in = h + _mlp_copies(w, cfg) * f / cfg.tp
+        copies = _mlp_copies(w, cfg)  # (a token quantised before an fp8 dispatch: once)
+        up_in = 1.0 if w.fp8_dispatch else copies - max(arch.shared_experts - 1, 0)
+        mlp_in = up_in * h + copies * f / cfg.tp
         cast_bytes = cast * (h + arch.heads * arch.head_dim / cfg.tp + mlp_in)
     return hidden_bytes + act_bytes + rope_bytes + cast_bytes
 
@@ -491,21 +493,6 @@ def _recompute_s(
     return np.where(r["tp_comm"][code] > 0, full, named)
 
 
-# Offloaded activations leave in the forward and return in the backward as asynchronous
-# copies (JAX's pinned-host offload, Megatron's CPU activation offloading) overlapped with the
-# layer's compute; what the copy exceeds the compute by is exposed.
-def _offload_exposed(
-    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, compute: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) exposed seconds of one layer's activation offload."""
-    from rightsize.perf.memory import offloaded_bytes_per_token_layer  # memory imports this module
-
-    rows = cfg.micro_batch * w.seq_len / cfg.cp
-    copy_s = rows * offloaded_bytes_per_token_layer(w, cfg) / hw.host_link_bytes_per_s
-    fwd, bwd = compute
-    return np.maximum(copy_s - fwd, 0.0), np.maximum(copy_s - bwd, 0.0)
-
-
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
     """Times of one dense (moe=False) or mixture-of-experts layer."""
     arch = w.arch
@@ -544,11 +531,12 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
 
     # Expert parallel: dispatch and combine all-to-alls of the routed tokens.
     if moe:
-        copies = arch.experts_per_token
-        ep_f = 2.0 * coll.moe_dispatch_s(moe_dispatch_bytes(w, cfg), cfg.ep, cfg.tp * cfg.cp, hw, copies)
+        nbytes, grp, k = moe_dispatch_bytes(w, cfg), cfg.tp * cfg.cp, arch.experts_per_token
+        ep_b = 2.0 * coll.moe_dispatch_s(nbytes, cfg.ep, grp, hw, k)  # gradients travel in 16 bit
+        wire = nbytes * w.moe_dispatch_bytes_per_element / ACT_BYTES  # the forward dispatch's
+        ep_f = 0.5 * ep_b + coll.moe_dispatch_s(wire, cfg.ep, grp, hw, k)
     else:
-        ep_f = np.zeros_like(tp_f)
-    ep_b = ep_f
+        ep_f = ep_b = np.zeros_like(tp_f)
 
     gemm_f = attn_proj_f + mlp_f + lora_f
     gemm_b = attn_proj_b + mlp_b + lora_b
@@ -557,7 +545,9 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw
     recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f), full)
-    offload_f, offload_b = _offload_exposed(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
+    from rightsize.perf.offload_time import offload_exposed_s  # it imports perf.memory, which imports this
+
+    offload_f, offload_b = offload_exposed_s(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
     ew_f, ew_b = ew_f + offload_f, ew_b + offload_b
     return LayerTimes(
         gemm_fwd=gemm_f,

@@ -128,13 +128,13 @@ class TrainMemory:
 
 def _stage_split(c: ParamCounts, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(layer dense, embedding/output, routed expert) parameters on one GPU of the heaviest stage."""
-    layers_per_stage = np.ceil(c.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+    stage_layers = np.ceil(c.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     moe_fraction = c.moe_layers / c.layers
     dense_per_layer = c.attention_per_layer + c.norms_per_layer + c.router_per_layer * moe_fraction
     dense_layer_mlp = c.dense_mlp_per_layer * (1 - moe_fraction)
     shared = c.shared_experts_per_layer * moe_fraction
-    dense = layers_per_stage * (dense_per_layer + dense_layer_mlp + shared) / cfg.tp
-    expert = layers_per_stage * moe_fraction * c.routed_experts_per_layer / (cfg.tp * cfg.ep)
+    dense = stage_layers * (dense_per_layer + dense_layer_mlp + shared) / cfg.tp
+    expert = stage_layers * moe_fraction * c.routed_experts_per_layer / (cfg.tp * cfg.ep)
     emb = c.embedding / cfg.tp
     out = c.output / cfg.tp
     edge = np.where(cfg.pp == 1, emb + out, np.maximum(emb, out if c.output else emb))
@@ -266,6 +266,9 @@ def activation_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> 
     per_tensor = remat_tensor_bytes_per_token(w, cfg)
     per_tensor["stack"] = stack
     kept = sum(remat.KEPT[n][code] * per_tensor[n] for n in remat.TENSORS)
+    # Layer offload keeps the stack of the layers it does not offload: the policy's share of
+    # the stage's layers rounded up to whole layers (remat.offloaded_layers), not the share.
+    kept = kept + (remat.STACK_OFFLOADED[code] - stack_offloaded_share(w, cfg)) * stack
     # Megatron-Core's module recompute frees these stack tensors once their consumer has run:
     # each routed copy's expert activation output (the down projection's saved input, `lin`
     # bytes) and MLA's up-projected q, k, v (the attention kernel's saved inputs, 16 bit).
@@ -309,17 +312,44 @@ def remat_tensor_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> dict
     }
 
 
-def offloaded_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
-    """Bytes per token of one layer that the remat policy moves to host memory (zero for
-    every policy that keeps its tensors on the device)."""
+def layers_per_stage(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Transformer layers on the first pipeline stage (all its virtual chunks)."""
+    return np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+
+
+def stack_offloaded_share(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Share of the layers whose whole stack a layer-offload policy moves to host memory
+    (remat.offloaded_layers); 0 for every other policy. Layer offload runs only without
+    pipeline parallelism (`activation_memory` rejects the rest), so its stage is the whole
+    model: the share depends on the policy alone, as the step's per-layer cache requires."""
+    layers = float(w.arch.layers)
+    return remat.offloaded_layers(remat.codes(cfg.recompute), layers) / layers
+
+
+def named_offloaded_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Bytes per token of one layer that a named policy (MaxText's `*_offloaded`) moves to
+    host memory from every layer; zero for the others."""
     code = remat.codes(cfg.recompute)
     per_tensor = remat_tensor_bytes_per_token(w, cfg)
-    named = sum(remat.OFFLOADED[n][code] * per_tensor[n] for n in per_tensor) + 0.0 * cfg.tp
-    stack_share = remat.OFFLOADED["stack"][code]
-    if not np.any(stack_share > 0):
+    return sum(remat.OFFLOADED[n][code] * per_tensor[n] for n in per_tensor) + 0.0 * cfg.tp
+
+
+def offloaded_stack_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Bytes per token one offloaded layer of a layer-offload policy moves to host memory:
+    its whole stack (the layer with nothing recomputed); zero for the other policies."""
+    offloads = remat.STACK_OFFLOADED[remat.codes(cfg.recompute)] > 0
+    if not np.any(offloads):
+        return np.zeros(len(cfg))
+    return np.where(offloads, _full_layer_bytes(w, cfg), 0.0)
+
+
+def offloaded_bytes_per_token_layer(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
+    """Bytes per token of one layer, averaged over the stage's layers, that the remat policy
+    moves to host memory (zero for every policy that keeps its tensors on the device)."""
+    named = named_offloaded_bytes_per_token_layer(w, cfg)
+    if not np.any(remat.STACK_OFFLOADED[remat.codes(cfg.recompute)] > 0):
         return named
-    # Layer offload moves the offloaded layers' whole stack (the layer with nothing recomputed).
-    return named + stack_share * _full_layer_bytes(w, cfg)
+    return named + stack_offloaded_share(w, cfg) * offloaded_stack_bytes_per_token(w, cfg)
 
 
 def activation_per_token_layer_pair(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
@@ -361,10 +391,9 @@ def host_offload_bytes(w: TrainWorkload, cfg: ParallelConfigs, optimizer: np.nda
     when they are offloaded (`optimizer`: their bytes on this GPU)."""
     offloaded = offloaded_bytes_per_token_layer(w, cfg)
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
-    layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
     in_flight = np.minimum(cfg.pp, w.global_batch / (cfg.dp * cfg.micro_batch))
     interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
-    acts = offloaded * tokens_mb * layers_per_stage * in_flight * interleave
+    acts = offloaded * tokens_mb * layers_per_stage(w, cfg) * in_flight * interleave
     return acts + (optimizer if w.optimizer_offload else 0.0)
 
 
@@ -424,11 +453,11 @@ def activation_memory(
         act_per_token if act_per_token is not None else activation_per_token_layer_pair(w, cfg)
     )
     tokens_mb = cfg.micro_batch * w.seq_len / cfg.cp
-    layers_per_stage = np.ceil(w.arch.layers / (cfg.pp * cfg.vpp)) * cfg.vpp
+    layers = layers_per_stage(w, cfg)
     num_micro = w.global_batch / (cfg.dp * cfg.micro_batch)
     in_flight = np.minimum(cfg.pp, num_micro)
     interleave = np.where(cfg.vpp > 1, 1.0 + (cfg.pp - 1.0) / (cfg.pp * cfg.vpp), 1.0)
-    one_mb = kept * tokens_mb * layers_per_stage
+    one_mb = kept * tokens_mb * layers
     # Full recomputation rebuilds one layer's whole activations during its backward.
     # (Named JAX policies rebuild a layer's tensors from its input the same way; a module
     # recompute keeps the stack and rebuilds only small module outputs.)
@@ -444,9 +473,12 @@ def activation_memory(
     # Megatron-Core refuses layer offload (`cpu_offloading`) under pipeline parallelism
     # (transformer_config.py: "no support for Pipeline parallelism with CPU offloading"): such
     # a layout cannot run, so it cannot fit.
-    activations = np.where(
-        (remat.STACK_OFFLOADED[remat.codes(cfg.recompute)] > 0) & (cfg.pp > 1), np.inf, activations
-    )
+    # It also requires cpu_offloading_num_layers below the layer count: a policy that rounds up
+    # to every layer of the stage cannot run either.
+    code = remat.codes(cfg.recompute)
+    offloads = remat.STACK_OFFLOADED[code] > 0
+    every_layer = remat.offloaded_layers(code, float(w.arch.layers)) > w.arch.layers - 1
+    activations = np.where(offloads & ((cfg.pp > 1) | every_layer), np.inf, activations)
     logits = np.where(first_heavier, 0.0, logits_last)
     return activations, logits
 

@@ -58,12 +58,11 @@ gb200/llama3.py and gb300/llama3.py at 067f987d, Aug 2026): the first k layers o
 move their whole saved stack to host memory in the forward and fetch it back for their
 backward; the other layers keep theirs; nothing is recomputed (Megatron-Core refuses
 `cpu_offloading` with recomputation or with pipeline parallelism). Here `layer_offload_<n>of8`
-offloads n eighths of the stage's layers (k = ceil(n/8 x layers), at most layers - 1, as
-Megatron-Core requires); per layer on average n/8 of the stack is offloaded and the rest kept,
-and the copies are spread over the compute of the layers that follow (the offload stream runs
-while any later layer computes), so only traffic beyond the link's rate over that compute is
-exposed (perf.layer's offload exposure, on the accelerator's host link: NVLink-C2C on
-Grace-Blackwell parts, PCIe elsewhere).
+offloads k = ceil(n/8 x layers) whole layers (at most layers - 1, as Megatron-Core requires;
+the NeMo export writes the same k), so the device keeps L - k layers' stacks, and the copies
+run on Transformer Engine's offload stream on the schedule perf.offload_time models (each copy
+due L - k layers after it starts, one stream for all), over the accelerator's host link
+(NVLink-C2C on Grace-Blackwell parts, PCIe elsewhere).
 """
 
 from __future__ import annotations
@@ -222,24 +221,30 @@ def searched_policies(
     on a coherent host link (`COHERENT_HOST_LINK_BYTES_PER_S`) Megatron-Core's layer offload,
     fewest layers first, when `offload` is asked for.
 
-    The search does not try layer offload unless asked (`offload`, default off). Measured on
-    2026-11-25 (integ2): asking for it moves GB300 Llama 3 70B FP8 from -21.8% to +2.0% but the
-    GB200 70B FP8 rows from -6.9%/-5.7% to +21.4%/+23.0% and the GB200 405B 128-GPU row from
-    -2.3% to +28.2%: Blackwell family median 6.9% -> 9.0%, worst 21.8% -> 28.2%; held-out
-    GB200 70B -12.7% -> +13.7%. The gap is not GB200's GEMM rate: the catalog's dense peaks
-    (GB200 = GB300 = 2.5 PF BF16 / 5 PF FP8, NVL72 datasheets) and GB200's measured MAMF hold,
-    and the published same-layout 8B rows give GB200/B200 = 1.03-1.045 against a modelled 1.058.
-    It is the offload itself. Megatron-Bridge's recipes (scripts/performance/configs/llama/
-    llama3_workload_base_configs.py, LLAMA3_70B_PRETRAIN_CONFIG_*_FP8_CS_V2) offload 40 of 80
-    layers on GB200 (186 GB HBM), 20 on GB300 (279 GB), 5 on B200; the model (a) finds the
-    40-layer layout 0.8% over GB200's usable memory (171.5 vs 170.2 GiB) and picks 50, and (b)
-    spreads an offloaded layer's copy over every layer of the stage, so each layer copies 5/8
-    of a stack (10.5 ms over 225 GB/s NVLink-C2C) under an 11.5 ms forward, all hidden, where
-    Megatron-Core copies a whole layer's stack (16.7 ms) behind one layer's forward. Charging
-    the exposure per offloaded layer (tried, not kept: perf.layer) moves GB200 70B to +13.5%
-    and GB300 to -1.2%, still worse than recompute on the family. Until both are modelled, the
-    planner keeps recompute, and a spec names `training.recompute: layer_offload_Nof8` to plan
-    (and export, NeMo) the offload."""
+    The search does not try layer offload unless asked (`offload`, default off), because asking
+    makes the Blackwell rows worse, re-measured on 2026-11-26 (offload2) with the copies timed
+    per offloaded layer on Transformer Engine's own schedule (perf.offload_time, replayed in
+    tests/test_layer_offload_schedule.py) and the offloaded share rounded to whole layers:
+    `rightsize validate --all` tokens/s median 9.5% -> 10.9%; Blackwell (all sets) median 9.2%
+    -> 9.5%; GB300 Llama 3 70B FP8 -21.8% -> +2.0%, but GB200 70B FP8 -6.9%/-5.7% ->
+    +21.4%/+23.0%, GB200 405B FP8 128 GPUs -2.3% -> +28.2%, held-out GB200 70B -12.7% ->
+    +13.7%, Qwen3 30B GB300 +20.0% -> +21.2%; the family table's Blackwell training median 6.9%
+    -> 9.0%, worst 21.8% -> 28.2%. The copies are not what is missing: TE offloads layer i when
+    layer i+1 starts and waits for it only at layer L-k+i, on one stream, so Megatron-Bridge's
+    GB200 recipes (40 of 80 layers for 70B, each stack 3.8 GB copying in 1.45 layer forwards at
+    NVLink-C2C's 225 GB/s; 95 of 126 for 405B TP2 in the 25.09 perf_matrix, about one forward) hide
+    every copy, as the older TE handler (a window of L/k layers per copy) does too: no TE
+    version copies a whole stack behind one layer's forward. Nor is memory: the recipe's
+    40-layer GB200 layout reads 171.5 GiB against 170.2 usable, 11.7 GiB of it the loss's
+    logits at perf.memory's 6 bytes per entry, where the recipes' TE fused cross entropy
+    (cross_entropy_fusion_impl "te"; TE 2.7-2.12 write the gradient into the bf16 logits, 2
+    bytes) would leave it fitting; the step time is the same at 40 or 50 layers, all hidden.
+    What the offload rows expose is the GB200 step itself: in the same Megatron-Bridge tables
+    GB200 reads 6 to 26 points faster, against its published figure, than GB300 does on the
+    paired row (70B MXFP8 +16.6% vs +0.8%, 405B FP8 -0.4% vs -13.5%, DeepSeek-V3 +12.6% vs
+    +6.6%, Qwen3 30B +33.8% vs +20.0%), and full recompute's cost had been hiding it on the
+    FSDP rows. Until that is found, the planner keeps recompute, and a spec names
+    `parallel.recompute: layer_offload_Nof8` to plan (and export, NeMo) the offload."""
     if vendor == "google":
         return SEARCHED_JAX
     extra: tuple[str, ...] = ("moe_act",) if moe else ()
@@ -265,15 +270,22 @@ KEPT["stack"] = np.where(STACK_OFFLOADED > 0, 1.0 - STACK_OFFLOADED, KEPT["stack
 OFFLOADED["stack"] = STACK_OFFLOADED
 
 
+def offloaded_layers(code: np.ndarray, layers: np.ndarray | float) -> np.ndarray:
+    """Layers a layer-offload policy offloads on a stage of `layers` layers, per configuration:
+    ceil(fraction x layers) (Megatron-Core's `cpu_offloading_num_layers`, as exported), 0 for
+    every other policy. May reach `layers`, which Megatron-Core refuses (perf.memory rejects it)."""
+    frac = STACK_OFFLOADED[code]
+    return np.where(frac > 0, np.ceil(frac * layers - 1e-9), 0.0)
+
+
 def layer_offload_count(code: int, layers: int) -> int:
     """Layers Megatron-Core's `cpu_offloading_num_layers` names for a layer-offload policy on a
-    stage of `layers` layers: ceil(fraction x layers), so at least the modelled share is
-    offloaded; 0 for every other policy. Raises ValueError where that reaches every layer
-    (Megatron-Core requires at most layers - 1)."""
-    frac = float(STACK_OFFLOADED[code])
-    if frac <= 0:
+    stage of `layers` layers (`offloaded_layers`): at least the named share is offloaded; 0 for
+    every other policy. Raises ValueError where that reaches every layer (Megatron-Core
+    requires at most layers - 1)."""
+    k = int(offloaded_layers(np.array([code]), float(layers))[0])
+    if k == 0:
         return 0
-    k = int(np.ceil(frac * layers - 1e-9))
     if k > layers - 1:
         raise ValueError(
             f"{POLICIES[code].name} offloads {k} of {layers} layers; Megatron-Core offloads at most "

@@ -181,6 +181,15 @@ def reliability_parts(
     if gp is not None and gp.goodput > 0:
         useful = sum(x.time_s for x in parts)
         overhead = useful * (1.0 / gp.goodput - 1.0)
+        # The first start costs what a restart does, less the failure's detection: scheduling,
+        # container start, distributed init, data-loader warm-up, loading the weights. It is
+        # paid on every GPU of the job, so it weighs on short, wide runs.
+        add(
+            "job start",
+            gp.restart_s,
+            f"one start-up (scheduling, container and distributed init, loading the weights), taken as the "
+            f"reliability model's {gp.restart_s:.0f} s restart",
+        )
         share = checkpoint_share(gp.mtbf_s, gp.checkpoint_write_s, gp.checkpoint_interval_s, gp.restart_s)
         add(
             "checkpoint stalls",

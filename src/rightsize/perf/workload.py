@@ -52,6 +52,7 @@ class TrainWorkload:
     moe_capacity_factor: float = 1.0  # busiest expert's load / the even share
     optimizer_offload: bool = False  # optimizer states in host memory, streamed for the update
     fp8_recipe: str = "auto"  # which GEMMs run in fp8 and how they are scaled (perf.layer)
+    moe_dispatch_dtype: str = "bf16"  # MoE dispatch wire dtype: bf16 | fp8 (quantised before dispatch)
     attention_kernel: str = "auto"  # flash2 | cudnn | flash3 | auto (the accelerator's usual)
     cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses)
     cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
@@ -75,6 +76,7 @@ class TrainWorkload:
             moe_capacity_factor=training.moe_capacity_factor,
             optimizer_offload=training.optimizer_offload,
             fp8_recipe=training.fp8_recipe,
+            moe_dispatch_dtype=training.moe_dispatch_dtype,
             attention_kernel=training.attention_kernel,
             cp_comm=training.cp_comm,
             cp_load_balance=training.cp_load_balance,
@@ -105,6 +107,18 @@ class TrainWorkload:
         if self.method == "lora" and self.precision == "fp8":
             return 1.0
         return 2.0
+
+    @property
+    def fp8_dispatch(self) -> bool:
+        """MoE tokens quantised once before an fp8 expert-parallel dispatch (spec moe_dispatch_dtype)."""
+        return self.precision == "fp8" and self.moe_dispatch_dtype == "fp8"
+
+    @property
+    def moe_dispatch_bytes_per_element(self) -> float:
+        """Bytes per element of the forward MoE dispatch on the wire: 16 bit, or fp8 plus its scales
+        after an fp8 quantisation: one fp32 per 128 values (DeepSeek-V3 report sec. 3.3, 1x128
+        tiles), the same 1/32 byte per value as MXFP8's one E8M0 per 32."""
+        return 1.0 + 4.0 / 128.0 if self.fp8_dispatch else 2.0
 
     @property
     def gemm_elem_bytes(self) -> float:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rightsize.advise import advise, checklists
 from rightsize.advise.view import sizing_dict
 from rightsize.constants import DAY_S, GiB
-from rightsize.report import family_rows, money_rows, svg, units
+from rightsize.report import disagg_rows, family_rows, money_rows, svg, units
 from rightsize.report import sections as common
 from rightsize.report.document import Chart, Document, Section, Table
 from rightsize.report.platform_terms import in_platform_terms
@@ -82,6 +82,8 @@ def _memory_section(plan: TrainingPlan) -> Section:
     sec = Section("memory", "Memory per GPU", brief=True)
     rows = [[label, units.gib(c.memory.get(k, 0.0))] for k, label in _MEM_LABELS.items()]
     rows.append(["total", f"{units.gib(c.memory['total_bytes'])} of {units.gib(c.memory['capacity_bytes'])}"])
+    if c.memory.get("host_offload_bytes", 0.0) > 0:  # offload policies: what leaves the device
+        rows.append(["in host memory (offloaded)", units.gib(c.memory["host_offload_bytes"])])
     sec.tables.append(Table(["part", "GiB"], rows, "memory per GPU"))
     devices: list[tuple[str, Candidate]] = [(f"chosen: {c.accelerator}", c)]
     if plan.runner_up_layout:
@@ -420,7 +422,7 @@ def _serving_alternatives(plan: ServingPlan) -> Section:
         rows.append(
             [
                 role,
-                f"{c.replicas} x {c.replica_shape} {c.accelerator}",
+                disagg_rows.replicas_text(c),
                 f"{c.gpus:,}",
                 c.weight_precision,
                 units.usd(c.cost_usd_per_hour) + "/h" if c.cost_usd_per_hour is not None else "-",
@@ -518,14 +520,20 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
     b = plan.best
     unc = getattr(plan, "uncertainty", None)
     sub = f"model {plan.model}, scenario {plan.scenario}, objective {plan.objective}"
+    disagg = disagg_rows.chosen(b)
     decision = (
-        f"{units.plural(b.replicas, 'replica')} x {b.replica_shape} on {b.accelerator} = {units.plural(b.gpus, 'GPU')} "
-        f"(weights {b.weight_precision}, KV cache {b.kv_precision})"
+        disagg_rows.decision(b, disagg)
+        if disagg
+        else f"{units.plural(b.replicas, 'replica')} x {b.replica_shape} on {b.accelerator} = "
+        f"{units.plural(b.gpus, 'GPU')} (weights {b.weight_precision}, KV cache {b.kv_precision})"
     )
     doc = Document("serving_plan", f"{title}: {plan.name}", sub, decision)
     kn = doc.key_numbers
-    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({b.replicas} x {b.replica_shape})"))
-    if plan.scenario == "serving":
+    shape = f"disaggregated {disagg.ratio}" if disagg else f"{b.replicas} x {b.replica_shape}"
+    kn.append(("GPUs", f"{b.gpus:,} x {b.accelerator} ({shape})"))
+    if disagg:
+        kn.extend(disagg_rows.key_rows(disagg, unc))
+    elif plan.scenario == "serving":
         kn.append(
             (
                 "capacity per replica",
@@ -556,6 +564,8 @@ def serving_document(plan: ServingPlan, title: str = "Serving plan") -> Document
         kn.append(("goodput", f"{b.goodput:.1%}"))
     if b.output_tokens_per_joule is not None:
         kn.append(("output tokens per joule", f"{b.output_tokens_per_joule:,.2f}"))
+    if getattr(b, "disaggregation", None) is not None:
+        doc.sections.append(disagg_rows.section(b.disaggregation))
     doc.sections.append(_latency_section(plan))
     mem = _serving_memory(plan)
     if mem:

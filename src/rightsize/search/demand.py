@@ -65,6 +65,9 @@ class Demand:
     gpus_per_replica: int | None = None
     design_rate_rps: float | None = None  # peak x (1 + headroom)
     base_rate_rps: float | None = None  # peak without margin
+    # Disaggregated serving: each request's KV cache sent from a prefill replica to a decode
+    # replica over the scale-out NICs, at the design rate (0 when it stays in a scale-up domain).
+    kv_transfer_bytes_per_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready data (the NIC sweep's keys become strings: '400' Gb/s)."""

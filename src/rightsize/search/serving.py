@@ -61,6 +61,7 @@ class ReplicaRuns:
         self.models, self.spec, self.wl = EngineModels(rep, spec), spec, wl
         self.check = slo_check(spec)
         self._ready: tuple[PreparedRequests, SloStop] | None = None
+        self._verdicts: dict[float, bool] = {}  # `passes` by rate: a run is deterministic
 
     def _prepared(self, model: EngineModel) -> tuple[PreparedRequests, SloStop]:
         if self._ready is None:
@@ -80,10 +81,22 @@ class ReplicaRuns:
 
     def passes(self, rate: float) -> bool:
         """Whether the replica meets every SLO at `rate` (the run stops once it cannot)."""
-        model = self.models.at(self.wl, rate)
-        req, stop = self._prepared(model)
-        res = req.run_at(rate, model, stop)
-        return res is not None and meets(res, self.check)
+        if rate not in self._verdicts:
+            model = self.models.at(self.wl, rate)
+            req, stop = self._prepared(model)
+            res = req.run_at(rate, model, stop)
+            self._verdicts[rate] = res is not None and meets(res, self.check)
+        return self._verdicts[rate]
+
+
+def _bracket(rep: Replica, wl: Workload, models: EngineModels) -> tuple[float, float] | None:
+    """The capacity search's rates: a trickle (1/1000 of the roofline rate) and the roofline
+    rate x 1.05 (None: no throughput at all)."""
+    upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
+    if upper <= 0:
+        return None
+    upper *= models.tokens_per_step  # the roofline counts one token per step; speculation yields more
+    return upper * 1e-3, upper * 1.05
 
 
 def replica_capacity(
@@ -105,13 +118,12 @@ def replica_capacity(
     returned if it fails: the option's capacity is then below it, whatever it is exactly.
     `runs`: the replica's runs on `wl`, when the caller keeps them for more runs.
     """
-    upper = offline_throughput(rep, wl.mean_prompt, wl.mean_output)["output_tokens_per_s"] / wl.mean_output
-    if upper <= 0:
-        return 0.0
     runs = runs or ReplicaRuns(rep, spec, wl)
     models = runs.models
-    upper *= models.tokens_per_step  # the roofline counts one token per step; speculation yields more
-    lo, hi = upper * 1e-3, upper * 1.05
+    bracket = _bracket(rep, wl, models)
+    if bracket is None:
+        return 0.0
+    lo, hi = bracket
     ok = runs.passes
 
     known = None
@@ -125,6 +137,46 @@ def replica_capacity(
             return 0.0
         known = 0
     return capacity_rps(ok, lo, hi, BISECTION_STEPS, known_pass=known, start_rate=start)
+
+
+class _Passed(Exception):
+    """The first passing run of a search that asks only whether any rate meets the SLOs."""
+
+
+class _UntilPass(ReplicaRuns):
+    """A replica's runs that end its capacity search at the first run that passes."""
+
+    def passes(self, rate: float) -> bool:
+        if super().passes(rate):
+            raise _Passed
+        return False
+
+
+def _dropped_for_price(spec: InferenceSpec, rep: Replica) -> bool:
+    """Whether the plan drops this option for want of a price whatever its capacity: ranked
+    by cost (`keep_priced`), with no facility power cap (which counts every option)."""
+    return (
+        spec.targets.objective == "cost"
+        and spec.infrastructure.facility.power_cap_w is None
+        and replica_cost_usd_per_hour(rep.hw.accelerator_id, gpus_of(rep)) is None
+    )
+
+
+def _meets_at_some_rate(rep: Replica, spec: InferenceSpec, wl: Workload) -> bool:
+    """Whether `replica_capacity` (without pruning) finds a capacity above 0. A passing
+    trickle (leaf 0) settles it: the search's answer is then at least leaf 0 (it ends there
+    when everything above fails). A failing trickle almost always means that nothing passes,
+    but where meeting the SLOs is not monotone in the rate the search may still pass higher:
+    then its own runs, in its order, up to the first that passes (from there its answer is a
+    passing rate), the trickle's run remembered."""
+    runs = _UntilPass(rep, spec, wl)
+    bracket = _bracket(rep, wl, runs.models)
+    try:
+        if bracket is not None:
+            runs.passes(leaf_rate(*bracket, BISECTION_STEPS, 0))
+        return replica_capacity(rep, spec, wl, None, runs) > 0
+    except _Passed:
+        return True
 
 
 def _beats(
@@ -275,9 +327,16 @@ def _evaluate_bounded(
     design: float,
     rejected: list[tuple[str, str]],
     reps: Replicas,
+    unpriced: set[str],
 ) -> list[ServingCandidate]:
     """The candidates worth simulating, cheapest bound first: each replica's SLO capacity
-    and the replicas the design rate needs."""
+    and the replicas the design rate needs.
+
+    Ranked by cost (and no facility power cap, which counts every option), an accelerator
+    without a price is dropped whatever its options' capacities (`keep_priced`): of those
+    only whether some rate meets the SLOs shows in the plan, so its options are searched
+    only up to their first passing run and not built; the accelerators that have one join
+    `unpriced`."""
     tgt, pol = spec.targets, margins_of(spec)
     options.sort(key=lambda o: o[0])
     evaluated: list[ServingCandidate] = []
@@ -287,6 +346,12 @@ def _evaluate_bounded(
         # Branch and bound: an option whose roofline lower bound cannot beat its own
         # accelerator's best is skipped; each accelerator keeps its best for the report.
         if spec.targets.objective == "cost" and bound > best_of.get(acc_id, math.inf):
+            continue
+        if _dropped_for_price(spec, rep):
+            if _meets_at_some_rate(rep, spec, wl):
+                unpriced.add(acc_id)
+            else:
+                rejected.append((acc_id, f"tp{tp}: even a trickle of requests misses the SLOs"))
             continue
         runs = ReplicaRuns(rep, spec, wl)
         cap = replica_capacity(
@@ -341,8 +406,9 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
             _smallest_fit_hint(spec, ids),
         )
     reps: Replicas = {}  # the replica each candidate was simulated on, by id(candidate)
-    evaluated = _evaluate_bounded(options, spec, wl, design, rejected, reps)
-    if not evaluated:
+    unpriced: set[str] = set()  # unpriced accelerators with an option that meets the SLOs (not built)
+    evaluated = _evaluate_bounded(options, spec, wl, design, rejected, reps, unpriced)
+    if not evaluated and not unpriced:
         raise Infeasible(
             "No configuration meets the SLOs at any load.",
             "Every allowed accelerator and tensor-parallel degree misses an SLO even with one request at a time.",
@@ -350,8 +416,10 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         )
     evaluated = under_power_cap(evaluated, lambda c: c.gpus, lambda c: get_node(c.node), spec, assumptions)
     if spec.targets.objective == "cost":
-        evaluated, unpriced = keep_priced(evaluated, lambda c: c.cost_usd_per_hour, lambda c: c.accelerator)
-        rejected.extend((a, no_price_reason(a)) for a in unpriced)
+        evaluated, dropped = keep_priced(
+            evaluated, lambda c: c.cost_usd_per_hour, lambda c: c.accelerator, unpriced
+        )
+        rejected.extend((a, no_price_reason(a)) for a in dropped)
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
     _report(best, spec, REPORT_REQUESTS, reps)

@@ -16,7 +16,7 @@ recomputes them another way.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from rightsize.catalog.prices import cloud_price
@@ -93,15 +93,19 @@ def no_price_reason(accelerator: str) -> str:
 
 
 def keep_priced(
-    options: list[T], cost: Callable[[T], float | None], accelerator: Callable[[T], str]
+    options: list[T],
+    cost: Callable[[T], float | None],
+    accelerator: Callable[[T], str],
+    unpriced: Iterable[str] = (),
 ) -> tuple[list[T], list[str]]:
-    """For a cost objective: the options that have a price, and the accelerators dropped for having none.
+    """For a cost objective: the options that have a price, and the accelerators dropped for
+    having none (`unpriced`: more such accelerators, whose options the caller did not build).
 
     Raises `BadInput` when nothing allowed has a price: ranking by cost is then impossible,
     and ranking by something else under the name "cost" would mislead.
     """
     priced = [o for o in options if cost(o) is not None]
-    dropped = sorted({accelerator(o) for o in options} - {accelerator(o) for o in priced})
+    dropped = sorted(({accelerator(o) for o in options} | set(unpriced)) - {accelerator(o) for o in priced})
     if not priced:
         raise BadInput(
             "objective: cost was asked, but no allowed accelerator has a price in this deployment.",

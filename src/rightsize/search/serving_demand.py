@@ -69,4 +69,16 @@ def serving_demand(spec: InferenceSpec, c: ServingCandidate) -> Demand:
         gpus_per_replica=int(c.gpus_per_replica),
         design_rate_rps=design or None,
         base_rate_rps=base,
+        kv_transfer_bytes_per_s=_kv_over_nics_bytes_per_s(c, design),
     )
+
+
+def _kv_over_nics_bytes_per_s(c: ServingCandidate, design_rps: float) -> float:
+    """The KV-cache stream of a disaggregated plan over the scale-out NICs at the design rate
+    (0 when aggregated, or when the pools share a scale-up domain and the KV cache stays on it)."""
+    d = c.disaggregation
+    if d is None or d.chosen != "disaggregated" or d.kv_transfer is None:
+        return 0.0
+    if d.kv_transfer.link.endswith("(scale-up)"):
+        return 0.0
+    return float(d.kv_transfer.bytes_per_request_mean) * design_rps

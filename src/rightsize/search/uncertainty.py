@@ -371,10 +371,25 @@ def serving_uncertainty(
         "family": _family_entry(b.accelerator, "serving"),
         "metrics": metrics,
     }
+    pools = _disaggregated_pools(b)
+    if pools:  # the replicas are two pools: each sized by its own SLO, each slowed by its own phase
+        metrics.pop("replica_capacity_rps")
+        for pool, k in zip(pools, (k_p, k_d), strict=True):
+            metrics[f"{pool.role}_replica_capacity_rps"] = summary(
+                pool.replica_capacity_rps / k, pool.replica_capacity_rps
+            )
     if plan.scenario == "serving" and b.design_rate_rps > 0:
         util = margins_of(spec).utilisation_target
-        cap = b.replica_capacity_rps / gpu_time_factor
-        needed = np.maximum(1.0, np.ceil(b.design_rate_rps / (cap * util) - 1e-9))
+        if pools:
+            needed = np.sum(
+                [
+                    _pool_needed(b.design_rate_rps, util, pool.replicas, pool.replica_capacity_rps, k)
+                    for pool, k in zip(pools, (k_p, k_d), strict=True)
+                ],
+                axis=0,
+            )
+        else:
+            needed = _pool_needed(b.design_rate_rps, util, None, b.replica_capacity_rps, gpu_time_factor)
         metrics["replicas"] = summary(needed, b.replicas)
         if b.cost_usd_per_hour is not None:
             per_replica = b.cost_usd_per_hour / b.replicas
@@ -385,6 +400,28 @@ def serving_uncertainty(
         }
     metrics.update(_latency_ranges(b.latency_s or {}, k_p, k_d))
     return out
+
+
+def _disaggregated_pools(b: Any) -> tuple[Any, Any] | None:
+    """(prefill pool, decode pool) when the plan chose disaggregated serving, else None."""
+    d = getattr(b, "disaggregation", None)
+    if d is None or d.chosen != "disaggregated" or d.prefill is None or d.decode is None:
+        return None
+    return d.prefill, d.decode
+
+
+def _pool_needed(
+    design_rps: float, util: float, planned: int | None, capacity_rps: float, slowdown: np.ndarray
+) -> np.ndarray:
+    """Replicas a pool needs in each sample: the design rate over the sampled capacity at the
+    utilisation target, plus any replicas the plan added beyond that rule (grown until the
+    simulated end-to-end SLOs held), so the unperturbed sample needs exactly the plan's count."""
+
+    def rule(cap: np.ndarray | float) -> np.ndarray:
+        return np.maximum(1.0, np.ceil(design_rps / (np.asarray(cap) * util) - 1e-9))
+
+    grown = 0.0 if planned is None else max(0.0, planned - float(rule(capacity_rps)))
+    return rule(capacity_rps / slowdown) + grown
 
 
 def _latency_ranges(lat: dict[str, float], k_p: np.ndarray, k_d: np.ndarray) -> dict[str, Any]:

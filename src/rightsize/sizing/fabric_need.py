@@ -24,7 +24,11 @@ def fabric_not_needed(demand: Demand, node: NodeType, nodes: int) -> tuple[str, 
     replicas that each fit in a node or in one scale-up domain (an NVL72 rack of 4-GPU
     trays), or a single node; None when one is (a replica spanning nodes beyond the
     scale-up domain sends its pipeline, tensor or expert traffic over the RDMA NICs)."""
-    serving = demand.workload in ("serving", "batch_inference")
+    # a disaggregated plan's prefill replicas send each request's KV cache to a decode replica
+    # on another node: the replicas do exchange something, over the scale-out fabric
+    serving = demand.workload in ("serving", "batch_inference") and not (
+        demand.kv_transfer_bytes_per_s > 0 and nodes > 1
+    )
     per_replica = demand.gpus_per_replica
     if serving and (per_replica is None or per_replica <= node.gpus_per_node):
         return (
@@ -57,6 +61,11 @@ def _scaleup_domain_gpus(node: NodeType) -> int:
 
 def traffic(demand: Demand, node: NodeType, nodes: int) -> str:
     """What the fabric carries, for its reason."""
+    if demand.kv_transfer_bytes_per_s > 0:
+        return (
+            f"{nodes} nodes; prefill replicas send each request's KV cache to a decode replica on another node "
+            f"({demand.kv_transfer_bytes_per_s / 1e9:,.1f} GB/s across the pools at the design rate)"
+        )
     if demand.workload in ("serving", "batch_inference") and demand.gpus_per_replica:
         span = math.ceil(demand.gpus_per_replica / node.gpus_per_node)
         return (

@@ -4,7 +4,6 @@ failure costs a service. Results are typed (`sizing.results`)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -18,6 +17,7 @@ from rightsize.perf.reliability import (
     goodput,
 )
 from rightsize.sizing.results import JobReliability, ServiceReliability
+from rightsize.sizing.spot import poisson_quantile
 
 __all__ = [
     "CHECKPOINT_BYTES_PER_PARAM",
@@ -37,8 +37,9 @@ __all__ = [
 # re-burn-in within a day or two; Kokolis et al. 2024, "Revisiting Reliability in Large-Scale
 # ML Research Clusters", report node remediation over hours to days).
 REPAIR_HOURS = 48.0
-# Spares cover the repair queue at this Poisson quantile (normal approximation, z = 3.09).
-SPARE_QUANTILE_Z = 3.09
+# Spares cover the nodes in repair at once with this probability (the exact Poisson quantile).
+# The one spare policy: a single job's hot spares and a fleet's spare pools both read it.
+SPARE_CONFIDENCE = 0.999
 # When a restart plus half a checkpoint interval is this share of the MTBF or more, the
 # first-order goodput model (perf.reliability) is optimistic and the job needs faster recovery.
 RECOVERY_WARN_FRACTION = 0.2
@@ -51,7 +52,7 @@ class ScaleReliability(JobReliability):
     the checkpoint write bandwidth, and a warning when recovery is slow against the MTBF."""
 
     repair_hours: float = REPAIR_HOURS
-    spare_nodes: int = 0  # hot spares: the repair queue (failures per hour x repair hours) at P99.9
+    spare_nodes: int = 0  # hot spares: the repair queue (failures per hour x repair hours), SPARE_CONFIDENCE
     checkpoint_write_bytes_per_s: float = 0.0
     warnings: tuple[str, ...] = ()
 
@@ -61,10 +62,10 @@ class ScaleReliability(JobReliability):
         return d
 
 
-def spare_nodes(failures_per_hour: float, repair_hours: float = REPAIR_HOURS) -> tuple[float, int]:
-    """(mean nodes in repair, hot spares covering the repair queue at the 99.9th percentile)."""
-    mean = failures_per_hour * repair_hours
-    return mean, math.ceil(mean + SPARE_QUANTILE_Z * math.sqrt(mean)) if mean > 0 else 0
+def spare_nodes(expected_down: float) -> int:
+    """Hot spares covering the repair queue: the smallest k with P(Poisson(expected_down) <= k)
+    >= SPARE_CONFIDENCE, where expected_down is failures per hour x repair hours (Little's law)."""
+    return poisson_quantile(expected_down, SPARE_CONFIDENCE)
 
 
 def _recovery_warnings(gp: Goodput) -> tuple[str, ...]:
@@ -101,7 +102,7 @@ def job_reliability(
         restart_s=gp.restart_s,
         lost_work_per_interruption_s=gp.checkpoint_interval_s / 2.0 + gp.restart_s,
         goodput_fraction=gp.goodput,
-        spare_nodes=spare_nodes(per_hour)[1],
+        spare_nodes=spare_nodes(per_hour * REPAIR_HOURS),
         checkpoint_write_bytes_per_s=gp.checkpoint_bytes / gp.checkpoint_write_s
         if gp.checkpoint_write_s
         else 0.0,

@@ -297,6 +297,15 @@ class TrainingWorkload(BaseModel):
             "Transformer Engine's current scaling (NeMo FP8-CS)."
         ),
     )
+    moe_dispatch_dtype: Literal["bf16", "fp8"] = Field(
+        default="bf16",
+        description=(
+            "precision fp8, mixture of experts only: the wire dtype of the expert-parallel dispatch. 'bf16' "
+            "(Megatron-Core's default, moe_dispatch_fwd_dtype): the routed copies travel in 16 bit and each "
+            "expert GEMM quantises the copies it receives; 'fp8': each token is quantised once before the "
+            "dispatch and travels in fp8 (DeepSeek-V3's own stack, report sec. 3.3)."
+        ),
+    )
     eval_interval_steps: Annotated[CountInt, _POSITIVE] | None = Field(
         default=None,
         description="Optimizer steps between evaluations; the catalog's default (Megatron-LM's 1,000) when absent.",

@@ -171,8 +171,8 @@ def training_spec_data(case: Case) -> dict[str, Any]:
     if not _blank(r.get("train_tokens")):
         training["train_tokens"] = float(r["train_tokens"])
     # Optional columns (blank or absent: the spec's default): the attention kernel the stack
-    # ran, optimizer states offloaded to host memory, and the fp8 scaling recipe.
-    for column in ("attention_kernel", "fp8_recipe", "cp_comm"):
+    # ran, optimizer states offloaded to host memory, the fp8 scaling recipe and the MoE dispatch dtype.
+    for column in ("attention_kernel", "fp8_recipe", "cp_comm", "moe_dispatch_dtype"):
         if not _blank(r.get(column)):
             training[column] = r[column].strip()
     if not _blank(r.get("moe_capacity_factor")):
