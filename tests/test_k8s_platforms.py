@@ -79,7 +79,7 @@ def test_gaudi_serving_is_refused_with_what_is_missing() -> None:
 
 
 def test_tpu_replica_without_a_single_host_slice_is_refused() -> None:
-    with pytest.raises(BadInput, match="single-host slices"):
+    with pytest.raises(BadInput, match="single-host and multi-host slices"):
         render_files(_serving_plan("tpu-v6e", "tpu-v6e-host", 2, None), "kubernetes")
 
 

@@ -4,12 +4,13 @@ Facts are data (`catalog/data/kubernetes.yaml`, each with its source): the devic
 extended resource (`nvidia.com/gpu`, `amd.com/gpu`, `aws.amazon.com/neuron`,
 `habana.ai/gaudi`, `google.com/tpu`), the collective library (NCCL, RCCL, or none: a
 non-GPU part never gets NCCL settings), the images pinned by exact tag, the RDMA device
-resource and capability, and GKE's TPU node labels and single-host slice shapes.
+resource and capability, and GKE's TPU node labels and slice shapes.
 
 Node selection uses only labels nodes carry: the well-known
 `node.kubernetes.io/instance-type` set to the instance the plan priced (`sizing.cost`:
 `p5.48xlarge` on AWS, `a3-highgpu-8g` on GCP, `Standard_ND96isr_H100_v5` on Azure), the
-TPU accelerator and topology labels on GKE, or labels the caller gives. A catalog node id
+TPU accelerator and topology labels on GKE (single-host or multi-host slices, whose shapes are
+`catalog.tpu_slices`), or labels the caller gives. A catalog node id
 (`hgx-b200`) is never used as a label value. A stack this export does not write (Gaudi,
 Trainium or TPU training, Gaudi serving) is refused with the reason and what is missing.
 """
@@ -21,6 +22,7 @@ from functools import cache
 from typing import Any
 
 from rightsize.catalog.loader import read_data_file
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.errors import BadInput
 from rightsize.export.names import label_value, qualified_name
 from rightsize.export.plan_view import HardwareView
@@ -137,22 +139,45 @@ def rdma() -> Rdma:
     )
 
 
-def tpu_selector(hw: HardwareView, chips: int) -> dict[str, str]:
-    """GKE's TPU node labels for a single-host slice of `chips` chips; BadInput when the
-    chip has no such single-host shape (multi-host TPU slices are not exported)."""
-    tpu = data()["tpu"]
-    d = tpu.get(hw.accelerator)
-    shapes = {int(k): str(v) for k, v in (d or {}).get("single_host", {}).items()}
-    if chips not in shapes:
-        have = ", ".join(f"{n} chips ({t})" for n, t in sorted(shapes.items())) or "none known"
-        raise BadInput(
-            f"The plan uses {chips} {hw.accelerator} chips per replica; GKE single-host slices of "
-            f"{hw.accelerator} are: {have}.",
-            "A replica runs on one TPU host here (google.com/tpu counts that host's chips, and the "
-            "topology label must name a slice shape that exists).",
-            "Re-plan with a tensor-parallel degree that matches a single-host slice.",
+def tpu_selector(hw: HardwareView, chips: int, hosts: int = 1) -> dict[str, str]:
+    """GKE's TPU node labels for a slice of `chips` chips carried by `hosts` hosts (the
+    topology of the whole slice, which every host's node carries); BadInput when the chip has
+    no such slice shape, or a multi-host slice is laid out on other hosts than GKE gives it."""
+    slices = tpu_slices(hw.accelerator)
+    topo = slices.topology(chips) if slices else None
+    if slices is None or topo is None:
+        have = (
+            ", ".join(f"{n} chips ({slices.topology(n)})" for n in slices.chip_counts)
+            if slices
+            else "none known"
         )
-    return {TPU_ACCELERATOR_LABEL: str(d["accelerator"]), TPU_TOPOLOGY_LABEL: shapes[chips]}
+        raise BadInput(
+            f"The plan uses {chips} {hw.accelerator} chips per replica; GKE's single-host and multi-host "
+            f"slices of {hw.accelerator} are: {have}.",
+            "A replica runs on one TPU slice (google.com/tpu counts each host's chips, and the topology "
+            "label must name a slice shape that exists).",
+            "Re-plan with this release (it plans only slice shapes), or set targets.tp to one of those chip counts.",
+        )
+    if chips not in slices.serving_chip_counts:
+        raise BadInput(
+            f"The plan serves one replica on a {chips}-chip {hw.accelerator} slice ({topo}), which spans "
+            f"{slices.hosts(chips)} hosts; a serving replica on {hw.accelerator} stays on one host.",
+            f"Why: {slices.serving_source}.",
+            "Re-plan: the planner offers "
+            + ", ".join(str(n) for n in slices.serving_chip_counts)
+            + f" chips per replica on {hw.accelerator}.",
+        )
+    if hosts != slices.hosts(chips):
+        raise BadInput(
+            f"The plan lays a {chips}-chip {hw.accelerator} replica on {hosts} host(s); a {topo} slice has "
+            f"{slices.hosts(chips)} host(s) of {chips // slices.hosts(chips)} chips.",
+            "GKE schedules a multi-host slice as whole hosts of a fixed chip count.",
+            "Re-plan the spec with this release (plans record the slice's hosts as nodes_per_replica).",
+        )
+    return {
+        TPU_ACCELERATOR_LABEL: str(data()["tpu"][hw.accelerator]["accelerator"]),
+        TPU_TOPOLOGY_LABEL: topo,
+    }
 
 
 def instance_selector(priced: tuple[str, str] | None) -> dict[str, str]:
@@ -175,13 +200,17 @@ def user_selector(user_labels: dict[str, str] | None) -> dict[str, str]:
 
 
 def node_selector(
-    hw: HardwareView, priced: tuple[str, str] | None, user_labels: dict[str, str] | None, tpu_chips: int = 0
+    hw: HardwareView,
+    priced: tuple[str, str] | None,
+    user_labels: dict[str, str] | None,
+    tpu_chips: int = 0,
+    tpu_hosts: int = 1,
 ) -> dict[str, str]:
     """The labels pods (and the Kueue ResourceFlavor) select nodes by: the caller's labels
     when given, else the priced instance type; a TPU adds GKE's TPU labels."""
     out = user_selector(user_labels)
     if hw.vendor == "google":  # the slice's labels, not the priced host (its chip count may differ)
-        return out | tpu_selector(hw, tpu_chips)
+        return out | tpu_selector(hw, tpu_chips, tpu_hosts)
     return out or instance_selector(priced)
 
 

@@ -4,10 +4,11 @@ Serving (`serving.yaml`): vLLM with the plan's tensor parallelism, replicas, acc
 requests and KV / batch limits (`export.vllm`), on the accelerator's own stack
 (`export.k8s_platform`: `nvidia.com/gpu` + the CUDA vLLM image, `amd.com/gpu` + ROCm's,
 `aws.amazon.com/neuron` + the Neuron vLLM image, `google.com/tpu` + vLLM TPU on a GKE
-single-host slice; Gaudi refused with the reason), images pinned by exact tag, pods placed
-on the instance type the plan priced: a Deployment when a replica fits one node, a
-LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, LWS v0.10) when it spans GPU nodes (Ray
-across the group, as LWS's vLLM example does); startup, liveness and readiness probes on
+slice; Gaudi refused with the reason), images pinned by exact tag, pods placed on the
+instance type the plan priced: a Deployment when a replica fits one node, a LeaderWorkerSet
+(leaderworkerset.x-k8s.io/v1, LWS v0.10) when it spans GPU nodes or the hosts of a
+multi-host TPU slice (Ray across the group, as LWS's vLLM example and tpu-inference's GKE
+multi-host example do); startup, liveness and readiness probes on
 vLLM's `/health`; a Service; a KEDA ScaledObject (keda.sh/v1alpha1, KEDA v2.20) scaling on
 `vllm:num_requests_waiting` with the target, floor and ceiling from `export.thresholds`; a
 PodDisruptionBudget below the autoscaler's floor, so node drains proceed. An interactive
@@ -232,6 +233,13 @@ def _trtllm_workload(
     return _deployment(v, name, labels, container, selector, [volume])
 
 
+# vLLM TPU (tpu-inference) runs one replica over the hosts of a multi-host slice as a Ray
+# cluster when this is set: vllm-project/tpu-inference examples/offload/gke/benchmarks/multi-host/
+# deploy-baseline.yaml (LeaderWorkerSet, a pod per 4-chip host, google.com/tpu 4, the slice's
+# topology label, TPU_MULTIHOST_BACKEND=ray on leader and workers), read 2026-11.
+TPU_MULTIHOST_ENV = "TPU_MULTIHOST_BACKEND"
+
+
 def _serving_workload(
     v: ServingView,
     name: str,
@@ -259,11 +267,11 @@ def _serving_workload(
                 "template": {"metadata": {"labels": labels}, "spec": _pod_spec([container], selector)},
             },
         }
-    if image.engine != "vllm":
+    if image.engine not in ("vllm", "vllm-tpu"):
         raise BadInput(
             f"A replica of TP{v.tp} spans {v.nodes_per_replica} {v.hw.node} nodes; {image.engine} is exported "
             "for one node per replica.",
-            "Multi-node replicas are written as Ray groups of the CUDA/ROCm vLLM image only.",
+            "Multi-node replicas are written as Ray groups of the CUDA/ROCm and TPU vLLM images only.",
             f"Re-plan with at most {v.hw.gpus_per_node} devices per replica (targets.max_tp).",
         )
     # "$MODEL": the container's env (the served model); the rest quoted by names.shell_args
@@ -273,6 +281,9 @@ def _serving_workload(
     leader = {**_vllm_container(v, st, image, model, [leader_cmd], ["/bin/sh", "-c"]), **_probes()}
     worker = _vllm_container(v, st, image, model, [worker_cmd], ["/bin/sh", "-c"])
     worker["name"] = "vllm-worker"
+    if image.engine == "vllm-tpu":  # one pod per host of the slice, Ray across them
+        for c in (leader, worker):
+            c["env"].append({"name": TPU_MULTIHOST_ENV, "value": "ray"})
     return _leader_worker_set(v, name, labels, leader, worker, selector)
 
 
@@ -343,7 +354,9 @@ def serving_files(
         "app.kubernetes.io/component": image.engine if engine_name != "vllm" else "vllm",
     }
     model, model_why = served_model(v)
-    selector = node_selector(v.hw, v.priced_instance, node_labels, tpu_chips=v.tp)
+    selector = node_selector(
+        v.hw, v.priced_instance, node_labels, tpu_chips=v.gpus_per_replica, tpu_hosts=v.nodes_per_replica
+    )
     workload = _serving_workload(v, name, labels, model, selector, engine_name)
     lo, hi = replica_bounds(v)
     target = autoscale_waiting_target(v)

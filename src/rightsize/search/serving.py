@@ -39,7 +39,7 @@ from rightsize.search.serving_costs import (
 from rightsize.search.serving_demand import serving_demand
 from rightsize.search.serving_disagg import weigh_disaggregation
 from rightsize.search.serving_engine import EngineModels, Workload, run, slo_check, workload
-from rightsize.search.serving_layouts import layout_for, replica_options
+from rightsize.search.serving_layouts import layout_for, replica_options, tpu_slice_note
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.search.serving_start import start_rate
 from rightsize.spec.inference import InferenceSpec
@@ -355,6 +355,8 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
     _report(best, spec, REPORT_REQUESTS, reps)
+    if best.layout is not None and (note := tpu_slice_note(get_accelerator(best.accelerator), best.layout)):
+        assumptions.append(note)
     if spec.serving.disaggregation != "never":
         _weigh_disaggregation(best, spec, wl, reps[id(best)], assumptions)
     alternatives: list[tuple[ServingCandidate, str]] = []

@@ -5,7 +5,10 @@ across nodes, and TP across nodes, up to `targets.max_nodes_per_replica` nodes."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rightsize.catalog import Accelerator, NodeType
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.perf.inference import Replica
 from rightsize.perf.serving_lora import LoraReplica
 from rightsize.perf.serving_moe_ep import ExpertParallelReplica
@@ -21,6 +24,15 @@ def node_tp(acc: Accelerator, node: NodeType) -> int:
     """The largest tensor-parallel group the scale-up domain holds (an 8-GPU node's NVLink,
     an NVL72 rack, a TPU slice's ICI)."""
     return acc.scaleup_domain_gpus
+
+
+def _slice_ok(acc: Accelerator, chips: int) -> bool:
+    """Whether a serving replica of `chips` chips is deployable: any count off TPU; on TPU only
+    a slice shape Google offers (a replica is one slice: 1, 4, 8 chips on one v5e/v6e host),
+    multi-host slices (16-256 chips over 4-chip hosts) only on generations whose serving
+    engines span hosts (catalog.tpu_slices: v6e and TPU7x, not v5e or v5p)."""
+    slices = tpu_slices(acc.id)
+    return slices is None or chips in slices.serving_chip_counts
 
 
 def _stage_tp(spec: InferenceSpec, acc: Accelerator) -> int | None:
@@ -48,7 +60,7 @@ def single_node(
         tps = [tgt.tp] if tgt.tp <= node_tp(acc, node) else []
     else:
         tps = [t for t in TP_OPTIONS if t <= node_tp(acc, node) and spec.model.heads % t == 0]
-    reps = [_build(spec, acc, node, tp, prec, cal) for tp in tps]
+    reps = [_build(spec, acc, node, tp, prec, cal) for tp in tps if _slice_ok(acc, tp)]
     return [r for r in reps if r.fits]
 
 
@@ -66,7 +78,7 @@ def multi_node(
         base = _build(spec, acc, node, stage_tp, prec, cal)
         pps = [tgt.pp] if tgt.pp else [p for p in PP_OPTIONS if p <= spec.model.layers]
         for pp in pps:
-            if pp > 1 and stage_tp * pp <= max_gpus:
+            if pp > 1 and stage_tp * pp <= max_gpus and _slice_ok(acc, stage_tp * pp):
                 piped = PipelinedReplica.build_pipelined(base, pp, acc, node)
                 if piped.fits:
                     out.append(piped)
@@ -74,7 +86,7 @@ def multi_node(
     if not tgt.pp or tgt.pp == 1:
         tps = [tgt.tp] if tgt.tp else [inner * k for k in (2, 4, 8)]
         for tp in tps:
-            if inner < tp <= max_gpus and spec.model.heads % tp == 0:
+            if inner < tp <= max_gpus and spec.model.heads % tp == 0 and _slice_ok(acc, tp):
                 rep = _build(spec, acc, node, tp, prec, cal)
                 if rep.fits:
                     out.append(rep)
@@ -144,4 +156,37 @@ def layout_for(rep: Replica, acc: Accelerator, node: NodeType) -> ReplicaLayout:
         return rep.layout
     if isinstance(rep, ExpertParallelReplica):  # attention DP x expert parallel over ep GPUs
         return layout_of(acc, node, 1, 1, rep.arch.hidden, rep.ep)
-    return layout_of(acc, node, rep.tp, 1, rep.arch.hidden)
+    return _tpu_hosts(layout_of(acc, node, rep.tp, 1, rep.arch.hidden), acc)
+
+
+def _tpu_hosts(layout: ReplicaLayout, acc: Accelerator) -> ReplicaLayout:
+    """A TPU replica on a multi-host slice occupies the slice's hosts (4 chips each on v5e and
+    v6e, whose 8-chip machine types carry single-host slices only), not gpus / 8 nodes."""
+    slices = tpu_slices(acc.id)
+    if slices is None or layout.gpus in slices.single_host or layout.gpus not in slices.multi_host:
+        return layout
+    hosts = slices.hosts(layout.gpus)
+    return replace(layout, nodes=hosts, gpus_per_node=layout.gpus // hosts, tp_spans_nodes=layout.tp > 1)
+
+
+def tpu_slice_note(acc: Accelerator, layout: ReplicaLayout) -> str | None:
+    """Why a TPU replica has the shape it has (a plan assumption); None off TPU."""
+    slices = tpu_slices(acc.id)
+    topo = slices.topology(layout.gpus) if slices else None
+    if slices is None or topo is None:
+        return None
+    chips, offered = layout.gpus, ", ".join(str(n) for n in slices.serving_chip_counts)
+    if chips in slices.single_host:
+        where = "one host"
+    else:
+        where = f"{slices.hosts(chips)} hosts of {slices.chips_per_host} chips, scheduled as one LeaderWorkerSet group"
+    spans = (
+        "may span the hosts of a multi-host slice (vLLM TPU over Ray, sglang-jax)"
+        if slices.serving_multi_host
+        else "stays on one host"
+    )
+    return (
+        f"Each {acc.id} replica is one {topo} slice of {chips} chips on {where}; its tensor-parallel "
+        f"collectives stay on ICI. Only slice shapes a serving replica can be deployed on are planned "
+        f"({offered} chips): on {acc.id} a replica {spans}. Why: {slices.serving_source}."
+    )
