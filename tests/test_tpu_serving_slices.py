@@ -115,3 +115,23 @@ def test_multi_host_v5e_replica_is_refused_with_googles_reason() -> None:
 def test_a_slice_laid_on_the_wrong_hosts_is_refused() -> None:
     with pytest.raises(BadInput, match="4 host"):
         render_files(_plan("tpu-v6e", "tpu-v6e-host", 16, 2), "kubernetes")
+
+
+def test_gke_allocatable_memory_matches_the_published_calculator() -> None:
+    # hatemosphere/gke-node-allocatable-memory-calculator README, from GKE's documented
+    # reservations: a 150 GiB node leaves 140.1423 GiB to pods
+    from rightsize.export.k8s_platform import gke_allocatable_bytes
+
+    assert gke_allocatable_bytes(150 * 2**30) / 2**30 == pytest.approx(140.1423, abs=1e-4)
+
+
+@pytest.mark.parametrize(("tp", "vm_bytes"), [(8, 384e9), (4, 192e9), (1, 48e9)])
+def test_a_v5e_serving_pod_fits_its_vms_memory(tp: int, vm_bytes: float) -> None:
+    # ct5lp-hightpu-8t/4t/1t have 384/192/48 GB; the planner's 64 GiB per chip would not schedule
+    from rightsize.export.k8s_platform import gke_allocatable_bytes
+
+    objs = _by_kind(render_files(_plan("tpu-v5e", "tpu-v5e-host", tp, 1), "kubernetes"))
+    c = objs["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    req = c["resources"]["requests"]
+    assert req["google.com/tpu"] == tp
+    assert int(req["memory"].removesuffix("Gi")) * 2**30 <= gke_allocatable_bytes(vm_bytes)

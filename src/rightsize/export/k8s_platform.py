@@ -17,6 +17,7 @@ Trainium or TPU training, Gaudi serving) is refused with the reason and what is 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -178,6 +179,27 @@ def tpu_selector(hw: HardwareView, chips: int, hosts: int = 1) -> dict[str, str]
         TPU_ACCELERATOR_LABEL: str(data()["tpu"][hw.accelerator]["accelerator"]),
         TPU_TOPOLOGY_LABEL: topo,
     }
+
+
+def gke_allocatable_bytes(capacity_bytes: float) -> float:
+    """Memory a GKE node leaves to pods: its capacity less GKE's tiered reservation and the
+    eviction threshold (data: `gke_memory_reservation`, with its source)."""
+    d = data()["gke_memory_reservation"]
+    left, reserved = capacity_bytes / 2**30, 0.0
+    for size_gib, share in d["tiers_gib"]:
+        part = min(left, float(size_gib))
+        reserved, left = reserved + part * float(share), left - part
+    reserved += max(left, 0.0) * float(d["above"])
+    return capacity_bytes - reserved * 2**30 - float(d["eviction_bytes"])
+
+
+def tpu_pod_memory_cap_bytes(hw: HardwareView, chips: int) -> float | None:
+    """The most memory a pod holding `chips` chips of one TPU VM can request: what GKE leaves
+    of that VM's RAM (ct5lp-hightpu-8t has 384 GB, less than the 512 GiB of the physical v5e
+    host); None where the data gives no VM memory for that chip count."""
+    vm = (data()["tpu"].get(hw.accelerator) or {}).get("vm_memory_bytes") or {}
+    ram = {int(k): float(v) for k, v in vm.items()}.get(chips)
+    return math.floor(gke_allocatable_bytes(ram) / 2**30) * 2**30 if ram else None  # whole GiB, rounded down
 
 
 def instance_selector(priced: tuple[str, str] | None) -> dict[str, str]:

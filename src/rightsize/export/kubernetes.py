@@ -27,7 +27,13 @@ import yaml
 from rightsize.errors import BadInput
 from rightsize.export.header import comment_block
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests, shm
-from rightsize.export.k8s_platform import Image, Stack, instruct_model, node_selector
+from rightsize.export.k8s_platform import (
+    Image,
+    Stack,
+    instruct_model,
+    node_selector,
+    tpu_pod_memory_cap_bytes,
+)
 from rightsize.export.k8s_training import training_files
 from rightsize.export.names import Arg, argv, promql_string, shell_args
 from rightsize.export.plan_view import ServingView
@@ -97,6 +103,8 @@ def _vllm_container(
     name: str = "vllm",
 ) -> dict[str, Any]:
     n = _devices(v)
+    mem = v.host_memory_need_bytes_per_gpu * n
+    cap = tpu_pod_memory_cap_bytes(v.hw, n) if v.hw.vendor == "google" else None
     c: dict[str, Any] = {
         "name": name,
         "image": image.image,
@@ -105,7 +113,7 @@ def _vllm_container(
             {"name": "MODEL", "value": model},
             {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}},
         ],
-        "resources": pod_requests(n, v.cpu_cores_need_per_gpu * n, v.host_memory_need_bytes_per_gpu * n, st.resource),
+        "resources": pod_requests(n, v.cpu_cores_need_per_gpu * n, min(mem, cap or mem), st.resource),
         "volumeMounts": [shm()[1]],
     }  # fmt: skip
     if command:
