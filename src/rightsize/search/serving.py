@@ -39,7 +39,7 @@ from rightsize.search.serving_costs import (
 from rightsize.search.serving_demand import serving_demand
 from rightsize.search.serving_disagg import weigh_disaggregation
 from rightsize.search.serving_engine import EngineModels, Workload, run, slo_check, workload
-from rightsize.search.serving_layouts import layout_for, replica_options, tpu_slice_note
+from rightsize.search.serving_layouts import layout_for, replica_options, slice_ok, tpu_slice_note
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.search.serving_start import start_rate
 from rightsize.spec.inference import InferenceSpec
@@ -174,7 +174,7 @@ def _check_tpot_possible(spec: InferenceSpec, ids: list[str]) -> None:
         acc = get_accelerator(acc_id)
         node = node_for(acc.id)
         for tp in TP_OPTIONS:
-            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                 continue
             rep = Replica.build(
                 spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
@@ -203,14 +203,14 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
         for acc_id in ids:
             acc = get_accelerator(acc_id)
             for tp in TP_OPTIONS:
-                if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+                if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                     continue
                 rep = Replica.build(spec.model, acc, node_for(acc.id), tp, prec, spec.serving.kv_precision)
                 if rep.fits:
                     return f"Set serving.weight_precision: {prec} (fits on {tp} x {acc.id})."
     for acc in accelerators().values():
         for tp in TP_OPTIONS:
-            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                 continue
             rep = Replica.build(
                 spec.model,

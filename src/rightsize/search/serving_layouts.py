@@ -26,7 +26,7 @@ def node_tp(acc: Accelerator, node: NodeType) -> int:
     return acc.scaleup_domain_gpus
 
 
-def _slice_ok(acc: Accelerator, chips: int) -> bool:
+def slice_ok(acc: Accelerator, chips: int) -> bool:
     """Whether a serving replica of `chips` chips is deployable: any count off TPU; on TPU only
     a slice shape Google offers (a replica is one slice: 1, 4, 8 chips on one v5e/v6e host),
     multi-host slices (16-256 chips over 4-chip hosts) only on generations whose serving
@@ -60,7 +60,7 @@ def single_node(
         tps = [tgt.tp] if tgt.tp <= node_tp(acc, node) else []
     else:
         tps = [t for t in TP_OPTIONS if t <= node_tp(acc, node) and spec.model.heads % t == 0]
-    reps = [_build(spec, acc, node, tp, prec, cal) for tp in tps if _slice_ok(acc, tp)]
+    reps = [_build(spec, acc, node, tp, prec, cal) for tp in tps if slice_ok(acc, tp)]
     return [r for r in reps if r.fits]
 
 
@@ -78,7 +78,7 @@ def multi_node(
         base = _build(spec, acc, node, stage_tp, prec, cal)
         pps = [tgt.pp] if tgt.pp else [p for p in PP_OPTIONS if p <= spec.model.layers]
         for pp in pps:
-            if pp > 1 and stage_tp * pp <= max_gpus and _slice_ok(acc, stage_tp * pp):
+            if pp > 1 and stage_tp * pp <= max_gpus and slice_ok(acc, stage_tp * pp):
                 piped = PipelinedReplica.build_pipelined(base, pp, acc, node)
                 if piped.fits:
                     out.append(piped)
@@ -86,7 +86,7 @@ def multi_node(
     if not tgt.pp or tgt.pp == 1:
         tps = [tgt.tp] if tgt.tp else [inner * k for k in (2, 4, 8)]
         for tp in tps:
-            if inner < tp <= max_gpus and spec.model.heads % tp == 0 and _slice_ok(acc, tp):
+            if inner < tp <= max_gpus and spec.model.heads % tp == 0 and slice_ok(acc, tp):
                 rep = _build(spec, acc, node, tp, prec, cal)
                 if rep.fits:
                     out.append(rep)
