@@ -70,7 +70,7 @@ def test_v5e_keeps_a_replica_on_one_host(tmp_path: Path) -> None:
     # offered tp32 over v5e hosts, which GKE serving cannot run: now it says what would fit
     with pytest.raises(Infeasible) as err:
         plan_serving(_spec(tmp_path, "tpu-v5e", "bf16"))
-    assert "tpu-v5e" in str(err.value)
+    assert "stays on one host: tpu-v5e on 8 chips" in str(err.value) and "Sax" in str(err.value)
 
 
 def test_v6e_multi_host_replica_is_planned_on_four_chip_hosts_and_says_why(tmp_path: Path) -> None:

@@ -39,7 +39,13 @@ from rightsize.search.serving_costs import (
 from rightsize.search.serving_demand import serving_demand
 from rightsize.search.serving_disagg import weigh_disaggregation
 from rightsize.search.serving_engine import EngineModels, Workload, run, slo_check, workload
-from rightsize.search.serving_layouts import layout_for, replica_options, slice_ok, tpu_slice_note
+from rightsize.search.serving_layouts import (
+    layout_for,
+    replica_options,
+    single_host_note,
+    slice_ok,
+    tpu_slice_note,
+)
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.search.serving_start import start_rate
 from rightsize.spec.inference import InferenceSpec
@@ -337,7 +343,7 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         raise Infeasible(
             f"{spec.model.name} does not fit on any allowed accelerator at any tensor-parallel degree.",
             f"Its {spec.serving.weight_precision} weights and a minimal KV cache exceed what one scale-up "
-            "domain of the allowed accelerators holds.",
+            "domain of the allowed accelerators holds" + single_host_note(ids) + ".",
             _smallest_fit_hint(spec, ids),
         )
     reps: Replicas = {}  # the replica each candidate was simulated on, by id(candidate)

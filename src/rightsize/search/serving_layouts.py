@@ -190,3 +190,12 @@ def tpu_slice_note(acc: Accelerator, layout: ReplicaLayout) -> str | None:
         f"collectives stay on ICI. Only slice shapes a serving replica can be deployed on are planned "
         f"({offered} chips): on {acc.id} a replica {spans}. Why: {slices.serving_source}."
     )
+
+
+def single_host_note(acc_ids: list[str]) -> str:
+    """For an infeasible plan: which allowed TPUs keep a serving replica on one host, and why."""
+    held = [s for s in (tpu_slices(a) for a in acc_ids) if s is not None and not s.serving_multi_host]
+    if not held:
+        return ""
+    hosts = ", ".join(f"{s.accelerator} on {max(s.single_host)} chips" for s in held)
+    return f" (a serving replica stays on one host: {hosts}; {held[0].serving_source})"
