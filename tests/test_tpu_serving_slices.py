@@ -135,3 +135,39 @@ def test_a_v5e_serving_pod_fits_its_vms_memory(tp: int, vm_bytes: float) -> None
     req = c["resources"]["requests"]
     assert req["google.com/tpu"] == tp
     assert int(req["memory"].removesuffix("Gi")) * 2**30 <= gke_allocatable_bytes(vm_bytes)
+
+
+NODES = {
+    "tpu-v5e": "tpu-v5e-host",
+    "tpu-v5p": "tpu-v5p-host",
+    "tpu-v6e": "tpu-v6e-host",
+    "tpu-v7": "tpu-v7-host",
+}
+EVERY_PLANNED_SHAPE = [
+    (acc, chips)
+    for acc in NODES
+    for chips in (tpu_slices(acc).serving_chip_counts if tpu_slices(acc) else ())  # type: ignore[union-attr]
+    if chips <= 64
+]
+
+
+@pytest.mark.parametrize(("acc", "chips"), EVERY_PLANNED_SHAPE)
+def test_every_slice_the_planner_offers_exports(acc: str, chips: int) -> None:
+    slices = tpu_slices(acc)
+    assert slices is not None
+    hosts = slices.hosts(chips)
+    objs = _by_kind(render_files(_plan(acc, NODES[acc], chips, hosts), "kubernetes"))
+    if hosts == 1:
+        pod = objs["Deployment"]["spec"]["template"]["spec"]
+    else:
+        lws = objs["LeaderWorkerSet"]["spec"]["leaderWorkerTemplate"]
+        assert lws["size"] == hosts
+        pod = lws["workerTemplate"]["spec"]
+    assert pod["containers"][0]["resources"]["limits"]["google.com/tpu"] * hosts == chips
+    assert pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] == slices.topology(chips)
+    leader = (objs["Deployment"] if hosts == 1 else objs["LeaderWorkerSet"])["spec"]
+    text = str(leader)
+    # vLLM TPU's TP counts JAX devices: two per TPU7x chip (tpu-inference's tpu7x 2x2x2 example: TP 16)
+    assert f"--tensor-parallel-size', '{chips * slices.devices_per_chip}'" in text or (
+        f"--tensor-parallel-size {chips * slices.devices_per_chip} " in text
+    )

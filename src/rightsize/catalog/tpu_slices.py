@@ -31,6 +31,7 @@ class TpuSlices:
     chips_per_host: int  # chips of each host of a multi-host slice
     serving_multi_host: bool  # whether a serving replica may span a multi-host slice's hosts
     serving_source: str  # why (the engines' or Google's documentation)
+    devices_per_chip: int = 1  # JAX devices per chip (TPU7x: 2), what engines' TP sizes count
 
     @property
     def chip_counts(self) -> tuple[int, ...]:
@@ -76,6 +77,7 @@ def _all() -> dict[str, TpuSlices]:
             chips_per_host=int(d.get("chips_per_host", 4)),
             serving_multi_host=bool(d.get("serving_multi_host", False)),
             serving_source=str(d.get("serving_source", "")),
+            devices_per_chip=int(d.get("devices_per_chip", 1)),
         )
     return out
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.errors import BadInput
 from rightsize.export.header import comment_block
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests, shm
@@ -81,6 +82,10 @@ def _engine_args(v: ServingView, st: Stack, image: Image) -> list[Arg]:
     if image.engine == "vllm-neuron":  # Neuron's TP counts logical NeuronCores, not devices
         cores = v.tp * st.neuron_cores_per_device
         args = [(f, cores if f == "--tensor-parallel-size" else val) for f, val in args]
+    slices = tpu_slices(v.hw.accelerator) if image.engine == "vllm-tpu" else None
+    if slices is not None and slices.devices_per_chip > 1:  # vLLM TPU counts JAX devices (TPU7x: 2 a chip)
+        devices = v.tp * slices.devices_per_chip
+        args = [(f, devices if f == "--tensor-parallel-size" else val) for f, val in args]
     return [*args, ("--port", PORT)]
 
 
