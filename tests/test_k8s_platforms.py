@@ -44,6 +44,8 @@ def _on(plan: dict[str, Any], acc: str, node: str, priced: str | None) -> dict[s
 def _serving_plan(acc: str, node: str, tp: int, priced: str | None) -> dict[str, Any]:
     plan = _on(plan_dict("llama3-70b-chat-serving"), acc, node, priced)
     plan["best"]["tp"] = tp
+    if acc.startswith("tpu-"):  # vLLM TPU loads no fp8 weights on v5p/v6e (test_tpu_serving_slices)
+        plan["best"]["weight_precision"] = plan["best"]["kv_precision"] = "bf16"
     return plan
 
 

@@ -81,9 +81,10 @@ def test_v6e_multi_host_replica_is_planned_on_four_chip_hosts_and_says_why(tmp_p
     assert "4x4" in note and "4 hosts of 4 chips" in note and "sglang-jax" in note
 
 
-def _plan(acc: str, node: str, tp: int, nodes: int) -> dict[str, Any]:
+def _plan(acc: str, node: str, tp: int, nodes: int, precision: str = "bf16") -> dict[str, Any]:
     plan = plan_dict("llama3-70b-chat-serving")
     plan["best"].update(accelerator=acc, node=node, tp=tp, pp=1, nodes_per_replica=nodes)
+    plan["best"].update(weight_precision=precision, kv_precision=precision)
     plan["best"].pop("layout", None)
     plan["sizing"]["cost"]["priced_instance"] = None
     return plan
@@ -171,3 +172,19 @@ def test_every_slice_the_planner_offers_exports(acc: str, chips: int) -> None:
     assert f"--tensor-parallel-size', '{chips * slices.devices_per_chip}'" in text or (
         f"--tensor-parallel-size {chips * slices.devices_per_chip} " in text
     )
+
+
+def test_fp8_weights_on_v6e_are_refused_with_what_vllm_tpu_loads() -> None:
+    # tpu-inference's quantization table: FP8 on TPU7x only; INT8 W8A8 and INT4 AWQ on v5/v6
+    with pytest.raises(BadInput, match="int8 or int4"):
+        render_files(_plan("tpu-v6e", "tpu-v6e-host", 8, 1, "fp8"), "kubernetes")
+
+
+def test_int8_weights_on_v5e_say_which_checkpoint_to_serve() -> None:
+    text = render_files(_plan("tpu-v5e", "tpu-v5e-host", 8, 1, "int8"), "kubernetes")["serving.yaml"]
+    head = text.split("apiVersion")[0]
+    assert "pre-quantized checkpoint" in head and "INT8 W8A8" in head
+    assert "KV cache: the plan's int8 KV is not written" in head
+    assert "--quantization" not in text and "--kv-cache-dtype" not in text
+    fp8_v7 = render_files(_plan("tpu-v7", "tpu-v7-host", 4, 1, "fp8"), "kubernetes")["serving.yaml"]
+    assert "pre-quantized checkpoint" in fp8_v7.split("apiVersion")[0]

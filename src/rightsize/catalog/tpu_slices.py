@@ -32,6 +32,7 @@ class TpuSlices:
     serving_multi_host: bool  # whether a serving replica may span a multi-host slice's hosts
     serving_source: str  # why (the engines' or Google's documentation)
     devices_per_chip: int = 1  # JAX devices per chip (TPU7x: 2), what engines' TP sizes count
+    serving_weights: tuple[str, ...] = ("bf16",)  # weight precisions vLLM TPU loads (pre-quantized)
 
     @property
     def chip_counts(self) -> tuple[int, ...]:
@@ -78,6 +79,7 @@ def _all() -> dict[str, TpuSlices]:
             serving_multi_host=bool(d.get("serving_multi_host", False)),
             serving_source=str(d.get("serving_source", "")),
             devices_per_chip=int(d.get("devices_per_chip", 1)),
+            serving_weights=tuple(str(w) for w in d.get("serving_weights", ("bf16",))),
         )
     return out
 

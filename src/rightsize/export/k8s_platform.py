@@ -202,6 +202,40 @@ def tpu_pod_memory_cap_bytes(hw: HardwareView, chips: int) -> float | None:
     return math.floor(gke_allocatable_bytes(ram) / 2**30) * 2**30 if ram else None  # whole GiB, rounded down
 
 
+def tpu_precision_notes(hw: HardwareView, weight_precision: str, kv_precision: str) -> list[str]:
+    """What a vLLM TPU deployment needs for the plan's precisions (manifest header lines);
+    BadInput when vLLM TPU loads no weights of that precision on this generation (tpu-inference's
+    quantization table, `serving_weights` in the data)."""
+    slices = tpu_slices(hw.accelerator)
+    if slices is None:
+        return []
+    out: list[str] = []
+    if weight_precision not in ("bf16", "fp16"):
+        if weight_precision not in slices.serving_weights:
+            raise BadInput(
+                f"The plan serves {weight_precision} weights on {hw.accelerator}; vLLM TPU loads "
+                f"{', '.join(slices.serving_weights)} weights there.",
+                "vLLM TPU takes quantized weights from a pre-quantized checkpoint, and tpu-inference lists "
+                "INT8 W8A8 and INT4 AWQ on v5e, v5p and v6e, FP8 and FP4 on TPU7x only.",
+                "Re-plan with serving.weight_precision: "
+                + " or ".join(w for w in slices.serving_weights if w != "bf16")
+                + " (or bf16).",
+            )
+        out.append(
+            f"weights: {weight_precision} as planned only from a pre-quantized checkpoint (vLLM TPU reads the "
+            "method from its config, tpu-inference: INT8 W8A8 compressed-tensors, INT4 AWQ, FP8 compressed-tensors "
+            "on TPU7x): set MODEL to one; the 16-bit checkpoint would not fit the planned memory"
+        )
+    if kv_precision not in ("bf16", "fp16"):
+        times = "four" if kv_precision in ("int4", "fp4") else "twice"
+        out.append(
+            f"KV cache: the plan's {kv_precision} KV is not written (tpu-inference's quantized KV cache is "
+            f"untested); the engine keeps it in bf16, {times} the bytes per token the plan counts, so fewer "
+            "sequences fit per replica than planned"
+        )
+    return out
+
+
 def instance_selector(priced: tuple[str, str] | None) -> dict[str, str]:
     """`node.kubernetes.io/instance-type` = the instance the plan priced, when a cloud whose
     node controller sets that label priced it; empty otherwise (an estimate names no

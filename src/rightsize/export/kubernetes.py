@@ -34,6 +34,7 @@ from rightsize.export.k8s_platform import (
     instruct_model,
     node_selector,
     tpu_pod_memory_cap_bytes,
+    tpu_precision_notes,
 )
 from rightsize.export.k8s_training import training_files
 from rightsize.export.names import Arg, argv, promql_string, shell_args
@@ -367,6 +368,9 @@ def serving_files(
         "app.kubernetes.io/component": image.engine if engine_name != "vllm" else "vllm",
     }
     model, model_why = served_model(v)
+    tpu_notes = (
+        tpu_precision_notes(v.hw, v.weight_precision, v.kv_precision) if image.engine == "vllm-tpu" else []
+    )
     selector = node_selector(
         v.hw, v.priced_instance, node_labels, tpu_chips=v.gpus_per_replica, tpu_hosts=v.nodes_per_replica
     )
@@ -417,6 +421,7 @@ def serving_files(
     ]
     if engine_name == "trtllm":
         lines.append(weights_note(v))
+    lines += tpu_notes
     head = comment_block(
         v.header,
         f"Kubernetes serving manifests ({ENGINE_VERSIONS[engine_name]}, KEDA v2.20, LWS v0.10)",
