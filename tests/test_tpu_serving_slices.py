@@ -188,3 +188,11 @@ def test_int8_weights_on_v5e_say_which_checkpoint_to_serve() -> None:
     assert "--quantization" not in text and "--kv-cache-dtype" not in text
     fp8_v7 = render_files(_plan("tpu-v7", "tpu-v7-host", 4, 1, "fp8"), "kubernetes")["serving.yaml"]
     assert "pre-quantized checkpoint" in fp8_v7.split("apiVersion")[0]
+
+
+def test_the_planner_offers_only_weights_vllm_tpu_loads(tmp_path: Path) -> None:
+    with pytest.raises(Infeasible) as err:
+        plan_serving(_spec(tmp_path, "tpu-v6e", "fp8"))
+    assert "loads no fp8 weights on tpu-v6e" in str(err.value) and "int8" in str(err.value)
+    best = plan_serving(_spec(tmp_path, "tpu-v5e", "int8")).best
+    assert (best.weight_precision, best.tp) == ("int8", 8)  # 70B int8 on one 2x4 v5e host

@@ -41,9 +41,10 @@ from rightsize.search.serving_disagg import weigh_disaggregation
 from rightsize.search.serving_engine import EngineModels, Workload, run, slo_check, workload
 from rightsize.search.serving_layouts import (
     layout_for,
+    precision_ok,
     replica_options,
-    single_host_note,
     slice_ok,
+    tpu_serving_note,
     tpu_slice_note,
 )
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
@@ -182,6 +183,8 @@ def _check_tpot_possible(spec: InferenceSpec, ids: list[str]) -> None:
         for tp in TP_OPTIONS:
             if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                 continue
+            if not precision_ok(acc, spec.serving.weight_precision):
+                break
             rep = Replica.build(
                 spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
             )
@@ -211,6 +214,8 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
             for tp in TP_OPTIONS:
                 if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                     continue
+                if not precision_ok(acc, prec):
+                    break
                 rep = Replica.build(spec.model, acc, node_for(acc.id), tp, prec, spec.serving.kv_precision)
                 if rep.fits:
                     return f"Set serving.weight_precision: {prec} (fits on {tp} x {acc.id})."
@@ -218,6 +223,8 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
         for tp in TP_OPTIONS:
             if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                 continue
+            if not precision_ok(acc, spec.serving.weight_precision):
+                break
             rep = Replica.build(
                 spec.model,
                 acc,
@@ -264,13 +271,13 @@ def _fitting_replicas(
             bound = (cost if cost is not None else gpus_of(rep)) * min_replicas
             options.append((bound, rep, node.id, rep.tp))
         if not fitted:
-            rejected.append(
-                (
-                    acc.id,
-                    f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp "
-                    f"within {tgt.max_nodes_per_replica} node(s) per replica",
-                )
+            why = (
+                f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp "
+                f"within {tgt.max_nodes_per_replica} node(s) per replica"
             )
+            if not precision_ok(acc, spec.serving.weight_precision):
+                why = f"the serving engine loads no {spec.serving.weight_precision} weights on {acc.id}"
+            rejected.append((acc.id, why))
     return options
 
 
@@ -343,7 +350,9 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         raise Infeasible(
             f"{spec.model.name} does not fit on any allowed accelerator at any tensor-parallel degree.",
             f"Its {spec.serving.weight_precision} weights and a minimal KV cache exceed what one scale-up "
-            "domain of the allowed accelerators holds" + single_host_note(ids) + ".",
+            "domain of the allowed accelerators holds"
+            + tpu_serving_note(ids, spec.serving.weight_precision)
+            + ".",
             _smallest_fit_hint(spec, ids),
         )
     reps: Replicas = {}  # the replica each candidate was simulated on, by id(candidate)

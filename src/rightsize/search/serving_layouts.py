@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rightsize.catalog import Accelerator, NodeType
+from rightsize.catalog import Accelerator, NodeType, get_accelerator
 from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.perf.inference import Replica
 from rightsize.perf.serving_lora import LoraReplica
@@ -33,6 +33,14 @@ def slice_ok(acc: Accelerator, chips: int) -> bool:
     engines span hosts (catalog.tpu_slices: v6e and TPU7x, not v5e or v5p)."""
     slices = tpu_slices(acc.id)
     return slices is None or chips in slices.serving_chip_counts
+
+
+def precision_ok(acc: Accelerator, prec: str) -> bool:
+    """Whether the serving engine loads weights of `prec` on this accelerator: any off TPU; on
+    TPU the pre-quantized formats vLLM TPU lists per generation (catalog.tpu_slices:
+    int8 / int4 on v5e, v5p, v6e; fp8 / fp4 on TPU7x) besides 16-bit."""
+    slices = tpu_slices(acc.id)
+    return slices is None or prec in ("bf16", "fp16") or prec in slices.serving_weights
 
 
 def _stage_tp(spec: InferenceSpec, acc: Accelerator) -> int | None:
@@ -97,7 +105,10 @@ def multi_node(
 def replica_options(
     spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
 ) -> list[Replica]:
-    """Every layout to evaluate (`_layouts`), each speculating when the engine does."""
+    """Every layout to evaluate (`_layouts`), each speculating when the engine does; none for
+    weights the engine cannot load on this accelerator (`precision_ok`)."""
+    if not precision_ok(acc, prec):
+        return []
     reps = [speculative(spec, acc, node, prec, cal, r) for r in _layouts(spec, acc, node, prec, cal)]
     lora = spec.engine.lora
     if lora is not None:
@@ -192,10 +203,21 @@ def tpu_slice_note(acc: Accelerator, layout: ReplicaLayout) -> str | None:
     )
 
 
-def single_host_note(acc_ids: list[str]) -> str:
-    """For an infeasible plan: which allowed TPUs keep a serving replica on one host, and why."""
-    held = [s for s in (tpu_slices(a) for a in acc_ids) if s is not None and not s.serving_multi_host]
-    if not held:
-        return ""
-    hosts = ", ".join(f"{s.accelerator} on {max(s.single_host)} chips" for s in held)
-    return f" (a serving replica stays on one host: {hosts}; {held[0].serving_source})"
+def tpu_serving_note(acc_ids: list[str], prec: str) -> str:
+    """For an infeasible plan: which allowed TPUs keep a serving replica on one host, or load no
+    weights of `prec`, and why."""
+    found = [s for s in (tpu_slices(a) for a in acc_ids) if s is not None]
+    unloadable = [s for s in found if not precision_ok(get_accelerator(s.accelerator), prec)]
+    held = [s for s in found if not s.serving_multi_host and s not in unloadable]
+    parts = []
+    if unloadable:
+        parts.append(
+            "vLLM TPU loads no "
+            + prec
+            + " weights on "
+            + ", ".join(f"{s.accelerator} ({', '.join(s.serving_weights)} only)" for s in unloadable)
+        )
+    if held:
+        hosts = ", ".join(f"{s.accelerator} on {max(s.single_host)} chips" for s in held)
+        parts.append(f"a serving replica stays on one host: {hosts}; {held[0].serving_source}")
+    return f" ({'; '.join(parts)})" if parts else ""
