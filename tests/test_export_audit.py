@@ -57,6 +57,7 @@ from engine_tables import TYPES, parser_from_rows
 
 import rightsize.api as api
 from rightsize.catalog import get_accelerator, get_node
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.errors import RightsizeError
 from rightsize.export import render_files
 from rightsize.export.plan_view import training_view
@@ -989,6 +990,8 @@ def _check_pod(
                 if probe not in c:
                     bad.append(f"{where}: no {probe}")
         replica = None if _vendor(plan) == "aws" else _replica_devices(plan)  # Neuron's TP counts cores
+        if replica and (sl := tpu_slices(plan["best"]["accelerator"])):  # vLLM TPU counts JAX devices
+            replica *= sl.devices_per_chip  # two per TPU7x chip
         world = int(plan["best"]["gpus"]) if training else None
         bad += _check_container_command(c, where, world, replica, _vendor(plan))
     if training:
