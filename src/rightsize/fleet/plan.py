@@ -22,6 +22,8 @@ import numpy as np
 
 from rightsize.errors import BadInput, RightsizeError
 from rightsize.fleet import timeline as tl
+from rightsize.fleet.blocks import KIND as BLOCK
+from rightsize.fleet.blocks import block_cap_gpus
 from rightsize.fleet.caps import ON_DEMAND_GPUS, SPOT_GPUS, burst_caps
 from rightsize.fleet.dedicated import dedicated_solutions
 from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
@@ -389,7 +391,14 @@ def _pools(views: list[WorkloadView], policy: FleetPolicy, fleet: ResolvedFleet)
             pools[v.accelerator] = pool_prices(v.demand, list(policy.capacity), fleet.spec.infrastructure)
     caps = burst_caps(policy.burst_caps)
     pools = {
-        acc: dataclasses.replace(pr, burst_caps_gpus=dict(caps), owned_capital=policy.owned_capital)
+        acc: dataclasses.replace(
+            pr,
+            burst_caps_gpus={
+                **caps,
+                BLOCK: block_cap_gpus(pr.gpus_per_node, policy.burst_caps.capacity_block_gpus),
+            },
+            owned_capital=policy.owned_capital,
+        )
         for acc, pr in pools.items()
     }
     for acc, pr in pools.items():

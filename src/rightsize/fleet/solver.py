@@ -2,8 +2,10 @@
 
 Decision variables, on the grid of months m x hours h of a representative day (`fleet.demand`):
 
-- n[p, k, s] integer: nodes of committed kind k (owned, 1- or 3-year reserved) bought in pool p in
-  month s; they serve from s for the kind's term. Cost: a reservation, nodes x GPUs per node x
+- n[p, k, s] integer: nodes of committed kind k (owned, 1- or 3-year reserved, or a one-month
+  capacity block, `fleet.blocks`) bought in pool p in month s; they serve from s for the kind's
+  term. Long commitments start at quarter boundaries; blocks in any month, up to the provider's
+  limit, and count in full (no utilisation headroom: a block is booked for whole gangs). Cost: a reservation, nodes x GPUs per node x
   price x the hours of the term inside the horizon; an owned node, bought (`PoolPrices.
   onprem_node_price`: its capital plus its running cost inside the horizon).
 - od[p, m, h] >= 0: on-demand GPUs. Cost: price x the month's days (one hour each day).
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rightsize.errors import Infeasible
+from rightsize.fleet.blocks import KIND as BLOCK
 from rightsize.fleet.demand import HOURS, WorkloadDemand
 from rightsize.fleet.highs import GANG_BLOCKS, Program, two_phase
 from rightsize.fleet.model import Model
@@ -115,9 +118,14 @@ def build(
             left = np.maximum(0, np.arange(months) + term - months) / term
             bought = pr.onprem_node_price(hours_in, left) if kind == "onprem" else None
             price = bought if bought is not None else pr.gpus_per_node * pr.usd_per_gpu_hour[kind] * hours_in
-            buy = np.where(np.arange(months) % BUY_EVERY_MONTHS == 0, np.inf, 0.0)
+            if kind == BLOCK:  # booked for the month it serves, up to the provider's limit
+                buy = np.full(months, np.floor(pr.burst_caps_gpus.get(BLOCK, np.inf) / pr.gpus_per_node))
+                weight = float(pr.gpus_per_node)  # reserved for whole gangs: no fragmentation headroom
+            else:
+                buy = np.where(np.arange(months) % BUY_EVERY_MONTHS == 0, np.inf, 0.0)
+                weight = limits.utilisation_target * pr.gpus_per_node
             idx = md.add(f"n:{acc}:{kind}", (months,), price, ub=buy, integer=True)
-            commits[acc].append((idx, act, limits.utilisation_target * pr.gpus_per_node))
+            commits[acc].append((idx, act, weight))
             if kind == "onprem" and limits.power_limit_w is not None:
                 for m in range(months):
                     served = np.flatnonzero(act[:, m])
