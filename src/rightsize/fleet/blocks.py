@@ -58,10 +58,17 @@ def block_table() -> BlockTable:
             if not isinstance(v, str) or not v:
                 raise CatalogDataError(BLOCKS_FILE, f"{key}.{k}", "must be a non-empty string")
         prices[str(acc)] = BlockPrice(
-            str(acc), str(texts["provider"]), str(texts["instance"]), str(texts["region"]), int(gpus.value), price
+            str(acc),
+            str(texts["provider"]),
+            str(texts["instance"]),
+            str(texts["region"]),
+            int(gpus.value),
+            price,
         )
     caps = require_mapping(raw, "caps", BLOCKS_FILE, "<document>")
-    across = sourced(caps.get("instances_across_blocks"), BLOCKS_FILE, "caps.instances_across_blocks", integer=True)
+    across = sourced(
+        caps.get("instances_across_blocks"), BLOCKS_FILE, "caps.instances_across_blocks", integer=True
+    )
     return BlockTable(prices, across)
 
 

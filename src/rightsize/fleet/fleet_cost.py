@@ -22,7 +22,7 @@ import numpy as np
 
 from rightsize.catalog.prices import active_prices
 from rightsize.fleet.demand import HOURS, Calendar
-from rightsize.fleet.prices import LONG_TERM, PoolPrices
+from rightsize.fleet.prices import COMMITTED, PoolPrices
 from rightsize.fleet.solver import Solution, _active
 from rightsize.sizing.reliability import REPAIR_HOURS, spare_nodes
 
@@ -33,12 +33,11 @@ TB = 1e12
 
 
 def committed_nodes(sol: Solution, pools: dict[str, PoolPrices], months: int) -> dict[str, int]:
-    """Most nodes of each pool committed for a year or more in any month (capacity blocks are the
-    provider's to repair: no spares)."""
+    """Most committed nodes of each pool in any month."""
     out = {}
     for acc, pr in pools.items():
         n = np.zeros(months)
-        for kind in LONG_TERM:
+        for kind in COMMITTED:
             v = sol.values.get(f"n:{acc}:{kind}")
             if v is not None:
                 n = n + v @ _active(pr.term_months[kind], months)
@@ -52,7 +51,7 @@ def _owns(sol: Solution, acc: str) -> bool:
 
 
 def _spare_usd(pr: PoolPrices, nodes: int, cal: Calendar) -> float:
-    prices = [pr.usd_per_gpu_hour[k] for k in LONG_TERM if k in pr.usd_per_gpu_hour]
+    prices = [pr.usd_per_gpu_hour[k] for k in COMMITTED if k in pr.usd_per_gpu_hour]
     if not prices or nodes <= 0:
         return 0.0
     return nodes * pr.gpus_per_node * min(prices) * float(cal.days.sum() * HOURS)

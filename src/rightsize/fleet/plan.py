@@ -89,6 +89,8 @@ class FleetPlan:
         for p in self.purchases:
             by_kind[p["kind"]] = by_kind.get(p["kind"], 0.0) + p["usd_in_horizon"]
         for name, od in self.solution.values.items():
+            if name.startswith("bk:"):  # capacity blocks: in purchases already
+                continue
             if name.startswith("od:"):
                 price = self.pools[name[3:]].usd_per_gpu_hour["on_demand"]
                 by_kind["on_demand"] = by_kind.get("on_demand", 0.0) + float(
@@ -295,7 +297,7 @@ def solve_pool(
         summed.seconds = pooled.seconds
         summed.stopped_at_time_limit = pooled.stopped_at_time_limit
         summed.time_limit_s, summed.gap_limit = pooled.time_limit_s, pooled.gap_limit
-        summed.mip_gap = pooled.mip_gap
+        summed.mip_gap, summed.gap_usd, summed.bound_from = pooled.mip_gap, pooled.gap_usd, pooled.bound_from
         pooled = summed
     return pooled, dedicated
 

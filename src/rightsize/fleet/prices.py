@@ -1,7 +1,8 @@
 """What one GPU-hour of each kind of capacity costs in a pool, from the dated price table.
 
 Cloud kinds (on-demand, 1- and 3-year reserved, spot) are the catalog's USD per GPU-hour; a
-capacity block (short-term reserved, `fleet.blocks`) its own dated table's, for a one-month term. Owning
+capacity block (short-term reserved GPUs, `fleet.blocks`) its own dated table's, paid for every
+hour of the days booked. Owning
 is the on-premises total cost of one node per GPU-hour, every hour of the year (amortised capex,
 energy at the facility power, facility and operations), from `sizing.cost.size_cost`; the shared
 fabric and storage are sized once for the pool (`fleet.fleet_cost`). A reservation is paid for
@@ -21,16 +22,14 @@ from rightsize.catalog import get_node
 from rightsize.catalog.prices import cloud_price
 from rightsize.errors import BadInput
 from rightsize.fleet.blocks import KIND as BLOCK
-from rightsize.fleet.blocks import TERM_MONTHS as BLOCK_TERM_MONTHS
 from rightsize.fleet.blocks import block_price
 from rightsize.search.demand import Demand
 from rightsize.sizing.cost import size_cost
 from rightsize.spec.infrastructure import Infrastructure
 
-COMMITTED = ("onprem", "reserved_3y", "reserved_1y", BLOCK)
-LONG_TERM = ("onprem", "reserved_3y", "reserved_1y")  # the pool that needs spares and a rack
+COMMITTED = ("onprem", "reserved_3y", "reserved_1y")
 BURST = ("on_demand", "spot")
-TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36, BLOCK: BLOCK_TERM_MONTHS}
+TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
 
 
 @dataclass(frozen=True)
@@ -100,10 +99,11 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
     if BLOCK in allowed:
         bp = block_price(demand.accelerator)
         if bp is None:
-            missing[BLOCK] = f"no capacity block price for {demand.accelerator} (catalog capacity_blocks.yaml)"
+            missing[BLOCK] = (
+                f"no capacity block price for {demand.accelerator} (catalog capacity_blocks.yaml)"
+            )
         else:
             prices[BLOCK] = bp.usd_per_gpu_hour
-            terms[BLOCK] = BLOCK_TERM_MONTHS
             offer = (
                 f"{bp.provider} {bp.instance} capacity block, ${bp.usd_per_instance_hour.value:,.2f}/instance-hour "
                 f"({bp.region}, as of {bp.usd_per_instance_hour.as_of})"

@@ -2,10 +2,8 @@
 
 Decision variables, on the grid of months m x hours h of a representative day (`fleet.demand`):
 
-- n[p, k, s] integer: nodes of committed kind k (owned, 1- or 3-year reserved, or a one-month
-  capacity block, `fleet.blocks`) bought in pool p in month s; they serve from s for the kind's
-  term. Long commitments start at quarter boundaries; blocks in any month, up to the provider's
-  limit, and count in full (no utilisation headroom: a block is booked for whole gangs). Cost: a reservation, nodes x GPUs per node x
+- n[p, k, s] integer: nodes of committed kind k (owned, 1- or 3-year reserved) bought in pool p in
+  month s; they serve from s for the kind's term. Cost: a reservation, nodes x GPUs per node x
   price x the hours of the term inside the horizon; an owned node, bought (`PoolPrices.
   onprem_node_price`: its capital plus its running cost inside the horizon).
 - od[p, m, h] >= 0: on-demand GPUs. Cost: price x the month's days (one hour each day).
@@ -80,6 +78,11 @@ class Solution:
     stopped_at_time_limit: bool = False  # HiGHS stopped at limits.time_limit_s, not at the gap
     time_limit_s: float | None = None
     gap_limit: float | None = None
+    gap_usd: float | None = None  # the plan's objective less the best bound: most a better plan saves
+    bound_from: str = "linear"  # what the bound is: `fleet.highs.Outcome.bound_from`
+    block_gpus: dict[str, np.ndarray] = field(
+        default_factory=dict
+    )  # pool -> GPUs of gangs on blocks, by month
 
     def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         return self.values.get(name, np.zeros(shape))
@@ -91,6 +94,16 @@ def _spot_prices(md: Model, pools: dict[str, PoolPrices], work: list[WorkloadDem
         for w in work
         if f"xs:{w.name}" in md.blocks
     }
+
+
+def _block_gpus(values: dict[str, np.ndarray], work: list[WorkloadDemand]) -> dict[str, np.ndarray]:
+    """GPUs of the whole gangs held on capacity blocks at once, per pool and month."""
+    out: dict[str, np.ndarray] = {}
+    for w in work:
+        cb = values.get(f"cb:{w.name}")
+        if cb is not None:
+            out[w.pool] = out.get(w.pool, np.zeros(len(cb))) + np.round(cb) * float(w.gang_gpus)
+    return out
 
 
 def _active(term: int, months: int) -> np.ndarray:
@@ -105,6 +118,7 @@ def build(
 ) -> Model:
     months = len(days)
     md = Model()
+    md.days = days
     dearest = max([max(p.usd_per_gpu_hour.values(), default=1.0) for p in pools.values()] + [1.0])
     fixed: dict[str, np.ndarray] = {acc: np.zeros((months, HOURS)) for acc in pools}
     commits: dict[str, list[tuple[np.ndarray, np.ndarray, float]]] = {acc: [] for acc in pools}
@@ -118,14 +132,9 @@ def build(
             left = np.maximum(0, np.arange(months) + term - months) / term
             bought = pr.onprem_node_price(hours_in, left) if kind == "onprem" else None
             price = bought if bought is not None else pr.gpus_per_node * pr.usd_per_gpu_hour[kind] * hours_in
-            if kind == BLOCK:  # booked for the month it serves, up to the provider's limit
-                buy = np.full(months, np.floor(pr.burst_caps_gpus.get(BLOCK, np.inf) / pr.gpus_per_node))
-                weight = float(pr.gpus_per_node)  # reserved for whole gangs: no fragmentation headroom
-            else:
-                buy = np.where(np.arange(months) % BUY_EVERY_MONTHS == 0, np.inf, 0.0)
-                weight = limits.utilisation_target * pr.gpus_per_node
+            buy = np.where(np.arange(months) % BUY_EVERY_MONTHS == 0, np.inf, 0.0)
             idx = md.add(f"n:{acc}:{kind}", (months,), price, ub=buy, integer=True)
-            commits[acc].append((idx, act, weight))
+            commits[acc].append((idx, act, limits.utilisation_target * pr.gpus_per_node))
             if kind == "onprem" and limits.power_limit_w is not None:
                 for m in range(months):
                     served = np.flatnonzero(act[:, m])
@@ -133,6 +142,10 @@ def build(
                     md.row(idx[served], watts, -np.inf, limits.power_limit_w)
         if "on_demand" in pr.usd_per_gpu_hour:
             md.add(f"od:{acc}", (months, HOURS), pr.usd_per_gpu_hour["on_demand"] * days[:, None])
+        if BLOCK in pr.usd_per_gpu_hour:  # node-days of blocks booked in each month, every hour paid
+            cap_nodes = np.floor(pr.burst_caps_gpus.get(BLOCK, np.inf) / pr.gpus_per_node)
+            node_day = pr.gpus_per_node * HOURS * pr.usd_per_gpu_hour[BLOCK]
+            md.add(f"bk:{acc}", (months,), node_day, ub=cap_nodes * days, integer=True)
     jobs(md, days, pools, work, fixed, MISS_PENALTY_FACTOR * dearest)
     _cover_rows(md, months, work, commits, fixed, pools)
     if limits.budget_usd is not None:
@@ -198,6 +211,7 @@ def _held_rows(
     counts whole units (a replica, a gang)."""
     od_cap = pr.burst_caps_gpus.get("on_demand", np.inf)
     spot_cap = pr.burst_caps_gpus.get("spot", np.inf)
+    _block_rows(md, months, mine, pr)
     whole = sum((whole_fixed(w) for w in mine), np.zeros((months, HOURS)))
     room = od_cap - whole if np.isfinite(od_cap) else None
     placed = [w for w in mine if w.placed]
@@ -232,6 +246,25 @@ def _held_rows(
     od = md.blocks.get(f"od:{pr.accelerator}")
     if od is not None and np.isfinite(od_cap):
         md.ub[_block_of(md, od)] = np.minimum(md.ub[_block_of(md, od)], od_cap)
+
+
+def _block_rows(md: Model, months: int, mine: list[WorkloadDemand], pr: PoolPrices) -> None:
+    """Capacity blocks: the work on them fits, at every hour, in the GPUs the booked node-days give
+    on average over the month's days (a booked day covers all its hours); the gangs held on them at
+    once fit the provider's limit."""
+    bk = md.blocks.get(f"bk:{pr.accelerator}")
+    on = [w for w in mine if w.placed and f"cb:{w.name}" in md.blocks]
+    if bk is None or not on:
+        return
+    days = np.array([md.days[m] for m in range(months)])
+    cap = pr.burst_caps_gpus.get(BLOCK, np.inf)
+    for m in range(months):
+        for h in range(HOURS):
+            xb = [md.blocks[f"xb:{w.name}"][m, h] for w in on if w.allowed[m, h]]
+            if xb:
+                md.row([*xb, bk[m]], [*([1.0] * len(xb)), -pr.gpus_per_node / days[m]], -np.inf, 0.0)
+        if np.isfinite(cap):
+            md.row([md.blocks[f"cb:{w.name}"][m] for w in on], [float(w.gang_gpus) for w in on], -np.inf, cap)
 
 
 def _block_of(md: Model, idx: np.ndarray) -> int:
@@ -315,9 +348,13 @@ def solve(
         out.gap,
         _spot_prices(md, pools, work),
     )
+    sol.block_gpus = _block_gpus(values, work)
     sol.stopped_at_time_limit = out.stopped
     sol.time_limit_s = float(limits.time_limit_s)
     sol.gap_limit = float(limits.mip_gap)
+    if out.bound is not None:
+        sol.gap_usd = max(0.0, float(program.c @ xv) - out.bound)
+    sol.bound_from = out.bound_from
     return sol
 
 
@@ -342,7 +379,7 @@ def combine(
         return None
     cost, pen = np.concatenate(md.cost), np.concatenate(md.penalty)
     values = {name: x[idx] for name, idx in md.blocks.items()}
-    return Solution(
+    summed = Solution(
         values,
         float(cost @ x),
         float(pen @ x),
@@ -354,3 +391,5 @@ def combine(
         None,
         _spot_prices(md, pools, work),
     )
+    summed.block_gpus = _block_gpus(values, work)
+    return summed

@@ -26,7 +26,14 @@ _MONTH_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})\s*$")
 _WINDOW_RE = re.compile(r"^\s*(\d{1,2})(?::00)?\s*-\s*(\d{1,2})(?::00)?\s*$")
 
 CapacityKind = Literal["onprem", "reserved_1y", "reserved_3y", "capacity_block", "on_demand", "spot"]
-CAPACITY_KINDS: tuple[str, ...] = ("onprem", "reserved_1y", "reserved_3y", "capacity_block", "on_demand", "spot")
+CAPACITY_KINDS: tuple[str, ...] = (
+    "onprem",
+    "reserved_1y",
+    "reserved_3y",
+    "capacity_block",
+    "on_demand",
+    "spot",
+)
 Cadence = Literal["once", "daily", "weekly", "monthly", "quarterly"]
 RUNS_PER_MONTH: dict[str, float | None] = {
     "once": None,
