@@ -85,7 +85,9 @@ def fleets(draw: st.DrawFn) -> tuple[Calendar, dict[str, PoolPrices], list[Workl
     cal = Calendar(START + draw(st.integers(0, 11)), months)
     od = draw(st.floats(2.0, 12.0))
     kinds = draw(
-        st.lists(st.sampled_from(["onprem", "reserved_1y", "reserved_3y", "spot", "capacity_block"]), unique=True)
+        st.lists(
+            st.sampled_from(["onprem", "reserved_1y", "reserved_3y", "spot", "capacity_block"]), unique=True
+        )
     )
     if "on_demand" not in kinds and draw(st.booleans()):
         kinds.append("on_demand")

@@ -23,6 +23,7 @@ from rightsize.fleet.solver import Solution, _active
 from rightsize.spec.fleet import month_text
 
 EPS = 1e-6
+HOURS_PER_MONTH = 365.25 * 24 / 12  # a term's months past the horizon, at the average month
 
 
 @dataclass
@@ -257,7 +258,13 @@ def _paid(pr: PoolPrices, kind: str, nodes: int, hours: float, term: int, months
     running cost for its hours), with its life beyond the horizon and the value left stated."""
     gpus = nodes * pr.gpus_per_node
     if kind != "onprem" or pr.onprem_capex_usd_per_node <= 0:
-        return {"usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours, "capex_usd": None}
+        beyond_months = max(0, term - months_in)  # a reservation is owed for its whole term
+        return {
+            "usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours,
+            "capex_usd": None,
+            "beyond_horizon_months": beyond_months,
+            "usd_beyond_horizon": gpus * pr.usd_per_gpu_hour[kind] * beyond_months * HOURS_PER_MONTH,
+        }
     capex = nodes * pr.onprem_capex_usd_per_node
     beyond = max(0, term - months_in)
     counted = nodes * float(pr.capital_counted(beyond / term if term else 0.0))

@@ -331,6 +331,12 @@ def _purchases(d: dict[str, Any]) -> Section:
     )
     if not rows:
         s.bullets.append("Nothing is owned or reserved: on-demand and spot are cheaper for this demand.")
+    owed = sum(p.get("usd_beyond_horizon", 0.0) for p in d["purchases"])
+    if owed > 0:
+        s.bullets.append(
+            f"Reservations run past the horizon: {units.usd(owed)} more is owed for their remaining months "
+            "(not in the totals above, which cover the horizon)."
+        )
     return s
 
 
