@@ -154,8 +154,8 @@ def test_unseen_fleets(
     od = pooled.get("od:acc", demand.shape)
     spot = sum(u.spot.values(), np.zeros_like(demand))
     usable = np.repeat(u.usable["acc"][:, None], HOURS, axis=1)
-    # capacity blocks: the node-days booked, spread over the month's days (a booked day has all its hours)
-    blocks = pooled.get("bk:acc", (cal.months,)) * pools["acc"].gpus_per_node / cal.days
+    # capacity blocks: the GPU-days booked, spread over the month's days (a booked day has all its hours)
+    blocks = pooled.block_gpu_days.get("acc", np.zeros(cal.months)) / cal.days
     assert np.all(usable + od + spot + blocks[:, None] >= demand - 1e-5)
     # pooling never costs more than dedicated capacity (misses priced in), nor in dollars when nothing is missed
     total = pooled.cost_usd + pooled.penalty_usd

@@ -192,7 +192,7 @@ def _blocks(plan: FleetPlan) -> list[Finding]:
         if "node_days" not in p:
             continue
         pr = plan.pools[p["pool"]]
-        hours = p["node_days"] * pr.gpus_per_node * 24.0
+        hours = p["work_gpu_hours"]  # on demand pays the work's hours only
         alt = {}
         od = pr.usd_per_gpu_hour.get("on_demand")
         if od is not None:

@@ -89,8 +89,6 @@ class FleetPlan:
         for p in self.purchases:
             by_kind[p["kind"]] = by_kind.get(p["kind"], 0.0) + p["usd_in_horizon"]
         for name, od in self.solution.values.items():
-            if name.startswith("bk:"):  # capacity blocks: in purchases already
-                continue
             if name.startswith("od:"):
                 price = self.pools[name[3:]].usd_per_gpu_hour["on_demand"]
                 by_kind["on_demand"] = by_kind.get("on_demand", 0.0) + float(

@@ -99,10 +99,13 @@ def jobs(
             )
             blocks.append(xs)
         xb = None
-        if BLOCK in pools[w.pool].usd_per_gpu_hour:  # paid by the node-days booked (fleet.solver)
+        block = pools[w.pool].usd_per_gpu_hour.get(BLOCK)
+        if block is not None:  # paid by the gang-days booked (`_book_blocks`)
             xb = work_block(md, f"xb:{w.name}", w, early * days[:, None] / months, "tie")
             blocks.append(xb)
         _gang_rows(md, w, x, xs, xb)
+        if xb is not None and block is not None:
+            _book_blocks(md, w, xb, days, block)
         miss = md.add(f"miss:{w.name}", (len(w.periods),), penalty, role="penalty")
         for q, (ms, gpu_hours) in enumerate(w.periods):
             ok = w.allowed[ms, :].ravel()
@@ -142,3 +145,22 @@ def _gang_rows(
     for m in np.flatnonzero(active):
         held = [cr[m], co[m]] + ([cs[m]] if cs is not None else []) + ([cb[m]] if cb is not None else [])
         md.row(held, np.ones(len(held)), -np.inf, float(most[m]))
+
+
+def _book_blocks(
+    md: Model, w: WorkloadDemand, xb: np.ndarray, days: np.ndarray, usd_per_gpu_hour: float
+) -> None:
+    """The job books its own capacity blocks: db[m] whole gang-days in month m (a copy of its gang
+    for a whole day, every hour paid); its work on blocks in any cell fits in them, spread over the
+    month's days (a booked day covers all its hours)."""
+    months = xb.shape[0]
+    g = float(w.gang_gpus)
+    most = np.where(w.allowed.any(axis=1), math.ceil(w.max_gpus / g - 1e-9) * days, 0.0)
+    db = md.add(f"db:{w.name}", (months,), g * HOURS * usd_per_gpu_hour, most, integer=True)
+    cell, n = cells(w)
+    first = np.full(n, -1)
+    ms, hs = np.nonzero(cell >= 0)
+    first[cell[ms, hs][::-1]] = np.arange(len(ms))[::-1]
+    for k in first:
+        a, b = int(ms[k]), int(hs[k])
+        md.row([xb[a, b], db[a]], [1.0, -g / float(days[a])], -np.inf, 0.0)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,8 @@ class Solution:
     gap_limit: float | None = None
     gap_usd: float | None = None  # the plan's objective less the best bound: most a better plan saves
     bound_from: str = "linear"  # what the bound is: `fleet.highs.Outcome.bound_from`
+    block_gpu_days: dict[str, np.ndarray] = field(default_factory=dict)  # pool -> GPU-days booked, by month
+    block_work_gpu_hours: dict[str, np.ndarray] = field(default_factory=dict)  # pool -> work run on blocks
     block_gpus: dict[str, np.ndarray] = field(
         default_factory=dict
     )  # pool -> GPUs of gangs on blocks, by month
@@ -96,14 +99,24 @@ def _spot_prices(md: Model, pools: dict[str, PoolPrices], work: list[WorkloadDem
     }
 
 
-def _block_gpus(values: dict[str, np.ndarray], work: list[WorkloadDemand]) -> dict[str, np.ndarray]:
-    """GPUs of the whole gangs held on capacity blocks at once, per pool and month."""
-    out: dict[str, np.ndarray] = {}
+def _block_gpus(
+    values: dict[str, np.ndarray], work: list[WorkloadDemand], days: np.ndarray
+) -> dict[str, Any]:
+    """Per pool and month: GPUs of the whole gangs booked on capacity blocks at once, the GPU-days
+    booked (whole days of whole gangs) and the GPU-hours of work run on them."""
+    at_once: dict[str, np.ndarray] = {}
+    gpu_days: dict[str, np.ndarray] = {}
+    ran: dict[str, np.ndarray] = {}
     for w in work:
-        cb = values.get(f"cb:{w.name}")
-        if cb is not None:
-            out[w.pool] = out.get(w.pool, np.zeros(len(cb))) + np.round(cb) * float(w.gang_gpus)
-    return out
+        cb, db = values.get(f"cb:{w.name}"), values.get(f"db:{w.name}")
+        if cb is None or db is None:
+            continue
+        zero = np.zeros(len(cb))
+        booked = np.round(db) > 0
+        at_once[w.pool] = at_once.get(w.pool, zero) + np.where(booked, np.round(cb), 0.0) * float(w.gang_gpus)
+        gpu_days[w.pool] = gpu_days.get(w.pool, zero) + np.round(db) * float(w.gang_gpus)
+        ran[w.pool] = ran.get(w.pool, zero) + values[f"xb:{w.name}"].sum(axis=1) * days
+    return {"block_gpus": at_once, "block_gpu_days": gpu_days, "block_work_gpu_hours": ran}
 
 
 def _active(term: int, months: int) -> np.ndarray:
@@ -142,10 +155,6 @@ def build(
                     md.row(idx[served], watts, -np.inf, limits.power_limit_w)
         if "on_demand" in pr.usd_per_gpu_hour:
             md.add(f"od:{acc}", (months, HOURS), pr.usd_per_gpu_hour["on_demand"] * days[:, None])
-        if BLOCK in pr.usd_per_gpu_hour:  # node-days of blocks booked in each month, every hour paid
-            cap_nodes = np.floor(pr.burst_caps_gpus.get(BLOCK, np.inf) / pr.gpus_per_node)
-            node_day = pr.gpus_per_node * HOURS * pr.usd_per_gpu_hour[BLOCK]
-            md.add(f"bk:{acc}", (months,), node_day, ub=cap_nodes * days, integer=True)
     jobs(md, days, pools, work, fixed, MISS_PENALTY_FACTOR * dearest)
     _cover_rows(md, months, work, commits, fixed, pools)
     if limits.budget_usd is not None:
@@ -249,22 +258,14 @@ def _held_rows(
 
 
 def _block_rows(md: Model, months: int, mine: list[WorkloadDemand], pr: PoolPrices) -> None:
-    """Capacity blocks: the work on them fits, at every hour, in the GPUs the booked node-days give
-    on average over the month's days (a booked day covers all its hours); the gangs held on them at
-    once fit the provider's limit."""
-    bk = md.blocks.get(f"bk:{pr.accelerator}")
+    """Capacity blocks: the gangs held on them at once fit the provider's limit (each job books its
+    own blocks, `fleet.program_jobs`)."""
     on = [w for w in mine if w.placed and f"cb:{w.name}" in md.blocks]
-    if bk is None or not on:
-        return
-    days = np.array([md.days[m] for m in range(months)])
     cap = pr.burst_caps_gpus.get(BLOCK, np.inf)
+    if not on or not np.isfinite(cap):
+        return
     for m in range(months):
-        for h in range(HOURS):
-            xb = [md.blocks[f"xb:{w.name}"][m, h] for w in on if w.allowed[m, h]]
-            if xb:
-                md.row([*xb, bk[m]], [*([1.0] * len(xb)), -pr.gpus_per_node / days[m]], -np.inf, 0.0)
-        if np.isfinite(cap):
-            md.row([md.blocks[f"cb:{w.name}"][m] for w in on], [float(w.gang_gpus) for w in on], -np.inf, cap)
+        md.row([md.blocks[f"cb:{w.name}"][m] for w in on], [float(w.gang_gpus) for w in on], -np.inf, cap)
 
 
 def _block_of(md: Model, idx: np.ndarray) -> int:
@@ -348,7 +349,8 @@ def solve(
         out.gap,
         _spot_prices(md, pools, work),
     )
-    sol.block_gpus = _block_gpus(values, work)
+    for k, v in _block_gpus(values, work, days).items():
+        setattr(sol, k, v)
     sol.stopped_at_time_limit = out.stopped
     sol.time_limit_s = float(limits.time_limit_s)
     sol.gap_limit = float(limits.mip_gap)
@@ -391,5 +393,6 @@ def combine(
         None,
         _spot_prices(md, pools, work),
     )
-    summed.block_gpus = _block_gpus(values, work)
+    for k, v in _block_gpus(values, work, days).items():
+        setattr(summed, k, v)
     return summed

@@ -147,14 +147,10 @@ def month_costs(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> l
         od = sol.values.get(f"od:{acc}")
         if od is not None:
             out += od.sum(axis=1) * days * pr.usd_per_gpu_hour["on_demand"]
-        out += block_node_days(sol, acc) * pr.gpus_per_node * HOURS * pr.usd_per_gpu_hour.get(BLOCK, 0.0)
+        gpu_days = sol.block_gpu_days.get(acc)
+        if gpu_days is not None:
+            out += gpu_days * HOURS * pr.usd_per_gpu_hour[BLOCK]
     return list(out + _spot_month_costs(sol, cal))
-
-
-def block_node_days(sol: Solution, acc: str) -> np.ndarray:
-    """Node-days of capacity blocks booked in each month of pool `acc` (zeros where none)."""
-    nd = sol.values.get(f"bk:{acc}")
-    return np.zeros(1) if nd is None else np.asarray(nd, float)
 
 
 def _spot_month_costs(sol: Solution, cal: Calendar) -> np.ndarray:
@@ -223,30 +219,31 @@ def purchases(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> lis
 
 
 def _block_bookings(sol: Solution, cal: Calendar, acc: str, pr: PoolPrices) -> list[dict[str, Any]]:
-    """Each month's capacity blocks: the node-days booked, as the nodes the gangs on them hold at
-    once for that many days, at the block price for every hour of those days."""
-    nd = sol.values.get(f"bk:{acc}")
-    if nd is None or BLOCK not in pr.usd_per_gpu_hour:
+    """Each month's capacity blocks: the GPUs the gangs on them hold at once, for whole days, at the
+    block price for every hour of those days."""
+    gpu_days = sol.block_gpu_days.get(acc)
+    if gpu_days is None or BLOCK not in pr.usd_per_gpu_hour:
         return []
     out = []
-    held = sol.block_gpus.get(acc, np.zeros(len(nd)))
-    for m in (int(i) for i in np.flatnonzero(nd > 0.5)):
-        node_days = int(round(float(nd[m])))
-        at_once = float(held[m])
-        nodes = max(1, math.ceil(at_once / pr.gpus_per_node - 1e-9)) if at_once > 0 else node_days
+    held = sol.block_gpus.get(acc, np.zeros(len(gpu_days)))
+    for m in (int(i) for i in np.flatnonzero(gpu_days > 0.5)):
+        gpus = max(float(held[m]), 1.0)
+        nodes = math.ceil(gpus / pr.gpus_per_node - 1e-9)
         out.append(
             {
                 "month": month_text(cal.start_month + m),
                 "pool": acc,
                 "kind": BLOCK,
                 "nodes": nodes,
-                "gpus": nodes * pr.gpus_per_node,
-                "node_days": node_days,
-                "days": node_days / nodes,
+                "gpus": int(round(gpus)),
+                "gpu_days": float(gpu_days[m]),
+                "work_gpu_hours": float(sol.block_work_gpu_hours.get(acc, gpu_days)[m]),
+                "node_days": float(gpu_days[m]) / pr.gpus_per_node,
+                "days": float(gpu_days[m]) / gpus,
                 "term_months": 0,
                 "ends": month_text(cal.start_month + m),
                 "offer": pr.block_offer,
-                "usd_in_horizon": node_days * pr.gpus_per_node * HOURS * pr.usd_per_gpu_hour[BLOCK],
+                "usd_in_horizon": float(gpu_days[m]) * HOURS * pr.usd_per_gpu_hour[BLOCK],
                 "capex_usd": None,
             }
         )
