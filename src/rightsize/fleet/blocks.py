@@ -1,11 +1,11 @@
 """Short-term reserved capacity ("capacity blocks"): GPUs reserved for days to weeks and paid for
-the whole block, read from the dated table `catalog/data/capacity_blocks.yaml`.
+every hour of the days booked, read from the dated table `catalog/data/capacity_blocks.yaml`.
 
-The fleet's program works in months, so a block bought in it serves one calendar month and is
-paid for every hour of that month (a buyer books it as a 28-day block plus a short one or an
-extension; AWS sells 1-14 days in 1-day steps, then 7-day steps to 182 days). Its availability is
-the provider's account limit on instances across blocks, which `policy.burst_caps.
-capacity_block_gpus` overrides.
+In the fleet's program (`fleet.program_jobs`) a job books its own blocks: whole copies of its gang
+for whole days inside a month (AWS sells 1-14 days in 1-day steps, then 7-day steps to 182 days,
+and a block can be extended), its work on them fitting the days booked. Services do not use blocks.
+Their availability is the provider's account limit on instances across blocks, which
+`policy.burst_caps.capacity_block_gpus` overrides.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from rightsize.catalog.loader import CatalogDataError, Sourced, read_data_file, 
 
 BLOCKS_FILE = "capacity_blocks.yaml"
 KIND = "capacity_block"
-TERM_MONTHS = 1
 
 
 @dataclass(frozen=True)

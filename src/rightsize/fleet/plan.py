@@ -441,7 +441,8 @@ def _assumptions(plan: FleetPlan) -> list[str]:
         "growth, rounded up to whole replicas, at least one.",
         f"The committed pool is planned busy at most {p.utilisation_target:.0%} of its GPUs "
         "(policy.utilisation_target); commitments are bought in whole nodes.",
-        "Reservations running past the horizon are charged for their months inside it; owned nodes are "
+        "Reservations running past the horizon are charged for their months inside it (what they still "
+        "owe after it is stated with each purchase); owned nodes are "
         "bought outright (capital in full when bought, running cost inside the horizon), their life "
         "beyond the horizon stated as the value left (straight line), not subtracted.",
         "Shared parts in both costs: a scale-out fabric where nodes are owned (pooled: one, for the "
@@ -459,4 +460,8 @@ def _assumptions(plan: FleetPlan) -> list[str]:
         f"{ON_DEMAND_GPUS} on-demand and {SPOT_GPUS} spot GPUs). Alone, each workload gets a share of "
         "the caps in proportion to its own peak, so the dedicated plans together fit the same provider.",
         f"Cloud quotas carry a {p.safety_margin:.0%} margin over the planned burst peak (policy.safety_margin).",
+        "Capacity blocks (short-term reserved GPUs, catalog capacity_blocks.yaml, e.g. AWS EC2 Capacity "
+        "Blocks) are booked by a job for whole days of whole gangs, every hour of those days paid, within "
+        "the provider's limit (policy.burst_caps.capacity_block_gpus, or AWS's 256 instances across blocks); "
+        "a block price is that provider's, even where another provider prices the pool's on-demand.",
     ]

@@ -10,6 +10,10 @@ Decision variables, on the grid of months m x hours h of a representative day (`
 - x[j, m, h] >= 0: GPUs a placeable job j runs on the pool or on-demand; xs[j, m, h] >= 0 the work it
   runs on spot, which takes `spot_factor` times the GPUs (preemptions lengthen it). Cost of spot:
   price x factor x days. One variable per cell where nothing changes (`fleet.program_jobs`).
+- xb[j, m, h] >= 0: GPUs job j runs on capacity blocks (`fleet.blocks`); cb[j, m] integer whole
+  copies of its gang on blocks at once (within the provider's limit), db[j, m] integer whole
+  gang-days booked in month m, paid gang GPUs x 24 h x the block price; its work on blocks fits in
+  the days booked.
 - cr, co, cs[j, m] integer: whole copies of job j's gang held in month m on the committed pool, on
   demand and on spot; sr[p, m, h] the fixed load (services) put on the committed pool.
 - miss[j, q] >= 0: GPU-hours of period q of job j left undone, at a penalty far above any price.

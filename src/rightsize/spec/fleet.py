@@ -290,8 +290,8 @@ class FleetPolicy(BaseModel):
         min_length=1,
         description=(
             "Kinds of capacity allowed: onprem (owned), reserved_1y, reserved_3y, capacity_block "
-            "(short-term reserved GPUs, e.g. AWS EC2 Capacity Blocks, paid for the whole month in the "
-            "plan), on_demand, spot."
+            "(short-term reserved GPUs, e.g. AWS EC2 Capacity Blocks: whole days of a job's gang, every "
+            "hour paid), on_demand, spot."
         ),
     )
     pools: Literal["per_accelerator", "single"] = Field(
