@@ -137,3 +137,23 @@ def test_block_data_is_sourced_and_dated() -> None:
     for rec in t.prices.values():
         assert rec.usd_per_instance_hour.source and rec.usd_per_instance_hour.as_of
         assert 1.0 < rec.usd_per_gpu_hour < 15.0
+
+
+def test_a_weekly_job_books_a_day_for_each_run() -> None:
+    """Runs of a recurring job are not packed into one booked day: a weekly 8-GPU fine-tune of half
+    an hour, with no on-demand room, books a day for each of the month's runs."""
+    cal = Calendar(2027 * 12, 3)
+    runs = 52.0 / 12.0
+    allowed = np.ones((cal.months, HOURS), dtype=bool)
+    periods = [([m], 8 * 0.5 * runs * float(cal.days[m]) * 12 / 365) for m in range(cal.months)]
+    job = WorkloadDemand(
+        "lora", "h100-sxm", "fine_tuning", 8, 60, True, True, None,
+        np.zeros((cal.months, HOURS)), allowed, 8.0, False, periods, runs_per_month=runs,
+    )  # fmt: skip
+    pool = _h100(["capacity_block", "on_demand"])
+    pool.burst_caps_gpus["on_demand"] = 0.0
+    sol = solve(cal.days, {"h100-sxm": pool}, [job], Limits())
+    assert sol.penalty_usd == pytest.approx(0.0, abs=1.0)
+    booked_days = sol.block_gpu_days["h100-sxm"] / 8
+    need = [math.ceil(runs * float(d) * 12 / 365 - 1e-9) for d in cal.days]
+    assert list(booked_days) == need  # 5, 4, 5 days: one per run, not one for the month's 2 GPU-hours

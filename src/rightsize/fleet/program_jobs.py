@@ -152,7 +152,8 @@ def _book_blocks(
 ) -> None:
     """The job books its own capacity blocks: db[m] whole gang-days in month m (a copy of its gang
     for a whole day, every hour paid); its work on blocks in any cell fits in them, spread over the
-    month's days (a booked day covers all its hours)."""
+    month's days (a booked day covers all its hours); a recurring job books at least a day for each
+    of the month's runs for each copy it holds there (runs are not packed into one day)."""
     months = xb.shape[0]
     g = float(w.gang_gpus)
     most = np.where(w.allowed.any(axis=1), math.ceil(w.max_gpus / g - 1e-9) * days, 0.0)
@@ -164,3 +165,8 @@ def _book_blocks(
     for k in first:
         a, b = int(ms[k]), int(hs[k])
         md.row([xb[a, b], db[a]], [1.0, -g / float(days[a])], -np.inf, 0.0)
+    cb = md.blocks.get(f"cb:{w.name}")
+    if w.runs_per_month and cb is not None:  # each run of a recurring job books its own day(s)
+        for m in np.flatnonzero(w.allowed.any(axis=1)):
+            runs = min(float(days[m]), math.ceil(w.runs_per_month * float(days[m]) * 12.0 / 365.0 - 1e-9))
+            md.row([db[m], cb[m]], [1.0, -runs], 0.0)
