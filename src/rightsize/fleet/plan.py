@@ -402,8 +402,11 @@ def _pools(views: list[WorkloadView], policy: FleetPolicy, fleet: ResolvedFleet)
         for acc, pr in pools.items()
     }
     for acc, pr in pools.items():
-        if not set(pr.usd_per_gpu_hour) - {"spot"}:
-            why = "; ".join(f"{k}: {w}" for k, w in pr.unavailable.items()) or "only spot is allowed"
+        if not set(pr.usd_per_gpu_hour) - {"spot", BLOCK}:
+            why = (
+                "; ".join(f"{k}: {w}" for k, w in pr.unavailable.items())
+                or "only spot and capacity blocks are allowed"
+            )
             raise BadInput(
                 f"The {acc} pool has no capacity it may use for services and fixed work.",
                 why,

@@ -349,8 +349,11 @@ class FleetPolicy(BaseModel):
     def _pool(self) -> FleetPolicy:
         if self.pools == "single" and self.accelerator is None:
             raise ValueError("pools: single needs policy.accelerator (the one accelerator of the pool)")
-        if not set(self.capacity) - {"spot"}:
-            raise ValueError("spot alone cannot carry services; allow on_demand or a committed kind too")
+        if not set(self.capacity) - {"spot", "capacity_block"}:
+            raise ValueError(
+                "spot and capacity blocks (booked by jobs) cannot carry services; allow on_demand or a "
+                "committed kind too"
+            )
         return self
 
 
