@@ -244,7 +244,15 @@ def searched_policies(
     paired row (70B MXFP8 +16.6% vs +0.8%, 405B FP8 -0.4% vs -13.5%, DeepSeek-V3 +12.6% vs
     +6.6%, Qwen3 30B +33.8% vs +20.0%), and full recompute's cost had been hiding it on the
     FSDP rows. Until that is found, the planner keeps recompute, and a spec names
-    `parallel.recompute: layer_offload_Nof8` to plan (and export, NeMo) the offload."""
+    `parallel.recompute: layer_offload_Nof8` to plan (and export, NeMo) the offload. Re-run
+    with offload searched on 2026-11-26 (bwstep): the same figures (family Blackwell training
+    median 6.9% -> 9.0%, worst 21.8% -> 28.2%). The likeliest missing part is on the host: the
+    GB200 / GB300 GPUs are driven by Grace CPUs, on which a PyTorch Linear forward costs 37.1 us
+    of CPU against 13.5 us on an H100 DGX's Xeon 8480C (Transformer Engine issue #2053, 2025-08:
+    TE Linear 99.7 us of CPU for 99.7 us of GPU on GB200, host-bound), and the GB300 recipes
+    run twice the micro-batch of GB200's (Qwen3 30B 8 vs 4, DeepSeek-V3 and Qwen3 235B 2 vs 1),
+    halving that cost per token; GB200 runs Qwen3 30B slower than B200 at the same layout
+    (26,032 against 26,859 tokens/s/GPU) despite the higher peak."""
     if vendor == "google":
         return SEARCHED_JAX
     extra: tuple[str, ...] = ("moe_act",) if moe else ()
