@@ -108,6 +108,12 @@ def scripts(files: dict[str, str]) -> str:
     return "\n".join(out)
 
 
+# MLPerf's reference run is one 8-GPU node. Pinned: since 1- and 2-GPU shapes are billed as such
+# (issue 28), `objective: gpu_hours` alone picks 2 H100s, whose 70 GB each for embeddings
+# cannot hold dlrm_main.py's exact-Adagrad state (the exporter refuses that plan with the reason).
+EIGHT = 8
+
+
 @cache
 def planned(**changes: Any) -> dict[str, Any] | RightsizeError:
     doc = yaml.safe_load((ROOT / "examples" / "dlrm-criteo-train.yaml").read_text())
@@ -147,7 +153,7 @@ def test_the_release_parser_can_refuse() -> None:
 
 @pytest.mark.parametrize("target", ["slurm", "kubernetes"])
 def test_exported_arguments_are_accepted_and_are_the_plans(target: str) -> None:
-    plan = planned(train__precision="tf32")
+    plan = planned(train__precision="tf32", targets__gpus=EIGHT)
     assert not isinstance(plan, RightsizeError), plan
     files = render_files(plan, target)
     text = scripts(files)
@@ -173,7 +179,7 @@ def test_the_architecture_is_the_mlperf_reference_command() -> None:
     block = readme.split("Run the MLPerf DLRM v2 benchmark, which uses the materialized multi-hot dataset")[1]
     cmd = block.split("```")[1].split("dlrm_main.py -- ")[1]
     ref = run_release(shlex.split(re.sub(r"\$\(\(.*?\)\)\)?(?=\s)|\$\w+", "1", cmd.replace("\\\n", " "))))
-    plan = planned(train__precision="tf32")
+    plan = planned(train__precision="tf32", targets__gpus=EIGHT)
     assert not isinstance(plan, RightsizeError) and isinstance(ref, argparse.Namespace)
     ours = run_release(dlrm_words(render_files(plan, "slurm")["train.sbatch"])[0])
     assert isinstance(ours, argparse.Namespace)
@@ -231,7 +237,7 @@ def test_vision_and_recsys_serving_are_refused_with_the_reason() -> None:
 def test_a_hand_edited_recommendation_plan_is_bad_input_not_a_traceback(
     part: str, key: str, value: Any
 ) -> None:
-    plan = planned(train__precision="tf32")
+    plan = planned(train__precision="tf32", targets__gpus=EIGHT)
     assert not isinstance(plan, RightsizeError)
     plan = copy.deepcopy(plan)
     plan[part][key] = value

@@ -413,7 +413,8 @@ def test_time_warning_checkpoints_and_requeues_under_slurm(tmp_path: Path) -> No
         == 0
     )
     plan = json.loads(out.read_text())
-    steps = training_view(plan).steps
+    view = training_view(plan)
+    steps, ranks = view.steps, view.gpus  # the plan's GPUs: 1 L40S since shapes are billed (issue 28)
     root = Path(tempfile.mkdtemp(prefix="rightsize-slurm-requeue-", dir="/tmp"))
     root.chmod(0o755)
     try:
@@ -437,10 +438,10 @@ def test_time_warning_checkpoints_and_requeues_under_slurm(tmp_path: Path) -> No
             job = sub.stdout.strip().split(";")[0]
             ckpt = job_dir / "checkpoints" / "llama3-8b-lora-weekly"
             deadline = time.monotonic() + 90
-            while len(list(ckpt.glob("started.*"))) < 8 and time.monotonic() < deadline:
+            while len(list(ckpt.glob("started.*"))) < ranks and time.monotonic() < deadline:
                 time.sleep(0.5)
             started = sorted(p.name for p in ckpt.glob("started.*"))
-            assert started == [f"started.{r}.{r}.8" for r in range(8)], (
+            assert started == [f"started.{r}.{r}.{ranks}" for r in range(ranks)], (
                 started
             )  # ranks from Slurm's variables
             subprocess.run(["scancel", "--signal=USR1", "--batch", job], env=env, check=True, timeout=30)

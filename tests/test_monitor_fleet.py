@@ -48,7 +48,11 @@ FACTORS = {"chat": 1.5, "lora": 0.5}
 
 def _fleet_file(tmp: Path) -> Path:
     shutil.copy(ROOT / "examples" / "fleet-2027" / "chat-70b.yaml", tmp / "chat-70b.yaml")
-    shutil.copy(ROOT / "examples" / "llama3-8b-lora-weekly.yaml", tmp / "lora.yaml")
+    # the LoRA job on a whole 8-GPU node, so that half its slot is 4 GPUs (alone, `objective: cost`
+    # now plans it on one L40S: 1-GPU shapes are billed as such, issue 28)
+    lora = yaml.safe_load((ROOT / "examples" / "llama3-8b-lora-weekly.yaml").read_text(encoding="utf-8"))
+    lora["targets"].update({"accelerators": ["h100-sxm"], "gpus": 8})
+    (tmp / "lora.yaml").write_text(yaml.safe_dump(lora), encoding="utf-8")
     fleet = {
         "kind": "fleet",
         "name": "monitored",
