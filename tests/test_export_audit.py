@@ -12,7 +12,10 @@ vllm, sglang, trtllm). Each exported file goes through:
   2 threads, host memory, GPU gres, memory consumable, partition MaxTime enforced);
 - framework and engine command lines: argparse parsers built from the pinned releases'
   own argument tables (tests/data: Megatron-LM core_v0.13.0, torchtitan v0.1.0's JobConfig,
-  vLLM v0.10.1, SGLang v0.5.19, sglang-router 0.3.2, trtllm-serve); NeMo scripts compile;
+  vLLM v0.10.1, SGLang v0.5.19, sglang-router 0.3.2, trtllm-serve; on Gaudi, Intel's forks:
+  vLLM v0.9.0.1+Gaudi-1.22.0 and Megatron-LM 1.22.0); NeMo scripts compile;
+  TorchRec's DLRM trainer's own parse_args and start-up checks (test_dlrm_release), torchvision
+  v0.21.0's classification train.py get_args_parser (test_torchvision_release);
 - Kubernetes: every object against the Kubernetes 1.33 schema (kubernetes-validate,
   strict) or its vendored CRD schema (tests/data/crds), then what Kueue needs to admit and
   place the pods: the workload's queue-name is a LocalQueue of the export, whose
@@ -23,7 +26,8 @@ vllm, sglang, trtllm). Each exported file goes through:
   a grace period holding the plan's checkpoint write;
 - Prometheus: `promtool check rules` and `promtool test rules`;
 - invariants: no NVIDIA resource, CUDA or NCCL setting on a non-NVIDIA plan, and no
-  torchrun or Megatron on a part that is not a GPU; the Slurm warning (USR1 lead) holds the
+  torchrun or Megatron on a part that is not a GPU (Intel's Megatron-LM fork on Gaudi
+  excepted); the Slurm warning (USR1 lead) holds the
   plan's checkpoint write and a step; segments within the partition's MaxTime; the first
   checkpoint within the first segment; the auto route exports whenever some explicit
   route of that target does; every refusal is a BadInput/Infeasible with what, why and fix.
@@ -53,6 +57,7 @@ from engine_tables import TYPES, parser_from_rows
 
 import rightsize.api as api
 from rightsize.catalog import get_accelerator, get_node
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.errors import RightsizeError
 from rightsize.export import render_files
 from rightsize.export.plan_view import training_view
@@ -225,7 +230,51 @@ SPECS = [
         **{"model": "llama3-8b", "targets.accelerators": ["mi325x"], "training.train_tokens": "1T"},
     ),
     _spec("resnet50-imagenet-train", "v-resnet50-train", **{}),
+    _spec(
+        "resnet50-imagenet-train",
+        "v-vitb16-h100",
+        **{"model": "vit-b16", "train.optimizer": None, "targets.accelerators": ["h100-sxm"]},
+    ),
+    # refused: the pinned image's CUDA 12.6 build has no Blackwell code
+    _spec("resnet50-imagenet-train", "v-resnet50-b200", **{"targets.accelerators": ["b200"]}),
+    _spec(
+        "resnet50-imagenet-train",
+        "v-vitl16-l40s-segments",  # 600 epochs on 8 L40S: longer than a partition allows
+        **{
+            "model": "vit-l16",
+            "train.epochs": 600,
+            "targets.accelerators": ["l40s"],
+            "targets.gpus": 8,
+            "targets.deadline": None,
+            "targets.objective": "time",
+        },
+    ),  # fmt: skip
     _spec("dlrm-criteo-serving", "r-dlrm-serving", **{}),
+    # Recommendation training: TorchRec's DLRM trainer (fw_recsys); its own parse_args reads the
+    # arguments (test_dlrm_release). bf16 dense compute and AMD are refused with the reason.
+    _spec("dlrm-criteo-train", "r-dlrm-train-tf32", **{"train.precision": "tf32"}),
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-a100x16",
+        **{
+            "train.precision": "tf32",
+            "targets.accelerators": ["a100-sxm-80gb"],
+            "targets.gpus": 16,
+            "targets.deadline": None,
+            "targets.objective": "time",
+        },
+    ),  # fmt: skip
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-b200",
+        **{"train.precision": "tf32", "targets.accelerators": ["b200"]},
+    ),
+    _spec("dlrm-criteo-train", "r-dlrm-train-bf16", **{}),
+    _spec(
+        "dlrm-criteo-train",
+        "r-dlrm-train-mi300x",
+        **{"train.precision": "tf32", "targets.accelerators": ["mi300x"]},
+    ),
 ]
 
 
@@ -265,8 +314,8 @@ USER_LABELS = {"example.com/pool": "gpu-a"}
 
 
 def _routes(plan: dict[str, Any], target: str) -> list[tuple[str, str | None]]:
-    if target == "prometheus":
-        return [("auto", None)]
+    if target == "prometheus" or plan["kind"] in ("vision_plan", "recommendation_plan"):
+        return [("auto", None)]  # one pinned trainer each (export.kind_exports)
     if plan["kind"] == "training_plan":
         return [(fw, None) for fw in TRAIN_ROUTES]
     return [("auto", e) for e in SERVE_ROUTES]
@@ -280,8 +329,8 @@ def _render(plan: dict[str, Any], target: str, fw: str, engine: str | None, labe
 
 
 def _parser(name: str) -> argparse.ArgumentParser:
-    if name == "megatron":
-        flags = json.loads((DATA / "megatron_core_v0.13.0_arguments.json").read_text())["flags"]
+    if name in MEGATRON_TABLES:
+        flags = json.loads((DATA / MEGATRON_TABLES[name]).read_text())["flags"]
         p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
         for flag, s in flags.items():
             if not s["value"]:
@@ -312,6 +361,7 @@ _STOP = {"&", "&&", ";", "|", "||", ">", ">>", "2>&1"}
 # program -> (table, positional words the program takes before its options)
 PROGRAMS = {
     "pretrain_gpt.py": ("megatron", 0),
+    "dlrm_main.py": ("dlrm", 0),  # _check_dlrm
     "sglang.launch_server": ("sglang_v0.5.19_server_args.json", 0),
     "sglang_router.launch_router": ("sglang_router_v0.3.2_args.json", 0),
     "trtllm-serve": ("trtllm_serve_keys.json", 1),
@@ -346,10 +396,11 @@ def _until_stop(words: list[str]) -> list[str]:
     return words
 
 
-def _megatron_rules(words: list[str], world: int) -> list[str]:
+def _megatron_rules(words: list[str], world: int, table: str = "megatron") -> list[str]:
     """validate_args of Megatron-LM core_v0.13.0 (megatron/training/arguments.py) on the
     degrees and sizes it checks before building anything."""
-    a, _ = _parser("megatron").parse_known_args(words)
+    a, _ = _parser(table).parse_known_args(words)
+    vars(a).setdefault("pipeline_model_parallel_layout", None)  # core_v0.13.0's; Gaudi's fork has none
     tp, pp = a.tensor_model_parallel_size or 1, a.pipeline_model_parallel_size or 1
     cp, ep = a.context_parallel_size or 1, a.expert_model_parallel_size or 1
     bad = []
@@ -398,14 +449,64 @@ def _megatron_rules(words: list[str], world: int) -> list[str]:
     return bad
 
 
-def _check_commands(text: str, where: str, world: int | None = None, replica: int | None = None) -> list[str]:
+def _check_dlrm(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """TorchRec's DLRM trainer (dlrm_main.py at the pinned commit) parses and start-up-checks
+    every launch; its per-GPU batch times the GPUs is the plan's global batch."""
+    from test_dlrm_release import dlrm_words, run_release
+
+    bad = []
+    for words in dlrm_words(text):
+        ns = run_release(words)
+        if isinstance(ns, str):
+            bad.append(f"{where}: {ns}")
+        elif ns.batch_size * int(plan["best"]["gpus"]) != int(plan["best"]["batch"]):
+            bad.append(f"{where}: dlrm_main.py --batch_size {ns.batch_size} x {plan['best']['gpus']} GPUs "
+                       f"!= the plan's global batch {plan['best']['batch']}")  # fmt: skip
+    return bad
+
+
+def _check_vision(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """torchvision v0.21.0's train.py parses every launch (its own get_args_parser) with the
+    plan's images per GPU and epochs."""
+    from test_torchvision_release import parse, train_words
+
+    bad = []
+    launches = train_words(text)
+    if not launches:
+        bad.append(f"{where}: no train.py launch")
+    for words in launches:
+        ns = parse(words)
+        if isinstance(ns, str):
+            bad.append(f"{where}: {ns}")
+        elif ns.batch_size != plan["best"]["batch_per_gpu"] or ns.epochs != plan["spec"]["train"]["epochs"]:
+            bad.append(f"{where}: train.py batch {ns.batch_size} x {ns.epochs} epochs, the plan's "
+                       f"{plan['best']['batch_per_gpu']} x {plan['spec']['train']['epochs']}")  # fmt: skip
+    return bad
+
+
+def _check_kind_trainer(text: str, where: str, plan: dict[str, Any]) -> list[str]:
+    """The vision and recommendation trainers' own parsers on their launches."""
+    if plan["kind"] == "recommendation_plan":
+        return _check_dlrm(text, where, plan)
+    if plan["kind"] == "vision_plan":
+        return _check_vision(text, where, plan)
+    return []
+
+
+def _check_commands(
+    text: str, where: str, world: int | None = None, replica: int | None = None, vendor: str = ""
+) -> list[str]:
     bad = []
     for prog, words in _commands(text):
-        table = "vllm_v0.10.1_engine_args.json" if prog == "vllm" else PROGRAMS[prog][0]
+        if prog == "dlrm_main.py":
+            continue  # read by the trainer's own parser in _check_dlrm
+        vllm_table = VLLM_TABLES.get(vendor, "vllm_v0.10.1_engine_args.json")
+        table = vllm_table if prog == "vllm" else PROGRAMS[prog][0]
+        table = MEGATRON_BY_VENDOR.get(vendor, table) if prog == "pretrain_gpt.py" else table
         if err := _parse(table, words):
             bad.append(f"{where}: {prog}: {err}")
         elif prog == "pretrain_gpt.py" and world:
-            bad += [f"{where}: Megatron validate_args: {b}" for b in _megatron_rules(words, world)]
+            bad += [f"{where}: Megatron validate_args: {b}" for b in _megatron_rules(words, world, table)]
         elif prog == "sglang.launch_server":  # server_args.py: the MoE TP group is tp_size / ep_size
             ns, _ = _parser(table).parse_known_args(words)
             if ns.ep_size and ns.tp_size % ns.ep_size:
@@ -540,7 +641,9 @@ def _nvidia_words(text: str, vendor: str) -> list[str]:
         return []
     words = ["nvidia.com/gpu", "CUDA_VISIBLE", "CUDA_DEVICE", "nvcr.io", "DCGM_", "dcgm_"]
     if vendor != "amd":  # RCCL reads NCCL_* settings; a TPU, Trainium or Gaudi job has neither
-        words += ["NCCL_", "torchrun", "pretrain_gpt.py", "NCCL_IB"]
+        words += ["NCCL_", "torchrun", "NCCL_IB"]
+    if vendor not in ("amd", "intel"):  # Intel ships a Megatron-LM fork for Gaudi (HabanaAI/Megatron-LM)
+        words.append("pretrain_gpt.py")
     return [w for w in words if w in text]
 
 
@@ -601,6 +704,7 @@ def _check_k8s(files: dict[str, str], plan: dict[str, Any], route: str) -> list[
                     scripts[sc] = f"{w['kind']} {w['metadata']['name']} container {c['name']}"
     for (shell, script), where in scripts.items():
         bad += [f"{where}: {b}" for b in _shell_text(script, shell)]
+        bad += _check_kind_trainer(script, where, plan)
     for cm in by_kind.get("ConfigMap", []):
         for key, text in (cm.get("data") or {}).items():
             bad += _check_text(key, text, int(plan["best"]["gpus"]) if training else None)
@@ -835,7 +939,7 @@ def _container_script(c: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _check_container_command(
-    c: dict[str, Any], where: str, world: int | None = None, replica: int | None = None
+    c: dict[str, Any], where: str, world: int | None = None, replica: int | None = None, vendor: str = ""
 ) -> list[str]:
     command, args = c.get("command", []), c.get("args", [])
     if not command and args and args[0].startswith("--"):  # the image's entrypoint is the server
@@ -843,11 +947,13 @@ def _check_container_command(
             return [f"{where}: arguments for the entrypoint of {c['image']}, whose parser is not known"]
         prog = next(p for key, p in ENTRYPOINT_PROGRAMS.items() if key in c["image"])
         model = next((a for k, a in zip(args, args[1:], strict=False) if k == "--model"), "m")
-        return _check_commands(f"{prog} {shlex.quote(model)} " + shlex.join(args), where, world, replica)
+        return _check_commands(
+            f"{prog} {shlex.quote(model)} " + shlex.join(args), where, world, replica, vendor
+        )
     words = [*command, *args]
     if any(w in ("-c",) for w in words):  # a shell script: each word may hold commands
-        return [b for w in words for b in _check_commands(w, where, world, replica)]
-    return _check_commands(" ".join(shlex.quote(w) for w in words), where, world, replica)
+        return [b for w in words for b in _check_commands(w, where, world, replica, vendor)]
+    return _check_commands(" ".join(shlex.quote(w) for w in words), where, world, replica, vendor)
 
 
 def _check_pod(
@@ -867,8 +973,10 @@ def _check_pod(
         if ib and "IPC_LOCK" not in c.get("securityContext", {}).get("capabilities", {}).get("add", []):
             bad.append(f"{where}: InfiniBand without IPC_LOCK")
         env = {e["name"]: e.get("value") for e in c.get("env", [])}
-        if training and c in pod.get("containers", []) and pod["containers"].index(c) == 0:
-            for var in ("CKPT_DIR", "DATA_PATH"):
+        on_claims = ("CKPT_DIR", "DATA_PATH") if training or plan["kind"] == "vision_plan" else ()
+        on_claims = ("DATA_PATH",) if plan["kind"] == "recommendation_plan" else on_claims  # no checkpoints
+        if on_claims and c in pod.get("containers", []) and pod["containers"].index(c) == 0:
+            for var in on_claims:
                 path = env.get(var)
                 mount = path and next(
                     (m for m in c.get("volumeMounts", [])
@@ -882,7 +990,10 @@ def _check_pod(
                 if probe not in c:
                     bad.append(f"{where}: no {probe}")
         replica = None if _vendor(plan) == "aws" else _replica_devices(plan)  # Neuron's TP counts cores
-        bad += _check_container_command(c, where, int(plan["best"]["gpus"]) if training else None, replica)
+        if replica and (sl := tpu_slices(plan["best"]["accelerator"])):  # vLLM TPU counts JAX devices
+            replica *= sl.devices_per_chip  # two per TPU7x chip
+        world = int(plan["best"]["gpus"]) if training else None
+        bad += _check_container_command(c, where, world, replica, _vendor(plan))
     if training:
         from rightsize.export.slurm_segments import checkpoint_write_s
 
@@ -891,6 +1002,11 @@ def _check_pod(
         if grace < checkpoint_write_s(v) + v.step_time_s:
             bad.append(f"{wname}: terminationGracePeriodSeconds {grace} < checkpoint write "
                        f"{checkpoint_write_s(v):.0f} s + a step {v.step_time_s:.0f} s")  # fmt: skip
+    if plan["kind"] == "vision_plan":  # train.py checkpoints per epoch: a stop must hold one write
+        rel = plan["sizing"]["reliability"]
+        grace = pod.get("terminationGracePeriodSeconds", 30)
+        if grace < rel["checkpoint_write_s"] + plan["best"]["step"]["step_s"]:
+            bad.append(f"{wname}: terminationGracePeriodSeconds {grace} < the checkpoint write and a step")
     return bad
 
 
@@ -945,7 +1061,9 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
         if name.endswith((".sbatch", ".sh")):
             bad += _shell(text, name, folder)
             world = int(plan["best"]["gpus"]) if plan["kind"] == "training_plan" else None
-            bad += _check_commands(text, name, world, _replica_devices(plan))
+            bad += _check_commands(text, name, world, _replica_devices(plan), _vendor(plan))
+            if name.endswith(".sbatch"):
+                bad += _check_kind_trainer(text, name, plan)
         if name.endswith(".sbatch") and env is not None:
             run = subprocess.run(["sbatch", "--test-only", "-p", node, name], cwd=folder, env=env,
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -959,6 +1077,37 @@ def _check_slurm(files: dict[str, str], plan: dict[str, Any], route: str, folder
             )
     if "train.sbatch" in files and plan["kind"] == "training_plan":
         bad += _check_segments(files["train.sbatch"], plan, route)
+    elif "train.sbatch" in files and plan["kind"] in ("vision_plan", "recommendation_plan"):
+        bad += _check_kind_time(files["train.sbatch"], plan)
+    return bad
+
+
+def _check_kind_time(text: str, plan: dict[str, Any]) -> list[str]:
+    """Vision and recommendation jobs: --time within the partition's MaxTime and at least the
+    planned run with its safety margin (one job), or segments covering it; a vision job's USR1
+    warning holds the checkpoint write and a step."""
+    limit = re.search(r"^#SBATCH --time=(\d+)-(\d+):(\d+):(\d+)$", text, re.M)
+    if not limit:
+        return ["train.sbatch: no --time in D-HH:MM:SS"]
+    d, h, m, sec = map(int, limit.groups())
+    limit_s = ((d * 24 + h) * 60 + m) * 60 + sec
+    bad = (
+        [f"train.sbatch: --time {limit_s} s over the partition's MaxTime"]
+        if limit_s > PARTITION_MAX_S
+        else []
+    )
+    margin = plan["spec"]["infrastructure"]["margins"]["safety_margin"]
+    work = plan["sizing"]["run"]["run_s"] * (1 + margin)
+    parts = re.search(r"as (\d+) segment\(s\)", text)
+    if limit_s * (int(parts.group(1)) if parts else 1) < work:
+        bad.append(f"train.sbatch: {limit_s} s x segments < the planned run with its margin ({work:.0f} s)")
+    if plan["kind"] == "vision_plan":
+        lead = re.search(r"^#SBATCH --signal=B:USR1@(\d+)$", text, re.M)
+        need = plan["sizing"]["reliability"]["checkpoint_write_s"] + plan["best"]["step"]["step_s"]
+        if not lead or int(lead.group(1)) < need:
+            bad.append(
+                f"train.sbatch: USR1 lead {lead and lead.group(1)} s < checkpoint write and a step ({need:.0f} s)"
+            )
     return bad
 
 
@@ -1047,7 +1196,7 @@ def slurm() -> Any:
     domains: dict[str, int] = {}
     for name, *_ in SPECS:
         plan = _planned(name)
-        if isinstance(plan, RightsizeError) or _vendor(plan) not in ("nvidia", "amd"):
+        if isinstance(plan, RightsizeError) or _vendor(plan) not in ("nvidia", "amd", "intel"):
             continue
         node = plan["best"]["node"]
         n = int(plan.get("sizing", {}).get("nodes", {}).get("nodes") or plan["best"].get("nodes") or 1)
@@ -1108,11 +1257,11 @@ def _user_labels_used(files: dict[str, str]) -> list[str]:
 
 
 def test_a_refusal_is_an_exit_code_with_what_why_and_fix(tmp_path: Path) -> None:
-    """Through the CLI: a plan the export cannot write (a vision plan) is exit 2 with the
-    three parts, no traceback."""
+    """Through the CLI: a plan the export cannot write (DLRM in bf16: its trainer has no
+    autocast) is exit 2 with the three parts, no traceback."""
     from rightsize.cli.main import main
 
-    plan = _planned("v-resnet50-train")
+    plan = _planned("r-dlrm-train-bf16")
     assert not isinstance(plan, RightsizeError)
     (tmp_path / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     import contextlib
@@ -1174,3 +1323,288 @@ def test_unseen_plan_exports_run(name: str, target: str, slurm: Any, tmp_path: P
     for route, why in known.items():
         assert any(b.startswith(f"{route}:") for b in bad), f"{name} -> {target} --{route}: fixed, drop KNOWN"
         pytest.xfail(why)
+
+
+# --- Intel Gaudi serving (issue #25: every accelerator with its own stack) ----------------------------
+# vLLM on Gaudi is Intel's fork (HabanaAI/vllm-fork v0.9.0.1+Gaudi-1.22.0): its `vllm serve`
+# arguments are read by the fork's own parser (tests/data/engine_args, derived by
+# derive_vllm_gaudi.py from the tag's tree), not upstream vLLM's.
+
+VLLM_TABLES = {"intel": "vllm_fork_gaudi_v0.9.0.1_engine_args.json"}
+
+GAUDI_SPECS = [
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-8b-gaudi3-bf16",
+        **{
+            "model": "llama3-8b",
+            "targets.accelerators": ["gaudi3"],
+            "targets.objective": "gpus",
+            "serving.weight_precision": "bf16",
+            "serving.kv_precision": "bf16",
+        },
+    ),
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-mixtral-gaudi3",
+        **{
+            "model": "mixtral-8x7b",
+            "targets.accelerators": ["gaudi3"],
+            "targets.objective": "gpus",
+            "serving.weight_precision": "bf16",
+        },
+    ),
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-70b-gaudi3-offline",
+        **{
+            "serving.scenario": "offline",
+            "targets.accelerators": ["gaudi3"],
+            "slo": None,
+            "traffic.peak_rate": None,
+            "traffic.rate": None,
+            "traffic.prefix_cache_hit_rate": None,
+            "targets.objective": "gpus",
+        },
+    ),
+    _spec(
+        "llama3-70b-chat-serving",
+        "s-405b-gaudi3",
+        **{"model": "llama3.1-405b", "targets.accelerators": ["gaudi3"], "targets.objective": "gpus"},
+    ),
+]
+SPECS += GAUDI_SPECS
+GAUDI_CASES = [(s[0], t) for s in [*GAUDI_SPECS, _spec("", "s-70b-gaudi3")] for t in TARGETS]
+
+
+@pytest.mark.parametrize(("name", "target"), GAUDI_CASES, ids=[f"{n}-{t}" for n, t in GAUDI_CASES])
+def test_gaudi_serving_exports_run(name: str, target: str, slurm: Any, tmp_path: Path) -> None:
+    """The audit on Gaudi serving plans, which now export (Slurm and Kubernetes) instead of
+    refusing: the fork's parser, Intel's Slurm GRES, habana.ai/gaudi, no NVIDIA word."""
+    plan = _planned(name)
+    assert not isinstance(plan, RightsizeError), plan
+    bad, checked = audit(name, target, tmp_path, slurm)
+    assert not bad, f"{name} -> {target}:\n" + "\n".join(bad)
+    assert checked, f"{name} -> {target}: nothing exported"
+
+
+def _gaudi_files(name: str, target: str) -> dict[str, str]:
+    plan = _planned(name)
+    assert not isinstance(plan, RightsizeError), plan
+    return _render(plan, target, "auto", None, False)
+
+
+def _serve_words(files: dict[str, str]) -> list[str]:
+    """The words after `vllm serve MODEL` in a Slurm script or the Gaudi container."""
+    if "serve.sbatch" in files:
+        (prog, words), *_ = _commands(files["serve.sbatch"])
+        assert prog == "vllm"
+        return words
+    deploy = next(d for d in yaml.safe_load_all(files["serving.yaml"]) if d and d["kind"] == "Deployment")
+    c = deploy["spec"]["template"]["spec"]["containers"][0]
+    assert c["command"] == ["vllm", "serve"] and c["args"][0] == "$(MODEL)", c
+    return c["args"][1:]
+
+
+def test_gaudi_arguments_need_the_forks_parser() -> None:
+    """The table is the fork's: it has the HPU scheduler's flags upstream v0.10.1 lacks, and
+    the exported arguments parse under it with the plan's limits."""
+    fork = {f for r in json.loads((DATA / "engine_args" / VLLM_TABLES["intel"]).read_text())["arguments"]
+            for f in r["flags"]}  # fmt: skip
+    upstream = {f for r in json.loads((DATA / "engine_args" / "vllm_v0.10.1_engine_args.json").read_text())["arguments"]
+                for f in r["flags"]}  # fmt: skip
+    assert {"--use-padding-aware-scheduling", "--max-num-prefill-seqs"} <= fork - upstream
+    for name in ("s-8b-gaudi3-bf16", "s-70b-gaudi3"):
+        for target in ("slurm", "kubernetes"):
+            words = _serve_words(_gaudi_files(name, target))
+            assert _parse(VLLM_TABLES["intel"], words) is None, (name, target, words)
+            ns, _ = _parser(VLLM_TABLES["intel"]).parse_known_args(words)
+            assert ns.block_size == 128 and 0 < ns.gpu_memory_utilization <= 0.95, ns
+            assert ns.tensor_parallel_size == _planned(name)["best"]["tp"]
+
+
+def test_gaudi_memory_utilisation_holds_the_planned_kv_cache() -> None:
+    """The fork sizes its KV cache as free memory x gpu_memory_utilization x (1 -
+    VLLM_GRAPH_RESERVED_MEM) (vllm/worker/hpu_worker.py at the tag): the exported value makes
+    that at least the plan's KV bytes per device, or the header says how much is held and
+    --max-num-seqs shrinks with it."""
+    from rightsize.export.plan_view import serving_view
+    from rightsize.export.vllm import kv_bytes_per_token_per_gpu, max_num_seqs
+    from rightsize.export.vllm_gaudi import (
+        GRAPH_RESERVED,
+        free_bytes_after_profile,
+        gaudi_max_num_seqs,
+        memory_utilization,
+        planned_kv_bytes,
+    )
+
+    for name in ("s-8b-gaudi3-bf16", "s-70b-gaudi3", "s-mixtral-gaudi3", "s-70b-gaudi3-offline"):
+        v = serving_view(_planned(name))
+        held = memory_utilization(v) * (1 - GRAPH_RESERVED) * free_bytes_after_profile(v)
+        if memory_utilization(v) < 0.95:
+            assert held >= planned_kv_bytes(v), name
+        words = _serve_words(_gaudi_files(name, "slurm"))
+        seqs = int(words[words.index("--max-num-seqs") + 1])
+        per_request = v.mean_prompt_tokens + v.mean_output_tokens
+        assert seqs <= max_num_seqs(v) and seqs * per_request * kv_bytes_per_token_per_gpu(v) <= held, name
+        assert seqs == gaudi_max_num_seqs(v)
+        if seqs < max_num_seqs(v):
+            assert f"(planned {max_num_seqs(v)})" in _gaudi_files(name, "slurm")["serve.sbatch"]
+
+
+def test_gaudi_stack_settings() -> None:
+    """Intel's stack and nothing of NVIDIA's: habana.ai/gaudi devices, SYS_NICE, the lazy
+    collectives for TP, no HABANA_VISIBLE_DEVICES override; FP8 through INC with QUANT_CONFIG
+    required (Slurm) or mounted from the calibration claim (Kubernetes); BF16 without INC."""
+    fp8, bf16 = _gaudi_files("s-70b-gaudi3", "kubernetes"), _gaudi_files("s-8b-gaudi3-bf16", "kubernetes")
+    docs = [d for d in yaml.safe_load_all(fp8["serving.yaml"]) if d]
+    deploy = next(d for d in docs if d["kind"] == "Deployment")
+    pod = deploy["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert c["resources"]["limits"]["habana.ai/gaudi"] == _planned("s-70b-gaudi3")["best"]["tp"]
+    assert "SYS_NICE" in c["securityContext"]["capabilities"]["add"]
+    assert env["PT_HPU_ENABLE_LAZY_COLLECTIVES"] == "true" and "HABANA_VISIBLE_DEVICES" not in env
+    assert c["image"].startswith("vault.habana.ai/gaudi-docker/1.22.0/") and _image_pinned(c["image"])
+    args = c["args"]
+    assert env["QUANT_CONFIG"].startswith("/mnt/inc/")
+    assert (
+        args[args.index("--quantization") + 1] == "inc"
+        and args[args.index("--kv-cache-dtype") + 1] == "fp8_inc"
+    )
+    claim = next(v for v in pod["volumes"] if "persistentVolumeClaim" in v)["persistentVolumeClaim"][
+        "claimName"
+    ]
+    assert any(d["kind"] == "PersistentVolumeClaim" and d["metadata"]["name"] == claim for d in docs)
+    assert "QUANT_CONFIG" not in bf16["serving.yaml"] and "--quantization" not in bf16["serving.yaml"]
+    sbatch = _gaudi_files("s-70b-gaudi3", "slurm")["serve.sbatch"]
+    assert ': "${QUANT_CONFIG:?' in sbatch and "HABANA_VISIBLE_DEVICES" not in sbatch
+    assert "QUANT_CONFIG" not in _gaudi_files("s-8b-gaudi3-bf16", "slurm")["serve.sbatch"]
+    for text in (*fp8.values(), sbatch):
+        assert not _nvidia_words(text, "intel"), _nvidia_words(text, "intel")
+
+
+def test_gaudi_table_is_the_pinned_release() -> None:
+    """The parser table, the image and the header name one fork release and commit."""
+    from rightsize.export.k8s_platform import data
+    from rightsize.export.vllm_gaudi import FORK_TAG
+
+    pinned = data()["stacks"]["intel"]["serving"]
+    source = json.loads((DATA / "engine_args" / VLLM_TABLES["intel"]).read_text())["source"]
+    assert pinned["fork_tag"] == FORK_TAG and FORK_TAG in source and pinned["fork_commit"] in source
+    assert f"/{FORK_TAG.rsplit('-', 1)[1]}/" in pinned["image"]  # the image of the fork's Gaudi release
+    assert FORK_TAG in _gaudi_files("s-70b-gaudi3", "slurm")["serve.sbatch"]
+
+
+def test_gaudi_engines_other_than_the_fork_refuse() -> None:
+    """SGLang and TensorRT-LLM refuse a Gaudi plan with what, why and fix."""
+    plan = _planned("s-70b-gaudi3")
+    for engine in ("sglang", "trtllm"):
+        for target in ("slurm", "kubernetes"):
+            with pytest.raises(RightsizeError) as err:
+                _render(plan, target, "auto", engine, False)
+            assert not _refusal_ok(err.value)
+
+
+# --- Intel Gaudi training: Intel's Megatron-LM fork (HabanaAI/Megatron-LM tag 1.22.0) ----------------
+# Its arguments are read by the fork's own parser (tests/data/megatron_gaudi_1.22.0_arguments.json,
+# derived by tests/data/derive_megatron_gaudi.py from the tag's tree).
+
+MEGATRON_TABLES = {
+    "megatron": "megatron_core_v0.13.0_arguments.json",
+    "megatron-gaudi": "megatron_gaudi_1.22.0_arguments.json",
+}
+MEGATRON_BY_VENDOR = {"intel": "megatron-gaudi"}
+
+GAUDI_TRAIN_SPECS = [
+    _spec(
+        "llama3-70b-pretrain",
+        "t-8b-gaudi3",
+        **{"model": "llama3-8b", "targets.accelerators": ["gaudi3"], "training.train_tokens": "1T"},
+    ),
+    _spec(
+        "mixtral-8x7b-pretrain",
+        "t-mixtral-gaudi3",  # ZeRO-1: the fork has no custom FSDP (a ZeRO-3 plan is refused)
+        **{"targets.accelerators": ["gaudi3"], "parallel.zero_stage": 1},
+    ),
+]
+SPECS += [
+    *GAUDI_TRAIN_SPECS,
+    _spec(
+        "llama3-8b-lora-weekly",
+        "t-lora-gaudi3",
+        **{"targets.accelerators": ["gaudi3"], "targets.objective": "time"},
+    ),
+]
+GAUDI_TRAIN_CASES = [(s[0], t) for s in GAUDI_TRAIN_SPECS for t in TARGETS]
+
+
+@pytest.mark.parametrize(
+    ("name", "target"), GAUDI_TRAIN_CASES, ids=[f"{n}-{t}" for n, t in GAUDI_TRAIN_CASES]
+)
+def test_gaudi_training_exports_run(name: str, target: str, slurm: Any, tmp_path: Path) -> None:
+    """The audit on Gaudi training plans: Slurm exports Intel's fork (its parser, validate_args'
+    degree checks, sbatch --test-only on Gaudi nodes); Kubernetes and Prometheus refuse with
+    what, why and fix."""
+    plan = _planned(name)
+    assert not isinstance(plan, RightsizeError), plan
+    bad, checked = audit(name, target, tmp_path, slurm)
+    assert not bad, f"{name} -> {target}:\n" + "\n".join(bad)
+    assert checked or target != "slurm", f"{name} -> {target}: nothing exported"
+
+
+def _train_words(name: str) -> list[str]:
+    files = _gaudi_files(name, "slurm")
+    assert set(files) == {"train.sbatch"}, set(files)  # no profile job: it measures CUDA/ROCm devices
+    ((prog, words),) = _commands(files["train.sbatch"])
+    assert prog == "pretrain_gpt.py"
+    return words
+
+
+def test_gaudi_training_runs_intels_megatron_fork() -> None:
+    """The fork's parser takes every argument (and would reject the upstream-only ones the
+    NVIDIA export writes); HPU settings as Intel's pretrain_llama.sh; no NCCL settings."""
+    fork, upstream = _parser("megatron-gaudi"), _parser("megatron")
+    for name in ("t-70b-gaudi3", "t-8b-gaudi3", "t-mixtral-gaudi3"):
+        words = _train_words(name)
+        assert _parse("megatron-gaudi", words) is None
+        a, _ = fork.parse_known_args(words)
+        assert a.transformer_impl == "transformer_engine" and a.distributed_backend == "nccl"
+        assert (
+            a.use_fused_sdpa and a.use_fused_rmsnorm and a.no_create_attention_mask_in_dataloader is not None
+        )
+        assert "--attention-backend" not in words
+        text = _gaudi_files(name, "slurm")["train.sbatch"]
+        assert "export PT_HPU_GPU_MIGRATION=1" in text and "export PT_HPU_LAZY_MODE=1" in text
+        assert "NCCL_" not in text and "CUDA_DEVICE_MAX_CONNECTIONS" not in text
+        with pytest.raises(argparse.ArgumentError):  # the fork-only flags: the upstream table refuses them
+            upstream.parse_args(words)
+    mixtral = _train_words("t-mixtral-gaudi3")
+    assert "--moe-router-fp32" in mixtral and "--moe-router-dtype" not in mixtral
+
+
+def test_gaudi_training_refusals_name_what_is_missing() -> None:
+    """torchtitan and NeMo on Gaudi, Gaudi training on Kubernetes, and a plan needing a flag the
+    fork lacks refuse with what, why and fix."""
+    plan = _planned("t-8b-gaudi3")
+    for target, fw in (("slurm", "torchtitan"), ("slurm", "nemo"), ("kubernetes", "auto")):
+        with pytest.raises(RightsizeError) as err:
+            _render(plan, target, fw, None, False)
+        assert not _refusal_ok(err.value), err.value
+    lora = _planned("t-lora-gaudi3")  # LoRA is exported through NeMo, which has no Gaudi route here
+    assert not isinstance(lora, RightsizeError), lora
+    with pytest.raises(RightsizeError, match="not exported for gaudi3") as err:
+        _render(lora, "slurm", "auto", None, False)
+    assert "full-weight" in err.value.fix and not _refusal_ok(err.value)
+    from rightsize.perf.remat import MEGATRON_MODULES
+
+    for key, value, flag in (
+        ("recompute", next(iter(MEGATRON_MODULES)), "--recompute-modules"),  # module recompute
+        ("zero_stage", 3, "--use-custom-fsdp"),  # Megatron's FSDP
+    ):
+        changed = copy.deepcopy(plan)
+        changed["best"]["parallel"][key] = value
+        with pytest.raises(RightsizeError) as err:
+            _render(changed, "slurm", "megatron", None, False)
+        assert flag in err.value.why and "Intel's Megatron-LM fork" in err.value.what, err.value
+        assert not _refusal_ok(err.value)

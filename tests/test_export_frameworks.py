@@ -323,3 +323,14 @@ def test_nemo_script_stops_without_its_data(tmp_path: Path) -> None:
         [sys.executable, "job.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("framework", ["megatron", "torchtitan", "nemo"])
+def test_an_fp8_moe_dispatch_is_refused_by_every_pinned_framework(framework: str) -> None:
+    """The plan timed DeepSeek-style fp8 dispatch; none of the pinned releases sends tokens in
+    fp8, so the job would run slower than planned: refused with the reason, not exported."""
+    plan = plan_dict("deepseek-v3-pretrain")
+    launch_for(training_view(plan), "megatron")  # exports as planned in 16 bit
+    plan["spec"]["training"]["moe_dispatch_dtype"] = "fp8"
+    with pytest.raises(BadInput, match="moe_dispatch_dtype: bf16"):
+        launch_for(training_view(plan), framework)

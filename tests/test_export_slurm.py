@@ -243,8 +243,8 @@ def _plan_on(example: str, accelerator: str, tmp: Path, **targets: object) -> di
 
 
 @pytest.mark.parametrize(
-    ("accelerator", "stack"), [("tpu-v5p", "JAX/XLA"), ("trn2", "Neuron"), ("gaudi3", "Habana")]
-)
+    ("accelerator", "stack"), [("tpu-v5p", "JAX/XLA"), ("trn2", "Neuron")]
+)  # Gaudi exports Intel's Megatron-LM fork (test_export_audit: test_gaudi_training_*)
 def test_non_gpu_plans_are_refused_with_their_stack(tmp_path: Path, accelerator: str, stack: str) -> None:
     from rightsize.errors import BadInput
 

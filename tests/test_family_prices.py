@@ -59,5 +59,7 @@ def test_a_plan_on_an_unpriced_part_says_so_in_every_format(acc: str) -> None:
     for fmt in ("table", "markdown", "html"):
         assert f"No price for accelerator '{acc}'" in render(p, fmt).replace("&#x27;", "'"), fmt
     assert f"No price for accelerator '{acc}'" in json.dumps(json.loads(render(p, "json")))
+    # and in the headline, where a priced plan shows its cost (not silence)
+    assert f"| cost | not priced: {acc} has no public cloud list price" in render(p, "markdown")
     with pytest.raises(BadInput, match=f"{acc} \\(no public cloud list price"):
         plan({**SPEC, "targets": {"accelerators": [acc], "objective": "cost"}, "infrastructure": CLOUD})

@@ -108,7 +108,7 @@ def _queues(q: dict[str, Any]) -> list[ClusterQueue]:
     return out
 
 
-SUFFIX = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
+SUFFIX = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot", "capacity_block": "block"}
 
 
 ADMITTED: list[int] = [0]  # pod sets admitted by the last run of the model (it ran on something)

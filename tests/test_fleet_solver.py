@@ -22,9 +22,17 @@ START = 2027 * 12
 
 
 def _pool(
-    od: float, r1: float, r3: float, spot: float, onprem: float, kinds: list[str], gpn: int = 8
+    od: float,
+    r1: float,
+    r3: float,
+    spot: float,
+    onprem: float,
+    kinds: list[str],
+    gpn: int = 8,
+    block: float | None = None,
 ) -> PoolPrices:
     table = {"on_demand": od, "reserved_1y": r1, "reserved_3y": r3, "spot": spot, "onprem": onprem}
+    table["capacity_block"] = od * 0.7 if block is None else block
     terms = {"reserved_1y": 12, "reserved_3y": 36, "onprem": 60}
     return PoolPrices(
         "acc", "node", gpn, {k: table[k] for k in kinds}, {k: terms[k] for k in kinds if k in terms}, 10_000.0
@@ -76,7 +84,11 @@ def fleets(draw: st.DrawFn) -> tuple[Calendar, dict[str, PoolPrices], list[Workl
     months = draw(st.integers(3, 7))
     cal = Calendar(START + draw(st.integers(0, 11)), months)
     od = draw(st.floats(2.0, 12.0))
-    kinds = draw(st.lists(st.sampled_from(["onprem", "reserved_1y", "reserved_3y", "spot"]), unique=True))
+    kinds = draw(
+        st.lists(
+            st.sampled_from(["onprem", "reserved_1y", "reserved_3y", "spot", "capacity_block"]), unique=True
+        )
+    )
     if "on_demand" not in kinds and draw(st.booleans()):
         kinds.append("on_demand")
     if not set(kinds) - {"spot"}:
@@ -88,6 +100,7 @@ def fleets(draw: st.DrawFn) -> tuple[Calendar, dict[str, PoolPrices], list[Workl
         od * draw(st.floats(0.2, 0.4)),
         od * draw(st.floats(0.2, 0.6)),
         kinds,
+        block=od * draw(st.floats(0.55, 1.1)),
     )
     work: list[WorkloadDemand] = []
     for i in range(draw(st.integers(0, 2))):
@@ -141,7 +154,9 @@ def test_unseen_fleets(
     od = pooled.get("od:acc", demand.shape)
     spot = sum(u.spot.values(), np.zeros_like(demand))
     usable = np.repeat(u.usable["acc"][:, None], HOURS, axis=1)
-    assert np.all(usable + od + spot >= demand - 1e-5)
+    # capacity blocks: the GPU-days booked, spread over the month's days (a booked day has all its hours)
+    blocks = pooled.block_gpu_days.get("acc", np.zeros(cal.months)) / cal.days
+    assert np.all(usable + od + spot + blocks[:, None] >= demand - 1e-5)
     # pooling never costs more than dedicated capacity (misses priced in), nor in dollars when nothing is missed
     total = pooled.cost_usd + pooled.penalty_usd
     assert total <= sum(s.cost_usd + s.penalty_usd for s in dedicated.values()) * (1 + 1e-9) + 1e-6
@@ -164,8 +179,9 @@ def test_unseen_fleets(
     # a job that may not pause runs the same GPUs every hour of a day
     for w in work:
         if w.flat_in_day:
-            x = pooled.get(f"x:{w.name}", demand.shape)
-            assert np.allclose(x, x[:, :1], atol=1e-6)
+            for kind in ("x", "xb"):
+                x = pooled.get(f"{kind}:{w.name}", demand.shape)
+                assert np.allclose(x, x[:, :1], atol=1e-6)
 
 
 @pytest.mark.parametrize("ratio", [0.44, 0.6, 0.77, 0.9])

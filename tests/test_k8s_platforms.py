@@ -32,6 +32,7 @@ SERVING = [
      {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice", "cloud.google.com/gke-tpu-topology": "2x2x1"}),
     ("tpu-v6e", "tpu-v6e-host", 8, "google.com/tpu", "gcp ct6e-standard-8t (8 GPUs) in us-east5",
      {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x4"}),
+    ("gaudi3", "gaudi3-hls2", 2, "habana.ai/gaudi", None, {}),  # Intel's vLLM fork (export.k8s_gaudi)
 ]  # fmt: skip
 
 
@@ -44,6 +45,8 @@ def _on(plan: dict[str, Any], acc: str, node: str, priced: str | None) -> dict[s
 def _serving_plan(acc: str, node: str, tp: int, priced: str | None) -> dict[str, Any]:
     plan = _on(plan_dict("llama3-70b-chat-serving"), acc, node, priced)
     plan["best"]["tp"] = tp
+    if acc.startswith("tpu-"):  # vLLM TPU loads no fp8 weights on v5p/v6e (test_tpu_serving_slices)
+        plan["best"]["weight_precision"] = plan["best"]["kv_precision"] = "bf16"
     return plan
 
 
@@ -72,14 +75,16 @@ def test_serving_on_each_accelerator(
     assert args[args.index("--tensor-parallel-size") + 1] == str(expected_tp)
 
 
-def test_gaudi_serving_is_refused_with_what_is_missing() -> None:
-    with pytest.raises(BadInput, match="habana.ai/gaudi") as err:
-        render_files(_serving_plan("gaudi3", "gaudi3-hls2", 2, None), "kubernetes")
-    assert "image" in str(err.value)
+def test_gaudi_replica_over_nodes_is_refused_with_what_is_missing() -> None:
+    with pytest.raises(BadInput, match="one node per replica") as err:
+        plan = _serving_plan("gaudi3", "gaudi3-hls2", 16, None)
+        plan["best"]["nodes_per_replica"] = 2
+        render_files(plan, "kubernetes")
+    assert "HCCL_SOCKET_IFNAME" in err.value.why
 
 
 def test_tpu_replica_without_a_single_host_slice_is_refused() -> None:
-    with pytest.raises(BadInput, match="single-host slices"):
+    with pytest.raises(BadInput, match="single-host and multi-host slices"):
         render_files(_serving_plan("tpu-v6e", "tpu-v6e-host", 2, None), "kubernetes")
 
 

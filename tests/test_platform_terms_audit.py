@@ -52,9 +52,17 @@ def _family(acc: str) -> str:
     return next(k for k, v in platforms().items() if v is platform_for(acc))
 
 
+# A v5e serving replica stays on one 8-chip host (128 GB of HBM; Google documents v5e inference as
+# single-host), which 70B holds in int8, not bf16.
+SERVE_PRECISION = {"tpu-v5e": "int8"}
+
+
 @cache
 def _plan(acc: str, kind: str) -> Any:
     base = SPEC if kind == "training" else SERVE
+    if kind == "serving" and acc in SERVE_PRECISION:
+        prec = SERVE_PRECISION[acc]
+        base = {**base, "serving": {**base["serving"], "weight_precision": prec, "kv_precision": prec}}
     return plan({**base, "targets": {**base["targets"], "accelerators": [acc]}})
 
 

@@ -47,6 +47,20 @@ def test_table_bytes_by_hand() -> None:
     assert table_bytes(DLRM.total_rows, 128, "fp32") == pytest.approx(104.54e9, rel=1e-4)
 
 
+def test_gathered_rows_cost_whole_sectors() -> None:
+    """HBM is read in 32-byte sectors: packed int8 rows of 128 + 8 B start at offsets 0, 8, 16
+    and 24 of a sector and each touches 5 sectors (160 B); 256 and 512 B rows cost their size."""
+    from rightsize.perf.recsys import fetched_row_bytes
+
+    assert fetched_row_bytes(row_bytes(128, "int8")) == 160.0
+    assert fetched_row_bytes(row_bytes(128, "fp16")) == 256.0
+    assert fetched_row_bytes(row_bytes(128, "fp32")) == 512.0
+    # 72 B rows (gcd 8): offsets 0, 8, 16, 24 touch 3, 3, 3 and 3 sectors
+    assert fetched_row_bytes(72.0) == 96.0
+    # 20 B rows (gcd 4): of the 8 offsets, 0-12 stay in one sector and 16-28 straddle two
+    assert fetched_row_bytes(20.0) == pytest.approx(32.0 * (4 * 1 + 4 * 2) / 8)
+
+
 def test_dense_params_by_hand() -> None:
     bottom = 13 * 512 + 512 + 512 * 256 + 256 + 256 * 128 + 128
     x0 = 27 * 128  # 26 pooled embeddings + the bottom MLP's output
@@ -188,3 +202,26 @@ def test_registered_and_examples_load() -> None:
     for name in ("dlrm-criteo-serving.yaml", "dlrm-criteo-train.yaml"):
         spec = load_spec(EXAMPLES / name)
         assert isinstance(spec, RecsysSpec) and spec.kind == "recommendation"
+
+
+def test_training_lookups_read_and_write_the_optimizer_state() -> None:
+    """A training step's fused backward reads and writes each looked-up row (3 passes with the
+    forward read) and its optimizer state (2 passes): exact Adagrad, as the MLPerf reference runs
+    it, keeps one fp32 per element, as large as an fp32 row."""
+    from rightsize.perf import datapipe
+    from rightsize.perf.recsys import TRAIN_ROW_PASSES, TRAIN_STATE_PASSES, lookup_time, state_bytes_per_row
+
+    assert DLRM.optimizer == "adagrad"
+    row = row_bytes(128, "fp32")
+    state = state_bytes_per_row(128, DLRM.optimizer)
+    assert state == row == 512
+    pl = place_tables([1e6], [10.0], row + state, 1, 1e12, 0.0)
+    acc = get_accelerator("h100-sxm")
+    hw = Hardware.from_catalog(acc, node_for(acc.id), "bf16")
+    bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction * datapipe.tier("hbm_gather_fraction")
+    train = lookup_time(pl, hw, 1000.0, row, training=True, state_row=state)
+    assert train.hbm_s == pytest.approx(
+        1000 * 10 * (TRAIN_ROW_PASSES * row + TRAIN_STATE_PASSES * state) / bw
+    )
+    serve = lookup_time(pl, hw, 1000.0, row, training=False, state_row=state)
+    assert serve.hbm_s == pytest.approx(1000 * 10 * row / bw)

@@ -56,6 +56,19 @@ def test_moe_columns_and_preset_reach_the_model() -> None:
     assert deepseek["model"] == "deepseek-v3"  # MLA: the preset, not the headline columns
 
 
+def test_gpt_oss_rows_run_the_recompute_their_published_presets_set() -> None:
+    """Megatron-Bridge's GPT_OSS_120B_PRETRAIN_CONFIG_*_BF16_V2 presets: recompute_modules
+    [layernorm, moe_act] on GB200 / B200 / H100 (the model's moe_act), none on GB300 / B300
+    (CUDA graphs instead); the planner runs them as published, not a searched choice."""
+    cases = _cases()
+    expected = {"gb200": "moe_act", "b200": "moe_act", "h100-sxm": "moe_act", "gb300": "none", "b300": "none"}
+    for acc, policy in expected.items():
+        case = next(c for i, c in cases.items() if i.startswith(f"mb2604-gpt-oss-120b-{acc}-"))
+        spec = parse_spec(training_spec_data(case), Path("."))  # type: ignore[arg-type]
+        assert isinstance(spec, TrainingSpec)
+        assert spec.parallel.recompute == policy
+
+
 def test_expert_parallel_over_tensor_parallel_ranks_becomes_ep_over_tp() -> None:
     # Megatron-Bridge's Qwen3 235B H100 recipe: TP2 PP8 EP32 on 256 GPUs (16 dp ranks).
     data = training_spec_data(_cases()["mb2604-qwen3-235b-a22b-h100-sxm-256gpu-fp8"])  # type: ignore[arg-type]

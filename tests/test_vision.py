@@ -104,6 +104,27 @@ def test_breakdown_adds_up_and_bandwidth_never_slows(model: str) -> None:
     assert 64 / big.compute_s >= 8 / small.compute_s
 
 
+def test_fused_residual_add_reads_its_shortcut_at_inference() -> None:
+    """An inference engine fuses each residual add into a GEMM epilogue: no kernel of its own,
+    but the shortcut tensor is read once from HBM, unless it and the sum stay in the L2."""
+    from rightsize.perf.vision import FUSED_ADD_READ_PASSES
+
+    arch = get_vision_model("resnet50")
+    hw = _hw(dtype="int8")
+    batch = 2048
+    adds = [layer for layer in arch.layers if layer.op == "add"]
+    shortcut_bytes = sum(a.count * a.channels * a.out_hw**2 for a in adds) * batch * 1.0
+    pools = [layer for layer in arch.layers if layer.op == "pool"]
+    pool_bytes = sum(p.count * p.channels * (p.in_hw**2 + p.out_hw**2) / 2.0 * 2.0 for p in pools) * batch
+    st = step_time(arch, hw, batch, training=False, act_bytes=1.0)
+    bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
+    assert st.memory_bound_s == pytest.approx((FUSED_ADD_READ_PASSES * shortcut_bytes + pool_bytes) / bw)
+    # a batch whose shortcut and sum fit in the 50 MB L2 reads none: pooling alone remains
+    small = step_time(arch, hw, 8, training=False, act_bytes=1.0)
+    small_pool = sum(p.count * p.channels * (p.in_hw**2 + p.out_hw**2) / 2.0 * 2.0 for p in pools) * 8
+    assert small.memory_bound_s == pytest.approx(small_pool / bw)
+
+
 # ----------------------------------------------------------------------------------------- planners
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.errors import BadInput
-from rightsize.export.plan_view import plan_kind, serving_view, training_view
+from rightsize.export.plan_view import KIND_EXPORTS, plan_kind, serving_view, training_view
 
 TARGETS = ("slurm", "kubernetes", "prometheus")
 
@@ -34,6 +34,16 @@ def render_files(
             fix="Use --node-label with --target kubernetes, or leave it out.",
         )
     kind = plan_kind(plan)
+    if kind in KIND_EXPORTS:  # vision and recommendation plans
+        from rightsize.export.kind_exports import render_kind
+
+        if framework != "auto" or engine:
+            raise BadInput(
+                f"--framework/--engine choose an LLM trainer or server; a {kind.replace('_', ' ')} has its own.",
+                "Vision and recommendation exports write their one pinned trainer.",
+                "Leave --framework and --engine out.",
+            )
+        return render_kind(plan, kind, target, node_labels)
     if kind == "fleet_plan":
         from rightsize.export.kueue import fleet_files
 
@@ -55,7 +65,10 @@ def render_files(
 
         if kind == "training_plan":
             v = training_view(plan)
-            return {**slurm.train_sbatch(v, framework), **slurm.profile_sbatch(v, profile_device)}
+            files = slurm.train_sbatch(v, framework)
+            if v.hw.vendor == "intel":  # rightsize profile measures CUDA/ROCm devices: none on Gaudi
+                return files
+            return {**files, **slurm.profile_sbatch(v, profile_device)}
         return slurm.serve_sbatch(serving_view(plan), engine)
     if target == "kubernetes":
         from rightsize.export import kubernetes

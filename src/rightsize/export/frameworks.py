@@ -6,8 +6,9 @@ releases named in `FRAMEWORKS` (each checked against that release's own code in 
 - torchtitan (`fw_torchtitan`): v0.1.0, a TOML job file; its registered Llama 3 flavors only.
 - NeMo 2.0 (`fw_nemo`): nemo_toolkit 2.3.0 (NeMo 25.04) recipes of the plan's model shape; LoRA fine-tuning.
 
-A framework that cannot express the plan (a model family, a layout, a precision) refuses
-with the reason and the framework that can. `--framework auto` chooses NeMo for LoRA (the one
+On Intel Gaudi, Megatron-LM is Intel's fork (`fw_megatron_gaudi`); torchtitan and NeMo are
+refused there. A framework that cannot express the plan (a model family, a layout, a
+precision) refuses with the reason and the framework that can. `--framework auto` chooses NeMo for LoRA (the one
 with adapters) and Megatron-LM otherwise (it builds any shape the plan describes).
 """
 
@@ -19,6 +20,7 @@ from rightsize.errors import BadInput
 from rightsize.export import fw_offload
 from rightsize.export.fw_common import FRAMEWORKS, Launch, save_interval_steps, tokens_per_step
 from rightsize.export.fw_megatron import megatron, pipeline_layout
+from rightsize.export.fw_megatron_gaudi import megatron_gaudi
 from rightsize.export.fw_nemo import nemo
 from rightsize.export.fw_torchtitan import torchtitan
 from rightsize.export.plan_view import TrainingView
@@ -66,6 +68,16 @@ def _check(v: TrainingView, framework: str) -> None:
             + f"; {FRAMEWORKS[framework]} offers {', '.join(allowed)}.",
             "Plan with parallel.recompute set to one of those, or train on Cloud TPU with MaxText.",
         )
+    if v.moe_dispatch_dtype == "fp8" and v.model.experts > 1:
+        raise BadInput(
+            f"The plan times MoE tokens dispatched in fp8 (training.moe_dispatch_dtype: fp8), which "
+            f"{FRAMEWORKS[framework]} as pinned cannot do.",
+            "Megatron-Core dispatches in 16 bit until its quantised dispatch (2026-08), after the pinned "
+            "Megatron-LM core_v0.13.0 and NeMo 2.3.0; torchtitan 0.1.0 has no fp8 dispatch either. The job "
+            "would move twice the planned bytes per token and run slower than planned.",
+            "Plan with training.moe_dispatch_dtype: bf16 to export, or run DeepSeek-style fp8 dispatch "
+            "with a stack of your own.",
+        )
     if v.method in ("lora", "qlora") and framework != "nemo":
         raise BadInput(
             f"{FRAMEWORKS[framework]} has no {v.method.upper()} fine-tuning.",
@@ -92,4 +104,15 @@ def launch_for(v: TrainingView, framework: str) -> Launch:
             "Use --framework megatron, torchtitan or nemo.",
         )
     _check(v, framework)
+    if v.hw.vendor == "intel":  # Gaudi: Intel's Megatron-LM fork only
+        if framework != "megatron":
+            raise BadInput(
+                f"{FRAMEWORKS[framework]} is not exported for {v.hw.accelerator} (Intel Gaudi).",
+                "Gaudi training is written for Intel's Megatron-LM fork (HPU builds of torchtitan and NeMo "
+                "have no release pinned here).",
+                "Plan full-weight training (LoRA is exported through NeMo), or plan for NVIDIA or AMD GPUs."
+                if v.method in ("lora", "qlora")
+                else "Export with --framework megatron (or auto).",
+            )
+        return megatron_gaudi(v)
     return _WRITERS[framework](v)

@@ -4,23 +4,26 @@ Facts are data (`catalog/data/kubernetes.yaml`, each with its source): the devic
 extended resource (`nvidia.com/gpu`, `amd.com/gpu`, `aws.amazon.com/neuron`,
 `habana.ai/gaudi`, `google.com/tpu`), the collective library (NCCL, RCCL, or none: a
 non-GPU part never gets NCCL settings), the images pinned by exact tag, the RDMA device
-resource and capability, and GKE's TPU node labels and single-host slice shapes.
+resource and capability, and GKE's TPU node labels and slice shapes.
 
 Node selection uses only labels nodes carry: the well-known
 `node.kubernetes.io/instance-type` set to the instance the plan priced (`sizing.cost`:
 `p5.48xlarge` on AWS, `a3-highgpu-8g` on GCP, `Standard_ND96isr_H100_v5` on Azure), the
-TPU accelerator and topology labels on GKE, or labels the caller gives. A catalog node id
+TPU accelerator and topology labels on GKE (single-host or multi-host slices, whose shapes are
+`catalog.tpu_slices`), or labels the caller gives. A catalog node id
 (`hgx-b200`) is never used as a label value. A stack this export does not write (Gaudi,
-Trainium or TPU training, Gaudi serving) is refused with the reason and what is missing.
+Trainium training) is refused with the reason and what is missing.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from rightsize.catalog.loader import read_data_file
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.errors import BadInput
 from rightsize.export.names import label_value, qualified_name
 from rightsize.export.plan_view import HardwareView
@@ -137,22 +140,100 @@ def rdma() -> Rdma:
     )
 
 
-def tpu_selector(hw: HardwareView, chips: int) -> dict[str, str]:
-    """GKE's TPU node labels for a single-host slice of `chips` chips; BadInput when the
-    chip has no such single-host shape (multi-host TPU slices are not exported)."""
-    tpu = data()["tpu"]
-    d = tpu.get(hw.accelerator)
-    shapes = {int(k): str(v) for k, v in (d or {}).get("single_host", {}).items()}
-    if chips not in shapes:
-        have = ", ".join(f"{n} chips ({t})" for n, t in sorted(shapes.items())) or "none known"
-        raise BadInput(
-            f"The plan uses {chips} {hw.accelerator} chips per replica; GKE single-host slices of "
-            f"{hw.accelerator} are: {have}.",
-            "A replica runs on one TPU host here (google.com/tpu counts that host's chips, and the "
-            "topology label must name a slice shape that exists).",
-            "Re-plan with a tensor-parallel degree that matches a single-host slice.",
+def tpu_selector(hw: HardwareView, chips: int, hosts: int = 1) -> dict[str, str]:
+    """GKE's TPU node labels for a slice of `chips` chips carried by `hosts` hosts (the
+    topology of the whole slice, which every host's node carries); BadInput when the chip has
+    no such slice shape, or a multi-host slice is laid out on other hosts than GKE gives it."""
+    slices = tpu_slices(hw.accelerator)
+    topo = slices.topology(chips) if slices else None
+    if slices is None or topo is None:
+        have = (
+            ", ".join(f"{n} chips ({slices.topology(n)})" for n in slices.chip_counts)
+            if slices
+            else "none known"
         )
-    return {TPU_ACCELERATOR_LABEL: str(d["accelerator"]), TPU_TOPOLOGY_LABEL: shapes[chips]}
+        raise BadInput(
+            f"The plan uses {chips} {hw.accelerator} chips per replica; GKE's single-host and multi-host "
+            f"slices of {hw.accelerator} are: {have}.",
+            "A replica runs on one TPU slice (google.com/tpu counts each host's chips, and the topology "
+            "label must name a slice shape that exists).",
+            "Re-plan with this release (it plans only slice shapes), or set targets.tp to one of those chip counts.",
+        )
+    if chips not in slices.serving_chip_counts:
+        raise BadInput(
+            f"The plan serves one replica on a {chips}-chip {hw.accelerator} slice ({topo}), which spans "
+            f"{slices.hosts(chips)} hosts; a serving replica on {hw.accelerator} stays on one host.",
+            f"Why: {slices.serving_source}.",
+            "Re-plan: the planner offers "
+            + ", ".join(str(n) for n in slices.serving_chip_counts)
+            + f" chips per replica on {hw.accelerator}.",
+        )
+    if hosts != slices.hosts(chips):
+        raise BadInput(
+            f"The plan lays a {chips}-chip {hw.accelerator} replica on {hosts} host(s); a {topo} slice has "
+            f"{slices.hosts(chips)} host(s) of {chips // slices.hosts(chips)} chips.",
+            "GKE schedules a multi-host slice as whole hosts of a fixed chip count.",
+            "Re-plan the spec with this release (plans record the slice's hosts as nodes_per_replica).",
+        )
+    return {
+        TPU_ACCELERATOR_LABEL: str(data()["tpu"][hw.accelerator]["accelerator"]),
+        TPU_TOPOLOGY_LABEL: topo,
+    }
+
+
+def gke_allocatable_bytes(capacity_bytes: float) -> float:
+    """Memory a GKE node leaves to pods: its capacity less GKE's tiered reservation and the
+    eviction threshold (data: `gke_memory_reservation`, with its source)."""
+    d = data()["gke_memory_reservation"]
+    left, reserved = capacity_bytes / 2**30, 0.0
+    for size_gib, share in d["tiers_gib"]:
+        part = min(left, float(size_gib))
+        reserved, left = reserved + part * float(share), left - part
+    reserved += max(left, 0.0) * float(d["above"])
+    return capacity_bytes - reserved * 2**30 - float(d["eviction_bytes"])
+
+
+def tpu_pod_memory_cap_bytes(hw: HardwareView, chips: int) -> float | None:
+    """The most memory a pod holding `chips` chips of one TPU VM can request: what GKE leaves
+    of that VM's RAM (ct5lp-hightpu-8t has 384 GB, less than the 512 GiB of the physical v5e
+    host); None where the data gives no VM memory for that chip count."""
+    vm = (data()["tpu"].get(hw.accelerator) or {}).get("vm_memory_bytes") or {}
+    ram = {int(k): float(v) for k, v in vm.items()}.get(chips)
+    return math.floor(gke_allocatable_bytes(ram) / 2**30) * 2**30 if ram else None  # whole GiB, rounded down
+
+
+def tpu_precision_notes(hw: HardwareView, weight_precision: str, kv_precision: str) -> list[str]:
+    """What a vLLM TPU deployment needs for the plan's precisions (manifest header lines);
+    BadInput when vLLM TPU loads no weights of that precision on this generation (tpu-inference's
+    quantization table, `serving_weights` in the data)."""
+    slices = tpu_slices(hw.accelerator)
+    if slices is None:
+        return []
+    out: list[str] = []
+    if weight_precision not in ("bf16", "fp16"):
+        if weight_precision not in slices.serving_weights:
+            raise BadInput(
+                f"The plan serves {weight_precision} weights on {hw.accelerator}; vLLM TPU loads "
+                f"{', '.join(slices.serving_weights)} weights there.",
+                "vLLM TPU takes quantized weights from a pre-quantized checkpoint, and tpu-inference lists "
+                "INT8 W8A8 and INT4 AWQ on v5e, v5p and v6e, FP8 and FP4 on TPU7x only.",
+                "Re-plan with serving.weight_precision: "
+                + " or ".join(w for w in slices.serving_weights if w != "bf16")
+                + " (or bf16).",
+            )
+        out.append(
+            f"weights: {weight_precision} as planned only from a pre-quantized checkpoint (vLLM TPU reads the "
+            "method from its config, tpu-inference: INT8 W8A8 compressed-tensors, INT4 AWQ, FP8 compressed-tensors "
+            "on TPU7x): set MODEL to one; the 16-bit checkpoint would not fit the planned memory"
+        )
+    if kv_precision not in ("bf16", "fp16"):
+        times = "four" if kv_precision in ("int4", "fp4") else "twice"
+        out.append(
+            f"KV cache: the plan's {kv_precision} KV is not written (tpu-inference's quantized KV cache is "
+            f"untested); the engine keeps it in bf16, {times} the bytes per token the plan counts, so fewer "
+            "sequences fit per replica than planned"
+        )
+    return out
 
 
 def instance_selector(priced: tuple[str, str] | None) -> dict[str, str]:
@@ -175,13 +256,17 @@ def user_selector(user_labels: dict[str, str] | None) -> dict[str, str]:
 
 
 def node_selector(
-    hw: HardwareView, priced: tuple[str, str] | None, user_labels: dict[str, str] | None, tpu_chips: int = 0
+    hw: HardwareView,
+    priced: tuple[str, str] | None,
+    user_labels: dict[str, str] | None,
+    tpu_chips: int = 0,
+    tpu_hosts: int = 1,
 ) -> dict[str, str]:
     """The labels pods (and the Kueue ResourceFlavor) select nodes by: the caller's labels
     when given, else the priced instance type; a TPU adds GKE's TPU labels."""
     out = user_selector(user_labels)
     if hw.vendor == "google":  # the slice's labels, not the priced host (its chip count may differ)
-        return out | tpu_selector(hw, tpu_chips)
+        return out | tpu_selector(hw, tpu_chips, tpu_hosts)
     return out or instance_selector(priced)
 
 

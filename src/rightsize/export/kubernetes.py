@@ -4,10 +4,12 @@ Serving (`serving.yaml`): vLLM with the plan's tensor parallelism, replicas, acc
 requests and KV / batch limits (`export.vllm`), on the accelerator's own stack
 (`export.k8s_platform`: `nvidia.com/gpu` + the CUDA vLLM image, `amd.com/gpu` + ROCm's,
 `aws.amazon.com/neuron` + the Neuron vLLM image, `google.com/tpu` + vLLM TPU on a GKE
-single-host slice; Gaudi refused with the reason), images pinned by exact tag, pods placed
-on the instance type the plan priced: a Deployment when a replica fits one node, a
-LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, LWS v0.10) when it spans GPU nodes (Ray
-across the group, as LWS's vLLM example does); startup, liveness and readiness probes on
+slice, one host or a multi-host slice; `habana.ai/gaudi` + Intel's vLLM fork for Gaudi,
+`export.k8s_gaudi`), images pinned by exact tag, pods placed on the
+instance type the plan priced: a Deployment when a replica fits one node, a LeaderWorkerSet
+(leaderworkerset.x-k8s.io/v1, LWS v0.10) when it spans GPU nodes or the hosts of a
+multi-host TPU slice (Ray across the group, as LWS's vLLM example and tpu-inference's GKE
+multi-host example do); startup, liveness and readiness probes on
 vLLM's `/health`; a Service; a KEDA ScaledObject (keda.sh/v1alpha1, KEDA v2.20) scaling on
 `vllm:num_requests_waiting` with the target, floor and ceiling from `export.thresholds`; a
 PodDisruptionBudget below the autoscaler's floor, so node drains proceed. An interactive
@@ -23,10 +25,19 @@ from typing import Any
 
 import yaml
 
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.errors import BadInput
+from rightsize.export import k8s_gaudi
 from rightsize.export.header import comment_block
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests, shm
-from rightsize.export.k8s_platform import Image, Stack, instruct_model, node_selector
+from rightsize.export.k8s_platform import (
+    Image,
+    Stack,
+    instruct_model,
+    node_selector,
+    tpu_pod_memory_cap_bytes,
+    tpu_precision_notes,
+)
 from rightsize.export.k8s_training import training_files
 from rightsize.export.names import Arg, argv, promql_string, shell_args
 from rightsize.export.plan_view import ServingView
@@ -74,6 +85,10 @@ def _engine_args(v: ServingView, st: Stack, image: Image) -> list[Arg]:
     if image.engine == "vllm-neuron":  # Neuron's TP counts logical NeuronCores, not devices
         cores = v.tp * st.neuron_cores_per_device
         args = [(f, cores if f == "--tensor-parallel-size" else val) for f, val in args]
+    slices = tpu_slices(v.hw.accelerator) if image.engine == "vllm-tpu" else None
+    if slices is not None and slices.devices_per_chip > 1:  # vLLM TPU counts JAX devices (TPU7x: 2 a chip)
+        devices = v.tp * slices.devices_per_chip
+        args = [(f, devices if f == "--tensor-parallel-size" else val) for f, val in args]
     return [*args, ("--port", PORT)]
 
 
@@ -96,6 +111,8 @@ def _vllm_container(
     name: str = "vllm",
 ) -> dict[str, Any]:
     n = _devices(v)
+    mem = v.host_memory_need_bytes_per_gpu * n
+    cap = tpu_pod_memory_cap_bytes(v.hw, n) if v.hw.vendor == "google" else None
     c: dict[str, Any] = {
         "name": name,
         "image": image.image,
@@ -104,7 +121,7 @@ def _vllm_container(
             {"name": "MODEL", "value": model},
             {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}},
         ],
-        "resources": pod_requests(n, v.cpu_cores_need_per_gpu * n, v.host_memory_need_bytes_per_gpu * n, st.resource),
+        "resources": pod_requests(n, v.cpu_cores_need_per_gpu * n, min(mem, cap or mem), st.resource),
         "volumeMounts": [shm()[1]],
     }  # fmt: skip
     if command:
@@ -232,6 +249,13 @@ def _trtllm_workload(
     return _deployment(v, name, labels, container, selector, [volume])
 
 
+# vLLM TPU (tpu-inference) runs one replica over the hosts of a multi-host slice as a Ray
+# cluster when this is set: vllm-project/tpu-inference examples/offload/gke/benchmarks/multi-host/
+# deploy-baseline.yaml (LeaderWorkerSet, a pod per 4-chip host, google.com/tpu 4, the slice's
+# topology label, TPU_MULTIHOST_BACKEND=ray on leader and workers), read 2026-11.
+TPU_MULTIHOST_ENV = "TPU_MULTIHOST_BACKEND"
+
+
 def _serving_workload(
     v: ServingView,
     name: str,
@@ -245,6 +269,12 @@ def _serving_workload(
         return _sglang_workload(v, st, image, name, labels, model, selector)
     if engine_name == "trtllm":
         return _trtllm_workload(v, st, image, name, labels, model, selector)
+    if image.engine == "vllm-gaudi":  # Intel's fork: its own arguments, environment and INC volume
+        container = {
+            **k8s_gaudi.container(v, _vllm_container(v, st, image, model, [], name="vllm"), PORT),
+            **_probes(),
+        }
+        return _deployment(v, name, labels, container, selector, k8s_gaudi.volumes(v, name))
     engine = _engine_args(v, st, image)
     if v.nodes_per_replica == 1:
         args = ["--model", "$(MODEL)", *argv(engine)]  # Kubernetes expands $(MODEL) from the env
@@ -259,11 +289,11 @@ def _serving_workload(
                 "template": {"metadata": {"labels": labels}, "spec": _pod_spec([container], selector)},
             },
         }
-    if image.engine != "vllm":
+    if image.engine not in ("vllm", "vllm-tpu"):
         raise BadInput(
             f"A replica of TP{v.tp} spans {v.nodes_per_replica} {v.hw.node} nodes; {image.engine} is exported "
             "for one node per replica.",
-            "Multi-node replicas are written as Ray groups of the CUDA/ROCm vLLM image only.",
+            "Multi-node replicas are written as Ray groups of the CUDA/ROCm and TPU vLLM images only.",
             f"Re-plan with at most {v.hw.gpus_per_node} devices per replica (targets.max_tp).",
         )
     # "$MODEL": the container's env (the served model); the rest quoted by names.shell_args
@@ -273,6 +303,9 @@ def _serving_workload(
     leader = {**_vllm_container(v, st, image, model, [leader_cmd], ["/bin/sh", "-c"]), **_probes()}
     worker = _vllm_container(v, st, image, model, [worker_cmd], ["/bin/sh", "-c"])
     worker["name"] = "vllm-worker"
+    if image.engine == "vllm-tpu":  # one pod per host of the slice, Ray across them
+        for c in (leader, worker):
+            c["env"].append({"name": TPU_MULTIHOST_ENV, "value": "ray"})
     return _leader_worker_set(v, name, labels, leader, worker, selector)
 
 
@@ -343,7 +376,12 @@ def serving_files(
         "app.kubernetes.io/component": image.engine if engine_name != "vllm" else "vllm",
     }
     model, model_why = served_model(v)
-    selector = node_selector(v.hw, v.priced_instance, node_labels, tpu_chips=v.tp)
+    tpu_notes = (
+        tpu_precision_notes(v.hw, v.weight_precision, v.kv_precision) if image.engine == "vllm-tpu" else []
+    )
+    selector = node_selector(
+        v.hw, v.priced_instance, node_labels, tpu_chips=v.gpus_per_replica, tpu_hosts=v.nodes_per_replica
+    )
     workload = _serving_workload(v, name, labels, model, selector, engine_name)
     lo, hi = replica_bounds(v)
     target = autoscale_waiting_target(v)
@@ -355,6 +393,7 @@ def serving_files(
         docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, v.header, labels),
                      "data": {TRTLLM_OPTIONS_FILE: options}})  # fmt: skip
     docs += [
+        *k8s_gaudi.claims(v, name, image),
         workload,
         {"apiVersion": "v1", "kind": "Service", "metadata": meta(name, v.header, labels),
          "spec": {"selector": pod_labels, "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]}},
@@ -391,9 +430,12 @@ def serving_files(
     ]
     if engine_name == "trtllm":
         lines.append(weights_note(v))
+    lines += k8s_gaudi.header_lines(v, image)
+    lines += tpu_notes
     head = comment_block(
         v.header,
-        f"Kubernetes serving manifests ({ENGINE_VERSIONS[engine_name]}, KEDA v2.20, LWS v0.10)",
+        f"Kubernetes serving manifests ({k8s_gaudi.version(image) or ENGINE_VERSIONS[engine_name]}, KEDA v2.20, "
+        "LWS v0.10)",
         lines,
     )
     return {"serving.yaml": dump(head, docs)}

@@ -27,6 +27,7 @@ from rightsize.perf import remat
 
 READ_SCHEMA_VERSIONS = (1, 2)  # plan JSON versions this adapter understands (2: typed plan, #12)
 EXPORTABLE = ("training_plan", "serving_plan")
+KIND_EXPORTS = ("vision_plan", "recommendation_plan")  # export.kind_exports
 
 # Ranges a plan's figures must fall in (far beyond any real plan; they keep a hand-edited
 # plan from overflowing arithmetic or writing absurd files).
@@ -143,6 +144,7 @@ class TrainingView:
     priced_instance: tuple[str, str] | None = None  # (provider, instance type) the cloud cost priced
     checkpoints_bytes: float = 0.0  # the retained checkpoints (sizing.storage)
     dataset_bytes: float = 0.0  # the preprocessed training data (sizing.storage)
+    moe_dispatch_dtype: str = "bf16"  # the MoE token dispatch on the wire the plan timed
 
     @property
     def steps(self) -> int:
@@ -299,6 +301,8 @@ def _hardware(best: Fields) -> HardwareView:
 def plan_kind(plan: dict[str, Any]) -> str:
     header(plan)  # a plan of another schema version is refused before anything is read
     kind = str(plan.get("kind"))
+    if kind in KIND_EXPORTS:  # vision and recommendation: their own module says what it writes
+        return kind
     if kind not in EXPORTABLE and kind != "fleet_plan":
         raise BadInput(
             f"Plans of kind {one_line(kind)[:40]!r} cannot be exported yet.",
@@ -401,6 +405,15 @@ def _priced_instance(sizing: Fields) -> tuple[str, str] | None:
     return (found.group(1), found.group(2)) if found else None
 
 
+def job_start_s(best: Fields) -> float:
+    """The plan's own start-up line (`best.whole_run.parts`, "job start": scheduling, container
+    and distributed init), 0 when the plan has none (plans before it was modelled)."""
+    for part in best.sub("whole_run", False).items("parts", False):
+        if isinstance(part, dict) and part.get("part") == "job start":
+            return check_num(part.get("time_s"), "best.whole_run.parts", "time_s", 0.0, MAX_SECONDS)
+    return 0.0
+
+
 def _storage(sizing: Fields) -> dict[str, Any]:
     cap = sizing.sub("storage", False).sub("capacity", False)
     return {
@@ -430,6 +443,11 @@ def training_view(plan: dict[str, Any]) -> TrainingView:
         mfu=best.num("mfu", 0.0, 1.0, default=0.0),
         priced_instance=_priced_instance(sizing),
         **_storage(sizing),
+        moe_dispatch_dtype=choice(
+            spec.sub("training").text("moe_dispatch_dtype", default="bf16"),
+            ("bf16", "fp8"),
+            "training.moe_dispatch_dtype",
+        ),
     )
 
 

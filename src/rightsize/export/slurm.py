@@ -10,12 +10,15 @@
 - `profile.sbatch`: measures what the allocation delivers: `rightsize profile comms` as
   one task per GPU (both tiers, see `profile.dist_comms`) and `rightsize profile train`
   under srun + torchrun; the records land in `profiles/` for `rightsize calibrate`.
-- `serve.sbatch`: a job array, one vLLM server per replica with the plan's TP and limits.
+- `serve.sbatch`: a job array, one vLLM server per replica with the plan's TP and limits;
+  on Gaudi, Intel's vLLM fork (`export.vllm_gaudi`) on the GPU GRES of Intel's Slurm fork.
 
 Scripts are lists of lines: fixed shell text written here, and plan data only as quoted
 words (`export.shell_words`): names become safe tokens in `#SBATCH` lines and escaped text
-in comments. Only NVIDIA and AMD plans export (CUDA or ROCm: gres `gpu`, NCCL or RCCL);
-TPU, Trainium and Gaudi plans are refused with the stack they need.
+in comments. NVIDIA and AMD plans export (CUDA or ROCm: gres `gpu`, NCCL or RCCL), and Gaudi
+plans (Intel's Slurm fork: GresTypes=gpu, docs.habana.ai "Using Slurm Workload Manager with
+Intel Gaudi"; Intel's vLLM and Megatron-LM forks); TPU and Trainium plans are refused with the
+stack they need.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ from rightsize.export.trtllm import MULTI_NODE_LAUNCHER as TRTLLM_LAUNCHER
 from rightsize.export.trtllm import OPTIONS_FILE as TRTLLM_OPTIONS_FILE
 from rightsize.export.trtllm import TRTLLM_VERSION, llm_api_options, trtllm_arg_list
 from rightsize.export.vllm import VLLM_VERSION, vllm_args
+from rightsize.export.vllm_gaudi import FORK_TAG, VLLM_GAUDI_VERSION, gaudi_arg_list, gaudi_env, uses_inc
+from rightsize.export.vllm_gaudi import header_lines as gaudi_header_lines
 
 ENGINE_VERSIONS = {"vllm": VLLM_VERSION, "sglang": SGLANG_VERSION, "trtllm": TRTLLM_VERSION}
 
@@ -81,8 +86,9 @@ _STACKS = {
                "Export with --target kubernetes (GKE TPU node pools), or plan for GPUs."),
     "aws": ("Trainium", "the AWS Neuron SDK (torch-neuronx, neuronx-distributed) and its launcher",
             "Run with the Neuron stack's own Slurm examples (AWS ParallelCluster), or plan for GPUs."),
-    "intel": ("Gaudi", "Habana's stack (SynapseAI, HCCL, the Gaudi builds of Megatron-DeepSpeed or "
-              "Optimum Habana)", "Run with Habana's own launchers, or plan for GPUs."),
+    "intel": ("Gaudi", "Habana's stack (SynapseAI, HCCL; training through Intel's Megatron-LM fork, "
+              "serving through Intel's vLLM fork); rightsize profile measures CUDA/ROCm devices only",
+              "Export train.sbatch or serve.sbatch (written for Gaudi), or plan for GPUs."),
 }  # fmt: skip
 
 
@@ -211,7 +217,8 @@ def _train_env(v: TrainingView, launch: Launch) -> list[str]:
     per_gpu = f", {v.nic_gbps_per_gpu:g} Gb/s per GPU" if v.nic_gbps_per_gpu else ""
     lines += ["", *comment_lines([f"Fabric: {fabric}{per_gpu}"])]
     own = {k for k, _, _ in launch.env}  # the framework's own needs win over the fabric's defaults
-    for k, val, why in nccl_env(v.fabric_kind, v.rails, v.hw.vendor, plan_nic(v)):
+    fabric_env = [] if v.hw.vendor == "intel" else nccl_env(v.fabric_kind, v.rails, v.hw.vendor, plan_nic(v))
+    for k, val, why in fabric_env:  # Gaudi: HCCL over the on-chip RoCE ports, no NCCL settings
         lines += [] if k in own else [f"export {k}={word(val)}  # {why}"]
     for k, value, why in launch.env:
         lines.append(f"unset {k}  # {why}" if value is None else f"export {k}={word(value)}  # {why}")
@@ -220,7 +227,8 @@ def _train_env(v: TrainingView, launch: Launch) -> list[str]:
 
 def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
     """The training job script and the framework files beside it."""
-    check_stack(v.hw)
+    if v.hw.vendor != "intel":  # Gaudi: Intel's Megatron-LM fork (frameworks.launch_for)
+        check_stack(v.hw)
     launch = launch_for(v, framework)
     gpn = _gpus_per_node(v)
     cpus = _fit_node(v.hw, gpn, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
@@ -350,6 +358,10 @@ SERVE_LAUNCH = {
     "trtllm": "TensorRT-LLM (trtllm-serve; srun --mpi=pmix + trtllm-llmapi-launch across nodes)",
 }
 RAY_PORT = 6379
+GAUDI_INSTALL = (
+    f"on the nodes: Intel Gaudi software 1.22.0 and the fork at tag {FORK_TAG} (README_GAUDI: git checkout "
+    f"{FORK_TAG}; pip install -r requirements-hpu.txt; python setup.py develop), or Intel's vllm-installer image for 1.22.0 (catalog kubernetes.yaml)"
+)
 
 
 def _engine_lines(v: ServingView, engine: str) -> tuple[list[str], dict[str, str]]:
@@ -398,6 +410,15 @@ def _engine_lines(v: ServingView, engine: str) -> tuple[list[str], dict[str, str
             "done",
             "wait",
         ], {}  # fmt: skip
+    if v.hw.vendor == "intel":  # Intel's vLLM fork for Gaudi, one node per replica (export.vllm_gaudi)
+        env = [f"export {k}={word(val)}  # {why}" for k, val, why in gaudi_env(v)]
+        need = [': "${QUANT_CONFIG:?set QUANT_CONFIG to the INC quantization config from Intel calibration}"']
+        args = arg_words(shell_args([*gaudi_arg_list(v), port]))
+        return [
+            *env,
+            *(need if uses_inc(v) else []),
+            *command(["srun", "vllm", "serve", '"$MODEL"', *args]),
+        ], {}
     args_v = vllm_args(v, port="$PORT")
     if nodes == 1:
         return command(["srun", "vllm", "serve", '"$MODEL"', *arg_words(args_v)]), {}
@@ -419,7 +440,9 @@ def _engine_lines(v: ServingView, engine: str) -> tuple[list[str], dict[str, str
 
 def serve_sbatch(v: ServingView, engine: str | None = None) -> dict[str, str]:
     """A job array: one server per replica (array task), on `nodes_per_replica` nodes each."""
-    check_stack(v.hw)
+    gaudi = v.hw.vendor == "intel"  # Intel's vLLM fork; other engines refused by pick_engine
+    if not gaudi:
+        check_stack(v.hw)
     engine_name = pick_engine(v, engine)
     if v.disaggregated is not None:
         return _disaggregated_sbatch(v, engine_name)
@@ -428,20 +451,21 @@ def serve_sbatch(v: ServingView, engine: str | None = None) -> dict[str, str]:
     mem_gib = max(8, math.ceil(v.host_memory_need_bytes_per_gpu * per_node / GiB))
     mem_gib = min(mem_gib, int(v.hw.host_memory_bytes_per_node // GiB))
     layout = f"TP{v.tp}" + (f" x PP{v.pp}" if v.pp > 1 else "") + (f", EP{v.ep}" if v.ep > 1 else "")
-    name, head = _head(v.header, f"Slurm serving job ({ENGINE_VERSIONS[engine_name]})", [
+    version = VLLM_GAUDI_VERSION if gaudi else ENGINE_VERSIONS[engine_name]
+    name, head = _head(v.header, f"Slurm serving job ({version})", [
         f"chosen: {v.replicas} replica(s) x {layout} on {v.hw.accelerator} ({v.hw.node}"
         + (f", {nodes} nodes per replica" if nodes > 1 else "") + f"), weights "
         f"{v.weight_precision}, KV cache {v.kv_precision}",
         f"each replica sustains {v.replica_capacity_rps:.2f} req/s within the SLOs; sized for "
         f"{v.design_rate_rps:.1f} req/s; one array task per replica, port 8000 + task id",
-        f"engine: {SERVE_LAUNCH[engine_name]}",
+        *(gaudi_header_lines(v) + [GAUDI_INSTALL] if gaudi else [f"engine: {SERVE_LAUNCH[engine_name]}"]),
         "no --time: the partition's default limit applies to a long-running server",
     ])  # fmt: skip
     opts = [("job-name", name), ("array", f"0-{v.replicas - 1}"), ("nodes", str(nodes)),
             ("ntasks-per-node", "1"), ("gpus-per-node", str(per_node)), ("cpus-per-task", str(cpus * per_node)),
             ("mem", f"{mem_gib}G"), ("output", "%x-%A_%a.out")]  # fmt: skip
     launch, extra = _engine_lines(v, engine_name)
-    if engine_name == "vllm":
+    if engine_name == "vllm" and not gaudi:
         need = sorted(arg_variables(vllm_args(v, port="$PORT")) - _DEFINED)
         checks = [f': "${{{x}:?set {x} (the vLLM arguments use it)}}"' for x in need]
     else:

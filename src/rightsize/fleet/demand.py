@@ -62,6 +62,7 @@ class WorkloadDemand:
     notes: list[str] = field(default_factory=list)
     solo_gpus: int = 0  # what it needs alone at its peak (a batch job: to finish in its window)
     turnaround: tuple[float, float] | None = None  # (longest a run may take, one run on its gang), s
+    runs_per_month: float | None = None  # a recurring job's runs (each its own day on a capacity block)
 
     @property
     def placed(self) -> bool:
@@ -216,6 +217,8 @@ def job_demand(
         notes,
         solo,
     )
+    if periods and (runs is not None or w.batch is not None):
+        d.runs_per_month = float(runs if runs is not None else RUNS_PER_MONTH["daily"])  # type: ignore[arg-type]
     turnaround = w.turnaround or view.turnaround_s
     if turnaround and view.run_s and w.batch is None:
         # However the pool places the GPU-hours, one run lasts its own wall time on its gang.

@@ -5,6 +5,8 @@
 - Jobs that miss a deadline (the month, how much is left undone).
 - Spot suitability per workload: preemptible, and how much longer spot makes it.
 - What pooling saves against each workload on its own capacity.
+- Each capacity block booked: what it costs, and what on demand and a 1-year reservation of the
+  same GPUs would (why the plan chose it).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ SPOT_SUITS_BELOW = 1.25  # spot suits a workload whose work takes at most this m
 
 def fleet_findings(plan: FleetPlan, u: Usage) -> list[Finding]:
     out = [f for f in (_peaks(plan, u), _idle(plan), _saving(plan), _solver(plan)) if f is not None]
-    out += _misses(plan) + _spot(plan)
+    out += _misses(plan) + _spot(plan) + _blocks(plan)
     return sorted(out, key=lambda f: -f.impact)
 
 
@@ -177,6 +179,56 @@ def _spot(plan: FleetPlan) -> list[Finding]:
                 "Let it run on spot (preemptible: true, spot in policy.capacity) with frequent checkpoints."
                 if suits
                 else "Keep it on committed or on-demand capacity.",
+            )
+        )
+    return out
+
+
+def _blocks(plan: FleetPlan) -> list[Finding]:
+    """Why each capacity block: its price against on demand for the same GPU-hours (where the cap
+    allows that many GPUs at once) and against reserving the same GPUs for a year."""
+    out = []
+    for p in plan.purchases:
+        if "node_days" not in p:
+            continue
+        pr = plan.pools[p["pool"]]
+        hours = p["work_gpu_hours"]  # on demand pays the work's hours only
+        alt = {}
+        od = pr.usd_per_gpu_hour.get("on_demand")
+        if od is not None:
+            alt["on_demand_usd"] = hours * od
+        r1 = pr.usd_per_gpu_hour.get("reserved_1y")
+        if r1 is not None:
+            alt["reserved_1y_usd"] = p["gpus"] / plan.policy.utilisation_target * r1 * 8760.0
+        cap = pr.burst_caps_gpus.get("on_demand", float("inf"))
+        why = (
+            [
+                f"on demand {_usd(alt['on_demand_usd'])}"
+                + (f" (but capped at {cap:,.0f} GPUs at once)" if p["gpus"] > cap else "")
+            ]
+            if "on_demand_usd" in alt
+            else []
+        )
+        if "reserved_1y_usd" in alt:
+            why.append(f"a 1-year reservation of the same GPUs {_usd(alt['reserved_1y_usd'])}")
+        out.append(
+            Finding(
+                "fleet_capacity_block",
+                "over-provisioning",
+                0.03,
+                f"{p['month']}: {p['gpus']:,} {p['pool']} GPUs on capacity blocks for {p['days']:.1f} days, "
+                f"{_usd(p['usd_in_horizon'])}; " + ("; ".join(why) or "no other kind priced"),
+                {
+                    "pool": p["pool"],
+                    "month": p["month"],
+                    "node_days": p["node_days"],
+                    "offer": p["offer"],
+                    "block_usd": p["usd_in_horizon"],
+                    **alt,
+                },
+                f"Book it ahead ({p['offer']}; AWS: start up to 8 weeks ahead, 1-14 days in 1-day steps, "
+                "then 7-day steps to 182 days, paid up front); set policy.burst_caps.capacity_block_gpus to "
+                "what the provider offers you.",
             )
         )
     return out

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from rightsize.fleet.blocks import KIND as BLOCK
 from rightsize.fleet.demand import HOURS, Calendar, WorkloadDemand
 from rightsize.fleet.prices import PoolPrices
 from rightsize.fleet.solver import Solution
 
-FLAVORS = ("reserved", "on_demand", "spot")
+FLAVORS = ("reserved", "on_demand", "spot", BLOCK)
 EPS = 1e-6
 
 
@@ -69,13 +70,15 @@ def holdings(
         h.unit[w.name], h.nodes_per_unit[w.name] = unit, nodes
         placed = sol.get(f"x:{w.name}", shape)
         spot = sol.get(f"xs:{w.name}", shape) * (w.spot_factor or 1.0)
+        block = sol.get(f"xb:{w.name}", shape)
         want[w.name] = _whole(w.fixed + placed, unit)
         h.gpus[w.name] = {
             "reserved": np.zeros(shape),
             "on_demand": np.zeros(shape),
             "spot": _whole(spot, unit),
+            BLOCK: _whole(block, unit),
         }
-        work_gpus = w.fixed + placed + spot
+        work_gpus = w.fixed + placed + spot + block
         h.run_gang_hours[w.name] = (work_gpus.sum(axis=1) * cal.days) / max(w.gang_gpus, 1)
     for acc in pools:
         mine = [w for w in work if w.pool == acc]
@@ -115,7 +118,7 @@ def _assign(
 
 def _check_caps(h: Holdings, cal: Calendar, acc: str, names: list[str]) -> None:
     """Where whole units pack worse than the program's GPUs, burst can pass a cap: say where."""
-    for kind in ("on_demand", "spot"):
+    for kind in ("on_demand", "spot", BLOCK):
         cap = h.caps[acc].get(kind)
         if cap is None or not names:
             continue

@@ -7,9 +7,13 @@ numbers): a bound on the best cost and where the gangs go. Phase 2 fixes the gan
 `fleet.rounding` puts them (whole, within the caps) and solves again with the nodes bought integer,
 which is quick. If that has no solution, the counts may take any whole value up to the ceiling of
 their relaxed total; failing that, the full program is solved. A small program (few integers)
-also gets that neighbourhood search after the rounding, bounded by a node count (not by time, so
-the result does not depend on the machine's speed), and keeps the better plan. The gap reported is the final cost
-against phase 1's bound, so it covers both the solver's gap and the rounding.
+is then solved whole by branch and bound (its work left undone at most the plan's), bounded by a
+node count (not by time, so the result does not depend on the machine's speed): it keeps the
+better plan, and HiGHS's bound on that integer program (every plan that does as much of the work)
+replaces phase 1's when higher. Phase 1's linear bound lets a gang be held in
+fractions, say a quarter of a 1,024-GPU gang within a 256-GPU on-demand cap, so it can sit far
+below every whole-gang plan; the integer bound does not. The gap reported is the final cost
+against the best bound, so it covers both the solver's gap and the rounding.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-GANG_BLOCKS = ("cr", "co", "cs", "start")
+GANG_BLOCKS = ("cr", "co", "cs", "cb", "start")
 POLISH_MAX_INTEGERS = 600  # programs this small also get a search near the rounded solution
 POLISH_NODES = 2000  # ... bounded by nodes, not time, so the plan is the same every run
 
@@ -37,6 +41,8 @@ class Outcome:
     stopped: bool  # a time limit stopped a phase
     gap: float | None  # relative, against the best bound known
     phases: int
+    bound: float | None = None  # the best bound on the objective (cost, penalties and tie-breaks)
+    bound_from: str = "linear"  # linear: gangs relaxed to fractions; integer: HiGHS's whole-program bound
 
 
 @contextlib.contextmanager
@@ -170,17 +176,23 @@ def two_phase(p: Program, limit_s: float, gap: float, seed: int, rounder: Rounde
             phase,
         )
     best = r2
-    if phases == 2 and int(p.integ.sum()) <= POLISH_MAX_INTEGERS:  # a small program: look near it
+    bound_from = "linear"
+    if phases == 2 and int(p.integ.sum()) <= POLISH_MAX_INTEGERS:  # a small program: solve it whole
         left = limit_s - (time.perf_counter() - t0)
         if left > 0.05:
             opts = {**options(left, gap, seed), "mip_max_nodes": POLISH_NODES}
-            r3 = milp(p.c, p.integ, p.lb, tries[-2][1], p.a, p.lo, p.hi, opts)
+            # misses no larger than the plan's: the bound is then on plans that do as much work
+            ub3 = np.where(p.pen > 0, np.minimum(p.ub, r2.x * (1 + 1e-9) + 1e-6), p.ub)
+            r3 = milp(p.c, p.integ, p.lb, ub3, p.a, p.lo, p.hi, opts)
             stopped = stopped or int(r3.status) == 1
             if ok(r3) and float(p.c @ r3.x) < float(p.c @ r2.x) - 1e-9:
                 best, phases = r3, 3
+            b3 = getattr(r3, "mip_dual_bound", None)  # the whole program's: a bound on every plan
+            if b3 is not None and np.isfinite(b3) and (bound is None or float(b3) > bound):
+                bound, bound_from = float(b3), "integer"
     obj = float(p.c @ best.x)
     rel = None if bound is None else max(0.0, (obj - bound) / max(abs(obj), 1e-9))
-    return Outcome(best.x, str(best.message), stopped, rel, phases)
+    return Outcome(best.x, str(best.message), stopped, rel, phases, bound, bound_from)
 
 
 def _finite(g: Any) -> float | None:

@@ -19,6 +19,7 @@ class Model:
         self.tie: list[np.ndarray] = []
         self.integer: list[np.ndarray] = []
         self.n = 0
+        self.days: np.ndarray = np.zeros(0)  # days of each month of the grid
         self.rows: list[tuple[np.ndarray, np.ndarray, float, float]] = []
         # one variable fixed at 0: slots where a job may not run point at it
         self.zero = int(self.add("zero", (1,), 0.0, 0.0)[0])

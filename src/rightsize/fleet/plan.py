@@ -22,6 +22,8 @@ import numpy as np
 
 from rightsize.errors import BadInput, RightsizeError
 from rightsize.fleet import timeline as tl
+from rightsize.fleet.blocks import KIND as BLOCK
+from rightsize.fleet.blocks import block_cap_gpus
 from rightsize.fleet.caps import ON_DEMAND_GPUS, SPOT_GPUS, burst_caps
 from rightsize.fleet.dedicated import dedicated_solutions
 from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
@@ -293,7 +295,7 @@ def solve_pool(
         summed.seconds = pooled.seconds
         summed.stopped_at_time_limit = pooled.stopped_at_time_limit
         summed.time_limit_s, summed.gap_limit = pooled.time_limit_s, pooled.gap_limit
-        summed.mip_gap = pooled.mip_gap
+        summed.mip_gap, summed.gap_usd, summed.bound_from = pooled.mip_gap, pooled.gap_usd, pooled.bound_from
         pooled = summed
     return pooled, dedicated
 
@@ -389,12 +391,22 @@ def _pools(views: list[WorkloadView], policy: FleetPolicy, fleet: ResolvedFleet)
             pools[v.accelerator] = pool_prices(v.demand, list(policy.capacity), fleet.spec.infrastructure)
     caps = burst_caps(policy.burst_caps)
     pools = {
-        acc: dataclasses.replace(pr, burst_caps_gpus=dict(caps), owned_capital=policy.owned_capital)
+        acc: dataclasses.replace(
+            pr,
+            burst_caps_gpus={
+                **caps,
+                BLOCK: block_cap_gpus(pr.gpus_per_node, policy.burst_caps.capacity_block_gpus),
+            },
+            owned_capital=policy.owned_capital,
+        )
         for acc, pr in pools.items()
     }
     for acc, pr in pools.items():
-        if not set(pr.usd_per_gpu_hour) - {"spot"}:
-            why = "; ".join(f"{k}: {w}" for k, w in pr.unavailable.items()) or "only spot is allowed"
+        if not set(pr.usd_per_gpu_hour) - {"spot", BLOCK}:
+            why = (
+                "; ".join(f"{k}: {w}" for k, w in pr.unavailable.items())
+                or "only spot and capacity blocks are allowed"
+            )
             raise BadInput(
                 f"The {acc} pool has no capacity it may use for services and fixed work.",
                 why,
@@ -432,7 +444,8 @@ def _assumptions(plan: FleetPlan) -> list[str]:
         "growth, rounded up to whole replicas, at least one.",
         f"The committed pool is planned busy at most {p.utilisation_target:.0%} of its GPUs "
         "(policy.utilisation_target); commitments are bought in whole nodes.",
-        "Reservations running past the horizon are charged for their months inside it; owned nodes are "
+        "Reservations running past the horizon are charged for their months inside it (what they still "
+        "owe after it is stated with each purchase); owned nodes are "
         "bought outright (capital in full when bought, running cost inside the horizon), their life "
         "beyond the horizon stated as the value left (straight line), not subtracted.",
         "Shared parts in both costs: a scale-out fabric where nodes are owned (pooled: one, for the "
@@ -450,4 +463,8 @@ def _assumptions(plan: FleetPlan) -> list[str]:
         f"{ON_DEMAND_GPUS} on-demand and {SPOT_GPUS} spot GPUs). Alone, each workload gets a share of "
         "the caps in proportion to its own peak, so the dedicated plans together fit the same provider.",
         f"Cloud quotas carry a {p.safety_margin:.0%} margin over the planned burst peak (policy.safety_margin).",
+        "Capacity blocks (short-term reserved GPUs, catalog capacity_blocks.yaml, e.g. AWS EC2 Capacity "
+        "Blocks) are booked by a job for whole days of whole gangs, every hour of those days paid, within "
+        "the provider's limit (policy.burst_caps.capacity_block_gpus, or AWS's 256 instances across blocks); "
+        "a block price is that provider's, even where another provider prices the pool's on-demand.",
     ]

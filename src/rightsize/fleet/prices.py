@@ -1,6 +1,8 @@
 """What one GPU-hour of each kind of capacity costs in a pool, from the dated price table.
 
-Cloud kinds (on-demand, 1- and 3-year reserved, spot) are the catalog's USD per GPU-hour. Owning
+Cloud kinds (on-demand, 1- and 3-year reserved, spot) are the catalog's USD per GPU-hour; a
+capacity block (short-term reserved GPUs, `fleet.blocks`) its own dated table's, paid for every
+hour of the days booked. Owning
 is the on-premises total cost of one node per GPU-hour, every hour of the year (amortised capex,
 energy at the facility power, facility and operations), from `sizing.cost.size_cost`; the shared
 fabric and storage are sized once for the pool (`fleet.fleet_cost`). A reservation is paid for
@@ -19,6 +21,8 @@ import numpy as np
 from rightsize.catalog import get_node
 from rightsize.catalog.prices import cloud_price
 from rightsize.errors import BadInput
+from rightsize.fleet.blocks import KIND as BLOCK
+from rightsize.fleet.blocks import block_price
 from rightsize.search.demand import Demand
 from rightsize.sizing.cost import size_cost
 from rightsize.spec.infrastructure import Infrastructure
@@ -40,6 +44,7 @@ class PoolPrices:
     unavailable: dict[str, str] = field(default_factory=dict)  # kind -> why it has no price
     burst_caps_gpus: dict[str, float] = field(default_factory=dict)  # on_demand/spot -> most GPUs at once
     onprem_opex_usd_per_gpu_hour: float = 0.0  # owning less the capital: energy, facility, operations
+    block_offer: str = ""  # whose capacity block is priced: provider, instance, price and date
 
     owned_capital: str = "full"  # policy.owned_capital: full | depreciated
 
@@ -69,7 +74,7 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
     terms: dict[str, int] = {}
     missing: dict[str, str] = {}
     facility_w = capex = opex = 0.0
-    cloud_kinds = [k for k in allowed if k != "onprem"]
+    cloud_kinds = [k for k in allowed if k not in ("onprem", BLOCK)]
     if cloud_kinds:
         try:
             cp = cloud_price(demand.accelerator)
@@ -90,6 +95,19 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
                 prices[k] = price
                 if k in TERM_MONTHS:
                     terms[k] = TERM_MONTHS[k]
+    offer = ""
+    if BLOCK in allowed:
+        bp = block_price(demand.accelerator)
+        if bp is None:
+            missing[BLOCK] = (
+                f"no capacity block price for {demand.accelerator} (catalog capacity_blocks.yaml)"
+            )
+        else:
+            prices[BLOCK] = bp.usd_per_gpu_hour
+            offer = (
+                f"{bp.provider} {bp.instance} capacity block, ${bp.usd_per_instance_hour.value:,.2f}/instance-hour "
+                f"({bp.region}, as of {bp.usd_per_instance_hour.as_of})"
+            )
     if "onprem" in allowed:
         one_node = dataclasses.replace(
             demand, gpus=node.gpus_per_node, replicas=None, run_s=None, runs_per_month=None
@@ -118,4 +136,5 @@ def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> Po
         capex,
         missing,
         onprem_opex_usd_per_gpu_hour=opex,
+        block_offer=offer,
     )

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rightsize.fleet.plan import FleetPlan
 
 RESOURCE = "nvidia.com/gpu"
-FLAVOR_SUFFIX = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
+FLAVOR_SUFFIX = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot", "capacity_block": "block"}
 CAPACITY_LABEL = "rightsize/capacity"
 POOL_LABEL = "rightsize/pool"
 

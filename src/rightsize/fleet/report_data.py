@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rightsize.fleet.demand import HOURS
+from rightsize.fleet.findings import _usd as money
 
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.fleet.plan import FleetPlan
@@ -62,6 +63,14 @@ def _holdings(plan: FleetPlan) -> dict[str, Any]:
     }
 
 
+BOUND_TEXT = {
+    "linear": "the linear relaxation (phase 1: gang counts and nodes in fractions), a lower bound on every "
+    "plan's cost; it lets a big gang be held in fractions within the burst caps, so it can sit far below "
+    "every whole-gang plan: the gap is at most what a better plan could save, not a measured loss",
+    "integer": "HiGHS's bound on the whole integer program (whole gangs, whole nodes): no plan costs less",
+}
+
+
 def solver_dict(plan: FleetPlan) -> dict[str, Any]:
     """How the programs were solved: status, gap reached and allowed, limits; never a silent limit."""
     sol = plan.solution
@@ -74,8 +83,9 @@ def solver_dict(plan: FleetPlan) -> dict[str, Any]:
         "status": sol.status,
         "optimal_within_gap": not sol.stopped_at_time_limit
         and (sol.mip_gap is None or sol.mip_gap <= o.mip_gap + 1e-12),
-        "gap_against": "the best bound of the program with gang counts relaxed (phase 1), so it covers "
-        "the solver's gap and the rounding to whole gangs",
+        "gap_against": BOUND_TEXT.get(sol.bound_from, BOUND_TEXT["linear"]),
+        "bound_from": sol.bound_from,
+        "gap_usd": sol.gap_usd,
         "stopped_at_time_limit": sol.stopped_at_time_limit,
         "variables": sol.variables,
         "integer_variables": sol.integers,
@@ -112,9 +122,11 @@ def solver_headline(s: dict[str, Any]) -> str:
     elif s["optimal_within_gap"]:
         text = f"within its gap ({gap_text}, limit {s['mip_gap_limit']:.2%}) in {s['seconds']:.2f} s"
     else:
+        usd = s.get("gap_usd")
+        most = "" if usd is None else f": a better plan would save at most {money(usd)}"
+        against = "the whole-gang" if s.get("bound_from") == "integer" else "the linear (fractional-gang)"
         text = (
-            f"{gap_text} from the linear bound (asked {s['mip_gap_limit']:.2%}; the rest is at most the price "
-            f"of whole gangs) in {s['seconds']:.2f} s"
+            f"{gap_text} from {against} bound (asked {s['mip_gap_limit']:.2%}{most}) in {s['seconds']:.2f} s"
         )
     late = s["dedicated"]["stopped_at_time_limit"]
     if late:

@@ -3,7 +3,8 @@
 
 Each job-month holds the ceiling of its relaxed total of gang copies: the floor of each kind's
 relaxed copies, and the copies rounding adds on demand while the on-demand cap has room (it is
-paid by the hour), then on spot within its cap, then on the committed pool. Where the spot
+paid by the hour), then on capacity blocks and on spot within their caps, then on the committed
+pool. Where the spot
 copies of a month pass the spot cap, or the on-demand copies of an hour (with the fixed load the
 committed pool did not take in phase 1) pass the on-demand cap, copies move to the committed pool
 (biggest gangs first), which the next solve buys. None when a pool has nothing to commit to.
@@ -16,13 +17,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rightsize.fleet.blocks import KIND as BLOCK
 from rightsize.fleet.demand import HOURS, WorkloadDemand
 from rightsize.fleet.prices import COMMITTED, PoolPrices
 
 if TYPE_CHECKING:  # pragma: no cover
     from rightsize.fleet.model import Model
 
-KINDS = ("cr", "co", "cs")
+KINDS = ("cr", "co", "cs", "cb")
 EPS = 1e-6
 
 
@@ -50,7 +52,7 @@ def round_gangs(
         whole = sum((whole_fixed(w) for w in work if w.pool == acc), np.zeros((months, HOURS)))
         sr = md.blocks.get(f"sr:{acc}")
         taken = x[sr] if sr is not None else np.zeros((months, HOURS))
-        held = {w.name: np.zeros((months, 3), dtype=int) for w in placed}
+        held = {w.name: np.zeros((months, len(KINDS)), dtype=int) for w in placed}
         extra: dict[str, np.ndarray] = {w.name: np.zeros(months, dtype=int) for w in placed}
         kinds = {w.name: [k for k in KINDS if f"{k}:{w.name}" in md.blocks] for w in placed}
         for w in placed:
@@ -82,17 +84,22 @@ def _place_remainders(
     has room at every hour the job may run, then spot within its cap, then the committed pool."""
     spot_cap = pr.burst_caps_gpus.get("spot", np.inf)
     od_cap = pr.burst_caps_gpus.get("on_demand", np.inf)
+    block_cap = pr.burst_caps_gpus.get(BLOCK, np.inf)
     biggest = sorted(placed, key=lambda w: (-w.gang_gpus, w.name))
     for m in range(fixed_on_demand.shape[0]):
         od = np.maximum(fixed_on_demand[m], 0.0) + sum(
             w.gang_gpus * held[w.name][m, 1] * w.allowed[m] for w in placed
         )
         spot = sum(w.gang_gpus * held[w.name][m, 2] for w in placed)
+        block = sum(w.gang_gpus * held[w.name][m, 3] for w in placed)
         for w in biggest:
             for _ in range(int(extra[w.name][m])):
                 if "co" in kinds[w.name] and (od + w.gang_gpus * w.allowed[m]).max() <= od_cap + EPS:
                     held[w.name][m, 1] += 1
                     od = od + w.gang_gpus * w.allowed[m]
+                elif "cb" in kinds[w.name] and block + w.gang_gpus <= block_cap + EPS:
+                    held[w.name][m, 3] += 1
+                    block += w.gang_gpus
                 elif "cs" in kinds[w.name] and spot + w.gang_gpus <= spot_cap + EPS:
                     held[w.name][m, 2] += 1
                     spot += w.gang_gpus
@@ -107,21 +114,25 @@ def _within_caps(
     fixed_on_demand: np.ndarray,
     can_commit: bool,
 ) -> bool:
-    """Move copies to the committed pool until spot and on-demand fit their caps; False if they cannot."""
-    spot_cap = pr.burst_caps_gpus.get("spot", np.inf)
+    """Move copies to the committed pool until spot, blocks and on-demand fit their caps; False if
+    they cannot."""
     od_cap = pr.burst_caps_gpus.get("on_demand", np.inf)
     biggest = sorted(placed, key=lambda w: (-w.gang_gpus, w.name))
     for m in range(fixed_on_demand.shape[0]):
-        over = sum(w.gang_gpus * held[w.name][m, 2] for w in placed) - spot_cap
-        for w in biggest:
-            while over > EPS and held[w.name][m, 2] > 0:
-                if not can_commit:
-                    return False
-                held[w.name][m, 2] -= 1
-                held[w.name][m, 0] += 1
-                over -= w.gang_gpus
-        if over > EPS:
-            return False
+        for col, cap in (
+            (2, pr.burst_caps_gpus.get("spot", np.inf)),
+            (3, pr.burst_caps_gpus.get(BLOCK, np.inf)),
+        ):
+            over = sum(w.gang_gpus * held[w.name][m, col] for w in placed) - cap
+            for w in biggest:
+                while over > EPS and held[w.name][m, col] > 0:
+                    if not can_commit:
+                        return False
+                    held[w.name][m, col] -= 1
+                    held[w.name][m, 0] += 1
+                    over -= w.gang_gpus
+            if over > EPS:
+                return False
         need = np.maximum(fixed_on_demand[m], 0.0) + sum(
             w.gang_gpus * held[w.name][m, 1] * w.allowed[m] for w in placed
         )

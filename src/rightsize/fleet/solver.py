@@ -10,6 +10,10 @@ Decision variables, on the grid of months m x hours h of a representative day (`
 - x[j, m, h] >= 0: GPUs a placeable job j runs on the pool or on-demand; xs[j, m, h] >= 0 the work it
   runs on spot, which takes `spot_factor` times the GPUs (preemptions lengthen it). Cost of spot:
   price x factor x days. One variable per cell where nothing changes (`fleet.program_jobs`).
+- xb[j, m, h] >= 0: GPUs job j runs on capacity blocks (`fleet.blocks`); cb[j, m] integer whole
+  copies of its gang on blocks at once (within the provider's limit), db[j, m] integer whole
+  gang-days booked in month m, paid gang GPUs x 24 h x the block price; its work on blocks fits in
+  the days booked.
 - cr, co, cs[j, m] integer: whole copies of job j's gang held in month m on the committed pool, on
   demand and on spot; sr[p, m, h] the fixed load (services) put on the committed pool.
 - miss[j, q] >= 0: GPU-hours of period q of job j left undone, at a penalty far above any price.
@@ -31,10 +35,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from rightsize.errors import Infeasible
+from rightsize.fleet.blocks import KIND as BLOCK
 from rightsize.fleet.demand import HOURS, WorkloadDemand
 from rightsize.fleet.highs import GANG_BLOCKS, Program, two_phase
 from rightsize.fleet.model import Model
@@ -77,6 +83,13 @@ class Solution:
     stopped_at_time_limit: bool = False  # HiGHS stopped at limits.time_limit_s, not at the gap
     time_limit_s: float | None = None
     gap_limit: float | None = None
+    gap_usd: float | None = None  # the plan's objective less the best bound: most a better plan saves
+    bound_from: str = "linear"  # what the bound is: `fleet.highs.Outcome.bound_from`
+    block_gpu_days: dict[str, np.ndarray] = field(default_factory=dict)  # pool -> GPU-days booked, by month
+    block_work_gpu_hours: dict[str, np.ndarray] = field(default_factory=dict)  # pool -> work run on blocks
+    block_gpus: dict[str, np.ndarray] = field(
+        default_factory=dict
+    )  # pool -> GPUs of gangs on blocks, by month
 
     def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         return self.values.get(name, np.zeros(shape))
@@ -88,6 +101,26 @@ def _spot_prices(md: Model, pools: dict[str, PoolPrices], work: list[WorkloadDem
         for w in work
         if f"xs:{w.name}" in md.blocks
     }
+
+
+def _block_gpus(
+    values: dict[str, np.ndarray], work: list[WorkloadDemand], days: np.ndarray
+) -> dict[str, Any]:
+    """Per pool and month: GPUs of the whole gangs booked on capacity blocks at once, the GPU-days
+    booked (whole days of whole gangs) and the GPU-hours of work run on them."""
+    at_once: dict[str, np.ndarray] = {}
+    gpu_days: dict[str, np.ndarray] = {}
+    ran: dict[str, np.ndarray] = {}
+    for w in work:
+        cb, db = values.get(f"cb:{w.name}"), values.get(f"db:{w.name}")
+        if cb is None or db is None:
+            continue
+        zero = np.zeros(len(cb))
+        booked = np.round(db) > 0
+        at_once[w.pool] = at_once.get(w.pool, zero) + np.where(booked, np.round(cb), 0.0) * float(w.gang_gpus)
+        gpu_days[w.pool] = gpu_days.get(w.pool, zero) + np.round(db) * float(w.gang_gpus)
+        ran[w.pool] = ran.get(w.pool, zero) + values[f"xb:{w.name}"].sum(axis=1) * days
+    return {"block_gpus": at_once, "block_gpu_days": gpu_days, "block_work_gpu_hours": ran}
 
 
 def _active(term: int, months: int) -> np.ndarray:
@@ -102,6 +135,7 @@ def build(
 ) -> Model:
     months = len(days)
     md = Model()
+    md.days = days
     dearest = max([max(p.usd_per_gpu_hour.values(), default=1.0) for p in pools.values()] + [1.0])
     fixed: dict[str, np.ndarray] = {acc: np.zeros((months, HOURS)) for acc in pools}
     commits: dict[str, list[tuple[np.ndarray, np.ndarray, float]]] = {acc: [] for acc in pools}
@@ -190,6 +224,7 @@ def _held_rows(
     counts whole units (a replica, a gang)."""
     od_cap = pr.burst_caps_gpus.get("on_demand", np.inf)
     spot_cap = pr.burst_caps_gpus.get("spot", np.inf)
+    _block_rows(md, months, mine, pr)
     whole = sum((whole_fixed(w) for w in mine), np.zeros((months, HOURS)))
     room = od_cap - whole if np.isfinite(od_cap) else None
     placed = [w for w in mine if w.placed]
@@ -224,6 +259,17 @@ def _held_rows(
     od = md.blocks.get(f"od:{pr.accelerator}")
     if od is not None and np.isfinite(od_cap):
         md.ub[_block_of(md, od)] = np.minimum(md.ub[_block_of(md, od)], od_cap)
+
+
+def _block_rows(md: Model, months: int, mine: list[WorkloadDemand], pr: PoolPrices) -> None:
+    """Capacity blocks: the gangs held on them at once fit the provider's limit (each job books its
+    own blocks, `fleet.program_jobs`)."""
+    on = [w for w in mine if w.placed and f"cb:{w.name}" in md.blocks]
+    cap = pr.burst_caps_gpus.get(BLOCK, np.inf)
+    if not on or not np.isfinite(cap):
+        return
+    for m in range(months):
+        md.row([md.blocks[f"cb:{w.name}"][m] for w in on], [float(w.gang_gpus) for w in on], -np.inf, cap)
 
 
 def _block_of(md: Model, idx: np.ndarray) -> int:
@@ -307,9 +353,14 @@ def solve(
         out.gap,
         _spot_prices(md, pools, work),
     )
+    for k, v in _block_gpus(values, work, days).items():
+        setattr(sol, k, v)
     sol.stopped_at_time_limit = out.stopped
     sol.time_limit_s = float(limits.time_limit_s)
     sol.gap_limit = float(limits.mip_gap)
+    if out.bound is not None:
+        sol.gap_usd = max(0.0, float(program.c @ xv) - out.bound)
+    sol.bound_from = out.bound_from
     return sol
 
 
@@ -334,7 +385,7 @@ def combine(
         return None
     cost, pen = np.concatenate(md.cost), np.concatenate(md.penalty)
     values = {name: x[idx] for name, idx in md.blocks.items()}
-    return Solution(
+    summed = Solution(
         values,
         float(cost @ x),
         float(pen @ x),
@@ -346,3 +397,6 @@ def combine(
         None,
         _spot_prices(md, pools, work),
     )
+    for k, v in _block_gpus(values, work, days).items():
+        setattr(summed, k, v)
+    return summed

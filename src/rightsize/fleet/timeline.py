@@ -9,11 +9,13 @@ workloads that may not be preempted, then by priority, the rest of each slot is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from rightsize.fleet.blocks import KIND as BLOCK
 from rightsize.fleet.demand import HOURS, Calendar, WorkloadDemand
 from rightsize.fleet.gangs import Holdings, flavor_totals, month_holders
 from rightsize.fleet.prices import COMMITTED, PoolPrices
@@ -21,6 +23,7 @@ from rightsize.fleet.solver import Solution, _active
 from rightsize.spec.fleet import month_text
 
 EPS = 1e-6
+HOURS_PER_MONTH = 365.25 * 24 / 12  # a term's months past the horizon, at the average month
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Usage:
     spot: dict[str, np.ndarray]  # workload -> spot GPUs
     committed: dict[str, dict[str, np.ndarray]]  # pool -> kind -> GPUs committed per month
     usable: dict[str, np.ndarray]  # pool -> committed GPUs x utilisation target, per month
+    block: dict[str, np.ndarray] = field(default_factory=dict)  # workload -> GPUs on capacity blocks
 
 
 def usage(
@@ -43,7 +47,7 @@ def usage(
     utilisation_target: float,
 ) -> Usage:
     shape = (cal.months, HOURS)
-    total, pool_use, od_use, spot_use = {}, {}, {}, {}
+    total, pool_use, od_use, spot_use, block_use = {}, {}, {}, {}, {}
     committed: dict[str, dict[str, np.ndarray]] = {}
     usable: dict[str, np.ndarray] = {}
     for acc, pr in pools.items():
@@ -57,17 +61,18 @@ def usage(
         placed = sol.get(f"x:{w.name}", shape)
         spot = sol.get(f"xs:{w.name}", shape) * (w.spot_factor or 1.0)
         spot_use[w.name] = spot
-        total[w.name] = w.fixed + placed + spot
+        block_use[w.name] = sol.get(f"xb:{w.name}", shape)
+        total[w.name] = w.fixed + placed + spot + block_use[w.name]
     for acc in pools:
         left = np.repeat(usable[acc][:, None], HOURS, axis=1)
         order = sorted((w for w in work if w.pool == acc), key=lambda w: (w.preemptible, -w.priority))
         for w in order:
-            want = total[w.name] - spot_use[w.name]
+            want = total[w.name] - spot_use[w.name] - block_use[w.name]
             got = np.minimum(want, np.maximum(left, 0.0))
             pool_use[w.name] = got
             od_use[w.name] = want - got
             left = left - got
-    return Usage(total, pool_use, od_use, spot_use, committed, usable)
+    return Usage(total, pool_use, od_use, spot_use, committed, usable, block_use)
 
 
 def timeline(
@@ -83,10 +88,11 @@ def timeline(
     days = cal.days
     demand = sum(u.total.values(), np.zeros((cal.months, HOURS)))
     od = sum(u.on_demand.values(), np.zeros_like(demand))
-    sp = sum(u.spot.values(), np.zeros_like(demand))
+    sp = sum(u.spot.values(), np.zeros_like(demand)) + sum(u.block.values(), np.zeros_like(demand))
     used = sum(u.on_pool.values(), np.zeros_like(demand))
     held = flavor_totals(h, [w.name for w in work], cal.months)
-    all_held = held["reserved"] + held["on_demand"] + held["spot"]
+    burst_held = held["on_demand"] + held["spot"] + held[BLOCK]
+    all_held = held["reserved"] + burst_held
     costs = month_costs(sol, cal, pools)
     out = []
     for m in range(cal.months):
@@ -103,11 +109,12 @@ def timeline(
                 "month": month_text(cal.start_month + m),
                 "demand_gpus": int(round(float(all_held[m].max()))),
                 "reserved_gpus": reserved,
-                "burst_gpus": int(round(float((held["on_demand"][m] + held["spot"][m]).max()))),
+                "burst_gpus": int(round(float(burst_held[m].max()))),
                 "reserved_by_kind_gpus": {k: v for k, v in by_kind.items() if v > 0},
                 "reserved_held_gpus": int(round(float(held["reserved"][m].max()))),
                 "on_demand_gpus": int(round(float(held["on_demand"][m].max()))),
                 "spot_gpus": int(round(float(held["spot"][m].max()))),
+                "capacity_block_gpus": int(round(float(held[BLOCK][m].max()))),
                 "demand_gpu_hours": float(demand[m].sum() * days[m]),
                 "reserved_gpu_hours": res_h,
                 "reserved_used_gpu_hours": float(used[m].sum() * days[m]),
@@ -140,6 +147,9 @@ def month_costs(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> l
         od = sol.values.get(f"od:{acc}")
         if od is not None:
             out += od.sum(axis=1) * days * pr.usd_per_gpu_hour["on_demand"]
+        gpu_days = sol.block_gpu_days.get(acc)
+        if gpu_days is not None:
+            out += gpu_days * HOURS * pr.usd_per_gpu_hour[BLOCK]
     return list(out + _spot_month_costs(sol, cal))
 
 
@@ -204,7 +214,40 @@ def purchases(sol: Solution, cal: Calendar, pools: dict[str, PoolPrices]) -> lis
                         **_paid(pr, kind, int(round(n[s])), hours, term, last - s + 1),
                     }
                 )
+        out += _block_bookings(sol, cal, acc, pr)
     return sorted(out, key=lambda p: (p["month"], p["pool"], p["kind"]))
+
+
+def _block_bookings(sol: Solution, cal: Calendar, acc: str, pr: PoolPrices) -> list[dict[str, Any]]:
+    """Each month's capacity blocks: the GPUs the gangs on them hold at once, for whole days, at the
+    block price for every hour of those days."""
+    gpu_days = sol.block_gpu_days.get(acc)
+    if gpu_days is None or BLOCK not in pr.usd_per_gpu_hour:
+        return []
+    out = []
+    held = sol.block_gpus.get(acc, np.zeros(len(gpu_days)))
+    for m in (int(i) for i in np.flatnonzero(gpu_days > 0.5)):
+        gpus = max(float(held[m]), 1.0)
+        nodes = math.ceil(gpus / pr.gpus_per_node - 1e-9)
+        out.append(
+            {
+                "month": month_text(cal.start_month + m),
+                "pool": acc,
+                "kind": BLOCK,
+                "nodes": nodes,
+                "gpus": int(round(gpus)),
+                "gpu_days": float(gpu_days[m]),
+                "work_gpu_hours": float(sol.block_work_gpu_hours.get(acc, gpu_days)[m]),
+                "node_days": float(gpu_days[m]) / pr.gpus_per_node,
+                "days": float(gpu_days[m]) / gpus,
+                "term_months": 0,
+                "ends": month_text(cal.start_month + m),
+                "offer": pr.block_offer,
+                "usd_in_horizon": float(gpu_days[m]) * HOURS * pr.usd_per_gpu_hour[BLOCK],
+                "capex_usd": None,
+            }
+        )
+    return out
 
 
 def _paid(pr: PoolPrices, kind: str, nodes: int, hours: float, term: int, months_in: int) -> dict[str, Any]:
@@ -212,7 +255,13 @@ def _paid(pr: PoolPrices, kind: str, nodes: int, hours: float, term: int, months
     running cost for its hours), with its life beyond the horizon and the value left stated."""
     gpus = nodes * pr.gpus_per_node
     if kind != "onprem" or pr.onprem_capex_usd_per_node <= 0:
-        return {"usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours, "capex_usd": None}
+        beyond_months = max(0, term - months_in)  # a reservation is owed for its whole term
+        return {
+            "usd_in_horizon": gpus * pr.usd_per_gpu_hour[kind] * hours,
+            "capex_usd": None,
+            "beyond_horizon_months": beyond_months,
+            "usd_beyond_horizon": gpus * pr.usd_per_gpu_hour[kind] * beyond_months * HOURS_PER_MONTH,
+        }
     capex = nodes * pr.onprem_capex_usd_per_node
     beyond = max(0, term - months_in)
     counted = nodes * float(pr.capital_counted(beyond / term if term else 0.0))

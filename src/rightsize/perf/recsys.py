@@ -8,9 +8,11 @@ Embeddings (per table: rows x dim x bytes per element, + optimizer state per row
   software cache for the spilled tables' rows. Accesses are assumed Zipf(1) over rows, so a cache
   of the k hottest of N rows hits (ln k + gamma) / (ln N + gamma) of lookups (harmonic numbers),
   unless the spec gives a hit rate.
-- A lookup reads one row (dim x bytes). Time per tier = rows x bytes / (bandwidth x gather
+- A lookup reads one row (dim x bytes); from HBM, the whole 32-byte sectors the row touches
+  (an int8 row of 128 + 8 B costs 160 B). Time per tier = rows x bytes / (bandwidth x gather
   efficiency); SSD costs one 4 KB read per row at the drive's IOPS. Training's fused backward
-  and optimizer read and write each row again (3 passes). Tiers are paid in series (cache probe,
+  and optimizer read and write each row again (3 passes) and its optimizer state (2 passes of
+  the state: exact Adagrad keeps one fp32 per element, row-wise Adagrad one per row). Tiers are paid in series (cache probe,
   then misses).
 - Sharding: table- and column-wise sharding send every sample's pooled embeddings from the GPU
   owning the table to the GPU owning the sample: an all-to-all of a per-GPU buffer of
@@ -53,13 +55,30 @@ INT8_ROW_OVERHEAD_BYTES = 8.0
 # Optimizer state per embedding row: row-wise Adagrad keeps one fp32 per row; full Adagrad one per element.
 INDEX_BYTES = 8.0  # int64 indices (TorchRec KeyedJaggedTensor)
 SSD_READ_BYTES_PER_ROW = 4096.0  # one 4 KB page per row
-TRAIN_ROW_PASSES = 3.0  # forward read; fused backward + optimizer: read row (and state), write row
+# A GPU reads device memory in 32-byte sectors: a warp's accesses coalesce into the 32-byte
+# transactions that cover them (NVIDIA CUDA C++ Best Practices Guide, "Coalesced Access to
+# Global Memory", compute capability 6.0 and later).
+SECTOR_BYTES = 32.0
+TRAIN_ROW_PASSES = 3.0  # forward read; fused backward + optimizer: read row, write row
+TRAIN_STATE_PASSES = 2.0  # the fused optimizer reads and writes the row's state (Adagrad's accumulator)
 WORKSPACE_BYTES = 1.0 * GiB
 DENSE_TRAIN_BYTES_PER_PARAM = 12.0
 # Training's elementwise kernels: forward read + write, backward twice that.
 TRAIN_ELEMENTWISE_PASSES = 6.0
 # A fused DCN cross layer's epilogue reads x0 and x_l besides the GEMM's own operands.
 DCN_EPILOGUE_READS = 2.0  # fp32 weights, gradients, Adagrad state
+
+
+def fetched_row_bytes(row: float) -> float:
+    """HBM bytes one gathered row costs: the 32-byte sectors it touches, averaged over the
+    offsets at which packed rows of this size start within a sector (a multiple of
+    gcd(row, 32)). Rows of 256 or 512 B cost their size; an int8 row of 128 + 8 B, 160 B."""
+    size = int(round(row))
+    if size <= 0:
+        return 0.0
+    sector = int(SECTOR_BYTES)
+    offsets = range(0, sector, math.gcd(size, sector))
+    return SECTOR_BYTES * sum(math.ceil((o + size) / sector) for o in offsets) / len(offsets)
 
 
 def row_bytes(dim: int, precision: str) -> float:
@@ -330,17 +349,25 @@ class LookupTime:
 
 
 def lookup_time(
-    placement: Placement, hw: Hardware, samples_per_gpu: float, row: float, training: bool
+    placement: Placement,
+    hw: Hardware,
+    samples_per_gpu: float,
+    row: float,
+    training: bool,
+    state_row: float = 0.0,
 ) -> LookupTime:
-    """Time one GPU spends reading its share of embedding rows for `samples_per_gpu` samples."""
+    """Time one GPU spends reading its share of embedding rows for `samples_per_gpu` samples;
+    training also reads and writes each looked-up row's optimizer state (`state_row` bytes)."""
     passes = TRAIN_ROW_PASSES if training else 1.0
+    state_passes = TRAIN_STATE_PASSES if training else 0.0
     lk = placement.lookups_per_sample
     hbm_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction * datapipe.tier("hbm_gather_fraction")
     host_bw = hw.host_link_bytes_per_s * datapipe.tier("host_gather_fraction")  # catalog efficiency.yaml
     iops = datapipe.tier("ssd_read_iops_per_drive") * datapipe.tier("ssd_drives_per_gpu")
     ssd_bw = datapipe.tier("ssd_read_bytes_per_s_per_drive") * datapipe.tier("ssd_drives_per_gpu")
-    hbm_s = samples_per_gpu * lk["hbm"] * row * passes / hbm_bw
-    host_s = samples_per_gpu * lk["host"] * row * passes / host_bw
+    hbm_row = fetched_row_bytes(row) * passes + fetched_row_bytes(state_row) * state_passes
+    hbm_s = samples_per_gpu * lk["hbm"] * hbm_row / hbm_bw
+    host_s = samples_per_gpu * lk["host"] * (row * passes + state_row * state_passes) / host_bw
     ssd_rows = samples_per_gpu * lk["ssd"] * passes
     ssd_s = max(ssd_rows / iops, ssd_rows * SSD_READ_BYTES_PER_ROW / ssd_bw)
     latency = datapipe.tier("hbm_access_latency_s")

@@ -29,8 +29,8 @@ Trillium recipes set it
 (`decoder_layer_input`, `query_proj`, `key_proj`, `value_proj` and, for Llama 3.1 8B and 405B,
 `out_proj` set to `offload`; benchmarks/maxtext_trillium_model_configs.py): even the scan
 carry leaves the device, which is what lets Llama 3.1 405B train on 32 GB v6e chips.
-`input_offloaded` and `save_qkv_context` are the Ironwood (TPU7x) recipes' `custom` policies (AI-Hypercomputer/tpu-recipes training/ironwood,
-run_recipe.sh): Llama 3.1 405B FP8 sets only `decoder_layer_input=offload`, so every other named
+`input_offloaded` and `save_qkv_context` are the Ironwood (TPU7x) recipes' `custom` policies
+(AI-Hypercomputer/tpu-recipes training/ironwood, run_recipe.sh): Llama 3.1 405B FP8 sets only `decoder_layer_input=offload`, so every other named
 tensor is rebuilt (full recomputation, the scan carry in host memory); Llama 3.1 70B (BF16 and
 FP8, 8K) sets `decoder_layer_input`, `query_proj`, `key_proj`, `value_proj` and `context` to
 `device`. In MaxText's custom policy every tensor left unnamed is `remat` (configs/types.py,
@@ -176,10 +176,6 @@ POLICIES: tuple[Policy, ...] = (
         "Megatron-Core",
         dropped="moe_act mla_qkv",
     ),
-    # MaxText remat_policy=custom as the Ironwood recipes set it (tensors named neither 'device'
-    # nor 'offload' default to 'remat', MaxText configs/types.py RematAndOffload):
-    _p("input_offloaded", "", "input", " ".join(PARTS), "MaxText (custom)"),
-    _p("save_qkv_context", "input qkv context", "", "out_gemm mlp_up_gemm elementwise", "MaxText (custom)"),
 )
 # Layer offload in eighths of the stage's layers (Megatron-Core allows at most layers - 1).
 LAYER_OFFLOAD_EIGHTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7)
@@ -190,6 +186,13 @@ POLICIES += tuple(
     for n in LAYER_OFFLOAD_EIGHTHS
 )
 LAYER_OFFLOAD: tuple[str, ...] = tuple(f"layer_offload_{n}of8" for n in LAYER_OFFLOAD_EIGHTHS)
+# MaxText remat_policy=custom as the Ironwood recipes set it (tensors named neither 'device' nor
+# 'offload' default to 'remat', MaxText configs/types.py RematAndOffload); appended after the
+# layer-offload policies so that every earlier code keeps its value.
+POLICIES += (
+    _p("input_offloaded", "", "input", " ".join(PARTS), "MaxText (custom)"),
+    _p("save_qkv_context", "input qkv context", "", "out_gemm mlp_up_gemm elementwise", "MaxText (custom)"),
+)
 CODES: dict[str, int] = {p.name: i for i, p in enumerate(POLICIES)}
 # Megatron-Core's `--recompute-modules` for the module-recompute policies (exports).
 MEGATRON_MODULES: dict[str, tuple[str, ...]] = {
@@ -258,7 +261,15 @@ def searched_policies(
     paired row (70B MXFP8 +16.6% vs +0.8%, 405B FP8 -0.4% vs -13.5%, DeepSeek-V3 +12.6% vs
     +6.6%, Qwen3 30B +33.8% vs +20.0%), and full recompute's cost had been hiding it on the
     FSDP rows. Until that is found, the planner keeps recompute, and a spec names
-    `parallel.recompute: layer_offload_Nof8` to plan (and export, NeMo) the offload."""
+    `parallel.recompute: layer_offload_Nof8` to plan (and export, NeMo) the offload. Re-run
+    with offload searched on 2026-11-26 (bwstep): the same figures (family Blackwell training
+    median 6.9% -> 9.0%, worst 21.8% -> 28.2%). The likeliest missing part is on the host: the
+    GB200 / GB300 GPUs are driven by Grace CPUs, on which a PyTorch Linear forward costs 37.1 us
+    of CPU against 13.5 us on an H100 DGX's Xeon 8480C (Transformer Engine issue #2053, 2025-08:
+    TE Linear 99.7 us of CPU for 99.7 us of GPU on GB200, host-bound), and the GB300 recipes
+    run twice the micro-batch of GB200's (Qwen3 30B 8 vs 4, DeepSeek-V3 and Qwen3 235B 2 vs 1),
+    halving that cost per token; GB200 runs Qwen3 30B slower than B200 at the same layout
+    (26,032 against 26,859 tokens/s/GPU) despite the higher peak."""
     if vendor == "google":
         return SEARCHED_JAX
     extra: tuple[str, ...] = ("moe_act",) if moe else ()

@@ -23,7 +23,8 @@ Time (Principle 1: FLOPs / rate, bytes / bandwidth):
   (PyTorch eager mode: BatchNorm, ReLU and add are separate kernels) adds a ReLU of its own after
   each BN+ReLU and each add, 2 passes forward (read, write) and 3 backward (read the gradient and
   the mask, write). Inference folds BN into the conv and fuses ReLU, residual adds and GELU into
-  GEMM epilogues (TensorRT-style), so only pooling and LayerNorm remain;
+  GEMM epilogues (TensorRT-style), so only pooling and LayerNorm remain, and each fused residual
+  add's read of its shortcut tensor (one pass; none when shortcut and sum fit in the L2);
 - the optimizer streams its bytes per parameter once per step.
 """
 
@@ -56,6 +57,9 @@ TRAIN_PASSES: dict[str, tuple[float, float]] = {
     "act": (2.0, 3.0),
     "relu": SEPARATE_RELU_PASSES,
 }
+# Inference: a residual add fused into the epilogue of the GEMM that produces one operand
+# still reads the other (the shortcut) once; the sum is that GEMM's own write.
+FUSED_ADD_READ_PASSES = 1.0
 # Optimizer bytes streamed per parameter per step (fp32 master weights, AMP): read weights,
 # gradients and states, write weights and states. SGD with momentum: 5 x 4 B; LARS adds norms;
 # AdamW: 7 x 4 B; LAMB adds norms.
@@ -281,6 +285,10 @@ def step_time(
             elif kind in ("pool", "norm"):
                 memory_s += n * batch * elements * TRAIN_PASSES[kind][0] * act_bytes / mem_bw
                 launches += n
+            elif kind == "add" and 2.0 * batch * elements * act_bytes > l2:
+                # Fused into the producing GEMM's epilogue: no kernel of its own, but the
+                # shortcut tensor is still read (unless it and the output stay in L2).
+                memory_s += n * batch * elements * FUSED_ADD_READ_PASSES * act_bytes / mem_bw
     optimizer_s = 0.0
     if training:
         params = count_model(model).params

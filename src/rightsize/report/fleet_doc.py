@@ -96,8 +96,12 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
 def _kinds(purchases: list[dict[str, Any]]) -> str:
     kinds: dict[str, int] = {}
     for p in purchases:
+        if "node_days" in p:  # a capacity block: days, not a commitment
+            continue
         kinds[p["kind"]] = kinds.get(p["kind"], 0) + p["gpus"]
-    return ", ".join(f"{k} {v:,}" for k, v in kinds.items()) or "nothing committed"
+    blocks = max((p["gpus"] for p in purchases if "node_days" in p), default=0)
+    text = ", ".join(f"{k} {v:,}" for k, v in kinds.items()) or "nothing committed"
+    return text + (f"; up to {blocks:,} GPUs on capacity blocks of days" if blocks else "")
 
 
 def _workloads(d: dict[str, Any]) -> Section:
@@ -317,7 +321,7 @@ def _purchases(d: dict[str, Any]) -> Section:
             p["pool"],
             p["kind"],
             f"{p['nodes']} nodes ({p['gpus']} GPUs)",
-            f"{p['term_months']} months",
+            f"{p['days']:.1f} days" if "days" in p else f"{p['term_months']} months",
             units.usd(p["usd_in_horizon"]),
         ]
         for p in d["purchases"]
@@ -327,6 +331,12 @@ def _purchases(d: dict[str, Any]) -> Section:
     )
     if not rows:
         s.bullets.append("Nothing is owned or reserved: on-demand and spot are cheaper for this demand.")
+    owed = sum(p.get("usd_beyond_horizon", 0.0) for p in d["purchases"])
+    if owed > 0:
+        s.bullets.append(
+            f"Reservations run past the horizon: {units.usd(owed)} more is owed for their remaining months "
+            "(not in the totals above, which cover the horizon)."
+        )
     return s
 
 

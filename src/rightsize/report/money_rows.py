@@ -59,10 +59,35 @@ def stale_row(plan: Any) -> tuple[str, str] | None:
     return ("price date (stale)", f"{names}: {stale[0][1]}")
 
 
+def chosen_unpriced_row(plan: Any, key_numbers: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """'cost': not priced, when the chosen part has no price and the headline would otherwise
+    carry no cost at all (a plan on TPU v7 must say it is unpriced, not stay silent)."""
+    if any(k.lower().startswith("cost") for k, _ in key_numbers):
+        return None
+    acc = getattr(getattr(plan, "best", None), "accelerator", None)
+    cost = getattr(getattr(plan, "sizing", None), "cost", None)
+    if not isinstance(acc, str) or cost is None:
+        return None
+    on_demand = (getattr(cost, "cloud", None) or {}).get("on_demand")
+    if on_demand is not None and getattr(on_demand, "usd_per_month", None) is not None:
+        return None
+    from rightsize.catalog.providers import why_unpriced
+
+    return (
+        "cost",
+        f"not priced: {acc} has {why_unpriced(acc)}; give one with "
+        f"`prices: {{{acc}: {{on_demand_usd_per_gpu_hour: ...}}}}` or `--prices FILE`",
+    )
+
+
 def place(doc: Document, plan: Any) -> None:
     """Put the rows in the headline: the stale date right after the first cost figure, the
     dropped parts after the key numbers."""
     kn = doc.key_numbers
+    unpriced = chosen_unpriced_row(plan, kn)
+    if unpriced is not None:
+        at = next((i for i, (k, _) in enumerate(kn) if k.lower().startswith(("gpu-hours", "chip-hours"))), 0)
+        kn.insert(at + 1, unpriced)
     stale = stale_row(plan)
     if stale is not None:
         at = next((i for i, (k, _) in enumerate(kn) if k.lower().startswith("cost")), len(kn) - 1)

@@ -72,6 +72,13 @@ def serve_batches(fixed: int | None, candidates: Sequence[int]) -> list[int]:
     return [fixed] if fixed else list(candidates)
 
 
+def capped_batches(batches: Sequence[int], max_batch: int | None) -> list[int]:
+    """The batches an engine built for `max_batch` can run: those up to it, and it (all when None)."""
+    if max_batch is None:
+        return list(batches)
+    return sorted({b for b in batches if b <= max_batch} | {max_batch})
+
+
 def meets_latency(latency_s: float, bound_s: float, fixed_batch: int | None) -> bool:
     """Whether a batch's p99 latency is acceptable: always for a batch the spec fixed (its
     latency is reported, not enforced), else when it is within the bound."""

@@ -42,6 +42,7 @@ from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
     allowed_hardware,
     batch_notes,
+    capped_batches,
     gpu_counts,
     meets_latency,
     rank_serving,
@@ -151,7 +152,10 @@ def _train_option(
         / node.gpus_per_node
     )
     pl = place_tables(rows, pooling, stored_row, gpus, budget, host_total, emb.sharding, emb.cache_hit_rate)
-    look = lookup_time(pl, hw, local, row_bytes(m.embedding_dim, emb.precision), training=True)
+    state = state_bytes_per_row(m.embedding_dim, m.optimizer)
+    look = lookup_time(
+        pl, hw, local, row_bytes(m.embedding_dim, emb.precision), training=True, state_row=state
+    )
     comm = embedding_comm(m, pl, hw, batch, act, training=True)
     dense = dense_time_s(m, hw, local, act, training=True)
     ar = dense_allreduce_s(m, hw, gpus)
@@ -282,7 +286,8 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         f"Sample stored as 4-byte values: {_sample_bytes(m):.0f} B (label, {m.dense_features} dense, "
         f"{m.lookups_per_sample:g} indices).",
         f"Embedding optimizer {m.optimizer} fused into the backward pass: each looked-up row is read twice "
-        "and written once per step.",
+        f"and written once per step, and its {state_bytes_per_row(m.embedding_dim, m.optimizer):.0f} B of "
+        "optimizer state read and written once.",
     ]
     bare, margin = tgt.deadline_s, margins_of(spec).safety_margin
     ranked = rank_training(
@@ -295,12 +300,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         "train on fewer samples",
         explain,
     )
-    best, alternatives, deadline, options = (
-        ranked.best,
-        ranked.alternatives,
-        ranked.deadline_s,
-        ranked.options,
-    )
+    best, deadline = ranked.best, ranked.deadline_s
     samples = (t.samples or m.train_samples or 0.0) * t.epochs
     demand = _training_demand(spec, best, calibration)
     return RecsysPlan(
@@ -309,7 +309,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
         mode="training",
         objective=objective,
         best=best,
-        alternatives=alternatives,
+        alternatives=ranked.alternatives,
         rejected=rejected,
         assumptions=assumptions,
         tables=_table_summary(spec, row_b),
@@ -320,7 +320,7 @@ def _plan_training(spec: RecsysSpec, calibration: Calibration | None) -> RecsysP
             "global_batch": t.global_batch,
         },
         demand=demand,
-        extra=training_extra(options, best, bare, margin),
+        extra=training_extra(ranked.options, best, bare, margin),
     )
 
 
@@ -388,14 +388,21 @@ def _serve_option(
 
 
 def serving_capacity(
-    spec: RecsysSpec, acc: Accelerator, node: NodeType, hw: Hardware, gpus_per_replica: int = 1
+    spec: RecsysSpec,
+    acc: Accelerator,
+    node: NodeType,
+    hw: Hardware,
+    gpus_per_replica: int = 1,
+    max_batch: int | None = None,
 ) -> tuple[int, float, float] | None:
     """(batch, samples/s one GPU serves at full load, p99 latency) at the batch that serves most
-    within the spec's bound (or at its fixed batch); None when no batch meets it."""
+    within the spec's bound (or at its fixed batch), among batches up to `max_batch` (an engine
+    built for that largest batch); None when no batch meets it."""
     inf = spec.inference
     assert inf is not None
     best: tuple[int, float, float] | None = None
-    for batch in serve_batches(inf.batch, [q * inf.samples_per_query for q in BATCH_QUERIES]):
+    candidates = serve_batches(inf.batch, [q * inf.samples_per_query for q in BATCH_QUERIES])
+    for batch in capped_batches(candidates, max_batch):
         o = _serve_option(spec, acc, node, hw, gpus_per_replica, batch, 1.0)
         if isinstance(o, str) or o.latency_p99_s is None:
             continue

@@ -39,7 +39,14 @@ from rightsize.search.serving_costs import (
 from rightsize.search.serving_demand import serving_demand
 from rightsize.search.serving_disagg import weigh_disaggregation
 from rightsize.search.serving_engine import EngineModels, Workload, run, slo_check, workload
-from rightsize.search.serving_layouts import layout_for, replica_options
+from rightsize.search.serving_layouts import (
+    layout_for,
+    precision_ok,
+    replica_options,
+    slice_ok,
+    tpu_serving_note,
+    tpu_slice_note,
+)
 from rightsize.search.serving_plan import TP_OPTIONS, ServingCandidate, ServingPlan
 from rightsize.search.serving_start import start_rate
 from rightsize.spec.inference import InferenceSpec
@@ -226,8 +233,10 @@ def _check_tpot_possible(spec: InferenceSpec, ids: list[str]) -> None:
         acc = get_accelerator(acc_id)
         node = node_for(acc.id)
         for tp in TP_OPTIONS:
-            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                 continue
+            if not precision_ok(acc, spec.serving.weight_precision):
+                break
             rep = Replica.build(
                 spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
             )
@@ -255,15 +264,19 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
         for acc_id in ids:
             acc = get_accelerator(acc_id)
             for tp in TP_OPTIONS:
-                if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+                if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                     continue
+                if not precision_ok(acc, prec):
+                    break
                 rep = Replica.build(spec.model, acc, node_for(acc.id), tp, prec, spec.serving.kv_precision)
                 if rep.fits:
                     return f"Set serving.weight_precision: {prec} (fits on {tp} x {acc.id})."
     for acc in accelerators().values():
         for tp in TP_OPTIONS:
-            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp:
+            if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                 continue
+            if not precision_ok(acc, spec.serving.weight_precision):
+                break
             rep = Replica.build(
                 spec.model,
                 acc,
@@ -310,13 +323,13 @@ def _fitting_replicas(
             bound = (cost if cost is not None else gpus_of(rep)) * min_replicas
             options.append((bound, rep, node.id, rep.tp))
         if not fitted:
-            rejected.append(
-                (
-                    acc.id,
-                    f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp "
-                    f"within {tgt.max_nodes_per_replica} node(s) per replica",
-                )
+            why = (
+                f"{spec.model.name} in {spec.serving.weight_precision} does not fit at any tp "
+                f"within {tgt.max_nodes_per_replica} node(s) per replica"
             )
+            if not precision_ok(acc, spec.serving.weight_precision):
+                why = f"the serving engine loads no {spec.serving.weight_precision} weights on {acc.id}"
+            rejected.append((acc.id, why))
     return options
 
 
@@ -402,7 +415,9 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
         raise Infeasible(
             f"{spec.model.name} does not fit on any allowed accelerator at any tensor-parallel degree.",
             f"Its {spec.serving.weight_precision} weights and a minimal KV cache exceed what one scale-up "
-            "domain of the allowed accelerators holds.",
+            "domain of the allowed accelerators holds"
+            + tpu_serving_note(ids, spec.serving.weight_precision)
+            + ".",
             _smallest_fit_hint(spec, ids),
         )
     reps: Replicas = {}  # the replica each candidate was simulated on, by id(candidate)
@@ -423,6 +438,8 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
     evaluated.sort(key=lambda c: _score(c, spec.targets.objective))
     best = evaluated[0]
     _report(best, spec, REPORT_REQUESTS, reps)
+    if best.layout is not None and (note := tpu_slice_note(get_accelerator(best.accelerator), best.layout)):
+        assumptions.append(note)
     if spec.serving.disaggregation != "never":
         _weigh_disaggregation(best, spec, wl, reps[id(best)], assumptions)
     alternatives: list[tuple[ServingCandidate, str]] = []

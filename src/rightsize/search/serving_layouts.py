@@ -5,7 +5,10 @@ across nodes, and TP across nodes, up to `targets.max_nodes_per_replica` nodes."
 
 from __future__ import annotations
 
-from rightsize.catalog import Accelerator, NodeType
+from dataclasses import replace
+
+from rightsize.catalog import Accelerator, NodeType, get_accelerator
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.perf.inference import Replica
 from rightsize.perf.serving_lora import LoraReplica
 from rightsize.perf.serving_moe_ep import ExpertParallelReplica
@@ -21,6 +24,23 @@ def node_tp(acc: Accelerator, node: NodeType) -> int:
     """The largest tensor-parallel group the scale-up domain holds (an 8-GPU node's NVLink,
     an NVL72 rack, a TPU slice's ICI)."""
     return acc.scaleup_domain_gpus
+
+
+def slice_ok(acc: Accelerator, chips: int) -> bool:
+    """Whether a serving replica of `chips` chips is deployable: any count off TPU; on TPU only
+    a slice shape Google offers (a replica is one slice: 1, 4, 8 chips on one v5e/v6e host),
+    multi-host slices (16-256 chips over 4-chip hosts) only on generations whose serving
+    engines span hosts (catalog.tpu_slices: v6e and TPU7x, not v5e or v5p)."""
+    slices = tpu_slices(acc.id)
+    return slices is None or chips in slices.serving_chip_counts
+
+
+def precision_ok(acc: Accelerator, prec: str) -> bool:
+    """Whether the serving engine loads weights of `prec` on this accelerator: any off TPU; on
+    TPU the pre-quantized formats vLLM TPU lists per generation (catalog.tpu_slices:
+    int8 / int4 on v5e, v5p, v6e; fp8 / fp4 on TPU7x) besides 16-bit."""
+    slices = tpu_slices(acc.id)
+    return slices is None or prec in ("bf16", "fp16") or prec in slices.serving_weights
 
 
 def _stage_tp(spec: InferenceSpec, acc: Accelerator) -> int | None:
@@ -48,7 +68,7 @@ def single_node(
         tps = [tgt.tp] if tgt.tp <= node_tp(acc, node) else []
     else:
         tps = [t for t in TP_OPTIONS if t <= node_tp(acc, node) and spec.model.heads % t == 0]
-    reps = [_build(spec, acc, node, tp, prec, cal) for tp in tps]
+    reps = [_build(spec, acc, node, tp, prec, cal) for tp in tps if slice_ok(acc, tp)]
     return [r for r in reps if r.fits]
 
 
@@ -66,7 +86,7 @@ def multi_node(
         base = _build(spec, acc, node, stage_tp, prec, cal)
         pps = [tgt.pp] if tgt.pp else [p for p in PP_OPTIONS if p <= spec.model.layers]
         for pp in pps:
-            if pp > 1 and stage_tp * pp <= max_gpus:
+            if pp > 1 and stage_tp * pp <= max_gpus and slice_ok(acc, stage_tp * pp):
                 piped = PipelinedReplica.build_pipelined(base, pp, acc, node)
                 if piped.fits:
                     out.append(piped)
@@ -74,7 +94,7 @@ def multi_node(
     if not tgt.pp or tgt.pp == 1:
         tps = [tgt.tp] if tgt.tp else [inner * k for k in (2, 4, 8)]
         for tp in tps:
-            if inner < tp <= max_gpus and spec.model.heads % tp == 0:
+            if inner < tp <= max_gpus and spec.model.heads % tp == 0 and slice_ok(acc, tp):
                 rep = _build(spec, acc, node, tp, prec, cal)
                 if rep.fits:
                     out.append(rep)
@@ -85,7 +105,10 @@ def multi_node(
 def replica_options(
     spec: InferenceSpec, acc: Accelerator, node: NodeType, prec: str, cal: Calibration
 ) -> list[Replica]:
-    """Every layout to evaluate (`_layouts`), each speculating when the engine does."""
+    """Every layout to evaluate (`_layouts`), each speculating when the engine does; none for
+    weights the engine cannot load on this accelerator (`precision_ok`)."""
+    if not precision_ok(acc, prec):
+        return []
     reps = [speculative(spec, acc, node, prec, cal, r) for r in _layouts(spec, acc, node, prec, cal)]
     lora = spec.engine.lora
     if lora is not None:
@@ -144,4 +167,57 @@ def layout_for(rep: Replica, acc: Accelerator, node: NodeType) -> ReplicaLayout:
         return rep.layout
     if isinstance(rep, ExpertParallelReplica):  # attention DP x expert parallel over ep GPUs
         return layout_of(acc, node, 1, 1, rep.arch.hidden, rep.ep)
-    return layout_of(acc, node, rep.tp, 1, rep.arch.hidden)
+    return _tpu_hosts(layout_of(acc, node, rep.tp, 1, rep.arch.hidden), acc)
+
+
+def _tpu_hosts(layout: ReplicaLayout, acc: Accelerator) -> ReplicaLayout:
+    """A TPU replica on a multi-host slice occupies the slice's hosts (4 chips each on v5e and
+    v6e, whose 8-chip machine types carry single-host slices only), not gpus / 8 nodes."""
+    slices = tpu_slices(acc.id)
+    if slices is None or layout.gpus in slices.single_host or layout.gpus not in slices.multi_host:
+        return layout
+    hosts = slices.hosts(layout.gpus)
+    return replace(layout, nodes=hosts, gpus_per_node=layout.gpus // hosts, tp_spans_nodes=layout.tp > 1)
+
+
+def tpu_slice_note(acc: Accelerator, layout: ReplicaLayout) -> str | None:
+    """Why a TPU replica has the shape it has (a plan assumption); None off TPU."""
+    slices = tpu_slices(acc.id)
+    topo = slices.topology(layout.gpus) if slices else None
+    if slices is None or topo is None:
+        return None
+    chips, offered = layout.gpus, ", ".join(str(n) for n in slices.serving_chip_counts)
+    if chips in slices.single_host:
+        where = "one host"
+    else:
+        where = f"{slices.hosts(chips)} hosts of {slices.chips_per_host} chips, scheduled as one LeaderWorkerSet group"
+    spans = (
+        "may span the hosts of a multi-host slice (vLLM TPU over Ray, sglang-jax)"
+        if slices.serving_multi_host
+        else "stays on one host"
+    )
+    return (
+        f"Each {acc.id} replica is one {topo} slice of {chips} chips on {where}; its tensor-parallel "
+        f"collectives stay on ICI. Only slice shapes a serving replica can be deployed on are planned "
+        f"({offered} chips): on {acc.id} a replica {spans}. Why: {slices.serving_source}."
+    )
+
+
+def tpu_serving_note(acc_ids: list[str], prec: str) -> str:
+    """For an infeasible plan: which allowed TPUs keep a serving replica on one host, or load no
+    weights of `prec`, and why."""
+    found = [s for s in (tpu_slices(a) for a in acc_ids) if s is not None]
+    unloadable = [s for s in found if not precision_ok(get_accelerator(s.accelerator), prec)]
+    held = [s for s in found if not s.serving_multi_host and s not in unloadable]
+    parts = []
+    if unloadable:
+        parts.append(
+            "vLLM TPU loads no "
+            + prec
+            + " weights on "
+            + ", ".join(f"{s.accelerator} ({', '.join(s.serving_weights)} only)" for s in unloadable)
+        )
+    if held:
+        hosts = ", ".join(f"{s.accelerator} on {max(s.single_host)} chips" for s in held)
+        parts.append(f"a serving replica stays on one host: {hosts}; {held[0].serving_source}")
+    return f" ({'; '.join(parts)})" if parts else ""

@@ -39,6 +39,7 @@ from rightsize.search.demand import Demand
 from rightsize.search.job_common import (
     allowed_hardware,
     batch_notes,
+    capped_batches,
     gpu_counts,
     meets_latency,
     rank_serving,
@@ -260,12 +261,7 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         "train fewer epochs",
         explain,
     )
-    best, alternatives, deadline, options = (
-        ranked.best,
-        ranked.alternatives,
-        ranked.deadline_s,
-        ranked.options,
-    )
+    best, deadline = ranked.best, ranked.deadline_s
     node = node_for(best.accelerator)
     pipeline = {
         "mean_image_bytes": image_bytes,
@@ -282,14 +278,14 @@ def _plan_training(spec: VisionSpec, calibration: Calibration | None) -> VisionP
         mode="training",
         objective=objective,
         best=best,
-        alternatives=alternatives,
+        alternatives=ranked.alternatives,
         rejected=rejected,
         assumptions=assumptions,
         counts=counts,
         pipeline=pipeline,
         targets={"deadline_s": deadline, "gpus": tgt.gpus, "images": t.images, "epochs": t.epochs},
         demand=demand,
-        extra=training_extra(options, best, bare, margin),
+        extra=training_extra(ranked.options, best, bare, margin),
     )
 
 
@@ -373,16 +369,17 @@ def _serve_point(
 
 
 def serving_capacity(
-    spec: VisionSpec, acc_id: str, hw: Hardware, decode_scale: float = 1.0
+    spec: VisionSpec, acc_id: str, hw: Hardware, decode_scale: float = 1.0, max_batch: int | None = None
 ) -> tuple[int, float, float] | None:
     """(batch, images/s one GPU serves at full load, p99 latency) at the batch that serves most
-    within the spec's bound (or at its fixed batch); None when no batch fits and meets it.
-    `decode_scale` scales the decoders' rate (for the uncertainty of a decode-bound service)."""
+    within the spec's bound (or at its fixed batch), among batches up to `max_batch` (an engine
+    built for that largest batch); None when no batch fits and meets it. `decode_scale` scales
+    the decoders' rate (for the uncertainty of a decode-bound service)."""
     inf = spec.inference
     assert inf is not None
     _, decode_fps, decode_latency, prep_s = _frame_costs(spec, acc_id, hw, [])
     best: tuple[int, float, float] | None = None
-    for b in serve_batches(inf.batch, SERVE_BATCHES):
+    for b in capped_batches(serve_batches(inf.batch, SERVE_BATCHES), max_batch):
         point = _serve_point(spec, hw, b, decode_latency, prep_s)
         if point is None or not meets_latency(point[3], inf.latency_p99_s, inf.batch):
             continue

@@ -25,8 +25,15 @@ _CFG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 _MONTH_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})\s*$")
 _WINDOW_RE = re.compile(r"^\s*(\d{1,2})(?::00)?\s*-\s*(\d{1,2})(?::00)?\s*$")
 
-CapacityKind = Literal["onprem", "reserved_1y", "reserved_3y", "on_demand", "spot"]
-CAPACITY_KINDS: tuple[str, ...] = ("onprem", "reserved_1y", "reserved_3y", "on_demand", "spot")
+CapacityKind = Literal["onprem", "reserved_1y", "reserved_3y", "capacity_block", "on_demand", "spot"]
+CAPACITY_KINDS: tuple[str, ...] = (
+    "onprem",
+    "reserved_1y",
+    "reserved_3y",
+    "capacity_block",
+    "on_demand",
+    "spot",
+)
 Cadence = Literal["once", "daily", "weekly", "monthly", "quarterly"]
 RUNS_PER_MONTH: dict[str, float | None] = {
     "once": None,
@@ -262,6 +269,15 @@ class BurstCaps(BaseModel):
         le=10_000_000,
         description="Most spot GPUs at once in one pool; null: the bundled figure (fleet.caps).",
     )
+    capacity_block_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description=(
+            "Most GPUs in short-term capacity blocks at once in one pool; null: the provider's account "
+            "limit (capacity_blocks.yaml: AWS, 256 instances across blocks)."
+        ),
+    )
 
 
 class FleetPolicy(BaseModel):
@@ -272,7 +288,11 @@ class FleetPolicy(BaseModel):
     capacity: list[CapacityKind] = Field(
         default_factory=lambda: list(CAPACITY_KINDS),  # type: ignore[arg-type]
         min_length=1,
-        description="Kinds of capacity allowed: onprem (owned), reserved_1y, reserved_3y, on_demand, spot.",
+        description=(
+            "Kinds of capacity allowed: onprem (owned), reserved_1y, reserved_3y, capacity_block "
+            "(short-term reserved GPUs, e.g. AWS EC2 Capacity Blocks: whole days of a job's gang, every "
+            "hour paid), on_demand, spot."
+        ),
     )
     pools: Literal["per_accelerator", "single"] = Field(
         default="per_accelerator",
@@ -329,8 +349,11 @@ class FleetPolicy(BaseModel):
     def _pool(self) -> FleetPolicy:
         if self.pools == "single" and self.accelerator is None:
             raise ValueError("pools: single needs policy.accelerator (the one accelerator of the pool)")
-        if not set(self.capacity) - {"spot"}:
-            raise ValueError("spot alone cannot carry services; allow on_demand or a committed kind too")
+        if not set(self.capacity) - {"spot", "capacity_block"}:
+            raise ValueError(
+                "spot and capacity blocks (booked by jobs) cannot carry services; allow on_demand or a "
+                "committed kind too"
+            )
         return self
 
 

@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.catalog import get_accelerator, node_for
-from rightsize.errors import Infeasible
-from rightsize.perf.hardware import Hardware
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.spec.load import parse_spec
 from rightsize.spec.recsys import RecsysSpec
-from rightsize.validate.kind_cases import KindCase, Prediction, range_of_rate
+from rightsize.validate.kind_cases import KindCase, Prediction, served_rate
 
 METRICS = ("samples_per_s",)
 
@@ -57,9 +55,6 @@ def _spec(case: KindCase) -> RecsysSpec:
         },
         "targets": {"accelerators": [case.text("accelerator")], "gpus_per_replica": 1},
     }
-    if case.scenario == "server" and case.batch:
-        # The engine's largest batch under the bound: the planner picks among batches up to it.
-        data["inference"]["batch"] = None
     spec = parse_spec(data, Path("."))
     assert isinstance(spec, RecsysSpec)
     return spec
@@ -88,19 +83,12 @@ def predict_recsys(case: KindCase) -> Prediction:
     acc = get_accelerator(case.text("accelerator"))
     node = node_for(acc.id)
     hw = calibrated_hardware(acc, node, inf.precision, None)
-    found = serving_capacity(spec, acc, node, hw)
-    if found is None:
-        raise Infeasible(f"No batch of {spec.arch.title} on one {acc.id} meets the row's bound.")
-    batch, pairs_per_s, latency = found
-    per_sample = inf.samples_per_query
-
-    def unit_time_of(h: Hardware) -> float:
-        spec_b = spec.model_copy(update={"inference": inf.model_copy(update={"batch": batch})})
-        got = serving_capacity(spec_b, acc, node, h)
-        return 1.0 / got[1] if got else float("inf")
-
-    rng = range_of_rate(hw, unit_time_of, pairs_per_s)
-    g = case.gpus
+    # A Server row's batch is the engine's largest: the planner picks among batches up to it.
+    cap = case.batch if case.scenario == "server" else None
+    batch, pairs_per_s, latency, rng = served_rate(
+        spec, hw, lambda s, h: serving_capacity(s, acc, node, h, max_batch=cap), f"one {acc.id}"
+    )
+    per_sample, g = inf.samples_per_query, case.gpus
     return pairs_per_s / per_sample * g, {
         "gpus": g,
         "batch_pairs": batch,

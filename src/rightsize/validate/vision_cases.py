@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.catalog import get_accelerator, node_for
-from rightsize.errors import Infeasible
-from rightsize.perf.hardware import Hardware
 from rightsize.search.calibrated import calibrated_hardware
 from rightsize.spec.load import parse_spec
 from rightsize.spec.vision import VisionSpec
-from rightsize.validate.kind_cases import KindCase, Prediction, range_of_rate
+from rightsize.validate.kind_cases import KindCase, Prediction, served_rate
 
 METRICS = ("images_per_s",)
 
@@ -78,19 +76,12 @@ def predict_vision(case: KindCase) -> Prediction:
     inf = spec.inference
     assert inf is not None
     acc = get_accelerator(case.text("accelerator"))
-    node = node_for(acc.id)
-    hw = calibrated_hardware(acc, node, inf.precision, None)
-    found = serving_capacity(spec, acc.id, hw)
-    if found is None:
-        raise Infeasible(f"No batch of {spec.arch.title} on {acc.id} meets the row's bound.")
-    batch, rate, latency = found
-
-    def unit_time_of(h: Hardware) -> float:
-        spec_b = spec.model_copy(update={"inference": inf.model_copy(update={"batch": batch})})
-        got = serving_capacity(spec_b, acc.id, h)
-        return 1.0 / got[1] if got else float("inf")
-
-    rng = range_of_rate(hw, unit_time_of, rate)
+    hw = calibrated_hardware(acc, node_for(acc.id), inf.precision, None)
+    # A Server row's batch is the engine's largest: the planner picks among batches up to it.
+    cap = case.batch if case.scenario == "server" else None
+    batch, rate, latency, rng = served_rate(
+        spec, hw, lambda s, h: serving_capacity(s, acc.id, h, max_batch=cap), f"one {acc.id}"
+    )
     return rate * case.gpus, {
         "gpus": case.gpus,
         "batch": batch,
