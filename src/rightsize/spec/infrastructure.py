@@ -20,7 +20,7 @@ _CFG = ConfigDict(
 
 
 class Facility(BaseModel):
-    """Where the cluster lives: rack power, rack size, a power cap, PUE and cooling."""
+    """Where the cluster lives: rack power, rack size, a power cap, a per-GPU power limit, PUE and cooling."""
 
     model_config = _CFG
 
@@ -37,6 +37,15 @@ class Facility(BaseModel):
         default=None,
         validation_alias=AliasChoices("power_cap_w", "power_cap"),
         description="Most facility power (PUE included) the site can supply, e.g. '2 MW'; null for no cap.",
+    )
+    gpu_power_limit_w: PowerW | None = Field(
+        default=None,
+        validation_alias=AliasChoices("gpu_power_limit_w", "gpu_power_limit"),
+        description=(
+            "Board power limit of every accelerator (what `nvidia-smi -pl` sets), e.g. '400 W'; "
+            "at most the part's TDP and at least its minimum. Compute slows with the capped clock, "
+            "memory-bound work less, and the power plan draws at most this per GPU. Null: the TDP."
+        ),
     )
     pue: float | None = Field(
         default=None, ge=1.0, le=3.0, description="Power usage effectiveness; null takes the catalog default."
