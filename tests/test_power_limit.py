@@ -104,3 +104,17 @@ def test_power_plan_draws_at_most_the_limit() -> None:
     assert capped.gpu_activity_fraction == pytest.approx(min(1.0, 0.3 / (0.45 * factor)))
     assert capped.gpu_typical_w < full.gpu_typical_w
     assert "infrastructure.facility.gpu_power_limit_w" in {s["item"] for s in capped.as_dict()["sources"]}
+
+
+def test_serving_replica_decode_slows_less_than_prefill() -> None:
+    from rightsize.perf.inference import Replica
+    from rightsize.spec import get_preset
+
+    acc = get_accelerator("h100-sxm")
+    arch = get_preset("llama-3-8b")
+    full = Replica.build(arch, acc, node_for(acc.id), 1, "bf16", "bf16")
+    capped = Replica.build(arch, acc, node_for(acc.id), 1, "bf16", "bf16", power_limit_w=400.0)
+    decode = float(capped.decode_step_s(1.0, 1024.0)) / float(full.decode_step_s(1.0, 1024.0))
+    prefill = float(capped.prefill_s(8192.0)) / float(full.prefill_s(8192.0))
+    assert 1.0 < decode < prefill  # memory-bound decode keeps most of its speed
+    assert capped.hw.tdp_w == 400.0

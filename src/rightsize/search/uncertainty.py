@@ -333,6 +333,7 @@ def serving_uncertainty(
         b.kv_precision,
         (calibration or {}).get(b.accelerator),
         spec.engine.name,
+        power_limit_w=power_limit_of(spec),
     )
     prefill_tokens, output, batch, ctx = _serving_point(plan, spec)
 
