@@ -118,3 +118,10 @@ def test_serving_replica_decode_slows_less_than_prefill() -> None:
     prefill = float(capped.prefill_s(8192.0)) / float(full.prefill_s(8192.0))
     assert 1.0 < decode < prefill  # memory-bound decode keeps most of its speed
     assert capped.hw.tdp_w == 400.0
+
+
+def test_limit_per_accelerator() -> None:
+    f = Facility.model_validate({"gpu_power_limit": {"h100-sxm": "500 W", "a100-sxm-80gb": 350}})
+    assert (f.gpu_power_limit_for("h100-sxm"), f.gpu_power_limit_for("a100-sxm-80gb")) == (500.0, 350.0)
+    assert f.gpu_power_limit_for("b200") is None
+    assert Facility(gpu_power_limit_w=400).gpu_power_limit_for("b200") == 400.0

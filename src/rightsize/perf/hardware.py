@@ -189,7 +189,8 @@ def power_capped(hw: Hardware, limit_w: float | None) -> Hardware:
         raise BadInput(
             f"{field} is {limit_w:g} W, above {hw.accelerator_id}'s {hw.tdp_w:g} W TDP.",
             "A board power limit can only lower the default limit (nvidia-smi -pl refuses more).",
-            f"Give at most {hw.tdp_w:g} W, or remove {field} to run at the TDP.",
+            f"Give at most {hw.tdp_w:g} W for it (one value per accelerator id, e.g. "
+            f"{{{hw.accelerator_id}: {hw.tdp_w:g} W}}, where several parts are allowed), or remove {field}.",
         )
     minimum = figures.minimum_limit_w.get(hw.accelerator_id)
     if minimum is None:
@@ -197,8 +198,8 @@ def power_capped(hw: Hardware, limit_w: float | None) -> Hardware:
             f"{field} is set, but {hw.accelerator_id} has no sourced minimum power limit.",
             "rightsize models a cap only on parts whose lowest accepted limit is catalogued "
             f"({', '.join(sorted(figures.minimum_limit_w))}).",
-            f"Remove {field}, or add the part's 'Min Power Limit' (nvidia-smi -q) with its source "
-            "to catalog/data/power_limit.yaml.",
+            f"Set {field} per accelerator id for the capped parts only, or add the part's 'Min Power "
+            "Limit' (nvidia-smi -q) with its source to catalog/data/power_limit.yaml.",
         )
     if limit_w < minimum:
         raise BadInput(

@@ -120,7 +120,7 @@ def calibrated_hardware(
     power_limit_w: float | None = None,
 ) -> Hardware:
     """The catalog's figures for `acc` in `node` at `dtype`, on a board capped at `power_limit_w`
-    (`power_limit_of(spec)`; None: the TDP), with the calibration's overrides over them."""
+    (`power_limit_of(spec, acc.id)`; None: the TDP), with the calibration's overrides over them."""
     hw = power_capped(Hardware.from_catalog(acc, node, dtype), power_limit_w)
     if calibration and acc.id in calibration:
         check_overrides(acc.id, hw, calibration[acc.id])
@@ -128,9 +128,8 @@ def calibrated_hardware(
     return hw
 
 
-def power_limit_of(spec: Any) -> float | None:
-    """The spec's per-GPU board power limit (`infrastructure.facility.gpu_power_limit_w`), None
-    when it sets none (or has no infrastructure section)."""
-    infra = getattr(spec, "infrastructure", None)
-    facility = getattr(infra, "facility", None)
-    return getattr(facility, "gpu_power_limit_w", None)
+def power_limit_of(spec: Any, accelerator_id: str) -> float | None:
+    """The spec's board power limit for `accelerator_id` (`infrastructure.facility.
+    gpu_power_limit_w`, one value or one per accelerator), None when it sets none."""
+    facility = getattr(getattr(spec, "infrastructure", None), "facility", None)
+    return facility.gpu_power_limit_for(accelerator_id) if facility is not None else None

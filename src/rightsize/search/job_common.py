@@ -54,7 +54,7 @@ def allowed_hardware(
         if not acc.supports(precision):
             rejected.append((acc.id, f"has no {precision} support"))
             continue
-        yield acc, node, calibrated_hardware(acc, node, precision, calibration, power_limit_of(spec))
+        yield acc, node, calibrated_hardware(acc, node, precision, calibration, power_limit_of(spec, acc.id))
 
 
 def gpu_counts(node: NodeType, max_gpus: int) -> list[int]:

@@ -244,7 +244,7 @@ def _check_tpot_possible(spec: InferenceSpec, ids: list[str]) -> None:
                 tp,
                 spec.serving.weight_precision,
                 spec.serving.kv_precision,
-                power_limit_w=power_limit_of(spec),
+                power_limit_w=power_limit_of(spec, acc.id),
             )
             if not rep.fits:
                 continue

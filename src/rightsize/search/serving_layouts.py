@@ -61,7 +61,7 @@ def _build(
         spec.serving.kv_precision,
         cal.get(acc.id),
         spec.engine.name,
-        power_limit_w=power_limit_of(spec),
+        power_limit_w=power_limit_of(spec, acc.id),
     )
 
 
@@ -145,7 +145,7 @@ def speculative(
             spec.serving.kv_precision,
             cal.get(acc.id),
             spec.engine.name,
-            power_limit_w=power_limit_of(spec),
+            power_limit_w=power_limit_of(spec, acc.id),
         )
     elif sp.method in ("eagle", "mtp"):  # one transformer layer and the target's LM head
         head = rep.arch.model_copy(update={"layers": 1, "dense_layers": 0})
@@ -158,7 +158,7 @@ def speculative(
             spec.serving.kv_precision,
             cal.get(acc.id),
             spec.engine.name,
-            power_limit_w=power_limit_of(spec),
+            power_limit_w=power_limit_of(spec, acc.id),
         )
     return SpeculativeReplica.wrap(rep, draft, sp.draft_tokens, sp.method)
 

@@ -338,7 +338,7 @@ def _evaluate_all(
         if not acc.supports(w.precision):
             tasks.append(Rejection(acc.id, f"has no {w.precision} support"))
             continue
-        hw = calibrated_hardware(acc, node, w.precision, hw_overrides, power_limit_of(spec))
+        hw = calibrated_hardware(acc, node, w.precision, hw_overrides, power_limit_of(spec, acc.id))
         counts = (
             np.array([float(_fixed_count(spec, w, node, hw.domain_gpus, notes))])
             if tgt.gpus is not None

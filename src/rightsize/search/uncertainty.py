@@ -191,7 +191,7 @@ def _train_hardware(plan: Any, spec: Any, calibration: dict[str, dict[str, float
         get_node(b.node),
         spec.training.precision,
         calibration,
-        power_limit_of(spec),
+        power_limit_of(spec, b.accelerator),
     )
 
 
@@ -333,7 +333,7 @@ def serving_uncertainty(
         b.kv_precision,
         (calibration or {}).get(b.accelerator),
         spec.engine.name,
-        power_limit_w=power_limit_of(spec),
+        power_limit_w=power_limit_of(spec, b.accelerator),
     )
     prefill_tokens, output, batch, ctx = _serving_point(plan, spec)
 

@@ -290,13 +290,12 @@ def size_power(
 
     # A board power limit (infrastructure.facility.gpu_power_limit_w) is the most a GPU draws;
     # the perf model ran at the same limit (perf.hardware.power_capped), so speed and power agree.
-    tdp = facility.gpu_power_limit_w or acc.tdp_w
+    limit_w = facility.gpu_power_limit_for(acc.id)
+    tdp = limit_w or acc.tdp_w
     idle = perf_power.gpu_draw_w(acc.tdp_w, defaults.gpu_idle_fraction_of_tdp, 0.0)
     # MFU is against the datasheet peak: a capped GPU reaches its limit at that share of the
     # utilisation an uncapped one reaches its TDP at (perf.hardware.capped_compute_factor)
-    f = gpu_activity(
-        demand, defaults.gpu_utilisation_at_tdp * capped_compute_factor(facility.gpu_power_limit_w, acc.tdp_w)
-    )
+    f = gpu_activity(demand, defaults.gpu_utilisation_at_tdp * capped_compute_factor(limit_w, acc.tdp_w))
     gpu_typical = idle + (tdp - idle) * f  # perf.power.gpu_draw_w, its ceiling the limit
     slots = nodes * node.gpus_per_node
     working = min(demand.gpus, slots)
@@ -347,10 +346,8 @@ def size_power(
     span_s = run_s if run_s is not None else demand.run_s
     per_run, per_month, per_million = _energy(demand, facility_typical, span_s)
     sources = _power_sources(acc, node, ct, status == "throttled", pue_src)
-    if facility.gpu_power_limit_w:
-        limit = Sourced(
-            facility.gpu_power_limit_w, "the spec: board power limit per GPU (nvidia-smi -pl)", ""
-        )
+    if limit_w:
+        limit = Sourced(limit_w, "the spec: board power limit per GPU (nvidia-smi -pl)", "")
         sources.append(source_entry("infrastructure.facility.gpu_power_limit_w", limit))
         figures = power_limit_figures().sources
         sources += [
