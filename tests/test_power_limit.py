@@ -125,3 +125,16 @@ def test_limit_per_accelerator() -> None:
     assert (f.gpu_power_limit_for("h100-sxm"), f.gpu_power_limit_for("a100-sxm-80gb")) == (500.0, 350.0)
     assert f.gpu_power_limit_for("b200") is None
     assert Facility(gpu_power_limit_w=400).gpu_power_limit_for("b200") == 400.0
+
+
+def test_published_caps_are_carried_by_their_rows() -> None:
+    from rightsize.validate.cases import bundled_paths, more_paths, read_cases
+
+    files = [p for p in bundled_paths() if p.name == "whole_runs.csv"] + more_paths()
+    cases = {c.id: c for p in files for c in read_cases(p)}
+    # Llama 2 paper sec. 2.2.1 / Table 2: 34B on the production cluster at 350 W
+    assert cases["llama-2-34b-gpu-hours"].row["gpu_power_limit_w"] == "350"
+    h100_500 = [c for i, c in cases.items() if i.startswith("tt2506-") and c.row["accelerator"] == "h100-sxm"]
+    assert h100_500 and all(c.row["gpu_power_limit_w"] == "500" for c in h100_500)
+    spec = training_spec_data(cases["llama-2-34b-gpu-hours"])
+    assert spec["infrastructure"]["facility"]["gpu_power_limit_w"] == 350.0
