@@ -38,7 +38,7 @@ from rightsize.perf.hardware import Hardware
 from rightsize.perf.inference import Replica
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
-from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.calibrated import calibrated_hardware, power_limit_of
 from rightsize.search.constraints import margins_of
 from rightsize.search.ground import ground_report, position
 from rightsize.search.uncertainty_whole_run import method_note as whole_run_method
@@ -187,7 +187,11 @@ def _measured(rng: np.random.Generator, n: int, sigma: float | None) -> np.ndarr
 def _train_hardware(plan: Any, spec: Any, calibration: dict[str, dict[str, float]] | None) -> Hardware:
     b = plan.best
     return calibrated_hardware(
-        get_accelerator(b.accelerator), get_node(b.node), spec.training.precision, calibration
+        get_accelerator(b.accelerator),
+        get_node(b.node),
+        spec.training.precision,
+        calibration,
+        power_limit_of(spec, b.accelerator),
     )
 
 
@@ -329,6 +333,7 @@ def serving_uncertainty(
         b.kv_precision,
         (calibration or {}).get(b.accelerator),
         spec.engine.name,
+        power_limit_w=power_limit_of(spec, b.accelerator),
     )
     prefill_tokens, output, batch, ctx = _serving_point(plan, spec)
 
