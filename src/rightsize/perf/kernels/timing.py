@@ -30,6 +30,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from rightsize.perf.inference import Replica
 
 ACT_BYTES = 2.0  # all-reduced activations are 16 bit
+# The LM head stays in 16 bit when the layers are quantized: NVIDIA ModelOpt's quantization
+# configs disable the `*lm_head*` quantizers by default (TensorRT-LLM's FP8/FP4 checkpoints are
+# made with it), and AIConfigurator's Llama op list times `logits_gemm` in bf16 for any GEMM
+# quant mode.
+LOGITS_DTYPE = "bf16"
 
 # Beyond the measured range a large batch of attention (or a GEMM wider than any measured n)
 # is timed as k equal parts run back to back: once a part fills the GPU, latency is linear in
@@ -134,9 +139,16 @@ def _range(table: KernelTable, op: str, *key: object) -> str:
 
 
 def _gemm(
-    rep: Replica, table: KernelTable, report: OpReport, op: str, m: np.ndarray, n: float, k: float
+    rep: Replica,
+    table: KernelTable,
+    report: OpReport,
+    op: str,
+    m: np.ndarray,
+    n: float,
+    k: float,
+    dtype: str | None = None,
 ) -> np.ndarray:
-    dtype = rep.weight_precision
+    dtype = dtype or rep.weight_precision
     g = table.grid("gemm", dtype)
     if g is None:
         measured = np.full(np.shape(m), np.nan)
@@ -232,7 +244,9 @@ def decode_step_s(
         + 2.0 * _all_reduce(rep, table, report, b)
         + _elementwise_s(rep, b)
     )
-    logits = _gemm(rep, table, report, "gemm_logits", b, rep.arch.vocab / rep.tp, float(rep.arch.hidden))
+    logits = _gemm(
+        rep, table, report, "gemm_logits", b, rep.arch.vocab / rep.tp, float(rep.arch.hidden), LOGITS_DTYPE
+    )
     return rep.arch.layers * layer + logits, report
 
 
@@ -268,5 +282,7 @@ def prefill_s(
         + 2.0 * _all_reduce(rep, table, report, m)
         + _elementwise_s(rep, m)
     )
-    logits = _gemm(rep, table, report, "gemm_logits", s, rep.arch.vocab / rep.tp, float(rep.arch.hidden))
+    logits = _gemm(
+        rep, table, report, "gemm_logits", s, rep.arch.vocab / rep.tp, float(rep.arch.hidden), LOGITS_DTYPE
+    )
     return rep.arch.layers * layer + logits, report
