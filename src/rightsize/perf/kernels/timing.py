@@ -30,10 +30,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from rightsize.perf.inference import Replica
 
 ACT_BYTES = 2.0  # all-reduced activations are 16 bit
-# The LM head stays in 16 bit when the layers are quantized: NVIDIA ModelOpt's quantization
-# configs disable the `*lm_head*` quantizers by default (TensorRT-LLM's FP8/FP4 checkpoints are
-# made with it), and AIConfigurator's Llama op list times `logits_gemm` in bf16 for any GEMM
-# quant mode.
+# The LM head stays in 16 bit when the layers are quantized: NVIDIA ModelOpt (which makes
+# TensorRT-LLM's FP8/FP4 checkpoints) disables it in every config it ships
+# (`modelopt/torch/quantization/config.py`, `_default_disabled_quantizer_cfg`:
+# `"*lm_head*": {"enable": False}`, read 2026-11), and AIConfigurator 0.12.0's Llama op list
+# (`aiconfigurator_core/sdk/models/llama.py`) times `logits_gemm` in bf16 for any GEMM quant.
 LOGITS_DTYPE = "bf16"
 
 # Beyond the measured range a large batch of attention (or a GEMM wider than any measured n)
