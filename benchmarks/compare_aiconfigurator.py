@@ -6,8 +6,9 @@ runs `aiconfigurator.cli.api.cli_estimate(mode="static")` with the row's shape (
 precisions, lengths and batch (`fixed_batch` rows: the published batch; offline rows: the
 batch rightsize chose, from a `rightsize validate --format json` file), and turns its TTFT
 and TPOT into output tokens/s as a static batch: batch x output / (TTFT + TPOT x (output - 1)).
-Prints each row's error beside rightsize's analytic and measured-kernel errors, and the
-medians on the rows both predict.
+Prints each row's error beside rightsize's analytic and measured-kernel errors (marking the
+rows where AIConfigurator is closer), the medians on the rows both predict, and how many rows
+AIConfigurator is closer on.
 
 Run (needs the optional `aiconfigurator` extra; about 5 s a row):
     rightsize validate --holdout --engines --format json -o /tmp/v.json
@@ -111,8 +112,11 @@ def compare(validate_json: Path, csv_path: Path) -> dict[str, Any]:
             kernels = mine["error"] if mine.get("source") != "analytic" else None
             out.append({"id": row["id"], "aic": aic, "analytic": mine["analytic_error"], "kernels": kernels})
             k = f"{100 * kernels:+6.1f}%" if kernels is not None else "   -   "
+            ours_err = kernels if kernels is not None else mine["analytic_error"]
+            closer = "  AIC closer" if abs(aic) < abs(ours_err) else ""
             print(
-                f"{row['id']:58s} AIC {100 * aic:+6.1f}%  analytic {100 * mine['analytic_error']:+6.1f}%  kernels {k}"
+                f"{row['id']:58s} AIC {100 * aic:+6.1f}%  analytic {100 * mine['analytic_error']:+6.1f}%"
+                f"  kernels {k}{closer}"
             )
     med = {
         "aiconfigurator": statistics.median(abs(r["aic"]) for r in out) if out else None,
@@ -123,11 +127,15 @@ def compare(validate_json: Path, csv_path: Path) -> dict[str, Any]:
         if out
         else None,
     }
-    return {"rows": out, "n": len(out), "median_abs_error": med}
+    closer = sum(
+        abs(r["aic"]) < abs(r["kernels"] if r["kernels"] is not None else r["analytic"]) for r in out
+    )
+    return {"rows": out, "n": len(out), "median_abs_error": med, "aiconfigurator_closer_rows": closer}
 
 
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     result = compare(Path(sys.argv[1]), Path(sys.argv[2]))
-    print(json.dumps({"n": result["n"], "median_abs_error": result["median_abs_error"]}, indent=2))
+    keys = ("n", "median_abs_error", "aiconfigurator_closer_rows")
+    print(json.dumps({k: result[k] for k in keys}, indent=2))

@@ -260,9 +260,19 @@ def test_non_gpu_plans_are_refused_with_their_stack(tmp_path: Path, accelerator:
 
 
 def test_tpu_serving_is_refused(tmp_path: Path) -> None:
-    from rightsize.errors import BadInput
+    import yaml
 
-    plan = _plan_on("llama3-70b-chat-serving", "tpu-v5p", tmp_path)
+    from rightsize import api
+    from rightsize.errors import BadInput
+    from rightsize.report.render import result_dict
+
+    spec = yaml.safe_load((ROOT / "examples/llama3-70b-chat-serving.yaml").read_text())
+    spec["targets"]["accelerators"] = ["tpu-v5p"]
+    spec["serving"]["weight_precision"] = "int8"  # what vLLM TPU loads on v5p (no fp8)
+    path = tmp_path / "tpu.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    plan = result_dict(api.plan(path))
+    assert plan["best"]["accelerator"] == "tpu-v5p"
     with pytest.raises(BadInput, match="TPU"):
         render_files(plan, "slurm")
 

@@ -223,3 +223,30 @@ def test_tpu_training_refuses_what_maxtext_cannot_express(tpu_plan: dict[str, An
     plan["spec"]["model"]["mlp"] = "gelu"
     with pytest.raises(BadInput, match="SwiGLU"):
         render_files(plan, "kubernetes")
+
+
+@pytest.mark.parametrize(
+    ("policy", "names", "placement"),
+    [
+        ("input_offloaded", {"decoder_layer_input"}, "offload"),
+        (
+            "save_qkv_context",
+            {"decoder_layer_input", "query_proj", "key_proj", "value_proj", "context"},
+            "device",
+        ),
+        ("input_qkv_offloaded", {"decoder_layer_input", "query_proj", "key_proj", "value_proj"}, "offload"),
+    ],
+)
+def test_maxtext_custom_remat_names_each_tensor_as_the_recipes_do(
+    tpu_plan: dict[str, Any], policy: str, names: set[str], placement: str
+) -> None:
+    """The Ironwood recipes' custom remat policies: the named tensors kept on the device or
+    offloaded, every other one recomputed (MaxText's RematAndOffload)."""
+    import copy
+
+    plan = copy.deepcopy(tpu_plan)
+    plan["best"]["parallel"]["recompute"] = policy
+    cfg, _ = _maxtext(render_files(plan, "kubernetes"))
+    assert cfg["remat_policy"] == "custom"
+    assert {k for k, v in cfg.items() if v in ("offload", "device")} == names
+    assert {cfg[n] for n in names} == {placement}

@@ -50,9 +50,17 @@ def _records(gemm_m_max: float = 4096.0) -> list[dict]:
     for m in [x for x in POW2 if x <= gemm_m_max]:
         for n in (1024.0, 4096.0, 8192.0, 16384.0, 32768.0):
             for k in (1024.0, 4096.0, 16384.0):
-                recs.append(
-                    {"op": "gemm", "dtype": "fp8", "m": m, "n": n, "k": k, "latency_s": 1e-12 * m * n * k}
-                )
+                for dtype, scale in (("fp8", 1.0), ("bf16", 2.0)):  # the LM head runs in bf16
+                    recs.append(
+                        {
+                            "op": "gemm",
+                            "dtype": dtype,
+                            "m": m,
+                            "n": n,
+                            "k": k,
+                            "latency_s": scale * 1e-12 * m * n * k,
+                        }
+                    )
     for b in (1.0, 8.0, 64.0, 128.0):
         for s in (128.0, 1024.0, 4096.0):
             recs.append(
@@ -105,6 +113,41 @@ def test_split_times_a_large_batch_as_measured_parts():
     assert np.isnan(lat[2])  # 4096 / 8 = 512 is still beyond the table: refused, not extrapolated
 
 
+def test_split_pays_the_kernels_fixed_cost_once():
+    """A kernel of fixed cost 5 us plus 1 us per sequence, measured up to 256 sequences: 1,024
+    sequences as 4 parts cost 5 + 1,024 us, not 4 x (5 + 256) us."""
+    g = Grid.from_points(("b",), [((b,), 5e-6 + 1e-6 * b) for b in (1.0, 2.0, 64.0, 256.0)])
+    lat, parts = split_lookup(lambda x: g(x), np.array([1024.0]), "batch", floor_sizes=(1.0, 2.0))
+    assert parts[0] == 4 and lat[0] == pytest.approx(5e-6 + 1024e-6, rel=0.01)
+    whole, _ = split_lookup(lambda x: g(x), np.array([1024.0]), "batch")
+    assert whole[0] == pytest.approx(4 * (5e-6 + 256e-6), rel=0.01)  # without the intercept
+
+
+def test_prefill_attention_of_more_prompts_than_measured_is_split_not_analytic():
+    table = build_table(META, _records() + _context_records())
+    rep = _replica(table)
+    t, report = rep.prefill_detail(128.0, 0.0, 512.0)  # measured up to 128 prompts
+    assert report.measured["context_attention"] == 1.0
+    assert float(t) > 0
+
+
+def _context_records() -> list[dict]:
+    return [
+        {
+            "op": "context_attention",
+            "dtype": "fp8",
+            "kv_heads": 8,
+            "head_dim": 128,
+            "heads": 32,
+            "seq_len": s,
+            "batch": b,
+            "latency_s": 2e-6 + 1e-10 * b * s * s,
+        }  # fmt: skip
+        for b in (1.0, 2.0, 64.0, 128.0)
+        for s in (64.0, 256.0)
+    ]
+
+
 def test_split_parts_may_be_smaller_where_each_carries_enough_work():
     """Long-context decode attention (issue 30): a part of 8 sequences of 16k tokens streams as
     much KV as 64 of 2k, so a batch of 48 measured only up to 16 is timed as 4 parts of 12."""
@@ -132,7 +175,7 @@ def test_decode_step_comes_from_the_table_where_it_covers_the_shapes():
     a = 4096.0
     gemms = 1e-12 * 64 * ((32 + 16) * 128 * a + a * a + 2 * 14336 * a + a * 14336)
     attention = 1e-9 * 64 * 1024
-    expected_layers = 32 * (gemms + attention) + 1e-12 * 64 * 128256 * a  # + logits
+    expected_layers = 32 * (gemms + attention) + 2e-12 * 64 * 128256 * a  # + logits, from the bf16 table
     assert float(t) > expected_layers  # plus sampling and iteration overhead
     assert float(t) < expected_layers + 2e-3
     assert report.source in ("measured kernels", "mixed")

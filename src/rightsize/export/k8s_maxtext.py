@@ -47,9 +47,15 @@ from rightsize.export.plan_view import TrainingView
 REMAT = {"none": "minimal", "selective": "save_dot_except_mlp", "full": "full"}  # MaxText remat_policy
 # rightsize's names for MaxText's remat_policy=custom: which named tensors go to host memory
 # (MaxText configs RematAndOffload; the Trillium recipes in benchmarks/maxtext_trillium_model_configs.py)
-CUSTOM_REMAT = {
-    "input_qkv_offloaded": ("decoder_layer_input", "query_proj", "key_proj", "value_proj"),
-    "input_qkv_out_offloaded": ("decoder_layer_input", "query_proj", "key_proj", "value_proj", "out_proj"),
+# MaxText's `remat_policy: custom`: each named tensor kept on the device or offloaded to host
+# memory; every tensor not named is recomputed (configs/types.py, RematAndOffload). Splash
+# attention saves its output and log-sum-exp as `context` (attention_op.py).
+_QKV = ("query_proj", "key_proj", "value_proj")
+CUSTOM_REMAT: dict[str, dict[str, str]] = {
+    "input_qkv_offloaded": dict.fromkeys(("decoder_layer_input", *_QKV), "offload"),
+    "input_qkv_out_offloaded": dict.fromkeys(("decoder_layer_input", *_QKV, "out_proj"), "offload"),
+    "input_offloaded": {"decoder_layer_input": "offload"},
+    "save_qkv_context": dict.fromkeys(("decoder_layer_input", *_QKV, "context"), "device"),
 }
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16", "nvfp4": "bfloat16"}
 
@@ -134,7 +140,7 @@ def maxtext_config(v: TrainingView, run_name: str, n_slices: int, per_slice: int
         "tokenizer_type": "huggingface",
         "tokenizer_path": m.hf_id or f"{DATA_MOUNT}/tokenizer",
     }
-    cfg |= {name: "offload" for name in CUSTOM_REMAT.get(v.recompute, ())}
+    cfg |= CUSTOM_REMAT.get(v.recompute, {})
     if m.experts:
         cfg |= {"num_experts": m.experts, "num_experts_per_tok": m.experts_per_token,
                 "base_moe_mlp_dim": m.expert_ffn_hidden or m.ffn_hidden}  # fmt: skip

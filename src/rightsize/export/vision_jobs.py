@@ -184,6 +184,12 @@ def _volume(name: str, v: VisionTrainingView, n_bytes: float) -> dict[str, Any]:
 
 
 def training_files(v: VisionTrainingView, node_labels: dict[str, str] | None = None) -> dict[str, str]:
+    """The Kubernetes files of a vision training plan: a JobSet of torchrun pods, the reference
+    script fetched by a ConfigMap, checkpoint and data volumes, and the Kueue quota.
+
+    Longer than 80 lines for one reason: the JobSet, its pod, the ConfigMap, the volume claims
+    and their header comments are one document whose fields refer to each other by name.
+    """
     gpn = _check(v, "kubernetes")
     name = object_name(v.header)
     args = _args(v)

@@ -155,7 +155,10 @@ def job_demand(
     scale: float = 1.0,
 ) -> WorkloadDemand:
     """A job's work to place (or, when it may not wait, its fixed load); `scale` multiplies its
-    GPU-hours (a monitor's re-plan: observed against planned, or the share of the work left)."""
+    GPU-hours (a monitor's re-plan: observed against planned, or the share of the work left).
+
+    Longer than 80 lines for one reason: a batch window, recurring runs and a one-off run each
+    fill the same periods, gang size and notes, and read more plainly side by side."""
     days = cal.days
     active = _window(cal, first, last)
     allowed = np.repeat(active[:, None], HOURS, axis=1)

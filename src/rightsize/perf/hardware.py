@@ -167,3 +167,63 @@ class Hardware:
             f.name: v[index] for f in fields(self) if isinstance(v := getattr(self, f.name), np.ndarray)
         }
         return replace(self, **picked) if picked else self  # type: ignore[arg-type]
+
+
+def power_capped(hw: Hardware, limit_w: float | None) -> Hardware:
+    """`hw` on a board whose power limit is `limit_w` (`nvidia-smi -pl`), None or the TDP: as is.
+
+    The firmware holds a lower limit by lowering the SM clock; the HBM clock stays. So the
+    achieved compute fractions (GEMM, 16-bit GEMM, attention; the datasheet peaks stay) scale by
+    (limit / TDP) ** compute_exponent and the HBM bandwidth by the smaller
+    (limit / TDP) ** memory_exponent (catalog/data/power_limit.yaml, sourced there); `tdp_w`
+    becomes the limit, the most a GPU draws in the power model. A limit above the TDP, below
+    the part's minimum or on a part with no sourced minimum is refused (BadInput)."""
+    if limit_w is None or limit_w == hw.tdp_w:
+        return hw
+    from rightsize.catalog.power_limit import power_limit_figures
+    from rightsize.errors import BadInput
+
+    figures = power_limit_figures()
+    field = "infrastructure.facility.gpu_power_limit_w"
+    if limit_w > hw.tdp_w:
+        raise BadInput(
+            f"{field} is {limit_w:g} W, above {hw.accelerator_id}'s {hw.tdp_w:g} W TDP.",
+            "A board power limit can only lower the default limit (nvidia-smi -pl refuses more).",
+            f"Give at most {hw.tdp_w:g} W for it (one value per accelerator id, e.g. "
+            f"{{{hw.accelerator_id}: {hw.tdp_w:g} W}}, where several parts are allowed), or remove {field}.",
+        )
+    minimum = figures.minimum_limit_w.get(hw.accelerator_id)
+    if minimum is None:
+        raise BadInput(
+            f"{field} is set, but {hw.accelerator_id} has no sourced minimum power limit.",
+            "rightsize models a cap only on parts whose lowest accepted limit is catalogued "
+            f"({', '.join(sorted(figures.minimum_limit_w))}).",
+            f"Set {field} per accelerator id for the capped parts only, or add the part's 'Min Power "
+            "Limit' (nvidia-smi -q) with its source to catalog/data/power_limit.yaml.",
+        )
+    if limit_w < minimum:
+        raise BadInput(
+            f"{field} is {limit_w:g} W, below {hw.accelerator_id}'s {minimum:g} W minimum.",
+            "The driver refuses a power limit under the board's 'Min Power Limit'.",
+            f"Give between {minimum:g} and {hw.tdp_w:g} W.",
+        )
+    compute = capped_compute_factor(limit_w, hw.tdp_w)
+    return replace(
+        hw,
+        gemm_fraction=hw.gemm_fraction * compute,
+        gemm_fraction_16bit=hw.gemm_fraction_16bit * compute,
+        attention_fraction=hw.attention_fraction * compute,
+        hbm_bytes_per_s=hw.hbm_bytes_per_s * (limit_w / hw.tdp_w) ** figures.memory_exponent,
+        tdp_w=limit_w,
+    )
+
+
+def capped_compute_factor(limit_w: float | None, tdp_w: float) -> float:
+    """The share of its sustained compute rate a part keeps under a board power limit:
+    (limit / TDP) ** compute_exponent (catalog/data/power_limit.yaml); 1 without a limit. The
+    peaks stay the datasheet's, so MFU keeps its usual meaning; the achieved fractions fall."""
+    if limit_w is None or limit_w >= tdp_w or tdp_w <= 0:
+        return 1.0
+    from rightsize.catalog.power_limit import power_limit_figures
+
+    return float((limit_w / tdp_w) ** power_limit_figures().compute_exponent)

@@ -39,7 +39,7 @@ from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.perf import collectives as coll
 from rightsize.perf.gemm import gemm_efficiency, gemm_time_s
-from rightsize.perf.hardware import Hardware
+from rightsize.perf.hardware import Hardware, power_capped
 from rightsize.perf.kernels import timing as kernel_timing
 from rightsize.perf.kernels.table import KernelTable
 from rightsize.perf.kernels.timing import OpReport
@@ -155,8 +155,10 @@ class Replica:
         engine: str | None = None,
         kernels: KernelTable | None = None,
         engine_version: str | None = None,
+        power_limit_w: float | None = None,
     ) -> Replica:
-        """A replica of `arch` at tensor parallelism `tp`; `overrides` replace catalog
+        """A replica of `arch` at tensor parallelism `tp` on boards capped at `power_limit_w`
+        (None: the TDP; `perf.hardware.power_capped`); `overrides` replace catalog
         efficiencies (a calibration's fit for this accelerator); `engine` names the serving
         engine whose defaults apply, `engine_version` its release (older releases differ per
         mechanism: `catalog/data/engines.yaml` releases); `kernels` is a measured kernel table to
@@ -177,7 +179,10 @@ class Replica:
             and acc.supports("int8")
         )
         dequant = False if w8a8 else weight_only(acc, weight_precision)
-        hw = Hardware.from_catalog(acc, node, "int8" if w8a8 else compute_dtype(acc, weight_precision))
+        hw = power_capped(
+            Hardware.from_catalog(acc, node, "int8" if w8a8 else compute_dtype(acc, weight_precision)),
+            power_limit_w,
+        )
         if overrides:
             hw = hw.with_overrides(**overrides)
         return cls(

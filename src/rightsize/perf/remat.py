@@ -21,11 +21,21 @@ of the named matmul outputs (`query_proj`, `key_proj`, `value_proj`, `out_proj`,
 | minimal_offloaded | nothing: minimal's tensors go to pinned host memory | as minimal |
 | input_qkv_offloaded | nothing: the layer input and q, k, v go to host memory | as save_qkv_proj |
 | input_qkv_out_offloaded | nothing: the layer input, q, k, v and out_proj go to host | as save_dot_except_mlp |
+| input_offloaded | nothing: the layer input goes to host memory | everything, as full |
+| save_qkv_context | q, k, v and the attention output (`context`) | out-projection, MLP up, elementwise |
 
-The last two are MaxText's `remat_policy: custom` as the Trillium recipes set it
+`input_qkv_offloaded` and `input_qkv_out_offloaded` are MaxText's `remat_policy: custom` as the
+Trillium recipes set it
 (`decoder_layer_input`, `query_proj`, `key_proj`, `value_proj` and, for Llama 3.1 8B and 405B,
 `out_proj` set to `offload`; benchmarks/maxtext_trillium_model_configs.py): even the scan
 carry leaves the device, which is what lets Llama 3.1 405B train on 32 GB v6e chips.
+`input_offloaded` and `save_qkv_context` are the Ironwood (TPU7x) recipes' `custom` policies
+(AI-Hypercomputer/tpu-recipes training/ironwood, run_recipe.sh): Llama 3.1 405B FP8 sets only `decoder_layer_input=offload`, so every other named
+tensor is rebuilt (full recomputation, the scan carry in host memory); Llama 3.1 70B (BF16 and
+FP8, 8K) sets `decoder_layer_input`, `query_proj`, `key_proj`, `value_proj` and `context` to
+`device`. In MaxText's custom policy every tensor left unnamed is `remat` (configs/types.py,
+RematAndOffload: `decoder_layer_input` defaults to `device`, the others to `remat`); keeping
+`context` with q, k and v spares the attention kernel's rerun, as `minimal_flash` does.
 
 torchtitan's op-level selective checkpointing (`activation_checkpoint.mode: selective`,
 `selective_ac_option: op`; torchtitan's `_apply_ac_to_transformer_block`, Dec 2024) saves the
@@ -176,6 +186,13 @@ POLICIES += tuple(
     for n in LAYER_OFFLOAD_EIGHTHS
 )
 LAYER_OFFLOAD: tuple[str, ...] = tuple(f"layer_offload_{n}of8" for n in LAYER_OFFLOAD_EIGHTHS)
+# MaxText remat_policy=custom as the Ironwood recipes set it (tensors named neither 'device' nor
+# 'offload' default to 'remat', MaxText configs/types.py RematAndOffload); appended after the
+# layer-offload policies so that every earlier code keeps its value.
+POLICIES += (
+    _p("input_offloaded", "", "input", " ".join(PARTS), "MaxText (custom)"),
+    _p("save_qkv_context", "input qkv context", "", "out_gemm mlp_up_gemm elementwise", "MaxText (custom)"),
+)
 CODES: dict[str, int] = {p.name: i for i, p in enumerate(POLICIES)}
 # Megatron-Core's `--recompute-modules` for the module-recompute policies (exports).
 MEGATRON_MODULES: dict[str, tuple[str, ...]] = {

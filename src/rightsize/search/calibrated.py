@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import fields
+from typing import Any
 
 from rightsize.catalog import Accelerator, NodeType
 from rightsize.errors import BadInput
-from rightsize.perf.hardware import Hardware
+from rightsize.perf.hardware import Hardware, power_capped
 
 Calibration = dict[str, dict[str, float]]  # accelerator id -> Hardware field overrides
 
@@ -112,10 +113,23 @@ def _reference_dtype(acc: Accelerator) -> str:
 
 
 def calibrated_hardware(
-    acc: Accelerator, node: NodeType, dtype: str, calibration: Calibration | None
+    acc: Accelerator,
+    node: NodeType,
+    dtype: str,
+    calibration: Calibration | None,
+    power_limit_w: float | None = None,
 ) -> Hardware:
-    hw = Hardware.from_catalog(acc, node, dtype)
+    """The catalog's figures for `acc` in `node` at `dtype`, on a board capped at `power_limit_w`
+    (`power_limit_of(spec, acc.id)`; None: the TDP), with the calibration's overrides over them."""
+    hw = power_capped(Hardware.from_catalog(acc, node, dtype), power_limit_w)
     if calibration and acc.id in calibration:
         check_overrides(acc.id, hw, calibration[acc.id])
         hw = hw.with_overrides(**calibration[acc.id])
     return hw
+
+
+def power_limit_of(spec: Any, accelerator_id: str) -> float | None:
+    """The spec's board power limit for `accelerator_id` (`infrastructure.facility.
+    gpu_power_limit_w`, one value or one per accelerator), None when it sets none."""
+    facility = getattr(getattr(spec, "infrastructure", None), "facility", None)
+    return facility.gpu_power_limit_for(accelerator_id) if facility is not None else None

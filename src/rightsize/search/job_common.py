@@ -19,7 +19,7 @@ from rightsize.errors import Infeasible
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.reliability import daly_goodput, goodput
 from rightsize.perf.whole_run import run_parts
-from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.calibrated import calibrated_hardware, power_limit_of
 from rightsize.search.constraints import under_power_cap
 from rightsize.search.option_rank import in_time, rank_by_objective_then_latency, rank_by_objective_then_time
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, billed_gpus
@@ -54,7 +54,7 @@ def allowed_hardware(
         if not acc.supports(precision):
             rejected.append((acc.id, f"has no {precision} support"))
             continue
-        yield acc, node, calibrated_hardware(acc, node, precision, calibration)
+        yield acc, node, calibrated_hardware(acc, node, precision, calibration, power_limit_of(spec, acc.id))
 
 
 def gpu_counts(node: NodeType, max_gpus: int) -> list[int]:

@@ -34,12 +34,18 @@ class KindFacts:
 
 
 def nic_sweep(
-    acc: Any, node: NodeType, precision: str, calibration: Any, step_at: Callable[[Any], float | None]
+    acc: Any,
+    node: NodeType,
+    precision: str,
+    calibration: Any,
+    step_at: Callable[[Any], float | None],
+    power_limit_w: float | None = None,
 ) -> dict[float, float]:
-    """The step time at each NIC speed of the sweep (`step_at(hardware)`; None: no such step)."""
+    """The step time at each NIC speed of the sweep (`step_at(hardware)`; None: no such step),
+    on boards capped at `power_limit_w` (None: the TDP) as the plan's own step was."""
     sweep: dict[float, float] = {}
     for gbps in NIC_SWEEP_GBPS:
-        hw = calibrated_hardware(acc, node, precision, calibration).with_overrides(
+        hw = calibrated_hardware(acc, node, precision, calibration, power_limit_w).with_overrides(
             scaleout_bytes_per_s_per_gpu=gbps * 1e9 / 8.0
         )
         step = step_at(hw)

@@ -34,6 +34,7 @@ from rightsize.perf.recsys import (
     state_bytes_per_row,
 )
 from rightsize.perf.vision import DTYPE_BYTES, batched_latency_s, gradient_allreduce_exposed_s
+from rightsize.search.calibrated import power_limit_of
 from rightsize.search.constraints import (
     margins_of,
     training_extra,
@@ -235,7 +236,7 @@ def _training_demand(spec: RecsysSpec, best: RecsysOption, calibration: Calibrat
         o = _train_option(spec, acc, node, hw, best.gpus)
         return None if isinstance(o, str) else o.step["step_s"]
 
-    sweep = nic_sweep(acc, node, t.precision, calibration, step_at)
+    sweep = nic_sweep(acc, node, t.precision, calibration, step_at, power_limit_of(spec, acc.id))
     rows, _ = _tables(spec)
     stored_row = row_b + state_bytes_per_row(m.embedding_dim, m.optimizer)
     samples = t.samples or m.train_samples or 0.0

@@ -23,7 +23,7 @@ from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_multinode import gpus_of
 from rightsize.perf.serving_sim import EngineModel, PreparedRequests, SimResult
 from rightsize.perf.serving_slo import SloStop, meets
-from rightsize.search.calibrated import Calibration
+from rightsize.search.calibrated import Calibration, power_limit_of
 from rightsize.search.constraints import margins_of, under_power_cap
 from rightsize.search.serving_batch import plan_batch_scenario
 from rightsize.search.serving_capacity import capacity_rps, first_leaf, leaf_rate
@@ -238,7 +238,13 @@ def _check_tpot_possible(spec: InferenceSpec, ids: list[str]) -> None:
             if not precision_ok(acc, spec.serving.weight_precision):
                 break
             rep = Replica.build(
-                spec.model, acc, node, tp, spec.serving.weight_precision, spec.serving.kv_precision
+                spec.model,
+                acc,
+                node,
+                tp,
+                spec.serving.weight_precision,
+                spec.serving.kv_precision,
+                power_limit_w=power_limit_of(spec, acc.id),
             )
             if not rep.fits:
                 continue

@@ -14,7 +14,7 @@ from rightsize.perf.serving_lora import LoraReplica
 from rightsize.perf.serving_moe_ep import ExpertParallelReplica
 from rightsize.perf.serving_multinode import PP_OPTIONS, PipelinedReplica, ReplicaLayout, layout_of
 from rightsize.perf.serving_specdec import SpeculativeReplica
-from rightsize.search.calibrated import Calibration
+from rightsize.search.calibrated import Calibration, power_limit_of
 from rightsize.search.serving_plan import TP_OPTIONS
 from rightsize.spec.inference import InferenceSpec
 from rightsize.spec.presets import get_preset
@@ -53,7 +53,15 @@ def _build(
     spec: InferenceSpec, acc: Accelerator, node: NodeType, tp: int, prec: str, cal: Calibration
 ) -> Replica:
     return Replica.build(
-        spec.model, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+        spec.model,
+        acc,
+        node,
+        tp,
+        prec,
+        spec.serving.kv_precision,
+        cal.get(acc.id),
+        spec.engine.name,
+        power_limit_w=power_limit_of(spec, acc.id),
     )
 
 
@@ -129,12 +137,28 @@ def speculative(
         arch = get_preset(sp.draft_model)
         tp = rep.tp if arch.heads % rep.tp == 0 else 1
         draft = Replica.build(
-            arch, acc, node, tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+            arch,
+            acc,
+            node,
+            tp,
+            prec,
+            spec.serving.kv_precision,
+            cal.get(acc.id),
+            spec.engine.name,
+            power_limit_w=power_limit_of(spec, acc.id),
         )
     elif sp.method in ("eagle", "mtp"):  # one transformer layer and the target's LM head
         head = rep.arch.model_copy(update={"layers": 1, "dense_layers": 0})
         draft = Replica.build(
-            head, acc, node, rep.tp, prec, spec.serving.kv_precision, cal.get(acc.id), spec.engine.name
+            head,
+            acc,
+            node,
+            rep.tp,
+            prec,
+            spec.serving.kv_precision,
+            cal.get(acc.id),
+            spec.engine.name,
+            power_limit_w=power_limit_of(spec, acc.id),
         )
     return SpeculativeReplica.wrap(rep, draft, sp.draft_tokens, sp.method)
 

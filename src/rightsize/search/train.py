@@ -28,7 +28,7 @@ from rightsize.perf.remat import searched_policies
 from rightsize.perf.step import StepBreakdown, train_memory_only, train_step
 from rightsize.perf.whole_run import run_parts
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
-from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.calibrated import calibrated_hardware, power_limit_of
 from rightsize.search.candidates import Candidate, explain_difference
 from rightsize.search.constraints import (
     deadline_to_ask,
@@ -340,7 +340,7 @@ def _evaluate_all(
         if not acc.supports(w.precision):
             tasks.append(Rejection(acc.id, f"has no {w.precision} support"))
             continue
-        hw = calibrated_hardware(acc, node, w.precision, hw_overrides)
+        hw = calibrated_hardware(acc, node, w.precision, hw_overrides, power_limit_of(spec, acc.id))
         counts = (
             np.array([float(_fixed_count(spec, w, node, hw.domain_gpus, notes))])
             if tgt.gpus is not None

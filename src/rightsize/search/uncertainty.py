@@ -38,7 +38,7 @@ from rightsize.perf.hardware import Hardware
 from rightsize.perf.inference import Replica
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import RECOMPUTE_CODES, ParallelConfigs
-from rightsize.search.calibrated import calibrated_hardware
+from rightsize.search.calibrated import calibrated_hardware, power_limit_of
 from rightsize.search.constraints import margins_of
 from rightsize.search.ground import ground_report, position
 from rightsize.search.uncertainty_whole_run import method_note as whole_run_method
@@ -187,7 +187,11 @@ def _measured(rng: np.random.Generator, n: int, sigma: float | None) -> np.ndarr
 def _train_hardware(plan: Any, spec: Any, calibration: dict[str, dict[str, float]] | None) -> Hardware:
     b = plan.best
     return calibrated_hardware(
-        get_accelerator(b.accelerator), get_node(b.node), spec.training.precision, calibration
+        get_accelerator(b.accelerator),
+        get_node(b.node),
+        spec.training.precision,
+        calibration,
+        power_limit_of(spec, b.accelerator),
     )
 
 
@@ -329,6 +333,7 @@ def serving_uncertainty(
         b.kv_precision,
         (calibration or {}).get(b.accelerator),
         spec.engine.name,
+        power_limit_w=power_limit_of(spec, b.accelerator),
     )
     prefill_tokens, output, batch, ctx = _serving_point(plan, spec)
 
@@ -371,35 +376,45 @@ def serving_uncertainty(
         "family": _family_entry(b.accelerator, "serving"),
         "metrics": metrics,
     }
+    if plan.scenario == "serving" and b.design_rate_rps > 0:
+        out["replicas"] = _replica_ranges(
+            b, margins_of(spec).utilisation_target, (k_p, k_d), gpu_time_factor, metrics
+        )
+    metrics.update(_latency_ranges(b.latency_s or {}, k_p, k_d))
+    return out
+
+
+def _replica_ranges(
+    b: Any,
+    util: float,
+    phase_slowdowns: tuple[np.ndarray, np.ndarray],
+    gpu_time_factor: np.ndarray,
+    metrics: dict[str, Any],
+) -> dict[str, Any]:
+    """Replicas needed and cost per hour across the samples (into `metrics`), and how often
+    the planned count suffices. A disaggregated plan's replicas are two pools, each sized by
+    its own SLO and slowed by its own phase (prefill `k_p`, decode `k_d`)."""
     pools = _disaggregated_pools(b)
-    if pools:  # the replicas are two pools: each sized by its own SLO, each slowed by its own phase
-        metrics.pop("replica_capacity_rps")
-        for pool, k in zip(pools, (k_p, k_d), strict=True):
+    if pools:
+        metrics.pop("replica_capacity_rps", None)
+        for pool, k in zip(pools, phase_slowdowns, strict=True):
             metrics[f"{pool.role}_replica_capacity_rps"] = summary(
                 pool.replica_capacity_rps / k, pool.replica_capacity_rps
             )
-    if plan.scenario == "serving" and b.design_rate_rps > 0:
-        util = margins_of(spec).utilisation_target
-        if pools:
-            needed = np.sum(
-                [
-                    _pool_needed(b.design_rate_rps, util, pool.replicas, pool.replica_capacity_rps, k)
-                    for pool, k in zip(pools, (k_p, k_d), strict=True)
-                ],
-                axis=0,
-            )
-        else:
-            needed = _pool_needed(b.design_rate_rps, util, None, b.replica_capacity_rps, gpu_time_factor)
-        metrics["replicas"] = summary(needed, b.replicas)
-        if b.cost_usd_per_hour is not None:
-            per_replica = b.cost_usd_per_hour / b.replicas
-            metrics["cost_usd_per_hour"] = summary(needed * per_replica, b.cost_usd_per_hour)
-        out["replicas"] = {
-            "planned": b.replicas,
-            "probability_sufficient": float(np.mean(needed <= b.replicas)),
-        }
-    metrics.update(_latency_ranges(b.latency_s or {}, k_p, k_d))
-    return out
+        needed = np.sum(
+            [
+                _pool_needed(b.design_rate_rps, util, pool.replicas, pool.replica_capacity_rps, k)
+                for pool, k in zip(pools, phase_slowdowns, strict=True)
+            ],
+            axis=0,
+        )
+    else:
+        needed = _pool_needed(b.design_rate_rps, util, None, b.replica_capacity_rps, gpu_time_factor)
+    metrics["replicas"] = summary(needed, b.replicas)
+    if b.cost_usd_per_hour is not None:
+        per_replica = b.cost_usd_per_hour / b.replicas
+        metrics["cost_usd_per_hour"] = summary(needed * per_replica, b.cost_usd_per_hour)
+    return {"planned": b.replicas, "probability_sufficient": float(np.mean(needed <= b.replicas))}
 
 
 def _disaggregated_pools(b: Any) -> tuple[Any, Any] | None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from rightsize.catalog import get_accelerator, get_node
 from rightsize.perf.hardware import Hardware
-from rightsize.search.calibrated import Calibration, calibrated_hardware
+from rightsize.search.calibrated import Calibration, calibrated_hardware, power_limit_of
 from rightsize.search.uncertainty import (
     SAMPLES,
     SEED,
@@ -177,7 +177,7 @@ def vision_uncertainty(plan: Any, spec: Any, calibration: Calibration | None = N
     arch = spec.arch
     if plan.mode == "training":
         t = spec.train
-        hw = calibrated_hardware(acc, node, t.precision, calibration)
+        hw = calibrated_hardware(acc, node, t.precision, calibration, power_limit_of(spec, acc.id))
         counts = count_model(arch)
         image_bytes = t.mean_image_bytes or datapipe.mean_image_bytes()
         optimizer = t.optimizer or arch.optimizer
@@ -209,7 +209,7 @@ def vision_uncertainty(plan: Any, spec: Any, calibration: Calibration | None = N
         )
         return job_uncertainty(plan, hw, step_at, "images_per_s_per_gpu", extra=loader)
     inf = spec.inference
-    hw = calibrated_hardware(acc, node, inf.precision, calibration)
+    hw = calibrated_hardware(acc, node, inf.precision, calibration, power_limit_of(spec, acc.id))
     at_batch = spec.model_copy(update={"inference": inf.model_copy(update={"batch": b.batch_per_gpu})})
 
     def unit_time_of(h: Hardware, decode_scale: float = 1.0) -> float:
@@ -236,7 +236,7 @@ def recsys_uncertainty(plan: Any, spec: Any, calibration: Calibration | None = N
     b = plan.best
     acc, node = get_accelerator(b.accelerator), get_node(b.node)
     if plan.mode == "training":
-        hw = calibrated_hardware(acc, node, spec.train.precision, calibration)
+        hw = calibrated_hardware(acc, node, spec.train.precision, calibration, power_limit_of(spec, acc.id))
 
         def step_of(h: Hardware) -> float:
             o = R._train_option(spec, acc, node, h, b.gpus)
@@ -244,7 +244,7 @@ def recsys_uncertainty(plan: Any, spec: Any, calibration: Calibration | None = N
 
         return job_uncertainty(plan, hw, step_of, "samples_per_s_per_gpu")
     inf = spec.inference
-    hw = calibrated_hardware(acc, node, inf.precision, calibration)
+    hw = calibrated_hardware(acc, node, inf.precision, calibration, power_limit_of(spec, acc.id))
     design_sps = (plan.demand.design_rate_rps or 0.0) * inf.samples_per_query
     # Re-evaluated without the latency check: a slower sample is a longer service, not a rejection.
     relaxed = spec.model_copy(update={"inference": inf.model_copy(update={"latency_p99_s": math.inf})})

@@ -31,6 +31,7 @@ from rightsize.perf.vision import (
     step_time,
     train_memory,
 )
+from rightsize.search.calibrated import power_limit_of
 from rightsize.search.constraints import (
     margins_of,
     training_extra,
@@ -169,6 +170,7 @@ def _training_demand(
         lambda hw: _train_option(
             arch, counts, acc, node, hw, best.batch_per_gpu, best.gpus, spec, image_bytes, optimizer
         ).step["step_s"],
+        power_limit_of(spec, acc.id),
     )
     compute = best.step["step_s"] - best.step["allreduce_exposed_s"] - best.step["input_wait_s"]
     facts = KindFacts(

@@ -43,11 +43,13 @@ from rightsize.catalog.facility import facility_defaults
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.platforms import platform_for
+from rightsize.catalog.power_limit import power_limit_figures
 from rightsize.catalog.prices import onprem_defaults
 from rightsize.catalog.registry import get_accelerator
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, KILO, MEGA
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf import power as perf_power
+from rightsize.perf.hardware import capped_compute_factor
 from rightsize.search.demand import Demand
 from rightsize.search.serving_costs import per_million as per_million_units
 from rightsize.sizing.nodes_racks import COOLING_FIELD, RACK_POWER_FIELD, choose_cooling, source_entry
@@ -286,20 +288,25 @@ def size_power(
     acc = get_accelerator(node.accelerator)
     warnings: list[str] = []
 
-    tdp = acc.tdp_w
-    idle = perf_power.gpu_draw_w(tdp, defaults.gpu_idle_fraction_of_tdp, 0.0)
-    f = gpu_activity(demand, defaults.gpu_utilisation_at_tdp)
-    gpu_typical = perf_power.gpu_draw_w(tdp, defaults.gpu_idle_fraction_of_tdp, f)
+    # A board power limit (infrastructure.facility.gpu_power_limit_w) is the most a GPU draws;
+    # the perf model ran at the same limit (perf.hardware.power_capped), so speed and power agree.
+    limit_w = facility.gpu_power_limit_for(acc.id)
+    tdp = limit_w or acc.tdp_w
+    idle = perf_power.gpu_draw_w(acc.tdp_w, defaults.gpu_idle_fraction_of_tdp, 0.0)
+    # MFU is against the datasheet peak: a capped GPU reaches its limit at that share of the
+    # utilisation an uncapped one reaches its TDP at (perf.hardware.capped_compute_factor)
+    f = gpu_activity(demand, defaults.gpu_utilisation_at_tdp * capped_compute_factor(limit_w, acc.tdp_w))
+    gpu_typical = idle + (tdp - idle) * f  # perf.power.gpu_draw_w, its ceiling the limit
     slots = nodes * node.gpus_per_node
     working = min(demand.gpus, slots)
     acc_max = slots * tdp
     acc_typical = working * gpu_typical + (slots - working) * idle
 
-    host_per_node = node.max_power_w - node.gpus_per_node * tdp
+    host_per_node = node.max_power_w - node.gpus_per_node * acc.tdp_w  # the node's nameplate less its GPUs'
     if host_per_node < 0:
         warnings.append(
             f"{node.name}'s max_power_w ({node.max_power_w:g} W) is below its GPUs' TDP "
-            f"({node.gpus_per_node} x {tdp:g} W); host power taken as 0."
+            f"({node.gpus_per_node} x {acc.tdp_w:g} W); host power taken as 0."
         )
         host_per_node = 0.0
     host_typical_per_node = host_per_node * defaults.host_typical_fraction_of_max
@@ -339,6 +346,13 @@ def size_power(
     span_s = run_s if run_s is not None else demand.run_s
     per_run, per_month, per_million = _energy(demand, facility_typical, span_s)
     sources = _power_sources(acc, node, ct, status == "throttled", pue_src)
+    if limit_w:
+        limit = Sourced(limit_w, "the spec: board power limit per GPU (nvidia-smi -pl)", "")
+        sources.append(source_entry("infrastructure.facility.gpu_power_limit_w", limit))
+        figures = power_limit_figures().sources
+        sources += [
+            source_entry(f"power_limit.{k}", figures[k]) for k in ("exponents.compute", "exponents.memory")
+        ]
 
     return PowerPlan(
         nodes=nodes,

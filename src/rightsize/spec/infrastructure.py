@@ -20,7 +20,7 @@ _CFG = ConfigDict(
 
 
 class Facility(BaseModel):
-    """Where the cluster lives: rack power, rack size, a power cap, PUE and cooling."""
+    """Where the cluster lives: rack power, rack size, a power cap, a per-GPU power limit, PUE and cooling."""
 
     model_config = _CFG
 
@@ -38,6 +38,17 @@ class Facility(BaseModel):
         validation_alias=AliasChoices("power_cap_w", "power_cap"),
         description="Most facility power (PUE included) the site can supply, e.g. '2 MW'; null for no cap.",
     )
+    gpu_power_limit_w: PowerW | dict[str, PowerW] | None = Field(
+        default=None,
+        validation_alias=AliasChoices("gpu_power_limit_w", "gpu_power_limit"),
+        description=(
+            "Board power limit per accelerator (what `nvidia-smi -pl` sets): one value for every "
+            "allowed accelerator, e.g. '400 W', or one per accelerator id, e.g. "
+            "{h100-sxm: 500 W, a100-sxm-80gb: 350 W} (parts not named run at their TDP). At most "
+            "the part's TDP and at least its minimum. Compute slows with the capped clock, "
+            "memory-bound work less, and the power plan draws at most this per GPU. Null: the TDP."
+        ),
+    )
     pue: float | None = Field(
         default=None, ge=1.0, le=3.0, description="Power usage effectiveness; null takes the catalog default."
     )
@@ -45,6 +56,11 @@ class Facility(BaseModel):
         default="auto",
         description="Cooling the facility has; 'auto' picks the least that handles the rack density.",
     )
+
+    def gpu_power_limit_for(self, accelerator_id: str) -> float | None:
+        """The board power limit set for `accelerator_id` (None: its TDP)."""
+        limit = self.gpu_power_limit_w
+        return limit.get(accelerator_id) if isinstance(limit, dict) else limit
 
 
 class Fabric(BaseModel):

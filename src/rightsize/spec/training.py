@@ -85,6 +85,8 @@ class ParallelSettings(BaseModel):
             "layer_offload_5of8",
             "layer_offload_6of8",
             "layer_offload_7of8",
+            "input_offloaded",
+            "save_qkv_context",
         ]
         | None
     ) = Field(
@@ -96,7 +98,9 @@ class ParallelSettings(BaseModel):
             "host-offloading 'qkv_proj_offloaded' and 'minimal_offloaded' (saved tensors go to pinned host "
             "memory over the host link), MaxText's custom policies that also offload each layer's input "
             "('input_qkv_offloaded', 'input_qkv_out_offloaded': remat_policy custom with decoder_layer_input, "
-            "query/key/value_proj and out_proj offloaded), or torchtitan's op-level 'selective_op' (saves every "
+            "query/key/value_proj and out_proj offloaded; 'input_offloaded': only decoder_layer_input offloaded, "
+            "everything else rebuilt; 'save_qkv_context': decoder_layer_input, query/key/value_proj and context "
+            "kept on device, as the Ironwood recipes set them), or torchtitan's op-level 'selective_op' (saves every "
             "other matmul output and the attention output), or Megatron-Core's layer offload "
             "'layer_offload_<n>of8' (cpu_offloading: n eighths of the layers move their activations to host "
             "memory, nothing recomputed, pipeline parallelism 1). The search tries none, selective and full "

@@ -202,6 +202,10 @@ def training_spec_data(case: Case) -> dict[str, Any]:
     if not _blank(r.get("recompute")):
         parallel["recompute"] = r["recompute"].strip()
     targets: dict[str, Any] = {"accelerators": [r["accelerator"]]}
+    spec: dict[str, Any] = {}
+    if not _blank(r.get("gpu_power_limit_w")):
+        # the board power limit the run published (nvidia-smi -pl; Llama 2's 350 / 400 W)
+        spec["infrastructure"] = {"facility": {"gpu_power_limit_w": float(r["gpu_power_limit_w"])}}
     if not _blank(r.get("gpus")):
         targets["gpus"] = int(float(r["gpus"]))
     targets["objective"] = "gpu_hours" if case.metric == "gpu_hours" else "time"
@@ -213,4 +217,5 @@ def training_spec_data(case: Case) -> dict[str, Any]:
         "training": training,
         "targets": targets,
         "parallel": parallel,
+        **spec,
     }
