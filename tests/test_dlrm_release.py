@@ -198,6 +198,8 @@ def test_the_architecture_is_the_mlperf_reference_command() -> None:
         ({"train__precision": "tf32", "targets__accelerators": ("trn2",)}, "no Neuron"),
         ({"train__precision": "tf32", "targets__accelerators": ("gb200",)}, "Arm (Grace)"),
         ({"train__precision": "tf32", "train__epochs": 150, "targets__deadline": "30d"}, "checkpoint"),
+        # gpu_hours alone picks 2 H100s with two tables in host memory: the trainer keeps all in HBM
+        ({"train__precision": "tf32"}, "in host memory"),
     ],
 )
 def test_what_the_trainer_cannot_run_is_refused(changes: dict[str, Any], says: str) -> None:

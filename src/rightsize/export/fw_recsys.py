@@ -120,16 +120,19 @@ def check(v: RecsysTrainingView) -> None:
             "checkpointing (DistributedModelParallel's state_dict) to the trainer.",
         )
     # dlrm_main.py's --adagrad is torch.optim.Adagrad, which TorchRec fuses as FBGEMM
-    # EXACT_ADAGRAD (torchrec 1.2.0 distributed/utils.py): one accumulator per weight, where
-    # the plan assumed row-wise Adagrad. The tables and that state must fit the HBM the plan
-    # leaves for embeddings.
+    # EXACT_ADAGRAD (torchrec 1.2.0 distributed/utils.py): one accumulator per weight. The
+    # trainer keeps every table and that state in HBM (it has no option for UVM caching), so
+    # they must fit the HBM the plan leaves for embeddings; a plan that puts tables in host
+    # memory behind an HBM cache cannot run as planned.
     if v.embedding_budget_bytes_per_gpu and 2 * v.tables_bytes > v.embedding_budget_bytes_per_gpu * v.gpus:
         raise _refuse(
             f"{2 * v.tables_bytes / 1e9:.0f} GB of tables and Adagrad state over {v.gpus} GPUs with "
             f"{v.embedding_budget_bytes_per_gpu / 1e9:.0f} GB each for embeddings",
-            "dlrm_main.py's --adagrad keeps one accumulator per weight (FBGEMM EXACT_ADAGRAD), twice the "
-            "tables' bytes, where the plan assumed row-wise Adagrad.",
-            "Plan with more GPUs, or replace torch.optim.Adagrad by torchrec.optim.RowWiseAdagrad in the trainer.",
+            "dlrm_main.py keeps every table and its Adagrad state (FBGEMM EXACT_ADAGRAD: one accumulator "
+            "per weight, twice the tables' bytes) in HBM; the plan keeps what does not fit in host memory "
+            "behind an HBM cache, which the trainer cannot do.",
+            "Plan with more GPUs (targets.gpus) so the tables and their state fit HBM, or give the trainer a "
+            "TorchRec sharding plan with UVM caching.",
         )
 
 
