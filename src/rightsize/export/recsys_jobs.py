@@ -28,8 +28,9 @@ from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.export import fw_recsys
 from rightsize.export.header import comment_block, dump_yaml_all
-from rightsize.export.k8s_common import dump, gib, meta, object_name, pod_requests, shm
+from rightsize.export.k8s_common import dump, gib, meta, object_name
 from rightsize.export.k8s_platform import node_selector, rdma, stack
+from rightsize.export.k8s_trainer import indexed_jobset, restarts, trainer_container, trainer_pod
 from rightsize.export.k8s_training import pod_quotas
 from rightsize.export.kueue import queue_objects
 from rightsize.export.names import ShellExpr, k8s_name, python_literal, shell_args, shell_word
@@ -203,51 +204,29 @@ def _script(v: RecsysTrainingView, name: str, gpn: int, args: list[tuple[str, An
 
 
 def _container(v: RecsysTrainingView, gpn: int, script: str) -> dict[str, Any]:
-    st = stack(v.hw)
-    extra: dict[str, int] = {}
-    c: dict[str, Any] = {
-        "name": "trainer",
-        "image": fw_recsys.PYTORCH_IMAGE,
-        "command": ["/bin/bash", "-c"],
-        "args": [script],
-        "env": [{"name": "DATA_PATH", "value": DATA_MOUNT}],
-        "ports": [{"containerPort": RDZV_PORT}],
-    }
-    if v.fabric_kind is not None:
-        r = rdma()
-        extra[r.resource] = r.per_pod
-        c["securityContext"] = {"capabilities": {"add": [r.capability]}}
-    c["resources"] = pod_requests(
-        gpn, v.cpu_cores_need_per_gpu * gpn, v.host_memory_need_bytes_per_gpu * gpn, st.resource, extra
+    requests = (
+        gpn,
+        v.cpu_cores_need_per_gpu * gpn,
+        v.host_memory_need_bytes_per_gpu * gpn,
+        stack(v.hw).resource,
     )
-    c["volumeMounts"] = [shm()[1], {"name": "config", "mountPath": "/config"},
-                         {"name": "dlrm", "mountPath": DLRM_MOUNT},
-                         {"name": "data", "mountPath": DATA_MOUNT, "readOnly": True}]  # fmt: skip
-    return c
+    mounts: list[dict[str, Any]] = [{"name": "config", "mountPath": "/config"}, {"name": "dlrm", "mountPath": DLRM_MOUNT},
+              {"name": "data", "mountPath": DATA_MOUNT, "readOnly": True}]  # fmt: skip
+    return trainer_container(
+        fw_recsys.PYTORCH_IMAGE,
+        script,
+        {"DATA_PATH": DATA_MOUNT},
+        requests,
+        v.fabric_kind is not None,
+        mounts,
+    )
 
 
 def _jobset(v: RecsysTrainingView, name: str, queue: str, c: dict[str, Any], selector: dict[str, str]) -> Any:
-    restarts = max(3, math.ceil(2 * v.run_s / v.mtbf_s)) if v.mtbf_s else 3
-    pod: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "containers": [c],
-        "volumes": [shm()[0], {"name": "config", "configMap": {"name": f"{name}-config"}},
-                    {"name": "dlrm", "emptyDir": {}},
-                    {"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data", "readOnly": True}}],
-    }  # fmt: skip
-    if selector:
-        pod["nodeSelector"] = selector
-    job = {"parallelism": v.nodes, "completions": v.nodes, "completionMode": "Indexed", "backoffLimit": 0,
-           "template": {"spec": pod}}  # fmt: skip
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {**meta(name, v.header), "labels": {"app.kubernetes.io/part-of": name,
-                                                        "kueue.x-k8s.io/queue-name": queue}},
-        "spec": {"failurePolicy": {"maxRestarts": restarts},
-                 "network": {"enableDNSHostnames": True, "subdomain": name},
-                 "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": job}}]},
-    }  # fmt: skip
+    volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": f"{name}-config"}}, {"name": "dlrm", "emptyDir": {}},
+               {"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data", "readOnly": True}}]  # fmt: skip
+    pod = trainer_pod(c, volumes, selector)
+    return indexed_jobset(v.header, name, queue, v.nodes, restarts(v.run_s, v.mtbf_s), pod)
 
 
 def training_files(v: RecsysTrainingView, node_labels: dict[str, str] | None = None) -> dict[str, str]:

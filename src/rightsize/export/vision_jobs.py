@@ -28,8 +28,9 @@ from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.export import fw_vision
 from rightsize.export.header import comment_block, dump_yaml_all
-from rightsize.export.k8s_common import dump, gib, meta, object_name, pod_requests, shm
+from rightsize.export.k8s_common import dump, gib, meta, object_name
 from rightsize.export.k8s_platform import node_selector, rdma, stack
+from rightsize.export.k8s_trainer import indexed_jobset, restarts, trainer_container, trainer_pod
 from rightsize.export.k8s_training import pod_quotas
 from rightsize.export.kueue import queue_objects
 from rightsize.export.names import Arg, ShellExpr, k8s_name, shell_args, shell_word
@@ -203,57 +204,28 @@ def training_files(v: VisionTrainingView, node_labels: dict[str, str] | None = N
         f"--rdzv-id={name} --rdzv-backend=static --master-addr={name}-workers-0-0.{name} --master-port={RDZV_PORT} "
         f"/config/{fw_vision.RESUME_FILE} {VISION_MOUNT}/{fw_vision.TRAIN_SCRIPT} {' '.join(shell_args(args))}\n"
     )  # fmt: skip
-    extra: dict[str, int] = {}
-    c: dict[str, Any] = {
-        "name": "trainer",
-        "image": fw_vision.IMAGE,
-        "command": ["/bin/bash", "-c"],
-        "args": [script],
-        "env": [
-            {"name": "CKPT_DIR", "value": f"{CKPT_MOUNT}/{name}"},
-            {"name": "DATA_PATH", "value": DATA_MOUNT},
-        ],
-        "ports": [{"containerPort": RDZV_PORT}],
-    }
-    if v.fabric_kind is not None:
-        r = rdma()
-        extra[r.resource] = r.per_pod
-        c["securityContext"] = {"capabilities": {"add": [r.capability]}}
     # the plan's CPU need (its decode cores): a request for every core of the node would not fit
     # its allocatable CPUs (the kubelet reserves some); the training process shares them
     cpus = max(v.cpu_cores_need_per_gpu, fw_vision.workers(v)) * gpn
-    c["resources"] = pod_requests(
-        gpn, cpus, v.host_memory_need_bytes_per_gpu * gpn, stack(v.hw).resource, extra
-    )
-    c["volumeMounts"] = [shm()[1], {"name": "config", "mountPath": "/config"},
-                         {"name": "vision", "mountPath": VISION_MOUNT},
-                         {"name": "checkpoints", "mountPath": CKPT_MOUNT},
-                         {"name": "data", "mountPath": DATA_MOUNT, "readOnly": True}]  # fmt: skip
-    pod: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": grace_s(v),
-        "containers": [c],
-        "volumes": [shm()[0], {"name": "config", "configMap": {"name": f"{name}-config"}},
-                    {"name": "vision", "emptyDir": {}},
-                    {"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{name}-checkpoints"}},
-                    {"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data", "readOnly": True}}],
-    }  # fmt: skip
+    requests = (gpn, cpus, v.host_memory_need_bytes_per_gpu * gpn, stack(v.hw).resource)
+    pod_env = {"CKPT_DIR": f"{CKPT_MOUNT}/{name}", "DATA_PATH": DATA_MOUNT}
+    mounts: list[dict[str, Any]] = [{"name": "config", "mountPath": "/config"}, {"name": "vision", "mountPath": VISION_MOUNT},
+              {"name": "checkpoints", "mountPath": CKPT_MOUNT},
+              {"name": "data", "mountPath": DATA_MOUNT, "readOnly": True}]  # fmt: skip
+    c = trainer_container(fw_vision.IMAGE, script, pod_env, requests, v.fabric_kind is not None, mounts)
+    volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": f"{name}-config"}}, {"name": "vision", "emptyDir": {}},
+               {"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{name}-checkpoints"}},
+               {"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data", "readOnly": True}}]  # fmt: skip
     selector = node_selector(v.hw, v.priced_instance, node_labels)
-    if selector:
-        pod["nodeSelector"] = selector
     queue = f"{name}-queue"
-    restarts = max(3, math.ceil(2 * v.run_s / v.mtbf_s)) if v.mtbf_s else 3
-    job = {"parallelism": v.nodes, "completions": v.nodes, "completionMode": "Indexed", "backoffLimit": 0,
-           "template": {"spec": pod}}  # fmt: skip
-    jobset = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {**meta(name, v.header), "labels": {"app.kubernetes.io/part-of": name,
-                                                        "kueue.x-k8s.io/queue-name": queue}},
-        "spec": {"failurePolicy": {"maxRestarts": restarts},
-                 "network": {"enableDNSHostnames": True, "subdomain": name},
-                 "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": job}}]},
-    }  # fmt: skip
+    jobset = indexed_jobset(
+        v.header,
+        name,
+        queue,
+        v.nodes,
+        restarts(v.run_s, v.mtbf_s),
+        trainer_pod(c, volumes, selector, grace_s(v)),
+    )
     url = f"{fw_vision.TV_REPOSITORY}/archive/refs/tags/v{fw_vision.TV_VERSION}.tar.gz"
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(f"{name}-config", v.header),
               "data": {FETCH_FILE: fetch_script(url, "references/", VISION_MOUNT,
