@@ -4,6 +4,7 @@ memory breakdowns, the alternatives and the Pareto front, then the shared sectio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,21 @@ def _alternatives_section(plan: TrainingPlan) -> Section:
     sec = Section("alternatives", "Alternatives", brief=True)
     rows = []
     cands: list[tuple[str, Candidate, str]] = [("chosen", plan.best, "")]
+    est = (getattr(plan, "extra", None) or {}).get("search_estimate")
+    if (
+        est
+        and est.get("gpu_hours")
+        and plan.best.gpu_hours
+        and abs(plan.best.gpu_hours / est["gpu_hours"] - 1) > 0.005
+    ):
+        # the alternatives carry the search's estimate: show the chosen one on that basis too
+        as_searched = dataclasses.replace(
+            plan.best,
+            time_to_train_s=est["time_to_train_s"],
+            gpu_hours=est["gpu_hours"],
+            cost_usd=est["cost_usd"],
+        )
+        cands.append(("chosen, as searched", as_searched, f"the basis of the rows below: {est['basis']}"))
     if plan.runner_up_layout:
         cands.append(("runner-up layout", *plan.runner_up_layout))
     cands += [("alternative", c, why) for c, why in plan.alternatives]

@@ -547,5 +547,6 @@ def _runner_up_layout(
         return None
     j = int(idx[np.argmin(ev.st.step_time[idx])])
     phases = _phases_of(spec, w, ev, np.array([j]))[0]
-    c = _candidate(ev.st, ev.cfg, j, w, ev.acc, ev.node, spec, phases=phases)
+    risk = (ev.risk[j], ev.quantile) if j in ev.risk else (1.0, P50)  # not risk-ranked: compared as planned
+    c = _candidate(ev.st, ev.cfg, j, w, ev.acc, ev.node, spec, risk, phases=phases)
     return c, explain_difference(c, best, "time")
