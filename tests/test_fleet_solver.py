@@ -91,7 +91,7 @@ def fleets(draw: st.DrawFn) -> tuple[Calendar, dict[str, PoolPrices], list[Workl
     )
     if "on_demand" not in kinds and draw(st.booleans()):
         kinds.append("on_demand")
-    if not set(kinds) - {"spot"}:
+    if not set(kinds) - {"spot", "capacity_block"}:  # services need on-demand or a commitment
         kinds.append("on_demand")
     pool = _pool(
         od,
