@@ -13,10 +13,11 @@ the Kubernetes export takes its node labels from: one value per quantity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
-from rightsize.catalog.loader import CatalogDataError, read_data_file
+from rightsize.catalog.loader import CatalogDataError, Sourced, read_data_file
+from rightsize.catalog.nodes import NodeType
 
 DATA_FILE = "kubernetes.yaml"
 
@@ -52,7 +53,18 @@ class TpuSlices:
         """Host VMs of a slice of `chips` chips (1 for a single-host shape)."""
         if chips in self.single_host:
             return 1
-        return max(1, chips // self.chips_per_host)
+        return max(1, chips // self.host_chips(chips))
+
+    def host_chips(self, chips: int) -> int:
+        """Chips of each host VM carrying a slice of `chips` chips: the shape's own count for a
+        single-host shape (ct6e-standard-1t/4t/8t), `chips_per_host` for a multi-host slice
+        (or more chips than one host carries); a count below every shape takes the smallest
+        single-host shape that holds it. The one rule the sizing and the export share."""
+        if chips in self.single_host:
+            return chips
+        if chips in self.multi_host or not self.single_host or chips > max(self.single_host):
+            return self.chips_per_host
+        return min(c for c in self.single_host if c >= chips)
 
 
 def _shapes(raw: object, where: str) -> dict[int, str]:
@@ -87,3 +99,32 @@ def _all() -> dict[str, TpuSlices]:
 def tpu_slices(acc_id: str) -> TpuSlices | None:
     """The slice shapes of a TPU generation; None for an accelerator that is not a TPU."""
     return _all().get(acc_id)
+
+
+def slice_host(node: NodeType, slice_chips: int) -> NodeType:
+    """The host VM that carries a TPU slice of `slice_chips` chips, from the catalog's host
+    `node`: a multi-host v5e/v6e slice runs on 4-chip VMs (ct5lp-hightpu-4t, ct6e-standard-4t),
+    not the catalog's 8-chip single-host machine type. Its CPU cores, memory, NICs and power
+    scale with its chips (Google's v5e VM table halves vCPUs and memory from -8t to -4t: 224 ->
+    112 vCPUs, 384 -> 192 GB); the node itself off TPU, or where the chips per host agree."""
+    slices = tpu_slices(node.accelerator)
+    chips = slices.host_chips(slice_chips) if slices is not None else node.gpus_per_node
+    if chips == node.gpus_per_node:
+        return node
+    share = chips / node.gpus_per_node
+    why = Sourced(
+        chips,
+        f"catalog/data/kubernetes.yaml tpu.{node.accelerator}: a {slice_chips}-chip slice runs on hosts of "
+        f"{chips} chips; host CPU, memory, NICs and power scaled by chips from {node.id}",
+        "2026-11",
+    )
+    return replace(
+        node,
+        name=f"{node.name.split(' (')[0]} ({chips} chips per host)",
+        gpus_per_node=chips,
+        nics_per_node=max(1, round(node.nics_per_node * share)),
+        cpu_cores=max(1, round(node.cpu_cores * share)),
+        host_memory_bytes=node.host_memory_bytes * share,
+        max_power_w=node.max_power_w * share,
+        sources={**node.sources, "gpus_per_node": why},
+    )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.errors import BadInput
 from rightsize.export.header import comment_block, dump_yaml
 from rightsize.export.k8s_common import dump, meta, object_name, pod_requests
@@ -85,7 +86,8 @@ def slices(v: TrainingView) -> tuple[int, int, str, int]:
         raise _refuse(
             v, f"{chips} chips is neither a slice ({have}) nor a whole number of {biggest}-chip slices"
         )
-    hosts = 1 if per in {int(k) for k in tpu.get("single_host", {})} else per // int(tpu["chips_per_host"])
+    shape = tpu_slices(v.hw.accelerator)  # hosts per slice: the rule the sizing's bill uses
+    hosts = shape.hosts(per) if shape is not None else 1
     return n, per, shapes[per], hosts
 
 

@@ -12,7 +12,7 @@ from rightsize.perf.inference import Replica, fixed_batch_metrics, offline_throu
 from rightsize.search.calibrated import Calibration
 from rightsize.search.serving_costs import billed_cost_usd_per_hour, llm_served, per_million, per_unit
 from rightsize.search.serving_demand import serving_demand
-from rightsize.search.serving_layouts import layout_for, replica_options
+from rightsize.search.serving_layouts import layout_for, replica_options, tpu_slice_note
 from rightsize.search.serving_plan import ServingCandidate, ServingPlan
 from rightsize.spec.inference import InferenceSpec
 
@@ -96,16 +96,18 @@ def plan_batch_scenario(spec: InferenceSpec, ids: list[str], started: float, cal
         else (lambda c: c.latency_s.get("tpot_p50_s", 0.0))
     )
     cands.sort(key=key)
+    best = cands[0]
+    note = tpu_slice_note(get_accelerator(best.accelerator), best.layout) if best.layout is not None else None
     return ServingPlan(
         name=spec.name or spec.model.name,
         model=spec.model.name,
         scenario=spec.serving.scenario,
         objective=spec.targets.objective,
-        best=cands[0],
-        demand=serving_demand(spec, cands[0]),
+        best=best,
+        demand=serving_demand(spec, best),
         alternatives=[(c, "") for c in cands[1:6]],
         pareto=[],
         rejected=rejected,
-        assumptions=[],
+        assumptions=[note] if note else [],
         seconds=time.perf_counter() - started,
     )

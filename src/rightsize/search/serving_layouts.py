@@ -173,7 +173,7 @@ def _layouts(
         base = _build(spec, acc, node, 1, prec, cal)
         crosses = ep > acc.scaleup_domain_gpus  # the all-to-all leaves the scale-up domain
         rep = ExpertParallelReplica.build_ep(base, ep, spec.serving.expert_imbalance, crosses)
-        return [rep] if rep.fits else []
+        return [rep] if rep.fits and slice_ok(acc, ep) else []
     one = single_node(spec, acc, node, prec, cal)
     forced = bool(spec.targets.pp and spec.targets.pp > 1) or bool(
         spec.targets.tp and spec.targets.tp > node_tp(acc, node)
@@ -220,10 +220,18 @@ def tpu_slice_note(acc: Accelerator, layout: ReplicaLayout) -> str | None:
         if slices.serving_multi_host
         else "stays on one host"
     )
+    skipped = [t for t in TP_OPTIONS if t < chips and t not in slices.serving_chip_counts]
+    smaller = (
+        f" Smaller replicas not planned: {' or '.join(str(t) for t in skipped)} chips (tensor-parallel "
+        f"{', '.join(str(t) for t in skipped)}), as {acc.id} has no slice of that size to deploy one on "
+        f"(GKE's slice shapes, catalog/data/kubernetes.yaml tpu.{acc.id})."
+        if skipped
+        else ""
+    )
     return (
         f"Each {acc.id} replica is one {topo} slice of {chips} chips on {where}; its tensor-parallel "
         f"collectives stay on ICI. Only slice shapes a serving replica can be deployed on are planned "
-        f"({offered} chips): on {acc.id} a replica {spans}. Why: {slices.serving_source}."
+        f"({offered} chips): on {acc.id} a replica {spans}. Why: {slices.serving_source}.{smaller}"
     )
 
 

@@ -38,6 +38,7 @@ from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.registry import get_accelerator
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.constants import KILO, GiB
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
@@ -346,13 +347,17 @@ def _nodes_racks_record(
     cores_per_gpu = node.cpu_cores / node.gpus_per_node
     plat = platform_for(node.accelerator)
     group_max = plat.domain_max_units.get(node.accelerator, node.gpus_per_node)
+    # each TPU serving replica is its own slice (a job's chips form slices of the largest shape)
+    per_group = (
+        demand.gpus_per_replica if tpu_slices(node.accelerator) and demand.gpus_per_replica else group_max
+    )
     return NodesRacks(
         platform=plat.id,
         unit_noun=plat.unit_noun,
         facility_operated_by=plat.facility,
         scaleup_group=plat.scaleup_domain,
         scaleup_group_max_units=group_max,
-        scaleup_groups=math.ceil(demand.gpus / group_max),
+        scaleup_groups=math.ceil(demand.gpus / per_group),
         node=node.id,
         gpus=demand.gpus,
         gpus_per_node=node.gpus_per_node,

@@ -16,6 +16,7 @@ from typing import Any
 from rightsize.catalog import get_node
 from rightsize.catalog.prices import node_capex, onprem_defaults
 from rightsize.catalog.reliability import Reliability, reliability
+from rightsize.catalog.tpu_slices import slice_host
 from rightsize.constants import HOURS_PER_MONTH
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
@@ -114,7 +115,8 @@ def size(
     margin = float(getattr(policy, "headroom", infra.margins.safety_margin))
     util = float(getattr(policy, "utilisation_target", infra.margins.utilisation_target))
     warnings = policy_warnings(margin, util)
-    node = get_node(demand.node)
+    # a TPU slice's hosts carry as many chips as its shape puts on one VM (4 on a multi-host slice)
+    node = slice_host(get_node(demand.node), demand.gpus_per_replica or demand.gpus)
     nr = size_nodes_racks(demand, node, infra.facility)
     n = nr.nodes
     fab = size_fabric(demand, node, n, infra.fabric, nodes_per_rack=nr.nodes_per_rack)
