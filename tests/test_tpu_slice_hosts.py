@@ -88,3 +88,19 @@ def test_tpu7x_serving_plans_no_replica_below_its_smallest_slice_and_says_why(tm
     assert p["best"]["tp"] >= 4  # GKE has no 1- or 2-chip TPU7x host
     note = next(a for a in p["assumptions"] if "Smaller replicas not planned" in a)
     assert "1 or 2 chips" in note and "tpu-v7 has no slice of that size" in note
+
+
+def test_a_v6e_training_plan_bills_four_chip_hosts_as_the_maxtext_export_runs(tmp_path: Path) -> None:
+    d = yaml.safe_load((EX.parent / "llama3-70b-pretrain.yaml").read_text())
+    d["targets"] = {**d["targets"], "accelerators": ["tpu-v6e"], "deadline": "400d"}
+    d.pop("infrastructure", None)
+    path = tmp_path / "v6e-train.yaml"
+    path.write_text(yaml.safe_dump(d))
+    p = result_dict(plan(path))
+    nodes = p["sizing"]["nodes"]
+    assert nodes["gpus"] > 8 and (nodes["nodes"], nodes["gpus_per_node"]) == (nodes["gpus"] // 4, 4)
+    job = next(
+        o for o in yaml.safe_load_all(render_files(p, "kubernetes")["training.yaml"]) if o["kind"] == "JobSet"
+    )
+    pods = sum(r["replicas"] * r["template"]["spec"]["parallelism"] for r in job["spec"]["replicatedJobs"])
+    assert pods == nodes["nodes"]

@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from rightsize.search.train import TrainingPlan
 
 
-def _gpn(node_id: str) -> int:
+def _gpn(node_id: str, chips: int) -> int:
+    """Accelerators per node; on TPU per host VM of the slice shape `chips` run on (as the bill)."""
     from rightsize.catalog import get_node
+    from rightsize.catalog.tpu_slices import slice_host
 
     try:
-        return get_node(node_id).gpus_per_node
+        return slice_host(get_node(node_id), chips).gpus_per_node
     except Exception:  # an unknown node in a hand-made plan: assume the common 8
         return 8
 
@@ -276,7 +278,7 @@ def _search_summary(plan: TrainingPlan) -> str:
 def training_document(plan: TrainingPlan, title: str = "Plan") -> Document:
     b = plan.best
     unc = getattr(plan, "uncertainty", None)
-    nodes = math.ceil(b.gpus / _gpn(b.node))
+    nodes = math.ceil(b.gpus / _gpn(b.node, b.gpus))
     sub = f"model {plan.model}, objective {plan.objective}"
     bare = plan.extra.get("bare_deadline_s")
     if bare and plan.deadline_s and bare > plan.deadline_s:
