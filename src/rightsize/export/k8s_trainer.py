@@ -9,8 +9,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rightsize.export.header import comment_block, dump_yaml_all
 from rightsize.export.k8s_common import meta, pod_requests, shm
 from rightsize.export.k8s_platform import rdma
+from rightsize.export.k8s_training import pod_quotas
+from rightsize.export.kueue import queue_objects
+from rightsize.export.names import k8s_name
 from rightsize.export.plan_view import Header
 from rightsize.export.slurm import RDZV_PORT
 
@@ -81,3 +85,32 @@ def trainer_pod(
     if selector:
         pod["nodeSelector"] = selector
     return pod
+
+
+def fabric_note(fabric_kind: str | None) -> str:
+    """The header line on what the pods ask of the network."""
+    if fabric_kind:
+        return f"{fabric_kind} fabric: each pod requests {rdma().resource} and IPC_LOCK"
+    return "one node: no RDMA device, NCCL_IB_DISABLE=1"
+
+
+def kueue_file(
+    header: Header,
+    queue: str,
+    accelerator: str,
+    selector: dict[str, str],
+    container: dict[str, Any],
+    nodes: int,
+) -> str:
+    """`kueue.yaml`: the queue objects whose nominal quota is every resource the pods request,
+    with a flavor that selects the nodes the pods are placed on."""
+    flavor = k8s_name(accelerator, what="accelerator")
+    quotas = pod_quotas(container, nodes)
+    where = ", ".join(f"{k}={val}" for k, val in selector.items()) or (
+        "any node (no cloud instance was priced: add nodeLabels your nodes carry)"
+    )
+    head = comment_block(header, "Kueue quota for this job", [
+        "nominal quota = every resource the pods request: " + ", ".join(f"{q} {k}" for k, q in quotas.items()),
+        f"flavor {flavor} selects {where}",
+    ])  # fmt: skip
+    return head + dump_yaml_all(queue_objects(header, queue, flavor, selector, quotas))

@@ -27,13 +27,18 @@ from typing import Any
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.export import fw_recsys
-from rightsize.export.header import comment_block, dump_yaml_all
+from rightsize.export.header import comment_block
 from rightsize.export.k8s_common import dump, gib, meta, object_name
-from rightsize.export.k8s_platform import node_selector, rdma, stack
-from rightsize.export.k8s_trainer import indexed_jobset, restarts, trainer_container, trainer_pod
-from rightsize.export.k8s_training import pod_quotas
-from rightsize.export.kueue import queue_objects
-from rightsize.export.names import ShellExpr, k8s_name, python_literal, shell_args, shell_word
+from rightsize.export.k8s_platform import node_selector, stack
+from rightsize.export.k8s_trainer import (
+    fabric_note,
+    indexed_jobset,
+    kueue_file,
+    restarts,
+    trainer_container,
+    trainer_pod,
+)
+from rightsize.export.names import ShellExpr, python_literal, shell_args, shell_word
 from rightsize.export.recsys_view import RecsysTrainingView
 from rightsize.export.shell_words import arg_words, command, word
 from rightsize.export.slurm import _RANK_ENV, RDZV_PORT, _fit_node, _head, _sbatch, nccl_env
@@ -249,18 +254,9 @@ def training_files(v: RecsysTrainingView, node_labels: dict[str, str] | None = N
         f"at start each pod installs the packages and fetches the trainer ({FETCH_FILE}): it needs PyPI and GitHub",
         f"data: claim {name}-data {size} (ReadWriteMany, with the plan's safety margin; put the "
         f"dataset there) mounted at DATA_PATH={DATA_MOUNT}; no checkpoint volume (the trainer writes none)",
-        (f"{v.fabric_kind} fabric: each pod requests {rdma().resource} and IPC_LOCK" if v.fabric_kind
-         else "one node: no RDMA device, NCCL_IB_DISABLE=1"),
+        fabric_note(v.fabric_kind),
     ])  # fmt: skip
-    flavor = k8s_name(v.hw.accelerator, what="accelerator")
-    quotas = pod_quotas(c, v.nodes)
-    where = ", ".join(f"{k}={val}" for k, val in selector.items()) or (
-        "any node (no cloud instance was priced: add nodeLabels your nodes carry)"
-    )
-    kueue = comment_block(v.header, "Kueue quota for this job", [
-        "nominal quota = every resource the pods request: " + ", ".join(f"{q} {k}" for k, q in quotas.items()),
-        f"flavor {flavor} selects {where}",
-    ]) + dump_yaml_all(queue_objects(v.header, queue, flavor, selector, quotas))  # fmt: skip
+    kueue = kueue_file(v.header, queue, v.hw.accelerator, selector, c, v.nodes)
     return {
         "training.yaml": dump(head, [config, _jobset(v, name, queue, c, selector), claim]),
         "kueue.yaml": kueue,

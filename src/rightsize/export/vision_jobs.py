@@ -27,13 +27,18 @@ from typing import Any
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.export import fw_vision
-from rightsize.export.header import comment_block, dump_yaml_all
+from rightsize.export.header import comment_block
 from rightsize.export.k8s_common import dump, gib, meta, object_name
-from rightsize.export.k8s_platform import node_selector, rdma, stack
-from rightsize.export.k8s_trainer import indexed_jobset, restarts, trainer_container, trainer_pod
-from rightsize.export.k8s_training import pod_quotas
-from rightsize.export.kueue import queue_objects
-from rightsize.export.names import Arg, ShellExpr, k8s_name, shell_args, shell_word
+from rightsize.export.k8s_platform import node_selector, stack
+from rightsize.export.k8s_trainer import (
+    fabric_note,
+    indexed_jobset,
+    kueue_file,
+    restarts,
+    trainer_container,
+    trainer_pod,
+)
+from rightsize.export.names import Arg, ShellExpr, shell_args, shell_word
 from rightsize.export.recsys_jobs import MEGATRON_ONLY, fetch_script
 from rightsize.export.shell_words import arg_words, command, safe_token, word
 from rightsize.export.slurm import _RANK_ENV, RDZV_PORT, _fit_node, _head, _sbatch, nccl_env
@@ -243,16 +248,7 @@ def training_files(v: VisionTrainingView, node_labels: dict[str, str] | None = N
         + f"; CKPT_DIR={CKPT_MOUNT}/{name}, DATA_PATH={DATA_MOUNT} (put the ImageFolder dataset there)",
         f"stopping: {grace_s(v)} s between SIGTERM and SIGKILL (the plan's checkpoint write, two steps, a minute); "
         "a restart resumes from the last epoch's checkpoint",
-        (f"{v.fabric_kind} fabric: each pod requests {rdma().resource} and IPC_LOCK" if v.fabric_kind
-         else "one node: no RDMA device, NCCL_IB_DISABLE=1"),
+        fabric_note(v.fabric_kind),
     ])  # fmt: skip
-    flavor = k8s_name(v.hw.accelerator, what="accelerator")
-    quotas = pod_quotas(c, v.nodes)
-    where = ", ".join(f"{k}={val}" for k, val in selector.items()) or (
-        "any node (no cloud instance was priced: add nodeLabels your nodes carry)"
-    )
-    kueue = comment_block(v.header, "Kueue quota for this job", [
-        "nominal quota = every resource the pods request: " + ", ".join(f"{q} {k}" for k, q in quotas.items()),
-        f"flavor {flavor} selects {where}",
-    ]) + dump_yaml_all(queue_objects(v.header, queue, flavor, selector, quotas))  # fmt: skip
+    kueue = kueue_file(v.header, queue, v.hw.accelerator, selector, c, v.nodes)
     return {"training.yaml": dump(head, [config, jobset, *claims]), "kueue.yaml": kueue}
