@@ -1,7 +1,9 @@
 """Validated ground: which published training runs the model has been checked against.
 
-These are the tuning-visible rows of `rightsize validate` (``training.csv`` and
-``finetune.csv`` shipped with the validation data). The catalog reads only the columns that
+These are the tuning-visible rows of `rightsize validate`: ``training.csv`` and
+``finetune.csv`` shipped with the validation data, and the per-family published runs of
+``family_training.csv`` (TPU, Blackwell, Gaudi, Trainium, ROCm), each of which carries its
+family's measured spread (`GroundRun.family`: `search.ground` starts its sigma there). The catalog reads only the columns that
 say *where* a run sits (accelerator, precision, parallel mechanisms, model size, sequence
 length, GPUs); the published values stay with `rightsize.validate`, so nothing here can
 be used to tune a prediction. `rightsize.search.ground` measures how far a prediction stands
@@ -19,6 +21,8 @@ from importlib import resources
 
 # The bundled public validation files (data only: read as files, no code imported).
 GROUND_FILES = ("training.csv", "finetune.csv")
+# Per-family public runs: ground for where a family was checked, with the family's own spread.
+FAMILY_GROUND_FILES = ("family_training.csv",)
 GROUND_PACKAGE = "rightsize.validate"
 
 
@@ -35,6 +39,9 @@ class GroundRun:
     gpus: int | None
     mechanisms: frozenset[str]
     method: str
+    # True for a per-family run (`FAMILY_GROUND_FILES`): the model's spread there is the
+    # family's measured one, not the public set's.
+    family: bool = False
 
 
 def _int(row: dict[str, str], key: str) -> int | None:
@@ -81,7 +88,7 @@ def precision_class(precision: str) -> str:
     return "16bit" if p in ("bf16", "fp16") else p
 
 
-def _run(row: dict[str, str]) -> GroundRun | None:
+def _run(row: dict[str, str], family: bool = False) -> GroundRun | None:
     try:
         layers, hidden, vocab = (int(float(row[k])) for k in ("layers", "hidden", "vocab"))
         seq = int(float(row["seq_len"]))
@@ -101,6 +108,7 @@ def _run(row: dict[str, str]) -> GroundRun | None:
         gpus=gpus,
         mechanisms=mechanisms_of(tp, pp, vpp, cp, _int(row, "zero_stage"), dp, method, moe=False),
         method=method,
+        family=family,
     )
 
 
@@ -109,12 +117,12 @@ def validated_runs() -> tuple[GroundRun, ...]:
     """Every training run of the bundled public validation set, as ground."""
     base = resources.files(GROUND_PACKAGE) / "data"
     runs: list[GroundRun] = []
-    for name in GROUND_FILES:
+    for name in GROUND_FILES + FAMILY_GROUND_FILES:
         text = (base / name).read_text(encoding="utf-8")
         for row in csv.DictReader(io.StringIO(text, newline="")):
             if row.get("metric") not in ("step_time_s", "tokens_per_s_per_gpu", "gpu_hours"):
                 continue
-            run = _run(row)
+            run = _run(row, family=name in FAMILY_GROUND_FILES)
             if run is not None and math.isfinite(run.params):
                 runs.append(run)
     return tuple(runs)

@@ -19,7 +19,13 @@ steps:
 and the model error's log-sigma grows with it, each step an independent error term, and
 with each mechanism no validated run on a like accelerator used (`thin` mechanisms):
 
-    sigma^2 = SIGMA_VALIDATED^2 + SIGMA_PER_STEP^2 x distance + SIGMA_PER_THIN_MECHANISM^2 x thin
+    sigma^2 = base^2 + SIGMA_PER_STEP^2 x distance + SIGMA_PER_THIN_MECHANISM^2 x thin
+
+where `base` is the spread the model has on the run measured from: SIGMA_VALIDATED on the
+public rows, and on a per-family run (TPU, Blackwell, Gaudi, ...) that family's own measured
+spread (`catalog.families.family_sigma`), so a run checked on a family with a 14% median error
+does not lend a plan the public rows' 4%. The sigma is the smallest over the runs (the run
+that best vouches for the prediction), the distance shown is the nearest run's.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rightsize.catalog import get_accelerator
+from rightsize.catalog.families import family_sigma
 from rightsize.catalog.ground import (
     GroundRun,
     mechanisms_of,
@@ -136,11 +143,25 @@ def distance(p: Position, r: GroundRun) -> float:
     return total
 
 
-def model_sigma(distance: float, thin_mechanisms: int = 0) -> float:
+def model_sigma(distance: float, thin_mechanisms: int = 0, base: float = SIGMA_VALIDATED) -> float:
     return math.sqrt(
-        SIGMA_VALIDATED**2
-        + SIGMA_PER_STEP**2 * max(distance, 0.0)
-        + SIGMA_PER_THIN_MECHANISM**2 * thin_mechanisms
+        base**2 + SIGMA_PER_STEP**2 * max(distance, 0.0) + SIGMA_PER_THIN_MECHANISM**2 * thin_mechanisms
+    )
+
+
+def base_sigma(r: GroundRun) -> float:
+    """The model's spread on validated run `r`: the public rows' SIGMA_VALIDATED, or on a
+    per-family run the family's measured training spread (never below the public one)."""
+    if not r.family:
+        return SIGMA_VALIDATED
+    return max(SIGMA_VALIDATED, family_sigma(r.accelerator, "training"))
+
+
+def _vouched_sigma(p: Position, runs: tuple[GroundRun, ...] | list[GroundRun], thin: int) -> float:
+    """The smallest model sigma any run gives `p` (its base spread widened by its distance)."""
+    return min(
+        (model_sigma(distance(p, r), thin, base_sigma(r)) for r in runs),
+        default=model_sigma(6.0, thin),
     )
 
 
@@ -167,7 +188,7 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     thin = _thin(p, runs)
     return {
         "distance": round(d, 3),
-        "sigma": model_sigma(d, len(thin)),
+        "sigma": _vouched_sigma(p, runs, len(thin)),
         "nearest": [
             {"id": r.id, "distance": round(dist, 3), "differences": distance_terms(p, r)}
             for dist, r in scored[:NEAREST_SHOWN]
@@ -175,8 +196,10 @@ def ground_report(p: Position, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
         "thin_mechanisms": sorted(thin),
         "thin": d > THIN_DISTANCE or bool(thin),
         "method": "distance to the nearest validated public run (accelerator, precision, mechanisms, "
-        f"size, sequence, scale); sigma^2 = {SIGMA_VALIDATED:.2f}^2 + {SIGMA_PER_STEP:.2f}^2 x distance "
-        f"+ {SIGMA_PER_THIN_MECHANISM:.2f}^2 x mechanisms no run on a like accelerator used",
+        f"size, sequence, scale); sigma^2 = base^2 + {SIGMA_PER_STEP:.2f}^2 x distance "
+        f"+ {SIGMA_PER_THIN_MECHANISM:.2f}^2 x mechanisms no run on a like accelerator used, base "
+        f"{SIGMA_VALIDATED:.2f} on the public rows and the family's measured spread on its own rows, "
+        "smallest over the runs",
     }
 
 
@@ -185,8 +208,7 @@ def ground_sigma(p: Position) -> float:
     """`ground_report(p)["sigma"]` over every validated run, remembered per position (the
     search's risk ranking asks it for thousands of layouts that share few positions)."""
     runs = validated_runs()
-    d = min((distance(p, r) for r in runs), default=None)
-    return model_sigma(6.0 if d is None else d, len(_thin(p, runs)))
+    return _vouched_sigma(p, runs, len(_thin(p, runs)))
 
 
 def serving_ground_report(
