@@ -31,6 +31,8 @@ _NUMBERS = (
     "max_num_batched_tokens",
     "block_tokens",
     "iteration_overhead_s",
+    "decode_kv_read_block_tokens",
+    "decode_kv_bw_ratio",
 )
 _ALIASES = {
     "trtllm": "tensorrt-llm",

@@ -52,6 +52,7 @@ from rightsize.perf.params import (
     qk_head_dim,
     v_head_dim,
 )
+from rightsize.perf.serving_kv_read import decode_kv_bw_ratio, decode_read_context
 from rightsize.spec.model import ModelArch
 
 BYTES_PER_ELEMENT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5}
@@ -365,14 +366,14 @@ class Replica:
         """One layer's decode attention: the batch's KV cache streamed once (or as many times as
         the engine release loads it, `decode_kv_loads`), or its FLOPs."""
         a = self.arch
-        ctx = np.asarray(context_tokens, dtype=np.float64)
+        ctx = decode_read_context(self.engine, batch, context_tokens)  # whole blocks (JetStream)
         kv = ctx * self.kv_bytes_per_token / self.kv_shards / a.layers * self.decode_kv_loads
         if a.is_mla:  # absorbed MLA: scores over kv_lora + d_rope, values over kv_lora
             per_ctx = 2.0 * a.heads * (2.0 * (a.kv_lora_rank or 0) + (a.qk_rope_head_dim or 0))
         else:
             per_ctx = 4.0 * a.heads * a.head_dim
         flops = per_ctx * ctx / self.tp
-        kv_bw = self._stream_bw() * (self.hw.decode_kv_bw_ratio or 1.0)
+        kv_bw = self._stream_bw() * decode_kv_bw_ratio(self.engine, self.hw.decode_kv_bw_ratio)
         return np.maximum(kv / kv_bw, flops / (self.hw.peak_16bit_flops_per_s * self.hw.attention_fraction))
 
     def analytic_gemm_s(self, m: np.ndarray | float, n: float, k: float) -> np.ndarray:
