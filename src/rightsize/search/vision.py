@@ -510,6 +510,14 @@ def _plan_inference(spec: VisionSpec, calibration: Calibration | None) -> Vision
         raise _no_latency_option(spec, rejected, best_latency)
     best, alternatives = rank_serving(options, spec, objective, assumptions, rejected, explain)
     assumptions += batch_notes(inf.batch, best.latency_p99_s, inf.latency_p99_s)
+    contexts = int(best.step["engine_contexts"])
+    if contexts > 1:
+        assumptions.append(
+            f"Each GPU runs {contexts} engine contexts at once (TensorRT execution contexts on their own "
+            f"streams, as MLPerf's gpu_inference_streams), each with its own batch of {best.batch_per_gpu}: "
+            "they fill each other's idle SMs and launch gaps and share the L2; a batch's latency is "
+            f"{contexts} batch times."
+        )
     load = base_fps / (best.gpus * best.batch_per_gpu / best.step["step_s"])
     pipeline = {
         "decode": inf.decode,
