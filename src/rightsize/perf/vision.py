@@ -25,6 +25,9 @@ Time (Principle 1: FLOPs / rate, bytes / bandwidth):
   the mask, write). Inference folds BN into the conv and fuses ReLU, residual adds and GELU into
   GEMM epilogues (TensorRT-style), so only pooling and LayerNorm remain, and each fused residual
   add's read of its shortcut tensor (one pass; none when shortcut and sum fit in the L2);
+- an inference engine may run several contexts at once, each its own batch on its own stream
+  (MLPerf's gpu_inference_streams): their kernels fill each other's last waves and launch gaps
+  and share the L2 (`step_time`, `concurrent_gemm_efficiency`);
 - the optimizer streams its bytes per parameter once per step.
 """
 
