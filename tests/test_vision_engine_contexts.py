@@ -63,6 +63,12 @@ def test_contexts_share_the_l2_and_the_launch_gaps() -> None:
     alone = step_time(model, hw, 48, training=False, act_bytes=1.0)
     shared = step_time(model, hw, 48, training=False, act_bytes=1.0, contexts=4)
     assert shared.memory_bound_s > alone.memory_bound_s
+    # A transformer's linears take the same path (their last waves filled, their fill kept).
+    vit = get_vision_model("vit-b16")
+    h100 = _hw("h100-sxm")
+    assert step_time(vit, h100, 8, training=False, act_bytes=1.0, contexts=2).gemm_s <= (
+        step_time(vit, h100, 8, training=False, act_bytes=1.0).gemm_s
+    )
     with pytest.raises(ValueError):
         step_time(model, hw, 16, training=True, act_bytes=2.0, contexts=2)
 
