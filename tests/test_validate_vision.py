@@ -51,16 +51,17 @@ def test_every_published_run_is_predicted(result: dict) -> None:
 @pytest.mark.parametrize(
     ("metric", "median_bar", "worst_bar"),
     [
-        # worst: the Ada int8 inference rows (L40S -41%, -42%; L4 -19%): the catalog's Ada int8
-        # GEMM fractions are unmeasured estimates (0.6 / 0.65, as FP8); MLPerf shows the L40S at
-        # 49% of its int8 peak, and even with every launch hidden and every tensor in L2 the model
-        # reaches 32k images/s per L40S against 44k. The same card trains in fp16 within 15%.
-        # Hopper Server rows run +1% to +16% (Server at 82-94% of Offline; queueing does not explain it).
-        ("images_per_s", 0.15, 0.45),
-        # worst: DLRMv2 Offline on 8 L40S at NVIDIA's 7,500-pair batch (-17%: Ada's int8 rate, as
-        # ResNet-50's), the Hopper DLRMv2 Server rows (+11%, +16%; Server at 92-94% of Offline) and
-        # MLPerf Training DLRMv2 on 128 H100 (+12%).
-        ("samples_per_s", 0.15, 0.25),
+        # worst: the L40S int8 inference rows (-28% to -35%): MLPerf shows the L40S at 49% of its
+        # int8 peak with one engine context at batch 64 (Dell R7615) or four at 32 (R760xa); with
+        # the Ada int8 GEMM fraction at the measured BF16 one (same mma fragments) and engine
+        # contexts the model reaches 29-31k images/s per L40S against 44k, while the L4 (-3%) and
+        # the A100 (-2%, -5%) fit and the same card trains in fp16 within 15%.
+        # Hopper Server rows run +1% to +17% (Server at 82-94% of Offline; queueing does not explain it).
+        ("images_per_s", 0.15, 0.36),
+        # worst: the Hopper DLRMv2 Server rows (+8%, +16%; Server at 92-94% of Offline), MLPerf
+        # Training DLRMv2 on 128 H100 (+12%) and DLRMv2 Offline on 8 L40S at NVIDIA's 7,500-pair
+        # batch (-11%).
+        ("samples_per_s", 0.15, 0.17),
     ],
 )
 def test_errors_under_their_bars(result: dict, metric: str, median_bar: float, worst_bar: float) -> None:
@@ -114,7 +115,7 @@ def test_llm_files_are_left_to_their_readers() -> None:
     training = DATA / "training.csv"
     assert kind_cases(training) is None and kind_rows(training) is None
     assert case_count(training) > 0
-    assert case_count(DATA / "vision.csv") == 22
+    assert case_count(DATA / "vision.csv") == 24
 
 
 def test_bad_files_are_refused(tmp_path: Path) -> None:

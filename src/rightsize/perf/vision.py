@@ -25,6 +25,9 @@ Time (Principle 1: FLOPs / rate, bytes / bandwidth):
   the mask, write). Inference folds BN into the conv and fuses ReLU, residual adds and GELU into
   GEMM epilogues (TensorRT-style), so only pooling and LayerNorm remain, and each fused residual
   add's read of its shortcut tensor (one pass; none when shortcut and sum fit in the L2);
+- an inference engine may run several contexts at once, each its own batch on its own stream
+  (MLPerf's gpu_inference_streams): their kernels fill each other's last waves and launch gaps
+  and share the L2 (`step_time`, `concurrent_gemm_efficiency`);
 - the optimizer streams its bytes per parameter once per step.
 """
 
@@ -36,7 +39,12 @@ import numpy as np
 
 from rightsize.constants import GiB
 from rightsize.perf import datapipe
-from rightsize.perf.gemm import gemm_efficiency, gemm_time_s, train_gemm_time_s
+from rightsize.perf.gemm import (
+    K_FILL,
+    gemm_efficiency,
+    gemm_time_s,
+    train_gemm_time_s,
+)
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import ALLOCATOR_USABLE_FRACTION, FRAMEWORK_BYTES
 from rightsize.spec.vision import VisionLayer, VisionModel
@@ -187,7 +195,13 @@ class VisionStepTime:
 
 
 def conv_time_s(
-    layer: VisionLayer, batch: int, hw: Hardware, elem_bytes: float, training: bool, l2_bytes: float = 0.0
+    layer: VisionLayer,
+    batch: int,
+    hw: Hardware,
+    elem_bytes: float,
+    training: bool,
+    l2_bytes: float = 0.0,
+    contexts: int = 1,
 ) -> list[float]:
     """Seconds of one conv instance's passes (forward; + data gradient and weight gradient when
     training), without launch overhead. Each pass is an implicit GEMM: its compute is a GEMM of
@@ -196,7 +210,8 @@ def conv_time_s(
     input x (batch x cin x in_hw^2; in_hw = out_hw where the layer list gives none), weights
     (cin x cout x k^2) and output (batch x cout x out_hw^2); the slower of the two sets the time.
     At inference, a layer whose input and output fit in the on-chip L2 (`l2_bytes`) keeps them
-    there between kernels: only its weights come from HBM."""
+    there between kernels: only its weights come from HBM. With `contexts` engine contexts
+    running at once (inference), a pass runs at `concurrent_gemm_efficiency`."""
     m = float(batch * layer.out_hw**2)
     cols, red = float(layer.cout), float(layer.cin * layer.k**2)
     x = batch * layer.cin * float((layer.in_hw or layer.out_hw) ** 2)
@@ -211,15 +226,24 @@ def conv_time_s(
         shapes += [((m, red, cols), y + w + x), ((red, cols, m), x + y + w)]
     out = []
     for (gm, gn, gk), elements in shapes:
-        compute = (
-            2.0
-            * gm
-            * gn
-            * gk
-            / (hw.peak_flops_per_s * float(gemm_efficiency(np.array(gm), np.array(gn), np.array(gk), hw)))
-        )
+        if contexts > 1:
+            eff = concurrent_gemm_efficiency(gm, gn, gk, hw)
+        else:
+            eff = float(gemm_efficiency(np.array(gm), np.array(gn), np.array(gk), hw))
+        compute = 2.0 * gm * gn * gk / (hw.peak_flops_per_s * eff)
         out.append(max(compute, elements * elem_bytes / mem_bw))
     return out
+
+
+def concurrent_gemm_efficiency(m: float, n: float, k: float, hw: Hardware) -> float:
+    """Fraction of peak of one GEMM while other engine contexts run kernels on the same GPU
+    (TensorRT execution contexts on their own CUDA streams, as MLPerf's `gpu_inference_streams`):
+    the SMs a kernel's last wave leaves idle run the other contexts' tiles, so perf.gemm's wave
+    quantisation (and the split-K that works around it) goes; each tile's pipeline fill
+    (perf.gemm.K_FILL) stays, and the GEMM fraction. (m, n) do not matter beyond that: perf.gemm
+    counts no loss to a part-filled edge tile either."""
+    del m, n
+    return float(hw.gemm_fraction * k / (k + K_FILL))
 
 
 def _elementwise(layer: VisionLayer, kernels: str = "fused") -> list[tuple[str, float]]:
@@ -247,19 +271,28 @@ def step_time(
     act_bytes: float,
     optimizer: str = "sgd",
     kernels: str = "fused",
+    contexts: int = 1,
 ) -> VisionStepTime:
     """Time of one training step or inference batch of `batch` images on one GPU (no communication);
-    `kernels` ('eager' or 'fused') sets the memory-bound passes of training (module docstring)."""
+    `kernels` ('eager' or 'fused') sets the memory-bound passes of training (module docstring).
+
+    Inference with `contexts` > 1 engine contexts in flight at once (each its own batch on its own
+    stream): the time returned is the GPU time one batch takes in that steady state (a context
+    finishes a batch every `contexts` x this). The contexts fill each other's idle SMs
+    (`concurrent_gemm_efficiency`) and launch gaps (the per-kernel overhead is spread over them),
+    and share the L2: a layer stays resident only if `contexts` working sets fit in it."""
+    if training and contexts != 1:
+        raise ValueError("engine contexts apply to inference only")
     gemm_s = attention_s = memory_s = 0.0
     launches = 0.0
-    l2 = datapipe.l2_bytes(hw.accelerator_id)
+    l2 = datapipe.l2_bytes(hw.accelerator_id) / contexts
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     gemm_bytes = act_bytes
     # gemm_time_s adds a launch overhead per GEMM; it is taken out here and counted once, below.
     for layer in model.layers:
         n = layer.count
         if layer.op == "conv":
-            passes = conv_time_s(layer, batch, hw, gemm_bytes, training, l2)
+            passes = conv_time_s(layer, batch, hw, gemm_bytes, training, l2, contexts)
             gemm_s += n * sum(passes)
             launches += n * len(passes)
         elif layer.op == "linear":
@@ -269,6 +302,16 @@ def step_time(
                 fwd, bwd = train_gemm_time_s(m, cols, red, hw, gemm_bytes)
                 gemm_s += n * (float(fwd) + float(bwd) - 3 * hw.kernel_overhead_s)
                 launches += 3 * n
+            elif contexts > 1:
+                compute = (
+                    2.0
+                    * m
+                    * cols
+                    * red
+                    / (hw.peak_flops_per_s * concurrent_gemm_efficiency(m, cols, red, hw))
+                )
+                gemm_s += n * max(compute, gemm_bytes * (m * red + red * cols + m * cols) / mem_bw)
+                launches += n
             else:
                 gemm_s += n * (float(gemm_time_s(m, cols, red, hw, gemm_bytes)) - hw.kernel_overhead_s)
                 launches += n
@@ -294,7 +337,7 @@ def step_time(
         params = count_model(model).params
         optimizer_s = params * OPTIMIZER_STREAM_BYTES_PER_PARAM[optimizer] / mem_bw
         launches += 4  # multi-tensor apply launches a handful of kernels
-    overhead_s = launches * hw.kernel_overhead_s
+    overhead_s = launches * hw.kernel_overhead_s / contexts
     total = gemm_s + attention_s + memory_s + optimizer_s + overhead_s
     return VisionStepTime(batch, gemm_s, attention_s, memory_s, optimizer_s, overhead_s, total)
 
@@ -336,11 +379,14 @@ def train_memory(
     )
 
 
-def inference_memory(model: VisionModel, hw: Hardware, batch: int, weight_bytes: float) -> VisionMemory:
-    """Inference memory: weights plus two live layer outputs per image in flight."""
+def inference_memory(
+    model: VisionModel, hw: Hardware, batch: int, weight_bytes: float, contexts: int = 1
+) -> VisionMemory:
+    """Inference memory: weights plus two live layer outputs per image in flight (`contexts`
+    engine contexts each hold a batch)."""
     counts = count_model(model)
     weights = counts.params * weight_bytes
-    acts = batch * 2.0 * counts.largest_output_elements_per_image * 2.0
+    acts = contexts * batch * 2.0 * counts.largest_output_elements_per_image * 2.0
     total = weights + acts + WORKSPACE_BYTES + FRAMEWORK_BYTES
     return VisionMemory(
         weights, 0.0, acts, WORKSPACE_BYTES, FRAMEWORK_BYTES, total, hw.hbm_bytes * ALLOCATOR_USABLE_FRACTION
