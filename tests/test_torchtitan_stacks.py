@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from perf_helpers import catalog_hw
 
@@ -59,4 +60,43 @@ def test_rowwise_steps_are_slower_than_tensorwise() -> None:
     assert (
         t["rowwise"]
         < float(train_step(replace(_fp8("rowwise"), precision="bf16"), cfg, hw).step_time[0]) * 1.2
+    )
+
+
+def test_torch_allgather_cp_adds_eager_merges_and_expanded_kv() -> None:
+    """PyTorch's context_parallel (torchtitan's default 'allgather' rotation): K and V expanded to
+    the query heads are gathered behind the first block; each ring step's output is merged in
+    fp32 and dK, dV rotate in fp32, memory-bound passes that grow with the ring's steps; a TE
+    ring (p2p) of the same layout pays neither."""
+    from rightsize.perf.cp_torch import torch_ring_exposed_s, torch_ring_traffic_s
+    from rightsize.perf.layer import layer_times
+
+    hw = catalog_hw("h100-sxm", "fp8")
+    w = TrainWorkload(
+        arch=LLAMA3_8B,
+        seq_len=262144,
+        global_batch=1,
+        precision="fp8",
+        fp8_recipe="tensorwise",
+        cp_comm="torch_allgather",
+    )
+    te = replace(w, cp_comm="p2p")
+    small, big = (ParallelConfigs.single(cp=c, dp=8 // c, micro_batch=1, recompute="full") for c in (2, 8))
+    rows = 262144 / 8.0 * np.ones(1)
+    f2, b2 = torch_ring_traffic_s(w, small, hw, rows)
+    f8, b8 = torch_ring_traffic_s(w, big, hw, rows)
+    assert 0 < f2[0] < f8[0] and 0 < b2[0] < b8[0]
+    q, kv = 32 * 128.0, 32 * 256.0  # query and expanded K + V elements per token
+    fwd_bytes = 7 * 4 * kv + 8 * 6 * q + 7 * 32 * q + 6 * q
+    assert f8[0] == pytest.approx(rows[0] * fwd_bytes / (hw.hbm_bytes_per_s * hw.memory_bw_fraction))
+    # the all-gather of the whole (expanded) K, V hides under the diagonal block on NVLink,
+    # the last fp32 dK, dV rotation does not
+    fe, be = torch_ring_exposed_s(w, big, hw, rows, (np.ones(1), 2.5 * np.ones(1)))
+    assert fe[0] == 0.0 and be[0] > 0.0
+    t_torch = layer_times(w, big, hw, moe=False)
+    t_te = layer_times(te, big, hw, moe=False)
+    assert float(t_torch.elementwise_fwd[0]) == pytest.approx(float(t_te.elementwise_fwd[0] + f8[0]))
+    one = ParallelConfigs.single(cp=1, dp=8, micro_batch=1, recompute="full")
+    assert float(layer_times(w, one, hw, moe=False).elementwise_fwd[0]) == pytest.approx(
+        float(layer_times(te, one, hw, moe=False).elementwise_fwd[0])
     )

@@ -41,6 +41,7 @@ import numpy as np
 from rightsize.perf import collectives as coll
 from rightsize.perf import remat
 from rightsize.perf.attention import attention_core_times
+from rightsize.perf.cp_torch import torch_ring_exposed_s, torch_ring_traffic_s
 from rightsize.perf.gemm import train_gemm_time_s
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.lowp_casts import (
@@ -400,6 +401,7 @@ def _cp_ring_exposed(
     - a2a (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-alls turn the sequence split into a
       head split before the attention (Q, K, V) and back after it (the output); backward the
       same four on the gradients; not overlapped.
+    - torch_allgather: PyTorch's context_parallel as torchtitan runs it (`perf.cp_torch`).
     """
     arch = w.arch
     cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
@@ -407,6 +409,8 @@ def _cp_ring_exposed(
     kv_bytes = rows * float(arch.kv_heads) * (dqk + dv) / cfg.tp * ACT_BYTES
     attn_f, attn_b = attn
     on = cfg.cp > 1
+    if w.cp_comm == "torch_allgather":  # PyTorch's context_parallel, as torchtitan runs it
+        return torch_ring_exposed_s(w, cfg, hw, rows, attn)
     if w.cp_comm == "all_gather":
         gather = coll.all_gather_s(kv_bytes * cfg.cp, cfg.cp, cp_bw, cp_lat)
         return np.where(on, gather, 0.0), np.where(on, 2.0 * gather, 0.0)  # gather again + reduce-scatter
@@ -497,6 +501,9 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     ew_b = 2.0 * ew_f + rows * fp8_backward_cast_bytes_per_token(w, cfg) / mem_bw
     dequant = dequant_layer_s(w, cfg, hw, moe)  # QLoRA: once before forward, once before backward
     ew_f, ew_b = ew_f + dequant, ew_b + dequant
+    if w.cp_comm == "torch_allgather":  # the ring's eager fp32 merges and accumulations
+        merge_f, merge_b = torch_ring_traffic_s(w, cfg, hw, rows)
+        ew_f, ew_b = ew_f + merge_f, ew_b + merge_b
 
     # Tensor parallel: 2 all-reduces (or AG + RS pairs) of the [T, h] activations per direction.
     tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
