@@ -100,3 +100,20 @@ def test_torch_allgather_cp_adds_eager_merges_and_expanded_kv() -> None:
     assert float(layer_times(w, one, hw, moe=False).elementwise_fwd[0]) == pytest.approx(
         float(layer_times(te, one, hw, moe=False).elementwise_fwd[0])
     )
+
+
+def test_stacks_set_is_reported_on_its_own() -> None:
+    """`validate --stacks` (and `--all`) reports stacks_training.csv with its own median and worst;
+    every row is predicted and the torchtitan rows run at the benchmark's 500 W limit."""
+    from rightsize.validate.cases import read_cases, stacks_paths
+    from rightsize.validate.run import validate_paths
+
+    (path,) = stacks_paths()
+    tt = [c for c in read_cases(path) if c.id.startswith("tt2412")]
+    assert tt and all(c.row["gpu_power_limit_w"] == "500" for c in tt)
+    result = validate_paths([path])
+    summary = result["by_file"]["stacks_training.csv"]["tokens_per_s_per_gpu"]
+    assert summary["n"] == len(read_cases(path)) and summary["not_predicted"] == 0
+    assert summary["median_abs_error"] < 0.15
+    pipeline = {r["id"]: r["error"] for r in result["rows"] if "405b" in r["id"]}
+    assert len(pipeline) == 2 and all(abs(e) < 0.15 for e in pipeline.values())
