@@ -115,5 +115,5 @@ def test_stacks_set_is_reported_on_its_own() -> None:
     summary = result["by_file"]["stacks_training.csv"]["tokens_per_s_per_gpu"]
     assert summary["n"] == len(read_cases(path)) and summary["not_predicted"] == 0
     assert summary["median_abs_error"] < 0.15
-    pipeline = {r["id"]: r["error"] for r in result["rows"] if "405b" in r["id"]}
+    pipeline = {r["id"]: r["error"] for r in result["rows"] if "pp8-float8-" in r["id"]}
     assert len(pipeline) == 2 and all(abs(e) < 0.15 for e in pipeline.values())
