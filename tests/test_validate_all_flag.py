@@ -1,5 +1,5 @@
 """`rightsize validate --all` checks every bundled set: the paths it hands to the validator are
-the union of what --holdout, --families, --more, --engines and --mechanisms each add."""
+the union of what --holdout, --families, --more, --stacks, --engines and --mechanisms each add."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _paths_for(flags: list[str], monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 def test_all_is_the_union_of_every_set(monkeypatch: pytest.MonkeyPatch) -> None:
     every = _paths_for(["--all"], monkeypatch)
     union: set[Path] = set()
-    for flag in ("--holdout", "--families", "--more", "--engines", "--mechanisms"):
+    for flag in ("--holdout", "--families", "--more", "--stacks", "--engines", "--mechanisms"):
         one = _paths_for([flag], monkeypatch)
         assert set(one) <= set(every), flag
         union |= set(one)
@@ -36,6 +36,7 @@ def test_all_is_the_union_of_every_set(monkeypatch: pytest.MonkeyPatch) -> None:
     assert {
         "holdout_training.csv",
         "training_more.csv",
+        "stacks_training.csv",
         "serving_public.csv",
         "serving_mechanisms.csv",
     } <= names

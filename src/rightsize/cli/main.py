@@ -87,6 +87,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from rightsize.validate.cases import more_paths
 
         paths += more_paths()
+    if getattr(args, "stacks", False):
+        from rightsize.validate.cases import stacks_paths
+
+        paths += stacks_paths()
     if getattr(args, "families", False):
         from rightsize.validate.families import family_paths
 
@@ -148,10 +152,11 @@ _PRICES_HELP = (
 # `rightsize validate`: the bundled sets beyond the public rows, each its own flag (--all: every one).
 _VALIDATE_SETS = {
     "holdout": "also check the held-out published runs",
-    "all": "check every bundled set: public, held-out, families, more, engines and mechanisms",
+    "all": "check every bundled set: public, held-out, families, more, stacks, engines and mechanisms",
     "mechanisms": "also check single serving mechanisms against their published figures (speculative acceptance)",
     "families": "also check the per-family published runs (TPU, Gaudi, Trainium, ROCm, Blackwell)",
     "more": "also check more published training runs (MoE pre-training, torchtitan 2025), reported as their own set",
+    "stacks": "also check other stacks' training runs (MaxText TPU v5e/v5p, torchtitan Dec 2024), reported as their own set",
     "engines": "also check the engine-release serving runs (TensorRT-LLM v0.6.1 / v0.8.0 tables: serving_public.csv)",
 }
 

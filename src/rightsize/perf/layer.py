@@ -41,8 +41,17 @@ import numpy as np
 from rightsize.perf import collectives as coll
 from rightsize.perf import remat
 from rightsize.perf.attention import attention_core_times
+from rightsize.perf.cp_torch import torch_ring_exposed_s, torch_ring_traffic_s
 from rightsize.perf.gemm import train_gemm_time_s
 from rightsize.perf.hardware import Hardware
+from rightsize.perf.lowp_casts import (
+    CAST_BYTES_PER_ELEMENT,
+    cast_bytes_per_element,
+    rowwise_backward_bytes_per_element,
+)
+from rightsize.perf.lowp_casts import (
+    FP8_CAST_BYTES_PER_ELEMENT as FP8_CAST_BYTES_PER_ELEMENT,  # re-exported (tests read it here)
+)
 from rightsize.perf.params import (
     NF4_BYTES_PER_PARAM,
     attention_linears,
@@ -60,45 +69,6 @@ ACT_BYTES = 2.0  # activations travel and are stored in 16 bit
 # Memory-bound kernels per layer in forward (2 norms, 2 residual adds, the
 # activation, rotary or bias adds, and dropout where present); backward doubles.
 ELEMENTWISE_KERNELS_PER_LAYER_FWD = 7.0
-
-# FP8 (Transformer Engine, current / per-tensor scaling as in NeMo's FP8-CS recipes) turns
-# every GEMM operand that is not already fp8 into one: an amax pass reads the 16-bit tensor
-# (2 bytes), the cast reads it again (2) and writes the fp8 copy (1) and, because Hopper's
-# fp8 tensor cores take only the TN layout, a transposed fp8 copy for the other backward
-# GEMM (1): 6 bytes per element (TE docs, "FP8 primer": cast_transpose; delayed scaling
-# folds the amax into the previous cast, 4). These bytes are why fp8 steps are not 2x bf16.
-FP8_CAST_BYTES_PER_ELEMENT = 6.0
-# NVFP4 (arXiv 2509.25149): the same amax and cast passes, writing 0.5625-byte blocks and a
-# transposed copy (2 + 2 + 0.5625 + 0.5625); the weight-gradient operands also go through a
-# 16x16 random Hadamard transform first (read and write 2 bytes each, +4) in backward.
-NVFP4_CAST_BYTES_PER_ELEMENT = 2.0 + 2.0 + 2 * (0.5 + 1.0 / 16.0)
-# (forward, backward) bytes per GEMM-operand element, per low precision.
-CAST_BYTES_PER_ELEMENT = {
-    "fp8": (FP8_CAST_BYTES_PER_ELEMENT, FP8_CAST_BYTES_PER_ELEMENT),
-    "nvfp4": (NVFP4_CAST_BYTES_PER_ELEMENT, NVFP4_CAST_BYTES_PER_ELEMENT + 4.0),
-}
-# Transformer Engine's delayed scaling takes each tensor's scale from the amax history of
-# earlier steps, so the amax is computed inside the cast kernel: no separate read of the
-# 16-bit tensor (TE docs, "Using FP8 with Transformer Engine": DelayedScaling, amax_history_len).
-FP8_DELAYED_CAST_BYTES_PER_ELEMENT = FP8_CAST_BYTES_PER_ELEMENT - 2.0
-# MXFP8 (Transformer Engine's MXFP8BlockScaling on Blackwell; TE docs "MXFP8"): each scale is
-# local to a block of 32 consecutive values (E8M0), computed inside the cast, so no tensor-wide
-# amax pass; one-dimensional blocks along each GEMM's reduction axis need a rowwise and a
-# columnwise copy, written by one kernel that reads the 16-bit tensor once:
-# 2 + 2 x (1 + 1/32) bytes per element.
-MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2.0 * (1.0 + 1.0 / 32.0)
-
-
-def cast_bytes_per_element(w: TrainWorkload) -> tuple[float, float]:
-    """(forward, backward) bytes moved per GEMM-operand element to quantise it under the
-    workload's precision and fp8 recipe: current / dynamic scaling (Transformer Engine's
-    current scaling, torchao's tensorwise and rowwise) reads the 16-bit tensor for its amax
-    before the cast; delayed scaling does not."""
-    if w.precision == "fp8" and w.fp8_recipe == "delayed":
-        return FP8_DELAYED_CAST_BYTES_PER_ELEMENT, FP8_DELAYED_CAST_BYTES_PER_ELEMENT
-    if w.precision == "fp8" and w.fp8_recipe == "mxfp8":
-        return MXFP8_CAST_BYTES_PER_ELEMENT, MXFP8_CAST_BYTES_PER_ELEMENT
-    return CAST_BYTES_PER_ELEMENT[w.precision]
 
 
 @dataclass
@@ -314,17 +284,24 @@ def elementwise_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.nd
     rope_bytes = 0.0 if arch.is_mla else 4.0 * (arch.heads + arch.kv_heads) * arch.head_dim / cfg.tp
     cast_bytes: float | np.ndarray = 0.0
     if w.precision in CAST_BYTES_PER_ELEMENT:
-        # The forward inputs of the four GEMMs: QKV and MLP-up read h, out-projection a d / t,
-        # MLP-down f / t (see FP8_CAST_BYTES_PER_ELEMENT). A MoE token's routed copies are each
-        # quantised where they arrive (Megatron-Core dispatches in 16 bit, moe_dispatch_fwd_dtype
-        # 'bf16'; token_dispatcher.py: "recv_tokens dies after FC1 quantizes it"), shared experts
-        # read it once; each copy's down-projection input is its own: `_mlp_copies` of f / t.
-        cast = cast_bytes_per_element(w)[0]
-        copies = _mlp_copies(w, cfg)  # (a token quantised before an fp8 dispatch: once)
-        up_in = 1.0 if w.fp8_dispatch else copies - max(arch.shared_experts - 1, 0)
-        mlp_in = up_in * h + copies * f / cfg.tp
-        cast_bytes = cast * (h + arch.heads * arch.head_dim / cfg.tp + mlp_in)
+        cast_bytes = cast_bytes_per_element(w)[0] * fp8_forward_operand_elements(w, cfg)
     return hidden_bytes + act_bytes + rope_bytes + cast_bytes
+
+
+def fp8_forward_operand_elements(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
+    """Elements per token of one layer's four forward GEMM inputs that a low precision quantises:
+    QKV and MLP-up read h, out-projection a d / t, MLP-down f / t (see
+    FP8_CAST_BYTES_PER_ELEMENT). A MoE token's routed copies are each quantised where they arrive
+    (Megatron-Core dispatches in 16 bit, moe_dispatch_fwd_dtype 'bf16'; token_dispatcher.py:
+    "recv_tokens dies after FC1 quantizes it"), shared experts read it once; each copy's
+    down-projection input is its own: `_mlp_copies` of f / t."""
+    arch = w.arch
+    h = float(arch.hidden)
+    f = float(arch.expert_ffn_hidden or arch.ffn_hidden) if arch.is_moe else float(arch.ffn_hidden)
+    copies = _mlp_copies(w, cfg)  # (a token quantised before an fp8 dispatch: once)
+    up_in = 1.0 if w.fp8_dispatch else copies - max(arch.shared_experts - 1, 0)
+    mlp_in = up_in * h + copies * f / cfg.tp
+    return h + arch.heads * arch.head_dim / cfg.tp + mlp_in
 
 
 def _moe_act_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
@@ -360,7 +337,8 @@ def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) ->
     up_out = (mlp_matrices(arch) - 1) * f
     # out-projection and QKV output gradients once; the MLP's (down: h, up: up_out / t) per copy
     mlp_out = _mlp_copies(w, cfg) * (h + up_out / cfg.tp)
-    return cast_bytes_per_element(w)[1] * (h + qkv_out / cfg.tp + mlp_out)
+    grads = cast_bytes_per_element(w)[1] * (h + qkv_out / cfg.tp + mlp_out)
+    return grads + rowwise_backward_bytes_per_element(w) * fp8_forward_operand_elements(w, cfg)
 
 
 # Overlapped collectives still slow the GEMMs they hide under (NCCL/userbuffer thread blocks
@@ -423,6 +401,7 @@ def _cp_ring_exposed(
     - a2a (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-alls turn the sequence split into a
       head split before the attention (Q, K, V) and back after it (the output); backward the
       same four on the gradients; not overlapped.
+    - torch_allgather: PyTorch's context_parallel as torchtitan runs it (`perf.cp_torch`).
     """
     arch = w.arch
     cp_bw, cp_lat = coll.group_link(cfg.cp, cfg.tp, hw)
@@ -430,6 +409,8 @@ def _cp_ring_exposed(
     kv_bytes = rows * float(arch.kv_heads) * (dqk + dv) / cfg.tp * ACT_BYTES
     attn_f, attn_b = attn
     on = cfg.cp > 1
+    if w.cp_comm == "torch_allgather":  # PyTorch's context_parallel, as torchtitan runs it
+        return torch_ring_exposed_s(w, cfg, hw, rows, attn)
     if w.cp_comm == "all_gather":
         gather = coll.all_gather_s(kv_bytes * cfg.cp, cfg.cp, cp_bw, cp_lat)
         return np.where(on, gather, 0.0), np.where(on, 2.0 * gather, 0.0)  # gather again + reduce-scatter
@@ -520,6 +501,9 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     ew_b = 2.0 * ew_f + rows * fp8_backward_cast_bytes_per_token(w, cfg) / mem_bw
     dequant = dequant_layer_s(w, cfg, hw, moe)  # QLoRA: once before forward, once before backward
     ew_f, ew_b = ew_f + dequant, ew_b + dequant
+    if w.cp_comm == "torch_allgather":  # the ring's eager fp32 merges and accumulations
+        merge_f, merge_b = torch_ring_traffic_s(w, cfg, hw, rows)
+        ew_f, ew_b = ew_f + merge_f, ew_b + merge_b
 
     # Tensor parallel: 2 all-reduces (or AG + RS pairs) of the [T, h] activations per direction.
     tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)

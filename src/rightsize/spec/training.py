@@ -250,13 +250,15 @@ class TrainingWorkload(BaseModel):
             "takes the accelerator's usual stack from the catalog."
         ),
     )
-    cp_comm: Literal["p2p", "all_gather", "a2a"] = Field(
+    cp_comm: Literal["p2p", "all_gather", "a2a", "torch_allgather"] = Field(
         default="p2p",
         description=(
             "Context parallelism's attention exchange: 'p2p' (ring attention, K/V blocks passed around the "
             "ring under each block's attention), 'all_gather' (K/V gathered before the attention, exposed: "
-            "Transformer Engine's all_gather variant, Llama 3) or 'a2a' (DeepSpeed-Ulysses all-to-alls from "
-            "a sequence split to a head split and back)."
+            "Transformer Engine's all_gather variant, Llama 3), 'a2a' (DeepSpeed-Ulysses all-to-alls from "
+            "a sequence split to a head split and back) or 'torch_allgather' (PyTorch's context_parallel as "
+            "torchtitan runs it: head-expanded K/V all-gathered behind the first block, one SDPA per ring "
+            "step merged in fp32, dK/dV rotated in fp32)."
         ),
     )
     cp_load_balance: bool = Field(

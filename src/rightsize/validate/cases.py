@@ -59,6 +59,10 @@ def bundled_paths(holdout: bool = False) -> list[Path]:
 
 
 MORE_FILES = ("training_more.csv",)
+# Training runs of other stacks (MaxText on TPU v5e/v5p, torchtitan's December 2024 H100
+# benchmarks): `rightsize validate --stacks`, reported as their own set like `--more`.
+STACKS_FILES = ("stacks_training.csv",)
+SEPARATE_FILES = (*MORE_FILES, *STACKS_FILES)
 
 
 def more_paths() -> list[Path]:
@@ -67,6 +71,13 @@ def more_paths() -> list[Path]:
     checks them and reports them as their own set (`by_file`)."""
     base = resources.files("rightsize.validate") / "data"
     return [Path(str(base / n)) for n in MORE_FILES]
+
+
+def stacks_paths() -> list[Path]:
+    """Published training runs of other stacks (`STACKS_FILES`): `rightsize validate --stacks`
+    checks them and reports them as their own set (`by_file`)."""
+    base = resources.files("rightsize.validate") / "data"
+    return [Path(str(base / n)) for n in STACKS_FILES]
 
 
 def serving_public_paths() -> list[Path]:

@@ -17,7 +17,7 @@ from rightsize.search.uncertainty import training_uncertainty
 from rightsize.sizing.pipeline import run_pipeline
 from rightsize.spec.load import parse_spec
 from rightsize.spec.training import TrainingSpec
-from rightsize.validate.cases import INFERENCE_METRICS, MORE_FILES, Case, read_cases, training_spec_data
+from rightsize.validate.cases import INFERENCE_METRICS, SEPARATE_FILES, Case, read_cases, training_spec_data
 from rightsize.validate.families import family_breakdown
 from rightsize.validate.inference_cases import predict_inference
 from rightsize.validate.kinds import kind_rows
@@ -128,8 +128,8 @@ def validate_paths(
 
 
 def _separate_files(rows: list[dict[str, Any]]) -> list[str]:
-    """The files reported as their own set (`cases.MORE_FILES`) among those validated."""
-    return [f for f in dict.fromkeys(str(r["file"]) for r in rows) if f in MORE_FILES]
+    """The files reported as their own set (`cases.SEPARATE_FILES`) among those validated."""
+    return [f for f in dict.fromkeys(str(r["file"]) for r in rows) if f in SEPARATE_FILES]
 
 
 def _sources(row: dict[str, Any], detail: dict[str, Any], published: float) -> None:
