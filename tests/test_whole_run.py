@@ -189,8 +189,12 @@ def test_published_schedules_parse():
 # choice of scale and settings as much as the model. After the MoE step mechanisms (token
 # permutation, per-copy FP8 casts, cross-node dispatch; training_more.csv) DeepSeek-V3 moved
 # from +10.5% to +13.3% and the published-count median to 14.2%: the issue's 15% is the bar.
-WHOLE_RUN_MEDIAN = 0.16
-WHOLE_RUN_WORST = 0.45
+# Fourth round (OPT-175B read as its source counts it: steady steps of 300B tokens with full
+# recompute, -43.1% -> -12.6%; LLaMA's published sequence parallelism and checkpointing policy):
+# median 15.5% -> 12.6% on the 12 runs here with Llama 2 7B/70B and the held-out ones, worst
+# 32.4% (Falcon-180B), published-count median 11.7%.
+WHOLE_RUN_MEDIAN = 0.15
+WHOLE_RUN_WORST = 0.35
 WHOLE_RUN_COVERAGE = 0.85
 PUBLISHED_SCALE_MEDIAN = 0.15
 
@@ -220,7 +224,11 @@ def test_whole_run_validation_bars():
     assert rows["llama-1-7b-gpu-hours"]["scale"] == PUBLISHED_SCALE  # LLaMA sec. 6.1: 2,048 A100
     # a source that counts steady-state steps only is compared with those, and only those
     assert "steady" in rows["deepseek-v3-gpu-hours"]["chosen"]["counts"]
-    assert "counts" not in rows["opt-175b-gpu-hours"]["chosen"]
+    # OPT-175B's 809,472 GPU-hours are the chronicles' "~33 days of continuous training ... assuming
+    # no hardware issues" (4.30E+23 FLOPs at 147 TFLOP/s): steady steps, with full recompute
+    assert "steady" in rows["opt-175b-gpu-hours"]["chosen"]["counts"]
+    assert rows["opt-175b-gpu-hours"]["chosen"]["parallel"]["recompute"] == "full"
+    assert "counts" not in rows["bloom-176b-gpu-hours"]["chosen"]
     # each row says what its prediction is made of: the parts add up to it (whole-run rows) or
     # the steady-state steps and phases are it (rows whose source counts only those)
     for r in rows.values():
