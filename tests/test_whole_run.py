@@ -389,3 +389,37 @@ def test_unplanned_losses_data_errors_name_the_key(raw):
 
     with pytest.raises(CatalogDataError, match="unplanned_losses"):
         _unplanned_runs(raw)
+
+
+def test_llama_1_stack_runs_flashattention_1_on_a100():
+    """LLaMA's stack (arXiv 2302.13971 sec. 2.4: xformers attention with FlashAttention's
+    backward) is named `flash1`: slower than FlashAttention-2 on A100 by the FA2 paper's
+    ranges (FA1 25-40% of peak, FA2 50-73%), so a LLaMA 7B step at seq 2,048 is slower with it,
+    and the LLaMA whole-run rows ask for it."""
+    from perf_helpers import catalog_hw, llama2_7b
+
+    from rightsize.perf.step import train_step
+    from rightsize.perf.workload import ParallelConfigs, TrainWorkload
+
+    hw = catalog_hw("a100-sxm-80gb")
+    fa1, fa2 = float(hw.attention_fraction_for("flash1")), float(hw.attention_fraction_for("flash2"))
+    assert 0.25 <= fa1 <= 0.40 and 0.50 <= fa2 <= 0.73
+    assert fa1 / fa2 == pytest.approx(32.5 / 61.5, rel=0.02)
+    # an accelerator without a measured FA1 figure keeps its own attention fraction
+    h100 = catalog_hw("h100-sxm")
+    assert float(h100.attention_fraction_for("flash1")) == pytest.approx(h100.attention_fraction)
+    arch = llama2_7b()  # LLaMA 7B's shape
+    cfg = ParallelConfigs.single(tp=2, dp=8, micro_batch=2, sequence_parallel=True, zero_stage=1)
+    steps = {
+        k: float(
+            train_step(
+                TrainWorkload(arch=arch, seq_len=2048, global_batch=64, precision="bf16", attention_kernel=k),
+                cfg,
+                hw,
+            ).step_time[0]
+        )
+        for k in ("flash1", "flash2")
+    }
+    assert 1.02 < steps["flash1"] / steps["flash2"] < 1.15
+    llama1 = [c for c in read_cases(whole_runs_path()) if c.id.startswith("llama-1-")]
+    assert len(llama1) == 4 and all(c.row["attention_kernel"] == "flash1" for c in llama1)
