@@ -44,6 +44,7 @@ SCALAR_FIELDS = (
     "host_link_bytes_per_s",
     "decode_kv_bw_ratio",
     "serving_step_overhead_s",
+    "attention_fraction_flash1",
     "attention_fraction_flash2",
     "attention_fraction_cudnn",
     "attention_fraction_flash3",
@@ -52,7 +53,7 @@ SCALAR_FIELDS = (
 )
 # Attention kernels a training spec may name (training.attention_kernel), each with its own
 # measured fraction where the catalog has one (0: not measured, use attention_fraction).
-ATTENTION_KERNELS = ("flash2", "cudnn", "flash3")
+ATTENTION_KERNELS = ("flash1", "flash2", "cudnn", "flash3")
 INTEGER_FIELDS = frozenset({"gemm_tile_m", "gemm_tile_n"})
 # tp_comm_overlap, param_gather_overlap: 0 = the stack does not overlap;
 # decode_allreduce_bw_fraction: 0 = decode all-reduces reach scaleup_bw_fraction like large ones;
@@ -190,6 +191,7 @@ class Efficiency:
     # sampling, ragged-batch metadata on TPU), on top of the engine's host overhead.
     serving_step_overhead_s: float = 0.0
     # Flash-attention fwd+bwd fraction of 16-bit peak per named kernel (0: not measured).
+    attention_fraction_flash1: float = 0.0
     attention_fraction_flash2: float = 0.0
     attention_fraction_cudnn: float = 0.0
     attention_fraction_flash3: float = 0.0
@@ -359,6 +361,7 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         host_link_bytes_per_s=values["host_link_bytes_per_s"],
         decode_kv_bw_ratio=values["decode_kv_bw_ratio"],
         serving_step_overhead_s=values["serving_step_overhead_s"],
+        attention_fraction_flash1=values["attention_fraction_flash1"],
         attention_fraction_flash2=values["attention_fraction_flash2"],
         attention_fraction_cudnn=values["attention_fraction_cudnn"],
         attention_fraction_flash3=values["attention_fraction_flash3"],

@@ -80,6 +80,7 @@ class Hardware:
     framework_bytes: float = CUDA_RUNTIME_RESERVE[0]  # runtime's own device memory (see above)
     usable_fraction: float = CUDA_RUNTIME_RESERVE[1]  # of device memory that tensors may fill
     # Named attention kernels' fwd+bwd fractions over `attention_fraction` (1: not measured).
+    attention_ratio_flash1: float = 1.0
     attention_ratio_flash2: float = 1.0
     attention_ratio_cudnn: float = 1.0
     attention_ratio_flash3: float = 1.0
@@ -138,6 +139,7 @@ class Hardware:
             * SUSTAINED_GEMM_REALISATION,
             framework_bytes=RUNTIME_RESERVE_BY_VENDOR.get(acc.vendor, CUDA_RUNTIME_RESERVE)[0],
             usable_fraction=RUNTIME_RESERVE_BY_VENDOR.get(acc.vendor, CUDA_RUNTIME_RESERVE)[1],
+            attention_ratio_flash1=eff.attention_fraction_of("flash1") / eff.attention_fraction,
             attention_ratio_flash2=eff.attention_fraction_of("flash2") / eff.attention_fraction,
             attention_ratio_cudnn=eff.attention_fraction_of("cudnn") / eff.attention_fraction,
             attention_ratio_flash3=eff.attention_fraction_of("flash3") / eff.attention_fraction,

@@ -53,8 +53,8 @@ class TrainWorkload:
     optimizer_offload: bool = False  # optimizer states in host memory, streamed for the update
     fp8_recipe: str = "auto"  # which GEMMs run in fp8 and how they are scaled (perf.layer)
     moe_dispatch_dtype: str = "bf16"  # MoE dispatch wire dtype: bf16 | fp8 (quantised before dispatch)
-    attention_kernel: str = "auto"  # flash2 | cudnn | flash3 | auto (the accelerator's usual)
-    cp_comm: str = "p2p"  # context-parallel attention: p2p | all_gather | a2a | torch_allgather
+    attention_kernel: str = "auto"  # flash1 | flash2 | cudnn | flash3 | auto (the accelerator's usual)
+    cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses) | torch_allgather
     cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
     tp_comm_overlap: bool | None = None  # TP collectives overlapped with GEMMs; None: the stack's usual
     grad_reduce_in_fp32: bool | None = None  # gradient buffers in fp32; None: the stack's default

@@ -241,10 +241,12 @@ class TrainingWorkload(BaseModel):
     flash_attention: bool = Field(
         default=True, description="Fused attention that never stores the seq x seq score matrix."
     )
-    attention_kernel: Literal["auto", "flash2", "cudnn", "flash3"] = Field(
+    attention_kernel: Literal["auto", "flash1", "flash2", "cudnn", "flash3"] = Field(
         default="auto",
         description=(
-            "Which fused attention kernel the training stack runs: 'flash2' (FlashAttention-2, PyTorch SDPA's "
+            "Which fused attention kernel the training stack runs: 'flash1' (FlashAttention-1, or xformers' "
+            "memory-efficient attention with FlashAttention's backward, as 2022-2023 stacks such as LLaMA's ran), "
+            "'flash2' (FlashAttention-2, PyTorch SDPA's "
             "flash backend, Transformer Engine's context parallelism before cuDNN support), 'cudnn' "
             "(Transformer Engine / cuDNN fused attention), 'flash3' (FlashAttention-3 on Hopper); 'auto' "
             "takes the accelerator's usual stack from the catalog."
