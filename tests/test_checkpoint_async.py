@@ -199,3 +199,51 @@ def test_the_storage_limited_line_no_longer_charges_a_synchronous_stall() -> Non
     share = lines["storage-limited checkpoints"]["time_s"] / total
     assert share < 0.01, share
     assert math.isfinite(total)
+
+
+def _plan_with(tmp_path: Path, name: str, **changes: Any) -> dict[str, Any]:
+    import yaml
+
+    from rightsize.api import plan
+    from rightsize.report.render import result_dict
+
+    d = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "examples" / "llama3-70b-pretrain.yaml").read_text()
+    )
+    for path, value in changes.items():
+        *keys, last = path.split("__")
+        node = d
+        for k in keys:
+            node = node.setdefault(k, {})
+        node[last] = value
+    out = tmp_path / f"{name}.yaml"
+    out.write_text(yaml.safe_dump(d))
+    return result_dict(plan(out))
+
+
+def test_a_spec_that_asks_for_synchronous_saves_is_planned_and_exported_so(tmp_path: Path) -> None:
+    p = _plan_with(tmp_path, "sync", training__checkpoint_save="sync")
+    rel = p["sizing"]["reliability"]
+    assert rel["checkpoint_mode"] == "sync" and rel["checkpoint_background_s"] == 0.0
+    assert p["sizing"]["storage"]["bandwidth"]["checkpoint_block_fraction"] == pytest.approx(0.05)
+    if str(p["best"]["parallel"].get("recompute", "")).startswith("layer_offload"):
+        p["best"]["parallel"]["recompute"] = "full"
+    assert not _megatron_async(p) and not _torchtitan_async(p) and not _nemo_async(p)
+
+
+def test_a_tpu_plan_saves_asynchronously_and_its_maxtext_config_says_so(tmp_path: Path) -> None:
+    import yaml
+
+    from rightsize.export import render_files
+
+    p = _plan_with(tmp_path, "v6e", targets__accelerators=["tpu-v6e"], targets__deadline="400d")
+    assert p["sizing"]["reliability"]["checkpoint_mode"] == "async"
+    files = render_files(p, "kubernetes")
+    configs = [
+        yaml.safe_load(o["data"]["maxtext.yml"])
+        for o in yaml.safe_load_all(files["training.yaml"])
+        if o and o.get("kind") == "ConfigMap" and "maxtext.yml" in o.get("data", {})
+    ]
+    assert configs and all(c["async_checkpointing"] is True for c in configs)
+    sync = render_files(_with_mode(p, "sync"), "kubernetes")["training.yaml"]
+    assert "async_checkpointing: false" in sync

@@ -78,8 +78,11 @@ class CheckpointGoodput(Goodput):
         return self.checkpoint_interval_s / 2.0 + self.background_s
 
 
-def async_save_for(vendor: str) -> bool:
-    """Whether a language-model training plan on `vendor`'s accelerators saves asynchronously."""
+def async_save_for(vendor: str, requested: str = "auto") -> bool:
+    """Whether a language-model training plan on `vendor`'s accelerators saves asynchronously:
+    as the spec asks (`training.checkpoint_save`), or where its exported stack can ('auto')."""
+    if requested != "auto":
+        return requested == "async"
     return vendor in ASYNC_VENDORS
 
 

@@ -140,7 +140,7 @@ def _candidate(
             nodes,
             ckpt,
             reliability(),
-            async_save=async_save_for(acc.vendor),
+            async_save=async_save_for(acc.vendor, spec.training.checkpoint_save),
             host_link_bytes_per_s=host_link_bytes_per_s,
         )
         notes = {**gp.as_dict(), "host_link_bytes_per_s": host_link_bytes_per_s}

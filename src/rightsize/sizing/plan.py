@@ -19,6 +19,7 @@ from rightsize.catalog.reliability import Reliability, reliability
 from rightsize.catalog.tpu_slices import slice_host
 from rightsize.constants import HOURS_PER_MONTH
 from rightsize.errors import BadInput
+from rightsize.perf.checkpoint import lost_to_completion_s
 from rightsize.search.demand import Demand
 from rightsize.sizing.cost import CostPlan, size_cost
 from rightsize.sizing.fabric import FabricPlan, size_fabric
@@ -133,7 +134,10 @@ def size(
         demand, infra.storage, node, n, mtbf_s if job else None, margin, async_blocking_s=blocking
     )
     rel_out, gp = _reliability(demand, st, rel, n, job, save)
-    interval_s, restart_s = (gp.checkpoint_interval_s, gp.restart_s) if gp else (None, None)
+    # a preemption, like a failure, also loses an asynchronous save's write still under way
+    interval_s, restart_s = (
+        (gp.checkpoint_interval_s, gp.restart_s + lost_to_completion_s(gp)) if gp else (None, None)
+    )
     run_ideal = demand.run_s or 0.0
     # The whole run by part (phases, stalls, checkpoints, failures); thermal
     # throttling joins it once the power sizing has found it.

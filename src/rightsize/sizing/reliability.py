@@ -9,7 +9,7 @@ from typing import Any
 
 from rightsize.catalog.reliability import Reliability
 from rightsize.constants import HOURS_PER_MONTH
-from rightsize.perf.checkpoint import CheckpointGoodput, checkpoint_goodput, describe
+from rightsize.perf.checkpoint import CheckpointGoodput, checkpoint_goodput, describe, lost_to_completion_s
 from rightsize.perf.reliability import (
     CHECKPOINT_BYTES_PER_PARAM,
     Goodput,
@@ -76,7 +76,7 @@ def spare_nodes(expected_down: float) -> int:
 
 
 def _recovery_warnings(gp: Goodput) -> tuple[str, ...]:
-    lost = gp.checkpoint_interval_s / 2.0 + gp.restart_s
+    lost = gp.checkpoint_interval_s / 2.0 + lost_to_completion_s(gp) + gp.restart_s
     if lost < RECOVERY_WARN_FRACTION * gp.mtbf_s:
         return ()
     return (
