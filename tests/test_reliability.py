@@ -42,5 +42,6 @@ def test_every_reliability_figure_is_sourced() -> None:
         "failure_rate_per_gpu_hour",
         "restart_s",
         "checkpoint_write_bytes_per_s_per_node",
+        "async_checkpoint_sync_s",
     }
     assert all(s.source and s.as_of for s in rel.sources.values())

@@ -242,6 +242,9 @@ def megatron(v: TrainingView) -> Launch:
         ("--distributed-timeout-minutes", 30),
         ("--exit-signal-handler", None),  # SIGTERM (preemption, requeue): save a checkpoint, then exit
     ]
+    # The plan's asynchronous save (perf.checkpoint): Megatron-Core's dist-ckpt async save, which
+    # runs in the torch_dist format only (the release's parser help; torch_dist is its default).
+    a += [("--ckpt-format", "torch_dist"), ("--async-save", None)] if v.checkpoint_async else []
     notes = [container_note(v, "megatron"), f"Learning-rate schedule and optimizer: {r.source}."]
     if moe_needs_sequence_parallel(v):
         notes.append(

@@ -106,6 +106,7 @@ s.virtual_pipeline_model_parallel_size = {v.vpp if v.vpp > 1 else None}
 s.context_parallel_size = {v.cp}
 s.expert_model_parallel_size = {v.ep}
 s.sequence_parallel = {bool(v.sequence_parallel and v.tp > 1)}
+s.ckpt_async_save = {v.checkpoint_async}
 """
     if lora:
         return s

@@ -38,6 +38,11 @@ FLAVORS = {
 }
 _FIX = "Export with --framework megatron (or nemo), which build the model from the plan's shape."
 
+# The plan's asynchronous save (perf.checkpoint): PyTorch DCP async_save from a separate process
+# staging into pinned host memory (torchtitan 0.1.0 CheckpointManager), the copy the plan times
+# over the host link.
+ASYNC_MODE = "async_with_pinned_mem"
+
 
 def flavor(v: TrainingView) -> str:
     m = v.model
@@ -139,6 +144,7 @@ selective_ac_option = "op"
 enable_checkpoint = true
 folder = "checkpoint"
 interval = {save_interval_steps(v)}
+async_mode = "{ASYNC_MODE if v.checkpoint_async else "disabled"}"
 """
     if v.precision == "fp8":
         text += '\n[float8]\nenable_fsdp_float8_all_gather = true\nrecipe_name = "tensorwise"\n'

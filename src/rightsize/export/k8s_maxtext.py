@@ -127,7 +127,7 @@ def maxtext_config(v: TrainingView, run_name: str, n_slices: int, per_slice: int
         "gradient_accumulation_steps": accumulation,
         "steps": v.steps,
         "enable_checkpointing": True,
-        "async_checkpointing": True,
+        "async_checkpointing": v.checkpoint_async,  # Orbax async save, as the plan priced it
         "checkpoint_period": max(1, math.floor(v.checkpoint_interval_s / v.step_time_s)),
         "ici_tensor_parallelism": v.tp,
         "ici_expert_parallelism": v.ep,

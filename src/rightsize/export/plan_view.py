@@ -145,6 +145,9 @@ class TrainingView:
     checkpoints_bytes: float = 0.0  # the retained checkpoints (sizing.storage)
     dataset_bytes: float = 0.0  # the preprocessed training data (sizing.storage)
     moe_dispatch_dtype: str = "bf16"  # the MoE token dispatch on the wire the plan timed
+    # The plan's checkpoint saves are asynchronous (perf.checkpoint; sizing.reliability
+    # checkpoint_mode): each framework writer turns its own async save on exactly then.
+    checkpoint_async: bool = False
 
     @property
     def steps(self) -> int:
@@ -356,6 +359,10 @@ def _training_run(spec: Fields, best: Fields, sizing: Fields, seq: int) -> dict[
         or best.sub("reliability", False).num("checkpoint_interval_s", 0.0, MAX_SECONDS, default=0.0)
         or 3600.0,
         "mtbf_s": rel.num("cluster_mtbf_s", 0.0, MAX_SECONDS, default=0.0) or None,
+        "checkpoint_async": choice(
+            rel.text("checkpoint_mode", default="sync", max_len=8), ("sync", "async"), "checkpoint mode"
+        )
+        == "async",  # fmt: skip
         "utilisation_target": margins.num("utilisation_target", 1e-3, 1.0, default=0.8),
     }
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from rightsize.catalog.whole_run import WholeRunFactors
 from rightsize.constants import DAY_S, HOUR_S
+from rightsize.perf.checkpoint import describe, lost_to_completion_s
 from rightsize.perf.reliability import Goodput
 
 UNPLANNED = "unplanned losses"
@@ -190,26 +191,30 @@ def reliability_parts(
             f"one start-up (scheduling, container and distributed init, loading the weights), taken as the "
             f"reliability model's {gp.restart_s:.0f} s restart",
         )
-        share = checkpoint_share(gp.mtbf_s, gp.checkpoint_write_s, gp.checkpoint_interval_s, gp.restart_s)
-        add(
-            "checkpoint stalls",
-            overhead * share,
-            f"{gp.checkpoint_write_s:.3g} s to write every {gp.checkpoint_interval_s:.0f} s (reliability model)",
+        # An asynchronous save blocks for its staging only; a failure also loses the write
+        # still under way (perf.checkpoint): the failure term carries it with the restart.
+        behind_s = lost_to_completion_s(gp)
+        share = checkpoint_share(
+            gp.mtbf_s, gp.checkpoint_write_s, gp.checkpoint_interval_s, gp.restart_s + behind_s
         )
+        add("checkpoint stalls", overhead * share, f"{describe(gp)} (reliability model, perf.checkpoint)")
         add(
             "failures, restarts and lost work",
             overhead * (1.0 - share),
             f"an interruption every {gp.mtbf_s / 3600:.2f} h, {gp.restart_s:.0f} s to restart plus half an "
-            "interval of work lost (reliability model, Daly 2006)",
+            + (f"interval and the {behind_s:.3g} s background write " if behind_s else "interval ")
+            + "of work lost (reliability model, Daly 2006)",
         )
         # Planned stops (maintenance, configuration or data updates) at the catalog's rate per
         # GPU-hour of the run so far: each writes a checkpoint first and restarts, losing no work.
         so_far = sum(x.time_s for x in parts)
         stops = f.planned_interruptions_per_gpu_hour * gpus * so_far / HOUR_S
+        # A stop waits for its checkpoint to be durable: the blocking part and any background write.
+        stop_ckpt_s = gp.checkpoint_write_s + behind_s
         add(
             "planned maintenance stops",
-            stops * (gp.checkpoint_write_s + gp.restart_s),
-            f"{stops:.3g} planned stops, each a {gp.checkpoint_write_s:.3g} s checkpoint and a "
+            stops * (stop_ckpt_s + gp.restart_s),
+            f"{stops:.3g} planned stops, each a {stop_ckpt_s:.3g} s checkpoint and a "
             f"{gp.restart_s:.0f} s restart, at {f.planned_interruptions_per_gpu_hour:.3g} per GPU-hour (Llama 3 405B: "
             "47 planned stops in 54 days on 16,384 GPUs; whole_run.yaml)",
         )

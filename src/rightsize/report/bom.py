@@ -170,7 +170,11 @@ def _reliability_rows(rel: dict[str, Any]) -> list[list[str]]:
                     else ""
                 ),
             ]
-        ]
+        ] + (
+            [["checkpoint", str(rel["checkpoint"]).removeprefix("checkpoint: ")]]
+            if rel.get("checkpoint")
+            else []
+        )
     if "replica_failures_per_month" in rel:
         return [
             [

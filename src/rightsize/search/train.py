@@ -21,9 +21,10 @@ from rightsize.catalog.reliability import reliability
 from rightsize.catalog.whole_run import whole_run_factors
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
+from rightsize.perf.checkpoint import async_save_for, checkpoint_goodput
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import memory_grid
-from rightsize.perf.reliability import checkpoint_bytes, daly_goodput, goodput
+from rightsize.perf.reliability import checkpoint_bytes
 from rightsize.perf.remat import searched_policies
 from rightsize.perf.step import StepBreakdown, train_memory_only, train_step
 from rightsize.perf.whole_run import run_parts
@@ -114,6 +115,7 @@ def _candidate(
     spec: TrainingSpec,
     risk: tuple[float, float] = (1.0, 0.5),
     phases: list[PhaseTime] | None = None,
+    host_link_bytes_per_s: float = Hardware.host_link_bytes_per_s,
 ) -> Candidate:
     """Layout `i` as a candidate. With a run length its time to train is the whole run
     (`perf.whole_run.run_parts`): the steady steps at this layout's rate, the spec's phases
@@ -132,8 +134,16 @@ def _candidate(
         nodes = math.ceil(gpus / node.gpus_per_node)
         # LoRA/QLoRA checkpoints hold the adapters and their optimizer states only.
         ckpt = checkpoint_bytes(w.trainable_params, w.optimizer)
-        gp = daly_goodput(goodput(gpus, nodes, ckpt, reliability()))
-        notes = gp.as_dict()
+        # Saved as the exported stack saves it: asynchronously where it can (perf.checkpoint).
+        gp = checkpoint_goodput(
+            gpus,
+            nodes,
+            ckpt,
+            reliability(),
+            async_save=async_save_for(acc.vendor, spec.training.checkpoint_save),
+            host_link_bytes_per_s=host_link_bytes_per_s,
+        )
+        notes = {**gp.as_dict(), "host_link_bytes_per_s": host_link_bytes_per_s}
         parts = run_parts(
             train_tokens / (tps_gpu * gpus),
             gpus,
@@ -398,7 +408,9 @@ def _options(
         idx = np.asarray(ev.best_idx, dtype=np.int64)
         for i, phases in zip(idx, _phases_of(spec, w, ev, idx), strict=True):
             risk = (ev.risk.get(int(i), 1.0), ev.quantile)
-            c = _candidate(ev.st, ev.cfg, int(i), w, ev.acc, ev.node, spec, risk, phases)
+            c = _candidate(
+                ev.st, ev.cfg, int(i), w, ev.acc, ev.node, spec, risk, phases, ev.hw.host_link_bytes_per_s
+            )
             options.append((c, ev, int(i)))
     layout_rejected = [r for r in rejected if isinstance(r.reason, LayoutRejection)]
     if not evaluated and layout_rejected:  # the real cause is a divisibility rule, never memory
@@ -531,6 +543,9 @@ def plan_training(
             # The chosen option's whole run by part, as the search ranked it: the sizing
             # reads it (and adds data-loader stalls and throttling), never recomputes it.
             "whole_run": best.whole_run,
+            # How the chosen option saves its checkpoints (perf.checkpoint): the sizing prices
+            # the storage as provisioned with the same mechanism.
+            "checkpoint": best.reliability,
             "whole_run_phases": (best.whole_run or {}).get("phases", []),
         },
     )
@@ -548,5 +563,16 @@ def _runner_up_layout(
     j = int(idx[np.argmin(ev.st.step_time[idx])])
     phases = _phases_of(spec, w, ev, np.array([j]))[0]
     risk = (ev.risk[j], ev.quantile) if j in ev.risk else (1.0, P50)  # not risk-ranked: compared as planned
-    c = _candidate(ev.st, ev.cfg, j, w, ev.acc, ev.node, spec, risk, phases=phases)
+    c = _candidate(
+        ev.st,
+        ev.cfg,
+        j,
+        w,
+        ev.acc,
+        ev.node,
+        spec,
+        risk,
+        phases=phases,
+        host_link_bytes_per_s=ev.hw.host_link_bytes_per_s,
+    )
     return c, explain_difference(c, best, "time")

@@ -10,7 +10,7 @@ the spec's `infrastructure` section, never the performance model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rightsize.catalog import get_node
@@ -19,6 +19,7 @@ from rightsize.catalog.reliability import Reliability, reliability
 from rightsize.catalog.tpu_slices import slice_host
 from rightsize.constants import HOURS_PER_MONTH
 from rightsize.errors import BadInput
+from rightsize.perf.checkpoint import lost_to_completion_s
 from rightsize.search.demand import Demand
 from rightsize.sizing.cost import CostPlan, size_cost
 from rightsize.sizing.fabric import FabricPlan, size_fabric
@@ -125,9 +126,18 @@ def size(
     # it, then goodput again with the checkpoint written at the rate the storage provides.
     job = not demand.continuous and demand.checkpoint_bytes > 0
     mtbf_s = 3600.0 / (demand.gpus * rel.failure_rate_per_gpu_hour)
-    st = size_storage(demand, infra.storage, node, n, mtbf_s if job else None, margin)
-    rel_out, gp = _reliability(demand, st, rel, n, job)
-    interval_s, restart_s = (gp.checkpoint_interval_s, gp.restart_s) if gp else (None, None)
+    # How the chosen option saves (perf.checkpoint, as the search planned it): an asynchronous
+    # save's storage is sized to finish each write within the interval, not within a stall.
+    save = extra.get("checkpoint") or {}
+    blocking = float(save["checkpoint_write_s"]) if job and save.get("async_save") else None
+    st = size_storage(
+        demand, infra.storage, node, n, mtbf_s if job else None, margin, async_blocking_s=blocking
+    )
+    rel_out, gp = _reliability(demand, st, rel, n, job, save)
+    # a preemption, like a failure, also loses an asynchronous save's write still under way
+    interval_s, restart_s = (
+        (gp.checkpoint_interval_s, gp.restart_s + lost_to_completion_s(gp)) if gp else (None, None)
+    )
     run_ideal = demand.run_s or 0.0
     # The whole run by part (phases, stalls, checkpoints, failures); thermal
     # throttling joins it once the power sizing has found it.
@@ -192,7 +202,12 @@ def size(
 
 
 def _reliability(
-    demand: Demand, st: StoragePlan, rel: Reliability, nodes: int, job: bool
+    demand: Demand,
+    st: StoragePlan,
+    rel: Reliability,
+    nodes: int,
+    job: bool,
+    save: dict[str, float] | None = None,
 ) -> tuple[JobReliability | ServiceReliability, Goodput | None]:
     """A job's goodput with the checkpoint written at what the file system provides (limited by
     the nodes' client bandwidth, the catalog's per-node write rate); a service's replica losses."""
@@ -202,7 +217,7 @@ def _reliability(
     provided = float(st.parallel_file_system.get("write_bytes_per_s") or 0.0)
     client = rel.checkpoint_write_bytes_per_s_per_node * nodes
     write = min(provided, client) if provided else client
-    gp, out = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel, write)
+    gp, out = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel, write, save)
     return out, gp
 
 
@@ -314,12 +329,7 @@ def _failure_swing(
     base_gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, rel)
     ends = []
     for f in FAILURE_RATE_FACTORS:
-        r = Reliability(
-            rel.failure_rate_per_gpu_hour * f,
-            rel.restart_s,
-            rel.checkpoint_write_bytes_per_s_per_node,
-            rel.sources,
-        )
+        r = replace(rel, failure_rate_per_gpu_hour=rel.failure_rate_per_gpu_hour * f)
         gp, _ = job_reliability(demand.gpus, nodes, demand.checkpoint_bytes, r)
         ends.append(at_time(run_s * base_gp.goodput / gp.goodput))
     base_t = run_s

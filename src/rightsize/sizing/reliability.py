@@ -4,11 +4,12 @@ failure costs a service. Results are typed (`sizing.results`)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rightsize.catalog.reliability import Reliability
 from rightsize.constants import HOURS_PER_MONTH
+from rightsize.perf.checkpoint import CheckpointGoodput, checkpoint_goodput, describe, lost_to_completion_s
 from rightsize.perf.reliability import (
     CHECKPOINT_BYTES_PER_PARAM,
     Goodput,
@@ -55,6 +56,12 @@ class ScaleReliability(JobReliability):
     spare_nodes: int = 0  # hot spares: the repair queue (failures per hour x repair hours), SPARE_CONFIDENCE
     checkpoint_write_bytes_per_s: float = 0.0
     warnings: tuple[str, ...] = ()
+    # How the stack saves (perf.checkpoint): "async" pays `checkpoint_write_s` (staging and sync)
+    # per checkpoint and writes to storage in the background; "sync" blocks for the whole write.
+    checkpoint_mode: str = "sync"
+    checkpoint_staging_s: float = 0.0
+    checkpoint_background_s: float = 0.0
+    checkpoint: str = ""  # the plan's one line: "checkpoint: async, 0.79 s blocking, ..."
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -69,7 +76,7 @@ def spare_nodes(expected_down: float) -> int:
 
 
 def _recovery_warnings(gp: Goodput) -> tuple[str, ...]:
-    lost = gp.checkpoint_interval_s / 2.0 + gp.restart_s
+    lost = gp.checkpoint_interval_s / 2.0 + lost_to_completion_s(gp) + gp.restart_s
     if lost < RECOVERY_WARN_FRACTION * gp.mtbf_s:
         return ()
     return (
@@ -81,16 +88,30 @@ def _recovery_warnings(gp: Goodput) -> tuple[str, ...]:
 
 
 def job_reliability(
-    gpus: int, nodes: int, ckpt_bytes: float, rel: Reliability, write_bytes_per_s: float | None = None
+    gpus: int,
+    nodes: int,
+    ckpt_bytes: float,
+    rel: Reliability,
+    write_bytes_per_s: float | None = None,
+    save: dict[str, float] | None = None,
 ) -> tuple[Goodput, JobReliability]:
     """Goodput of a training job, with the checkpoint written at the storage's provisioned
-    rate when it is known (else the catalog's per-node client rate), under exponentially
-    distributed failures (`daly_goodput`), and what it implies: failures per hour, the
-    hot-spare pool, the checkpoint write bandwidth."""
-    if write_bytes_per_s:
-        rel = replace(rel, checkpoint_write_bytes_per_s_per_node=write_bytes_per_s / max(nodes, 1))
-    gp = daly_goodput(goodput(gpus, nodes, ckpt_bytes, rel))
+    rate when it is known (else the catalog's per-node client rate), synchronously or as the
+    search planned the save (`save`: `async_save` and `host_link_bytes_per_s`, perf.checkpoint),
+    under exponentially distributed failures (Daly's complete model), and what it implies:
+    failures per hour, the hot-spare pool, the checkpoint write bandwidth."""
+    save = save or {}
+    gp: CheckpointGoodput = checkpoint_goodput(
+        gpus,
+        nodes,
+        ckpt_bytes,
+        rel,
+        async_save=bool(save.get("async_save")),
+        host_link_bytes_per_s=float(save.get("host_link_bytes_per_s") or 1.0),
+        write_bytes_per_s=write_bytes_per_s,
+    )
     per_hour = gpus * rel.failure_rate_per_gpu_hour
+    write_s = gp.background_s or gp.checkpoint_write_s  # the write to storage, behind or not
     return gp, ScaleReliability(
         failure_rate_per_gpu_hour=rel.failure_rate_per_gpu_hour,
         failure_rate_source=rel.sources["failure_rate_per_gpu_hour"].source,
@@ -100,13 +121,15 @@ def job_reliability(
         checkpoint_write_s=gp.checkpoint_write_s,
         checkpoint_interval_s=gp.checkpoint_interval_s,
         restart_s=gp.restart_s,
-        lost_work_per_interruption_s=gp.checkpoint_interval_s / 2.0 + gp.restart_s,
+        lost_work_per_interruption_s=gp.lost_per_failure_s + gp.restart_s,
         goodput_fraction=gp.goodput,
         spare_nodes=spare_nodes(per_hour * REPAIR_HOURS),
-        checkpoint_write_bytes_per_s=gp.checkpoint_bytes / gp.checkpoint_write_s
-        if gp.checkpoint_write_s
-        else 0.0,
+        checkpoint_write_bytes_per_s=gp.checkpoint_bytes / write_s if write_s else 0.0,
         warnings=_recovery_warnings(gp),
+        checkpoint_mode="async" if gp.is_async else "sync",
+        checkpoint_staging_s=gp.staging_s,
+        checkpoint_background_s=gp.background_s,
+        checkpoint=describe(gp),
     )
 
 

@@ -32,6 +32,15 @@ delta <= f tau = f sqrt(2 delta M), squares to delta <= 2 f^2 M, so
 At that W, tau = 2 f M and delta / tau = f exactly (`tests/test_sizing_storage.py` checks it
 against the iterative Young computation).
 
+Asynchronous saves (`perf.checkpoint`: the stacks the export writes for NVIDIA, AMD and TPU
+plans) block only for the staging copy and a fixed sync, b seconds; the write runs behind the
+steps and must finish before the next save starts. The interval is Daly's optimum for b, and
+the storage is sized to finish one checkpoint within it, not within a stall budget:
+
+    W >= C / tau(b, M)
+
+(a slower write would block for the excess every interval). The block fraction does not apply.
+
 Proportion. A job on ONE node shares nothing with another node: its hot tier is the node's
 own NVMe (the DGX User Guide's /raid data cache: DGX systems ship 8x 3.84 TB NVMe in RAID-0
 "for caching datasets"; NVIDIA's multi-node DGX BasePOD and SuperPOD reference
@@ -61,6 +70,7 @@ from rightsize.catalog.reliability import reliability
 from rightsize.catalog.storage import CloudFileSystemTier, StorageCatalog, storage_catalog
 from rightsize.constants import HOUR_S, TB, GiB, TiB
 from rightsize.errors import BadInput
+from rightsize.perf.checkpoint import async_interval_s
 from rightsize.search.demand import Demand
 from rightsize.spec.infrastructure import Storage
 
@@ -115,7 +125,7 @@ class StoragePlan:
     object_store_bytes: float  # durable tier, base
     read_bytes_per_s_needed: float  # base
     write_bytes_per_s_needed: float  # base
-    bandwidth: dict[str, float | None]  # how the needs were derived
+    bandwidth: dict[str, Any]  # how the needs were derived
     node_nvme: dict[str, Any]
     parallel_file_system: dict[str, Any]
     object_store: dict[str, Any]
@@ -170,12 +180,18 @@ class _Needs:
     object_store_bytes: float
     read_bytes_per_s: float
     write_bytes_per_s: float
-    bandwidth: dict[str, float | None]
+    bandwidth: dict[str, Any]
     notes: list[str]
     sources: list[dict[str, Any]]
 
 
-def _training_needs(demand: Demand, storage: Storage, mtbf_s: float | None, weights_load_s: float) -> _Needs:
+def _training_needs(
+    demand: Demand,
+    storage: Storage,
+    mtbf_s: float | None,
+    weights_load_s: float,
+    async_blocking_s: float | None,
+) -> _Needs:
     notes: list[str] = []
     sources: list[dict[str, Any]] = []
     raw = storage.dataset_bytes if storage.dataset_bytes is not None else demand.dataset_bytes
@@ -197,9 +213,14 @@ def _training_needs(demand: Demand, storage: Storage, mtbf_s: float | None, weig
             mtbf_s, s = cluster_mtbf_s(demand.gpus)
             sources.append(_src("reliability.failure_rate_per_gpu_hour", s))
             notes.append("cluster MTBF not given: taken from the reliability catalog, 1 / (GPUs x rate)")
-        write = checkpoint_write_bytes_per_s(ckpt, mtbf_s, storage.checkpoint_block_fraction)
-        write_s = ckpt / write
-        interval_s = young_interval_s(write_s, mtbf_s)
+        if async_blocking_s is not None:  # the write behind the steps, within the interval
+            interval_s = async_interval_s(async_blocking_s, mtbf_s, reliability().restart_s)
+            write = ckpt / interval_s
+            write_s = interval_s
+        else:
+            write = checkpoint_write_bytes_per_s(ckpt, mtbf_s, storage.checkpoint_block_fraction)
+            write_s = ckpt / write
+            interval_s = young_interval_s(write_s, mtbf_s)
     return _Needs(
         capacity={
             "raw_dataset_bytes": raw,
@@ -216,7 +237,11 @@ def _training_needs(demand: Demand, storage: Storage, mtbf_s: float | None, weig
         bandwidth={
             "data_read_bytes_per_s": demand.data_read_bytes_per_s,
             "weights_load_bytes_per_s": weights_read,
-            "checkpoint_block_fraction": storage.checkpoint_block_fraction,
+            "checkpoint_mode": "async" if async_blocking_s is not None else "sync",
+            "checkpoint_blocking_s": async_blocking_s if async_blocking_s is not None else write_s,
+            "checkpoint_block_fraction": storage.checkpoint_block_fraction
+            if async_blocking_s is None
+            else None,
             "mtbf_s": mtbf_s if ckpt > 0 else None,
             "checkpoint_write_target_s": write_s,
             "checkpoint_interval_target_s": interval_s,
@@ -416,12 +441,14 @@ def size_storage(
     *,
     weights_load_s: float | None = None,
     catalog: StorageCatalog | None = None,
+    async_blocking_s: float | None = None,
 ) -> StoragePlan:
     """Size dataset, checkpoint and model storage for `demand` on `nodes` nodes of `node`.
 
     `mtbf_s` is the cluster's mean time between interruptions (None: from the reliability
     catalog when a checkpoint must be written). `weights_load_s` overrides the catalog's
-    target time for every replica to load its weights.
+    target time for every replica to load its weights. `async_blocking_s`: the blocking part of
+    an asynchronous save (perf.checkpoint); None for a synchronous one.
     """
     if nodes < 1:
         raise BadInput(f"Cannot size storage for {nodes} nodes.", "A plan needs at least one node.")
@@ -432,7 +459,7 @@ def size_storage(
     if demand.continuous:
         needs = _serving_needs(demand, storage, cat, load_s)
     else:
-        needs = _training_needs(demand, storage, mtbf_s, load_s)
+        needs = _training_needs(demand, storage, mtbf_s, load_s, async_blocking_s)
 
     nvme = _node_nvme(demand, needs, node, nodes, cat)
     local = _node_local_tier(needs, safety_margin, nvme, nodes)

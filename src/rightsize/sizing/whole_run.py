@@ -35,6 +35,7 @@ from typing import Any
 
 from rightsize.catalog.whole_run import WholeRunFactors, whole_run_factors
 from rightsize.constants import HOUR_S
+from rightsize.perf.checkpoint import describe
 from rightsize.perf.reliability import Goodput
 from rightsize.perf.whole_run import UNPLANNED, RunPart, reliability_parts, run_parts
 from rightsize.search.demand import Demand
@@ -80,9 +81,9 @@ def _storage_checkpoints(
     return RunPart(
         STORAGE_CKPT,
         max(0.0, sized - searched),
-        f"goodput {gp.goodput:.1%} with the checkpoint written in {gp.checkpoint_write_s:.3g} s at the file "
-        f"system's rate as provisioned, against {searched_goodput:.1%} at the nodes' client rate the search "
-        "ranked by (reliability model; planned stops and unplanned losses on the difference)",
+        f"goodput {gp.goodput:.1%} with the storage as provisioned ({describe(gp)}), against "
+        f"{searched_goodput:.1%} at the nodes' client rate the search ranked by (reliability model; planned "
+        "stops and unplanned losses on the difference)",
     )
 
 

@@ -314,6 +314,13 @@ class TrainingWorkload(BaseModel):
             "dispatch and travels in fp8 (DeepSeek-V3's own stack, report sec. 3.3)."
         ),
     )
+    checkpoint_save: Literal["auto", "async", "sync"] = Field(
+        default="auto",
+        description="How checkpoints are saved: 'async' copies the state to host memory and writes it "
+        "behind later steps (Megatron-Core --async-save, NeMo, torchtitan async_mode, MaxText/Orbax); "
+        "'sync' blocks for the whole write; 'auto' (default): async where the exported stack runs it "
+        "(NVIDIA, AMD, TPU), sync elsewhere. The export writes the same setting.",
+    )
     eval_interval_steps: Annotated[CountInt, _POSITIVE] | None = Field(
         default=None,
         description="Optimizer steps between evaluations; the catalog's default (Megatron-LM's 1,000) when absent.",
