@@ -1,0 +1,116 @@
+"""Issue #27: GPT-OSS's own layer features as Megatron-Core runs them (perf.moe_step), and the
+expert optimizer states' ZeRO shard in the step's optimizer time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rightsize.catalog import get_accelerator, node_for
+from rightsize.perf import moe_step
+from rightsize.perf.hardware import Hardware
+from rightsize.perf.layer import layer_times, moe_load_factor
+from rightsize.perf.step import train_step
+from rightsize.perf.workload import ParallelConfigs, TrainWorkload
+from rightsize.spec.presets import get_preset
+
+
+@pytest.fixture(scope="module")
+def b200() -> Hardware:
+    acc = get_accelerator("b200")
+    return Hardware.from_catalog(acc, node_for(acc.id), "bf16")
+
+
+def _plain(arch_name: str = "gpt-oss-120b"):  # type: ignore[no-untyped-def]
+    """The preset with its GPT-OSS features removed: the same shapes, a Qwen-style layer."""
+    return get_preset(arch_name).model_copy(
+        update={
+            "sliding_window": None,
+            "attention_sinks": False,
+            "linear_bias": False,
+            "glu_clamp": None,
+            "rope_type": "default",
+        }
+    )
+
+
+def _workload(arch, seq: int = 4096) -> TrainWorkload:  # type: ignore[no-untyped-def]
+    return TrainWorkload(arch=arch, seq_len=seq, global_batch=1280, precision="bf16")
+
+
+CFG = ParallelConfigs.single(dp=64, ep=8, micro_batch=4, zero_stage=1)
+
+
+def test_gpt_oss_preset_carries_its_config_json_features() -> None:
+    arch = get_preset("gpt-oss-120b")
+    assert (arch.sliding_window, arch.full_attention_every, arch.glu_clamp) == (128, 2, 7.0)
+    assert arch.attention_sinks and arch.linear_bias and arch.rope_type == "yarn"
+    # alternate layers through the window: 18 of 36
+    assert moe_step.windowed_layer_share(_workload(arch)) == 0.5
+
+
+def test_a_window_longer_than_the_sequence_changes_nothing(b200: Hardware) -> None:
+    arch = get_preset("gpt-oss-120b")
+    assert moe_step.windowed_layer_share(_workload(arch, seq=128)) == 0.0
+    assert moe_step.attention_time_factor(_workload(_plain()), CFG, b200)[0] == 1.0
+
+
+def test_sliding_window_layers_skip_key_tiles(b200: Hardware) -> None:
+    """At 4k tokens a 128-token window visits 2 of 16.5 key tiles per query tile, at a lower
+    short-key efficiency: the windowed half costs ~a fifth of a causal layer, so the average
+    layer's attention is between half and two thirds of full causal."""
+    factor = moe_step.attention_time_factor(_workload(get_preset("gpt-oss-120b")), CFG, b200)[0]
+    assert 0.5 < factor < 0.67
+    # longer sequences: the window's share of the causal work shrinks further
+    longer = moe_step.attention_time_factor(_workload(get_preset("gpt-oss-120b"), seq=32768), CFG, b200)[0]
+    assert 0.5 < longer < factor
+
+
+def test_features_cost_nothing_without_them(b200: Hardware) -> None:
+    w = _workload(_plain())
+    for part in moe_step.feature_elementwise_s(w, CFG, b200, True, moe_load_factor(w, CFG)):
+        assert np.all(part == 0.0)
+
+
+def test_clamp_and_expert_bias_scale_with_routed_tokens(b200: Hardware) -> None:
+    w = _workload(get_preset("gpt-oss-120b"))
+    one = moe_step.feature_elementwise_s(w, CFG, b200, True, np.ones(1))
+    two = moe_step.feature_elementwise_s(
+        w, ParallelConfigs.single(dp=64, ep=8, micro_batch=8), b200, True, np.ones(1)
+    )
+    # bytes double with the tokens; only the per-expert kernel launches stay fixed
+    launches_f = moe_step.EXPERT_BIAS_KERNELS_FWD * 128 / 8 * b200.kernel_overhead_s
+    assert two[0][0] - launches_f == pytest.approx(2.0 * (one[0][0] - launches_f))
+    # the clamps rerun with the activation under moe_act recomputation
+    assert one[2][0] > 0.0
+    # a dense layer of the same model keeps only the out-projection bias and the unfused rotary
+    dense = moe_step.feature_elementwise_s(w, CFG, b200, False, np.ones(1))
+    assert 0.0 < dense[0][0] < one[0][0] and dense[2][0] == 0.0
+
+
+def test_gpt_oss_layer_spends_more_on_memory_passes_and_less_on_attention(b200: Hardware) -> None:
+    cfg = ParallelConfigs.single(dp=64, ep=8, micro_batch=4, recompute="moe_act")
+    real = layer_times(_workload(get_preset("gpt-oss-120b")), cfg, b200, moe=True)
+    plain = layer_times(_workload(_plain()), cfg, b200, moe=True)
+    assert real.elementwise_fwd[0] > plain.elementwise_fwd[0]
+    assert real.elementwise_bwd[0] > plain.elementwise_bwd[0]
+    assert real.recompute[0] > plain.recompute[0]
+    assert real.attn_fwd[0] < plain.attn_fwd[0] and real.attn_bwd[0] < plain.attn_bwd[0]
+    assert real.gemm_fwd[0] == pytest.approx(plain.gemm_fwd[0])
+
+
+def test_issue_27_expert_optimizer_states_shard_over_expert_replicas_only(b200: Hardware) -> None:
+    """ZeRO-1 over 64 data-parallel ranks: a GPU owns 1/64 of the dense states but 1/(64 / ep) of
+    its local experts' (perf.memory's state_memory). With ep x local experts fixed, the expert
+    states one GPU updates do not depend on ep: ep 8 was counted at an eighth of ep 1's."""
+    w = _workload(_plain())
+    times = [
+        float(
+            train_step(w, ParallelConfigs.single(dp=64, ep=ep, micro_batch=4, zero_stage=1), b200).optimizer[
+                0
+            ]
+        )
+        for ep in (1, 8, 64)
+    ]
+    assert times[0] == pytest.approx(times[1], rel=1e-9)
+    assert times[1] == pytest.approx(times[2], rel=1e-9)
