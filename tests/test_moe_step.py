@@ -114,3 +114,56 @@ def test_issue_27_expert_optimizer_states_shard_over_expert_replicas_only(b200: 
     ]
     assert times[0] == pytest.approx(times[1], rel=1e-9)
     assert times[1] == pytest.approx(times[2], rel=1e-9)
+
+
+# openai/gpt-oss-120b config.json (the keys the reader uses)
+GPT_OSS_120B_CONFIG = {
+    "architectures": ["GptOssForCausalLM"],
+    "model_type": "gpt_oss",
+    "num_hidden_layers": 36,
+    "hidden_size": 2880,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "intermediate_size": 2880,
+    "num_local_experts": 128,
+    "num_experts_per_tok": 4,
+    "vocab_size": 201088,
+    "hidden_act": "silu",
+    "tie_word_embeddings": False,
+    "max_position_embeddings": 131072,
+    "rope_theta": 150000,
+    "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096},
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "attention_bias": True,
+    "swiglu_limit": 7.0,
+}
+
+
+def test_gpt_oss_config_json_reads_as_the_preset(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from rightsize.spec.hf_config import read_hf_config_fields
+
+    (tmp_path / "config.json").write_text(json.dumps(GPT_OSS_120B_CONFIG))
+    fields = read_hf_config_fields(tmp_path)
+    preset = get_preset("gpt-oss-120b")
+    for name in (
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "experts",
+        "experts_per_token",
+        "expert_ffn_hidden",
+        "vocab",
+        "sliding_window",
+        "full_attention_every",
+        "attention_sinks",
+        "linear_bias",
+        "glu_clamp",
+        "rope_type",
+    ):
+        assert fields[name] == getattr(preset, name), name

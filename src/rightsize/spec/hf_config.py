@@ -2,7 +2,8 @@
 
 Supported families: Llama, Mistral, Qwen2/Qwen3 (dense, gated SiLU MLP, RMSNorm), Mixtral (every
 layer MoE), DeepSeek-V2/V3 (routed + shared experts, leading dense layers), GPT-2 and BLOOM (GeLU MLP,
-LayerNorm, tied embeddings). DeepSeek's multi-head latent attention is read exactly (kv_lora_rank,
+LayerNorm, tied embeddings), GPT-OSS (biased experts, clamped SwiGLU, sliding-window layers, attention
+sinks, YaRN rotary scaling). DeepSeek's multi-head latent attention is read exactly (kv_lora_rank,
 q_lora_rank, qk_rope_head_dim, v_head_dim, with head_dim = qk_nope_head_dim).
 """
 
@@ -30,6 +31,7 @@ _ARCHITECTURE_TO_TYPE = {
     "GPT2LMHeadModel": "gpt2",
     "BloomForCausalLM": "bloom",
     "BloomModel": "bloom",
+    "GptOssForCausalLM": "gpt_oss",
 }
 _MISSING = object()
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few KB
@@ -155,6 +157,27 @@ def _deepseek(cfg: _Config) -> dict[str, Any]:
     return fields
 
 
+def _gpt_oss(cfg: _Config) -> dict[str, Any]:
+    """GPT-OSS (openai/gpt-oss-120b config.json): Mixtral's fields plus what its layers add."""
+    fields = _mixtral(cfg)
+    layer_types = cfg.data.get("layer_types")
+    full_every = 2  # the released models alternate sliding and full layers
+    if isinstance(layer_types, list) and layer_types:
+        full = sum(1 for t in layer_types if t == "full_attention")
+        full_every = max(round(len(layer_types) / full), 1) if full else len(layer_types) + 1
+    scaling = cfg.data.get("rope_scaling")
+    yarn = isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) == "yarn"
+    fields.update(
+        sliding_window=cfg.integer("sliding_window", default=None),
+        full_attention_every=full_every,
+        attention_sinks=True,  # every GPT-OSS attention layer has its learned sinks
+        linear_bias=cfg.flag("attention_bias", True),
+        glu_clamp=cfg.number("swiglu_limit", 7.0),
+        rope_type="yarn" if yarn else "default",
+    )
+    return fields
+
+
 def _gpt2(cfg: _Config) -> dict[str, Any]:
     hidden = cfg.integer("n_embd", "hidden_size")
     return {
@@ -190,6 +213,7 @@ def _bloom(cfg: _Config) -> dict[str, Any]:
 _READERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **dict.fromkeys(_LLAMA_LIKE, _llama),
     "mixtral": _mixtral,
+    "gpt_oss": _gpt_oss,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
     "gpt2": _gpt2,
