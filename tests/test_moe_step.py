@@ -167,3 +167,27 @@ def test_gpt_oss_config_json_reads_as_the_preset(tmp_path) -> None:  # type: ign
         "rope_type",
     ):
         assert fields[name] == getattr(preset, name), name
+
+
+def test_alltoall_dispatcher_sorts_received_tokens_by_local_expert(b200: Hardware) -> None:
+    """Megatron-Core's alltoall dispatcher sorts the received copies by local expert and back
+    (sort_chunks_by_idxs) when a GPU holds more than one expert; HybridEP's own permute blocks are
+    the pair perf.layer already counts."""
+    from dataclasses import replace
+
+    base = _workload(_plain())
+    load = np.ones(3)
+    cfgs = ParallelConfigs(
+        tp=1, pp=1, dp=128, cp=1, ep=np.array([8, 128, 1]), vpp=1, micro_batch=4,
+        recompute=0, sequence_parallel=False, zero_stage=1,
+    )  # fmt: skip
+    alltoall = moe_step.dispatcher_bytes_per_token(replace(base, moe_dispatcher="alltoall"), cfgs, load)
+    # 16 local experts: two sorts of k h 16-bit copies, read and write; one expert each, or no EP: none
+    assert alltoall[0] == pytest.approx(2 * 2 * 2.0 * 4 * 2880)
+    assert alltoall[1] == 0.0 and alltoall[2] == 0.0
+    for name in ("auto", "hybridep"):
+        assert np.all(
+            moe_step.dispatcher_bytes_per_token(replace(base, moe_dispatcher=name), cfgs, load) == 0.0
+        )
+    deepep = moe_step.dispatcher_bytes_per_token(replace(base, moe_dispatcher="deepep"), cfgs, load)
+    assert deepep[1] == pytest.approx(alltoall[0]) and deepep[2] == 0.0

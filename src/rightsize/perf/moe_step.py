@@ -37,6 +37,19 @@ bytes over achievable HBM bandwidth or work skipped by a kernel, never a factor 
   t * cos (4 bytes per element), the rotated half's negation (2) and concatenation (4), times sin
   (4), the sum (6) and the closing concatenation (4): 24 bytes forward where a fused kernel moves
   4, and about 20 backward where it moves 8.
+
+And by dispatcher (Megatron-Core token_dispatcher.py), over perf.layer's one permutation before the
+dispatch and one unpermutation after the combine (read h and write k h, and back):
+
+- alltoall: with more than one local expert, `dispatch_postprocess` sorts the received copies by
+  local expert (`sort_chunks_by_idxs`, "Permutation 2") and `combine_preprocess` unsorts them: read
+  and write k h twice more, forward and again backward.
+- deepep: `_DeepepManager.get_permuted_hidden_states_by_experts` permutes the received tokens into
+  expert order and `get_restored_hidden_states_by_experts` unpermutes them: the same passes.
+- hybridep: `_HybridEPManager.dispatch` permutes the received tokens in its own blocks
+  (`num_blocks_permute`) and `combine` unpermutes them, each a pass like perf.layer's pair; only
+  `moe_permute_fusion_into_hybridep` (default False, unset by the recipes) folds them into the
+  communication kernel. Nothing beyond perf.layer's pair: as 'auto'.
 """
 
 from __future__ import annotations
@@ -107,6 +120,24 @@ def _routed_rows(w: TrainWorkload, cfg: ParallelConfigs, load: np.ndarray) -> np
     return rows * w.arch.experts_per_token * load
 
 
+def dispatcher_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs, load: np.ndarray) -> np.ndarray:
+    """Forward bytes per token that the named dispatcher moves beyond perf.layer's permutation
+    pair: the second sort and unsort of the alltoall dispatcher (with more than one local expert)
+    and DeepEP's post-dispatch permutation pair; backward moves the same again (a sort's gradient
+    is the inverse sort)."""
+    arch = w.arch
+    zero = np.zeros(len(cfg))
+    if not arch.is_moe or w.moe_dispatcher not in ("alltoall", "deepep"):
+        return zero
+    routed = arch.experts_per_token * load
+    local_many = (
+        arch.experts / cfg.ep > 1 if w.moe_dispatcher == "alltoall" else np.ones(len(cfg), dtype=bool)
+    )
+    # sort and unsort: each reads and writes the routed copies (k h, 16 bit); received tokens are
+    # whole on each TP rank (expert tensor parallelism 1)
+    return np.where((cfg.ep > 1) & local_many, 2.0 * 2.0 * ACT_BYTES * routed * float(arch.hidden), 0.0)
+
+
 def feature_elementwise_s(
     w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool, load: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -143,6 +174,9 @@ def feature_elementwise_s(
             local = arch.experts / cfg.ep
             kernels_f = kernels_f + EXPERT_BIAS_KERNELS_FWD * local
             kernels_b = kernels_b + EXPERT_BIAS_KERNELS_BWD * local
+    if moe:
+        extra = rows * dispatcher_bytes_per_token(w, cfg, load)
+        fwd_bytes, bwd_bytes = fwd_bytes + extra, bwd_bytes + extra
     fwd = fwd_bytes / mem_bw + kernels_f * hw.kernel_overhead_s
     bwd = bwd_bytes / mem_bw + kernels_b * hw.kernel_overhead_s
     return fwd, bwd, act_bytes / mem_bw
