@@ -25,7 +25,9 @@ attention core runs over query/key width d_nope + d_rope and value width d_v.
 
 Mixture of experts: the busiest expert sets the step, so expert GEMMs and the dispatch
 and combine all-to-alls (forward, and their gradients backward: 4 per layer) carry
-`moe_load_factor` times the even share of routed tokens. Memory-bound kernels (norms, residual adds, activations, unfused
+`moe_load_factor` times the even share of routed tokens. What an architecture's own features add
+(sliding windows, biased experts, a clamped GLU, unfused YaRN rotary) and the token dispatcher's
+extra sorts are `perf.moe_step`'s. Memory-bound kernels (norms, residual adds, activations, unfused
 softmax) cost bytes moved / achievable HBM bandwidth. Tensor-parallel layers
 communicate activations twice per layer in forward and twice in backward:
 all-reduce, or all-gather + reduce-scatter under sequence parallelism
