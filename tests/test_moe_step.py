@@ -191,3 +191,60 @@ def test_alltoall_dispatcher_sorts_received_tokens_by_local_expert(b200: Hardwar
         )
     deepep = moe_step.dispatcher_bytes_per_token(replace(base, moe_dispatcher="deepep"), cfgs, load)
     assert deepep[1] == pytest.approx(alltoall[0]) and deepep[2] == 0.0
+
+
+def test_qwen3_query_key_norm_adds_its_passes(b200: Hardware) -> None:
+    """Megatron-Bridge runs Qwen3's q_norm / k_norm as qk_layernorm: an RMSNorm pass over every
+    query and key element (4 bytes forward, 6 backward)."""
+    plain = _workload(_plain())
+    normed = _workload(_plain().model_copy(update={"qk_norm": True}))
+    load = np.ones(1)
+    f0, b0, _ = moe_step.feature_elementwise_s(plain, CFG, b200, True, load)
+    f1, b1, _ = moe_step.feature_elementwise_s(normed, CFG, b200, True, load)
+    elems = 4 * 4096 * (64 + 8) * 64
+    bw = b200.hbm_bytes_per_s * b200.memory_bw_fraction
+    assert f1[0] - f0[0] == pytest.approx(elems * 4.0 / bw)
+    assert b1[0] - b0[0] == pytest.approx(elems * 6.0 / bw)
+
+
+# Qwen/Qwen3-30B-A3B config.json (the keys the reader uses)
+QWEN3_30B_A3B_CONFIG = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "model_type": "qwen3_moe",
+    "num_hidden_layers": 48,
+    "hidden_size": 2048,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "intermediate_size": 6144,
+    "moe_intermediate_size": 768,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "vocab_size": 151936,
+    "hidden_act": "silu",
+    "tie_word_embeddings": False,
+    "max_position_embeddings": 40960,
+    "rope_theta": 1000000.0,
+}
+
+
+def test_qwen3_moe_config_json_reads_experts_and_qk_norm(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from rightsize.errors import BadInput
+    from rightsize.spec.hf_config import read_hf_config_fields
+
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_30B_A3B_CONFIG))
+    f = read_hf_config_fields(tmp_path)
+    assert (f["experts"], f["experts_per_token"], f["expert_ffn_hidden"], f["dense_layers"]) == (
+        128,
+        8,
+        768,
+        0,
+    )
+    assert f["qk_norm"] and f["head_dim"] == 128
+    (tmp_path / "config.json").write_text(json.dumps({**QWEN3_30B_A3B_CONFIG, "mlp_only_layers": [3, 7]}))
+    with pytest.raises(BadInput, match="leading dense layers"):
+        read_hf_config_fields(tmp_path)

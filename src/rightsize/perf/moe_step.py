@@ -31,6 +31,10 @@ bytes over achievable HBM bandwidth or work skipped by a kernel, never a factor 
 - Attention output bias: GPT-OSS runs with bias_dropout_fusion off (TEGroupedMLP asserts it off
   with biased experts), so the out-projection's bias is added in its own pass (read 2, write 2
   per element of the hidden state) and its gradient is a reduction (read 2).
+- Query/key norm (Qwen3; Megatron `qk_layernorm`, a TENorm on each head's queries and keys in
+  `SelfAttention.get_query_key_value_tensors`): an RMSNorm reads and writes each query and key
+  element (4 bytes) forward and reads the gradient and the input and writes the gradient (6)
+  backward.
 - YaRN rotary: Megatron-Bridge turns rope fusion off for any position embedding but plain 'rope'
   (`validate_rope_fusion_compatibility`, src/megatron/bridge/utils/fusions.py), so queries and keys
   go through `_apply_rotary_pos_emb_bshd` (megatron/core/models/common/embeddings/rope_utils.py):
@@ -80,6 +84,9 @@ OUT_BIAS_BWD_BYTES = 2.0
 # (perf.layer counts 4 forward and 8 backward per element).
 UNFUSED_ROPE_EXTRA_FWD_BYTES = 24.0 - 4.0
 UNFUSED_ROPE_EXTRA_BWD_BYTES = 20.0 - 8.0
+# Query/key RMSNorm: per query and key element.
+QK_NORM_FWD_BYTES = 4.0
+QK_NORM_BWD_BYTES = 6.0
 
 
 def windowed_layer_share(w: TrainWorkload) -> float:
@@ -151,10 +158,13 @@ def feature_elementwise_s(
     h = float(arch.hidden)
     fwd_bytes, bwd_bytes, act_bytes = zero.copy(), zero.copy(), zero.copy()
     kernels_f, kernels_b = zero.copy(), zero.copy()
+    qk = float(arch.heads + arch.kv_heads) * arch.head_dim / cfg.tp
     if arch.rope_type == "yarn" and not arch.is_mla:
-        qk = float(arch.heads + arch.kv_heads) * arch.head_dim / cfg.tp
         fwd_bytes = fwd_bytes + rows * qk * UNFUSED_ROPE_EXTRA_FWD_BYTES
         bwd_bytes = bwd_bytes + rows * qk * UNFUSED_ROPE_EXTRA_BWD_BYTES
+    if arch.qk_norm and not arch.is_mla:
+        fwd_bytes = fwd_bytes + rows * qk * QK_NORM_FWD_BYTES
+        bwd_bytes = bwd_bytes + rows * qk * QK_NORM_BWD_BYTES
     if arch.linear_bias:
         hidden = np.where(cfg.sequence_parallel, rows * h / cfg.tp, rows * h)
         fwd_bytes = fwd_bytes + hidden * OUT_BIAS_FWD_BYTES

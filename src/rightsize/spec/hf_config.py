@@ -1,7 +1,7 @@
 """Read a model's shape from a Hugging Face `config.json`, offline (no transformers, no network).
 
-Supported families: Llama, Mistral, Qwen2/Qwen3 (dense, gated SiLU MLP, RMSNorm), Mixtral (every
-layer MoE), DeepSeek-V2/V3 (routed + shared experts, leading dense layers), GPT-2 and BLOOM (GeLU MLP,
+Supported families: Llama, Mistral, Qwen2/Qwen3 (dense, gated SiLU MLP, RMSNorm; Qwen3 with its
+query/key norm), Qwen3-MoE, Mixtral (every layer MoE), DeepSeek-V2/V3 (routed + shared experts, leading dense layers), GPT-2 and BLOOM (GeLU MLP,
 LayerNorm, tied embeddings), GPT-OSS (biased experts, clamped SwiGLU, sliding-window layers, attention
 sinks, YaRN rotary scaling). DeepSeek's multi-head latent attention is read exactly (kv_lora_rank,
 q_lora_rank, qk_rope_head_dim, v_head_dim, with head_dim = qk_nope_head_dim).
@@ -19,12 +19,13 @@ from rightsize.errors import BadInput
 from rightsize.safe_read import clean_key, read_json_capped
 from rightsize.spec.model import ModelArch
 
-_LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3")
+_LLAMA_LIKE = ("llama", "mistral", "qwen2")
 _ARCHITECTURE_TO_TYPE = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
     "MixtralForCausalLM": "mixtral",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
@@ -124,6 +125,31 @@ def _llama3_scaling(cfg: _Config) -> float | None:
     return _Config(scaling, cfg.path, cfg.model_type).number("factor", 8.0)
 
 
+def _qwen3(cfg: _Config) -> dict[str, Any]:
+    """Qwen3: Llama's fields, and an RMSNorm over each head's queries and keys (q_norm, k_norm)."""
+    return {**_llama(cfg), "qk_norm": True}
+
+
+def _qwen3_moe(cfg: _Config) -> dict[str, Any]:
+    """Qwen3-MoE (Qwen/Qwen3-30B-A3B config.json): num_experts routed experts of
+    moe_intermediate_size, top num_experts_per_tok, on every layer but the leading mlp_only_layers."""
+    fields = _qwen3(cfg)
+    dense = cfg.data.get("mlp_only_layers") or []
+    step = cfg.integer("decoder_sparse_step", default=1)
+    if step != 1 or not isinstance(dense, list) or sorted(dense) != list(range(len(dense))):
+        raise cfg.error(
+            "Only leading dense layers are supported: decoder_sparse_step must be 1 and mlp_only_layers "
+            f"the first layers (got {_shown(step)} and {_shown(dense)})."
+        )
+    fields.update(
+        experts=cfg.integer("num_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_ffn_hidden=cfg.integer("moe_intermediate_size"),
+        dense_layers=len(dense),
+    )
+    return fields
+
+
 def _mixtral(cfg: _Config) -> dict[str, Any]:
     fields = _llama(cfg)
     fields.update(
@@ -212,6 +238,8 @@ def _bloom(cfg: _Config) -> dict[str, Any]:
 
 _READERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **dict.fromkeys(_LLAMA_LIKE, _llama),
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
     "mixtral": _mixtral,
     "gpt_oss": _gpt_oss,
     "deepseek_v2": _deepseek,

@@ -161,6 +161,10 @@ class ModelArch(BaseModel):
             "Megatron activation_func_clamp_value)."
         ),
     )
+    qk_norm: bool = Field(
+        default=False,
+        description="RMSNorm over each head's queries and keys before the rotary embedding (Qwen3; Megatron qk_layernorm).",
+    )
     rope_type: Literal["default", "yarn"] = Field(
         default="default",
         description="Rotary scaling kind (config.json rope_scaling.rope_type): 'yarn' in GPT-OSS.",
