@@ -58,6 +58,8 @@ PRESET_SHAPES: dict[str, tuple[Any, ...]] = {
     "mixtral-8x7b": (32, 4096, 32, 8, 128, 14336, 32000, "swiglu", False, 8, 2),
     "bloom-176b": (70, 14336, 112, 112, 128, 57344, 250880, "gelu", True, 0, 0),
     "deepseek-v3": (61, 7168, 128, 128, 128, 18432, 129280, "swiglu", False, 256, 8),
+    # openai/gpt-oss-120b config.json (intermediate_size 2880, num_local_experts 128, top-4)
+    "gpt-oss-120b": (36, 2880, 64, 8, 64, 2880, 201088, "swiglu", False, 128, 4),
 }
 
 

@@ -25,7 +25,9 @@ attention core runs over query/key width d_nope + d_rope and value width d_v.
 
 Mixture of experts: the busiest expert sets the step, so expert GEMMs and the dispatch
 and combine all-to-alls (forward, and their gradients backward: 4 per layer) carry
-`moe_load_factor` times the even share of routed tokens. Memory-bound kernels (norms, residual adds, activations, unfused
+`moe_load_factor` times the even share of routed tokens. What an architecture's own features add
+(sliding windows, biased experts, a clamped GLU, unfused YaRN rotary) and the token dispatcher's
+extra sorts are `perf.moe_step`'s. Memory-bound kernels (norms, residual adds, activations, unfused
 softmax) cost bytes moved / achievable HBM bandwidth. Tensor-parallel layers
 communicate activations twice per layer in forward and twice in backward:
 all-reduce, or all-gather + reduce-scatter under sequence parallelism
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rightsize.perf import collectives as coll
-from rightsize.perf import remat
+from rightsize.perf import moe_step, remat
 from rightsize.perf.attention import attention_core_times
 from rightsize.perf.cp_torch import torch_ring_exposed_s, torch_ring_traffic_s
 from rightsize.perf.gemm import train_gemm_time_s
@@ -493,12 +495,16 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     lora_f, lora_b = lora_layer_times(w, cfg, hw, moe)
 
     attn_f, attn_b, _ = attention_core_times(w, cfg, hw)
-    imbalance = cp_causal_imbalance(w, cfg)
+    # causal imbalance over cp ranks; sliding-window layers' skipped key tiles (perf.moe_step)
+    imbalance = cp_causal_imbalance(w, cfg) * moe_step.attention_time_factor(w, cfg, hw)
     attn_f, attn_b = attn_f * imbalance, attn_b * imbalance
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     ew_f = rows * elementwise_bytes_per_token(w, cfg) / mem_bw
     ew_f = ew_f + ELEMENTWISE_KERNELS_PER_LAYER_FWD * hw.kernel_overhead_s
     ew_b = 2.0 * ew_f + rows * fp8_backward_cast_bytes_per_token(w, cfg) / mem_bw
+    # biases, clamped GLU and unfused rotary scaling the architecture adds (perf.moe_step)
+    feat_f, feat_b, feat_act = moe_step.feature_elementwise_s(w, cfg, hw, moe, moe_load_factor(w, cfg))
+    ew_f, ew_b = ew_f + feat_f, ew_b + feat_b
     dequant = dequant_layer_s(w, cfg, hw, moe)  # QLoRA: once before forward, once before backward
     ew_f, ew_b = ew_f + dequant, ew_b + dequant
     if w.cp_comm == "torch_allgather":  # the ring's eager fp32 merges and accumulations
@@ -527,7 +533,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     tp_f = _tp_exposed(tp_f, attn_proj_f + mlp_f, cfg.tp, hw, w.tp_comm_overlap)
     tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw, w.tp_comm_overlap)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
-    moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw
+    moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw + feat_act
     recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f), full)
     from rightsize.perf.offload_time import offload_exposed_s  # it imports perf.memory, which imports this
 

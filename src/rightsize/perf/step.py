@@ -468,8 +468,10 @@ def _train_step(
     # the cross-building stage runs under what the in-building reduction leaves of the window
     dci_comm = None if dci is None else _dci_exposed(w, cfg, dci, (t_dense, t_expert), window - reduce_s)
 
-    # Optimizer update: memory-bound over the parameters this GPU owns.
-    owned = (t_dense + t_expert) / np.where(cfg.zero_stage >= 1, dpc, 1)
+    # Optimizer update: memory-bound over the parameters this GPU owns. Under ZeRO the expert
+    # states shard over each expert's dp / ep replicas, as perf.memory's state_memory counts them.
+    zero = cfg.zero_stage >= 1
+    owned = t_dense / np.where(zero, dpc, 1) + t_expert / np.where(zero, np.maximum(dpc / cfg.ep, 1.0), 1)
     optimizer = (
         owned * OPTIMIZER_UPDATE_BYTES_PER_PARAM[w.optimizer] / (hw.hbm_bytes_per_s * hw.memory_bw_fraction)
     )

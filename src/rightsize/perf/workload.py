@@ -53,6 +53,7 @@ class TrainWorkload:
     optimizer_offload: bool = False  # optimizer states in host memory, streamed for the update
     fp8_recipe: str = "auto"  # which GEMMs run in fp8 and how they are scaled (perf.layer)
     moe_dispatch_dtype: str = "bf16"  # MoE dispatch wire dtype: bf16 | fp8 (quantised before dispatch)
+    moe_dispatcher: str = "auto"  # Megatron-Core token dispatcher: auto | alltoall | deepep | hybridep
     attention_kernel: str = "auto"  # flash1 | flash2 | cudnn | flash3 | auto (the accelerator's usual)
     cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses) | torch_allgather
     cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
@@ -77,6 +78,7 @@ class TrainWorkload:
             optimizer_offload=training.optimizer_offload,
             fp8_recipe=training.fp8_recipe,
             moe_dispatch_dtype=training.moe_dispatch_dtype,
+            moe_dispatcher=training.moe_dispatcher,
             attention_kernel=training.attention_kernel,
             cp_comm=training.cp_comm,
             cp_load_balance=training.cp_load_balance,

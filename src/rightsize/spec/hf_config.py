@@ -1,8 +1,9 @@
 """Read a model's shape from a Hugging Face `config.json`, offline (no transformers, no network).
 
-Supported families: Llama, Mistral, Qwen2/Qwen3 (dense, gated SiLU MLP, RMSNorm), Mixtral (every
-layer MoE), DeepSeek-V2/V3 (routed + shared experts, leading dense layers), GPT-2 and BLOOM (GeLU MLP,
-LayerNorm, tied embeddings). DeepSeek's multi-head latent attention is read exactly (kv_lora_rank,
+Supported families: Llama, Mistral, Qwen2/Qwen3 (dense, gated SiLU MLP, RMSNorm; Qwen3 with its
+query/key norm), Qwen3-MoE, Mixtral (every layer MoE), DeepSeek-V2/V3 (routed + shared experts, leading dense layers), GPT-2 and BLOOM (GeLU MLP,
+LayerNorm, tied embeddings), GPT-OSS (biased experts, clamped SwiGLU, sliding-window layers, attention
+sinks, YaRN rotary scaling). DeepSeek's multi-head latent attention is read exactly (kv_lora_rank,
 q_lora_rank, qk_rope_head_dim, v_head_dim, with head_dim = qk_nope_head_dim).
 """
 
@@ -18,18 +19,20 @@ from rightsize.errors import BadInput
 from rightsize.safe_read import clean_key, read_json_capped
 from rightsize.spec.model import ModelArch
 
-_LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3")
+_LLAMA_LIKE = ("llama", "mistral", "qwen2")
 _ARCHITECTURE_TO_TYPE = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
     "MixtralForCausalLM": "mixtral",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "GPT2LMHeadModel": "gpt2",
     "BloomForCausalLM": "bloom",
     "BloomModel": "bloom",
+    "GptOssForCausalLM": "gpt_oss",
 }
 _MISSING = object()
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few KB
@@ -122,6 +125,31 @@ def _llama3_scaling(cfg: _Config) -> float | None:
     return _Config(scaling, cfg.path, cfg.model_type).number("factor", 8.0)
 
 
+def _qwen3(cfg: _Config) -> dict[str, Any]:
+    """Qwen3: Llama's fields, and an RMSNorm over each head's queries and keys (q_norm, k_norm)."""
+    return {**_llama(cfg), "qk_norm": True}
+
+
+def _qwen3_moe(cfg: _Config) -> dict[str, Any]:
+    """Qwen3-MoE (Qwen/Qwen3-30B-A3B config.json): num_experts routed experts of
+    moe_intermediate_size, top num_experts_per_tok, on every layer but the leading mlp_only_layers."""
+    fields = _qwen3(cfg)
+    dense = cfg.data.get("mlp_only_layers") or []
+    step = cfg.integer("decoder_sparse_step", default=1)
+    if step != 1 or not isinstance(dense, list) or sorted(dense) != list(range(len(dense))):
+        raise cfg.error(
+            "Only leading dense layers are supported: decoder_sparse_step must be 1 and mlp_only_layers "
+            f"the first layers (got {_shown(step)} and {_shown(dense)})."
+        )
+    fields.update(
+        experts=cfg.integer("num_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_ffn_hidden=cfg.integer("moe_intermediate_size"),
+        dense_layers=len(dense),
+    )
+    return fields
+
+
 def _mixtral(cfg: _Config) -> dict[str, Any]:
     fields = _llama(cfg)
     fields.update(
@@ -152,6 +180,27 @@ def _deepseek(cfg: _Config) -> dict[str, Any]:
             shared_experts=cfg.integer("n_shared_experts", default=0),
             dense_layers=cfg.integer("first_k_dense_replace", default=0),
         )
+    return fields
+
+
+def _gpt_oss(cfg: _Config) -> dict[str, Any]:
+    """GPT-OSS (openai/gpt-oss-120b config.json): Mixtral's fields plus what its layers add."""
+    fields = _mixtral(cfg)
+    layer_types = cfg.data.get("layer_types")
+    full_every = 2  # the released models alternate sliding and full layers
+    if isinstance(layer_types, list) and layer_types:
+        full = sum(1 for t in layer_types if t == "full_attention")
+        full_every = max(round(len(layer_types) / full), 1) if full else len(layer_types) + 1
+    scaling = cfg.data.get("rope_scaling")
+    yarn = isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) == "yarn"
+    fields.update(
+        sliding_window=cfg.integer("sliding_window", default=None),
+        full_attention_every=full_every,
+        attention_sinks=True,  # every GPT-OSS attention layer has its learned sinks
+        linear_bias=cfg.flag("attention_bias", True),
+        glu_clamp=cfg.number("swiglu_limit", 7.0),
+        rope_type="yarn" if yarn else "default",
+    )
     return fields
 
 
@@ -189,7 +238,10 @@ def _bloom(cfg: _Config) -> dict[str, Any]:
 
 _READERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **dict.fromkeys(_LLAMA_LIKE, _llama),
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
     "mixtral": _mixtral,
+    "gpt_oss": _gpt_oss,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
     "gpt2": _gpt2,

@@ -40,6 +40,9 @@ LIMITS: dict[str, tuple[float, str]] = {
     "qk_rope_head_dim": (65_536, _LAYOUT),
     "v_head_dim": (65_536, _LAYOUT),
     "max_seq_len": (_TOKENS, "longer than any context window by 100x"),
+    "sliding_window": (_TOKENS, "a window longer than any context by 100x"),
+    "full_attention_every": (10_000, "more than any model has layers"),
+    "glu_clamp": (1e6, "a clamp no published activation uses (GPT-OSS: 7)"),
     "rank": (65_536, "an adapter wider than any model's hidden size"),
     "alpha": (1e6, "a LoRA scale beyond any use"),
     # training workload and targets

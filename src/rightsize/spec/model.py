@@ -129,6 +129,46 @@ class ModelArch(BaseModel):
         default=None,
         description="Longest context the model was trained for (position embeddings); '8k' = 8,192 tokens.",
     )
+    sliding_window: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Keys each query attends to in the windowed layers (config.json sliding_window: 128 in "
+            "GPT-OSS); unset means every layer attends over the whole causal context."
+        ),
+    )
+    full_attention_every: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "With sliding_window: every n-th layer attends over the whole context, the others through "
+            "the window (Megatron-Core window_attn_skip_freq; GPT-OSS alternates, 2)."
+        ),
+    )
+    attention_sinks: bool = Field(
+        default=False,
+        description="A learned per-head sink logit joins each softmax (GPT-OSS; Megatron softmax_type 'learnable').",
+    )
+    linear_bias: bool = Field(
+        default=False,
+        description="Linear layers, experts included, carry biases (GPT-OSS; Megatron add_bias_linear).",
+    )
+    glu_clamp: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Gated MLP inputs clamped to this limit before the activation (GPT-OSS swiglu_limit 7.0; "
+            "Megatron activation_func_clamp_value)."
+        ),
+    )
+    qk_norm: bool = Field(
+        default=False,
+        description="RMSNorm over each head's queries and keys before the rotary embedding (Qwen3; Megatron qk_layernorm).",
+    )
+    rope_type: Literal["default", "yarn"] = Field(
+        default="default",
+        description="Rotary scaling kind (config.json rope_scaling.rope_type): 'yarn' in GPT-OSS.",
+    )
     source: str | None = Field(
         default=None, description="Where the shape was published: a paper, model card or config.json path."
     )

@@ -321,6 +321,16 @@ class TrainingWorkload(BaseModel):
         "'sync' blocks for the whole write; 'auto' (default): async where the exported stack runs it "
         "(NVIDIA, AMD, TPU), sync elsewhere. The export writes the same setting.",
     )
+    moe_dispatcher: Literal["auto", "alltoall", "deepep", "hybridep"] = Field(
+        default="auto",
+        description=(
+            "mixture of experts only: Megatron-Core's token dispatcher. 'alltoall' (NCCL all-to-all) sorts "
+            "the received tokens by local expert and back (sort_chunks_by_idxs), 'deepep' permutes them after "
+            "the dispatch and back before the combine, 'hybridep' gathers them in expert order inside its "
+            "communication kernel (no permutation pass at all); 'auto': one permutation before the dispatch "
+            "and one after the combine."
+        ),
+    )
     eval_interval_steps: Annotated[CountInt, _POSITIVE] | None = Field(
         default=None,
         description="Optimizer steps between evaluations; the catalog's default (Megatron-LM's 1,000) when absent.",

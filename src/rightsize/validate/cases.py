@@ -146,6 +146,8 @@ def model_fields(row: dict[str, str]) -> dict[str, Any]:
             fields[c] = int(float(row[c]))
     if not _blank(row.get("tied_embeddings")):
         fields["tied_embeddings"] = _bool(row["tied_embeddings"])
+    if not _blank(row.get("qk_norm")):
+        fields["qk_norm"] = _bool(row["qk_norm"])
     return fields
 
 
@@ -183,7 +185,7 @@ def training_spec_data(case: Case) -> dict[str, Any]:
         training["train_tokens"] = float(r["train_tokens"])
     # Optional columns (blank or absent: the spec's default): the attention kernel the stack
     # ran, optimizer states offloaded to host memory, the fp8 scaling recipe and the MoE dispatch dtype.
-    for column in ("attention_kernel", "fp8_recipe", "cp_comm", "moe_dispatch_dtype"):
+    for column in ("attention_kernel", "fp8_recipe", "cp_comm", "moe_dispatch_dtype", "moe_dispatcher"):
         if not _blank(r.get(column)):
             training[column] = r[column].strip()
     if not _blank(r.get("moe_capacity_factor")):
