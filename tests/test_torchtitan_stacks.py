@@ -13,18 +13,9 @@ from rightsize.perf.layer import elementwise_bytes_per_token, fp8_backward_cast_
 from rightsize.perf.lowp_casts import FP8_CAST_BYTES_PER_ELEMENT, cast_bytes_per_element
 from rightsize.perf.step import train_step
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
-from rightsize.spec.model import ModelArch
+from rightsize.spec import get_preset
 
-LLAMA3_8B = ModelArch(
-    name="llama3-8b",
-    layers=32,
-    hidden=4096,
-    heads=32,
-    kv_heads=8,
-    ffn_hidden=14336,
-    vocab=128256,
-    mlp="swiglu",
-)
+LLAMA3_8B = get_preset("llama3-8b")  # Llama 3.1 8B has the same shape
 
 
 def _fp8(recipe: str) -> TrainWorkload:
