@@ -93,8 +93,10 @@ class TpuSlices:
 
     def job_slices(self, chips: int) -> tuple[int, int] | None:
         """(slices, chips per slice) a job of `chips` chips runs on: one slice where the count
-        is a shape Google offers, else whole slices of the largest shape joined over DCN
-        (Multislice); None where neither holds (no slice shape has that many chips)."""
+        is a shape Google offers, else whole slices of the largest shape joined over the
+        data-centre network (Multislice: 1,024 v6e chips = 4 x 256), as the search counts
+        them (`search.space.gpu_count_candidates`) and the MaxText export writes them; None
+        for any other count."""
         if chips in self.single_host or chips in self.multi_host:
             return 1, chips
         biggest = max(self.chip_counts)
@@ -112,8 +114,54 @@ class TpuSlices:
         shapes = ", ".join(str(c) for c in self.chip_counts)
         return (
             f"{chips:,} {self.accelerator} chips is neither a slice shape Google offers ({shapes}) nor a "
-            f"whole number of {max(self.chip_counts)}-chip slices (Multislice joins equal slices)"
+            f"whole number of {max(self.chip_counts)}-chip slices (Multislice)"
         )
+
+
+@dataclass(frozen=True)
+class SliceBooking:
+    """Whole slices a job of `chips_asked` chips holds: the slices it runs on where its count
+    has a shape (`TpuSlices.job_slices`), else the fewest whole slices that hold it, with a
+    note saying so (a scheduler grants whole slices; GKE has no node pool of another size)."""
+
+    chips_asked: int
+    slices: int
+    chips_per_slice: int
+    hosts_per_slice: int
+    chips_per_host: int
+    note: str | None = None
+
+    @property
+    def chips(self) -> int:
+        return self.slices * self.chips_per_slice
+
+    @property
+    def hosts(self) -> int:
+        return self.slices * self.hosts_per_slice
+
+
+def book_slices(acc_id: str, chips: int) -> SliceBooking | None:
+    """The whole slices a TPU job or replica of `chips` chips books; None off TPU."""
+    slices = tpu_slices(acc_id)
+    if slices is None:
+        return None
+    chips = max(1, int(chips))
+    found = slices.job_slices(chips)
+    note = None
+    if found is None:
+        biggest = max(slices.chip_counts)
+        if chips < biggest:
+            found = (1, min(c for c in slices.chip_counts if c >= chips))
+        else:
+            found = (-(-chips // biggest), biggest)
+        n, per = found
+        note = (
+            f"{slices.no_shape(chips)}: booked {n} slice{'s' if n > 1 else ''} of {per} chips "
+            f"({n * per:,} chips on {n * slices.hosts(per):,} host VM{'s' if n * slices.hosts(per) > 1 else ''}), "
+            f"{n * per - chips:,} chips idle"
+        )
+    n, per = found
+    return SliceBooking(chips, n, per, slices.hosts(per), slices.host_chips(per), note)
 
 
 def _shapes(raw: object, where: str) -> dict[int, str]:

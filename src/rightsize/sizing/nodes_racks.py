@@ -38,7 +38,7 @@ from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.registry import get_accelerator
-from rightsize.catalog.tpu_slices import tpu_slices
+from rightsize.catalog.tpu_slices import book_slices, tpu_slices
 from rightsize.constants import KILO, GiB
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
@@ -308,6 +308,7 @@ def size_nodes_racks(
     mem_per_gpu = node.host_memory_bytes / node.gpus_per_node
     cores_per_gpu = node.cpu_cores / node.gpus_per_node
     warnings += _host_shortfalls(demand, node, mem_per_gpu, cores_per_gpu)
+    warnings += _tpu_shape_warning(node, demand)
 
     sources = [source_entry(f"{node.id}.{k}", s) for k, s in node.sources.items()]
     sources += [source_entry(f"cooling.{chosen.id}.{k}", s) for k, s in chosen.sources.items()]
@@ -325,6 +326,25 @@ def size_nodes_racks(
         warnings,
         sources,
     )
+
+
+def _tpu_shape_warning(node: NodeType, demand: Demand) -> list[str]:
+    """A TPU plan whose chips form no slice shape (the search may count 96 v6e chips): what GKE
+    would grant instead (`catalog.tpu_slices.book_slices`, the rule the fleet books by)."""
+    booking = book_slices(node.accelerator, demand.gpus_per_replica or demand.gpus)
+    if booking is None or booking.note is None:
+        return []
+    return [
+        f"{booking.note}; GKE creates node pools of slice shapes only, so the bill above is short by that."
+    ]
+
+
+def _tpu_slice_chips(node: NodeType, demand: Demand) -> int | None:
+    """Chips of each TPU slice of the plan (`TpuSlices.job_slices`: a serving replica is one
+    slice; a job's chips equal slices); None off TPU or for a count with no slice shape."""
+    slices = tpu_slices(node.accelerator)
+    found = slices.job_slices(demand.gpus_per_replica or demand.gpus) if slices is not None else None
+    return found[1] if found is not None else None
 
 
 def _nodes_racks_record(
@@ -347,10 +367,8 @@ def _nodes_racks_record(
     cores_per_gpu = node.cpu_cores / node.gpus_per_node
     plat = platform_for(node.accelerator)
     group_max = plat.domain_max_units.get(node.accelerator, node.gpus_per_node)
-    # each TPU serving replica is its own slice (a job's chips form slices of the largest shape)
-    per_group = (
-        demand.gpus_per_replica if tpu_slices(node.accelerator) and demand.gpus_per_replica else group_max
-    )
+    # each TPU serving replica is its own slice; a job's chips form equal slices (Multislice)
+    per_group = _tpu_slice_chips(node, demand) or group_max
     return NodesRacks(
         platform=plat.id,
         unit_noun=plat.unit_noun,
