@@ -72,3 +72,30 @@ def test_a_tpu7x_serving_plan_bills_tpu7x_standard_4t_hosts(tmp_path: Path) -> N
     # tpu7x-standard-4t: 224 vCPUs (112 cores), 960 GiB for 4 chips; the estimate was 96 cores
     assert nodes["cpu_cores_per_gpu"] == pytest.approx(112 / 4)
     assert nodes["host_memory_bytes_per_gpu"] == pytest.approx(960 * GIB / 4)
+
+
+def test_a_multislice_v6e_plan_names_dcn_and_its_vms_and_no_other_vendors_network(tmp_path: Path) -> None:
+    from rightsize.report.render import render
+
+    d = yaml.safe_load((EX.parent / "llama3-70b-pretrain.yaml").read_text())
+    d["targets"] = {**d["targets"], "accelerators": ["tpu-v6e"], "deadline": "400d"}
+    d.pop("infrastructure", None)
+    path = tmp_path / "v6e-train.yaml"
+    path.write_text(yaml.safe_dump(d))
+    r = plan(path)
+    p = result_dict(r)
+    s = p["sizing"]
+    chips, hosts = s["nodes"]["gpus"], s["nodes"]["nodes"]
+    assert chips > 256 and chips % 256 == 0  # more than one slice: Multislice
+    fab = s["fabric"]
+    assert (fab["kind"], fab["topology"], fab["scaleup_groups"]) == ("dcn", "provider_network", chips // 256)
+    # per-VM DCN from ct6e-standard-4t: 4 chips x 100 Gb/s
+    assert f"{hosts:,} x ct6e-standard-4t hosts" in fab["reason"] and "400 Gb/s per host" in fab["reason"]
+    assert "Multislice" in fab["reason"]
+    assert s["cost"]["billed_instances"].startswith(f"{hosts:,} x gcp ct6e-standard-4t (4 chips each)")
+    # the provider's halls: no rack or cooling of ours cited for the hosts or their power
+    cited = [e["item"] for e in s["nodes"]["sources"] + s["power"]["sources"]]
+    assert not [c for c in cited if c.startswith(("cooling.", "rack.reserved"))]
+    text = render(r, "markdown")
+    for word in ("InfiniBand", "NVLink", "rail-optimised", "Quantum-2", "ConnectX", "per GPU-hour"):
+        assert word not in text, word

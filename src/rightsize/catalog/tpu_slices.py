@@ -299,3 +299,29 @@ def slice_host(node: NodeType, slice_chips: int) -> NodeType:
             ),
         },
     )
+
+
+def slice_vms(acc_id: str, chips: int, chips_per_replica: int | None = None) -> tuple[int, TpuVm] | None:
+    """(VMs, their machine type) a TPU plan of `chips` chips rents: every slice's host VMs, a
+    serving replica of `chips_per_replica` being one slice (1,024 v6e training chips: 256 x
+    ct6e-standard-4t, not 128 of the 8-chip type the price list quotes); None off TPU."""
+    per = chips_per_replica or chips
+    booking = book_slices(acc_id, per)
+    if booking is None:
+        return None
+    vm = tpu_vm(acc_id, booking.chips_per_host)
+    if vm is None:
+        return None
+    return max(1, -(-chips // per)) * booking.hosts, vm
+
+
+def plan_slices(acc_id: str, chips: int, chips_per_replica: int | None = None) -> tuple[int, int] | None:
+    """(slices, chips per slice) of a TPU plan: each serving replica one slice, a job's chips
+    equal slices (`TpuSlices.job_slices`); None off TPU or for a count with no slice shape. The
+    bill's scale-up groups and the fabric's Multislice both read it."""
+    slices = tpu_slices(acc_id)
+    per = chips_per_replica or chips
+    found = slices.job_slices(per) if slices is not None else None
+    if found is None:
+        return None
+    return found[0] * max(1, -(-chips // per)), found[1]
