@@ -104,11 +104,6 @@ class TpuSlices:
             return chips // biggest, biggest
         return None
 
-    def job_hosts(self, chips: int) -> int | None:
-        """Host VMs a job of `chips` chips holds (every slice's hosts); None without a shape."""
-        js = self.job_slices(chips)
-        return None if js is None else js[0] * self.hosts(js[1])
-
     def no_shape(self, chips: int) -> str:
         """Why a job of `chips` chips has no slice (the sentence a refusal or a finding uses)."""
         shapes = ", ".join(str(c) for c in self.chip_counts)
