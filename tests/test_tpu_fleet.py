@@ -112,3 +112,20 @@ def test_a_tpu_gang_is_whole_slices_and_a_count_without_a_shape_is_told(
     pr = PoolPrices(acc, f"{acc}-host", 8, {"on_demand": 1.0}, {}, 0.0, 0.0, {})
     assert _unit(w, pr) == (booked, hosts)  # not ceil(chips / 8) eight-chip nodes
     assert booked_gang("h100-sxm", 12) == (12, None)  # off TPU: as it is
+
+
+def test_the_single_plan_offers_only_chip_counts_that_have_slices(tmp_path: Path) -> None:
+    # 192 sequences a step on at most 200 v6e chips: data parallel 192 would split the batch, but
+    # GKE has no 192-chip v6e slice (nor 1.5 x 128); the plan takes 128, a shape, and bills it
+    d = yaml.safe_load((EXAMPLES / "fleet-2027" / "pretrain-8b.yaml").read_text())
+    d["training"]["global_batch_tokens"] = 192 * 8192
+    d["targets"] = {"accelerators": ["tpu-v6e"], "objective": "time", "max_gpus": 200}
+    path = tmp_path / "p8.yaml"
+    path.write_text(yaml.safe_dump(d))
+    p = result_dict(plan(path))
+    slices = tpu_slices("tpu-v6e")
+    assert slices is not None
+    for chips in [p["best"]["gpus"], *(a["gpus"] for a in p["pareto"])]:
+        assert slices.job_slices(chips) is not None, chips
+    nodes = p["sizing"]["nodes"]
+    assert nodes["nodes"] == slices.hosts(p["best"]["gpus"]) and not nodes["warnings"]
