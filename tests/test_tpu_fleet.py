@@ -18,7 +18,7 @@ from rightsize.catalog.tpu_slices import book_slices, tpu_slices, tpu_vm
 from rightsize.fleet.demand import HOURS, WorkloadDemand, booked_gang
 from rightsize.fleet.gangs import _unit
 from rightsize.fleet.prices import PoolPrices
-from rightsize.report.render import result_dict
+from rightsize.report.render import render, result_dict
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -31,7 +31,7 @@ def _tpu(src: Path, dst: Path, **extra: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def tpu_fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def tpu_fleet(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("tpufleet")
     _tpu(EXAMPLES / "fleet-2027" / "pretrain-8b.yaml", tmp / "pre.yaml")
     chat = yaml.safe_load((EXAMPLES / "fleet-2027" / "chat-70b.yaml").read_text())
@@ -50,11 +50,11 @@ def tpu_fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "policy": {"capacity": ["reserved_1y", "on_demand"], "pools": "per_accelerator"},
     }
     (tmp / "fleet.yaml").write_text(yaml.safe_dump(fleet))
-    return result_dict(plan(tmp / "fleet.yaml"))
+    return plan(tmp / "fleet.yaml")
 
 
-def test_a_tpu_fleet_books_whole_slices_on_their_host_vms(tpu_fleet: dict[str, Any]) -> None:
-    p = tpu_fleet
+def test_a_tpu_fleet_books_whole_slices_on_their_host_vms(tpu_fleet: Any) -> None:
+    p = result_dict(tpu_fleet)
     slices = tpu_slices("tpu-v6e")
     assert slices is not None
     hosts = p["holdings"]["nodes_per_unit"]
@@ -73,6 +73,11 @@ def test_a_tpu_fleet_books_whole_slices_on_their_host_vms(tpu_fleet: dict[str, A
     job = next(w for w in p["workloads"] if w["kind"] == "pretraining")
     if job["gang_gpus"] > 8:  # a multi-host slice: four-chip VMs, twice the eight-chip hosts
         assert hosts[job["name"]] == job["gang_gpus"] // 4
+
+
+def test_a_tpu_fleet_report_speaks_of_chips(tpu_fleet: Any) -> None:
+    text = render(tpu_fleet, "markdown")
+    assert "GPU" not in text and "chip-hours" in text
 
 
 @pytest.mark.parametrize(
