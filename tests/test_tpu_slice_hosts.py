@@ -72,6 +72,9 @@ def test_a_v6e_16_chip_serving_plan_bills_the_hosts_the_export_schedules(tmp_pat
     assert (nodes["nodes"], nodes["gpus_per_node"]) == (4 * replicas, 4)
     assert nodes["scaleup_groups"] == replicas  # one 4x4 slice per replica
     assert p["sizing"]["power"]["nodes"] == 4 * replicas
+    # the fabric and the bill name the VMs a 4x4 slice runs on, not 8-chip hosts
+    assert "one 16-chip slice over 4 ct6e-standard-4t VMs" in p["sizing"]["fabric"]["reason"]
+    assert p["sizing"]["cost"]["billed_instances"].startswith(f"{4 * replicas} x gcp ct6e-standard-4t")
     lws = next(
         o
         for o in yaml.safe_load_all(render_files(p, "kubernetes")["serving.yaml"])
