@@ -126,9 +126,10 @@ def test_gke_allocatable_memory_matches_the_published_calculator() -> None:
     assert gke_allocatable_bytes(150 * 2**30) / 2**30 == pytest.approx(140.1423, abs=1e-4)
 
 
-@pytest.mark.parametrize(("tp", "vm_bytes"), [(8, 384e9), (4, 192e9), (1, 48e9)])
+@pytest.mark.parametrize(("tp", "vm_bytes"), [(8, 384 * 2**30), (4, 192 * 2**30), (1, 48 * 2**30)])
 def test_a_v5e_serving_pod_fits_its_vms_memory(tp: int, vm_bytes: float) -> None:
-    # ct5lp-hightpu-8t/4t/1t have 384/192/48 GB; the planner's 64 GiB per chip would not schedule
+    # ct5lp-hightpu-8t/4t/1t have 384/192/48 GB (the API's memoryMb / 1024: GiB); the planner's
+    # 64 GiB per chip would not schedule
     from rightsize.export.k8s_platform import gke_allocatable_bytes
 
     objs = _by_kind(render_files(_plan("tpu-v5e", "tpu-v5e-host", tp, 1), "kubernetes"))

@@ -40,14 +40,16 @@ def test_chips_per_host_follow_the_slice_shape(acc: str, chips: int, per_host: i
     assert slices.host_chips(chips) == per_host
 
 
-def test_a_multi_host_slice_host_is_a_four_chip_vm_with_its_share_of_the_host() -> None:
+def test_a_multi_host_slice_host_is_the_four_chip_vm_of_the_machine_type_table() -> None:
     eight = get_node("tpu-v6e-host")
     four = slice_host(eight, 16)
     assert (eight.gpus_per_node, four.gpus_per_node) == (8, 4)
-    assert four.cpu_cores * 2 == eight.cpu_cores and four.max_power_w * 2 == eight.max_power_w
-    assert four.host_memory_bytes * 2 == eight.host_memory_bytes
-    assert "16-chip slice" in four.sources["gpus_per_node"].source
-    assert slice_host(eight, 8) is eight  # a single-host 2x4 slice: the 8-chip VM itself
+    # ct6e-standard-4t: 180 vCPUs, 720 GiB (the API's machine type), half the host's power
+    assert (four.cpu_cores, four.host_memory_bytes) == (90, 720 * 2**30)
+    assert four.max_power_w * 2 == eight.max_power_w
+    assert "ct6e-standard-4t" in four.name and "16-chip slice" in four.sources["gpus_per_node"].source
+    single = slice_host(eight, 8)  # a single-host 2x4 slice: one ct6e-standard-8t
+    assert (single.gpus_per_node, single.cpu_cores, single.host_memory_bytes) == (8, 180, 1440 * 2**30)
     gpu = get_node("dgx-a100-80gb")
     assert slice_host(gpu, 16) is gpu  # not a TPU: untouched
 
@@ -70,6 +72,9 @@ def test_a_v6e_16_chip_serving_plan_bills_the_hosts_the_export_schedules(tmp_pat
     assert (nodes["nodes"], nodes["gpus_per_node"]) == (4 * replicas, 4)
     assert nodes["scaleup_groups"] == replicas  # one 4x4 slice per replica
     assert p["sizing"]["power"]["nodes"] == 4 * replicas
+    # the fabric and the bill name the VMs a 4x4 slice runs on, not 8-chip hosts
+    assert "one 16-chip slice over 4 ct6e-standard-4t VMs" in p["sizing"]["fabric"]["reason"]
+    assert p["sizing"]["cost"]["billed_instances"].startswith(f"{4 * replicas} x gcp ct6e-standard-4t")
     lws = next(
         o
         for o in yaml.safe_load_all(render_files(p, "kubernetes")["serving.yaml"])

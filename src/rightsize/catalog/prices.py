@@ -32,7 +32,7 @@ from rightsize.catalog.loader import (
     require_str,
     sourced,
 )
-from rightsize.catalog.platforms import rented_only_by
+from rightsize.catalog.platforms import rented_only_by, unit_noun
 from rightsize.catalog.registry import accelerators, nodes
 from rightsize.errors import BadInput, did_you_mean
 from rightsize.spec.prices import PROVIDERS
@@ -209,7 +209,7 @@ def _instance(raw: Mapping[str, Any], file: str, key: str) -> InstanceType:
     )
 
 
-def _per_gpu(raw: Any, file: str, key: str, gpus: int) -> Sourced:
+def _per_gpu(raw: Any, file: str, key: str, gpus: int, noun: str = "GPU") -> Sourced:
     """An instance-hour figure and the per-GPU-hour figure derived from it (the source says how)."""
     lo, hi = USD_PER_INSTANCE_HOUR_RANGE
     figure = sourced(raw, file, key, minimum=lo, maximum=hi)
@@ -221,9 +221,8 @@ def _per_gpu(raw: Any, file: str, key: str, gpus: int) -> Sourced:
             key,
             f"{figure.value!r} / {gpus} GPUs = {value:.4g} per GPU-hour is outside {g_lo}-{g_hi}; check the unit",
         )
-    derived = (
-        f"{figure.source} [per GPU-hour: ${figure.value:g}/h / {gpus} GPUs]" if gpus > 1 else figure.source
-    )
+    per = f"per {noun}-hour: ${figure.value:g}/h / {gpus} {noun}s"
+    derived = f"{figure.source} [{per}]" if gpus > 1 else figure.source
     return Sourced(value, derived, figure.as_of)
 
 
@@ -239,6 +238,7 @@ def parse_cloud_price(raw: Any, file: str, key: str, acc_id: str, default_preemp
     check_keys(raw, _CLOUD_KEYS, file, key)
     inst = _instance(raw, file, key)
     figures: dict[str, Sourced] = {}
+    noun = unit_noun(acc_id) if acc_id in accelerators() else "GPU"  # a TPU is priced per chip-hour
     for field in PRICE_FIELDS:
         column = INSTANCE_FIELDS[field]
         if column not in raw:
@@ -249,7 +249,7 @@ def parse_cloud_price(raw: Any, file: str, key: str, acc_id: str, default_preemp
             )
         if raw[column] is None and field in _MAY_BE_NULL:
             continue
-        figures[field] = _per_gpu(raw[column], file, f"{key}.{column}", inst.gpus)
+        figures[field] = _per_gpu(raw[column], file, f"{key}.{column}", inst.gpus, noun)
     if PREEMPTIONS in raw:
         p_lo, p_hi = _PREEMPTIONS_PER_HOUR
         figures[PREEMPTIONS] = sourced(

@@ -70,25 +70,16 @@ def _refuse(v: TrainingView, why: str) -> BadInput:
 
 
 def slices(v: TrainingView) -> tuple[int, int, str, int]:
-    """(slices, chips per slice, topology, hosts per slice) for the plan's chips."""
-    tpu = data()["tpu"].get(v.hw.accelerator)
-    if not tpu:
+    """(slices, chips per slice, topology, hosts per slice) for the plan's chips: the slice rule
+    the sizing's bill uses (`TpuSlices.job_slices`, `hosts`)."""
+    shape = tpu_slices(v.hw.accelerator)
+    if shape is None:
         raise _refuse(v, "GKE slice shapes of this TPU are not in the data")
-    shapes = {int(k): str(t) for k, t in {**tpu.get("single_host", {}), **tpu["slices"]}.items()}
-    biggest = max(shapes)
-    chips = v.gpus
-    if chips in shapes:
-        n, per = 1, chips
-    elif chips % biggest == 0:
-        n, per = chips // biggest, biggest
-    else:
-        have = ", ".join(str(c) for c in sorted(shapes))
-        raise _refuse(
-            v, f"{chips} chips is neither a slice ({have}) nor a whole number of {biggest}-chip slices"
-        )
-    shape = tpu_slices(v.hw.accelerator)  # hosts per slice: the rule the sizing's bill uses
-    hosts = shape.hosts(per) if shape is not None else 1
-    return n, per, shapes[per], hosts
+    found = shape.job_slices(v.gpus)
+    if found is None:
+        raise _refuse(v, shape.no_shape(v.gpus))
+    n, per = found
+    return n, per, str(shape.topology(per)), shape.hosts(per)
 
 
 def maxtext_config(v: TrainingView, run_name: str, n_slices: int, per_slice: int) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from rightsize.catalog.loader import read_data_file
-from rightsize.catalog.tpu_slices import tpu_slices
+from rightsize.catalog.tpu_slices import tpu_slices, tpu_vm
 from rightsize.errors import BadInput
 from rightsize.export.names import label_value, qualified_name
 from rightsize.export.plan_view import HardwareView
@@ -195,10 +195,10 @@ def gke_allocatable_bytes(capacity_bytes: float) -> float:
 
 def tpu_pod_memory_cap_bytes(hw: HardwareView, chips: int) -> float | None:
     """The most memory a pod holding `chips` chips of one TPU VM can request: what GKE leaves
-    of that VM's RAM (ct5lp-hightpu-8t has 384 GB, less than the 512 GiB of the physical v5e
-    host); None where the data gives no VM memory for that chip count."""
-    vm = (data()["tpu"].get(hw.accelerator) or {}).get("vm_memory_bytes") or {}
-    ram = {int(k): float(v) for k, v in vm.items()}.get(chips)
+    of that VM's RAM (ct5lp-hightpu-8t has 384 GiB, less than the 512 GiB of the physical v5e
+    host; catalog/data/tpu_vms.yaml); None where the data gives no VM of that chip count."""
+    vm = tpu_vm(hw.accelerator, chips)
+    ram = vm.memory_bytes if vm is not None else None
     return math.floor(gke_allocatable_bytes(ram) / 2**30) * 2**30 if ram else None  # whole GiB, rounded down
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rightsize.catalog.tpu_slices import book_slices
 from rightsize.errors import BadInput
 from rightsize.fleet.workload_view import WorkloadView
 from rightsize.spec.fleet import RUNS_PER_MONTH, BatchJob, FleetWorkload
@@ -63,10 +64,19 @@ class WorkloadDemand:
     solo_gpus: int = 0  # what it needs alone at its peak (a batch job: to finish in its window)
     turnaround: tuple[float, float] | None = None  # (longest a run may take, one run on its gang), s
     runs_per_month: float | None = None  # a recurring job's runs (each its own day on a capacity block)
+    unit_note: str | None = None  # why its unit is not its plan's chips (a TPU count with no slice shape)
 
     @property
     def placed(self) -> bool:
         return bool(self.periods)
+
+
+def booked_gang(accelerator: str, chips: int) -> tuple[int, str | None]:
+    """A gang or replica as the capacity it holds: on TPU the whole slices it books, of shapes
+    that exist (`catalog.tpu_slices.book_slices`, the rule the single plan's bill uses), with
+    the reason where that is more than its chips; elsewhere its chips as they are."""
+    booking = book_slices(accelerator, chips)
+    return (chips, None) if booking is None else (booking.chips, booking.note)
 
 
 def daily_shape(hourly: list[float] | None, peak_to_average: float | None) -> np.ndarray:
@@ -113,7 +123,7 @@ def service_demand(
     months_in = np.arange(cal.months) - cal.index(first)
     growth = (1.0 + g) ** (np.maximum(months_in, 0) / 12.0)
     replicas = view.replicas or max(1, view.gpus // max(view.gpus_per_replica or 1, 1))
-    per = view.gpus_per_replica or max(1, view.gpus // replicas)
+    per, _ = booked_gang(view.accelerator, view.gpus_per_replica or max(1, view.gpus // replicas))
     need = np.maximum(1.0, np.ceil(scale * replicas * growth[:, None] * shape[None, :] - 1e-9))
     return need * per * _window(cal, first, last)[:, None]
 
@@ -163,6 +173,7 @@ def job_demand(
     active = _window(cal, first, last)
     allowed = np.repeat(active[:, None], HOURS, axis=1)
     gang = view.gpus_per_replica or view.gpus if view.kind == "batch_inference" else view.gpus
+    gang, unit_note = booked_gang(view.accelerator, gang)
     runs = _runs_per_month(view, w)
     periods: list[tuple[list[int], float]] = []
     notes: list[str] = []
@@ -220,6 +231,7 @@ def job_demand(
         notes,
         solo,
     )
+    d.unit_note = unit_note
     if periods and (runs is not None or w.batch is not None):
         d.runs_per_month = float(runs if runs is not None else RUNS_PER_MONTH["daily"])  # type: ignore[arg-type]
     turnaround = w.turnaround or view.turnaround_s

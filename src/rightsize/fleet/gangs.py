@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from rightsize.catalog.tpu_slices import book_slices
 from rightsize.fleet.blocks import KIND as BLOCK
 from rightsize.fleet.demand import HOURS, Calendar, WorkloadDemand
 from rightsize.fleet.prices import PoolPrices
@@ -47,8 +48,13 @@ def _whole(x: np.ndarray, unit: int) -> np.ndarray:
 
 
 def _unit(w: WorkloadDemand, pr: PoolPrices) -> tuple[int, int]:
-    """A job's gang on whole nodes (a gang larger than a node takes whole nodes); a service's replica."""
+    """A job's gang on whole nodes (a gang larger than a node takes whole nodes); a service's replica.
+    On TPU, whole slices and their host VMs (`catalog.tpu_slices`: 1,024 v6e chips are 4 slices
+    of 256 on 256 four-chip VMs, not 128 eight-chip hosts)."""
     g = max(1, int(round(w.gang_gpus)))
+    booking = book_slices(w.pool, g)
+    if booking is not None:
+        return booking.chips, booking.hosts
     if g > pr.gpus_per_node:
         nodes = math.ceil(g / pr.gpus_per_node)
         return nodes * pr.gpus_per_node, nodes

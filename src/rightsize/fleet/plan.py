@@ -26,7 +26,7 @@ from rightsize.fleet.blocks import KIND as BLOCK
 from rightsize.fleet.blocks import block_cap_gpus
 from rightsize.fleet.caps import ON_DEMAND_GPUS, SPOT_GPUS, burst_caps
 from rightsize.fleet.dedicated import dedicated_solutions
-from rightsize.fleet.demand import Calendar, WorkloadDemand, job_demand, service_demand
+from rightsize.fleet.demand import Calendar, WorkloadDemand, booked_gang, job_demand, service_demand
 from rightsize.fleet.fleet_cost import Parts
 from rightsize.fleet.gangs import Holdings, holdings
 from rightsize.fleet.prices import PoolPrices, pool_prices
@@ -223,11 +223,12 @@ def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDem
             )
         fixed = service_demand(view, w, cal, entry.start_month, entry.end_month, entry.demand_scale)
         mask = fixed > 0
-        return WorkloadDemand(
+        per, unit_note = booked_gang(view.accelerator, view.gpus_per_replica or 1)
+        d = WorkloadDemand(
             view.name,
             view.accelerator,
             view.kind,
-            view.gpus_per_replica or 1,
+            per,
             w.priority,
             False,
             False,
@@ -240,6 +241,8 @@ def _demand(view: WorkloadView, entry: FleetEntry, cal: Calendar) -> WorkloadDem
             [],
             view.gpus,
         )
+        d.unit_note = unit_note
+        return d
     return job_demand(
         view, w, cal, entry.start_month, entry.end_month, deferrable, preemptible, entry.demand_scale
     )
@@ -430,7 +433,7 @@ def _entry_dict(entry: FleetEntry, view: WorkloadView, d: WorkloadDemand, note: 
         "solo_gpus": d.solo_gpus,
         "gang_gpus": d.gang_gpus,
         "spot_slowdown_factor": view.spot_slowdown_factor,
-        "note": note,
+        "note": "; ".join(n for n in (note, d.unit_note) if n) or None,
     }
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from rightsize.catalog import get_node
 from rightsize.catalog.prices import cloud_price
+from rightsize.catalog.tpu_slices import slice_host
 from rightsize.errors import BadInput
 from rightsize.fleet.blocks import KIND as BLOCK
 from rightsize.fleet.blocks import block_price
@@ -69,7 +70,8 @@ class PoolPrices:
 
 def pool_prices(demand: Demand, allowed: list[str], infra: Infrastructure) -> PoolPrices:
     """Prices of every allowed capacity kind for the pool of `demand`'s accelerator and node."""
-    node = get_node(demand.node)
+    # a TPU pool's host is the VM its slices run on (ct6e-standard-4t for a multi-host v6e slice)
+    node = slice_host(get_node(demand.node), demand.gpus_per_replica or demand.gpus)
     prices: dict[str, float] = {}
     terms: dict[str, int] = {}
     missing: dict[str, str] = {}

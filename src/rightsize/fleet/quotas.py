@@ -26,6 +26,7 @@ import numpy as np
 
 from rightsize.catalog import get_node
 from rightsize.catalog.devices import accelerator_resource
+from rightsize.catalog.tpu_slices import book_slices, slice_host
 from rightsize.fleet.gangs import FLAVORS
 from rightsize.fleet.timeline import Usage
 
@@ -48,9 +49,14 @@ def gpu_resource(acc: str) -> str:
     return accelerator_resource(acc) or RESOURCE
 
 
-def _node_share(plan: FleetPlan, acc: str) -> tuple[int, float, float]:
-    """GPUs per node, and the CPU cores and memory bytes that go with one GPU of that node."""
-    node = get_node(plan.pools[acc].node)
+def _node_share(plan: FleetPlan, acc: str, unit: int | None = None) -> tuple[int, float, float]:
+    """GPUs per node, and the CPU cores and memory bytes that go with one GPU of that node; on
+    TPU the host VM of the unit's slices (or of the pool's), from the VM machine types."""
+    pr = plan.pools[acc]
+    node = get_node(pr.node)
+    booking = book_slices(acc, unit if unit is not None else pr.gpus_per_node)
+    if booking is not None:
+        node = slice_host(node, booking.chips_per_slice)
     gpn = node.gpus_per_node
     return gpn, node.cpu_cores / gpn, node.host_memory_bytes / gpn
 
@@ -61,8 +67,8 @@ def pod_sets(plan: FleetPlan) -> list[dict[str, Any]]:
     assert h is not None
     out = []
     for d in plan.demands:
-        gpn, cpu, mem = _node_share(plan, d.pool)
         unit = h.unit[d.name]
+        gpn, cpu, mem = _node_share(plan, d.pool, unit)
         per_pod = min(unit, gpn)
         res = gpu_resource(d.pool)
         out.append(

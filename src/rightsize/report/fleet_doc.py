@@ -90,7 +90,17 @@ def fleet_document(plan: Any, title: str = "Plan") -> Document:
         f"{s['random_seed']}."
     )
     doc.sections.append(a)
-    return doc
+    return _in_pool_terms(doc, list(d["pools"]))
+
+
+def _in_pool_terms(doc: Document, accs: list[str]) -> Document:
+    """The fleet in its platform's words where every pool's accelerator has the same one (a
+    fleet of TPU pools speaks of chips); a fleet mixing GPUs and chips keeps "GPUs"."""
+    from rightsize.catalog.platforms import unit_noun
+    from rightsize.report.platform_terms import in_platform_terms
+
+    nouns = {unit_noun(a) for a in accs}
+    return in_platform_terms(doc, accs[0]) if len(nouns) == 1 and accs else doc
 
 
 def _kinds(purchases: list[dict[str, Any]]) -> str:

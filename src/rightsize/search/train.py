@@ -18,6 +18,7 @@ import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
 from rightsize.catalog.reliability import reliability
+from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.catalog.whole_run import whole_run_factors
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
@@ -358,6 +359,8 @@ def _evaluate_all(
                 node.gpus_per_node, tgt.max_gpus, acc.scaleup_domain_gpus if acc.torus_dims else 0
             )
         )
+        if tgt.gpus is None and (shapes := tpu_slices(acc.id)) is not None:  # slices GKE creates
+            counts = counts[[shapes.job_slices(int(c)) is not None for c in counts]]
         tasks.append((acc, node, hw, counts))
 
     # Accelerators are independent, and numpy releases the GIL inside its array loops:

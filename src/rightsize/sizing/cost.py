@@ -78,6 +78,7 @@ from rightsize.catalog.prices import (
 )
 from rightsize.catalog.providers import choice_note
 from rightsize.catalog.reliability import reliability
+from rightsize.catalog.tpu_slices import slice_vms
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
@@ -318,6 +319,18 @@ def _breakeven(
     return breakeven
 
 
+def _tpu_vms(demand: Demand, billed: Billing) -> str | None:
+    """The TPU VMs the bill's chips are rented on, by the slice rule (`catalog.tpu_slices`):
+    '256 x gcp ct6e-standard-4t (4 chips each)', where the price list quotes the 8-chip type;
+    None off TPU, or where the bill holds other chips than those VMs."""
+    found = slice_vms(demand.accelerator, demand.gpus, demand.gpus_per_replica)
+    inst = billed.main.price.instance
+    if found is None or inst is None or found[0] * found[1].chips != billed.gpus:
+        return None
+    count, vm = found
+    return f"{count:,} x {inst.provider} {vm.name} ({vm.chips} chip{'s' if vm.chips > 1 else ''} each) in {inst.region}"
+
+
 def _shape_note(billed: Billing, node_price: CloudPrice, nodes: int) -> str:
     """What a plan billed on instance shapes smaller than its node pays, and what whole nodes would."""
     whole = node_price.instance_rate(ON_DEMAND)
@@ -404,7 +417,7 @@ def size_cost(
             )  # fmt: skip
             inst = billed.main.price.instance
             priced = inst.describe() if inst else "per GPU-hour, as given (no instance named)"
-            billed_on = billed.describe()
+            billed_on = _tpu_vms(demand, billed) or billed.describe()
             chosen = choice_note(active_prices(), price.accelerator)
             if chosen and billed.whole_nodes:
                 notes.append(chosen)

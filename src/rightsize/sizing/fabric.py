@@ -413,9 +413,9 @@ def size_fabric(
     sensitivity, recommended = nic_sensitivity(demand, slowdown_threshold)
     unneeded = fabric_not_needed(demand, node, nodes)
     plat = platform_for(node.accelerator)
-    group, groups, _ = scaleup_groups(plat, node, demand.gpus)
+    group, groups, _ = scaleup_groups(plat, node, demand.gpus, demand.gpus_per_replica)
     if plat.provider_network:  # Google's DCN, AWS's EFA: the provider's network, nothing to size
-        crosses, why = provider_network(plat, node, nodes, demand.gpus)
+        crosses, why = provider_network(plat, node, nodes, demand.gpus, demand.gpus_per_replica)
         if unneeded is not None and unneeded[1] == UNLIMITED_NODES:
             crosses, why = False, unneeded[0]
         base = _no_fabric(

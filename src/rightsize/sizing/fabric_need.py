@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.tpu_slices import tpu_vm
 from rightsize.search.demand import Demand
 
 UNLIMITED_NODES = 1_000_000_000  # max_nodes when no fabric is ever needed (independent single-node replicas)
@@ -37,10 +38,16 @@ def fabric_not_needed(demand: Demand, node: NodeType, nodes: int) -> tuple[str, 
             UNLIMITED_NODES,
         )
     if serving and per_replica is not None and per_replica <= _scaleup_domain_gpus(node):
+        hosts = math.ceil(per_replica / node.gpus_per_node)
+        vm = tpu_vm(node.accelerator, node.gpus_per_node)  # a TPU replica is one slice of VMs
+        inside = (
+            f"is one {per_replica}-chip slice over {hosts} {vm.name} VMs, joined by {_scaleup_name(node)}"
+            if vm is not None
+            else f"({per_replica} GPUs over {hosts} {node.id} nodes) stays inside one {_scaleup_name(node)} "
+            f"scale-up domain of {_scaleup_domain_gpus(node)} GPUs"
+        )
         return (
-            f"No scale-out fabric needed: every serving replica ({per_replica} GPUs over "
-            f"{math.ceil(per_replica / node.gpus_per_node)} {node.id} nodes) stays inside one "
-            f"{_scaleup_name(node)} scale-up domain of {_scaleup_domain_gpus(node)} GPUs, and replicas exchange "
+            f"No scale-out fabric needed: every serving replica {inside}, and replicas exchange "
             "nothing; requests arrive over the front-end network, sized with storage.",
             UNLIMITED_NODES,
         )

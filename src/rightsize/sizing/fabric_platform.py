@@ -20,6 +20,7 @@ import math
 
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.platforms import Platform
+from rightsize.catalog.tpu_slices import plan_slices, tpu_vm
 from rightsize.constants import BITS_PER_BYTE, GIGA
 from rightsize.spec.infrastructure import Fabric
 
@@ -75,32 +76,42 @@ def scaleout_kind(plat: Platform, fabric: Fabric) -> tuple[str, list[str]]:
     return (plat.scaleout_kind if plat.scaleout_kind in ("infiniband", "roce") else fabric.kind), []
 
 
-def scaleup_groups(plat: Platform, node: NodeType, gpus: int) -> tuple[str, int, int]:
-    """(what shares the scale-up links, how many of them the job spans, most units in one)."""
+def scaleup_groups(
+    plat: Platform, node: NodeType, gpus: int, per_replica: int | None = None
+) -> tuple[str, int, int]:
+    """(what shares the scale-up links, how many of them the job spans, most units in one); on
+    TPU the plan's slices by the bill's rule (`catalog.tpu_slices.plan_slices`)."""
+    found = plan_slices(node.accelerator, gpus, per_replica)
+    if found is not None:
+        return plat.scaleup_domain, found[0], found[1]
     most = plat.domain_max_units.get(node.accelerator, node.gpus_per_node)
     return plat.scaleup_domain, math.ceil(gpus / most), most
 
 
-def provider_network(plat: Platform, node: NodeType, nodes: int, gpus: int) -> tuple[bool, str]:
+def provider_network(
+    plat: Platform, node: NodeType, nodes: int, gpus: int, per_replica: int | None = None
+) -> tuple[bool, str]:
     """(whether the job crosses the provider's network, why) for a provider-run platform."""
-    group, groups, most = scaleup_groups(plat, node, gpus)
+    group, groups, most = scaleup_groups(plat, node, gpus, per_replica)
+    upto = "" if plan_slices(node.accelerator, gpus, per_replica) else "up to "  # a TPU slice's own size
     noun = plat.units(gpus)
     per_unit_gbps = node.scaleout_bytes_per_s_per_gpu * BITS_PER_BYTE / GIGA
     per_host_gbps = per_unit_gbps * node.gpus_per_node
-    hosts = f"{nodes:,} x {node.id} hosts of {node.gpus_per_node} {plat.units(node.gpus_per_node)}"
+    vm = tpu_vm(node.accelerator, node.gpus_per_node)  # a TPU host is the VM its slices run on
+    hosts = f"{nodes:,} x {vm.name if vm else node.id} hosts of {node.gpus_per_node} {plat.units(node.gpus_per_node)}"
     runs = f"{plat.operator} runs it: no switches, optics or NICs to buy or size"
     if groups <= 1 and nodes <= 1:
         return False, f"No network between hosts: {gpus:,} {noun} on one host ({node.name})."
     if groups <= 1:
         return (
             False,
-            f"No network to build: {gpus:,} {noun} form one {group} of up to {most:,} over the "
+            f"No network to build: {gpus:,} {noun} form one {group} of {upto}{most:,} over the "
             f"scale-up links, on {hosts}; data and checkpoints arrive over {plat.scaleout_name} "
             f"({per_host_gbps:g} Gb/s per host), which {plat.operator} runs.",
         )
     return (
         True,
-        f"{groups:,} {group}s of up to {most:,} {plat.units(most)} ({hosts}) joined over "
+        f"{groups:,} {group}s of {upto}{most:,} {plat.units(most)} ({hosts}) joined over "
         f"{plat.scaleout_name}{' (Multislice)' if plat.scaleout_kind == 'dcn' else ''}: {per_unit_gbps:g} Gb/s per {plat.unit_noun}, {per_host_gbps:g} Gb/s per host; "
         f"{runs}.",
     )

@@ -38,7 +38,7 @@ from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.registry import get_accelerator
-from rightsize.catalog.tpu_slices import tpu_slices
+from rightsize.catalog.tpu_slices import book_slices, plan_slices, tpu_slices
 from rightsize.constants import KILO, GiB
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
@@ -308,12 +308,15 @@ def size_nodes_racks(
     mem_per_gpu = node.host_memory_bytes / node.gpus_per_node
     cores_per_gpu = node.cpu_cores / node.gpus_per_node
     warnings += _host_shortfalls(demand, node, mem_per_gpu, cores_per_gpu)
+    warnings += _tpu_shape_warning(node, demand)
 
     sources = [source_entry(f"{node.id}.{k}", s) for k, s in node.sources.items()]
-    sources += [source_entry(f"cooling.{chosen.id}.{k}", s) for k, s in chosen.sources.items()]
-    sources += [
-        source_entry(key, defaults.sources[key]) for key in ("rack.reserved_rack_units", "rack.overhead_w")
-    ]
+    if platform_for(node.accelerator).facility != "provider":  # the provider's racks: not ours to cite
+        sources += [source_entry(f"cooling.{chosen.id}.{k}", s) for k, s in chosen.sources.items()]
+        sources += [
+            source_entry(key, defaults.sources[key])
+            for key in ("rack.reserved_rack_units", "rack.overhead_w")
+        ]
     if domain_nodes > 1:
         sources.append(source_entry(f"{acc.id}.scaleup_domain_gpus", acc.sources["scaleup_domain_gpus"]))
     return _nodes_racks_record(
@@ -325,6 +328,17 @@ def size_nodes_racks(
         warnings,
         sources,
     )
+
+
+def _tpu_shape_warning(node: NodeType, demand: Demand) -> list[str]:
+    """A TPU plan whose chips form no slice shape (the search may count 96 v6e chips): what GKE
+    would grant instead (`catalog.tpu_slices.book_slices`, the rule the fleet books by)."""
+    booking = book_slices(node.accelerator, demand.gpus_per_replica or demand.gpus)
+    if booking is None or booking.note is None:
+        return []
+    return [
+        f"{booking.note}; GKE creates node pools of slice shapes only, so the bill above is short by that."
+    ]
 
 
 def _nodes_racks_record(
@@ -347,17 +361,17 @@ def _nodes_racks_record(
     cores_per_gpu = node.cpu_cores / node.gpus_per_node
     plat = platform_for(node.accelerator)
     group_max = plat.domain_max_units.get(node.accelerator, node.gpus_per_node)
-    # each TPU serving replica is its own slice (a job's chips form slices of the largest shape)
-    per_group = (
-        demand.gpus_per_replica if tpu_slices(node.accelerator) and demand.gpus_per_replica else group_max
-    )
+    if (shapes := tpu_slices(node.accelerator)) is not None:  # the largest slice GKE creates
+        group_max = max(shapes.chip_counts)
+    # each TPU serving replica is its own slice; a job's chips form equal slices (Multislice)
+    slices = plan_slices(node.accelerator, demand.gpus, demand.gpus_per_replica)
     return NodesRacks(
         platform=plat.id,
         unit_noun=plat.unit_noun,
         facility_operated_by=plat.facility,
         scaleup_group=plat.scaleup_domain,
         scaleup_group_max_units=group_max,
-        scaleup_groups=math.ceil(demand.gpus / per_group),
+        scaleup_groups=slices[0] if slices else math.ceil(demand.gpus / group_max),
         node=node.id,
         gpus=demand.gpus,
         gpus_per_node=node.gpus_per_node,

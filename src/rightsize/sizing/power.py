@@ -211,13 +211,14 @@ def _energy(
 
 
 def _power_sources(
-    acc: Any, node: NodeType, ct: Any, throttled: bool, pue_src: Sourced
+    acc: Any, node: NodeType, ct: Any, throttled: bool, pue_src: Sourced, provider: bool = False
 ) -> list[dict[str, Any]]:
-    """Where each figure of the power plan came from."""
+    """Where each figure of the power plan came from (no cooling of ours in a provider's hall)."""
     defaults = facility_defaults()
     sources = [source_entry(f"{acc.id}.tdp_w", acc.sources["tdp_w"])]
     sources.append(source_entry(f"{node.id}.max_power_w", node.sources["max_power_w"]))
-    sources += [source_entry(f"cooling.{ct.id}.{k}", s) for k, s in ct.sources.items()]
+    if not provider:
+        sources += [source_entry(f"cooling.{ct.id}.{k}", s) for k, s in ct.sources.items()]
     used = [
         "gpu.idle_fraction_of_tdp",
         "gpu.utilisation_at_tdp",
@@ -345,7 +346,7 @@ def size_power(
     _buildings_and_swing(nodes, node, swing, training, warnings)
     span_s = run_s if run_s is not None else demand.run_s
     per_run, per_month, per_million = _energy(demand, facility_typical, span_s)
-    sources = _power_sources(acc, node, ct, status == "throttled", pue_src)
+    sources = _power_sources(acc, node, ct, status == "throttled", pue_src, bool(provider))
     if limit_w:
         limit = Sourced(limit_w, "the spec: board power limit per GPU (nvidia-smi -pl)", "")
         sources.append(source_entry("infrastructure.facility.gpu_power_limit_w", limit))
