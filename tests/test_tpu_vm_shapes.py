@@ -99,3 +99,17 @@ def test_a_multislice_v6e_plan_names_dcn_and_its_vms_and_no_other_vendors_networ
     text = render(r, "markdown")
     for word in ("InfiniBand", "NVLink", "rail-optimised", "Quantum-2", "ConnectX", "per GPU-hour"):
         assert word not in text, word
+
+
+@pytest.mark.parametrize("node_id", ["tpu-v5e-host", "tpu-v5p-host", "tpu-v6e-host", "tpu-v7-host"])
+def test_catalog_tpu_node_is_its_own_chip_count_vm(node_id: str) -> None:
+    """The catalog node (what `rightsize catalog` lists and the search's host checks read) is
+    the VM of its chip count in the same published table, not an older or scaled figure."""
+    node = get_node(node_id)
+    chips = int(node.gpus_per_node)
+    vm = tpu_vm(node.accelerator, chips)
+    assert vm is not None
+    assert node.cpu_cores == vm.vcpus // 2  # two hardware threads per core
+    assert node.host_memory_bytes == pytest.approx(vm.memory_bytes)
+    dcn = next(g for n, _, _, _, _, g in PUBLISHED if n == node_id)
+    assert node.nics_per_node * node.nic_bits_per_s == pytest.approx(dcn * 1e9 * chips)
