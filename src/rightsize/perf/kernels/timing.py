@@ -2,9 +2,11 @@
 
 A decode step of a dense decoder-only transformer on one tensor-parallel rank runs, per
 layer, the QKV projection, attention over the cached context, the output projection, the
-MLP's gate/up and down projections and two all-reduces of the activations; once per step
-the logits GEMM. A prefill runs the same GEMMs over every prompt token with causal
-attention over the prompt. Each operation is timed from the table when its shape lies
+MLP's gate/up and down projections, two all-reduces of the activations and the memory-bound
+element-wise kernels (norms, activation); once per step the input embedding (with its
+all-reduce under tensor parallelism) and the logits GEMM, the op list of AIConfigurator's own
+Llama model. A prefill runs the same GEMMs over every prompt token with causal attention over
+the prompt (a prompt up to twice the longest measured one extended by the table's own trend). Each operation is timed from the table when its shape lies
 inside the measured range, otherwise from the replica's analytic model; the returned
 `OpReport` says which, per operation, with the reason for every fallback.
 
@@ -53,6 +55,15 @@ MIN_PART = {"batch": 64.0, "n": 4096.0}
 # "Multi-Head, Multi-Query, and Group-Query Attention"), so a part is large enough once it
 # streams as many cached tokens as MIN_PART["batch"] sequences of 2,048 do.
 MIN_ATTENTION_PART_TOKENS = 64.0 * 2048.0
+# A prompt longer than the longest measured one (AIConfigurator's context-attention tables stop
+# at 16,384 tokens) is timed by the power law of the last measured segment, as the grid
+# interpolates between points: causal attention grows between s and s^2 with the prompt, its
+# exponent rising towards 2 as the kernel saturates. Checked on the AIConfigurator 0.12.0
+# TensorRT-LLM tables (H100, H200, B200, GB200, L40S, A100), predicting each measured cell at
+# s >= 4,096 from the two measured lengths below it: median -2.3% (P10 -9.5%, P90 +5.5%);
+# s^2 from the last point: +7.1%; four times the half-length prompt: +19.8%; AIConfigurator's own
+# linear extension: -8.4%. Only up to twice the longest measured prompt; beyond, analytic.
+MAX_SEQ_EXTENSION = 2.0
 
 
 @dataclass
@@ -119,6 +130,24 @@ def _smallest(g: Grid, axis: int) -> tuple[float, float] | None:
     """The two smallest measured sizes on one axis of a grid (None with fewer than two)."""
     pts = g.points[axis]
     return (float(pts[0]), float(pts[1])) if len(pts) >= 2 else None
+
+
+def _beyond_longest(g: Grid, heads: float, seq: np.ndarray, batch: np.ndarray) -> np.ndarray:
+    """Context attention at (heads, seq, batch) from the grid, and for a prompt longer than the
+    longest measured one (up to MAX_SEQ_EXTENSION times it) the longest measured latency scaled
+    by the power law of the last measured segment, its exponent held to [1, 2]."""
+    out = np.asarray(g(heads, seq, batch), dtype=np.float64)
+    lens = g.points[1]
+    longest = float(lens[-1])
+    over = (seq > longest) & (seq <= MAX_SEQ_EXTENSION * longest)
+    if len(lens) < 2 or not over.any():
+        return out
+    last = np.asarray(g(heads, longest, batch), dtype=np.float64)
+    before = np.asarray(g(heads, float(lens[-2]), batch), dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = np.clip(np.log(last / before) / np.log(longest / float(lens[-2])), 1.0, 2.0)
+        extended = last * (seq / longest) ** power
+    return np.where(np.isfinite(out), out, np.where(over, extended, np.nan))
 
 
 def _pick(
@@ -205,6 +234,17 @@ def _elementwise_s(rep: Replica, tokens: np.ndarray) -> np.ndarray:
     return np.asarray(tokens, dtype=np.float64) * per_token * ACT_BYTES / stream
 
 
+def _embedding_s(rep: Replica, table: KernelTable, report: OpReport, tokens: np.ndarray) -> np.ndarray:
+    """Once per step: the input embedding's lookup (each token's 16-bit row read and written, a
+    kernel's fixed cost) and, with the vocabulary split over the tensor-parallel ranks, the
+    all-reduce that assembles the rows (AIConfigurator's `embedding` op and `embedding_ar`
+    CustomAllReduce in its Llama op list)."""
+    t = np.asarray(tokens, dtype=np.float64)
+    stream = rep.hw.hbm_bytes_per_s * rep.hw.memory_bw_fraction
+    lookup = 2.0 * t * rep.arch.hidden * ACT_BYTES / stream + rep.hw.kernel_overhead_s
+    return lookup + _all_reduce(rep, table, report, t)
+
+
 def supported(rep: Replica) -> str | None:
     """None when the op list covers the model, else why it does not."""
     if rep.arch.is_moe:
@@ -248,7 +288,7 @@ def decode_step_s(
     logits = _gemm(
         rep, table, report, "gemm_logits", b, rep.arch.vocab / rep.tp, float(rep.arch.hidden), LOGITS_DTYPE
     )
-    return rep.arch.layers * layer + logits, report
+    return rep.arch.layers * layer + logits + _embedding_s(rep, table, report, b), report
 
 
 def prefill_s(
@@ -269,7 +309,9 @@ def prefill_s(
         measured = np.full(t.shape, np.nan)
     else:  # more prompts than measured: equal parts back to back, as decode attention does
         part = np.clip(MIN_ATTENTION_PART_TOKENS / t, 1.0, MIN_PART["batch"])
-        measured, _ = split_lookup(lambda ss: g(heads, t, ss), s, "batch", part, floor_sizes=_smallest(g, 2))
+        measured, _ = split_lookup(
+            lambda ss: _beyond_longest(g, heads, t, ss), s, "batch", part, floor_sizes=_smallest(g, 2)
+        )
     attn = _pick(
         report,
         "context_attention",
@@ -286,4 +328,4 @@ def prefill_s(
     logits = _gemm(
         rep, table, report, "gemm_logits", s, rep.arch.vocab / rep.tp, float(rep.arch.hidden), LOGITS_DTYPE
     )
-    return rep.arch.layers * layer + logits, report
+    return rep.arch.layers * layer + logits + _embedding_s(rep, table, report, m), report
