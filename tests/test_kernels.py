@@ -344,3 +344,16 @@ def test_measured_steps_count_the_embedding_and_its_all_reduce():
         2 * 64 * 4096 * 2.0 / (one.hw.hbm_bytes_per_s * one.hw.memory_bw_fraction) + one.hw.kernel_overhead_s
     )
     assert float(_embedding_s(two, table, OpReport("t"), np.asarray(64.0))) > e1  # plus the all-reduce
+
+
+def test_measured_step_breakdown_adds_up_to_its_total():
+    """Each op's seconds (layers summed) are reported, and they add up to the step."""
+    table = build_table(META, _records() + _context_records())
+    rep = _replica(table, tp=2)
+    t, report = rep.decode_step_detail(64.0, 64.0 * 1024.0)
+    assert {"gemm_qkv", "attention", "all_reduce", "elementwise", "gemm_logits", "embedding"} <= set(
+        report.seconds
+    )
+    assert float(sum(report.seconds.values())) == pytest.approx(float(t), rel=1e-12)
+    p, pre = rep.prefill_detail(128.0, 0.0, 4.0)
+    assert float(sum(pre.seconds.values())) == pytest.approx(float(p), rel=1e-12)

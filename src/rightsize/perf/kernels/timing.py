@@ -73,6 +73,8 @@ class OpReport:
     table: str
     measured: dict[str, float] = field(default_factory=dict)  # op -> share of points from the table
     reasons: dict[str, str] = field(default_factory=dict)  # op -> why the analytic model timed it
+    # op -> its seconds in the step (every layer's share summed), the breakdown of the total
+    seconds: dict[str, np.ndarray] = field(default_factory=dict)
 
     def note(self, op: str, ok: np.ndarray, reason: str) -> None:
         share = float(np.mean(ok)) if np.size(ok) else 0.0
@@ -207,8 +209,8 @@ def _heads(rep: Replica) -> tuple[float, int, int]:
     return a.heads / rep.tp, max(1, a.kv_heads // rep.tp), a.head_dim
 
 
-def _linear_ops(rep: Replica, table: KernelTable, report: OpReport, m: np.ndarray) -> np.ndarray:
-    """One layer's four projection GEMMs over m tokens (per TP rank)."""
+def _linear_ops(rep: Replica, table: KernelTable, report: OpReport, m: np.ndarray) -> dict[str, np.ndarray]:
+    """One layer's four projection GEMMs over m tokens (per TP rank), by op."""
     a, tp = rep.arch, float(rep.tp)
     h, d, f = float(a.hidden), float(a.head_dim), float(a.ffn_hidden)
     mats = 3 if a.mlp == "swiglu" else 2
@@ -216,7 +218,15 @@ def _linear_ops(rep: Replica, table: KernelTable, report: OpReport, m: np.ndarra
     out = _gemm(rep, table, report, "gemm_out", m, h, a.heads * d / tp)
     up = _gemm(rep, table, report, "gemm_up", m, (mats - 1) * f / tp, h)
     down = _gemm(rep, table, report, "gemm_down", m, h, f / tp)
-    return qkv + out + up + down
+    return {"gemm_qkv": qkv, "gemm_out": out, "gemm_up": up, "gemm_down": down}
+
+
+def _step(
+    rep: Replica, report: OpReport, per_layer: dict[str, np.ndarray], once: dict[str, np.ndarray]
+) -> np.ndarray:
+    """The step's total from its per-layer and once-per-step ops, each recorded in the report."""
+    report.seconds = {op: rep.arch.layers * t for op, t in per_layer.items()} | dict(once)
+    return sum(report.seconds.values(), np.zeros(()))
 
 
 def _elementwise_s(rep: Replica, tokens: np.ndarray) -> np.ndarray:
@@ -279,16 +289,16 @@ def decode_step_s(
         lambda: rep.analytic_decode_attention_s(b, ctx),
         _range(table, "generation_attention", rep.kv_precision, kv, d),
     )
-    layer = (
-        _linear_ops(rep, table, report, b)
-        + attn
-        + 2.0 * _all_reduce(rep, table, report, b)
-        + _elementwise_s(rep, b)
-    )
+    layer = _linear_ops(rep, table, report, b) | {
+        "attention": attn,
+        "all_reduce": 2.0 * _all_reduce(rep, table, report, b),
+        "elementwise": _elementwise_s(rep, b),
+    }
     logits = _gemm(
         rep, table, report, "gemm_logits", b, rep.arch.vocab / rep.tp, float(rep.arch.hidden), LOGITS_DTYPE
     )
-    return rep.arch.layers * layer + logits + _embedding_s(rep, table, report, b), report
+    once = {"gemm_logits": logits, "embedding": _embedding_s(rep, table, report, b)}
+    return _step(rep, report, layer, once), report
 
 
 def prefill_s(
@@ -319,13 +329,13 @@ def prefill_s(
         lambda: rep.analytic_prefill_attention_s(t, s),
         _range(table, "context_attention", *key),
     )
-    layer = (
-        _linear_ops(rep, table, report, m)
-        + attn
-        + 2.0 * _all_reduce(rep, table, report, m)
-        + _elementwise_s(rep, m)
-    )
+    layer = _linear_ops(rep, table, report, m) | {
+        "attention": attn,
+        "all_reduce": 2.0 * _all_reduce(rep, table, report, m),
+        "elementwise": _elementwise_s(rep, m),
+    }
     logits = _gemm(
         rep, table, report, "gemm_logits", s, rep.arch.vocab / rep.tp, float(rep.arch.hidden), LOGITS_DTYPE
     )
-    return rep.arch.layers * layer + logits + _embedding_s(rep, table, report, m), report
+    once = {"gemm_logits": logits, "embedding": _embedding_s(rep, table, report, m)}
+    return _step(rep, report, layer, once), report
