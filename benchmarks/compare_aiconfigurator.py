@@ -13,7 +13,12 @@ AIConfigurator is closer on.
 Run (needs the optional `aiconfigurator` extra; about 5 s a row):
     rightsize validate --holdout --engines --format json -o /tmp/v.json
     PYTHONPATH=src python benchmarks/compare_aiconfigurator.py /tmp/v.json \
-        src/rightsize/validate/data/holdout_inference.csv
+        src/rightsize/validate/data/holdout_inference.csv [--ops]
+
+With `--ops` each row also gets one decode step at its batch and mean context (input + output
+/ 2) broken down by operation, AIConfigurator's (`static_gen`, one step) beside rightsize's
+measured-kernel step (`OpReport.seconds`), in milliseconds: where the two compositions of the
+same tables differ (element-wise kernels' fixed cost, per-step engine overhead, sampling).
 """
 
 from __future__ import annotations
@@ -88,7 +93,71 @@ def _aic_tokens_per_s(row: dict[str, str], batch: int, folder: Path) -> float:
     return batch * osl / ((est.ttft + est.tpot * (osl - 1)) / 1000.0)
 
 
-def compare(validate_json: Path, csv_path: Path) -> dict[str, Any]:
+# AIConfigurator's Llama generation ops (sdk/models/llama.py) grouped as rightsize's OpReport names them
+AIC_OPS = {
+    "qkv_gemm": "gemm_qkv",
+    "proj_gemm": "gemm_out",
+    "gate_ffn1_gemm": "gemm_up",
+    "ffn2_gemm": "gemm_down",
+    "attention": "attention",
+    "ar_1": "all_reduce",
+    "ar_2": "all_reduce",
+    "add_norm_1": "elementwise",
+    "add_norm_2": "elementwise",
+    "act_gate": "elementwise",
+    "logits_gemm": "gemm_logits",
+    "embedding": "embedding",
+    "embedding_ar": "embedding",
+    "p2p": "pipeline_p2p",
+}
+
+
+def op_breakdown(row: dict[str, str], batch: int, folder: Path) -> dict[str, tuple[float, float]]:
+    """One decode step at the row's batch and mean context, op -> (AIConfigurator ms, rightsize ms)."""
+    from aiconfigurator.cli.api import cli_estimate
+
+    from rightsize.catalog import get_accelerator, node_for
+    from rightsize.perf.inference import Replica
+    from rightsize.perf.kernels import aiconfigurator
+    from rightsize.spec.model import ModelArch
+    from rightsize.validate.cases import model_fields
+
+    isl, osl = int(row["input_len"]), int(row["output_len"])
+    ctx = isl + osl // 2
+    est = cli_estimate(
+        str(_config(row, folder)),
+        SYSTEMS[row["accelerator"]],
+        mode="static_gen",
+        backend_name=BACKENDS[row["engine"]],
+        isl=ctx - 1,
+        osl=2,
+        batch_size=batch,
+        tp_size=int(row["tp"] or 1),
+        gemm_quant_mode=QUANT[row["weight_precision"]],
+        kvcache_quant_mode=QUANT.get(row["kv_precision"], "fp8"),
+    )
+    theirs: dict[str, float] = {}
+    for name, ms in est.summary.get_generation_latency_dict().items():
+        op = AIC_OPS.get(name.removeprefix("generation_"), name)
+        theirs[op] = theirs.get(op, 0.0) + float(ms)
+    acc = get_accelerator(row["accelerator"])
+    rep = Replica.build(
+        ModelArch(**model_fields(row)),
+        acc,
+        node_for(acc.id),
+        int(row["tp"] or 1),
+        row["weight_precision"],
+        row["kv_precision"],
+        engine=row["engine"],
+        kernels=aiconfigurator.load_table(acc.id, row["engine"], row.get("version") or None),
+        engine_version=row.get("version") or None,
+    )
+    _, report = rep.decode_step_detail(float(batch), float(batch * ctx))
+    ours = {op: 1e3 * float(t) for op, t in report.seconds.items()}
+    return {op: (theirs.get(op, 0.0), ours.get(op, 0.0)) for op in {**theirs, **ours}}
+
+
+def compare(validate_json: Path, csv_path: Path, ops: bool = False) -> dict[str, Any]:
     ours = {r["id"]: r for r in json.loads(validate_json.read_text(encoding="utf-8"))["rows"]}
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, csv_path.open(newline="", encoding="utf-8") as f:
@@ -118,6 +187,11 @@ def compare(validate_json: Path, csv_path: Path) -> dict[str, Any]:
                 f"{row['id']:58s} AIC {100 * aic:+6.1f}%  analytic {100 * mine['analytic_error']:+6.1f}%"
                 f"  kernels {k}{closer}"
             )
+            if ops:
+                parts = op_breakdown(row, batch, Path(tmp))
+                total = [sum(v[i] for v in parts.values()) for i in (0, 1)]
+                cells = "  ".join(f"{op} {a:.3f}/{b:.3f}" for op, (a, b) in sorted(parts.items()))
+                print(f"    step ms AIC/ours {total[0]:.2f}/{total[1]:.2f}: {cells}")
     med = {
         "aiconfigurator": statistics.median(abs(r["aic"]) for r in out) if out else None,
         "analytic": statistics.median(abs(r["analytic"]) for r in out) if out else None,
@@ -136,6 +210,6 @@ def compare(validate_json: Path, csv_path: Path) -> dict[str, Any]:
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    result = compare(Path(sys.argv[1]), Path(sys.argv[2]))
+    result = compare(Path(sys.argv[1]), Path(sys.argv[2]), ops="--ops" in sys.argv[3:])
     keys = ("n", "median_abs_error", "aiconfigurator_closer_rows")
     print(json.dumps({k: result[k] for k in keys}, indent=2))

@@ -281,3 +281,79 @@ def test_measured_steps_add_the_element_wise_kernels_tables_do_not_measure():
     elems = 8 * 4096 + 3 * 14336  # norms 4 x hidden each, SwiGLU reads 2 x ffn and writes ffn
     assert one == pytest.approx(elems * 2.0 / (rep.hw.hbm_bytes_per_s * rep.hw.memory_bw_fraction))
     assert float(_elementwise_s(_replica(tp=2), np.asarray(1.0))) < one  # the MLP part splits over tp
+
+
+def _long_context_records() -> list[dict]:
+    """Context attention measured up to 4,096 tokens along s^1.5 (a kernel still saturating)."""
+    return [
+        {
+            "op": "context_attention",
+            "dtype": "fp8",
+            "kv_heads": 8,
+            "head_dim": 128,
+            "heads": 32,
+            "seq_len": s,
+            "batch": b,
+            "latency_s": 1e-9 * b * s**1.5,
+        }  # fmt: skip
+        for b in (1.0, 2.0)
+        for s in (1024.0, 2048.0, 4096.0)
+    ]
+
+
+def test_a_prompt_beyond_the_longest_measured_follows_the_last_segments_power_law():
+    """Issue 30: a 20,000-token prompt on tables that stop at 16,384 was timed analytically, a
+    different calibration mixed into a measured prediction; now the table's own trend carries
+    it, up to twice the longest measured prompt, and beyond that the analytic model says why."""
+    from rightsize.perf.kernels.timing import _beyond_longest
+
+    table = build_table(META, _records() + _long_context_records())
+    g = table.grid("context_attention", "fp8", 8, 128)
+    t = _beyond_longest(g, 32.0, np.array([2048.0, 6000.0, 8192.0, 9000.0]), np.array([1.0, 1.0, 2.0, 1.0]))
+    assert t[0] == pytest.approx(1e-9 * 2048.0**1.5, rel=1e-9)  # measured: the grid itself
+    assert t[1] == pytest.approx(1e-9 * 6000.0**1.5, rel=1e-9)  # the law of 2,048 -> 4,096 extended
+    assert t[2] == pytest.approx(2e-9 * 8192.0**1.5, rel=1e-9)
+    assert np.isnan(t[3])  # beyond twice the longest measured prompt: refused
+    rep = _replica(table)
+    _, inside = rep.prefill_detail(6000.0, 0.0, 1.0)
+    assert inside.measured["context_attention"] == 1.0
+    _, beyond = rep.prefill_detail(9000.0, 0.0, 1.0)
+    assert beyond.measured["context_attention"] == 0.0 and "outside" in beyond.reasons["context_attention"]
+
+
+def test_extension_exponent_is_held_between_linear_and_quadratic():
+    """A noisy last segment must not extrapolate faster than causal attention's s^2 work (or
+    slower than its s) : the exponent is clipped to [1, 2]."""
+    from rightsize.perf.kernels.timing import _beyond_longest
+
+    rows = [((32.0, s, 1.0), 1e-12 * s**3) for s in (1024.0, 2048.0)]  # a cubic segment
+    g = Grid.from_points(("heads", "seq_len", "batch"), rows)
+    t = _beyond_longest(g, 32.0, np.array([4096.0]), np.array([1.0]))
+    assert t[0] == pytest.approx(1e-12 * 2048.0**3 * 2.0**2, rel=1e-9)
+
+
+def test_measured_steps_count_the_embedding_and_its_all_reduce():
+    """AIConfigurator's Llama op list: one embedding lookup per step and, under tensor
+    parallelism, the all-reduce of the vocabulary-split rows."""
+    from rightsize.perf.kernels.timing import OpReport, _embedding_s
+
+    table = build_table(META, _records())
+    one, two = _replica(table), _replica(table, tp=2)
+    e1 = float(_embedding_s(one, table, OpReport("t"), np.asarray(64.0)))
+    assert e1 == pytest.approx(
+        2 * 64 * 4096 * 2.0 / (one.hw.hbm_bytes_per_s * one.hw.memory_bw_fraction) + one.hw.kernel_overhead_s
+    )
+    assert float(_embedding_s(two, table, OpReport("t"), np.asarray(64.0))) > e1  # plus the all-reduce
+
+
+def test_measured_step_breakdown_adds_up_to_its_total():
+    """Each op's seconds (layers summed) are reported, and they add up to the step."""
+    table = build_table(META, _records() + _context_records())
+    rep = _replica(table, tp=2)
+    t, report = rep.decode_step_detail(64.0, 64.0 * 1024.0)
+    assert {"gemm_qkv", "attention", "all_reduce", "elementwise", "gemm_logits", "embedding"} <= set(
+        report.seconds
+    )
+    assert float(sum(report.seconds.values())) == pytest.approx(float(t), rel=1e-12)
+    p, pre = rep.prefill_detail(128.0, 0.0, 4.0)
+    assert float(sum(pre.seconds.values())) == pytest.approx(float(p), rel=1e-12)
