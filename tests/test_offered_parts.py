@@ -152,3 +152,12 @@ def test_no_price_file_prices_a_part_that_is_not_offered() -> None:
     assert unoffered, "the catalog has a part that is not offered (h100-meta-96gb)"
     assert set(prices["cloud"]).isdisjoint(a.id for a in unoffered)
     assert set(prices["onprem"]).isdisjoint(a.default_node for a in unoffered)
+
+
+def test_the_catalog_listing_says_which_parts_are_not_offered() -> None:
+    from rightsize.report.catalog_text import catalog_dict, render_catalog
+
+    line = next(ln for ln in render_catalog().splitlines() if ln.startswith("Not offered"))
+    assert line.endswith(META)
+    assert catalog_dict()["accelerators"][META]["offered"] is False
+    assert catalog_dict()["accelerators"]["h100-sxm"]["offered"] is True
