@@ -11,12 +11,17 @@ What it moves, per layer and micro-batch on one rank of a cp group (`rows` = b s
   heads to the query heads before `F.scaled_dot_product_attention`), so the exchanged blocks are
   `heads` wide, not `kv_heads`.
 - Forward: one all-gather of the local K, V (`_AllGatherRotater`: "only one communication will
-  be done"), started after the first, diagonal block's SDPA is launched and waited for before the
-  second: it hides under that block only (1 / cp of the rank's attention under round-robin
-  balance, where each of the other cp - 1 steps is half a block).
-- Backward: K, V all-gathered again the same way; the dK, dV of each step rotated to the next
-  rank in fp32 (`dkv_rotater` is ALL_TO_ALL, accum_dtype float32), each hidden under the next
-  step's SDPA backward, the last one waited for after the loop.
+  be done"), issued before the first, diagonal block's SDPA. Under torchtitan's per-block
+  `torch.compile(block, fullgraph=True)` (parallelize_llama.py at 9dec370) the ring is traced
+  into the graph, and a functional collective traced there is waited for at once
+  (torch/distributed/_functional_collectives.py, `_maybe_wrap_tensor`: "if _are_we_tracing():
+  return wait_tensor(self)"); Inductor moves waits only with
+  `reorder_for_compute_comm_overlap`, off by default and not set by torchtitan 9dec370 (it sets
+  only `_micro_pipeline_tp`). So the all-gather is exposed whole, in the forward and again in
+  the full-AC recompute.
+- Backward: K, V all-gathered again the same way; the dK, dV of every step (cp of them, the
+  first included) sent to the next rank in fp32 (`dkv_rotater` is ALL_TO_ALL through
+  `ft_c.permute_tensor`, accum_dtype float32), each waited for at once under compile.
 - Memory-bound work per step, in eager PyTorch ops (counted per element of the rank's queries,
   q = heads x head_dim / tp, and of its expanded K and V, kv = heads x (dqk + dv) / tp):
   forward, the K, V concatenated for the send (`torch.cat`, read and write 2 bytes) on the
@@ -69,18 +74,17 @@ def torch_ring_exposed_s(
     rows: np.ndarray,
     attn: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) exposed communication seconds (see the module docstring)."""
+    """(forward, backward) exposed communication seconds (see the module docstring): under
+    torchtitan's per-block torch.compile every collective is waited for where it is issued, so
+    the K, V all-gather is paid whole in the forward (and again in the full-AC recompute, which
+    repeats the forward), and in the backward the all-gather plus cp fp32 dK, dV sends."""
     bw, lat = coll.group_link(cfg.cp, cfg.tp, hw)
     _, kv = _widths(w, cfg)
     kv_bytes = rows * kv * BF16_BYTES
     gather = coll.all_gather_s(kv_bytes * cfg.cp, cfg.cp, bw, lat)
-    attn_f, attn_b = attn
-    first_f, step_b = attn_f / cfg.cp, attn_b / cfg.cp
     dkv = coll.p2p_s(rows * kv * FP32_BYTES, bw, lat)
-    fwd = np.maximum(0.0, gather - first_f)
-    bwd = np.maximum(0.0, gather - step_b) + (cfg.cp - 1.0) * np.maximum(0.0, dkv - step_b) + dkv
     on = cfg.cp > 1
-    return np.where(on, fwd, 0.0), np.where(on, bwd, 0.0)
+    return np.where(on, gather, 0.0), np.where(on, gather + cfg.cp * dkv, 0.0)
 
 
 def torch_ring_traffic_s(
