@@ -11,23 +11,29 @@ What it moves, per layer and micro-batch on one rank of a cp group (`rows` = b s
   heads to the query heads before `F.scaled_dot_product_attention`), so the exchanged blocks are
   `heads` wide, not `kv_heads`.
 - Forward: one all-gather of the local K, V (`_AllGatherRotater`: "only one communication will
-  be done"), started after the first, diagonal block's SDPA is launched and waited for before the
-  second: it hides under that block only (1 / cp of the rank's attention under round-robin
-  balance, where each of the other cp - 1 steps is half a block).
-- Backward: K, V all-gathered again the same way; the dK, dV of each step rotated to the next
-  rank in fp32 (`dkv_rotater` is ALL_TO_ALL, accum_dtype float32), each hidden under the next
-  step's SDPA backward, the last one waited for after the loop.
-- Memory-bound work per step, in eager PyTorch ops (counted per element of the rank's queries,
-  q = heads x head_dim / tp, and of its expanded K and V, kv = heads x (dqk + dv) / tp):
-  forward, the K, V concatenated for the send (`torch.cat`, read and write 2 bytes) on the
-  first cp - 1 steps, each block output converted to fp32 (read 2, write 4) and merged with the
-  running output by `out - sigmoid(lse_b - lse) * (out - out_b)` (three passes over fp32:
-  read 8 write 4, read 4 write 4, read 8 write 4), the result cast back (read 4, write 2) once;
-  backward, the same K, V concatenation, the fp32 dK, dV accumulated into the half the step
-  touched and re-concatenated (`_partial_update`: read 4 + 2 and write 4 over half, then read
-  and write 4 over the whole), concatenated again for the send (read and write 4), dQ
-  accumulated in fp32 (read 4 + 2, write 4), and the fp32 gradients zero-filled at the start
-  and cast back at the end.
+  be done"), issued before the first, diagonal block's SDPA. Under torchtitan's per-block
+  `torch.compile(block, fullgraph=True)` (parallelize_llama.py at 9dec370) the ring is traced
+  into the graph, and a functional collective traced there is waited for at once
+  (torch/distributed/_functional_collectives.py, `_maybe_wrap_tensor`: "if _are_we_tracing():
+  return wait_tensor(self)"); Inductor moves waits only with
+  `reorder_for_compute_comm_overlap`, off by default and not set by torchtitan 9dec370 (it sets
+  only `_micro_pipeline_tp`). So the all-gather is exposed whole, in the forward and again in
+  the full-AC recompute.
+- Backward: K, V all-gathered again the same way; the dK, dV of every step (cp of them, the
+  first included) sent to the next rank in fp32 (`dkv_rotater` is ALL_TO_ALL through
+  `ft_c.permute_tensor`, accum_dtype float32), each waited for at once under compile.
+- Memory-bound work, as Inductor compiles the traced ring (counted per element of the rank's
+  queries, q = heads x head_dim / tp, and of its expanded K and V, kv = heads x (dqk + dv) / tp).
+  The eager code concatenates K, V for a send on every step, but `_AllGatherRotater` uses only
+  the first: in the functional graph the later ones are dead and removed. Each step's pointwise
+  merge (`out.to(float32)`, `out - sigmoid(lse_b - lse) * (out - out_b)`, `_partial_update`'s
+  cat) fuses into one pass: read the fp32 running output (4) and the bf16 block output (2),
+  write fp32 (4), on every step but the first (whose conversion fuses into the second's merge;
+  the final cast back fuses into the last). Backward, per step: the received fp32 dK, dV (4)
+  plus the step's bf16 gradient over the half it touches (2 x 1/2), written once as the next
+  fp32 send buffer (4); dQ accumulated in fp32 (4 + 2, write 4); the zero-fills fuse into the
+  first accumulation; once, the K, V concatenation (2 + 2) and the received dK, dV cast back
+  (4 + 2). The eager sum (about 4x these in the forward) applies only without torch.compile.
 """
 
 from __future__ import annotations
@@ -41,18 +47,17 @@ from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 
 BF16_BYTES = 2.0
 FP32_BYTES = 4.0
-# Forward, per query element: block output to fp32 (2 + 4) on every step, the three-pass merge
-# (12 + 8 + 12) on every step but the first.
-FWD_TO_FP32_BYTES = BF16_BYTES + FP32_BYTES
-FWD_MERGE_BYTES = (2 * FP32_BYTES + FP32_BYTES) + (FP32_BYTES + FP32_BYTES) + (2 * FP32_BYTES + FP32_BYTES)
-CAST_BACK_BYTES = FP32_BYTES + BF16_BYTES
-# Per K/V element: the bf16 concatenation before each send (read and write).
+# Per K/V element, once per pass: the bf16 concatenation for the all-gather (read and write).
 KV_CAT_BYTES = 2 * BF16_BYTES
-# Backward, per expanded K/V element and step: half-block accumulate (4 + 2 + 4 over half), the
-# re-concatenation (4 + 4) and the fp32 concatenation for the send (4 + 4).
-BWD_DKV_STEP_BYTES = 0.5 * (FP32_BYTES + BF16_BYTES + FP32_BYTES) + 2 * FP32_BYTES + 2 * FP32_BYTES
+# Forward, per query element and step after the first: the fused merge.
+FWD_MERGE_STEP_BYTES = FP32_BYTES + BF16_BYTES + FP32_BYTES
+# Backward, per expanded K/V element and step: received fp32 dK, dV, the step's bf16 gradient over
+# half, written once as the next send buffer.
+BWD_DKV_STEP_BYTES = FP32_BYTES + 0.5 * BF16_BYTES + FP32_BYTES
 # Backward, per query element and step: dQ accumulated in fp32 (read 4 + 2, write 4).
 BWD_DQ_STEP_BYTES = FP32_BYTES + BF16_BYTES + FP32_BYTES
+# Backward, per K/V element, once: the received fp32 dK, dV cast back to bf16.
+CAST_BACK_BYTES = FP32_BYTES + BF16_BYTES
 
 
 def _widths(w: TrainWorkload, cfg: ParallelConfigs) -> tuple[np.ndarray, np.ndarray]:
@@ -69,30 +74,28 @@ def torch_ring_exposed_s(
     rows: np.ndarray,
     attn: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) exposed communication seconds (see the module docstring)."""
+    """(forward, backward) exposed communication seconds (see the module docstring): under
+    torchtitan's per-block torch.compile every collective is waited for where it is issued, so
+    the K, V all-gather is paid whole in the forward (and again in the full-AC recompute, which
+    repeats the forward), and in the backward the all-gather plus cp fp32 dK, dV sends."""
     bw, lat = coll.group_link(cfg.cp, cfg.tp, hw)
     _, kv = _widths(w, cfg)
     kv_bytes = rows * kv * BF16_BYTES
     gather = coll.all_gather_s(kv_bytes * cfg.cp, cfg.cp, bw, lat)
-    attn_f, attn_b = attn
-    first_f, step_b = attn_f / cfg.cp, attn_b / cfg.cp
     dkv = coll.p2p_s(rows * kv * FP32_BYTES, bw, lat)
-    fwd = np.maximum(0.0, gather - first_f)
-    bwd = np.maximum(0.0, gather - step_b) + (cfg.cp - 1.0) * np.maximum(0.0, dkv - step_b) + dkv
     on = cfg.cp > 1
-    return np.where(on, fwd, 0.0), np.where(on, bwd, 0.0)
+    return np.where(on, gather, 0.0), np.where(on, gather + cfg.cp * dkv, 0.0)
 
 
 def torch_ring_traffic_s(
     w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) seconds of the eager merge and accumulation passes (module docstring)."""
+    """(forward, backward) seconds of the ring's compiled merge and accumulation passes (module
+    docstring)."""
     q, kv = _widths(w, cfg)
     n = cfg.cp.astype(np.float64)
-    fwd = (n - 1.0) * KV_CAT_BYTES * kv + n * FWD_TO_FP32_BYTES * q + (n - 1.0) * FWD_MERGE_BYTES * q
-    fwd = fwd + CAST_BACK_BYTES * q
-    bwd = (n - 1.0) * KV_CAT_BYTES * kv + n * (BWD_DKV_STEP_BYTES * kv + BWD_DQ_STEP_BYTES * q)
-    bwd = bwd + FP32_BYTES * (q + kv) + CAST_BACK_BYTES * (q + kv)  # zero-fill, cast back
+    fwd = KV_CAT_BYTES * kv + (n - 1.0) * FWD_MERGE_STEP_BYTES * q
+    bwd = KV_CAT_BYTES * kv + n * (BWD_DKV_STEP_BYTES * kv + BWD_DQ_STEP_BYTES * q) + CAST_BACK_BYTES * kv
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     on = cfg.cp > 1
     return np.where(on, rows * fwd / mem_bw, 0.0), np.where(on, rows * bwd / mem_bw, 0.0)
