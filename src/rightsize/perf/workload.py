@@ -55,7 +55,7 @@ class TrainWorkload:
     moe_dispatch_dtype: str = "bf16"  # MoE dispatch wire dtype: bf16 | fp8 (quantised before dispatch)
     moe_dispatcher: str = "auto"  # Megatron-Core token dispatcher: auto | alltoall | deepep | hybridep
     attention_kernel: str = "auto"  # flash1 | flash2 | cudnn | flash3 | auto (the accelerator's usual)
-    cp_comm: str = "p2p"  # context-parallel attention: p2p (ring) | all_gather | a2a (Ulysses) | torch_allgather
+    cp_comm: str = "p2p"  # context-parallel attention: p2p | all_gather | a2a | torch_allgather
     cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
     tp_comm_overlap: bool | None = None  # TP collectives overlapped with GEMMs; None: the stack's usual
     grad_reduce_in_fp32: bool | None = None  # gradient buffers in fp32; None: the stack's default
