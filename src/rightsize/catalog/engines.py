@@ -2,7 +2,9 @@
 
 Lookups are pure: `get_engine(name)` returns the sourced defaults of one engine, by its
 name or a common alias (``trtllm``, ``TensorRT-LLM``). `None` is the engine-neutral
-default the planner used before engines were named (vLLM's conventions).
+default the planner used before engines were named (vLLM's conventions). Each engine (and
+each older release) says how much host time an iteration costs and whether the engine hides it
+behind the GPU step (`iteration_host_s`, `overlaps_host`; applied in `perf.inference`).
 """
 
 from __future__ import annotations
