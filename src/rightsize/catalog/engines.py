@@ -2,7 +2,9 @@
 
 Lookups are pure: `get_engine(name)` returns the sourced defaults of one engine, by its
 name or a common alias (``trtllm``, ``TensorRT-LLM``). `None` is the engine-neutral
-default the planner used before engines were named (vLLM's conventions).
+default the planner used before engines were named (vLLM's conventions). Each engine (and
+each older release) says how much host time an iteration costs and whether the engine hides it
+behind the GPU step (`iteration_host_s`, `overlaps_host`; applied in `perf.inference`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ _ALIASES = {
     "habana": "optimum-habana",
 }
 DEFAULT_ENGINE = "vllm"
-_RELEASE_NUMBERS = ("gqa_decode_kv_reread_fraction",)
+_RELEASE_NUMBERS = ("gqa_decode_kv_reread_fraction", "iteration_overhead_s")
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -69,6 +71,7 @@ class EngineRelease:
     before: tuple[int, ...]
     mechanism: str
     figures: dict[str, Sourced]
+    host_overlap: bool | None = None  # None: as the current releases
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,11 @@ class EngineDefaults:
     int8_scheme: str = "weight_only"
     int8_source: str = ""
     releases: tuple[EngineRelease, ...] = ()
+    # Whether the engine's host work for one iteration (scheduling, input preparation, output
+    # processing) runs while the GPU executes the previous one (an overlap / zero-overhead /
+    # async scheduler): then only the host time beyond the GPU step is exposed.
+    host_overlap: bool = False
+    host_overlap_source: str = ""
 
     def value(self, field: str) -> float | None:
         fig = self.figures.get(field)
@@ -95,13 +103,29 @@ class EngineDefaults:
     def release_value(self, field: str, version: str | None) -> float | None:
         """The figure an older release has for `field` (the earliest matching entry), None for
         the current releases or an unnamed version."""
-        key = version_key(version) if version else ()
-        if not key:
-            return None
-        for rel in sorted(self.releases, key=lambda r: r.before):
-            if key < rel.before and field in rel.figures:
+        for rel in self._release_for(version):
+            if field in rel.figures:
                 return rel.figures[field].value
         return None
+
+    def _release_for(self, version: str | None) -> list[EngineRelease]:
+        """The older-release entries that apply to `version`, earliest first (none: current)."""
+        key = version_key(version) if version else ()
+        if not key:
+            return []
+        return [rel for rel in sorted(self.releases, key=lambda r: r.before) if key < rel.before]
+
+    def iteration_host_s(self, version: str | None) -> float:
+        """Host seconds per engine iteration for the release `version` (None: the current one)."""
+        older = self.release_value("iteration_overhead_s", version)
+        return older if older is not None else float(self.value("iteration_overhead_s") or 0.0)
+
+    def overlaps_host(self, version: str | None) -> bool:
+        """Whether the release `version` hides its per-iteration host work behind the GPU step."""
+        for rel in self._release_for(version):
+            if rel.host_overlap is not None:
+                return rel.host_overlap
+        return self.host_overlap
 
     def max_num_seqs(self, hbm_gib: float, accelerator_id: str) -> float | None:
         """The engine's default cap on running sequences on this GPU (None: only memory bounds it)."""
@@ -138,7 +162,8 @@ def _parse(name: str, raw: Any) -> EngineDefaults:
         if not before:
             raise CatalogDataError(FILE, where, "'before' must be a version such as 0.7.0")
         figs = {f: sourced(rel[f], FILE, f"{where}.{f}", maximum=1.0) for f in _RELEASE_NUMBERS if f in rel}
-        releases.append(EngineRelease(before, require_str(rel, "mechanism", FILE, where), figs))
+        overlap = _overlap(rel, where)
+        releases.append(EngineRelease(before, require_str(rel, "mechanism", FILE, where), figs, overlap))
     return EngineDefaults(
         name=name,
         versions=str(raw.get("versions", "")),
@@ -149,7 +174,19 @@ def _parse(name: str, raw: Any) -> EngineDefaults:
         int8_scheme=int8_scheme,
         int8_source=str(raw.get("int8_source", "")),
         releases=tuple(releases),
+        host_overlap=bool(_overlap(raw, f"engines.{name}")),
+        host_overlap_source=str(raw.get("host_overlap_source", "")),
     )
+
+
+def _overlap(raw: dict[str, Any], where: str) -> bool | None:
+    """`host_overlap` of an engine or release entry: a boolean with its `host_overlap_source`."""
+    if "host_overlap" not in raw:
+        return None
+    value = raw["host_overlap"]
+    if not isinstance(value, bool) or not raw.get("host_overlap_source"):
+        raise CatalogDataError(FILE, where, "host_overlap: true|false, with a host_overlap_source")
+    return value
 
 
 @lru_cache(maxsize=1)

@@ -279,13 +279,24 @@ class Replica:
             bw = np.where(nbytes <= DECODE_ALLREDUCE_MAX_BYTES, small, bw)
         return 2.0 * self.arch.layers * coll.all_reduce_s(nbytes, n, bw, lat)
 
-    def step_overhead_s(self, batch: np.ndarray | float) -> np.ndarray:
-        """Per-iteration host overhead of the engine plus sampling over the batch's logits."""
+    def step_overhead_s(
+        self, batch: np.ndarray | float, gpu_s: np.ndarray | float | None = None
+    ) -> np.ndarray:
+        """What a step adds to its kernels: sampling over the batch's logits (GPU work), the
+        platform runtime's fixed cost, and the engine's host time per iteration that is exposed.
+        An engine release that overlaps its host work with the GPU (`EngineDefaults.overlaps_host`:
+        TensorRT-LLM's PyTorch overlap scheduler, SGLang's zero-overhead scheduler) exposes only
+        max(0, host - GPU step), given the step's GPU seconds `gpu_s`; without overlap, or with no
+        GPU time to hide behind (`gpu_s` None), the whole host time is exposed."""
         b = np.asarray(batch, dtype=np.float64)
-        base = self.engine.value("iteration_overhead_s") if self.engine else None
         sampling = SAMPLING_PASSES * LOGIT_BYTES * b * self.arch.vocab / self._stream_bw()
-        own = base if base is not None else DECODE_STEP_OVERHEAD_S
-        return own + self.hw.serving_step_overhead_s + sampling
+        if self.engine is None:
+            host: np.ndarray | float = DECODE_STEP_OVERHEAD_S
+        else:
+            host = self.engine.iteration_host_s(self.engine_version)
+            if gpu_s is not None and self.engine.overlaps_host(self.engine_version):
+                host = np.maximum(0.0, host - (np.asarray(gpu_s, dtype=np.float64) + sampling))
+        return host + self.hw.serving_step_overhead_s + sampling
 
     def decode_step_s(self, batch: np.ndarray | float, context_tokens: np.ndarray | float) -> np.ndarray:
         """Seconds for one decode step of `batch` sequences holding `context_tokens` in total."""
@@ -298,7 +309,7 @@ class Replica:
         b = np.asarray(batch, dtype=np.float64)
         if self.kernels is not None and kernel_timing.supported(self) is None:
             t, report = kernel_timing.decode_step_s(self, self.kernels, b, np.asarray(context_tokens))
-            overhead = self.step_overhead_s(b)
+            overhead = self.step_overhead_s(b, t)
             report.seconds["engine_overhead_and_sampling"] = overhead  # what the tables do not time
             return t + overhead, report
         report = OpReport("analytic")
@@ -322,7 +333,8 @@ class Replica:
             ops = DEQUANT_OPS_PER_WEIGHT[self.weight_precision] * read / self.tp
             dequant_s = ops / self._cuda_core_ops_per_s()
         attn_s = self.analytic_decode_attention_s(b, ctx) * self.arch.layers
-        return gemm_s + dequant_s + attn_s + self.tp_comm_s(b) + self.step_overhead_s(b)
+        gpu_s = gemm_s + dequant_s + attn_s + self.tp_comm_s(b)
+        return gpu_s + self.step_overhead_s(b, gpu_s)
 
     def _decode_gemm_compute_s(self, b: np.ndarray) -> np.ndarray:
         """FLOP time of a decode step's GEMMs with `b` rows each. Dense GQA models: each

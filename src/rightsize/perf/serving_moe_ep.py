@@ -145,7 +145,8 @@ class ExpertParallelReplica(Replica):
         attn_s = np.maximum(kv_s, attn_flops_s)
         report = OpReport("analytic")
         report.note("decode_step", np.zeros(1, dtype=bool), "expert-parallel decode is analytic")
-        total = dense_s + expert_s + attn_s + self.all_to_all_s(b) + self.step_overhead_s(local_b)
+        gpu_s = dense_s + expert_s + attn_s + self.all_to_all_s(b)
+        total = gpu_s + self.step_overhead_s(local_b, gpu_s)
         return total, report
 
     def _attention_flops(self, ctx: np.ndarray) -> np.ndarray:
