@@ -134,7 +134,9 @@ def test_published_caps_are_carried_by_their_rows() -> None:
     cases = {c.id: c for p in files for c in read_cases(p)}
     # Llama 2 paper sec. 2.2.1 / Table 2: 34B on the production cluster at 350 W
     assert cases["llama-2-34b-gpu-hours"].row["gpu_power_limit_w"] == "350"
-    h100_500 = [c for i, c in cases.items() if i.startswith("tt2506-") and c.row["accelerator"] == "h100-sxm"]
+    h100_500 = [
+        c for i, c in cases.items() if i.startswith("tt2506-") and c.row["accelerator"] == "h100-meta-96gb"
+    ]
     assert h100_500 and all(c.row["gpu_power_limit_w"] == "500" for c in h100_500)
     spec = training_spec_data(cases["llama-2-34b-gpu-hours"])
     assert spec["infrastructure"]["facility"]["gpu_power_limit_w"] == 350.0

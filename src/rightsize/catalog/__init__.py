@@ -26,6 +26,8 @@ from rightsize.catalog.registry import (
     get_node,
     node_for,
     nodes,
+    not_offered_notes,
+    offered_accelerators,
 )
 
 __all__ = [
@@ -42,6 +44,8 @@ __all__ = [
     "get_node",
     "node_for",
     "nodes",
+    "not_offered_notes",
+    "offered_accelerators",
     "normalize_dtype",
     "with_efficiency",
     "CloudPrice",

@@ -49,6 +49,7 @@ _KEYS = frozenset(
         "sm_count",
         "scaleup_name",
         "scaleup_topology",
+        "offered",
     }
 )
 
@@ -85,6 +86,10 @@ class Accelerator:
     sources: dict[str, Sourced]  # "hbm_bytes", "peak_dense_flops_per_s.bf16", ... -> figure
     scaleup_name: str = "NVLink"  # the vendor's own term: NVLink, Infinity Fabric, ICI, NeuronLink, PCIe
     scaleup_topology: str = "switch"  # one of TOPOLOGIES
+    # False for a part nobody can buy or rent (a hyperscaler's own variant): searches that do
+    # not name it skip it; `offered_source` says why, with its date.
+    offered: bool = True
+    offered_source: str = ""
 
     @property
     def torus_dims(self) -> int:
@@ -172,7 +177,10 @@ def parse_accelerator(
         )
     default_name = "PCIe" if topology == "pcie" else _DEFAULT_SCALEUP_NAME.get(vendor, "scale-up link")
     scaleup_name = str(raw.get("scaleup_name", default_name))
+    offered, offered_source = _offered(raw.get("offered"), file, f"{key}.offered")
     return Accelerator(
+        offered=offered,
+        offered_source=offered_source,
         scaleup_name=scaleup_name,
         scaleup_topology=topology,
         id=acc_id,
@@ -190,6 +198,20 @@ def parse_accelerator(
         efficiency=efficiencies.get(acc_id, default_eff),
         sources=sources,
     )
+
+
+def _offered(raw: Any, file: str, key: str) -> tuple[bool, str]:
+    """`offered: {value: false, source, as_of}`: whether the part can be bought or rented, and
+    the dated source that says so. Absent: offered (every listed part is, unless it says not)."""
+    if raw is None:
+        return True, ""
+    if not isinstance(raw, Mapping) or set(raw) != {"value", "source", "as_of"}:
+        raise CatalogDataError(file, key, "expected a mapping {value: true|false, source, as_of}")
+    value = raw["value"]
+    if not isinstance(value, bool):
+        raise CatalogDataError(file, f"{key}.value", f"must be true or false, got {value!r}")
+    checked = sourced({**raw, "value": 1}, file, key)  # the same source and date checks as a figure
+    return value, f"{checked.source} (as of {checked.as_of})"
 
 
 def _default_topology(vendor: str) -> str:

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Collection
 
 from rightsize.catalog.prices import CloudPrice, PriceTable, active_prices, cheapest
+from rightsize.catalog.registry import accelerators
 from rightsize.errors import BadInput
 
 
@@ -95,6 +96,9 @@ def provider_offer(acc_id: str, provider: str) -> CloudPrice:
 
 def why_unpriced(acc_id: str) -> str:
     """Why the accelerator has no cloud on-demand price in the table in effect, in a clause."""
+    acc = accelerators().get(acc_id)
+    if acc is not None and not acc.offered:
+        return "no price, as it is not a part one can buy or rent (a hyperscaler's own variant)"
     t = active_prices()
     rents = list(dict.fromkeys(o.instance.provider for o in t.offers.get(acc_id, ()) if o.instance))
     if rents and t.providers is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,29 @@ def _key(name: str) -> str:
 def accelerators() -> dict[str, Accelerator]:
     """All accelerators, id -> Accelerator, in file order (a fresh dict over cached objects)."""
     return dict(_shipped().accelerators)
+
+
+def offered_accelerators() -> dict[str, Accelerator]:
+    """The accelerators one can buy or rent, id -> Accelerator, in file order: what a search
+    considers when the spec names none (`targets.accelerators: all`). A part marked
+    `offered: false` (a hyperscaler's own variant) is planned only when a spec names it."""
+    return {k: a for k, a in _shipped().accelerators.items() if a.offered}
+
+
+def not_offered_notes(acc_ids: Iterable[str]) -> list[str]:
+    """One plan assumption per named accelerator that is not offered for purchase or rent,
+    saying so and why (ids not in the catalog are left to the caller's own check)."""
+    accs = _shipped().accelerators
+    notes = []
+    for acc_id in dict.fromkeys(_key(a) for a in acc_ids):
+        acc = accs.get(acc_id)
+        if acc is not None and not acc.offered:
+            notes.append(
+                f"{acc.id} ({acc.name}) is not a part one can buy or rent: it is planned because the spec "
+                "names it (to check published runs on it, or for its owner), and it has no price. "
+                f"Source: {acc.offered_source}"
+            )
+    return notes
 
 
 def get_accelerator(acc_id: str) -> Accelerator:

@@ -49,6 +49,11 @@ def render_catalog() -> str:
             f"{a.hbm_bytes_per_s / 1e12:>8.2f} {a.scaleup_bytes_per_s / GB:>13,.0f} "
             f"{a.scaleup_domain_gpus:>6} {a.tdp_w:>6,.0f}  {_link(a):<24} {a.default_node}"
         )
+    unoffered = [a.id for a in accelerators().values() if not a.offered]
+    if unoffered:  # a hyperscaler's own variant: searches skip it unless a spec names it
+        lines.append(
+            f"Not offered for purchase or rent (planned only when a spec names them): {', '.join(unoffered)}"
+        )
     lines += ["", "Node types:", f"{'id':<22} {'accelerator':<15} {'GPUs':>4} {'NICs':>9} {'max kW':>7}"]
     for n in nodes().values():
         nics = f"{n.nics_per_node}x{n.nic_bits_per_s / 1e9:.0f}G"

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
+from rightsize.catalog import Accelerator, NodeType, get_accelerator, get_node, node_for, offered_accelerators
 from rightsize.catalog.reliability import reliability
 from rightsize.catalog.whole_run import whole_run_factors
 from rightsize.constants import HOUR_S
@@ -39,8 +39,8 @@ class TrainingRank(Generic[Opt]):
 
 
 def accelerator_ids(spec: Any) -> list[str]:
-    """The accelerators the spec allows (every catalogued one when it names none)."""
-    return list(spec.targets.accelerators) if spec.targets.accelerators else list(accelerators())
+    """The accelerators the spec allows (every one offered for purchase or rent when it names none)."""
+    return list(spec.targets.accelerators) if spec.targets.accelerators else list(offered_accelerators())
 
 
 def allowed_hardware(

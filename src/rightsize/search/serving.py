@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.catalog import accelerators, get_accelerator, get_node, node_for
+from rightsize.catalog import get_accelerator, get_node, node_for, not_offered_notes, offered_accelerators
 from rightsize.errors import BadInput, Infeasible
 from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_multinode import gpus_of
@@ -277,7 +277,7 @@ def _smallest_fit_hint(spec: InferenceSpec, ids: list[str]) -> str:
                 rep = Replica.build(spec.model, acc, node_for(acc.id), tp, prec, spec.serving.kv_precision)
                 if rep.fits:
                     return f"Set serving.weight_precision: {prec} (fits on {tp} x {acc.id})."
-    for acc in accelerators().values():
+    for acc in offered_accelerators().values():
         for tp in TP_OPTIONS:
             if tp > acc.scaleup_domain_gpus or spec.model.heads % tp or not slice_ok(acc, tp):
                 continue
@@ -395,8 +395,8 @@ def plan_serving(spec: InferenceSpec, calibration: Calibration | None = None) ->
     started = time.perf_counter()
     cal = calibration or {}
     tgt, pol = spec.targets, margins_of(spec)
-    ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
-    assumptions: list[str] = []
+    ids = list(tgt.accelerators) if tgt.accelerators else list(offered_accelerators())
+    assumptions: list[str] = not_offered_notes(ids)
     rejected: list[tuple[str, str]] = []
     if spec.serving.scenario != "serving":
         return plan_batch_scenario(spec, ids, started, cal)

@@ -16,7 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.catalog import Accelerator, NodeType, accelerators, get_accelerator, get_node, node_for
+from rightsize.catalog import (
+    Accelerator,
+    NodeType,
+    get_accelerator,
+    get_node,
+    node_for,
+    not_offered_notes,
+    offered_accelerators,
+)
 from rightsize.catalog.reliability import reliability
 from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.catalog.whole_run import whole_run_factors
@@ -497,7 +505,8 @@ def plan_training(
     count_notes: dict[str, str] = {}  # accelerator -> how a fixed count was made to split
     budget = budget_of(spec, assumptions)
     tgt = spec.targets
-    ids = list(tgt.accelerators) if tgt.accelerators else list(accelerators())
+    ids = list(tgt.accelerators) if tgt.accelerators else list(offered_accelerators())
+    assumptions.extend(not_offered_notes(ids))
     evaluated, rejected, (n_configs, n_timed) = _evaluate_all(
         spec, w, ids, hw_overrides, budget.quantile, count_notes
     )
