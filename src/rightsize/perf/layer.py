@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rightsize.perf import collectives as coll
-from rightsize.perf import moe_step, remat
+from rightsize.perf import host_overhead, moe_step, remat
 from rightsize.perf.attention import attention_core_times
 from rightsize.perf.cp_torch import torch_ring_exposed_s, torch_ring_traffic_s
 from rightsize.perf.gemm import train_gemm_time_s
@@ -538,7 +538,9 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     from rightsize.perf.offload_time import offload_exposed_s  # it imports perf.memory, which imports this
 
     offload_f, offload_b = offload_exposed_s(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
-    ew_f, ew_b = ew_f + offload_f, ew_b + offload_b
+    dev = (mlp_f + ep_f if moe else 0.0 * full, full, gemm_b + attn_b + ew_b + tp_b + cp_b_exp + ep_b)
+    host_f, host_b = host_overhead.exposed_host_s(w, cfg, hw, moe, dev)  # eager stacks' launches
+    ew_f, ew_b = ew_f + offload_f + host_f, ew_b + offload_b + host_b
     return LayerTimes(
         gemm_fwd=gemm_f,
         gemm_bwd=gemm_b,

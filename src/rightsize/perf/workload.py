@@ -59,6 +59,7 @@ class TrainWorkload:
     cp_load_balance: bool = True  # zig-zag chunks balance causal work over cp ranks
     tp_comm_overlap: bool | None = None  # TP collectives overlapped with GEMMs; None: the stack's usual
     grad_reduce_in_fp32: bool | None = None  # gradient buffers in fp32; None: the stack's default
+    cuda_graph_scope: str = "auto"  # what CUDA graphs capture (perf.host_overhead)
 
     @classmethod
     def from_spec(cls, arch: ModelArch, training: TrainingWorkload) -> TrainWorkload:
@@ -84,6 +85,7 @@ class TrainWorkload:
             cp_load_balance=training.cp_load_balance,
             tp_comm_overlap=training.tp_comm_overlap,
             grad_reduce_in_fp32=training.grad_reduce_in_fp32,
+            cuda_graph_scope=training.cuda_graph_scope,
         )
 
     @property

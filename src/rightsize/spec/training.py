@@ -331,6 +331,19 @@ class TrainingWorkload(BaseModel):
             "and one after the combine."
         ),
     )
+    cuda_graph_scope: Literal[
+        "auto", "none", "moe_router+moe_preprocess", "attn+moe_router+moe_preprocess", "full_iteration"
+    ] = Field(
+        default="auto",
+        description=(
+            "What the stack captures in CUDA graphs (Megatron-Core cuda_graph_impl / cuda_graph_scope): "
+            "'none' runs every layer eagerly, each kernel launched by the host, so a host<->device "
+            "synchronisation (the MoE token counts) exposes the host time after it; "
+            "'moe_router+moe_preprocess' or 'attn+moe_router+moe_preprocess' (Transformer Engine graphs "
+            "over those modules) launch them as one graph each; 'full_iteration' captures the whole "
+            "step. 'auto' (default): host launch time taken as hidden (a fused, graph-captured stack)."
+        ),
+    )
     eval_interval_steps: Annotated[CountInt, _POSITIVE] | None = Field(
         default=None,
         description="Optimizer steps between evaluations; the catalog's default (Megatron-LM's 1,000) when absent.",

@@ -185,7 +185,14 @@ def training_spec_data(case: Case) -> dict[str, Any]:
         training["train_tokens"] = float(r["train_tokens"])
     # Optional columns (blank or absent: the spec's default): the attention kernel the stack
     # ran, optimizer states offloaded to host memory, the fp8 scaling recipe and the MoE dispatch dtype.
-    for column in ("attention_kernel", "fp8_recipe", "cp_comm", "moe_dispatch_dtype", "moe_dispatcher"):
+    for column in (
+        "attention_kernel",
+        "fp8_recipe",
+        "cp_comm",
+        "moe_dispatch_dtype",
+        "moe_dispatcher",
+        "cuda_graph_scope",
+    ):
         if not _blank(r.get(column)):
             training[column] = r[column].strip()
     if not _blank(r.get("moe_capacity_factor")):
