@@ -9,10 +9,12 @@ has to decide, and the numbers that decision should meet).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from rightsize.advise.findings.terms import speak
 from rightsize.advise.view import PlanView, view
+from rightsize.catalog.platforms import platform_for
 from rightsize.constants import DAY_S
 
 ANSWERED = "answered"
@@ -421,14 +423,20 @@ def _deploy_yield(v: PlanView) -> Item:
 
 
 def checklists(plan: Any) -> dict[str, list[Item]]:
-    """{"SCALE": [...], "DEPLOY": [...]} for any plan with a chosen configuration."""
+    """{"SCALE": [...], "DEPLOY": [...]} for any plan with a chosen configuration, in the
+    vendor's words (chips where they are not GPUs, its own profiler)."""
     v = plan if isinstance(plan, PlanView) else view(plan)
     if v.best is None:
         return {"SCALE": [], "DEPLOY": []}
     if v.kind in ("vision", "recommendation"):
         from rightsize.advise.checklists_other import deploy_other, scale_other
 
-        return {"SCALE": scale_other(v), "DEPLOY": deploy_other(v)}
-    if v.kind not in ("training", "serving"):
+        out = {"SCALE": scale_other(v), "DEPLOY": deploy_other(v)}
+    elif v.kind in ("training", "serving"):
+        out = {"SCALE": _scale(v), "DEPLOY": _deploy(v)}
+    else:
         return {"SCALE": [], "DEPLOY": []}
-    return {"SCALE": _scale(v), "DEPLOY": _deploy(v)}
+    if v.acc is None:
+        return out
+    plat = platform_for(v.acc.id, v.acc.vendor)
+    return {k: [replace(i, answer=speak(i.answer, plat)) for i in items] for k, items in out.items()}
