@@ -304,6 +304,11 @@ def profile_model_yaml(v: TrainingView, device: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _collectives(vendor: str) -> str:
+    """The collective library PyTorch's distributed backend runs on the vendor's GPUs."""
+    return "RCCL" if vendor == "amd" else "NCCL"
+
+
 def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
     """The profiling job on the plan's node type: comms on every GPU of up to two nodes (so
     both tiers are measured), then data-parallel training steps under srun + torchrun."""
@@ -316,7 +321,7 @@ def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
     cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, 0.0) if gpu else 1
     name, head = _head(v.header, "Slurm profiling job", [
         f"measures {nodes} x {v.hw.node} ({per_node} {'GPUs' if gpu else 'CPU ranks'} per node): collectives "
-        f"and point-to-point per tier, then DDP training steps ({'NCCL/RCCL' if gpu else 'gloo'})",
+        f"and point-to-point per tier, then DDP training steps ({_collectives(v.hw.vendor) if gpu else 'gloo'})",
         "then: rightsize calibrate profiles/*.jsonl && rightsize plan SPEC --calibration calibration.json",
     ])  # fmt: skip
     opts = [

@@ -48,8 +48,9 @@ def _say_source(bullet: str, noun: str) -> str:
     """A "source: FIGURE = VALUE; CITATION; as of DATE" bullet with the value ("$2.23 per gpu
     hour") and any bracketed derivation in ``noun``; the citation itself unchanged."""
     head, sep, rest = bullet.partition("; ")
+    figure, eq, value = head.partition(" = ")  # the figure's catalog key stays as the data names it
     rest = _DERIVED_NOTE.sub(lambda m: say_units(m.group(0), noun), rest)
-    return say_units(head, noun) + sep + rest
+    return figure + eq + say_units(value, noun) + sep + rest
 
 
 # JSON keys whose strings are not the plan's own prose: the spec as given, cited sources, and
