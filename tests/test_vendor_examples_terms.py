@@ -17,6 +17,7 @@ import pytest
 import yaml
 from test_platforms import FOREIGN, _prose
 
+from rightsize.advise import advise
 from rightsize.api import plan
 from rightsize.catalog.platforms import platform_for
 from rightsize.errors import BadInput
@@ -240,3 +241,11 @@ def test_the_load_test_names_the_vendors_profiler_where_rightsize_profile_cannot
     load = next(line for line in md.splitlines() if "load-test:" in line)
     assert tool in load and "rightsize profile" not in load
     assert "rightsize profile" in _outputs("llama3-70b-pretrain", "mi355x")["markdown"]  # ROCm: measured
+
+
+def test_a_gaudi_fabric_finding_adds_no_nics_to_ports_on_the_chip() -> None:
+    """The 405B example on Gaudi 3 is short of scale-out bandwidth; its fix cannot be "more NICs
+    per node": the scale-out ports are the chip's own RoCE ports (3 of 24 leave the node)."""
+    p = plan(_spec("llama3.1-405b-pretrain", "gaudi3"))
+    fab = next(f for f in advise(p) if f.rule == "fabric_too_slow")
+    assert "NICs per node" not in fab.fix and "on the chip itself" in fab.fix
