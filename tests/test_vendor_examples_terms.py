@@ -79,9 +79,9 @@ BORROWED: list[tuple[str, set[str], str, str]] = [
     (
         r"reliability\.failure_rate_per_gpu_hour",
         set(PARTS.values()),
-        "",
+        "borrowed",
         "Llama 3's 16,384-H100 interruption rate: no Trainium2, Gaudi 3 or Instinct cluster has published one "
-        "(reliability.yaml; still to say so in its source)",
+        "(reliability.yaml says it borrows it)",
     ),
     (
         r"(osfp-[^.]+|fiber-mpo|dac-[^.]+)\.\w+",
@@ -116,7 +116,7 @@ CITED = [
     # the whole run's evaluation cadence, from Megatron-LM's and BigScience's launch scripts
     r"NVIDIA/Megatron-LM examples/\S+",
     # the reliability section prints the failure rate's source (see BORROWED)
-    r"Dubey et al\. 2024, The Llama 3 Herd of Models[^|\"\n]*16,384 H100\)",
+    r"Dubey et al\. 2024, The Llama 3 Herd of Models[^|\"\n]*16,384 H100\); borrowed[^|\"\n]*",
 ]
 # Words an export file may carry on a family other than their owner's, with the reason.
 EXPORT_CITED = {
