@@ -249,3 +249,13 @@ def test_a_gaudi_fabric_finding_adds_no_nics_to_ports_on_the_chip() -> None:
     p = plan(_spec("llama3.1-405b-pretrain", "gaudi3"))
     fab = next(f for f in advise(p) if f.rule == "fabric_too_slow")
     assert "NICs per node" not in fab.fix and "on the chip itself" in fab.fix
+
+
+@pytest.mark.parametrize(
+    ("acc", "words"),
+    [("trn2", "16-chip NeuronLink scale-up domain (one Trn2 UltraServer holds up to 64)"),
+     ("mi355x", "8-GPU Infinity Fabric scale-up domain"), ("gb300", "72-GPU NVLink scale-up domain")],
+)  # fmt: skip
+def test_the_scale_review_names_the_vendors_scale_up_link(acc: str, words: str) -> None:
+    md = _outputs("llama3-70b-pretrain", acc)["markdown"]
+    assert words in next(line for line in md.splitlines() if "accelerator interconnect:" in line)

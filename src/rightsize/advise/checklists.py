@@ -148,6 +148,19 @@ def _scale_size(v: PlanView) -> Item:
     return Item("SCALE", "scale", "How big is the workload?", ANSWERED, text)
 
 
+def _scaleup_words(v: PlanView) -> str:
+    """The node's scale-up link in the vendor's word, and the platform's larger group where there
+    is one ("NeuronLink domain (one Trn2 UltraServer holds up to 64)")."""
+    if v.acc is None:
+        return "scale-up domain"
+    words = f"{v.acc.scaleup_name} scale-up domain"
+    plat = platform_for(v.acc.id, v.acc.vendor)
+    most = plat.domain_max_units.get(v.acc.id, 0)
+    if most > v.acc.scaleup_domain_gpus and plat.scaleup_domain != "node":
+        words += f" (one {plat.scaleup_domain} holds up to {most:,})"
+    return words
+
+
 def _scale_training(v: PlanView) -> list[Item]:
     """Compute, interconnect and storage locality of a training plan."""
     b = v.best
@@ -163,7 +176,7 @@ def _scale_training(v: PlanView) -> list[Item]:
     exposed = sum(b.step.get(k, 0.0) for k in b.step if k.endswith("_comm_exposed_s")) / b.step_time_s
     domain = v.acc.scaleup_domain_gpus if v.acc else gpn
     fab = _fabric(v)
-    text = f"tp{b.parallel['tp']} inside the {domain}-GPU scale-up domain; {exposed:.0%} of the step is exposed communication"
+    text = f"tp{b.parallel['tp']} inside the {domain}-GPU {_scaleup_words(v)}; {exposed:.0%} of the step is exposed communication"
     if fab:
         text += f"; fabric: {fab}."
     elif not v.spans_nodes:
