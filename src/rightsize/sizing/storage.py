@@ -324,6 +324,18 @@ def _node_nvme(
     return out
 
 
+def _nvme_sources(node: NodeType, cat: StorageCatalog) -> list[dict[str, Any]]:
+    """Where the node-local tier's figures came from: the node's own drive count where its spec
+    gives one (then the reference drive's size is not this node's), else the reference drive."""
+    out = [
+        _src(f"storage.node_nvme.{k}", v)
+        for k, v in cat.node_nvme.sources.items()
+        if not (k == "drive_bytes" and node.local_nvme_drives)
+    ]
+    keys = ("local_nvme_bytes", "local_nvme_drives")
+    return out + [_src(f"nodes.{node.id}.{k}", node.sources[k]) for k in keys if k in node.sources]
+
+
 def _parallel_file_system(needs: _Needs, margin: float, cat: StorageCatalog) -> dict[str, Any]:
     pfs = cat.parallel_file_system
     cap = _with_margin(needs.file_system_bytes, margin)
@@ -479,16 +491,7 @@ def size_storage(
     obj_plan = _object_store(needs.object_store_bytes, safety_margin, obj)
 
     sources = list(needs.sources)
-    sources += [
-        _src(f"storage.node_nvme.{k}", v)
-        for k, v in cat.node_nvme.sources.items()
-        if not (k == "drive_bytes" and node.local_nvme_drives)  # the node's own count instead
-    ]
-    sources += [
-        _src(f"nodes.{node.id}.{k}", node.sources[k])
-        for k in ("local_nvme_bytes", "local_nvme_drives")
-        if k in node.sources
-    ]
+    sources += _nvme_sources(node, cat)
     if local is None:
         sources += [
             _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()
