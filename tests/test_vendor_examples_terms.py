@@ -259,3 +259,13 @@ def test_a_gaudi_fabric_finding_adds_no_nics_to_ports_on_the_chip() -> None:
 def test_the_scale_review_names_the_vendors_scale_up_link(acc: str, words: str) -> None:
     md = _outputs("llama3-70b-pretrain", acc)["markdown"]
     assert words in next(line for line in md.splitlines() if "accelerator interconnect:" in line)
+
+
+def test_aws_halls_draw_at_the_pue_aws_publishes_not_a_survey_average() -> None:
+    """Trainium's racks, power and cooling are AWS's: the facility power is the IT power times
+    AWS's published global PUE (1.14 for 2025), not the on-premises survey's 1.56; a Gaudi 3
+    cluster the buyer builds keeps the on-premises figure."""
+    trn2 = json.loads(_outputs("llama3-70b-pretrain", "trn2")["json"])["sizing"]["power"]
+    gaudi = json.loads(_outputs("llama3-70b-pretrain", "gaudi3")["json"])["sizing"]["power"]
+    assert trn2["pue"] == pytest.approx(1.14) and gaudi["pue"] == pytest.approx(1.56)
+    assert trn2["facility_power_w"] == pytest.approx(trn2["it_power_max_w"] * 1.14)
