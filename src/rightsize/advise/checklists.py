@@ -9,10 +9,12 @@ has to decide, and the numbers that decision should meet).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from rightsize.advise.findings.terms import speak
 from rightsize.advise.view import PlanView, view
+from rightsize.catalog.platforms import platform_for
 from rightsize.constants import DAY_S
 
 ANSWERED = "answered"
@@ -146,6 +148,19 @@ def _scale_size(v: PlanView) -> Item:
     return Item("SCALE", "scale", "How big is the workload?", ANSWERED, text)
 
 
+def _scaleup_words(v: PlanView) -> str:
+    """The node's scale-up link in the vendor's word, and the platform's larger group where there
+    is one ("NeuronLink domain (one Trn2 UltraServer holds up to 64)")."""
+    if v.acc is None:
+        return "scale-up domain"
+    words = f"{v.acc.scaleup_name} scale-up domain"
+    plat = platform_for(v.acc.id, v.acc.vendor)
+    most = plat.domain_max_units.get(v.acc.id, 0)
+    if most > v.acc.scaleup_domain_gpus and plat.scaleup_domain != "node":
+        words += f" (one {plat.scaleup_domain} holds up to {most:,})"
+    return words
+
+
 def _scale_training(v: PlanView) -> list[Item]:
     """Compute, interconnect and storage locality of a training plan."""
     b = v.best
@@ -161,7 +176,7 @@ def _scale_training(v: PlanView) -> list[Item]:
     exposed = sum(b.step.get(k, 0.0) for k in b.step if k.endswith("_comm_exposed_s")) / b.step_time_s
     domain = v.acc.scaleup_domain_gpus if v.acc else gpn
     fab = _fabric(v)
-    text = f"tp{b.parallel['tp']} inside the {domain}-GPU scale-up domain; {exposed:.0%} of the step is exposed communication"
+    text = f"tp{b.parallel['tp']} inside the {domain}-GPU {_scaleup_words(v)}; {exposed:.0%} of the step is exposed communication"
     if fab:
         text += f"; fabric: {fab}."
     elif not v.spans_nodes:
@@ -421,14 +436,20 @@ def _deploy_yield(v: PlanView) -> Item:
 
 
 def checklists(plan: Any) -> dict[str, list[Item]]:
-    """{"SCALE": [...], "DEPLOY": [...]} for any plan with a chosen configuration."""
+    """{"SCALE": [...], "DEPLOY": [...]} for any plan with a chosen configuration, in the
+    vendor's words (chips where they are not GPUs, its own profiler)."""
     v = plan if isinstance(plan, PlanView) else view(plan)
     if v.best is None:
         return {"SCALE": [], "DEPLOY": []}
     if v.kind in ("vision", "recommendation"):
         from rightsize.advise.checklists_other import deploy_other, scale_other
 
-        return {"SCALE": scale_other(v), "DEPLOY": deploy_other(v)}
-    if v.kind not in ("training", "serving"):
+        out = {"SCALE": scale_other(v), "DEPLOY": deploy_other(v)}
+    elif v.kind in ("training", "serving"):
+        out = {"SCALE": _scale(v), "DEPLOY": _deploy(v)}
+    else:
         return {"SCALE": [], "DEPLOY": []}
-    return {"SCALE": _scale(v), "DEPLOY": _deploy(v)}
+    if v.acc is None:
+        return out
+    plat = platform_for(v.acc.id, v.acc.vendor)
+    return {k: [replace(i, answer=speak(i.answer, plat)) for i in items] for k, items in out.items()}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from functools import cache
 from typing import Any
 
@@ -79,6 +80,9 @@ class FacilityDefaults:
     throttle_max_overshoot_fraction: float
     sources: dict[str, Sourced]
     site: Site | None = None  # one building's power and the DCI between buildings
+    # operator ("AWS") -> the PUE it publishes for its own halls, where the platform's facility
+    # is the provider's (Trainium): the power a rented job draws at the wall there
+    provider_pue: Mapping[str, Sourced] = dc_field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def parse_facility(raw: Mapping[str, Any], file: str) -> FacilityDefaults:
     """
     check_schema(raw, file)
     blocks = {b for b, _, _, _ in _FIGURES}
-    check_keys(raw, frozenset({"schema_version", "cooling", *blocks}), file, "<document>")
+    check_keys(raw, frozenset({"schema_version", "cooling", "provider_pue", *blocks}), file, "<document>")
     cooling: dict[str, CoolingType] = {}
     for i, entry in enumerate(require_list(raw, "cooling", file)):
         ct = parse_cooling(entry, file, f"cooling[{i}]")
@@ -186,7 +190,17 @@ def parse_facility(raw: Mapping[str, Any], file: str) -> FacilityDefaults:
         throttle_max_overshoot_fraction=sources["throttle.max_overshoot_fraction"].value,
         sources=sources,
         site=_site(sources),
+        provider_pue=_provider_pue(raw.get("provider_pue") or {}, file),
     )
+
+
+def _provider_pue(raw: Any, file: str) -> dict[str, Sourced]:
+    """The ``provider_pue`` block: operator -> its published PUE (1 to 3)."""
+    if not isinstance(raw, Mapping):
+        raise CatalogDataError(
+            file, "provider_pue", "expected a mapping of operator -> {value, source, as_of}"
+        )
+    return {str(k): sourced(v, file, f"provider_pue.{k}", minimum=1.0, maximum=3.0) for k, v in raw.items()}
 
 
 @cache

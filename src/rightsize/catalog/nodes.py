@@ -28,6 +28,7 @@ _KEYS = frozenset(
         "cpu_cores",
         "host_memory_bytes",
         "local_nvme_bytes",
+        "local_nvme_drives",
         "max_power_w",
         "rack_units",
     }
@@ -62,6 +63,9 @@ class NodeType:
     max_power_w: float
     rack_units: int
     sources: dict[str, Sourced]
+    # how many drives hold local_nvme_bytes, where the node's own spec says (trn2.48xlarge: 4 x
+    # 1.9 TB); None: storage.yaml's reference drive size decides the count
+    local_nvme_drives: int | None = None
 
     @property
     def scaleout_bytes_per_s_per_gpu(self) -> float:
@@ -96,6 +100,12 @@ def parse_node(raw: Any, file: str, key: str, accelerator_ids: Collection[str]) 
         s = sourced(raw[field], file, f"{key}.{field}", integer=integer, minimum=lo, maximum=hi)
         values[field] = s.value
         sources[field] = s
+    drives = None
+    if "local_nvme_drives" in raw:
+        sources["local_nvme_drives"] = sourced(
+            raw["local_nvme_drives"], file, f"{key}.local_nvme_drives", integer=True, minimum=1, maximum=64
+        )
+        drives = int(sources["local_nvme_drives"].value)
     return NodeType(
         id=node_id,
         name=require_str(raw, "name", file, key),
@@ -109,6 +119,7 @@ def parse_node(raw: Any, file: str, key: str, accelerator_ids: Collection[str]) 
         max_power_w=values["max_power_w"],
         rack_units=int(values["rack_units"]),
         sources=sources,
+        local_nvme_drives=drives,
     )
 
 

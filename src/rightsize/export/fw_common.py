@@ -81,7 +81,7 @@ def container_note(v: TrainingView, framework: str) -> str:
     if v.hw.vendor == "nvidia":
         return f"Container: {CONTAINERS[framework]}."
     release = FRAMEWORKS[framework].split(" (")[0]
-    return f"Container: the {v.hw.vendor.upper()} build of {release} (the pinned image above is CUDA-only)."
+    return f"Container: the {v.hw.vendor.upper()} build of {release}, not the framework's own release image."
 
 
 def tokens_per_step(v: TrainingView) -> int:

@@ -28,6 +28,7 @@ import shlex
 
 import yaml
 
+from rightsize.catalog.platforms import platform_for
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.export import slurm_topology
@@ -214,7 +215,8 @@ def _train_env(v: TrainingView, launch: Launch) -> list[str]:
     for var in sorted(arg_variables([*launch.args, launch.entry]) - _DEFINED):
         lines.append(f': "${{{var}:?set {var} (the framework arguments use it)}}"')
     fabric = v.fabric_kind or "none (one node)"
-    per_gpu = f", {v.nic_gbps_per_gpu:g} Gb/s per GPU" if v.nic_gbps_per_gpu else ""
+    noun = platform_for(v.hw.accelerator).unit_noun  # Gaudi: chips
+    per_gpu = f", {v.nic_gbps_per_gpu:g} Gb/s per {noun}" if v.nic_gbps_per_gpu else ""
     lines += ["", *comment_lines([f"Fabric: {fabric}{per_gpu}"])]
     own = {k for k, _, _ in launch.env}  # the framework's own needs win over the fabric's defaults
     fabric_env = [] if v.hw.vendor == "intel" else nccl_env(v.fabric_kind, v.rails, v.hw.vendor, plan_nic(v))
@@ -234,15 +236,16 @@ def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
     cpus = _fit_node(v.hw, gpn, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
     seg = plan_segments(v, launch.framework)
     place = placement(v)
+    noun = platform_for(v.hw.accelerator).unit_noun  # the job's words: chips on Gaudi
     layout = (
         f"TP{v.tp} PP{v.pp}" + (f"x{v.vpp}v" if v.vpp > 1 else "") + f" DP{v.dp} CP{v.cp} EP{v.ep}, "
         f"micro-batch {v.micro_batch}, global batch {v.global_batch}, recompute {v.recompute}, ZeRO-{v.zero_stage}"
     )
     name, head = _head(v.header, "Slurm training job", [
         f"chosen: {v.gpus} x {v.hw.accelerator} on {v.nodes} x {v.hw.node}; {layout}",
-        f"framework: {launch.version}; one task per GPU under srun",
+        f"framework: {launch.version}; one task per {noun} under srun",
         *launch.notes,
-        f"host: {cpus} CPU(s) per GPU; memory: the whole node (--exclusive --mem=0, "
+        f"host: {cpus} CPU(s) per {noun}; memory: the whole node (--exclusive --mem=0, "
         f"{v.hw.host_memory_bytes_per_node / GiB:.0f} GiB), the plan needs "
         f"{v.host_memory_need_bytes_per_gpu * gpn / GiB:.0f} GiB per node",
         f"checkpoint every {save_interval_steps(v)} steps = {v.checkpoint_interval_s / 60:.1f} min "
@@ -301,6 +304,11 @@ def profile_model_yaml(v: TrainingView, device: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _collectives(vendor: str) -> str:
+    """The collective library PyTorch's distributed backend runs on the vendor's GPUs."""
+    return "RCCL" if vendor == "amd" else "NCCL"
+
+
 def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
     """The profiling job on the plan's node type: comms on every GPU of up to two nodes (so
     both tiers are measured), then data-parallel training steps under srun + torchrun."""
@@ -313,7 +321,7 @@ def profile_sbatch(v: TrainingView, device: str = "gpu") -> dict[str, str]:
     cpus = _fit_node(v.hw, per_node, v.cpu_cores_need_per_gpu, 0.0) if gpu else 1
     name, head = _head(v.header, "Slurm profiling job", [
         f"measures {nodes} x {v.hw.node} ({per_node} {'GPUs' if gpu else 'CPU ranks'} per node): collectives "
-        f"and point-to-point per tier, then DDP training steps ({'NCCL/RCCL' if gpu else 'gloo'})",
+        f"and point-to-point per tier, then DDP training steps ({_collectives(v.hw.vendor) if gpu else 'gloo'})",
         "then: rightsize calibrate profiles/*.jsonl && rightsize plan SPEC --calibration calibration.json",
     ])  # fmt: skip
     opts = [

@@ -1,7 +1,8 @@
 """A plan document in its platform's words (`rightsize.catalog.platforms`): the sections are
 written once, for any accelerator, with the most common unit (GPU); on a platform whose
 unit is a chip (TPU, Trainium, Gaudi) every title, label, cell and sentence says chips.
-Cited sources ("source: ..." bullets) keep their own words."""
+Cited sources ("source: ..." bullets) keep their own words; the figure's value before them and
+the catalog's own derivation notes in brackets are the plan's words."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def in_platform_terms(doc: Document, acc_id: str) -> Document:
     for sec in doc.sections:
         sec.title = say(sec.title)
         sec.text = [say(t) for t in sec.text]
-        sec.bullets = [b if b.startswith("source:") else say(b) for b in sec.bullets]
+        sec.bullets = [_say_source(b, noun) if b.startswith("source:") else say(b) for b in sec.bullets]
         sec.checks = [(ok, say(t)) for ok, t in sec.checks]
         for table in sec.tables:
             table.title = say(table.title)
@@ -37,6 +38,19 @@ def in_platform_terms(doc: Document, acc_id: str) -> Document:
             # the drawing's words (titles, labels, tooltips); its ids and classes are lower-case
             chart.svg = re.sub(r"\bGPU(s?)\b", rf"{noun}\1", chart.svg)
     return doc
+
+
+# A derivation the price catalog appends to a cited source ("[per GPU-hour: $35.76/h / 16 GPUs]").
+_DERIVED_NOTE = re.compile(r"\[per GPU-hour: [^\]]*\]")
+
+
+def _say_source(bullet: str, noun: str) -> str:
+    """A "source: FIGURE = VALUE; CITATION; as of DATE" bullet with the value ("$2.23 per gpu
+    hour") and any bracketed derivation in ``noun``; the citation itself unchanged."""
+    head, sep, rest = bullet.partition("; ")
+    figure, eq, value = head.partition(" = ")  # the figure's catalog key stays as the data names it
+    rest = _DERIVED_NOTE.sub(lambda m: say_units(m.group(0), noun), rest)
+    return figure + eq + say_units(value, noun) + sep + rest
 
 
 # JSON keys whose strings are not the plan's own prose: the spec as given, cited sources, and

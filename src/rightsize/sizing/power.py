@@ -147,10 +147,16 @@ def _cap_error(
     )
 
 
-def _pue(facility: Facility) -> tuple[float, Sourced]:
-    """The facility's PUE: the spec's, else the on-premises default, with its source."""
+def _pue(facility: Facility, node: NodeType) -> tuple[float, Sourced]:
+    """The facility's PUE: the spec's, else the one the provider publishes for its own halls where
+    they are the provider's (AWS for Trainium, facility.yaml provider_pue), else the on-premises
+    default, with its source."""
     if facility.pue is not None:
         return facility.pue, Sourced(facility.pue, "infrastructure.facility.pue (spec)", "spec")
+    plat = platform_for(node.accelerator)
+    published = facility_defaults().provider_pue.get(plat.operator) if plat.provider_facility else None
+    if published is not None:
+        return published.value, published
     return perf_power.default_pue(None), onprem_defaults().sources["pue"]
 
 
@@ -317,7 +323,7 @@ def size_power(
 
     it_max = acc_max + host_max + overhead + fabric_power_w + storage_power_w
     it_typical = acc_typical + host_typical + overhead + fabric_power_w + storage_power_w
-    pue, pue_src = _pue(facility)
+    pue, pue_src = _pue(facility, node)
     facility_max = it_max * pue
     facility_typical = it_typical * pue
 

@@ -294,7 +294,8 @@ def _node_nvme(
     demand: Demand, needs: _Needs, node: NodeType, nodes: int, cat: StorageCatalog
 ) -> dict[str, Any]:
     nv = cat.node_nvme
-    drives = max(1, _ceil(node.local_nvme_bytes, nv.drive_bytes))
+    # the node's own drive count where its spec gives one, else as many reference drives as hold it
+    drives = node.local_nvme_drives or max(1, _ceil(node.local_nvme_bytes, nv.drive_bytes))
     out: dict[str, Any] = {
         "local_nvme_bytes_per_node": node.local_nvme_bytes,
         "drives_per_node": drives,
@@ -321,6 +322,18 @@ def _node_nvme(
         ckpt / max(nodes, 1) / out["write_bytes_per_s_per_node"] if ckpt > 0 else None
     )
     return out
+
+
+def _nvme_sources(node: NodeType, cat: StorageCatalog) -> list[dict[str, Any]]:
+    """Where the node-local tier's figures came from: the node's own drive count where its spec
+    gives one (then the reference drive's size is not this node's), else the reference drive."""
+    out = [
+        _src(f"storage.node_nvme.{k}", v)
+        for k, v in cat.node_nvme.sources.items()
+        if not (k == "drive_bytes" and node.local_nvme_drives)
+    ]
+    keys = ("local_nvme_bytes", "local_nvme_drives")
+    return out + [_src(f"nodes.{node.id}.{k}", node.sources[k]) for k in keys if k in node.sources]
 
 
 def _parallel_file_system(needs: _Needs, margin: float, cat: StorageCatalog) -> dict[str, Any]:
@@ -478,8 +491,7 @@ def size_storage(
     obj_plan = _object_store(needs.object_store_bytes, safety_margin, obj)
 
     sources = list(needs.sources)
-    sources += [_src(f"storage.node_nvme.{k}", v) for k, v in cat.node_nvme.sources.items()]
-    sources.append(_src(f"nodes.{node.id}.local_nvme_bytes", node.sources["local_nvme_bytes"]))
+    sources += _nvme_sources(node, cat)
     if local is None:
         sources += [
             _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()

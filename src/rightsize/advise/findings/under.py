@@ -18,6 +18,7 @@ from rightsize.advise.findings.thresholds import (
     THROTTLE_MAX_SLOWDOWN,
 )
 from rightsize.advise.view import PlanView
+from rightsize.catalog.platforms import platform_for
 from rightsize.constants import DAY_S, GiB
 
 
@@ -84,6 +85,13 @@ def fabric_too_slow(v: PlanView) -> Finding | None:
     if fab.get("operated_by") == "provider" and not fab.get("crosses_network"):
         return None  # the job stays inside one TPU slice / UltraServer: no network between them to speed up
     fix = f"Provision {g:,.0f} Gb/s per GPU (or more NICs per node), or change the layout to move less over the fabric."
+    plat = platform_for(v.acc.id, v.acc.vendor) if v.acc is not None else None
+    if plat is not None and plat.nics_on_chip:  # Gaudi: the scale-out ports are the chip's own
+        fix = (
+            f"The scale-out ports are on the chip itself, {plat.scaleout_name}: no NIC can be added, so keep "
+            "more of the traffic inside each node (a larger tensor or expert group there) or change the "
+            "layout to move less over the fabric."
+        )
     if fab.get("operated_by") == "provider":  # Google's DCN, AWS's EFA: the provider sets the rate per host
         fix = (
             f"The provider sets the network's rate per host, so it cannot be bought faster: keep more of the "
