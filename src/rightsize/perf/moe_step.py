@@ -42,6 +42,20 @@ bytes over achievable HBM bandwidth or work skipped by a kernel, never a factor 
   (4), the sum (6) and the closing concatenation (4): 24 bytes forward where a fused kernel moves
   4, and about 20 backward where it moves 8.
 
+Expert GEMMs (no term here; perf.layer's `_moe_mlp_times` times them): `TEGroupedMLP` runs fc1 and
+fc2 through Transformer Engine's `GroupedLinear`, whose `nvte_multi_tensor_gemm` at f8a01cd5 issues
+one cuBLASLt GEMM per local expert, round-robin over 4 compute streams (`multi_stream_cublas_gemm`,
+transformer_engine/common/gemm/cublaslt_gemm.cu; the CUTLASS grouped kernel is opt-in and
+Hopper-only, `NVTE_USE_CUTLASS_GROUPED_GEMM`). perf.layer times each local expert as its own GEMM
+on its routed rows, so each pays its own tile rounding, wave tail, K fill and launch: GPT-OSS at
+EP8 on B200 (16 experts of ~4.1k rows) costs 1.21x one GEMM over the concatenated rows, 1.06x on
+H100, 1.02x at EP64 (2 experts of ~33k rows). Serialising the experts ignores the streams' overlap
+of one expert's tail with the next one's first wave, so this errs slow, not fast. A shape-based
+grouped-GEMM penalty on top was tested against training_more.csv (issue 27) and refuted: the rows
+that validate (DeepSeek-V3 B200 EP8: ~1k rows per expert, fc2 K 2048; Qwen3-235B: fc2 K 1536) have
+smaller expert GEMMs than GPT-OSS (~4.1k-33k rows, K 2880), and slowing every expert GEMM 1.5x
+leaves GPT-OSS on Blackwell +14..33% while those rows go to -10%.
+
 And by dispatcher (Megatron-Core token_dispatcher.py), over perf.layer's one permutation before the
 dispatch and one unpermutation after the combine (read h and write k h, and back):
 
