@@ -19,6 +19,14 @@ A price the user gave (`prices:`) is per GPU-hour for the accelerator's node, so
 is billed on whole nodes at that rate, as before shapes existed; so is a plan none of whose
 allowed providers' instances holds a replica (a 2-GPU replica where only 1-GPU instances are
 listed): its nodes at the chosen record's rate per GPU-hour.
+
+A TPU plan is billed on the VMs of the slices it runs (`catalog.tpu_slices.slice_vms`, the
+one slice rule: a single-host slice on one VM of its own chips, ct6e-standard-1t / -4t / -8t;
+a multi-host slice on its 4-chip VMs; a chip count with no shape on the whole slices a
+scheduler would grant), each serving replica its own slice. Google lists Cloud TPU prices per
+chip-hour whatever the machine type (cloud.google.com/tpu/pricing), so a VM of n chips costs
+n x the chosen record's rate per chip-hour (the record in ``prices.yaml`` quotes the 8-chip
+type, or the user's rate); the machine types come from ``tpu_vms.yaml``, not a copy of it.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from rightsize.catalog.loader import Sourced
 from rightsize.catalog.prices import (
     ON_DEMAND,
     PRICE_FIELDS,
@@ -36,6 +45,7 @@ from rightsize.catalog.prices import (
     active_prices,
 )
 from rightsize.catalog.shapes import shapes
+from rightsize.catalog.tpu_slices import TpuVm, slice_vms, tpu_slices, vm_machine_types
 
 # Plans with more replicas than this many instances' worth take the excess on the shape with
 # the lowest price per replica before the exact search (which is linear in the replicas).
@@ -50,6 +60,7 @@ class Instances:
     price: CloudPrice  # per GPU-hour figures, derived from the instance's price
     gpus: int
     count: int
+    tpu_vm: str | None = None  # the TPU VM machine type rented (ct6e-standard-1t), priced per chip-hour
 
     def usd_per_hour(self, field: str = ON_DEMAND) -> float | None:
         rate = self.price.rate(field)
@@ -57,6 +68,11 @@ class Instances:
 
     def describe(self) -> str:
         inst = self.price.instance
+        if self.tpu_vm is not None:  # '256 x gcp ct6e-standard-4t (4 chips each)'
+            chips = f"{self.gpus} chip{'s' if self.gpus != 1 else ''} each"
+            if inst is None:
+                return f"{self.count:,} x {self.tpu_vm} ({chips}, your price per chip-hour)"
+            return f"{self.count:,} x {inst.provider} {self.tpu_vm} ({chips})"
         if inst is None:
             return f"{self.count} x {self.gpus}-GPU node (your price)"
         if inst.gpus != self.gpus:  # no instance holds a replica: whole nodes at the record's rate
@@ -229,10 +245,52 @@ def bill(acc_id: str, gpus_per_replica: int, replicas: int, gpus_per_node: int) 
     return result
 
 
+def tpu_vm_price(rec: CloudPrice, vm: TpuVm) -> CloudPrice:
+    """`rec` (a TPU's price record, per chip-hour) as the price of the TPU VM `vm`: the same rates
+    per chip-hour (Google lists TPUs per chip-hour, whatever the machine type), the instance
+    named `vm` with its chips, and each source saying so."""
+    inst = rec.instance
+    if inst is None:  # the user's rate per chip-hour, no instance named
+        return rec
+
+    def per_chip(field: str, s: Sourced) -> Sourced:
+        if field not in PRICE_FIELDS or vm.chips == inst.gpus:
+            return s
+        rate = rec.rate(field)
+        usd = "" if rate is None else f" = ${rate * vm.chips:,.2f}/h"
+        return Sourced(
+            s.value,
+            f"{s.source}; Cloud TPU is priced per chip-hour whatever the machine type, so one "
+            f"{vm.name} ({vm.chips} chip{'s' if vm.chips != 1 else ''}, catalog/data/tpu_vms.yaml) "
+            f"is {vm.chips} x that rate{usd}",
+            s.as_of,
+        )
+
+    return dataclasses.replace(
+        rec,
+        sources={k: per_chip(k, s) for k, s in rec.sources.items()},
+        instance=InstanceType(inst.provider, vm.name, vm.chips, inst.region),
+    )
+
+
+def _tpu_bill(chosen: CloudPrice, acc_id: str, per_replica: int, replicas: int) -> Billing | None:
+    """A TPU plan on the VMs of its slices at `chosen`'s rate per chip-hour; None where the slice
+    rule has no VM for it (then the generic bill)."""
+    found = slice_vms(acc_id, per_replica * replicas, per_replica)
+    if found is None:
+        return None
+    count, vm = found
+    listed = chosen.instance is not None and chosen.instance.gpus == vm.chips  # the type priced
+    rec = tpu_vm_price(chosen, vm)
+    return Billing(acc_id, (Instances(rec, vm.chips, count, tpu_vm=vm.name),), listed)
+
+
 def _bill(t: PriceTable, acc_id: str, per_replica: int, replicas: int, gpn: int) -> Billing | None:
     chosen = t.cloud.get(acc_id)
     if chosen is None or chosen.on_demand is None:
         return None
+    if tpu_slices(acc_id) is not None and (tpu := _tpu_bill(chosen, acc_id, per_replica, replicas)):
+        return tpu
     if chosen not in t.offers.get(acc_id, ()):  # the user's per-GPU price: whole nodes at it
         nodes = math.ceil(per_replica * replicas / gpn)
         return Billing(acc_id, (Instances(chosen, gpn, nodes),), True)
@@ -249,8 +307,14 @@ def _bill(t: PriceTable, acc_id: str, per_replica: int, replicas: int, gpn: int)
 
 
 def smaller_shapes(acc_id: str, gpus_per_node: int) -> list[CloudPrice]:
-    """The accelerator's instance shapes smaller than its node among the providers allowed."""
-    allowed = active_prices().providers
+    """The accelerator's instance shapes smaller than its node among the providers allowed (a
+    TPU: its VM machine types with fewer chips, at the chosen rate per chip-hour)."""
+    t = active_prices()
+    allowed = t.providers
+    chosen = t.cloud.get(acc_id)
+    if tpu_slices(acc_id) is not None and chosen is not None and chosen.instance is not None:
+        vms = vm_machine_types(acc_id).values()
+        return [tpu_vm_price(chosen, vm) for vm in vms if vm.chips < gpus_per_node]
     return [
         r
         for r in shapes().get(acc_id, ())

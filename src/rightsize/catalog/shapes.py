@@ -4,7 +4,8 @@
 that also rents 1-, 2- or 4-GPU shapes of the same part lists them here, each an instance
 record in the schema of ``prices.yaml`` ``cloud:`` and on the same per-column basis. The
 billing (`catalog.billing`) picks the cheapest whole instances that hold a plan's replicas
-among these and the node records.
+among these and the node records. A TPU has no shapes here: its VM machine types are read
+from ``tpu_vms.yaml`` (`catalog.tpu_slices`), priced per chip-hour (`catalog.billing`).
 """
 
 from __future__ import annotations

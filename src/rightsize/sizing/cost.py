@@ -3,7 +3,8 @@
 Cloud (USD per GPU-hour derived from the instance prices in ``prices.yaml`` and ``shapes.yaml``;
 instances are rented whole, so the billed GPUs are those of the cheapest whole instances that
 hold each replica, `catalog.billing`: a 1-GPU plan on a 1-GPU shape where one is sold, whole
-nodes where none is or a replica spans nodes). A job runs `run_s` seconds (its goodput-adjusted wall time); a
+nodes where none is or a replica spans nodes; a TPU plan on the VMs of its slices, each at its
+chips x the rate per chip-hour). A job runs `run_s` seconds (its goodput-adjusted wall time); a
 service runs all month (730 h). Cloud storage (`storage_cloud_usd_per_month`) is added for
 the time it is held.
 
@@ -78,7 +79,6 @@ from rightsize.catalog.prices import (
 )
 from rightsize.catalog.providers import choice_note
 from rightsize.catalog.reliability import reliability
-from rightsize.catalog.tpu_slices import slice_vms
 from rightsize.constants import HOUR_S, HOURS_PER_MONTH, HOURS_PER_YEAR
 from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
@@ -319,20 +319,30 @@ def _breakeven(
     return breakeven
 
 
-def _tpu_vms(demand: Demand, billed: Billing) -> str | None:
-    """The TPU VMs the bill's chips are rented on, by the slice rule (`catalog.tpu_slices`):
-    '256 x gcp ct6e-standard-4t (4 chips each)', where the price list quotes the 8-chip type;
-    None off TPU, or where the bill holds other chips than those VMs."""
-    found = slice_vms(demand.accelerator, demand.gpus, demand.gpus_per_replica)
-    inst = billed.main.price.instance
-    if found is None or inst is None or found[0] * found[1].chips != billed.gpus:
-        return None
-    count, vm = found
-    return f"{count:,} x {inst.provider} {vm.name} ({vm.chips} chip{'s' if vm.chips > 1 else ''} each) in {inst.region}"
+def _priced(billed: Billing) -> str:
+    """The instance the cloud prices are for: 'gcp ct6e-standard-1t (1 chip) in us-east1' for a
+    TPU VM (its chips at the rate per chip-hour), the record's own words otherwise."""
+    main = billed.main
+    inst = main.price.instance
+    if inst is None:
+        return "per GPU-hour, as given (no instance named)"
+    if main.tpu_vm is None:
+        return inst.describe()
+    return (
+        f"{inst.provider} {inst.instance} ({inst.gpus} chip{'s' if inst.gpus != 1 else ''}) in {inst.region}"
+    )
 
 
 def _shape_note(billed: Billing, node_price: CloudPrice, nodes: int) -> str:
     """What a plan billed on instance shapes smaller than its node pays, and what whole nodes would."""
+    if billed.main.tpu_vm is not None:  # the slices' VMs, at the price list's rate per chip-hour
+        listed = node_price.instance
+        quoted = f" (the price list quotes {listed.instance})" if listed is not None else ""
+        return (
+            f"billed on {billed.describe()}, ${billed.on_demand_usd_per_hour:,.2f}/h on demand: the VMs of the "
+            f"TPU slices the plan runs (catalog/data/tpu_vms.yaml), each at its chips x the rate per "
+            f"chip-hour{quoted}, as Google prices Cloud TPU per chip-hour"
+        )
     whole = node_price.instance_rate(ON_DEMAND)
     alt = (
         f"; {nodes} whole {node_price.instance.describe()} would cost ${whole * nodes:,.2f}/h"
@@ -349,6 +359,11 @@ def _idle_note(billed_gpus: int, used: int, billed: Billing | None) -> str:
     """Why GPUs are billed beyond those used: whole instances, and which."""
     if billed is None:
         return f"{billed_gpus} GPUs billed for {used} used: whole nodes are rented and bought"
+    if billed.main.tpu_vm is not None:
+        return (
+            f"{billed_gpus} chips billed for {used} used: Google grants whole slices of the shapes it "
+            f"offers, on their VMs ({billed.describe()})"
+        )
     if billed.whole_nodes:
         return (
             f"{billed_gpus} GPUs billed for {used} used: whole nodes are rented ({billed.describe()}); "
@@ -415,9 +430,8 @@ def size_cost(
                 demand, node, nodes, billed, work, storage_cloud_usd_per_month, cost,
                 (run_s, checkpoint_interval_s, restart_s, mtbf_s), notes, sources,
             )  # fmt: skip
-            inst = billed.main.price.instance
-            priced = inst.describe() if inst else "per GPU-hour, as given (no instance named)"
-            billed_on = _tpu_vms(demand, billed) or billed.describe()
+            priced = _priced(billed)
+            billed_on = billed.describe()
             chosen = choice_note(active_prices(), price.accelerator)
             if chosen and billed.whole_nodes:
                 notes.append(chosen)

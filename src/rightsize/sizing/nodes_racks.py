@@ -337,7 +337,7 @@ def _tpu_shape_warning(node: NodeType, demand: Demand) -> list[str]:
     if booking is None or booking.note is None:
         return []
     return [
-        f"{booking.note}; GKE creates node pools of slice shapes only, so the bill above is short by that."
+        f"{booking.note}; GKE creates node pools of slice shapes only, and the cloud bill counts those whole slices."
     ]
 
 
