@@ -49,7 +49,9 @@ Capex counts switches, optics and cables; NICs are counted and priced, but their
 joins `capex_usd` only when the plan changes the node's NIC speed (the node price in
 prices.yaml includes its own NICs). Power counts switches (typical, no optics) and every
 transceiver; NIC power is in the node's max_power_w. InfiniBand or RoCE picks the
-switch family (`rightsize.catalog.fabric.switch_for`).
+switch family (`rightsize.catalog.fabric.switch_for`); the switch picks the optics and
+cables that plug into it (its `optics_family`: NVIDIA LinkX modules for NVIDIA's switches,
+MSA Ethernet modules for a merchant Ethernet switch such as AMD's and Gaudi's RoCE fabrics).
 """
 
 from __future__ import annotations

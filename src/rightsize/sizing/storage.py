@@ -56,6 +56,11 @@ In the cloud a managed file system sells throughput per TiB provisioned: for eac
 provisioned TiB is the largest of capacity, read / (throughput per TiB) and
 write / (throughput per TiB), and the cheapest tier wins. Cloud object storage is billed on
 the bytes stored (no margin); on premises the object store is bought with the margin.
+
+Rented halls. Where the platform's halls are the cloud provider's (Trainium on AWS) and the
+catalog prices that provider's own managed file system, the hot tier IS that service: no
+appliance is bought, racked or powered, the object store is rented, and the checkpoint is
+written at the throughput the provisioned TiB buy (`rents_file_system`).
 """
 
 from __future__ import annotations
