@@ -27,6 +27,9 @@ from rightsize.errors import BadInput, unknown_name
 FABRIC_FILE = "fabric.yaml"
 KINDS = ("infiniband", "roce")
 CABLE_KINDS = ("dac", "fiber")
+# Which optics and cables plug into a switch: its vendor's own modules (NVIDIA LinkX, which its
+# InfiniBand and Spectrum switches take) or MSA-standard Ethernet modules (merchant switches).
+OPTICS_FAMILIES = ("nvidia-linkx", "ethernet-msa")
 
 _GBPS = (1.0, 10_000.0)  # a port speed in Gb/s; 400e9 written for 400 fails here
 _POWER_W = {"switch": (50.0, 20_000.0), "nic": (1.0, 500.0), "transceiver": (0.1, 100.0)}
@@ -58,6 +61,7 @@ class Switch:
     power_w: float
     price_usd: float
     sources: dict[str, Sourced]
+    optics_family: str = ""  # OPTICS_FAMILIES: the optics and cables it takes; "" any
 
     @property
     def native_gbps(self) -> float:
@@ -92,6 +96,7 @@ class Transceiver:
     power_w: float
     price_usd: float
     sources: dict[str, Sourced]
+    families: tuple[str, ...] = OPTICS_FAMILIES  # the switches' optics families it plugs into
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ class Cable:
     gbps: float | None
     price_usd: float
     sources: dict[str, Sourced]
+    families: tuple[str, ...] = OPTICS_FAMILIES
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,15 @@ def _kinds(raw: Mapping[str, Any], file: str, key: str) -> tuple[str, ...]:
     return tuple(kinds)
 
 
+def _families(raw: Mapping[str, Any], file: str, key: str) -> tuple[str, ...]:
+    fams = raw.get("families", list(OPTICS_FAMILIES))
+    if not isinstance(fams, list) or not fams or any(f not in OPTICS_FAMILIES for f in fams):
+        raise CatalogDataError(
+            file, f"{key}.families", f"must be a non-empty list of {OPTICS_FAMILIES}, got {fams!r}"
+        )
+    return tuple(fams)
+
+
 def _figure(
     raw: Mapping[str, Any], name: str, file: str, key: str, bounds: tuple[float, float], integer: bool = False
 ) -> Sourced:
@@ -141,7 +156,9 @@ def _figure(
 
 
 def parse_switch(raw: Any, file: str, key: str) -> Switch:
-    allowed = frozenset({"id", "name", "kinds", "modes", "rack_units", "power_w", "price_usd"})
+    allowed = frozenset(
+        {"id", "name", "kinds", "modes", "rack_units", "power_w", "price_usd", "optics_family"}
+    )
     raw, sid, key = _entry(raw, file, key, allowed)
     modes_raw = raw.get("modes")
     if not isinstance(modes_raw, list) or not modes_raw:
@@ -164,6 +181,9 @@ def parse_switch(raw: Any, file: str, key: str) -> Switch:
         ("price_usd", _PRICE_USD["switch"], False),
     ):
         sources[name] = _figure(raw, name, file, key, bounds, integer)
+    optics_family = str(raw.get("optics_family", ""))
+    if optics_family and optics_family not in OPTICS_FAMILIES:
+        raise CatalogDataError(file, f"{key}.optics_family", f"must be one of {OPTICS_FAMILIES}")
     return Switch(
         id=sid,
         name=require_str(raw, "name", file, key),
@@ -173,6 +193,7 @@ def parse_switch(raw: Any, file: str, key: str) -> Switch:
         power_w=sources["power_w"].value,
         price_usd=sources["price_usd"].value,
         sources=sources,
+        optics_family=optics_family,
     )
 
 
@@ -196,7 +217,7 @@ def parse_nic(raw: Any, file: str, key: str) -> Nic:
 
 
 def parse_transceiver(raw: Any, file: str, key: str) -> Transceiver:
-    allowed = frozenset({"id", "name", "gbps", "power_w", "price_usd"})
+    allowed = frozenset({"id", "name", "gbps", "power_w", "price_usd", "families"})
     raw, tid, key = _entry(raw, file, key, allowed)
     sources = {
         "gbps": _figure(raw, "gbps", file, key, _GBPS),
@@ -210,11 +231,12 @@ def parse_transceiver(raw: Any, file: str, key: str) -> Transceiver:
         power_w=sources["power_w"].value,
         price_usd=sources["price_usd"].value,
         sources=sources,
+        families=_families(raw, file, key),
     )
 
 
 def parse_cable(raw: Any, file: str, key: str) -> Cable:
-    allowed = frozenset({"id", "name", "kind", "gbps", "price_usd"})
+    allowed = frozenset({"id", "name", "kind", "gbps", "price_usd", "families"})
     raw, cid, key = _entry(raw, file, key, allowed)
     kind = require_str(raw, "kind", file, key)
     if kind not in CABLE_KINDS:
@@ -231,6 +253,7 @@ def parse_cable(raw: Any, file: str, key: str) -> Cable:
         gbps=sources["gbps"].value if "gbps" in sources else None,
         price_usd=sources["price_usd"].value,
         sources=sources,
+        families=_families(raw, file, key),
     )
 
 
@@ -265,6 +288,11 @@ def parse_fabric(raw: Mapping[str, Any], file: str) -> FabricCatalog:
     for cable_kind in CABLE_KINDS:
         if not any(c.kind == cable_kind for c in cat.cables.values()):
             raise CatalogDataError(file, "cables", f"needs at least one {cable_kind!r} entry")
+    for fam in {s.optics_family for s in cat.switches.values() if s.optics_family}:
+        if not any(c.kind == "fiber" and fam in c.families for c in cat.cables.values()):
+            raise CatalogDataError(file, "cables", f"needs a 'fiber' entry for the {fam!r} switches")
+        if not any(fam in t.families for t in cat.transceivers.values()):
+            raise CatalogDataError(file, "transceivers", f"needs an optic for the {fam!r} switches")
     return cat
 
 
@@ -314,20 +342,28 @@ def nic_for(kind: str, link_gbps: float) -> Nic | None:
     return next(n for n in fits if n.gbps == best)
 
 
-def transceiver_for(link_gbps: float) -> Transceiver:
-    """The slowest optic end that reaches ``link_gbps`` (the fastest one if none does: reported, not hidden)."""
-    optics = sorted(fabric_catalog().transceivers.values(), key=lambda t: t.gbps)
+def _of_family(parts: list[Any], family: str) -> list[Any]:
+    """The parts that plug into a switch of optics `family` ("" any); all of them where none does."""
+    fits = [p for p in parts if not family or family in p.families]
+    return fits or parts
+
+
+def transceiver_for(link_gbps: float, family: str = "") -> Transceiver:
+    """The slowest optic end of the switch's optics `family` that reaches ``link_gbps`` (the
+    fastest one if none does: reported, not hidden)."""
+    optics = sorted(_of_family(list(fabric_catalog().transceivers.values()), family), key=lambda t: t.gbps)
     return next((t for t in optics if t.gbps >= link_gbps), optics[-1])
 
 
-def dac_for(link_gbps: float) -> Cable:
-    """The slowest passive copper cable that reaches ``link_gbps`` (the fastest one if none does)."""
-    dacs = sorted(
-        (c for c in fabric_catalog().cables.values() if c.kind == "dac"), key=lambda c: c.gbps or 0.0
-    )
+def dac_for(link_gbps: float, family: str = "") -> Cable:
+    """The slowest passive copper cable of the optics `family` that reaches ``link_gbps`` (the
+    fastest one if none does)."""
+    dacs = [c for c in fabric_catalog().cables.values() if c.kind == "dac"]
+    dacs = sorted(_of_family(dacs, family), key=lambda c: c.gbps or 0.0)
     return next((c for c in dacs if (c.gbps or 0.0) >= link_gbps), dacs[-1])
 
 
-def fiber() -> Cable:
-    """The fibre used for every optical link."""
-    return next(c for c in fabric_catalog().cables.values() if c.kind == "fiber")
+def fiber(family: str = "") -> Cable:
+    """The fibre used for every optical link of a switch of optics `family`."""
+    fibres = [c for c in fabric_catalog().cables.values() if c.kind == "fiber"]
+    return _of_family(fibres, family)[0]

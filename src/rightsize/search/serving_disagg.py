@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rightsize.catalog import Accelerator, NodeType
+from rightsize.catalog.platforms import platform_for
 from rightsize.perf.inference import Replica, offline_throughput
 from rightsize.perf.serving_disagg import KvTransfer, Pools, simulate_disaggregated
 from rightsize.perf.serving_multinode import ReplicaLayout, gpus_of
@@ -94,9 +95,24 @@ def kv_transfer_link(rep: Replica, acc: Accelerator, node: NodeType, prefill: in
     if per_domain >= 2 and prefill <= decode * (per_domain - 1):
         bw = gpus * hw.scaleup_bytes_per_s * hw.scaleup_bw_fraction
         return KvTransfer(f"{acc.scaleup_name} (scale-up)", rep.kv_bytes_per_token, bw, hw.scaleup_latency_s)
-    link = f"RDMA NIC ({node.nics_per_node} x {node.nic_bits_per_s / 1e9:g} Gb/s per node)"
+    link = _scaleout_link(node)
     bw = gpus * hw.scaleout_bytes_per_s_per_gpu * hw.scaleout_bw_fraction
     return KvTransfer(link, rep.kv_bytes_per_token, bw, hw.scaleout_latency_s)
+
+
+def _scaleout_link(node: NodeType) -> str:
+    """The scale-out link in the platform's words: the chips' own RoCE ports (Gaudi), the
+    provider's network (EFA), else the nodes' RDMA NICs."""
+    plat, gbps = platform_for(node.accelerator), node.nic_bits_per_s / 1e9
+    if plat.nics_on_chip:
+        per_chip = node.nics_per_node // max(node.gpus_per_node, 1)
+        return (
+            f"the chips' on-die RoCE ports ({per_chip} x {gbps:g} Gb/s per chip leave the node, "
+            f"{node.nics_per_node} per node)"
+        )
+    if plat.provider_network:
+        return f"{plat.scaleout_name} ({node.nics_per_node} x {gbps:g} Gb/s per node)"
+    return f"RDMA NIC ({node.nics_per_node} x {gbps:g} Gb/s per node)"
 
 
 def _prefill_load(wl: Workload) -> Workload:

@@ -49,7 +49,9 @@ Capex counts switches, optics and cables; NICs are counted and priced, but their
 joins `capex_usd` only when the plan changes the node's NIC speed (the node price in
 prices.yaml includes its own NICs). Power counts switches (typical, no optics) and every
 transceiver; NIC power is in the node's max_power_w. InfiniBand or RoCE picks the
-switch family (`rightsize.catalog.fabric.switch_for`).
+switch family (`rightsize.catalog.fabric.switch_for`); the switch picks the optics and
+cables that plug into it (its `optics_family`: NVIDIA LinkX modules for NVIDIA's switches,
+MSA Ethernet modules for a merchant Ethernet switch such as AMD's and Gaudi's RoCE fabrics).
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ from rightsize.sizing.dci import DciPlan, size_dci
 from rightsize.sizing.fabric_need import UNLIMITED_NODES, fabric_not_needed, traffic
 from rightsize.sizing.fabric_platform import (
     OWNER_ONLY_FIELDS,
+    kind_words,
     provider_network,
     scaleout_kind,
     scaleup_groups,
@@ -458,9 +461,9 @@ def size_fabric(
     if topo.upper_links is not None:  # beyond three tiers or multi-plane: every link above the spines
         spine_core = topo.upper_links
     optical_links = node_leaf - dac_links + topo.leaf_spine_links + spine_core
-    optic = transceiver_for(link_gbps)
-    dac = dac_for(link_gbps)
-    fibre = fiber()
+    optic = transceiver_for(link_gbps, sw.optics_family)  # the switch's own optics family
+    dac = dac_for(link_gbps, sw.optics_family)
+    fibre = fiber(sw.optics_family)
     transceivers = 2 * optical_links
     node_speed = math.isclose(link_gbps * GIGA, node.nic_bits_per_s)
     own = plat.nics_on_chip or (plat.nics == "node" and node_speed)  # no catalog NIC to name or price
@@ -504,7 +507,7 @@ def size_fabric(
     if topo.switches_by_tier:
         reason += f" ({' / '.join(f'{n:,}' for n in by_tier)} switches per tier, leaf first)"
     if plat.vendor != "nvidia":
-        reason += f" ({plat.scaleout_name})"
+        reason += f" ({kind_words(plat, fabric.kind)})"
     if dci:
         reason += f"; {dci.buildings} buildings joined by a data-centre interconnect"
     return FabricPlan(

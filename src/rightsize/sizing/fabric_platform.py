@@ -76,6 +76,21 @@ def scaleout_kind(plat: Platform, fabric: Fabric) -> tuple[str, list[str]]:
     return (plat.scaleout_kind if plat.scaleout_kind in ("infiniband", "roce") else fabric.kind), []
 
 
+_KIND_WORDS = {"infiniband": "InfiniBand", "roce": "RoCE"}
+
+
+def kind_words(plat: Platform, kind: str) -> str:
+    """The platform's words for the scale-out network of the kind chosen: the part of its name
+    that says that kind ("RoCE (AMD Pensando Pollara 400 AI NICs)" of "RoCE (...) or
+    InfiniBand"), else the kind's own name and that the spec asked for it."""
+    word = _KIND_WORDS.get(kind, kind)
+    parts = [p.strip() for p in plat.scaleout_name.split(" or ")]
+    said = next((p for p in parts if p.startswith(word)), None)
+    if said is not None:
+        return said if kind == plat.scaleout_kind else f"{said}, as infrastructure.fabric.kind asks"
+    return f"{word}, as infrastructure.fabric.kind asks"
+
+
 def scaleup_groups(
     plat: Platform, node: NodeType, gpus: int, per_replica: int | None = None
 ) -> tuple[str, int, int]:

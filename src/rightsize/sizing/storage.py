@@ -56,6 +56,11 @@ In the cloud a managed file system sells throughput per TiB provisioned: for eac
 provisioned TiB is the largest of capacity, read / (throughput per TiB) and
 write / (throughput per TiB), and the cheapest tier wins. Cloud object storage is billed on
 the bytes stored (no margin); on premises the object store is bought with the margin.
+
+Rented halls. Where the platform's halls are the cloud provider's (Trainium on AWS) and the
+catalog prices that provider's own managed file system, the hot tier IS that service: no
+appliance is bought, racked or powered, the object store is rented, and the checkpoint is
+written at the throughput the provisioned TiB buy (`rents_file_system`).
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from typing import Any
 
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
+from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.reliability import reliability
 from rightsize.catalog.storage import CloudFileSystemTier, StorageCatalog, storage_catalog
 from rightsize.constants import HOUR_S, TB, GiB, TiB
@@ -399,6 +405,48 @@ def _node_local_tier(needs: _Needs, margin: float, nvme: dict[str, Any], nodes: 
     }
 
 
+# The managed file system each cloud operator rents, by the storage catalog's service name: where
+# a platform's halls are the provider's (catalog.platforms: facility provider) and the catalog
+# prices that provider's own service, the hot tier is rented there, not an appliance bought.
+PROVIDER_FILE_SYSTEMS = {"AWS": "Amazon FSx"}
+
+
+def rents_file_system(node: NodeType, cat: StorageCatalog) -> str | None:
+    """The operator whose managed file system holds the hot tier (the platform's halls are its
+    own and the catalog prices its service), else None (an appliance in the buyer's halls)."""
+    plat = platform_for(node.accelerator)
+    prefix = PROVIDER_FILE_SYSTEMS.get(plat.operator)
+    if plat.provider_facility and prefix and cat.cloud_file_system.name.startswith(prefix):
+        return plat.operator
+    return None
+
+
+def _rented_tier(cfs: dict[str, Any], needs: _Needs, margin: float, operator: str) -> dict[str, Any]:
+    """The provider's managed file system as the hot tier, shaped like the parallel file system's
+    entry (the checkpoint rate and the reports read one place): its throughput is what the
+    provisioned TiB buy; nothing is bought, racked or powered in the buyer's halls."""
+    return {
+        "tier": "cloud_file_system",
+        "building_block": f"none: {cfs['service']} ({cfs['tier']}), rented from {operator}",
+        "blocks": 0,
+        "reason": (
+            f"the halls are {operator}'s: the hot tier is {cfs['service']} at {cfs['tier']}, "
+            f"{cfs['provisioned_bytes'] / TB:,.2f} TB provisioned (limited by {cfs['limited_by']}), "
+            f"billed monthly; no appliance to buy, rack or power"
+        ),
+        "limited_by": cfs["limited_by"],
+        "capacity_needed_bytes": _with_margin(needs.file_system_bytes, margin),
+        "read_needed_bytes_per_s": _with_margin(needs.read_bytes_per_s, margin),
+        "write_needed_bytes_per_s": _with_margin(needs.write_bytes_per_s, margin),
+        "usable_bytes": cfs["provisioned_bytes"],
+        "read_bytes_per_s": cfs["throughput_bytes_per_s"],
+        "write_bytes_per_s": cfs["throughput_bytes_per_s"],
+        "rack_units": 0,
+        "capex_usd": None,  # rented: in cloud_usd_per_month
+        "power_w": None,  # in the provider's halls, within its PUE and price
+    }
+
+
 def _cloud_tier_cost(
     tier: CloudFileSystemTier, cap: float, read: float, write: float
 ) -> tuple[float, str, float]:
@@ -476,8 +524,10 @@ def size_storage(
 
     nvme = _node_nvme(demand, needs, node, nodes, cat)
     local = _node_local_tier(needs, safety_margin, nvme, nodes)
-    pfs = local or _parallel_file_system(needs, safety_margin, cat)
     cfs, tier = _cloud_file_system(needs, safety_margin, cat)
+    operator = rents_file_system(node, cat)
+    rented = _rented_tier(cfs, needs, safety_margin, operator) if operator and local is None else None
+    pfs = local or rented or _parallel_file_system(needs, safety_margin, cat)
     if local is not None:
         cfs = {
             "service": "none: the instance's own NVMe (node-local) holds the hot tier",
@@ -492,12 +542,17 @@ def size_storage(
 
     sources = list(needs.sources)
     sources += _nvme_sources(node, cat)
-    if local is None:
+    if local is None and rented is None:
         sources += [
             _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()
         ]
+    if local is None:
         sources += [_src(f"storage.cloud_file_system[{tier.name}].{k}", v) for k, v in tier.sources.items()]
-    sources += [_src(f"storage.object_store.{k}", v) for k, v in obj.sources.items()]
+    sources += [
+        _src(f"storage.object_store.{k}", v)
+        for k, v in obj.sources.items()
+        if not (operator and k.startswith("onprem_"))  # rented halls own no object store
+    ]
     if needs.bandwidth.get("weights_load_bytes_per_s") and weights_load_s is None:
         sources.append(_src("storage.serving_defaults.weights_load_s", cat.serving.sources["weights_load_s"]))
 
@@ -514,8 +569,9 @@ def size_storage(
         parallel_file_system=pfs,
         object_store=obj_plan,
         cloud_file_system=cfs,
-        capex_usd=(pfs["capex_usd"] or 0.0) + obj_plan["onprem_capex_usd"],
-        power_w=(pfs["power_w"] or 0.0) + obj_plan["onprem_power_w"],
+        # rented halls: the object store is rented too (cloud_usd_per_month); nothing owned
+        capex_usd=0.0 if operator else (pfs["capex_usd"] or 0.0) + obj_plan["onprem_capex_usd"],
+        power_w=0.0 if operator else (pfs["power_w"] or 0.0) + obj_plan["onprem_power_w"],
         cloud_usd_per_month=(cfs["usd_per_month"] or 0.0) + obj_plan["cloud_usd_per_month"],
         notes=tuple(needs.notes),
         sources=tuple(sources),
