@@ -12,18 +12,9 @@ from rightsize.catalog import get_accelerator, node_for
 from rightsize.catalog.engines import _parse, get_engine
 from rightsize.catalog.loader import CatalogDataError
 from rightsize.perf.inference import LOGIT_BYTES, SAMPLING_PASSES, Replica
-from rightsize.spec.model import ModelArch
+from rightsize.spec import get_preset
 
-LLAMA3_8B = ModelArch(
-    name="llama-3-8b",
-    layers=32,
-    hidden=4096,
-    heads=32,
-    kv_heads=8,
-    ffn_hidden=14336,
-    vocab=128256,
-    mlp="swiglu",
-)
+LLAMA3_8B = get_preset("llama3-8b")
 
 
 def _rep(engine: str, version: str | None) -> Replica:

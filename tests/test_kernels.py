@@ -131,7 +131,12 @@ def test_prefill_attention_of_more_prompts_than_measured_is_split_not_analytic()
     assert float(t) > 0
 
 
-def _context_records() -> list[dict]:
+def _context_records(
+    law=lambda b, s: 2e-6 + 1e-10 * b * s * s,  # noqa: B008 - a pure function as the default law
+    batches: tuple[float, ...] = (1.0, 2.0, 64.0, 128.0),
+    seqs: tuple[float, ...] = (64.0, 256.0),
+) -> list[dict]:
+    """Context attention records of the table at each batch and sequence, timed by `law`."""
     return [
         {
             "op": "context_attention",
@@ -141,10 +146,10 @@ def _context_records() -> list[dict]:
             "heads": 32,
             "seq_len": s,
             "batch": b,
-            "latency_s": 2e-6 + 1e-10 * b * s * s,
+            "latency_s": law(b, s),
         }  # fmt: skip
-        for b in (1.0, 2.0, 64.0, 128.0)
-        for s in (64.0, 256.0)
+        for b in batches
+        for s in seqs
     ]
 
 
@@ -285,20 +290,7 @@ def test_measured_steps_add_the_element_wise_kernels_tables_do_not_measure():
 
 def _long_context_records() -> list[dict]:
     """Context attention measured up to 4,096 tokens along s^1.5 (a kernel still saturating)."""
-    return [
-        {
-            "op": "context_attention",
-            "dtype": "fp8",
-            "kv_heads": 8,
-            "head_dim": 128,
-            "heads": 32,
-            "seq_len": s,
-            "batch": b,
-            "latency_s": 1e-9 * b * s**1.5,
-        }  # fmt: skip
-        for b in (1.0, 2.0)
-        for s in (1024.0, 2048.0, 4096.0)
-    ]
+    return _context_records(lambda b, s: 1e-9 * b * s**1.5, (1.0, 2.0), (1024.0, 2048.0, 4096.0))
 
 
 def test_a_prompt_beyond_the_longest_measured_follows_the_last_segments_power_law():
