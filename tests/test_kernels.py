@@ -132,7 +132,7 @@ def test_prefill_attention_of_more_prompts_than_measured_is_split_not_analytic()
 
 
 def _context_records(
-    law=lambda b, s: 2e-6 + 1e-10 * b * s * s,  # noqa: B008 - a pure function as the default law
+    law=lambda b, s: 2e-6 + 1e-10 * b * s * s,
     batches: tuple[float, ...] = (1.0, 2.0, 64.0, 128.0),
     seqs: tuple[float, ...] = (64.0, 256.0),
 ) -> list[dict]:
