@@ -31,10 +31,12 @@ UNFUSED_SOFTMAX_BYTES_PER_SCORE = 13.0
 # functions, so at head dim 64 the exponentials take as long as the matmuls. The fraction of peak
 # therefore grows as d / (d + h), h = the head dims of matmul whose peak-rate time equals one
 # score's exposed softmax work. FlashAttention-2 on A100 (Dao 2023, Fig. 4: head dim 64 at ~0.83
-# of head dim 128) gives h = 32 = 312 TFLOPS / (4 x 2.44 T exponentials/s): the per-score softmax
-# work costs the time of 4 / peak-rate FLOPs per exponential, SOFTMAX_FLOPS_PER_EXP, which carries
-# to every accelerator whose SFU rate the catalog gives (sfu_exp_per_s): Blackwell doubles the
-# tensor rate per SM and not the SFUs (h ~ 115-125), Blackwell Ultra doubles the SFUs (h ~ 55-60).
+# of head dim 128, fwd+bwd) gives h = 32 = 312 TFLOPS / (4 x 2.44 T exponentials/s): the exposed
+# per-score softmax work (two exponentials and the per-score bookkeeping, against 14 x d matmul
+# FLOPs fwd+bwd) costs 4 peak-rate FLOPs per exponential of SFU time. SOFTMAX_FLOPS_PER_EXP is read
+# off that A100 curve, not derived, and carries to every accelerator whose SFU rate the catalog
+# gives (sfu_exp_per_s): h = 63 on H100; Blackwell doubles the tensor rate per SM and not the SFUs
+# (h = 112 on B200, 125 on GB200); Blackwell Ultra doubles the SFUs (53 on B300, 58 on GB300).
 SOFTMAX_FLOPS_PER_EXP = 4.0
 # Without a catalogued SFU rate: the A100 curve.
 HEAD_DIM_HALF = 32.0
