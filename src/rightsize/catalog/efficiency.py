@@ -50,6 +50,7 @@ SCALAR_FIELDS = (
     "attention_fraction_flash3",
     "attention_fraction_training",
     "collective_compute_units",
+    "sfu_exp_per_s",
 )
 # Attention kernels a training spec may name (training.attention_kernel), each with its own
 # measured fraction where the catalog has one (0: not measured, use attention_fraction).
@@ -67,6 +68,7 @@ ZERO_ALLOWED_FIELDS = frozenset(
         "serving_step_overhead_s",
         "attention_fraction_training",
         "collective_compute_units",
+        "sfu_exp_per_s",
         *(f"attention_fraction_{k}" for k in ATTENTION_KERNELS),
     }
 )
@@ -125,6 +127,12 @@ OPTIONAL_FIELDS = {
         "collective holds ~16 SMs",
         "2026-11",
     ),
+    "sfu_exp_per_s": Sourced(
+        0.0,
+        "placeholder: the special-function units' exponential rate is not catalogued for this "
+        "accelerator; flash attention keeps the FlashAttention-2-on-A100 head-dimension curve",
+        "2026-11",
+    ),
 }
 _ALLOWED_KEYS = frozenset({"gemm_peak_fraction", *SCALAR_FIELDS})
 
@@ -151,6 +159,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "serving_step_overhead_s": (0.0, 0.1),
     **{f"attention_fraction_{k}": (0.0, 1.0) for k in (*ATTENTION_KERNELS, "training")},
     "collective_compute_units": (0.0, 1024.0),
+    "sfu_exp_per_s": (0.0, 1e15),
 }
 
 
@@ -202,6 +211,9 @@ class Efficiency:
     # that the compute it overlaps slows by units / sm_count of the hidden time: NCCL's channels
     # on GPUs; 0 where collectives run on engines of their own (TPU ICI DMA and SparseCores).
     collective_compute_units: float = 16.0
+    # Exponentials per second of the special-function units (MUFU.EX2), which compute the softmax
+    # in flash attention (0: not catalogued).
+    sfu_exp_per_s: float = 0.0
 
     def attention_fraction_of(self, kernel: str) -> float:
         """The fwd+bwd attention fraction of a named kernel ('auto': the usual training stack's)."""
@@ -367,5 +379,6 @@ def _make(gemm: dict[str, float], values: Mapping[str, float], sources: dict[str
         attention_fraction_flash3=values["attention_fraction_flash3"],
         attention_fraction_training=values["attention_fraction_training"],
         collective_compute_units=values["collective_compute_units"],
+        sfu_exp_per_s=values["sfu_exp_per_s"],
         sources=sources,
     )

@@ -23,14 +23,34 @@ FLASH_BACKWARD_OVER_FORWARD = 2.5
 UNFUSED_SOFTMAX_BYTES_PER_SCORE = 13.0
 
 
-# Head-dimension dependence of flash attention: per tile, the softmax and bookkeeping are
-# per score while the matmuls are per score x head dim, so the achieved fraction grows as
-# d / (d + HEAD_DIM_HALF). FlashAttention-2 on A100 (Dao 2023, Fig. 4): head dim 64 runs
-# at ~0.83 of head dim 128, consistent with HEAD_DIM_HALF = 32 (0.667 / 0.8).
+# Head-dimension dependence of flash attention. Per score the kernel runs 4 x head dim matmul
+# FLOPs forward (QK^T, PV) and 10 x head dim backward on the tensor cores, but one exponential
+# forward and one backward (P = exp(S - lse) is recomputed) on the SMs' special-function units
+# (MUFU.EX2), whose rate is far below the tensor cores': FlashAttention-3 (Shah et al., arXiv
+# 2407.08608, sec. 3) gives H100 SXM5 989 TFLOPS of 16-bit matmul against 3.9 TFLOPS of special
+# functions, so at head dim 64 the exponentials take as long as the matmuls. The fraction of peak
+# therefore grows as d / (d + h), h = the head dims of matmul whose peak-rate time equals one
+# score's exposed softmax work. FlashAttention-2 on A100 (Dao 2023, Fig. 4: head dim 64 at ~0.83
+# of head dim 128, fwd+bwd) gives h = 32 = 312 TFLOPS / (4 x 2.44 T exponentials/s): the exposed
+# per-score softmax work (two exponentials and the per-score bookkeeping, against 14 x d matmul
+# FLOPs fwd+bwd) costs 4 peak-rate FLOPs per exponential of SFU time. SOFTMAX_FLOPS_PER_EXP is read
+# off that A100 curve, not derived, and carries to every accelerator whose SFU rate the catalog
+# gives (sfu_exp_per_s): h = 63 on H100; Blackwell doubles the tensor rate per SM and not the SFUs
+# (h = 112 on B200, 125 on GB200); Blackwell Ultra doubles the SFUs (53 on B300, 58 on GB300).
+SOFTMAX_FLOPS_PER_EXP = 4.0
+# Without a catalogued SFU rate: the A100 curve.
 HEAD_DIM_HALF = 32.0
 # Catalog attention fractions are quoted for head dim 128 at 16k keys.
 REFERENCE_HEAD_DIM = 128.0
 REFERENCE_SEQ = 16384.0
+
+
+def softmax_head_dim_half(hw: Hardware) -> float:
+    """Head dims of peak-rate matmul per score that take as long as its softmax work on this
+    accelerator's special-function units (HEAD_DIM_HALF where the SFU rate is not catalogued)."""
+    if hw.sfu_exp_per_s <= 0.0 or hw.peak_16bit_flops_per_s <= 0.0:
+        return HEAD_DIM_HALF
+    return hw.peak_16bit_flops_per_s / (SOFTMAX_FLOPS_PER_EXP * hw.sfu_exp_per_s)
 
 
 def attention_efficiency(
@@ -38,14 +58,16 @@ def attention_efficiency(
 ) -> np.ndarray:
     """Fraction of 16-bit peak a causal flash-attention fwd+bwd reaches with query/key
     blocks of `keys` tokens and this head dim: the catalog plateau (attention_fraction, at
-    head dim 128 and 16k keys) times keys / (keys + half) and d / (d + HEAD_DIM_HALF), each
-    normalised to the reference point (short blocks leave SMs idle and waste the diagonal
-    tiles of the causal mask; narrow heads spend more of each tile on the softmax)."""
+    head dim 128 and 16k keys) times keys / (keys + half) and d / (d + h), h the accelerator's
+    softmax_head_dim_half, each normalised to the reference point (short blocks leave SMs idle
+    and waste the diagonal tiles of the causal mask; narrow heads spend more of each tile
+    waiting on the special-function units' exponentials)."""
     keys = np.asarray(keys, dtype=np.float64)
     plateau = hw.attention_fraction_for(kernel)
     half = hw.attention_seq_half_tokens
     seq = (keys / (keys + half)) / (REFERENCE_SEQ / (REFERENCE_SEQ + half))
-    hd = (head_dim / (head_dim + HEAD_DIM_HALF)) / (REFERENCE_HEAD_DIM / (REFERENCE_HEAD_DIM + HEAD_DIM_HALF))
+    h = softmax_head_dim_half(hw)
+    hd = (head_dim / (head_dim + h)) / (REFERENCE_HEAD_DIM / (REFERENCE_HEAD_DIM + h))
     return np.minimum(plateau * seq * hd, 0.95)
 
 

@@ -90,6 +90,7 @@ class Hardware:
     # Compute units an overlapped collective holds (NCCL channels on GPUs; 0 on TPU, where
     # ICI DMA engines and SparseCores run collectives): catalog collective_compute_units.
     collective_compute_units: float = 16.0
+    sfu_exp_per_s: float = 0.0  # special-function-unit exponentials per second (0: not catalogued)
 
     def attention_fraction_for(self, kernel: str) -> float | np.ndarray:
         """The training attention fraction of a named kernel ('auto': the accelerator's usual
@@ -145,6 +146,7 @@ class Hardware:
             attention_ratio_flash3=eff.attention_fraction_of("flash3") / eff.attention_fraction,
             attention_ratio_auto=eff.attention_fraction_of("auto") / eff.attention_fraction,
             collective_compute_units=eff.collective_compute_units,
+            sfu_exp_per_s=eff.sfu_exp_per_s,
         )
 
     def sixteen_bit(self) -> Hardware:
