@@ -19,6 +19,8 @@ from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
 from rightsize.sizing.reliability import checkpoint_bytes
 from rightsize.sizing.storage import (
+    _cloud_file_system,
+    _Needs,
     checkpoint_write_bytes_per_s,
     cluster_mtbf_s,
     size_storage,
@@ -277,7 +279,7 @@ def test_serving_default_load_time_is_sourced() -> None:
 
 
 def test_cloud_file_system_picks_the_cheapest_tier_by_hand() -> None:
-    tiers = storage_catalog().cloud_file_system.tiers
+    tiers = storage_catalog().cloud().file_system.tiers
     # capacity-bound: 113.88 TB provisioned at the 125 MB/s/TiB tier
     plan = size_storage(_training(), Storage(), H100, 256, 9e4, 0.2)
     cfs = plan.cloud_file_system
@@ -285,7 +287,7 @@ def test_cloud_file_system_picks_the_cheapest_tier_by_hand() -> None:
     assert cfs["provisioned_bytes"] == pytest.approx(1.2 * 94.9 * TB)
     assert cfs["usd_per_month"] == pytest.approx(1.2 * 94.9 * TB / GiB * tiers[0].usd_per_gib_month)
     obj = plan.object_store["cloud_usd_per_month"]
-    assert obj == pytest.approx(64.9 * TB / GiB * storage_catalog().object_store.cloud_usd_per_gib_month)
+    assert obj == pytest.approx(64.9 * TB / GiB * storage_catalog().cloud().object_store.usd_per_gib_month)
     assert plan.cloud_usd_per_month == pytest.approx(cfs["usd_per_month"] + obj)
 
     # write-bound: a tiny dataset and 500 GB/s of checkpoint writes; the 1000 MB/s/TiB tier
@@ -340,15 +342,24 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "check the unit",
     ),
     ("missing source", lambda d: d["node_nvme"]["drive_bytes"].pop("source"), "node_nvme.drive_bytes"),
-    ("missing tier price", lambda d: d["cloud_file_system"]["tiers"][0].pop("usd_per_gib_month"), "tiers[0]"),
+    (
+        "missing tier price",
+        lambda d: d["clouds"]["AWS"]["file_system"]["tiers"][0].pop("usd_per_gib_month"),
+        "clouds.AWS.file_system.tiers[0]",
+    ),
     (
         "typo",
-        lambda d: d["object_store"].update(
-            cloud_usd_per_gb_month=d["object_store"]["cloud_usd_per_gib_month"]
-        ),
-        "cloud_usd_per_gb_month",
+        lambda d: d["object_store"].update(onprem_usd_per_tib=d["object_store"]["onprem_usd_per_tb"]),
+        "onprem_usd_per_tib",
     ),
-    ("tiers out of order", lambda d: d["cloud_file_system"]["tiers"].reverse(), "rising"),
+    ("tiers out of order", lambda d: d["clouds"]["Google"]["file_system"]["tiers"].reverse(), "rising"),
+    (
+        "smallest instance above largest",
+        lambda d: d["clouds"]["Google"]["file_system"]["tiers"][0]["min_capacity_gib"].update(value=2e7),
+        "min_capacity_gib is above max_capacity_gib",
+    ),
+    ("unknown comparison cloud", lambda d: d.update(comparison_cloud="Azure"), "comparison_cloud"),
+    ("cloud without an object store", lambda d: d["clouds"]["Google"].pop("object_store"), "clouds.Google"),
     ("missing block", lambda d: d.pop("object_store"), "object_store"),
     ("wrong schema", lambda d: d.update(schema_version=2), "schema_version"),
 ]
@@ -364,3 +375,24 @@ def test_broken_storage_document_raises(
         parse_storage(doc)
     assert expected in str(exc.value), case
     assert exc.value.file == STORAGE_FILE
+
+
+def test_a_managed_tier_is_never_provisioned_below_its_smallest_instance_nor_past_its_largest() -> None:
+    """Google's 1000 MB/s/TiB tier starts at 9,000 GiB: a 1 TB hot tier still rents 9,000 GiB,
+    and a hot tier past the largest instance is split over as many instances as it takes."""
+    google = storage_catalog().clouds["Google"]
+    fast = google.file_system.tiers[-1]
+    assert fast.min_capacity_gib == 9000 and fast.max_capacity_gib == 10_008_000
+
+    def needs(cap: float, write: float) -> _Needs:
+        return _Needs(
+            capacity={}, file_system_bytes=cap, object_store_bytes=0.0, read_bytes_per_s=0.0,
+            write_bytes_per_s=write, bandwidth={}, notes=[], sources=[],
+        )  # fmt: skip
+
+    small, tier = _cloud_file_system(needs(1 * TB, 1e9), 0.0, google)
+    assert tier is fast and small["limited_by"] == "the tier's smallest instance"
+    assert small["provisioned_bytes"] == pytest.approx(9000 * GiB) and small["instances"] == 1
+    huge, tier = _cloud_file_system(needs(1e15, 25e12), 0.0, google)  # 25 TB/s: only 1000 MB/s/TiB
+    assert tier is fast and huge["limited_by"] == "write"
+    assert huge["instances"] == math.ceil(25e12 / 1e9 * TiB / (10_008_000 * GiB))

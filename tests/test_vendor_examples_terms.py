@@ -340,7 +340,7 @@ def test_trainium_rents_its_file_system_and_buys_no_appliance(name: str) -> None
     assert not [
         k for k in keys if k.startswith(("storage.parallel_file_system.", "storage.object_store.onprem"))
     ]
-    assert any(k.startswith("storage.cloud_file_system[") for k in keys)
+    assert any(k.startswith("storage.clouds.AWS.file_system[") for k in keys)
 
 
 def test_an_owner_built_cluster_still_buys_its_file_system() -> None:

@@ -1,5 +1,6 @@
-"""Storage tiers (``data/storage.yaml``): node NVMe, a parallel file system block, object storage,
-a managed cloud file system, and serving defaults, each figure sourced and dated.
+"""Storage tiers (``data/storage.yaml``): node NVMe, a parallel file system block, owned object
+storage, each cloud operator's managed file system and object store, and serving defaults, each
+figure sourced and dated.
 
 Lookups are pure functions over a table that is read and checked once. The sizing formulas
 live in `rightsize.sizing.storage`; this module only says what the hardware and services
@@ -32,7 +33,8 @@ _TOP_KEYS = frozenset(
         "node_nvme",
         "parallel_file_system",
         "object_store",
-        "cloud_file_system",
+        "comparison_cloud",
+        "clouds",
         "serving_defaults",
     }
 )
@@ -52,7 +54,6 @@ _PFS_FIELDS: tuple[tuple[str, float, float], ...] = (
     ("rack_units", 1, 48),
 )
 _OBJECT_FIELDS: tuple[tuple[str, float, float], ...] = (
-    ("cloud_usd_per_gib_month", 1e-4, 1.0),
     ("onprem_usd_per_tb", 1.0, 10_000),
     ("onprem_power_w_per_tb", 0.01, 100),
 )
@@ -60,6 +61,12 @@ _TIER_FIELDS: tuple[tuple[str, float, float], ...] = (
     ("throughput_bytes_per_s_per_tib", 1e6, 1e11),
     ("usd_per_gib_month", 1e-3, 10.0),
 )
+# optional per tier: the provider's smallest and largest instance
+_TIER_LIMITS: tuple[tuple[str, float, float], ...] = (
+    ("min_capacity_gib", 1.0, 1e9),
+    ("max_capacity_gib", 1.0, 1e10),
+)
+_CLOUD_OBJECT_FIELDS: tuple[tuple[str, float, float], ...] = (("usd_per_gib_month", 1e-4, 1.0),)
 _SERVING_FIELDS: tuple[tuple[str, float, float], ...] = (
     ("weights_load_s", 1, 86_400),
     ("log_bytes_per_request", 10, 1e7),
@@ -94,9 +101,8 @@ class ParallelFileSystemBlock:
 
 @dataclass(frozen=True)
 class ObjectStore:
-    """The durable capacity tier: rented per GiB-month, or bought per usable TB on premises."""
+    """The durable capacity tier bought per usable TB on premises (a rented one: CloudObjectStore)."""
 
-    cloud_usd_per_gib_month: float
     onprem_usd_per_tb: float
     onprem_power_w_per_tb: float
     sources: dict[str, Sourced]
@@ -110,12 +116,33 @@ class CloudFileSystemTier:
     throughput_bytes_per_s_per_tib: float  # read and write, per TiB (2^40 bytes) provisioned
     usd_per_gib_month: float
     sources: dict[str, Sourced]
+    min_capacity_gib: float | None = None  # the provider's smallest instance at this tier
+    max_capacity_gib: float | None = None  # and its largest: more capacity is more instances
 
 
 @dataclass(frozen=True)
 class CloudFileSystem:
     name: str
     tiers: tuple[CloudFileSystemTier, ...]
+
+
+@dataclass(frozen=True)
+class CloudObjectStore:
+    """A cloud operator's object store, rented per GiB-month (2^30 bytes)."""
+
+    name: str
+    usd_per_gib_month: float
+    sources: dict[str, Sourced]
+
+
+@dataclass(frozen=True)
+class Cloud:
+    """What one cloud operator (platforms.yaml ``operator``) rents: its managed parallel file
+    system and its object store."""
+
+    operator: str
+    file_system: CloudFileSystem
+    object_store: CloudObjectStore
 
 
 @dataclass(frozen=True)
@@ -133,8 +160,13 @@ class StorageCatalog:
     node_nvme: NodeNvme
     parallel_file_system: ParallelFileSystemBlock
     object_store: ObjectStore
-    cloud_file_system: CloudFileSystem
+    clouds: Mapping[str, Cloud]  # by operator
+    comparison_cloud: str  # the operator whose prices a plan in the buyer's halls is compared to
     serving: ServingDefaults
+
+    def cloud(self, operator: str | None = None) -> Cloud:
+        """`operator`'s services, or the comparison cloud's where the catalog prices none of its."""
+        return self.clouds.get(operator or "") or self.clouds[self.comparison_cloud]
 
 
 def _figures(
@@ -154,29 +186,68 @@ def _figures(
     return figures
 
 
-def _parse_tiers(raw: Any, file: str) -> tuple[CloudFileSystemTier, ...]:
+def _parse_tiers(raw: Any, file: str, at: str) -> tuple[CloudFileSystemTier, ...]:
     if not isinstance(raw, list) or not raw:
-        raise CatalogDataError(file, "cloud_file_system.tiers", "must be a non-empty list")
+        raise CatalogDataError(file, f"{at}.tiers", "must be a non-empty list")
     tiers: list[CloudFileSystemTier] = []
     for i, entry in enumerate(raw):
-        key = f"cloud_file_system.tiers[{i}]"
+        key = f"{at}.tiers[{i}]"
         if not isinstance(entry, Mapping):
             raise CatalogDataError(file, key, f"expected a mapping, got {type(entry).__name__}")
-        figures = _figures(entry, _TIER_FIELDS, file, key, extra_keys=frozenset({"name"}))
+        limits = tuple(f for f in _TIER_LIMITS if f[0] in entry)
+        figures = _figures(entry, _TIER_FIELDS + limits, file, key, extra_keys=frozenset({"name"}))
+        lo, hi = figures.get("min_capacity_gib"), figures.get("max_capacity_gib")
+        if lo and hi and lo.value > hi.value:
+            raise CatalogDataError(file, key, "min_capacity_gib is above max_capacity_gib")
         tiers.append(
             CloudFileSystemTier(
                 name=require_str(entry, "name", file, key),
                 throughput_bytes_per_s_per_tib=figures["throughput_bytes_per_s_per_tib"].value,
                 usd_per_gib_month=figures["usd_per_gib_month"].value,
                 sources=figures,
+                min_capacity_gib=lo.value if lo else None,
+                max_capacity_gib=hi.value if hi else None,
             )
         )
     for prev, cur in zip(tiers, tiers[1:], strict=False):
         if cur.throughput_bytes_per_s_per_tib <= prev.throughput_bytes_per_s_per_tib:
-            raise CatalogDataError(
-                file, "cloud_file_system.tiers", "tiers must be listed in rising throughput per TiB"
-            )
+            raise CatalogDataError(file, f"{at}.tiers", "tiers must be listed in rising throughput per TiB")
     return tuple(tiers)
+
+
+def _parse_clouds(raw: Mapping[str, Any], file: str) -> tuple[dict[str, Cloud], str]:
+    """The ``clouds`` block (operator -> file_system and object_store) and ``comparison_cloud``."""
+    block = require_mapping(raw, "clouds", file, "<document>")
+    clouds: dict[str, Cloud] = {}
+    for operator, entry in block.items():
+        at = f"clouds.{operator}"
+        if not isinstance(entry, Mapping):
+            raise CatalogDataError(file, at, f"expected a mapping, got {type(entry).__name__}")
+        check_keys(entry, frozenset({"file_system", "object_store"}), file, at)
+        fs = require_mapping(entry, "file_system", file, at)
+        check_keys(fs, frozenset({"name", "tiers"}), file, f"{at}.file_system")
+        obj = require_mapping(entry, "object_store", file, at)
+        obj_fig = _figures(
+            obj, _CLOUD_OBJECT_FIELDS, file, f"{at}.object_store", extra_keys=frozenset({"name"})
+        )
+        clouds[str(operator)] = Cloud(
+            operator=str(operator),
+            file_system=CloudFileSystem(
+                name=require_str(fs, "name", file, f"{at}.file_system"),
+                tiers=_parse_tiers(fs.get("tiers"), file, f"{at}.file_system"),
+            ),
+            object_store=CloudObjectStore(
+                name=require_str(obj, "name", file, f"{at}.object_store"),
+                usd_per_gib_month=obj_fig["usd_per_gib_month"].value,
+                sources=obj_fig,
+            ),
+        )
+    comparison = require_str(raw, "comparison_cloud", file, "<document>")
+    if comparison not in clouds:
+        raise CatalogDataError(
+            file, "comparison_cloud", f"'{comparison}' is not one of clouds: {', '.join(sorted(clouds))}"
+        )
+    return clouds, comparison
 
 
 def parse_storage(raw: Mapping[str, Any], file: str = STORAGE_FILE) -> StorageCatalog:
@@ -195,8 +266,7 @@ def parse_storage(raw: Mapping[str, Any], file: str = STORAGE_FILE) -> StorageCa
     obj = require_mapping(raw, "object_store", file, "<document>")
     obj_fig = _figures(obj, _OBJECT_FIELDS, file, "object_store")
 
-    cfs = require_mapping(raw, "cloud_file_system", file, "<document>")
-    check_keys(cfs, frozenset({"name", "tiers"}), file, "cloud_file_system")
+    clouds, comparison = _parse_clouds(raw, file)
 
     serving = require_mapping(raw, "serving_defaults", file, "<document>")
     serving_fig = _figures(serving, _SERVING_FIELDS, file, "serving_defaults")
@@ -220,15 +290,12 @@ def parse_storage(raw: Mapping[str, Any], file: str = STORAGE_FILE) -> StorageCa
             sources=pfs_fig,
         ),
         object_store=ObjectStore(
-            cloud_usd_per_gib_month=obj_fig["cloud_usd_per_gib_month"].value,
             onprem_usd_per_tb=obj_fig["onprem_usd_per_tb"].value,
             onprem_power_w_per_tb=obj_fig["onprem_power_w_per_tb"].value,
             sources=obj_fig,
         ),
-        cloud_file_system=CloudFileSystem(
-            name=require_str(cfs, "name", file, "cloud_file_system"),
-            tiers=_parse_tiers(cfs.get("tiers"), file),
-        ),
+        clouds=clouds,
+        comparison_cloud=comparison,
         serving=ServingDefaults(
             weights_load_s=serving_fig["weights_load_s"].value,
             log_bytes_per_request=serving_fig["log_bytes_per_request"].value,

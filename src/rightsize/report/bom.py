@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.catalog.platforms import platforms
 from rightsize.report import units
 from rightsize.report.document import Section, Table
 
@@ -116,27 +115,13 @@ def _dci_rows(fabric: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-def _rents_cloud_file_system(nodes: dict[str, Any], cfs: dict[str, Any]) -> bool:
-    """The plan's halls are a cloud provider's whose own managed file system the storage catalog
-    prices (AWS: Amazon FSx for Lustre), so the hot tier is rented there, not an appliance bought."""
-    if nodes.get("facility_operated_by") != "provider" or not cfs.get("provisioned_bytes"):
-        return False
-    plat = platforms().get(str(nodes.get("platform") or ""))
-    prefix = _CLOUD_FS_PREFIX.get(plat.operator) if plat else None
-    return bool(prefix) and str(cfs.get("service", "")).startswith(str(prefix))
-
-
-# the managed file system each provider's platform rents (storage.yaml's cloud_file_system names)
-_CLOUD_FS_PREFIX = {"AWS": "Amazon FSx"}
-
-
-def _storage_line(storage: dict[str, Any], nodes: dict[str, Any] | None = None) -> str:
+def _storage_line(storage: dict[str, Any]) -> str:
     fs = _get(storage, "parallel_file_system") or {}
     cfs = _get(storage, "cloud_file_system") or {}
     cap = _get(storage, "capacity", "file_system_with_margin_bytes")
     if fs.get("tier") == "node_local":
         line = "node-local NVMe (no shared file system: a one-node job)"
-    elif _rents_cloud_file_system(nodes or {}, cfs):
+    elif fs.get("tier") == "cloud_file_system":  # the provider's halls: its file system, rented
         line = f"{cfs['service']} ({cfs.get('tier')}), {units.nbytes(cfs['provisioned_bytes'])} provisioned"
     else:
         line = (
@@ -283,7 +268,7 @@ def bom_section(sizing: dict[str, Any]) -> Section | None:
         _compute_row(nodes, cost),
         _fabric_row(sizing.get("fabric") or {}, nodes.get("unit_noun") or "GPU"),
         *_dci_rows(sizing.get("fabric") or {}),
-        ["storage", _storage_line(sizing.get("storage") or {}, nodes)],
+        ["storage", _storage_line(sizing.get("storage") or {})],
         ["power", _power_line(sizing.get("power") or {})],
     ]
     rows += _reliability_rows(sizing.get("reliability") or {})

@@ -53,14 +53,17 @@ the shared tier below is sized.
 On premises the parallel file system is bought in whole building blocks, enough for every
 need at once: blocks = max(ceil(capacity / usable), ceil(read / read_bw), ceil(write / write_bw)).
 In the cloud a managed file system sells throughput per TiB provisioned: for each tier the
-provisioned TiB is the largest of capacity, read / (throughput per TiB) and
-write / (throughput per TiB), and the cheapest tier wins. Cloud object storage is billed on
-the bytes stored (no margin); on premises the object store is bought with the margin.
+provisioned TiB is the largest of capacity, read / (throughput per TiB),
+write / (throughput per TiB) and the tier's smallest instance, and the cheapest tier wins; past
+the tier's largest instance the capacity is split over more instances. Cloud object storage is
+billed on the bytes stored (no margin); on premises the object store is bought with the margin.
 
-Rented halls. Where the platform's halls are the cloud provider's (Trainium on AWS) and the
-catalog prices that provider's own managed file system, the hot tier IS that service: no
-appliance is bought, racked or powered, the object store is rented, and the checkpoint is
-written at the throughput the provisioned TiB buy (`rents_file_system`).
+Rented halls. Where the platform's halls are a cloud operator's (Trainium on AWS, TPUs on
+Google Cloud) and the catalog prices that operator's services (storage.yaml ``clouds``), the hot
+tier IS its managed file system and the durable tier its object store: no appliance is bought,
+racked or powered, and the checkpoint is written at the throughput the provisioned TiB buy
+(`rents_file_system`). A plan in the buyer's halls is compared against the catalog's
+``comparison_cloud``.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
 from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.reliability import reliability
-from rightsize.catalog.storage import CloudFileSystemTier, StorageCatalog, storage_catalog
+from rightsize.catalog.storage import Cloud, CloudFileSystemTier, ObjectStore, StorageCatalog, storage_catalog
 from rightsize.constants import HOUR_S, TB, GiB, TiB
 from rightsize.errors import BadInput
 from rightsize.perf.checkpoint import async_interval_s
@@ -405,33 +408,26 @@ def _node_local_tier(needs: _Needs, margin: float, nvme: dict[str, Any], nodes: 
     }
 
 
-# The managed file system each cloud operator rents, by the storage catalog's service name: where
-# a platform's halls are the provider's (catalog.platforms: facility provider) and the catalog
-# prices that provider's own service, the hot tier is rented there, not an appliance bought.
-PROVIDER_FILE_SYSTEMS = {"AWS": "Amazon FSx"}
-
-
 def rents_file_system(node: NodeType, cat: StorageCatalog) -> str | None:
     """The operator whose managed file system holds the hot tier (the platform's halls are its
-    own and the catalog prices its service), else None (an appliance in the buyer's halls)."""
+    own and storage.yaml ``clouds`` prices its services), else None (an appliance in the buyer's
+    halls)."""
     plat = platform_for(node.accelerator)
-    prefix = PROVIDER_FILE_SYSTEMS.get(plat.operator)
-    if plat.provider_facility and prefix and cat.cloud_file_system.name.startswith(prefix):
-        return plat.operator
-    return None
+    return plat.operator if plat.provider_facility and plat.operator in cat.clouds else None
 
 
 def _rented_tier(cfs: dict[str, Any], needs: _Needs, margin: float, operator: str) -> dict[str, Any]:
     """The provider's managed file system as the hot tier, shaped like the parallel file system's
     entry (the checkpoint rate and the reports read one place): its throughput is what the
     provisioned TiB buy; nothing is bought, racked or powered in the buyer's halls."""
+    split = f" over {cfs['instances']} instances" if cfs["instances"] > 1 else ""
     return {
         "tier": "cloud_file_system",
         "building_block": f"none: {cfs['service']} ({cfs['tier']}), rented from {operator}",
         "blocks": 0,
         "reason": (
             f"the halls are {operator}'s: the hot tier is {cfs['service']} at {cfs['tier']}, "
-            f"{cfs['provisioned_bytes'] / TB:,.2f} TB provisioned (limited by {cfs['limited_by']}), "
+            f"{cfs['provisioned_bytes'] / TB:,.2f} TB provisioned (limited by {cfs['limited_by']}){split}, "
             f"billed monthly; no appliance to buy, rack or power"
         ),
         "limited_by": cfs["limited_by"],
@@ -454,6 +450,7 @@ def _cloud_tier_cost(
         "capacity": cap / TiB,
         "read": read / tier.throughput_bytes_per_s_per_tib,
         "write": write / tier.throughput_bytes_per_s_per_tib,
+        "the tier's smallest instance": (tier.min_capacity_gib or 0.0) * GiB / TiB,
     }
     limited_by = max(by, key=lambda k: by[k])
     tib = by[limited_by]
@@ -461,16 +458,19 @@ def _cloud_tier_cost(
 
 
 def _cloud_file_system(
-    needs: _Needs, margin: float, cat: StorageCatalog
+    needs: _Needs, margin: float, cloud: Cloud
 ) -> tuple[dict[str, Any], CloudFileSystemTier]:
     cap = _with_margin(needs.file_system_bytes, margin)
     read = _with_margin(needs.read_bytes_per_s, margin)
     write = _with_margin(needs.write_bytes_per_s, margin)
-    options = [(t, *_cloud_tier_cost(t, cap, read, write)) for t in cat.cloud_file_system.tiers]
+    options = [(t, *_cloud_tier_cost(t, cap, read, write)) for t in cloud.file_system.tiers]
     tier, tib, limited_by, usd = min(options, key=lambda o: o[3])
+    largest_tib = (tier.max_capacity_gib or math.inf) * GiB / TiB
     return {
-        "service": cat.cloud_file_system.name,
+        "service": cloud.file_system.name,
+        "provider": cloud.operator,
         "tier": tier.name,
+        "instances": _ceil(tib, largest_tib) if math.isfinite(largest_tib) else 1,
         "throughput_bytes_per_s_per_tib": tier.throughput_bytes_per_s_per_tib,
         "provisioned_bytes": tib * TiB,
         "limited_by": limited_by,
@@ -480,13 +480,16 @@ def _cloud_file_system(
     }, tier
 
 
-def _object_store(capacity_bytes: float, safety_margin: float, obj: Any) -> dict[str, float]:
-    """The object store: capacity with the margin, its cloud price, and owned capex and power."""
+def _object_store(
+    capacity_bytes: float, safety_margin: float, obj: ObjectStore, cloud: Cloud
+) -> dict[str, Any]:
+    """The object store: capacity with the margin, the cloud's price, and owned capex and power."""
     obj_tb = _with_margin(capacity_bytes, safety_margin) / TB
     return {
         "capacity_bytes": capacity_bytes,
         "capacity_with_margin_bytes": obj_tb * TB,
-        "cloud_usd_per_month": capacity_bytes / GiB * obj.cloud_usd_per_gib_month,
+        "cloud_service": cloud.object_store.name,
+        "cloud_usd_per_month": capacity_bytes / GiB * cloud.object_store.usd_per_gib_month,
         "onprem_capex_usd": obj_tb * obj.onprem_usd_per_tb,
         "onprem_power_w": obj_tb * obj.onprem_power_w_per_tb,
     }
@@ -524,8 +527,9 @@ def size_storage(
 
     nvme = _node_nvme(demand, needs, node, nodes, cat)
     local = _node_local_tier(needs, safety_margin, nvme, nodes)
-    cfs, tier = _cloud_file_system(needs, safety_margin, cat)
     operator = rents_file_system(node, cat)
+    cloud = cat.cloud(operator)
+    cfs, tier = _cloud_file_system(needs, safety_margin, cloud)
     rented = _rented_tier(cfs, needs, safety_margin, operator) if operator and local is None else None
     pfs = local or rented or _parallel_file_system(needs, safety_margin, cat)
     if local is not None:
@@ -538,7 +542,7 @@ def size_storage(
             "reason": local["reason"],
         }
     obj = cat.object_store
-    obj_plan = _object_store(needs.object_store_bytes, safety_margin, obj)
+    obj_plan = _object_store(needs.object_store_bytes, safety_margin, obj, cloud)
 
     sources = list(needs.sources)
     sources += _nvme_sources(node, cat)
@@ -546,13 +550,12 @@ def size_storage(
         sources += [
             _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()
         ]
+    at = f"storage.clouds.{cloud.operator}"
     if local is None:
-        sources += [_src(f"storage.cloud_file_system[{tier.name}].{k}", v) for k, v in tier.sources.items()]
-    sources += [
-        _src(f"storage.object_store.{k}", v)
-        for k, v in obj.sources.items()
-        if not (operator and k.startswith("onprem_"))  # rented halls own no object store
-    ]
+        sources += [_src(f"{at}.file_system[{tier.name}].{k}", v) for k, v in tier.sources.items()]
+    sources += [_src(f"{at}.object_store.{k}", v) for k, v in cloud.object_store.sources.items()]
+    if not operator:  # rented halls own no object store
+        sources += [_src(f"storage.object_store.{k}", v) for k, v in obj.sources.items()]
     if needs.bandwidth.get("weights_load_bytes_per_s") and weights_load_s is None:
         sources.append(_src("storage.serving_defaults.weights_load_s", cat.serving.sources["weights_load_s"]))
 
