@@ -19,9 +19,9 @@ from rightsize.errors import BadInput
 from rightsize.search.demand import Demand
 from rightsize.sizing.reliability import checkpoint_bytes
 from rightsize.sizing.storage import (
-    _cloud_file_system,
     _Needs,
     checkpoint_write_bytes_per_s,
+    cloud_file_system,
     cluster_mtbf_s,
     size_storage,
     young_interval_s,
@@ -390,9 +390,9 @@ def test_a_managed_tier_is_never_provisioned_below_its_smallest_instance_nor_pas
             write_bytes_per_s=write, bandwidth={}, notes=[], sources=[],
         )  # fmt: skip
 
-    small, tier = _cloud_file_system(needs(1 * TB, 1e9), 0.0, google)
+    small, tier = cloud_file_system(needs(1 * TB, 1e9), 0.0, google)
     assert tier is fast and small["limited_by"] == "the tier's smallest instance"
     assert small["provisioned_bytes"] == pytest.approx(9000 * GiB) and small["instances"] == 1
-    huge, tier = _cloud_file_system(needs(1e15, 25e12), 0.0, google)  # 25 TB/s: only 1000 MB/s/TiB
+    huge, tier = cloud_file_system(needs(1e15, 25e12), 0.0, google)  # 25 TB/s: only 1000 MB/s/TiB
     assert tier is fast and huge["limited_by"] == "write"
     assert huge["instances"] == math.ceil(25e12 / 1e9 * TiB / (10_008_000 * GiB))

@@ -74,24 +74,21 @@ from typing import Any
 
 from rightsize.catalog.loader import Sourced
 from rightsize.catalog.nodes import NodeType
-from rightsize.catalog.platforms import platform_for
 from rightsize.catalog.reliability import reliability
-from rightsize.catalog.storage import Cloud, CloudFileSystemTier, ObjectStore, StorageCatalog, storage_catalog
-from rightsize.constants import HOUR_S, TB, GiB, TiB
+from rightsize.catalog.storage import StorageCatalog, storage_catalog
+from rightsize.constants import HOUR_S, TB
 from rightsize.errors import BadInput
 from rightsize.perf.checkpoint import async_interval_s
 from rightsize.search.demand import Demand
+from rightsize.sizing.storage_cloud import (
+    ceil_units,
+    cloud_file_system,
+    object_store_plan,
+    rented_tier,
+    rents_file_system,
+    with_margin,
+)
 from rightsize.spec.infrastructure import Storage
-
-_EPS = 1e-9  # keeps ceil(250e12 / 250e12) at 1 despite float noise
-
-
-def _ceil(need: float, per_unit: float) -> int:
-    return max(0, math.ceil(need / per_unit - _EPS)) if need > 0 else 0
-
-
-def _with_margin(x: float, margin: float) -> float:
-    return x * (1.0 + margin)
 
 
 def _src(name: str, s: Sourced) -> dict[str, Any]:
@@ -157,18 +154,18 @@ class StoragePlan:
             "capacity": {
                 **self.capacity,
                 "file_system_bytes": self.file_system_bytes,
-                "file_system_with_margin_bytes": _with_margin(self.file_system_bytes, m),
+                "file_system_with_margin_bytes": with_margin(self.file_system_bytes, m),
                 "object_store_bytes": self.object_store_bytes,
-                "object_store_with_margin_bytes": _with_margin(self.object_store_bytes, m),
+                "object_store_with_margin_bytes": with_margin(self.object_store_bytes, m),
                 "total_bytes": self.total_bytes,
-                "total_with_margin_bytes": _with_margin(self.total_bytes, m),
+                "total_with_margin_bytes": with_margin(self.total_bytes, m),
             },
             "bandwidth": {
                 **self.bandwidth,
                 "read_bytes_per_s": self.read_bytes_per_s_needed,
-                "read_with_margin_bytes_per_s": _with_margin(self.read_bytes_per_s_needed, m),
+                "read_with_margin_bytes_per_s": with_margin(self.read_bytes_per_s_needed, m),
                 "write_bytes_per_s": self.write_bytes_per_s_needed,
-                "write_with_margin_bytes_per_s": _with_margin(self.write_bytes_per_s_needed, m),
+                "write_with_margin_bytes_per_s": with_margin(self.write_bytes_per_s_needed, m),
             },
             "node_nvme": dict(self.node_nvme),
             "parallel_file_system": dict(self.parallel_file_system),
@@ -304,7 +301,7 @@ def _node_nvme(
 ) -> dict[str, Any]:
     nv = cat.node_nvme
     # the node's own drive count where its spec gives one, else as many reference drives as hold it
-    drives = node.local_nvme_drives or max(1, _ceil(node.local_nvme_bytes, nv.drive_bytes))
+    drives = node.local_nvme_drives or max(1, ceil_units(node.local_nvme_bytes, nv.drive_bytes))
     out: dict[str, Any] = {
         "local_nvme_bytes_per_node": node.local_nvme_bytes,
         "drives_per_node": drives,
@@ -347,13 +344,13 @@ def _nvme_sources(node: NodeType, cat: StorageCatalog) -> list[dict[str, Any]]:
 
 def _parallel_file_system(needs: _Needs, margin: float, cat: StorageCatalog) -> dict[str, Any]:
     pfs = cat.parallel_file_system
-    cap = _with_margin(needs.file_system_bytes, margin)
-    read = _with_margin(needs.read_bytes_per_s, margin)
-    write = _with_margin(needs.write_bytes_per_s, margin)
+    cap = with_margin(needs.file_system_bytes, margin)
+    read = with_margin(needs.read_bytes_per_s, margin)
+    write = with_margin(needs.write_bytes_per_s, margin)
     by = {
-        "capacity": _ceil(cap, pfs.usable_bytes),
-        "read": _ceil(read, pfs.read_bytes_per_s),
-        "write": _ceil(write, pfs.write_bytes_per_s),
+        "capacity": ceil_units(cap, pfs.usable_bytes),
+        "read": ceil_units(read, pfs.read_bytes_per_s),
+        "write": ceil_units(write, pfs.write_bytes_per_s),
     }
     blocks = max(1, *by.values())
     return {
@@ -379,9 +376,9 @@ def _node_local_tier(needs: _Needs, margin: float, nvme: dict[str, Any], nodes: 
     """The node's own NVMe as the hot tier, for a one-node job it fits (module docstring,
     Proportion); None when a shared tier is needed. Shaped like the parallel file system's
     entry so the checkpoint rate and the reports read one place."""
-    cap = _with_margin(needs.file_system_bytes, margin)
-    read = _with_margin(needs.read_bytes_per_s, margin)
-    write = _with_margin(needs.write_bytes_per_s, margin)
+    cap = with_margin(needs.file_system_bytes, margin)
+    read = with_margin(needs.read_bytes_per_s, margin)
+    write = with_margin(needs.write_bytes_per_s, margin)
     usable = float(nvme["local_nvme_bytes_per_node"])
     read_bw = float(nvme["read_bytes_per_s_per_node"])
     write_bw = float(nvme["write_bytes_per_s_per_node"])
@@ -408,91 +405,35 @@ def _node_local_tier(needs: _Needs, margin: float, nvme: dict[str, Any], nodes: 
     }
 
 
-def rents_file_system(node: NodeType, cat: StorageCatalog) -> str | None:
-    """The operator whose managed file system holds the hot tier (the platform's halls are its
-    own and storage.yaml ``clouds`` prices its services), else None (an appliance in the buyer's
-    halls)."""
-    plat = platform_for(node.accelerator)
-    return plat.operator if plat.provider_facility and plat.operator in cat.clouds else None
-
-
-def _rented_tier(cfs: dict[str, Any], needs: _Needs, margin: float, operator: str) -> dict[str, Any]:
-    """The provider's managed file system as the hot tier, shaped like the parallel file system's
-    entry (the checkpoint rate and the reports read one place): its throughput is what the
-    provisioned TiB buy; nothing is bought, racked or powered in the buyer's halls."""
-    split = f" over {cfs['instances']} instances" if cfs["instances"] > 1 else ""
-    return {
-        "tier": "cloud_file_system",
-        "building_block": f"none: {cfs['service']} ({cfs['tier']}), rented from {operator}",
-        "blocks": 0,
-        "reason": (
-            f"the halls are {operator}'s: the hot tier is {cfs['service']} at {cfs['tier']}, "
-            f"{cfs['provisioned_bytes'] / TB:,.2f} TB provisioned (limited by {cfs['limited_by']}){split}, "
-            f"billed monthly; no appliance to buy, rack or power"
-        ),
-        "limited_by": cfs["limited_by"],
-        "capacity_needed_bytes": _with_margin(needs.file_system_bytes, margin),
-        "read_needed_bytes_per_s": _with_margin(needs.read_bytes_per_s, margin),
-        "write_needed_bytes_per_s": _with_margin(needs.write_bytes_per_s, margin),
-        "usable_bytes": cfs["provisioned_bytes"],
-        "read_bytes_per_s": cfs["throughput_bytes_per_s"],
-        "write_bytes_per_s": cfs["throughput_bytes_per_s"],
-        "rack_units": 0,
-        "capex_usd": None,  # rented: in cloud_usd_per_month
-        "power_w": None,  # in the provider's halls, within its PUE and price
-    }
-
-
-def _cloud_tier_cost(
-    tier: CloudFileSystemTier, cap: float, read: float, write: float
-) -> tuple[float, str, float]:
-    by = {
-        "capacity": cap / TiB,
-        "read": read / tier.throughput_bytes_per_s_per_tib,
-        "write": write / tier.throughput_bytes_per_s_per_tib,
-        "the tier's smallest instance": (tier.min_capacity_gib or 0.0) * GiB / TiB,
-    }
-    limited_by = max(by, key=lambda k: by[k])
-    tib = by[limited_by]
-    return tib, limited_by, tib * TiB / GiB * tier.usd_per_gib_month
-
-
-def _cloud_file_system(
-    needs: _Needs, margin: float, cloud: Cloud
-) -> tuple[dict[str, Any], CloudFileSystemTier]:
-    cap = _with_margin(needs.file_system_bytes, margin)
-    read = _with_margin(needs.read_bytes_per_s, margin)
-    write = _with_margin(needs.write_bytes_per_s, margin)
-    options = [(t, *_cloud_tier_cost(t, cap, read, write)) for t in cloud.file_system.tiers]
-    tier, tib, limited_by, usd = min(options, key=lambda o: o[3])
-    largest_tib = (tier.max_capacity_gib or math.inf) * GiB / TiB
-    return {
-        "service": cloud.file_system.name,
-        "provider": cloud.operator,
-        "tier": tier.name,
-        "instances": _ceil(tib, largest_tib) if math.isfinite(largest_tib) else 1,
-        "throughput_bytes_per_s_per_tib": tier.throughput_bytes_per_s_per_tib,
-        "provisioned_bytes": tib * TiB,
-        "limited_by": limited_by,
-        "throughput_bytes_per_s": tib * tier.throughput_bytes_per_s_per_tib,
-        "usd_per_month": usd,
-        "usd_per_month_by_tier": {t.name: c for t, _, _, c in options},
-    }, tier
-
-
-def _object_store(
-    capacity_bytes: float, safety_margin: float, obj: ObjectStore, cloud: Cloud
-) -> dict[str, Any]:
-    """The object store: capacity with the margin, the cloud's price, and owned capex and power."""
-    obj_tb = _with_margin(capacity_bytes, safety_margin) / TB
-    return {
-        "capacity_bytes": capacity_bytes,
-        "capacity_with_margin_bytes": obj_tb * TB,
-        "cloud_service": cloud.object_store.name,
-        "cloud_usd_per_month": capacity_bytes / GiB * cloud.object_store.usd_per_gib_month,
-        "onprem_capex_usd": obj_tb * obj.onprem_usd_per_tb,
-        "onprem_power_w": obj_tb * obj.onprem_power_w_per_tb,
-    }
+def _storage_sources(
+    needs: Any,
+    node: NodeType,
+    cat: StorageCatalog,
+    cloud: Any,
+    tier: Any,
+    owned_pfs: bool,
+    local: bool,
+    rented_halls: bool,
+    default_load: bool,
+) -> list[dict[str, Any]]:
+    """The sources of every storage figure a plan used: its needs, the node's drives, the
+    appliance where one is bought, the cloud tier and object store, the owned object store
+    where the buyer's halls hold it, and the weights-load target where the catalog set it."""
+    sources = list(needs.sources)
+    sources += _nvme_sources(node, cat)
+    if owned_pfs:
+        sources += [
+            _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()
+        ]
+    at = f"storage.clouds.{cloud.operator}"
+    if not local:
+        sources += [_src(f"{at}.file_system[{tier.name}].{k}", v) for k, v in tier.sources.items()]
+    sources += [_src(f"{at}.object_store.{k}", v) for k, v in cloud.object_store.sources.items()]
+    if not rented_halls:  # rented halls own no object store
+        sources += [_src(f"storage.object_store.{k}", v) for k, v in cat.object_store.sources.items()]
+    if needs.bandwidth.get("weights_load_bytes_per_s") and default_load:
+        sources.append(_src("storage.serving_defaults.weights_load_s", cat.serving.sources["weights_load_s"]))
+    return sources
 
 
 def size_storage(
@@ -529,8 +470,8 @@ def size_storage(
     local = _node_local_tier(needs, safety_margin, nvme, nodes)
     operator = rents_file_system(node, cat)
     cloud = cat.cloud(operator)
-    cfs, tier = _cloud_file_system(needs, safety_margin, cloud)
-    rented = _rented_tier(cfs, needs, safety_margin, operator) if operator and local is None else None
+    cfs, tier = cloud_file_system(needs, safety_margin, cloud)
+    rented = rented_tier(cfs, needs, safety_margin, operator) if operator and local is None else None
     pfs = local or rented or _parallel_file_system(needs, safety_margin, cat)
     if local is not None:
         cfs = {
@@ -542,23 +483,12 @@ def size_storage(
             "reason": local["reason"],
         }
     obj = cat.object_store
-    obj_plan = _object_store(needs.object_store_bytes, safety_margin, obj, cloud)
+    obj_plan = object_store_plan(needs.object_store_bytes, safety_margin, obj, cloud)
 
-    sources = list(needs.sources)
-    sources += _nvme_sources(node, cat)
-    if local is None and rented is None:
-        sources += [
-            _src(f"storage.parallel_file_system.{k}", v) for k, v in cat.parallel_file_system.sources.items()
-        ]
-    at = f"storage.clouds.{cloud.operator}"
-    if local is None:
-        sources += [_src(f"{at}.file_system[{tier.name}].{k}", v) for k, v in tier.sources.items()]
-    sources += [_src(f"{at}.object_store.{k}", v) for k, v in cloud.object_store.sources.items()]
-    if not operator:  # rented halls own no object store
-        sources += [_src(f"storage.object_store.{k}", v) for k, v in obj.sources.items()]
-    if needs.bandwidth.get("weights_load_bytes_per_s") and weights_load_s is None:
-        sources.append(_src("storage.serving_defaults.weights_load_s", cat.serving.sources["weights_load_s"]))
-
+    owned_pfs, default_load = local is None and rented is None, weights_load_s is None
+    sources = _storage_sources(
+        needs, node, cat, cloud, tier, owned_pfs, local is not None, bool(operator), default_load
+    )
     return StoragePlan(
         workload=demand.workload,
         safety_margin_fraction=safety_margin,
