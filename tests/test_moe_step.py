@@ -67,9 +67,43 @@ def test_sliding_window_layers_skip_key_tiles(b200: Hardware) -> None:
 
 
 def test_features_cost_nothing_without_them(b200: Hardware) -> None:
+    """Without GPT-OSS's features a MoE layer keeps only its small kernels (moe_small_kernels_s)."""
     w = _workload(_plain())
-    for part in moe_step.feature_elementwise_s(w, CFG, b200, True, moe_load_factor(w, CFG)):
-        assert np.all(part == 0.0)
+    fwd, bwd, act = moe_step.feature_elementwise_s(w, CFG, b200, True, moe_load_factor(w, CFG))
+    small_f, small_b = moe_step.moe_small_kernels_s(w, CFG, b200)
+    assert fwd[0] == pytest.approx(small_f[0]) and bwd[0] == pytest.approx(small_b[0])
+    assert np.all(act == 0.0)
+
+
+def test_moe_small_kernels_count_megatron_core_launches(b200: Hardware) -> None:
+    """Issue 27: each small kernel of a MoE layer costs the accelerator's kernel overhead. Without
+    expert parallelism: router (4), permutation pair (3) forward, 4 backward; EP adds preprocess's
+    6 reductions; the alltoall dispatcher with several local experts adds its sort pair both ways
+    and the latency-bound count all-gather and probability all-to-all; compiled stacks (TPU)
+    and dense layers pay none of it."""
+    from dataclasses import replace
+
+    k = b200.kernel_overhead_s
+    cfgs = ParallelConfigs(
+        tp=1, pp=1, dp=64, cp=1, ep=np.array([1, 8, 8]), vpp=1, micro_batch=4,
+        recompute=0, sequence_parallel=False, zero_stage=1,
+    )  # fmt: skip
+    base = _workload(_plain())
+    f, b = moe_step.moe_small_kernels_s(replace(base, moe_dispatcher="hybridep"), cfgs, b200)
+    assert f[0] == pytest.approx(7 * k) and b[0] == pytest.approx(4 * k)
+    assert f[1] == pytest.approx(13 * k) and b[1] == pytest.approx(4 * k)
+    fa, ba = moe_step.moe_small_kernels_s(replace(base, moe_dispatcher="alltoall"), cfgs, b200)
+    assert fa[0] == pytest.approx(7 * k)  # no EP: no dispatch, no collectives
+    # 16 local experts: the sort pair (2 kernels each way) and three small collectives, each at
+    # least one NVLink latency step
+    assert fa[2] > (13 + 2) * k + 2 * b200.scaleup_latency_s
+    assert ba[2] > (4 + 2) * k + b200.scaleup_latency_s
+    assert fa[2] - fa[1] < 0.1e-3  # a few bytes each: latency, not bandwidth
+    dense = replace(base, arch=get_preset("llama3-8b"))
+    assert np.all(moe_step.moe_small_kernels_s(dense, cfgs, b200)[0] == 0.0)
+    acc = get_accelerator("tpu-v6e")
+    tpu = Hardware.from_catalog(acc, node_for(acc.id), "bf16")
+    assert np.all(moe_step.moe_small_kernels_s(base, cfgs, tpu)[0] == 0.0)
 
 
 def test_clamp_and_expert_bias_scale_with_routed_tokens(b200: Hardware) -> None:
@@ -78,8 +112,10 @@ def test_clamp_and_expert_bias_scale_with_routed_tokens(b200: Hardware) -> None:
     two = moe_step.feature_elementwise_s(
         w, ParallelConfigs.single(dp=64, ep=8, micro_batch=8), b200, True, np.ones(1)
     )
-    # bytes double with the tokens; only the per-expert kernel launches stay fixed
+    # bytes double with the tokens; only the kernel launches (per expert and the layer's small
+    # kernels, moe_small_kernels_s) stay fixed
     launches_f = moe_step.EXPERT_BIAS_KERNELS_FWD * 128 / 8 * b200.kernel_overhead_s
+    launches_f += moe_step.moe_small_kernels_s(w, CFG, b200)[0][0]
     assert two[0][0] - launches_f == pytest.approx(2.0 * (one[0][0] - launches_f))
     # the clamps rerun with the activation under moe_act recomputation
     assert one[2][0] > 0.0

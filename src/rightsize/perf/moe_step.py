@@ -68,13 +68,32 @@ dispatch and one unpermutation after the combine (read h and write k h, and back
   (`num_blocks_permute`) and `combine` unpermutes them, each a pass like perf.layer's pair; only
   `moe_permute_fusion_into_hybridep` (default False, unset by the recipes) folds them into the
   communication kernel. Nothing beyond perf.layer's pair: as 'auto'.
+
+Small kernels and latency-bound collectives (issue 27): each device kernel costs at least the
+accelerator's `kernel_overhead_s` (launch and tail) however little it moves, and perf.layer times
+only the GEMMs, the elementwise passes and the token all-to-alls. The MoE layer's other kernels on
+the main stream, counted from Megatron-Core 0.13.0 (router.py, token_dispatcher.py, moe_utils.py;
+the host-side operations of perf.host_overhead, less the views, the gating GEMM and the copies that
+`cuda_dtoh_stream` runs beside the main stream): forward, the router's fused top-k and the forced
+balance's random scores (4, perf.host_overhead's ROUTER_OPS less the gating GEMM), the fused
+permutation (2) and unpermutation (1); with expert parallelism, `preprocess`'s count reductions
+and the local-expert slice (6: `routing_map.sum`, the input-split sum, the `.contiguous()` slice,
+the per-rank, per-TP and per-local-expert sums); under the alltoall dispatcher with several local
+experts the sort pair (2). Backward, one kernel per differentiable forward kernel: the fused
+top-k, the permutation pair's inverse, the unpermutation's and the sort pair's (4 + 2). The
+alltoall dispatcher also runs, beside the token all-to-alls perf.layer times, the all-gather of
+the per-expert counts over the EP group (`gather_from_sequence_parallel_region`) and the routing
+probabilities' all-to-all, forward, and that all-to-all's gradient backward: a few bytes each, so
+each costs its collective's latency steps (perf.collectives).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from rightsize.perf import collectives as coll
 from rightsize.perf.hardware import Hardware
+from rightsize.perf.host_overhead import ROUTER_OPS
 from rightsize.perf.workload import ParallelConfigs, TrainWorkload
 
 ACT_BYTES = 2.0
@@ -98,6 +117,12 @@ OUT_BIAS_BWD_BYTES = 2.0
 # (perf.layer counts 4 forward and 8 backward per element).
 UNFUSED_ROPE_EXTRA_FWD_BYTES = 24.0 - 4.0
 UNFUSED_ROPE_EXTRA_BWD_BYTES = 20.0 - 8.0
+# Small kernels of a MoE layer that no other term times (module docstring), per micro-batch.
+ROUTER_KERNELS_FWD = ROUTER_OPS - 1.0  # fused top-k (2), forced-balance scores (2); not the GEMM
+PERMUTE_KERNELS_FWD = 2.0 + 1.0  # fused permutation, unpermutation
+PREPROCESS_KERNELS_FWD = 6.0  # count reductions and the local-expert slice (expert parallelism)
+SORT_KERNELS = 2.0  # alltoall dispatcher's sort and unsort by local expert, each way
+MOE_KERNELS_BWD = 1.0 + 2.0 + 1.0  # fused top-k, permutation pair, unpermutation
 # Query/key RMSNorm: per query and key element.
 QK_NORM_FWD_BYTES = 4.0
 QK_NORM_BWD_BYTES = 6.0
@@ -163,8 +188,8 @@ def feature_elementwise_s(
     w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool, load: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(forward, backward, repeated under `moe_act`) seconds per layer per micro-batch of the
-    memory passes and kernels the architecture's features add (module docstring); zero for an
-    architecture without them. `load` is the busiest GPU's routed load factor (perf.layer)."""
+    memory passes and kernels the architecture's features add, and of a MoE layer's small kernels
+    and metadata collectives (module docstring); zero for an architecture without them. `load` is the busiest GPU's routed load factor (perf.layer)."""
     arch = w.arch
     zero = np.zeros(len(cfg))
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
@@ -203,4 +228,38 @@ def feature_elementwise_s(
         fwd_bytes, bwd_bytes = fwd_bytes + extra, bwd_bytes + extra
     fwd = fwd_bytes / mem_bw + kernels_f * hw.kernel_overhead_s
     bwd = bwd_bytes / mem_bw + kernels_b * hw.kernel_overhead_s
+    if moe:
+        small_f, small_b = moe_small_kernels_s(w, cfg, hw)
+        fwd, bwd = fwd + small_f, bwd + small_b
     return fwd, bwd, act_bytes / mem_bw
+
+
+def moe_small_kernels_s(
+    w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware
+) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) seconds per MoE layer per micro-batch of the small router, permutation
+    and dispatch-preprocessing kernels and the latency-bound metadata collectives (module
+    docstring); zero for a dense layer."""
+    zero = np.zeros(len(cfg))
+    if not w.arch.is_moe:
+        return zero, zero
+    ep_on = cfg.ep > 1
+    alltoall = w.moe_dispatcher == "alltoall"
+    sort = np.where(ep_on & (w.arch.experts / cfg.ep > 1), SORT_KERNELS, 0.0) if alltoall else zero
+    kernels_f = ROUTER_KERNELS_FWD + PERMUTE_KERNELS_FWD + np.where(ep_on, PREPROCESS_KERNELS_FWD, 0.0) + sort
+    kernels_b = MOE_KERNELS_BWD + sort
+    fwd = kernels_f * hw.kernel_overhead_s
+    bwd = kernels_b * hw.kernel_overhead_s
+    if alltoall:
+        grp = cfg.tp * cfg.cp
+        rows = cfg.micro_batch * w.seq_len / cfg.cp
+        counts_bytes = 8.0 * w.arch.experts * cfg.ep  # int64 per expert, gathered from every EP rank
+        probs_bytes = ACT_BYTES * rows * w.arch.experts_per_token  # in the logits' 16 bit
+        bw, lat = coll.group_link(cfg.ep, grp, hw)
+        gather = coll.all_gather_s(counts_bytes, cfg.ep, bw, lat)
+        probs = coll.all_to_all_group_s(probs_bytes, cfg.ep, grp, hw)
+        fwd, bwd = fwd + np.where(ep_on, gather + probs, 0.0), bwd + np.where(ep_on, probs, 0.0)
+    # the torus-domain accelerators run compiled stacks (XLA on TPU, Neuron on Trainium), which
+    # fuse these operations into their programs: Megatron-Core's kernel counts do not apply
+    eager = np.asarray(hw.torus_dims) == 0
+    return np.where(eager, fwd, 0.0), np.where(eager, bwd, 0.0)
