@@ -84,6 +84,7 @@ DIMENSIONLESS = {
     "added_nodes",
     "scalable_unit_nodes",
     "blocks",
+    "instances",  # managed file system instances rented (a provider's largest instance caps each)
     "blocks_for_capacity",
     "blocks_for_read",
     "blocks_for_write",
