@@ -299,16 +299,37 @@ def decode_step_s(
         lambda: rep.analytic_decode_attention_s(b, ctx),
         _range(table, "generation_attention", rep.kv_precision, kv, d),
     )
-    layer = _linear_ops(rep, table, report, b) | {
+    return _model_step(rep, table, report, attn, rows=b, last_tokens=b), report
+
+
+def _model_step(
+    rep: Replica,
+    table: KernelTable,
+    report: OpReport,
+    attn: np.ndarray,
+    rows: np.ndarray,
+    last_tokens: np.ndarray,
+) -> np.ndarray:
+    """A step of the whole model around its attention: each layer's linear ops, two all-reduces
+    and element-wise passes over `rows` tokens, then once per step the logits GEMM over the
+    `last_tokens` (one per sequence) and the embedding of the `rows` tokens."""
+    layer = _linear_ops(rep, table, report, rows) | {
         "attention": attn,
-        "all_reduce": 2.0 * _all_reduce(rep, table, report, b),
-        "elementwise": _elementwise_s(rep, b),
+        "all_reduce": 2.0 * _all_reduce(rep, table, report, rows),
+        "elementwise": _elementwise_s(rep, rows),
     }
     logits = _gemm(
-        rep, table, report, "gemm_logits", b, rep.arch.vocab / rep.tp, float(rep.arch.hidden), LOGITS_DTYPE
+        rep,
+        table,
+        report,
+        "gemm_logits",
+        last_tokens,
+        rep.arch.vocab / rep.tp,
+        float(rep.arch.hidden),
+        LOGITS_DTYPE,
     )
-    once = {"gemm_logits": logits, "embedding": _embedding_s(rep, table, report, b)}
-    return _step(rep, report, layer, once), report
+    once = {"gemm_logits": logits, "embedding": _embedding_s(rep, table, report, rows)}
+    return _step(rep, report, layer, once)
 
 
 def prefill_s(
@@ -339,13 +360,4 @@ def prefill_s(
         lambda: rep.analytic_prefill_attention_s(t, s),
         _range(table, "context_attention", *key),
     )
-    layer = _linear_ops(rep, table, report, m) | {
-        "attention": attn,
-        "all_reduce": 2.0 * _all_reduce(rep, table, report, m),
-        "elementwise": _elementwise_s(rep, m),
-    }
-    logits = _gemm(
-        rep, table, report, "gemm_logits", s, rep.arch.vocab / rep.tp, float(rep.arch.hidden), LOGITS_DTYPE
-    )
-    once = {"gemm_logits": logits, "embedding": _embedding_s(rep, table, report, m)}
-    return _step(rep, report, layer, once), report
+    return _model_step(rep, table, report, attn, rows=m, last_tokens=s), report
