@@ -13,6 +13,7 @@ The `--module` path is for single-process profiles only.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -179,5 +180,10 @@ def run_distributed_train(
         dist.barrier()
     finally:
         writer.close()
+        # DDP and its reducer hold the group: free them, and the gloo work they keep, while the
+        # interpreter is whole. Left to interpreter exit, a gloo thread releasing a tensor takes the
+        # GIL during finalisation and the rank aborts the same way (pytorch/pytorch PR 179291).
+        del model, opt
+        gc.collect()
         dist.destroy_process_group()
     return {"header": hdr, "results": results} if launch.rank == 0 else {}
