@@ -213,8 +213,9 @@ def test_mlperf_lora_rows_are_bundled_and_predicted(mlperf_rows: list[dict]) -> 
 
 def test_mlperf_lora_accuracy(mlperf_rows: list[dict]) -> None:  # type: ignore[type-arg]
     """Single-node rows (several micro-batches per step) within 10%. The multi-node rows run
-    one micro-batch per step per rank and carry ~0.14 s of per-step cost the model does not
-    represent (see finetune.csv notes): they are held to 35%, all rows to a 20% median."""
+    context parallelism 2, where each micro-batch costs more than half the CP1 one (host launch
+    of an eager stack the model does not yet count; see finetune.csv notes): they are held to
+    35%, all rows to a 20% median."""
     errors = {r["id"]: abs(r["error"]) for r in mlperf_rows}
     assert errors["mlperf-t4.0-llama2-70b-lora-8xh100"] <= 0.10
     assert errors["mlperf-t4.0-llama2-70b-lora-8xh200"] <= 0.10
