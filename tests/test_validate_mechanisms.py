@@ -43,17 +43,17 @@ def test_independent_acceptance_error_bars(result: dict) -> None:
     assert "" not in result["by_family"]  # rows without hardware stay out of the family table
 
 
-def test_lora_penalty_is_the_compiled_engines_not_vllm_v0s(result: dict) -> None:
+def test_lora_penalty_takes_vllm_v0s_path(result: dict) -> None:
     """vLLM's V0 engine lost 34% of its throughput to one rank-8 adapter (PR #11267, A100,
-    Llama 2 7B); the mechanism (the adapters' bytes, FLOPs and two kernels per targeted
-    matrix) predicts 3.5%, which is what V1 with torch.compile later ran (0.957 of the V0
-    base, PR #11613). Measured 2026-11-25: +45% on both rows; a V0 engine's LoRA path is
-    an engine release effect, not the adapter's work."""
+    Llama 2 7B). The rows name release 0.6.5, so the model takes V0's LoRA path (per-token
+    adapter reads in decode, per-slice decode launches, eager prefill launches,
+    perf/serving_lora.py). Measured 2026-11-26: 0.879 predicted, +32.4% on both rows (+45%
+    before the path); tests/test_serving_lora_path.py pins the mechanism."""
     rows = [r for r in result["rows"] if r["metric"] == "lora_throughput_ratio"]
     assert len(rows) == 2
     for r in rows:
-        assert 0.95 < r["predicted"] < 0.99 and r["published"] == pytest.approx(0.664, abs=0.002)
-        assert 0.40 < r["error"] < 0.50
+        assert 0.86 < r["predicted"] < 0.90 and r["published"] == pytest.approx(0.664, abs=0.002)
+        assert 0.28 < r["error"] < 0.36
 
 
 def test_measured_acceptance_length_is_used_as_is() -> None:

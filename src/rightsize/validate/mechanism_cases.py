@@ -65,7 +65,7 @@ def _lora(case: KindCase) -> Prediction:
     precision = case.text("weight_precision", "bf16")
     base = Replica.build(
         get_preset(case.text("preset")), acc, node_for(acc.id), int(case.number("tp") or 1),
-        precision, precision, None, case.text("engine") or None,
+        precision, precision, None, case.text("engine") or None, engine_version=case.text("version") or None,
     )  # fmt: skip
     adapters, rank = int(case.number("adapters") or 1), int(case.number("rank") or 16)
     lora = LoraReplica.wrap(
