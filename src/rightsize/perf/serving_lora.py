@@ -42,7 +42,8 @@ from rightsize.spec.model import ModelArch
 
 ADAPTER_BYTES_PER_PARAM = BYTES_PER_ELEMENT["bf16"]  # adapters are served in 16 bit
 
-# vLLM v0.8.0 (release notes, 2025-03-18) made the V1 engine the default; releases before it
+# vLLM v0.8.0 (2025-03-18) made the V1 engine the default (vllm PR #15064, v1_user_guide.md: "V1
+# is now enabled by default"; VLLM_USE_V1=0 restores V0); releases before it
 # ran V0, whose LoRA path `V0_PATH` describes.
 VLLM_V1_DEFAULT = "0.8.0"
 
