@@ -4,8 +4,25 @@ GPT-OSS (openai/gpt-oss-120b config.json) adds to a Qwen-style MoE layer: biased
 experts, a clamped SwiGLU, alternating 128-token sliding-window layers, learned attention sinks
 and YaRN rotary scaling. Each costs (or saves) what the pinned stack's code does with it: the
 Megatron-LM commit Megatron-Bridge pins for its 26.04-era performance recipes (3rdparty submodule
-52d1d681, 2026-05-30) with Transformer Engine f8a01cd5 and cuDNN 9.13.1+. Every figure below is
-bytes over achievable HBM bandwidth or work skipped by a kernel, never a factor fitted to a row.
+52d1d681, 2026-05-30) with Transformer Engine f8a01cd5 and cuDNN 9.13.1+. The 26.04 table itself
+ran the NeMo 26.04 container: Megatron-Bridge 0.4.0, Megatron-Core 0.17.0rc0 (its submodule
+d7288711, 2026-04-09), Transformer Engine 2.14, cuDNN 9.20 (Megatron-Bridge
+docs/releases/software-versions.md); every code path cited below (`_apply_bias`,
+`weighted_bias_quick_geglu_impl`'s clamp and cat, `sort_chunks_by_idxs`, `before_ep_alltoall`,
+`_HybridEPManager`) reads the same at d7288711, and TE 2.14 (71bbefb) selects cuDNN's
+F16_arbitrary_seqlen backend for the learnable softmax with a (127, 0) window, since nothing in
+the GPT-OSS runs sets NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 (`get_attention_backend` drops
+FusedAttention for sinks only when deterministic). Every figure below is bytes over achievable
+HBM bandwidth or work skipped by a kernel, never a factor fitted to a row.
+
+Attention checked against cuDNN's own published timings (tests/test_gptoss_cudnn_published.py):
+NVIDIA/cudnn-frontend's training SDPA benchmark (cuDNN 9.22, GB200 and GB300, commit fb682ce7)
+runs exactly one GPT-OSS windowed layer per micro-batch of 4 (256 batch x head tiles of 4,096
+rows, head dim 64, window 128): GB200 0.210 ms forward, 0.465 ms backward, where this module's
+window model gives 0.76x and 0.86x of that; GB300 0.202 / 0.442 ms, modelled at 0.52x / 0.59x (the
+catalog's doubled Blackwell Ultra SFU rate does not show in the band kernel). Both gaps together
+are under 3% of a modelled GPT-OSS layer: the attention, sinks and windows included, is not the
+missing ~20 us per token per GPU of the 26.04 Blackwell rows.
 
 - Sliding window (Megatron `window_size`, `window_attn_skip_freq`): Transformer Engine runs it in
   cuDNN's fused attention (TE `get_attention_backend`: FusedAttention supports a (left, 0) window
