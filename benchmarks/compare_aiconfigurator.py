@@ -74,7 +74,8 @@ def _config(row: dict[str, str], folder: Path) -> Path:
     return path
 
 
-def _aic_tokens_per_s(row: dict[str, str], batch: int, folder: Path) -> float:
+def _aic_static(row: dict[str, str], batch: int, folder: Path) -> tuple[float, float]:
+    """AIConfigurator's static-batch (TTFT ms, TPOT ms) for the row at `batch`."""
     from aiconfigurator.cli.api import cli_estimate
 
     isl, osl = int(row["input_len"]), int(row["output_len"])
@@ -90,7 +91,56 @@ def _aic_tokens_per_s(row: dict[str, str], batch: int, folder: Path) -> float:
         gemm_quant_mode=QUANT[row["weight_precision"]],
         kvcache_quant_mode=QUANT.get(row["kv_precision"], "fp8"),
     )
-    return batch * osl / ((est.ttft + est.tpot * (osl - 1)) / 1000.0)
+    return float(est.ttft), float(est.tpot)
+
+
+def _aic_tokens_per_s(ttft_ms: float, tpot_ms: float, batch: int, osl: int) -> float:
+    return batch * osl / ((ttft_ms + tpot_ms * (osl - 1)) / 1000.0)
+
+
+def per_token_split(
+    row: dict[str, str], batch: int, ttft_ms: float, tpot_ms: float
+) -> dict[str, tuple[float, float]]:
+    """Seconds per output token split into decode steps and prefill, (AIConfigurator, rightsize):
+    AIConfigurator's static batch spends TPOT x (output - 1) decoding and TTFT prefilling per
+    `batch` x output tokens; rightsize's offline model one decode step per `batch` tokens plus
+    each prompt's packed prefill per output token, its fixed batch its TTFT and decode steps."""
+    from rightsize.perf.inference import fixed_batch_metrics, prefill_per_prompt_s
+
+    rep = _replica(row)
+    isl, osl = int(row["input_len"]), int(row["output_len"])
+    theirs = (tpot_ms * (osl - 1) / 1e3 / (batch * osl), ttft_ms / 1e3 / (batch * osl))
+    if row["scenario"] == "fixed_batch":
+        m = fixed_batch_metrics(rep, batch, isl, osl)
+        total = 1.0 / m["output_tokens_per_s"]
+        prefill = m["ttft_s"] / (batch * osl)
+        ours = (total - prefill, prefill)
+    else:
+        step = float(rep.decode_step_s(float(batch), batch * (isl + osl / 2.0)))
+        ours = (step / batch, prefill_per_prompt_s(rep, isl, batch) / osl)
+    return {"decode": (theirs[0], ours[0]), "prefill": (theirs[1], ours[1])}
+
+
+def _replica(row: dict[str, str]) -> Any:
+    """rightsize's measured-kernel replica for the row (AIConfigurator's tables)."""
+    from rightsize.catalog import get_accelerator, node_for
+    from rightsize.perf.inference import Replica
+    from rightsize.perf.kernels import aiconfigurator
+    from rightsize.spec.model import ModelArch
+    from rightsize.validate.cases import model_fields
+
+    acc = get_accelerator(row["accelerator"])
+    return Replica.build(
+        ModelArch(**model_fields(row)),
+        acc,
+        node_for(acc.id),
+        int(row["tp"] or 1),
+        row["weight_precision"],
+        row["kv_precision"],
+        engine=row["engine"],
+        kernels=aiconfigurator.load_table(acc.id, row["engine"], row.get("version") or None),
+        engine_version=row.get("version") or None,
+    )
 
 
 # AIConfigurator's Llama generation ops (sdk/models/llama.py) grouped as rightsize's OpReport names them
@@ -116,12 +166,6 @@ def op_breakdown(row: dict[str, str], batch: int, folder: Path) -> dict[str, tup
     """One decode step at the row's batch and mean context, op -> (AIConfigurator ms, rightsize ms)."""
     from aiconfigurator.cli.api import cli_estimate
 
-    from rightsize.catalog import get_accelerator, node_for
-    from rightsize.perf.inference import Replica
-    from rightsize.perf.kernels import aiconfigurator
-    from rightsize.spec.model import ModelArch
-    from rightsize.validate.cases import model_fields
-
     isl, osl = int(row["input_len"]), int(row["output_len"])
     ctx = isl + osl // 2
     est = cli_estimate(
@@ -140,18 +184,7 @@ def op_breakdown(row: dict[str, str], batch: int, folder: Path) -> dict[str, tup
     for name, ms in est.summary.get_generation_latency_dict().items():
         op = AIC_OPS.get(name.removeprefix("generation_"), name)
         theirs[op] = theirs.get(op, 0.0) + float(ms)
-    acc = get_accelerator(row["accelerator"])
-    rep = Replica.build(
-        ModelArch(**model_fields(row)),
-        acc,
-        node_for(acc.id),
-        int(row["tp"] or 1),
-        row["weight_precision"],
-        row["kv_precision"],
-        engine=row["engine"],
-        kernels=aiconfigurator.load_table(acc.id, row["engine"], row.get("version") or None),
-        engine_version=row.get("version") or None,
-    )
+    rep = _replica(row)
     _, report = rep.decode_step_detail(float(batch), float(batch * ctx))
     ours = {op: 1e3 * float(t) for op, t in report.seconds.items()}
     return {op: (theirs.get(op, 0.0), ours.get(op, 0.0)) for op in {**theirs, **ours}}
@@ -174,7 +207,9 @@ def compare(validate_json: Path, csv_path: Path, ops: bool = False) -> dict[str,
                 continue
             batch = int(row["batch"]) if row["scenario"] == "fixed_batch" else int(mine["chosen"]["batch"])
             try:
-                aic = _aic_tokens_per_s(row, batch, Path(tmp)) / float(row["value"]) - 1.0
+                ttft_ms, tpot_ms = _aic_static(row, batch, Path(tmp))
+                osl = int(row["output_len"])
+                aic = _aic_tokens_per_s(ttft_ms, tpot_ms, batch, osl) / float(row["value"]) - 1.0
             except Exception as exc:  # noqa: BLE001 - report what AIConfigurator refused, go on
                 print(f"{row['id']}: AIConfigurator refused: {str(exc)[:120]}")
                 continue
@@ -192,6 +227,11 @@ def compare(validate_json: Path, csv_path: Path, ops: bool = False) -> dict[str,
                 total = [sum(v[i] for v in parts.values()) for i in (0, 1)]
                 cells = "  ".join(f"{op} {a:.3f}/{b:.3f}" for op, (a, b) in sorted(parts.items()))
                 print(f"    step ms AIC/ours {total[0]:.2f}/{total[1]:.2f}: {cells}")
+                split = per_token_split(row, batch, ttft_ms, tpot_ms)
+                print(
+                    "    us per output token AIC/ours: "
+                    + "  ".join(f"{k} {1e6 * a:.2f}/{1e6 * b:.2f}" for k, (a, b) in split.items())
+                )
     med = {
         "aiconfigurator": statistics.median(abs(r["aic"]) for r in out) if out else None,
         "analytic": statistics.median(abs(r["analytic"]) for r in out) if out else None,

@@ -229,16 +229,41 @@ def _step(
     return sum(report.seconds.values(), np.zeros(()))
 
 
-# AIConfigurator adds a fixed 3 us to each element-wise op besides its bytes
-# (`mem_empirical_constant_latency`, its systems/*.yaml), and no per-iteration engine cost for
-# TensorRT-LLM; rightsize adds sampling and the engine's exposed host time per iteration
-# (`Replica.step_overhead_s`) and no element-wise fixed cost. The host time is exposed only where
-# the engine release does not overlap it with the GPU step (engines.yaml `host_overlap`): TensorRT-LLM
-# 1.0's overlap scheduler hides it behind any step longer than itself, so on its rows both add no host
-# cost, while the GptSession of v0.6-v0.8 (serving_public.csv) pays it every step. With that, on the
-# tuning-visible measured-kernel rows inference.csv's 2 TensorRT-LLM rows score -2.8% / -1.1% (issue
-# 30, 2026-11-26; -4.0% / -2.1% with the host time exposed): both under-predict, so the element-wise
-# fixed cost, which would slow every step further, is left out.
+# What AIConfigurator composes around the same tables (read in aiconfigurator 0.12.0,
+# aiconfigurator_core/sdk/backends/*.py and models/llama.py, and upstream ai-dynamo/aiconfigurator
+# aic-core/rust/aiconfigurator-core/src/engine/runtime.rs at 095f58a5, 2026-11-26), and where rightsize
+# differs (tests/test_aic_mechanisms.py checks the first three on one shape):
+# - A TensorRT-LLM step is the plain sum of its ops: no per-iteration engine, host or CUDA-graph term,
+#   no batch rounding to graph sizes. rightsize adds sampling and the engine's host time where the
+#   release exposes it (`Replica.step_overhead_s`, engines.yaml `host_overlap`): TensorRT-LLM 1.0's
+#   overlap scheduler hides it behind any step longer than itself, so on its rows both add no host cost;
+#   the GptSession of v0.6-v0.8 (serving_public.csv) pays it every step.
+# - Element-wise ops move the same bytes as here (2 x (in + out) 16-bit elements per token), timed at
+#   0.8 x peak bandwidth plus a fixed 3 us each (systems/*.yaml `mem_bw_empirical_scaling_factor`,
+#   `mem_empirical_constant_latency`, both marked 'nonofficial correction based on observations').
+#   rightsize uses the accelerator's streaming fraction and no fixed cost: inference.csv's 2
+#   TensorRT-LLM 1.0 rows already under-predict (-2.8% / -1.1%, 2026-11-26), and a fixed cost slows
+#   every step further.
+# - Decode attention past the measured batch x context staircase holds the boundary utilisation
+#   (latency linear in the KV bytes, fixed cost included); here equal parts share one fixed cost
+#   (split_lookup, checked on the tables themselves), which reads shorter at large batches.
+# - Static batches: decode integrated over the output in strides of 32 steps, the batch's prompts
+#   prefilled as one. Aggregated serving (its own mode, not in the static comparison): a mixed step is
+#   one pass of the GEMMs over prefill + decode tokens, prefill attention at the prompt shape, decode
+#   attention at the mean context; TensorRT-LLM's TPOT discounts 3 mixed steps ('empirical'); vLLM adds
+#   0.8 ms per layer to TTFT and a log2(batch)/8 queueing factor ('calibrated to the silicon corpus').
+#   These shape its aggregated mode only, not the static estimate benchmarks/compare_aiconfigurator.py asks.
+# - KV memory: TensorRT-LLM reserves 1.5% of the KV pool; NVIDIA's measured TensorRT-LLM capacities
+#   (tests/data/trtllm_kv_capacity.csv) read rightsize's `kv_capacity_tokens` +2.7% to +5.1% on H100
+#   and -1.5% to -2.3% on GB300: the engine keeps 3.7-5.6 GiB besides weights and KV on H100 (rising
+#   with TP 1-4), rightsize 2 GiB (perf.inference ENGINE_WORKSPACE_BYTES); on GB300 the catalog holds
+#   the datasheet 288e9 bytes where nvidia-smi reports 284,208 MiB (AIConfigurator systems/gb300.yaml),
+#   and with that GB300 keeps 5.3-7.4 GiB. Not changed here (perf.inference and the catalog).
+# Not in AIConfigurator but documented for the perf-overview rows (TensorRT-LLM perf-overview.md at
+# 00f37686, llm_options.yml): decode batches padded to CUDA-graph sizes (1-256, 384, 512, 1024, ...,
+# enable_padding) and each ISL/OSL run with a fixed request count ($num_requests), so the batch drains
+# at the end. Both slow the two inference.csv rows (padding: -2.8% / -1.1% -> -3.3% / -5.1%), so
+# neither is modelled yet.
 def _elementwise_s(rep: Replica, tokens: np.ndarray) -> np.ndarray:
     """One layer's memory-bound element-wise kernels over `tokens` rows, which kernel tables do
     not measure: two residual-add + RMSNorm passes (each reads the residual and the hidden
