@@ -119,10 +119,12 @@ def test_fused_residual_add_reads_its_shortcut_at_inference() -> None:
     st = step_time(arch, hw, batch, training=False, act_bytes=1.0)
     bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     assert st.memory_bound_s == pytest.approx((FUSED_ADD_READ_PASSES * shortcut_bytes + pool_bytes) / bw)
-    # a batch whose shortcut and sum fit in the 50 MB L2 reads none: pooling alone remains
+    # a batch whose shortcut and sum fit in the 50 MB L2 reads none, and its pools' input and
+    # output stay there too (perf.vision.inference_pass_s): nothing memory-bound is left
     small = step_time(arch, hw, 8, training=False, act_bytes=1.0)
     small_pool = sum(p.count * p.channels * (p.in_hw**2 + p.out_hw**2) / 2.0 * 2.0 for p in pools) * 8
-    assert small.memory_bound_s == pytest.approx(small_pool / bw)
+    assert small_pool < 50 * 2**20
+    assert small.memory_bound_s == 0.0
 
 
 # ----------------------------------------------------------------------------------------- planners

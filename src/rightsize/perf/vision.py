@@ -24,7 +24,8 @@ Time (Principle 1: FLOPs / rate, bytes / bandwidth):
   each BN+ReLU and each add, 2 passes forward (read, write) and 3 backward (read the gradient and
   the mask, write). Inference folds BN into the conv and fuses ReLU, residual adds and GELU into
   GEMM epilogues (TensorRT-style), so only pooling and LayerNorm remain, and each fused residual
-  add's read of its shortcut tensor (one pass; none when shortcut and sum fit in the L2);
+  add's read of its shortcut tensor (one pass; none when shortcut and sum fit in the L2; nor
+  for a pool or LayerNorm whose input and output fit there, `inference_pass_s`);
 - an inference engine may run several contexts at once, each its own batch on its own stream
   (MLPerf's gpu_inference_streams): their kernels fill each other's last waves and launch gaps
   and share the L2 (`step_time`, `concurrent_gemm_efficiency`);
@@ -246,6 +247,19 @@ def concurrent_gemm_efficiency(m: float, n: float, k: float, hw: Hardware) -> fl
     return float(hw.gemm_fraction * k / (k + K_FILL))
 
 
+def inference_pass_s(
+    elements: float, passes: float, act_bytes: float, l2_bytes: float, mem_bw: float
+) -> float:
+    """Seconds of a memory-bound inference kernel (pooling, LayerNorm) that reads and writes
+    `elements` x `passes` values of `act_bytes`: from HBM/GDDR at `mem_bw`, or none when what it
+    touches fits in the on-chip L2 (`l2_bytes`, already divided among the engine contexts), as a
+    conv's activations and a fused add's shortcut do (`conv_time_s`; the pool after ResNet's first
+    conv reads that conv's output, still in L2 when the batch's output fits there). The L2's own
+    bandwidth is not modelled, as for the convs."""
+    moved = elements * passes * act_bytes
+    return 0.0 if moved <= l2_bytes else moved / mem_bw
+
+
 def _elementwise(layer: VisionLayer, kernels: str = "fused") -> list[tuple[str, float]]:
     """(kind, elements per image) of the memory-bound work attached to one layer instance;
     'eager' kernels add a separate ReLU after a BN+ReLU and after a residual add with ReLU."""
@@ -326,7 +340,9 @@ def step_time(
                 memory_s += n * batch * elements * (fwd_p + bwd_p) * act_bytes / mem_bw
                 launches += 2 * n
             elif kind in ("pool", "norm"):
-                memory_s += n * batch * elements * TRAIN_PASSES[kind][0] * act_bytes / mem_bw
+                memory_s += n * inference_pass_s(
+                    batch * elements, TRAIN_PASSES[kind][0], act_bytes, l2, mem_bw
+                )
                 launches += n
             elif kind == "add" and 2.0 * batch * elements * act_bytes > l2:
                 # Fused into the producing GEMM's epilogue: no kernel of its own, but the
