@@ -443,7 +443,7 @@ def cp_causal_imbalance(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
 def _recompute_s(
     w: TrainWorkload,
     cfg: ParallelConfigs,
-    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     full: np.ndarray,
 ) -> np.ndarray:
     """Forward seconds the remat policy repeats in the backward (`perf.remat`): the whole
@@ -451,8 +451,9 @@ def _recompute_s(
     kernels it does not keep the outputs of. A projection's share of its group's time is
     taken by FLOPs (QKV: (a + 2g) / (2a + 2g) of the attention projections; MLP up:
     (m - 1) / m of the MLP for m matrices; MLA's up-projections: `mla_up_proj_share`), and the
-    experts' activation kernel under Megatron-Core's `moe_act`."""
-    attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f = parts
+    experts' activation kernel under Megatron-Core's `moe_act`, and the sequence-parallel
+    all-gathers under torchtitan's `selective_op` (`perf.remat`)."""
+    attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f, gather_f = parts
     arch = w.arch
     code = remat.codes(cfg.recompute)
     a, g = float(arch.heads), float(arch.kv_heads)
@@ -472,6 +473,7 @@ def _recompute_s(
         + r["elementwise"][code] * ew_f
         + r["moe_act"][code] * moe_act_f
         + r["mla_up_gemm"][code] * mla_up_proj_share(arch) * attn_proj_f
+        + r["tp_gather"][code] * gather_f
     )
     return np.where(r["tp_comm"][code] > 0, full, named)
 
@@ -534,7 +536,9 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw, w.tp_comm_overlap)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw + feat_act
-    recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f), full)
+    # The forward's two sequence-parallel all-gathers: half its exposed TP time (AG + RS pairs).
+    gather_f = np.where(cfg.sequence_parallel, 0.5 * tp_f, 0.0)
+    recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f, gather_f), full)
     from rightsize.perf.offload_time import offload_exposed_s  # it imports perf.memory, which imports this
 
     offload_f, offload_b = offload_exposed_s(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))
