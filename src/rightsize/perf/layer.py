@@ -50,6 +50,7 @@ from rightsize.perf.lowp_casts import (
     CAST_BYTES_PER_ELEMENT,
     cast_bytes_per_element,
     rowwise_backward_bytes_per_element,
+    tp_gather_bytes_per_element,
 )
 from rightsize.perf.lowp_casts import (
     FP8_CAST_BYTES_PER_ELEMENT as FP8_CAST_BYTES_PER_ELEMENT,  # re-exported (tests read it here)
@@ -513,10 +514,18 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
         merge_f, merge_b = torch_ring_traffic_s(w, cfg, hw, rows)
         ew_f, ew_b = ew_f + merge_f, ew_b + merge_b
 
-    # Tensor parallel: 2 all-reduces (or AG + RS pairs) of the [T, h] activations per direction.
+    # Tensor parallel: 2 all-reduces (or AG + RS pairs) of the [T, h] activations per direction;
+    # under sequence parallelism torchao's tensorwise TP gathers in float8 (perf.lowp_casts).
     tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
     act = rows * h * ACT_BYTES
-    tp_f = 2.0 * coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat)
+    gather_elem = tp_gather_bytes_per_element(w)
+    low_gather = np.where(
+        cfg.sequence_parallel,
+        coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat)
+        - coll.all_gather_s(rows * h * gather_elem, cfg.tp, tp_bw, tp_lat),
+        0.0,
+    )
+    tp_f = 2.0 * (coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat) - low_gather)
     tp_b = tp_f
 
     cp_f_exp, cp_b_exp = _cp_ring_exposed(w, cfg, hw, rows, (attn_f, attn_b))
@@ -536,8 +545,8 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw, w.tp_comm_overlap)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw + feat_act
-    # The forward's two sequence-parallel all-gathers: half its exposed TP time (AG + RS pairs).
-    gather_f = np.where(cfg.sequence_parallel, 0.5 * tp_f, 0.0)
+    # The forward's two sequence-parallel all-gathers: their bytes' share of its exposed TP time.
+    gather_f = np.where(cfg.sequence_parallel, gather_elem / (gather_elem + ACT_BYTES) * tp_f, 0.0)
     recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f, gather_f), full)
     from rightsize.perf.offload_time import offload_exposed_s  # it imports perf.memory, which imports this
 
