@@ -479,6 +479,17 @@ def _recompute_s(
     return np.where(r["tp_comm"][code] > 0, full, named)
 
 
+def _tp_collectives_s(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, rows: np.ndarray) -> np.ndarray:
+    """Seconds of one direction's tensor-parallel collectives: 2 all-reduces (or AG + RS pairs)
+    of the [T, h] activations; under sequence parallelism torchao's tensorwise TP gathers in
+    float8 (perf.lowp_casts), the reduce-scatters staying 16 bit."""
+    tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
+    act = rows * float(w.arch.hidden) * ACT_BYTES
+    low = act * tp_gather_bytes_per_element(w) / ACT_BYTES
+    saved = coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat) - coll.all_gather_s(low, cfg.tp, tp_bw, tp_lat)
+    return 2.0 * (coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat) - np.where(cfg.sequence_parallel, saved, 0.0))
+
+
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
     """Times of one dense (moe=False) or mixture-of-experts layer."""
     arch = w.arch
@@ -514,18 +525,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
         merge_f, merge_b = torch_ring_traffic_s(w, cfg, hw, rows)
         ew_f, ew_b = ew_f + merge_f, ew_b + merge_b
 
-    # Tensor parallel: 2 all-reduces (or AG + RS pairs) of the [T, h] activations per direction;
-    # under sequence parallelism torchao's tensorwise TP gathers in float8 (perf.lowp_casts).
-    tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
-    act = rows * h * ACT_BYTES
-    gather_elem = tp_gather_bytes_per_element(w)
-    low_gather = np.where(
-        cfg.sequence_parallel,
-        coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat)
-        - coll.all_gather_s(rows * h * gather_elem, cfg.tp, tp_bw, tp_lat),
-        0.0,
-    )
-    tp_f = 2.0 * (coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat) - low_gather)
+    tp_f = _tp_collectives_s(w, cfg, hw, rows)
     tp_b = tp_f
 
     cp_f_exp, cp_b_exp = _cp_ring_exposed(w, cfg, hw, rows, (attn_f, attn_b))
@@ -546,6 +546,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw + feat_act
     # The forward's two sequence-parallel all-gathers: their bytes' share of its exposed TP time.
+    gather_elem = tp_gather_bytes_per_element(w)
     gather_f = np.where(cfg.sequence_parallel, gather_elem / (gather_elem + ACT_BYTES) * tp_f, 0.0)
     recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f, gather_f), full)
     from rightsize.perf.offload_time import offload_exposed_s  # it imports perf.memory, which imports this
