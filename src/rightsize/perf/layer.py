@@ -50,6 +50,7 @@ from rightsize.perf.lowp_casts import (
     CAST_BYTES_PER_ELEMENT,
     cast_bytes_per_element,
     rowwise_backward_bytes_per_element,
+    tp_gather_bytes_per_element,
 )
 from rightsize.perf.lowp_casts import (
     FP8_CAST_BYTES_PER_ELEMENT as FP8_CAST_BYTES_PER_ELEMENT,  # re-exported (tests read it here)
@@ -443,7 +444,7 @@ def cp_causal_imbalance(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray:
 def _recompute_s(
     w: TrainWorkload,
     cfg: ParallelConfigs,
-    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     full: np.ndarray,
 ) -> np.ndarray:
     """Forward seconds the remat policy repeats in the backward (`perf.remat`): the whole
@@ -451,8 +452,9 @@ def _recompute_s(
     kernels it does not keep the outputs of. A projection's share of its group's time is
     taken by FLOPs (QKV: (a + 2g) / (2a + 2g) of the attention projections; MLP up:
     (m - 1) / m of the MLP for m matrices; MLA's up-projections: `mla_up_proj_share`), and the
-    experts' activation kernel under Megatron-Core's `moe_act`."""
-    attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f = parts
+    experts' activation kernel under Megatron-Core's `moe_act`, and the sequence-parallel
+    all-gathers under torchtitan's `selective_op` (`perf.remat`)."""
+    attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f, gather_f = parts
     arch = w.arch
     code = remat.codes(cfg.recompute)
     a, g = float(arch.heads), float(arch.kv_heads)
@@ -472,8 +474,20 @@ def _recompute_s(
         + r["elementwise"][code] * ew_f
         + r["moe_act"][code] * moe_act_f
         + r["mla_up_gemm"][code] * mla_up_proj_share(arch) * attn_proj_f
+        + r["tp_gather"][code] * gather_f
     )
     return np.where(r["tp_comm"][code] > 0, full, named)
+
+
+def _tp_collectives_s(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, rows: np.ndarray) -> np.ndarray:
+    """Seconds of one direction's tensor-parallel collectives: 2 all-reduces (or AG + RS pairs)
+    of the [T, h] activations; under sequence parallelism torchao's tensorwise TP gathers in
+    float8 (perf.lowp_casts), the reduce-scatters staying 16 bit."""
+    tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
+    act = rows * float(w.arch.hidden) * ACT_BYTES
+    low = act * tp_gather_bytes_per_element(w) / ACT_BYTES
+    saved = coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat) - coll.all_gather_s(low, cfg.tp, tp_bw, tp_lat)
+    return 2.0 * (coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat) - np.where(cfg.sequence_parallel, saved, 0.0))
 
 
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
@@ -511,10 +525,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
         merge_f, merge_b = torch_ring_traffic_s(w, cfg, hw, rows)
         ew_f, ew_b = ew_f + merge_f, ew_b + merge_b
 
-    # Tensor parallel: 2 all-reduces (or AG + RS pairs) of the [T, h] activations per direction.
-    tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
-    act = rows * h * ACT_BYTES
-    tp_f = 2.0 * coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat)
+    tp_f = _tp_collectives_s(w, cfg, hw, rows)
     tp_b = tp_f
 
     cp_f_exp, cp_b_exp = _cp_ring_exposed(w, cfg, hw, rows, (attn_f, attn_b))
@@ -534,7 +545,10 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     tp_b = _tp_exposed(tp_b, attn_proj_b + mlp_b, cfg.tp, hw, w.tp_comm_overlap)
     full = gemm_f + attn_f + ew_f + tp_f + cp_f_exp + ep_f
     moe_act_f = rows * _moe_act_bytes_per_token(w, cfg) / mem_bw + feat_act
-    recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f), full)
+    # The forward's two sequence-parallel all-gathers: their bytes' share of its exposed TP time.
+    gather_elem = tp_gather_bytes_per_element(w)
+    gather_f = np.where(cfg.sequence_parallel, gather_elem / (gather_elem + ACT_BYTES) * tp_f, 0.0)
+    recompute = _recompute_s(w, cfg, (attn_proj_f, mlp_f, attn_f, ew_f, moe_act_f, gather_f), full)
     from rightsize.perf.offload_time import offload_exposed_s  # it imports perf.memory, which imports this
 
     offload_f, offload_b = offload_exposed_s(w, cfg, hw, (gemm_f + attn_f + ew_f, gemm_b + attn_b + ew_b))

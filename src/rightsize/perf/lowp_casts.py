@@ -75,3 +75,23 @@ def rowwise_backward_bytes_per_element(w: TrainWorkload) -> float:
     if w.precision == "fp8" and w.fp8_recipe == "rowwise":
         return ROWWISE_SECOND_CAST_BYTES_PER_ELEMENT + ROWWISE_POST_SCALE_BYTES_PER_ELEMENT
     return 0.0
+
+
+# torchtitan's tensor parallelism under torchao's tensorwise recipe (apply_tp with float8:
+# torchtitan parallelisms/parallelize_llama.py at 9dec370, Dec 2024, and
+# models/llama3/parallelize_llama.py at 820504e, Jun 2025, `enable_float8_tensorwise_tp`) swaps in
+# torchao's Float8ColwiseParallel, Float8RowwiseParallel and PrepareFloat8ModuleInput
+# (torchao/float8/float8_tensor_parallel.py at 6243040): the sequence-parallel inputs of the
+# attention and the MLP are cast to float8 on their shard and all-gathered as float8, and the
+# row-parallel out-projection's and MLP-down's output gradients are cast to float8
+# (NoopFwToFloat8BwDynamic) before the backward's all-gather; the reduce-scatters stay 16 bit.
+# Rowwise keeps 16-bit gathers (820504e: "For rowwise recipes, we use regular TP and all-gather
+# happens in high precision").
+FP8_BYTES = 1.0
+BF16_BYTES = 2.0
+
+
+def tp_gather_bytes_per_element(w: TrainWorkload) -> float:
+    """Bytes per element of the tensor-parallel all-gathers of activations and output gradients
+    under sequence parallelism: float8 (1) for torchao's tensorwise recipe, 16 bit (2) otherwise."""
+    return FP8_BYTES if w.precision == "fp8" and w.fp8_recipe == "tensorwise" else BF16_BYTES

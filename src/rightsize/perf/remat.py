@@ -43,7 +43,19 @@ outputs of every other matmul of a block (the 1st, 3rd, 5th, 7th: wq, wv, w1, w2
 attention kernel (output and log-sum-exp), and recomputes the rest (wk, wo, w3 and every
 elementwise kernel); here `selective_op`:
 
-| selective_op | q and v, attention output, MLP gate (w1), MLP output (w2) | k and out-projection GEMMs, half the MLP up GEMMs (w3), elementwise |
+| selective_op | q and v, attention output, MLP gate (w1), MLP output (w2) | k and out-projection GEMMs, half the MLP up GEMMs (w3), elementwise, the sequence-parallel all-gathers |
+
+Under tensor parallelism with sequence parallelism the policy also repeats the two all-gathers
+that feed the attention and MLP input projections (`tp_gather`): torchtitan's `_save_list`
+(torchtitan/models/llama3/parallelize_llama.py at 820504e, Jun 2025) names
+`_c10d_functional.reduce_scatter_tensor` but not `all_gather_into_tensor`, so the gathered
+input, which the weight gradients of wq, wv and w1 need, is PREFER_RECOMPUTE and is gathered
+again in the backward; torch.compile's partitioner recomputes a collective exactly when an
+activation-checkpoint policy marks it so (torch/_functorch/partitioners.py,
+`force_save_collectives`: "the partitioner is not allowed to recompute collectives unless they
+come from a user-annotated AC region"). torchtitan PR #1672 (Sep 2025, "Save _to_copy and a2a
+in selective AC policy") measured the same for the MoE all-to-alls it then added to the list
+(DeepSeek-V3 16B, 708 -> 803 tokens/s).
 
 Megatron-Core recomputes by module as well (`--recompute-granularity selective
 --recompute-modules ...`, megatron/core/transformer/transformer_config.py, `recompute_modules`:
@@ -101,6 +113,7 @@ PARTS = (
     "tp_comm",
     "moe_act",
     "mla_up_gemm",
+    "tp_gather",
 )
 
 
@@ -156,7 +169,7 @@ POLICIES: tuple[Policy, ...] = (
         "selective_op",
         "input q_v context mlp_gate mlp_down",
         "",
-        "k_gemm out_gemm mlp_up_half_gemm elementwise",
+        "k_gemm out_gemm mlp_up_half_gemm elementwise tp_gather",
         "torchtitan",
     ),
     _p("input_qkv_offloaded", "", "input qkv", _JAX_QKV_REBUILT, "MaxText (custom)"),
