@@ -330,7 +330,14 @@ def _mlp_copies(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
 
 def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) -> np.ndarray | float:
     """Backward: the output gradient of each of the four GEMMs is quantised to fp8 (and
-    transposed for the weight gradient) before its two backward GEMMs."""
+    transposed for the weight gradient) before its two backward GEMMs.
+
+    Known, left as found (2026-11-26): `layer_times` takes the backward's element-wise time as
+    twice the forward's, which also doubles the forward's quantising casts that the backward
+    does not redo. Counting them once moved every fp8 row faster (tokens/s median 8.0% ->
+    10.5%, --more 14.3% -> 18.7%, --stacks 5.9% -> 10.5%): the cast kernels (amax reduction,
+    cast + transpose) most likely run well below the streaming fraction assumed; with no
+    measurement of them found, the count stays until one is."""
     if w.precision not in CAST_BYTES_PER_ELEMENT:
         return 0.0
     arch = w.arch
@@ -515,12 +522,6 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
     ew_f = rows * elementwise_bytes_per_token(w, cfg) / mem_bw
     ew_f = ew_f + ELEMENTWISE_KERNELS_PER_LAYER_FWD * hw.kernel_overhead_s
-    # Known, left as found (2026-11-26): 2 x ew_f also doubles the forward's quantising casts,
-    # which the backward does not redo (its own casts are counted apart). Counting them once
-    # moved every fp8 row faster: tokens/s median 8.0% -> 10.5%, --more 14.3% -> 18.7%,
-    # --stacks 5.9% -> 10.5%. The cast kernels (amax reduction, cast + transpose) most likely
-    # run well below the streaming fraction `mem_bw` assumes; no measurement of them was found,
-    # so the count stays until one is.
     ew_b = 2.0 * ew_f + rows * fp8_backward_cast_bytes_per_token(w, cfg) / mem_bw
     # biases, clamped GLU and unfused rotary scaling the architecture adds (perf.moe_step)
     feat_f, feat_b, feat_act = moe_step.feature_elementwise_s(w, cfg, hw, moe, moe_load_factor(w, cfg))
