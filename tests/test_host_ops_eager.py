@@ -88,3 +88,18 @@ def test_a_host_bound_dense_layer_exposes_its_extra_launches() -> None:
     per_op = host_launch_figures().per_op_s_for("h100-sxm")
     assert f[0] == pytest.approx(fwd * per_op - 1e-9)
     assert b[0] == pytest.approx(bwd * per_op - 1e-9)
+
+
+def test_mla_and_the_shared_expert_are_counted_from_megatron_core() -> None:
+    """DeepSeek-V3's layer issues seven TE module calls for its attention (input norm, four
+    latent projections, core attention, out-projection) and a shared expert beside the routed."""
+    arch = get_preset("deepseek-v3")
+    assert arch.is_mla and arch.shared_experts == 1
+    w = TrainWorkload(arch=arch, seq_len=4096, global_batch=4096, precision="bf16", cuda_graph_scope="none")
+    cfg = ParallelConfigs.single(dp=64, ep=64, micro_batch=1, zero_stage=1)
+    experts, attention, _, _ = ho.section_ops(w, cfg, True)
+    te = ho.TE_MODULE_OPS
+    assert attention[0] == pytest.approx(7.0 * te + ho.MLA_EXTRA_OPS + ho.ATTENTION_FIXED_OPS)
+    local = arch.experts / 64
+    routed = ho.EXPERT_FIXED_OPS + ho.EXPERT_TE_MODULES * te + ho.ACTIVATION_OPS + 2.0 * local
+    assert experts[0] == pytest.approx(routed + 2.0 * te + ho.SHARED_EXPERT_OPS)

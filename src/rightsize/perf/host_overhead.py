@@ -67,6 +67,17 @@ What else an eager layer issues, where the stack runs it:
   (2), posts the send/receive (3), makes q, out and dout halves contiguous (4), runs the fused
   attention backward (1), accumulates dq (2) and dkv (unsqueeze, unsqueeze, cat, slice, add: 5):
   19; once per call the statistics' views (4), dq and the two buffers (3) and the first copy (1).
+- Multi-latent attention (`MLASelfAttention`, the TE spec of gpt_layer_specs.py at 52d1d681,
+  down projections unfused): the input norm as its own module (`TENorm`), the q and kv down
+  projections (`TELinear`), the q and kv up projections with their norms
+  (`TELayerNormColumnParallelLinear`), core attention and the out-projection: seven TE module
+  calls where grouped-query attention makes three; and in `get_query_key_value_tensors` the
+  split of the compressed kv (1), the views of q and kv (2), the unsqueeze of the positional
+  key (1), the fused MLA rotary for q and for kv (2, counted with the attention's rotary pair),
+  the three `contiguous` calls (3) and the output view (1): 8 beyond that pair. The backward
+  adds the weight gradients of the five linears.
+- Shared experts (`SharedExpertMLP`, DeepSeek-V3's one): fc1, the fused activation and fc2
+  each layer forward, two TE modules and one op; two weight-gradient GEMMs backward.
 - LoRA adapters (`frozen_base`): one adapter per adapted projection as Megatron fuses them (query,
   key and value share `linear_qkv`, gate and up share `linear_fc1`), each y + s * B(A(x)): two
   GEMMs, the scaling and the add forward (4), their backward nodes with the two weight-gradient
@@ -105,6 +116,13 @@ ROUTER_OPS = 1.0 + 2.0 + 2.0  # gating GEMM, fused top-k, forced-balance scores
 PREPROCESS_OPS = 10.0 + 2.0  # count reductions / all-gather / reshapes, first permutation
 DTOH_OPS = 8.0  # stream wait, six copies, event
 GRAPH_LAUNCH_TE_MODULES = 1.0  # a Transformer Engine graphed callable: one module call
+
+# Multi-latent attention and shared experts (module docstring).
+MLA_TE_LINEARS = 5.0  # q and kv down projections, q and kv up projections, out-projection
+MLA_OTHER_TE_MODULES = 2.0  # the input norm (TENorm) and core attention
+MLA_EXTRA_OPS = 1.0 + 2.0 + 1.0 + 3.0 + 1.0
+SHARED_EXPERT_TE_MODULES = 2.0
+SHARED_EXPERT_OPS = 1.0
 
 # Context parallelism over Transformer Engine's ring (module docstring).
 CP_RING_FWD_OPS_PER_STEP = 1.0 + 1.0 + 3.0 + 2.0 + 1.0 + 2.0 + 1.0 + 1.0 + 6.0 + 1.0
@@ -161,8 +179,12 @@ def _attention_ops(w: TrainWorkload, cfg: ParallelConfigs, graphed: list[str]) -
     n = len(cfg)
     if "attn" in graphed:
         return np.full(n, GRAPH_LAUNCH_TE_MODULES * TE_MODULE_OPS), np.zeros(n), np.zeros(n)
-    # the two linears run in fp8; the core attention stays a 16-bit module (fp8 attention off)
-    ops = (ATTENTION_TE_MODULES - 1.0) * _te_module_ops(w) + TE_MODULE_OPS + ATTENTION_FIXED_OPS
+    # the linears run in fp8; the core attention stays a 16-bit module (fp8 attention off)
+    if arch.is_mla:
+        ops = MLA_TE_LINEARS * _te_module_ops(w) + MLA_OTHER_TE_MODULES * TE_MODULE_OPS + MLA_EXTRA_OPS
+        ops += ATTENTION_FIXED_OPS
+    else:
+        ops = (ATTENTION_TE_MODULES - 1.0) * _te_module_ops(w) + TE_MODULE_OPS + ATTENTION_FIXED_OPS
     if arch.rope_type == "yarn" and not arch.is_mla:
         ops += UNFUSED_ROPE_EXTRA_OPS
     if arch.qk_norm:
@@ -204,6 +226,7 @@ def section_ops(w: TrainWorkload, cfg: ParallelConfigs, moe: bool) -> tuple[np.n
         + EXPERT_GEMMS_PER_LOCAL_EXPERT * local
         + mlp_sites * LORA_FWD_OPS_PER_ADAPTER * local
     )
+    experts = experts + arch.shared_experts * (SHARED_EXPERT_TE_MODULES * te_ops + SHARED_EXPERT_OPS)
     if arch.linear_bias:
         experts = experts + EXPERT_BIAS_FIXED_OPS + EXPERT_BIAS_OPS_PER_LOCAL_EXPERT * local
     if "moe_router" in graphed:
@@ -213,8 +236,9 @@ def section_ops(w: TrainWorkload, cfg: ParallelConfigs, moe: bool) -> tuple[np.n
     # backward: a node per forward op, plus the weight-gradient GEMMs (attention's three TE
     # modules unless graphed, the router, fc1 and fc2 per local expert); graphed scopes replay
     # their backward as one launch
-    wgrad = EXPERT_GEMMS_PER_LOCAL_EXPERT * local + 1.0
-    wgrad = wgrad + (0.0 if "attn" in graphed else ATTENTION_TE_MODULES)
+    wgrad = EXPERT_GEMMS_PER_LOCAL_EXPERT * local + 1.0 + SHARED_EXPERT_TE_MODULES * arch.shared_experts
+    attention_wgrad = MLA_TE_LINEARS if arch.is_mla else ATTENTION_TE_MODULES
+    wgrad = wgrad + (0.0 if "attn" in graphed else attention_wgrad)
     lora_bwd = mlp_sites * (LORA_BWD_OPS_PER_ADAPTER - LORA_FWD_OPS_PER_ADAPTER) * local
     bwd = experts + modules + router - DTOH_OPS + wgrad + extra_b + lora_bwd
     return experts, attention, router, bwd
