@@ -29,6 +29,7 @@ class HostLaunchFigures:
 
     per_op_s: dict[str, float]
     host_cpu: dict[str, str]
+    te_fp8_module_factor: float  # host time of a TE module in fp8 over the same in 16 bit
     sources: dict[str, Sourced]
 
     def per_op_s_for(self, accelerator_id: str) -> float:
@@ -63,4 +64,10 @@ def host_launch_figures() -> HostLaunchFigures:
         str(acc): _host_cpu_entry(entry, f"host_cpu.{acc}", per_op)
         for acc, entry in require_mapping(raw, "host_cpu", HOST_LAUNCH_FILE, "host_cpu").items()
     }
-    return HostLaunchFigures(per_op_s=per_op, host_cpu=host_cpu, sources=sources)
+    fp8 = sourced(
+        raw.get("te_fp8_module_factor"), HOST_LAUNCH_FILE, "te_fp8_module_factor", minimum=1.0, maximum=10.0
+    )
+    sources["te_fp8_module_factor"] = fp8
+    return HostLaunchFigures(
+        per_op_s=per_op, host_cpu=host_cpu, te_fp8_module_factor=fp8.value, sources=sources
+    )
