@@ -75,6 +75,34 @@ class EngineRelease:
 
 
 @dataclass(frozen=True)
+class EngineMemory:
+    """What an engine keeps on each GPU besides weights and KV cache, by mechanism (`memory` in
+    engines.yaml): a runtime reservation (CUDA context, library workspaces) per accelerator, the
+    tensor-parallel communication buffers per TP degree, and the activations of the profiling
+    forward pass over `profile_tokens` tokens, counted in 16-bit buffers of the model's hidden
+    width (replicated on every TP rank) and of its MLP width (split over the TP ranks).
+    `perf.engine_memory` turns them into bytes; `basis` says how the engine measures them."""
+
+    basis: str
+    runtime_reserved_gib: Sourced
+    runtime_reserved_gib_by_accelerator: dict[str, Sourced]
+    comm_buffers_gib_by_tp: dict[int, Sourced]
+    activation_hidden_buffers: Sourced
+    activation_ffn_buffers: Sourced
+    profile_tokens: Sourced
+
+    def runtime_gib(self, accelerator_id: str) -> float:
+        fig = self.runtime_reserved_gib_by_accelerator.get(accelerator_id, self.runtime_reserved_gib)
+        return fig.value
+
+    def comm_gib(self, tp: int) -> float:
+        """Communication buffers at `tp` (none at TP 1): the figure of the largest measured TP
+        degree not above it (beyond the largest measured one, that one's)."""
+        known = [t for t in sorted(self.comm_buffers_gib_by_tp) if t <= tp]
+        return self.comm_buffers_gib_by_tp[known[-1]].value if known and tp > 1 else 0.0
+
+
+@dataclass(frozen=True)
 class EngineDefaults:
     """One engine's sourced defaults."""
 
@@ -95,6 +123,9 @@ class EngineDefaults:
     # async scheduler): then only the host time beyond the GPU step is exposed.
     host_overlap: bool = False
     host_overlap_source: str = ""
+    # Measured non-weight, non-KV memory per GPU (None: the engine-neutral flat workspace of
+    # `perf.inference`)
+    memory: EngineMemory | None = None
 
     def value(self, field: str) -> float | None:
         fig = self.figures.get(field)
@@ -176,6 +207,41 @@ def _parse(name: str, raw: Any) -> EngineDefaults:
         releases=tuple(releases),
         host_overlap=bool(_overlap(raw, f"engines.{name}")),
         host_overlap_source=str(raw.get("host_overlap_source", "")),
+        memory=_memory(raw.get("memory"), f"engines.{name}.memory"),
+    )
+
+
+def _memory(raw: Any, where: str) -> EngineMemory | None:
+    """An engine's `memory` block (absent: None)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise CatalogDataError(FILE, where, "expected a mapping")
+
+    def fig(key: str, maximum: float) -> Sourced:
+        if key not in raw:
+            raise CatalogDataError(FILE, where, f"missing '{key}'")
+        return sourced(raw[key], FILE, f"{where}.{key}", maximum=maximum)
+
+    def table(key: str) -> dict[Any, Sourced]:
+        block = raw.get(key) or {}
+        if not isinstance(block, dict):
+            raise CatalogDataError(FILE, f"{where}.{key}", "expected a mapping")
+        return {k: sourced(v, FILE, f"{where}.{key}.{k}", maximum=64.0) for k, v in block.items()}
+
+    comm = table("comm_buffers_gib_by_tp")
+    if any(not isinstance(k, int) or k < 2 for k in comm):
+        raise CatalogDataError(FILE, f"{where}.comm_buffers_gib_by_tp", "keys are TP degrees (2, 4, ...)")
+    return EngineMemory(
+        basis=require_str(raw, "basis", FILE, where),
+        runtime_reserved_gib=fig("runtime_reserved_gib", 64.0),
+        runtime_reserved_gib_by_accelerator={
+            str(k): v for k, v in table("runtime_reserved_gib_by_accelerator").items()
+        },
+        comm_buffers_gib_by_tp={int(k): v for k, v in comm.items()},
+        activation_hidden_buffers=fig("activation_hidden_buffers", 100.0),
+        activation_ffn_buffers=fig("activation_ffn_buffers", 100.0),
+        profile_tokens=fig("profile_tokens", 1e6),
     )
 
 

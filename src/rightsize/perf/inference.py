@@ -38,6 +38,7 @@ from rightsize.catalog.engines import EngineDefaults, get_engine
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.perf import collectives as coll
+from rightsize.perf.engine_memory import engine_memory
 from rightsize.perf.gemm import gemm_efficiency, gemm_time_s
 from rightsize.perf.hardware import Hardware, power_capped
 from rightsize.perf.kernels import timing as kernel_timing
@@ -86,7 +87,9 @@ DECODE_STEP_OVERHEAD_S = 2.0e-4
 # Memory an engine keeps outside weights and KV cache: CUDA context, NCCL buffers,
 # activation workspace for the largest prefill chunk; vLLM's default leaves 10% of
 # HBM unused (gpu_memory_utilization 0.9). Engines named in the spec bring their own
-# fraction and convention (catalog/data/engines.yaml).
+# fraction and convention (catalog/data/engines.yaml); an engine whose reserved memory was
+# measured (engines.yaml `memory`: TensorRT-LLM) has it by mechanism (perf.engine_memory),
+# the others keep this flat 2 GiB (an estimate, not measured).
 ENGINE_MEMORY_UTILISATION = 0.90
 ENGINE_WORKSPACE_BYTES = 2.0 * GiB
 
@@ -245,14 +248,32 @@ class Replica:
     @property
     def kv_capacity_tokens(self) -> float:
         """Tokens of KV cache the replica can hold once weights and workspace are placed."""
+        return self.kv_capacity_tokens_at()
+
+    def engine_reserved_bytes(self, max_num_tokens: float | None = None) -> float:
+        """Bytes per GPU the engine keeps besides weights and KV cache: by mechanism where the
+        engine's were measured (`perf.engine_memory`, profiling pass over `max_num_tokens`,
+        None: the engine's default), else the flat ENGINE_WORKSPACE_BYTES."""
+        mem = self.engine.memory if self.engine is not None else None
+        if mem is None:
+            return ENGINE_WORKSPACE_BYTES
+        return engine_memory(mem, self.arch, self.tp, self.hw.accelerator_id, max_num_tokens).total_bytes
+
+    def kv_capacity_tokens_at(
+        self, max_num_tokens: float | None = None, kv_memory_fraction: float | None = None
+    ) -> float:
+        """KV tokens the replica holds with the engine profiling `max_num_tokens` tokens and
+        giving the cache `kv_memory_fraction` (None: the engine's defaults)."""
         hbm, weights = self.hw.hbm_bytes, self.weight_bytes_per_gpu
         eng = self.engine
+        reserved = self.engine_reserved_bytes(max_num_tokens)
+        fraction = kv_memory_fraction or (eng.value("kv_memory_fraction") if eng else None)
         if eng is None:
-            free = hbm * ENGINE_MEMORY_UTILISATION - ENGINE_WORKSPACE_BYTES - weights
+            free = hbm * (fraction or ENGINE_MEMORY_UTILISATION) - reserved - weights
         elif eng.kv_memory_basis == "free":  # TensorRT-LLM: a fraction of what weights leave
-            free = (hbm - ENGINE_WORKSPACE_BYTES - weights) * (eng.value("kv_memory_fraction") or 0.9)
+            free = (hbm - reserved - weights) * (fraction or 0.9)
         else:  # vLLM, SGLang: a fraction of all memory, weights included
-            free = hbm * (eng.value("kv_memory_fraction") or 0.9) - ENGINE_WORKSPACE_BYTES - weights
+            free = hbm * (fraction or 0.9) - reserved - weights
         per_gpu_token = self.kv_bytes_per_token / self.kv_shards
         return max(0.0, free) / per_gpu_token
 

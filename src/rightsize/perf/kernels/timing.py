@@ -253,12 +253,10 @@ def _step(
 #   attention at the mean context; TensorRT-LLM's TPOT discounts 3 mixed steps ('empirical'); vLLM adds
 #   0.8 ms per layer to TTFT and a log2(batch)/8 queueing factor ('calibrated to the silicon corpus').
 #   These shape its aggregated mode only, not the static estimate benchmarks/compare_aiconfigurator.py asks.
-# - KV memory: TensorRT-LLM reserves 1.5% of the KV pool; NVIDIA's measured TensorRT-LLM capacities
-#   (tests/data/trtllm_kv_capacity.csv) read rightsize's `kv_capacity_tokens` +2.7% to +5.1% on H100
-#   and -1.5% to -2.3% on GB300: the engine keeps 3.7-5.6 GiB besides weights and KV on H100 (rising
-#   with TP 1-4), rightsize 2 GiB (perf.inference ENGINE_WORKSPACE_BYTES); on GB300 the catalog holds
-#   the datasheet 288e9 bytes where nvidia-smi reports 284,208 MiB (AIConfigurator systems/gb300.yaml),
-#   and with that GB300 keeps 5.3-7.4 GiB. Not changed here (perf.inference and the catalog).
+# - KV memory: TensorRT-LLM reserves 1.5% of the KV pool; AIConfigurator's non-KV memory is a flat
+#   3.5 GB other_mem + nccl_mem by TP + 2 x tokens x hidden x a per-family coefficient. rightsize's is
+#   perf.engine_memory (engines.yaml tensorrt-llm.memory), derived from NVIDIA's measured capacities
+#   (tests/data/trtllm_kv_capacity.csv); GB300/B300 at their nvidia-smi capacities.
 # Not in AIConfigurator but documented for the perf-overview rows (TensorRT-LLM perf-overview.md at
 # 00f37686, llm_options.yml): decode batches padded to CUDA-graph sizes (1-256, 384, 512, 1024, ...,
 # enable_padding) and each ISL/OSL run with a fixed request count ($num_requests), so the batch drains
