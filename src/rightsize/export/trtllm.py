@@ -17,7 +17,8 @@ the `--extra_llm_api_options` YAML, whose keys are the LLM API's arguments
   `max_seq_len`: the longest prompt plus the longest output the traffic allows.
 - `kv_cache_config.free_gpu_memory_fraction`: TensorRT-LLM sizes the KV pool as a fraction
   of the memory still *free* once the weights and activation buffers are loaded, so it is the
-  planned KV cache over (HBM - weights - activations - runtime), in [0.05, 0.95];
+  planned KV cache over (HBM - weights - what the engine keeps besides: its measured runtime,
+  communication buffers and profiling activations, `perf.engine_memory`), in [0.05, 0.95];
   `kv_cache_config.dtype: fp8` for an FP8 KV cache.
 FP8 weights come from an FP8 checkpoint (ModelOpt), not from a flag: the header says so.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.catalog.engines import get_engine
 from rightsize.errors import BadInput
 from rightsize.export.names import Arg
 from rightsize.export.plan_view import ServingView
@@ -36,6 +38,7 @@ from rightsize.export.vllm import (
     kv_bytes_per_token_per_gpu,
     max_num_seqs,
 )
+from rightsize.perf.engine_memory import engine_memory
 
 TRTLLM_VERSION = "TensorRT-LLM 1.0.0"
 COMMAND = ("trtllm-serve",)
@@ -53,6 +56,16 @@ def check_vendor(v: ServingView) -> None:
         )
 
 
+def engine_reserved_bytes(v: ServingView) -> float:
+    """What TensorRT-LLM keeps on each GPU besides weights and KV cache with the exported
+    `max_num_tokens`: its measured runtime, communication buffers and profiling activations
+    (perf.engine_memory, the figures the planner sizes TensorRT-LLM's KV cache with)."""
+    mem = get_engine("tensorrt-llm").memory
+    if mem is None:
+        return activation_bytes_per_gpu(v) + RUNTIME_BYTES
+    return engine_memory(mem, v.model, v.tp, v.hw.accelerator, PROFILE_TOKENS).total_bytes
+
+
 def free_gpu_memory_fraction(v: ServingView) -> float:
     """The planned KV cache over the memory free after weights, activations and runtime."""
     kv_tokens = (
@@ -61,7 +74,7 @@ def free_gpu_memory_fraction(v: ServingView) -> float:
         else max_num_seqs(v) * v.max_model_len
     )
     kv = kv_tokens * kv_bytes_per_token_per_gpu(v)
-    free = v.hw.hbm_bytes - v.weights_bytes_per_gpu - activation_bytes_per_gpu(v) - RUNTIME_BYTES
+    free = v.hw.hbm_bytes - v.weights_bytes_per_gpu - engine_reserved_bytes(v)
     if free <= 0:
         return FREE_FRACTION_FLOOR
     return round(min(FREE_FRACTION_CEILING, max(FREE_FRACTION_FLOOR, kv / free)), 2)

@@ -23,10 +23,21 @@ workspace of `perf.inference`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from rightsize.catalog.engines import EngineMemory
 from rightsize.constants import GiB
-from rightsize.spec.model import ModelArch
+
+
+class Widths(Protocol):
+    """What the activation buffers are sized by (a ModelArch, or an export's view of one)."""
+
+    @property
+    def hidden(self) -> int: ...
+
+    @property
+    def ffn_hidden(self) -> int: ...
+
 
 ACTIVATION_BYTES_PER_ELEMENT = 2.0  # the profiling pass runs in 16 bit (BF16/FP16 activations)
 
@@ -44,7 +55,7 @@ class EngineMemoryBreakdown:
         return self.runtime_bytes + self.comm_bytes + self.activation_bytes
 
 
-def activation_bytes_per_token(mem: EngineMemory, arch: ModelArch, tp: int) -> float:
+def activation_bytes_per_token(mem: EngineMemory, arch: Widths, tp: int) -> float:
     """Live activation bytes per token of the profiling pass on one TP rank."""
     hidden = mem.activation_hidden_buffers.value * arch.hidden
     ffn = mem.activation_ffn_buffers.value * arch.ffn_hidden / tp
@@ -52,7 +63,7 @@ def activation_bytes_per_token(mem: EngineMemory, arch: ModelArch, tp: int) -> f
 
 
 def engine_memory(
-    mem: EngineMemory, arch: ModelArch, tp: int, accelerator_id: str, max_num_tokens: float | None = None
+    mem: EngineMemory, arch: Widths, tp: int, accelerator_id: str, max_num_tokens: float | None = None
 ) -> EngineMemoryBreakdown:
     """What the engine keeps on each GPU of a TP-`tp` replica besides weights and KV, with the
     profiling pass over `max_num_tokens` tokens (None: the engine's default)."""

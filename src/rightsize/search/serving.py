@@ -560,6 +560,8 @@ def _candidate(
             "weights_bytes_per_gpu": rep.weight_bytes_per_gpu,
             "kv_bytes_per_token": rep.kv_bytes_per_token,
             "kv_capacity_tokens": rep.kv_capacity_tokens,
+            "kv_bytes_per_gpu": rep.kv_capacity_tokens * rep.kv_bytes_per_token / rep.kv_shards,
+            "engine_reserved_bytes_per_gpu": rep.engine_reserved_bytes(),
         },
     )
     node = get_node(node_id)

@@ -52,6 +52,8 @@ def _batch_candidate(
         memory={
             "weights_bytes_per_gpu": rep.weight_bytes_per_gpu,
             "kv_capacity_tokens": rep.kv_capacity_tokens,
+            "kv_bytes_per_gpu": rep.kv_capacity_tokens * rep.kv_bytes_per_token / rep.kv_shards,
+            "engine_reserved_bytes_per_gpu": rep.engine_reserved_bytes(),
         },
         pp=layout.pp,
         nodes_per_replica=layout.nodes,
