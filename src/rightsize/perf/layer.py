@@ -335,9 +335,10 @@ def fp8_backward_cast_bytes_per_token(w: TrainWorkload, cfg: ParallelConfigs) ->
     Known, left as found (2026-11-26): `layer_times` takes the backward's element-wise time as
     twice the forward's, which also doubles the forward's quantising casts that the backward
     does not redo. Counting them once moved every fp8 row faster (tokens/s median 8.0% ->
-    10.5%, --more 14.3% -> 18.7%, --stacks 5.9% -> 10.5%): the cast kernels (amax reduction,
-    cast + transpose) most likely run well below the streaming fraction assumed; with no
-    measurement of them found, the count stays until one is."""
+    10.5%, --more 14.3% -> 18.7%, --stacks 5.9% -> 10.5%). Published cast timings (TE PR #101,
+    2023: 0.39 of H100 peak; ROCm TE PR #598: MXFP8 0.65 of B200's; pytorch#133242: torchao
+    0.625) with the count made single gave public tokens/s 1.9% -> 4.1%, held-out 7.7% -> 6.4%,
+    --more 14.3% -> 16.0%: not adopted (a 2023 TE kernel for 2025 stacks; a public regression)."""
     if w.precision not in CAST_BYTES_PER_ELEMENT:
         return 0.0
     arch = w.arch
