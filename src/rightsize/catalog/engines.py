@@ -33,6 +33,7 @@ _NUMBERS = (
     "max_num_batched_tokens",
     "block_tokens",
     "iteration_overhead_s",
+    "prefix_caching_default",
     "decode_kv_read_block_tokens",
     "decode_kv_bw_ratio",
 )

@@ -533,12 +533,17 @@ def max_concurrency(
     return n
 
 
-def fixed_batch_metrics(rep: Replica, batch: int, prompt: int, output: int) -> dict[str, float]:
-    """`batch` streams started together: TTFT (prefill of all prompts), mean TPOT and the
+def fixed_batch_metrics(
+    rep: Replica, batch: int, prompt: int, output: int, cached_prompt: int = 0
+) -> dict[str, float]:
+    """`batch` streams started together: TTFT (prefill of all prompts, less the first
+    `cached_prompt` tokens of each that the prefix cache already holds), mean TPOT and the
     engine's output tokens/s over the whole generation."""
     steps = np.arange(output, dtype=np.float64)
     decode = rep.decode_step_s(float(batch), batch * (prompt + steps))
-    ttft = float(rep.prefill_s(float(prompt), sequences=float(batch))) + float(decode[0])
+    cached = float(min(max(cached_prompt, 0), max(prompt - 1, 0)))
+    prefill = rep.prefill_s(float(prompt) - cached, past_tokens=cached, sequences=float(batch))
+    ttft = float(prefill) + float(decode[0])
     total = ttft + float(decode[1:].sum())
     return {
         "ttft_s": ttft,

@@ -10,6 +10,10 @@ dense columns cannot describe), `ep` (expert-parallel GPUs) and `pp` (pipeline s
 offline_max_throughput: the engine keeps its KV cache full (batch chosen by memory and
 the engine's defaults).
 
+Optional column `harness` names the benchmark script where it changes what is measured:
+`vllm-benchmark-latency` sends the same prompts on every iteration, so a V1 engine's prefix
+cache holds them after the warm-up (`perf.serving_prompt_reuse`).
+
 Optional columns `engine` (vllm, tensorrt-llm, sglang, gpt-fast) and `version` name the
 engine that produced the row: its defaults (catalog/data/engines.yaml) shape the
 prediction, and where a measured kernel table exists for (accelerator, engine) — a file
@@ -37,6 +41,7 @@ from rightsize.perf.kernels.table import KernelTable
 from rightsize.perf.kernels.timing import OpReport
 from rightsize.perf.serving_moe_ep import ExpertParallelReplica
 from rightsize.perf.serving_multinode import PipelinedReplica
+from rightsize.perf.serving_prompt_reuse import REPEATED_PROMPT_HARNESSES, reused_prompt_tokens
 from rightsize.search.ground import serving_ground_report
 from rightsize.search.uncertainty import spread_factors
 from rightsize.spec.model import ModelArch
@@ -92,6 +97,13 @@ def kernel_table_for(
     return aiconfigurator.load_table(accelerator, engine, version or None)
 
 
+def _reused_prompt(rep: Replica, r: dict[str, str], prompt: int) -> int:
+    """Prompt tokens the row's benchmark finds cached: its `harness` column names one that
+    sends the same prompts every iteration (`perf.serving_prompt_reuse`), else none."""
+    harness = (r.get("harness") or "").strip()
+    return reused_prompt_tokens(rep.engine, prompt) if harness in REPEATED_PROMPT_HARNESSES else 0
+
+
 def _predict(rep: Replica, r: dict[str, str]) -> tuple[float, dict[str, Any], OpReport]:
     prompt, output = _int(r, "input_len") or 1, _int(r, "output_len") or 1
     scenario = r.get("scenario", "")
@@ -105,7 +117,7 @@ def _predict(rep: Replica, r: dict[str, str]) -> tuple[float, dict[str, Any], Op
         return batch * prompt / float(t), {"tp": rep.tp, "batch": batch}, report
     if scenario == "fixed_batch":
         batch = _int(r, "batch") or 1
-        m = fixed_batch_metrics(rep, batch, prompt, output)
+        m = fixed_batch_metrics(rep, batch, prompt, output, _reused_prompt(rep, r, prompt))
         _, report = rep.decode_step_detail(float(batch), batch * (prompt + output / 2.0))
         return m["output_tokens_per_s"], {"tp": rep.tp, "batch": batch}, report
     if scenario == "offline_max_throughput":
