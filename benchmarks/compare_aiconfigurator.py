@@ -143,28 +143,11 @@ def _replica(row: dict[str, str]) -> Any:
     )
 
 
-# AIConfigurator's Llama generation ops (sdk/models/llama.py) grouped as rightsize's OpReport names them
-AIC_OPS = {
-    "qkv_gemm": "gemm_qkv",
-    "proj_gemm": "gemm_out",
-    "gate_ffn1_gemm": "gemm_up",
-    "ffn2_gemm": "gemm_down",
-    "attention": "attention",
-    "ar_1": "all_reduce",
-    "ar_2": "all_reduce",
-    "add_norm_1": "elementwise",
-    "add_norm_2": "elementwise",
-    "act_gate": "elementwise",
-    "logits_gemm": "gemm_logits",
-    "embedding": "embedding",
-    "embedding_ar": "embedding",
-    "p2p": "pipeline_p2p",
-}
-
-
 def op_breakdown(row: dict[str, str], batch: int, folder: Path) -> dict[str, tuple[float, float]]:
     """One decode step at the row's batch and mean context, op -> (AIConfigurator ms, rightsize ms)."""
     from aiconfigurator.cli.api import cli_estimate
+
+    from rightsize.perf.kernels import aiconfigurator
 
     isl, osl = int(row["input_len"]), int(row["output_len"])
     ctx = isl + osl // 2
@@ -182,7 +165,7 @@ def op_breakdown(row: dict[str, str], batch: int, folder: Path) -> dict[str, tup
     )
     theirs: dict[str, float] = {}
     for name, ms in est.summary.get_generation_latency_dict().items():
-        op = AIC_OPS.get(name.removeprefix("generation_"), name)
+        op = aiconfigurator.LLAMA_GENERATION_OPS.get(name.removeprefix("generation_"), name)
         theirs[op] = theirs.get(op, 0.0) + float(ms)
     rep = _replica(row)
     _, report = rep.decode_step_detail(float(batch), float(batch * ctx))

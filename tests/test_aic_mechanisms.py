@@ -138,18 +138,6 @@ def test_engine_memory_by_mechanism() -> None:
     assert vllm.engine_reserved_bytes() == 2 * 2**30
 
 
-# AIConfigurator's Llama generation ops (aiconfigurator_core/sdk/models/llama.py) by rightsize's OpReport name
-AIC_OPS = {
-    "qkv_gemm": "gemm_qkv",
-    "proj_gemm": "gemm_out",
-    "gate_ffn1_gemm": "gemm_up",
-    "ffn2_gemm": "gemm_down",
-    "attention": "attention",
-    "logits_gemm": "gemm_logits",
-    "add_norm_1": "elementwise",
-    "add_norm_2": "elementwise",
-    "act_gate": "elementwise",
-}
 LLAMA_8B = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
@@ -200,8 +188,9 @@ def test_step_composition_matches_aiconfigurator(tmp_path: Path) -> None:
     assert est.tpot == pytest.approx(sum(ops.values()), rel=1e-6)  # the step is its ops, nothing else
     theirs: dict[str, float] = {}
     for name, ms in ops.items():
-        if name in AIC_OPS:
-            theirs[AIC_OPS[name]] = theirs.get(AIC_OPS[name], 0.0) + ms / 1e3
+        if name in aiconfigurator.LLAMA_GENERATION_OPS:
+            op = aiconfigurator.LLAMA_GENERATION_OPS[name]
+            theirs[op] = theirs.get(op, 0.0) + ms / 1e3
     acc = get_accelerator("h100-sxm")
     table = aiconfigurator.load_table("h100-sxm", "tensorrt-llm")
     assert table is not None

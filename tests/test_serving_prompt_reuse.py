@@ -12,7 +12,7 @@ from rightsize.catalog import get_accelerator, node_for
 from rightsize.catalog.engines import get_engine
 from rightsize.perf.inference import Replica, fixed_batch_metrics
 from rightsize.perf.serving_prompt_reuse import reused_prompt_tokens
-from rightsize.spec.model import ModelArch
+from rightsize.spec.presets import get_preset
 from rightsize.validate.cases import Case, read_cases
 from rightsize.validate.families import family_paths
 from rightsize.validate.inference_cases import analytic_only, predict_inference
@@ -44,16 +44,7 @@ def test_engines_without_default_prefix_caching_reuse_nothing() -> None:
 
 
 def test_cached_prompt_shortens_ttft_only() -> None:
-    arch = ModelArch(
-        name="llama-3.1-70b",
-        layers=80,
-        hidden=8192,
-        heads=64,
-        kv_heads=8,
-        ffn_hidden=28672,
-        vocab=128256,
-        mlp="swiglu",
-    )
+    arch = get_preset("llama3-70b")
     acc = get_accelerator("mi300x")
     rep = Replica.build(arch, acc, node_for(acc.id), 8, "fp8", "bf16", engine="vllm")
     cold = fixed_batch_metrics(rep, 64, 2048, 256)

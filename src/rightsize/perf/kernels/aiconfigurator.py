@@ -41,6 +41,24 @@ BACKENDS = {"tensorrt-llm": "trtllm", "vllm": "vllm", "sglang": "sglang"}
 GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4", "int8_wo": "int8", "int4_wo": "int4"}
 KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 MS = 1e-3
+# AIConfigurator's Llama generation ops (aiconfigurator_core/sdk/models/llama.py) by the
+# OpReport name rightsize gives the same work: how its per-op step lines up with ours.
+LLAMA_GENERATION_OPS = {
+    "qkv_gemm": "gemm_qkv",
+    "proj_gemm": "gemm_out",
+    "gate_ffn1_gemm": "gemm_up",
+    "ffn2_gemm": "gemm_down",
+    "attention": "attention",
+    "ar_1": "all_reduce",
+    "ar_2": "all_reduce",
+    "add_norm_1": "elementwise",
+    "add_norm_2": "elementwise",
+    "act_gate": "elementwise",
+    "logits_gemm": "gemm_logits",
+    "embedding": "embedding",
+    "embedding_ar": "embedding",
+    "p2p": "pipeline_p2p",
+}
 
 
 def status() -> str | None:
