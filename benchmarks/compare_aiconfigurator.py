@@ -50,24 +50,10 @@ QUANT = {
 
 def _config(row: dict[str, str], folder: Path) -> Path:
     """A Llama-architecture config.json with the row's shape."""
-    hidden, heads = int(row["hidden"]), int(row["heads"])
-    config = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_size": hidden,
-        "intermediate_size": int(row["ffn_hidden"]),
-        "num_attention_heads": heads,
-        "num_hidden_layers": int(row["layers"]),
-        "num_key_value_heads": int(row["kv_heads"]),
-        "vocab_size": int(row["vocab"]),
-        "head_dim": hidden // heads,
-        "max_position_embeddings": 131072,
-        "rms_norm_eps": 1e-5,
-        "rope_theta": 500000.0,
-        "torch_dtype": "bfloat16",
-        "hidden_act": "silu",
-        "tie_word_embeddings": False,
-    }
+    from rightsize.perf.kernels import aiconfigurator
+
+    shape = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
+    config = aiconfigurator.llama_config(*(int(row[k]) for k in shape))
     path = folder / row["id"]
     path.mkdir(parents=True, exist_ok=True)
     (path / "config.json").write_text(json.dumps(config), encoding="utf-8")

@@ -138,25 +138,6 @@ def test_engine_memory_by_mechanism() -> None:
     assert vllm.engine_reserved_bytes() == 2 * 2**30
 
 
-LLAMA_8B = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 128256,
-    "head_dim": 128,
-    "max_position_embeddings": 131072,
-    "rms_norm_eps": 1e-5,
-    "rope_theta": 500000.0,
-    "torch_dtype": "bfloat16",
-    "hidden_act": "silu",
-    "tie_word_embeddings": False,
-}
-
-
 def test_step_composition_matches_aiconfigurator(tmp_path: Path) -> None:
     """One TensorRT-LLM decode step (Llama 3.1 8B FP8 on one H100, 64 sequences of 1,024 tokens,
     inside the measured tables): AIConfigurator's step is exactly the sum of its ops, with no
@@ -169,7 +150,9 @@ def test_step_composition_matches_aiconfigurator(tmp_path: Path) -> None:
     from rightsize.perf.kernels import aiconfigurator
 
     batch, ctx = 64, 1024
-    (tmp_path / "config.json").write_text(json.dumps(LLAMA_8B), encoding="utf-8")
+    arch = get_preset("llama-3-8b")
+    shape = (arch.layers, arch.hidden, arch.heads, arch.kv_heads, arch.ffn_hidden, arch.vocab)
+    (tmp_path / "config.json").write_text(json.dumps(aiconfigurator.llama_config(*shape)), encoding="utf-8")
     est = cli_estimate(
         str(tmp_path),
         "h100_sxm",
@@ -201,7 +184,7 @@ def test_step_composition_matches_aiconfigurator(tmp_path: Path) -> None:
     ours = {op: float(t) for op, t in report.seconds.items()}
     for op in ("gemm_qkv", "gemm_out", "gemm_up", "gemm_down", "gemm_logits", "attention"):
         assert ours[op] == pytest.approx(theirs[op], rel=0.05), op
-    kernels = 3 * LLAMA_8B["num_hidden_layers"]
+    kernels = 3 * arch.layers
     aic_bytes = (theirs["elementwise"] - kernels * 3e-6) * 0.8 * 3.35e12
     our_bytes = ours["elementwise"] * rep.hw.hbm_bytes_per_s * rep.hw.memory_bw_fraction
     assert our_bytes == pytest.approx(aic_bytes, rel=0.01)

@@ -277,6 +277,16 @@ class Replica:
         per_gpu_token = self.kv_bytes_per_token / self.kv_shards
         return max(0.0, free) / per_gpu_token
 
+    def memory_record(self) -> dict[str, float]:
+        """Bytes per GPU as a plan records them (weights, KV pool, the engine's reservation)."""
+        return {
+            "weights_bytes_per_gpu": self.weight_bytes_per_gpu,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "kv_bytes_per_gpu": self.kv_capacity_tokens * self.kv_bytes_per_token / self.kv_shards,
+            "engine_reserved_bytes_per_gpu": self.engine_reserved_bytes(),
+        }
+
     @property
     def fits(self) -> bool:
         return self.kv_capacity_tokens > 0

@@ -347,12 +347,8 @@ def _serving_memory(plan: ServingPlan) -> Section | None:
         except Exception:  # an accelerator outside the catalog: no capacity to draw against
             continue
         weights = c.memory.get("weights_bytes_per_gpu", 0.0)
-        # the plan's own figures (perf.inference.Replica: the engine's measured memory where
-        # there is one); plans written before they were recorded get the flat split
-        workspace = c.memory.get("engine_reserved_bytes_per_gpu", ENGINE_WORKSPACE_BYTES)
-        kv = c.memory.get("kv_bytes_per_gpu")
-        if kv is None:
-            kv = max(0.0, hbm * ENGINE_MEMORY_UTILISATION - workspace - weights)
+        workspace = c.memory.get("engine_reserved_bytes_per_gpu", ENGINE_WORKSPACE_BYTES)  # the plan's own
+        kv = c.memory.get("kv_bytes_per_gpu", max(0.0, hbm * ENGINE_MEMORY_UTILISATION - workspace - weights))
         reserve = max(0.0, hbm - weights - kv - workspace)
         rows.append(
             (

@@ -556,13 +556,7 @@ def _candidate(
         replica_capacity_rps=cap,
         design_rate_rps=design,
         latency_s=_latencies(res),
-        memory={
-            "weights_bytes_per_gpu": rep.weight_bytes_per_gpu,
-            "kv_bytes_per_token": rep.kv_bytes_per_token,
-            "kv_capacity_tokens": rep.kv_capacity_tokens,
-            "kv_bytes_per_gpu": rep.kv_capacity_tokens * rep.kv_bytes_per_token / rep.kv_shards,
-            "engine_reserved_bytes_per_gpu": rep.engine_reserved_bytes(),
-        },
+        memory=rep.memory_record(),
     )
     node = get_node(node_id)
     c.layout = layout_for(rep, get_accelerator(c.accelerator), node)

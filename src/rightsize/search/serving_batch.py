@@ -49,12 +49,7 @@ def _batch_candidate(
         design_rate_rps=0.0,
         latency_s=lat,
         output_tokens_per_s=tps_out * replicas,
-        memory={
-            "weights_bytes_per_gpu": rep.weight_bytes_per_gpu,
-            "kv_capacity_tokens": rep.kv_capacity_tokens,
-            "kv_bytes_per_gpu": rep.kv_capacity_tokens * rep.kv_bytes_per_token / rep.kv_shards,
-            "engine_reserved_bytes_per_gpu": rep.engine_reserved_bytes(),
-        },
+        memory=rep.memory_record(),
         pp=layout.pp,
         nodes_per_replica=layout.nodes,
         layout=layout,

@@ -61,6 +61,30 @@ LLAMA_GENERATION_OPS = {
 }
 
 
+def llama_config(
+    layers: int, hidden: int, heads: int, kv_heads: int, ffn_hidden: int, vocab: int
+) -> dict[str, Any]:
+    """A Hugging Face `config.json` of a Llama-architecture model of this shape, as
+    AIConfigurator's estimator reads one (it takes a model folder, not a shape)."""
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "intermediate_size": ffn_hidden,
+        "num_attention_heads": heads,
+        "num_hidden_layers": layers,
+        "num_key_value_heads": kv_heads,
+        "vocab_size": vocab,
+        "head_dim": hidden // heads,
+        "max_position_embeddings": 131072,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 500000.0,
+        "torch_dtype": "bfloat16",
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+    }
+
+
 def status() -> str | None:
     """None when the package is importable, else why not (with how to fix)."""
     if importlib.util.find_spec(PACKAGE) is None:
