@@ -4,6 +4,8 @@ graph-captured kernels; the counts follow from the model's linears, the reads fr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rightsize.catalog import get_accelerator, node_for
@@ -80,3 +82,29 @@ def test_v0_penalty_against_vllm_pr11267() -> None:
         / offline_throughput(v1.target, 246, 235)["output_tokens_per_s"]
     )
     assert 0.95 < ratio_v1 < 0.99  # V1 with torch.compile: 0.957 of the V0 base (PR #11613)
+
+
+def test_a_plan_naming_a_release_runs_that_release(tmp_path: Path) -> None:
+    """`engine.version` reaches the plan's replicas as it reaches validation's: a vLLM 0.6.5
+    plan with adapters pays V0's LoRA path (fewer requests per replica, more replicas), the same
+    spec without a version V1's."""
+    import json
+
+    import yaml
+
+    from rightsize.api import plan
+    from rightsize.report.render import result_dict, to_json
+
+    root = Path(__file__).resolve().parents[1]
+    spec = yaml.safe_load((root / "examples/llama3-70b-chat-serving.yaml").read_text())
+    spec["targets"]["accelerators"] = ["h100-sxm"]
+    chosen = {}
+    for version in (None, "0.6.5"):
+        spec["engine"] = {"name": "vllm", "version": version, "lora": {"adapters": 100, "rank": 16}}
+        path = tmp_path / f"spec-{version}.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        best = json.loads(to_json(result_dict(plan(path))))["best"]
+        chosen[version] = (best["replica_capacity_rps"], best["replicas"])
+    # measured here: 6.41 req/s per replica and 12 replicas (V1) against 5.21 and 15 (V0)
+    assert chosen["0.6.5"][0] < 0.9 * chosen[None][0]
+    assert chosen["0.6.5"][1] > chosen[None][1]

@@ -62,6 +62,7 @@ def _build(
         cal.get(acc.id),
         spec.engine.name,
         power_limit_w=power_limit_of(spec, acc.id),
+        engine_version=spec.engine.version,  # the release's behaviour, as validation predicts it
     )
 
 

@@ -265,7 +265,10 @@ class Engine(BaseModel):
         default=None,
         min_length=1,
         examples=["0.10.0", "1.0.0"],
-        description="Engine version, recorded with the plan and used to pick measured kernels of that version.",
+        description=(
+            "Engine version, recorded with the plan: picks measured kernels of that version and the "
+            "release's own behaviour where it differs (catalog engines.yaml releases; e.g. vLLM before 0.8.0 runs V0)."
+        ),
     )
     continuous_batching: bool = Field(
         default=True,
