@@ -17,6 +17,7 @@ from rightsize.perf.serving_specdec import SpeculativeReplica
 from rightsize.search.calibrated import Calibration, power_limit_of
 from rightsize.search.serving_plan import TP_OPTIONS
 from rightsize.spec.inference import InferenceSpec
+from rightsize.spec.model import ModelArch
 from rightsize.spec.presets import get_preset
 
 
@@ -50,10 +51,18 @@ def _stage_tp(spec: InferenceSpec, acc: Accelerator) -> int | None:
 
 
 def _build(
-    spec: InferenceSpec, acc: Accelerator, node: NodeType, tp: int, prec: str, cal: Calibration
+    spec: InferenceSpec,
+    acc: Accelerator,
+    node: NodeType,
+    tp: int,
+    prec: str,
+    cal: Calibration,
+    arch: ModelArch | None = None,
 ) -> Replica:
+    """A replica of `arch` (None: the spec's model) as the spec's engine, release and power
+    limit run it."""
     return Replica.build(
-        spec.model,
+        arch or spec.model,
         acc,
         node,
         tp,
@@ -137,30 +146,10 @@ def speculative(
     if sp.method == "draft_model" and sp.draft_model is not None:
         arch = get_preset(sp.draft_model)
         tp = rep.tp if arch.heads % rep.tp == 0 else 1
-        draft = Replica.build(
-            arch,
-            acc,
-            node,
-            tp,
-            prec,
-            spec.serving.kv_precision,
-            cal.get(acc.id),
-            spec.engine.name,
-            power_limit_w=power_limit_of(spec, acc.id),
-        )
+        draft = _build(spec, acc, node, tp, prec, cal, arch)
     elif sp.method in ("eagle", "mtp"):  # one transformer layer and the target's LM head
         head = rep.arch.model_copy(update={"layers": 1, "dense_layers": 0})
-        draft = Replica.build(
-            head,
-            acc,
-            node,
-            rep.tp,
-            prec,
-            spec.serving.kv_precision,
-            cal.get(acc.id),
-            spec.engine.name,
-            power_limit_w=power_limit_of(spec, acc.id),
-        )
+        draft = _build(spec, acc, node, rep.tp, prec, cal, head)
     return SpeculativeReplica.wrap(rep, draft, sp.draft_tokens, sp.method)
 
 
