@@ -19,6 +19,8 @@ def render_validation(result: dict[str, Any]) -> str:
             lines.append(f"    not predicted: {r['reason']}")
         if r.get("source"):
             lines.append("    " + _source_line(r))
+        if r.get("scale_check"):
+            lines.append("    " + _scale_line(r["scale_check"]))
     lines.append("")
     for metric, s in result["summary"].items():
         if metric == "all":
@@ -100,3 +102,14 @@ def _source_line(r: dict[str, Any]) -> str:
     else:
         parts.append(str(r.get("kernel_table", "")))
     return "; ".join(parts)
+
+
+def _scale_line(check: dict[str, Any]) -> str:
+    """One line for the terminal: the count the published figure implies, and the curve."""
+    curve = ", ".join(f"{int(g):,}: {h / 1e6:.3g}M" for g, h in check["gpu_hours_by_gpus"].items())
+    head = (
+        f"published value matches a plan on about {check['implied_gpus']:,} GPUs"
+        if check["implied_gpus"] is not None
+        else "no count tried reaches the published value"
+    )
+    return f"scale check: {head} (the search picked {check['searched_gpus']:,}); GPU-hours by GPUs: {curve}"

@@ -22,12 +22,18 @@ from rightsize.validate.families import family_breakdown
 from rightsize.validate.inference_cases import predict_inference
 from rightsize.validate.kinds import kind_rows
 from rightsize.validate.whole_run_cases import (
+    PLANNER_SCALE,
     scale_basis,
     steady_only,
     summarise_by_scale,
     whole_run_parts,
     whole_run_spec_data,
 )
+from rightsize.validate.whole_run_scale import implied_scale
+
+# A whole run off by more than this is checked for the count it implies: the tolerance issue
+# 27 sets for whole-run GPU-hours ("within 15% for published full runs").
+SCALE_CHECK_ERROR = 0.15
 
 
 def _predict(
@@ -74,8 +80,20 @@ def _predict(
         detail["counts"] = "steady-state steps and phases only, as the source counts"
     if case.metric == "gpu_hours":
         detail["whole_run_parts"] = whole_run_parts(plan)
+        if _scale_unexplained(case, best.gpu_hours, steady, detail.get("range")):
+            detail["scale_check"] = implied_scale(data, best.gpus, best.gpu_hours, case.published)
     detail["ground"] = {k: unc["ground"][k] for k in ("distance", "sigma", "nearest", "thin_mechanisms")}
     return training_value, None, detail
+
+
+def _scale_unexplained(case: Case, predicted: float, steady: object, rng: dict[str, float] | None) -> bool:
+    """Whether a whole run planned on the search's count (its own was not published) misses
+    its published figure by more than `SCALE_CHECK_ERROR` or falls outside its P10-P90: then
+    `whole_run_scale` says which count the published figure implies."""
+    if steady is not None or rng is None or scale_basis(case) != PLANNER_SCALE:
+        return False
+    outside = not rng["p10"] <= case.published <= rng["p90"]
+    return outside or abs(predicted - case.published) > SCALE_CHECK_ERROR * case.published
 
 
 def validate_paths(
@@ -113,6 +131,8 @@ def validate_paths(
                 row["within_p10_p90"] = rng["p10"] <= case.published <= rng["p90"]
             if ground is not None:
                 row["ground"] = ground
+            if "scale_check" in detail:
+                row["scale_check"] = detail.pop("scale_check")
             _sources(row, detail, case.published)
             if detail:
                 row["chosen"] = detail
