@@ -50,3 +50,19 @@ def test_the_search_count_is_the_knee_and_the_curve_brackets_the_card() -> None:
     below = max(g for g in curve if g <= implied)
     above = min(g for g in curve if g >= implied)
     assert curve[below] <= case.published <= curve[above]
+
+
+def test_the_plan_shows_the_days_against_gpu_hours_front_past_the_knee() -> None:
+    """The plan's Pareto front spans the counts searched, not only the knee the search keeps:
+    what finishing sooner costs in GPU-hours, with the chosen point the settled plan's."""
+    data = whole_run_spec_data(_case("llama-3-8b-gpu-hours"))
+    plan = run_pipeline(parse_spec(data, Path(".")))
+    front = plan.pareto
+    chosen = [c for c in front if c is plan.best]
+    assert len(chosen) == 1 and chosen[0].gpu_hours == plan.sizing.run.gpu_hours
+    counts = [c.gpus for c in front]
+    assert max(counts) >= 8 * plan.best.gpus and min(counts) <= plan.best.gpus // 4
+    ordered = sorted(front, key=lambda c: c.gpus)
+    # more GPUs: fewer days, more GPU-hours (the front is ordered both ways)
+    assert all(a.time_to_train_s > b.time_to_train_s for a, b in zip(ordered, ordered[1:], strict=False))
+    assert all(a.gpu_hours < b.gpu_hours for a, b in zip(ordered, ordered[1:], strict=False))

@@ -512,6 +512,9 @@ def plan_training(
     )
     options = _options(spec, w, ids, evaluated, rejected)
     options = under_power_cap(options, lambda o: o[0].gpus, lambda o: o[1].node, spec, assumptions)
+    # The trade-off a buyer signs for (days against GPU-hours) over every count searched, before
+    # the knee keeps one count per accelerator: going faster than the knee costs GPU-hours.
+    front = pareto_front([o[0] for o in options])
     if budget.knee:
         options = knee(options)
     in_time = _in_time(spec, options, budget, ids)
@@ -523,7 +526,6 @@ def plan_training(
     if best.accelerator in count_notes:
         assumptions.insert(0, count_notes[best.accelerator])
     runner = _runner_up_layout(best_ev, best_i, w, spec, best)
-    front = pareto_front([o[0] for o in options])
     demand = training_demand(spec, w, best_ev.cfg, best_i, best_ev.hw, best)
     bare = budget.bare_deadline
     base = [

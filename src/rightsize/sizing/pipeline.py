@@ -97,6 +97,8 @@ def settle(plan: Any) -> None:
     if "goodput" in names:
         update["goodput"] = rel.goodput_fraction
     plan.best = replace(best, **update)
+    if getattr(plan, "pareto", None):  # the front's chosen point is the settled plan, one value
+        plan.pareto = [plan.best if c is best else c for c in plan.pareto]
     runner = getattr(plan, "runner_up_layout", None)
     if runner is not None:
         # Same hardware and GPU count: the same nodes, storage, goodput and throttling.
