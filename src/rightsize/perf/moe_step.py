@@ -71,7 +71,19 @@ of one expert's tail with the next one's first wave, so this errs slow, not fast
 grouped-GEMM penalty on top was tested against training_more.csv (issue 27) and refuted: the rows
 that validate (DeepSeek-V3 B200 EP8: ~1k rows per expert, fc2 K 2048; Qwen3-235B: fc2 K 1536) have
 smaller expert GEMMs than GPT-OSS (~4.1k-33k rows, K 2880), and slowing every expert GEMM 1.5x
-leaves GPT-OSS on Blackwell +14..33% while those rows go to -10%.
+leaves GPT-OSS on Blackwell +14..33% while those rows go to -10%. Published kernel timings say the
+same (tests/test_moe_grouped_gemm_published.py): TE PR #2045 measured the multi-stream path on
+H100 (TE 2.7, CUDA 12.9) at Qwen3-30B-A3B's expert shapes, 628 and 554 TFLOP/s for 8 x 4,096 and
+16 x 2,048 rows of width 768, hidden 2048, where the serial model takes 1.26-1.55x the time: it
+errs slow at narrow widths. The four streams (TE v2.14 `get_num_compute_streams()` = 4) timed as
+concurrent rounds of four experts meet those figures within 8%, but move every training_more.csv
+MoE row faster (median 14.3% -> 19.5%, GPT-OSS B300 +62% -> +68%): not adopted while the rows'
+missing cost is unknown. Where it is not (issue 27, 2026-11-26, nothing fitted): not the 16-bit
+expert GEMMs, since the model's MXFP8 GPT-OSS steps (H100: FP8) run 1.09-1.19x faster than its
+BF16 ones where Megatron-Bridge issue #3389 (26.04) measured about 1.05x, so the missing time
+does not shrink with the GEMMs' precision; not per micro-batch host work alone, since the 25.11
+table's GPT-OSS rows at 8,192 tokens (GB300 micro-batch 2, GB200 micro-batch 1) read +42%, as
+the 4,096-token rows do.
 
 And by dispatcher (Megatron-Core token_dispatcher.py), over perf.layer's one permutation before the
 dispatch and one unpermutation after the combine (read h and write k h, and back):
@@ -206,7 +218,8 @@ def feature_elementwise_s(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(forward, backward, repeated under `moe_act`) seconds per layer per micro-batch of the
     memory passes and kernels the architecture's features add, and of a MoE layer's small kernels
-    and metadata collectives (module docstring); zero for an architecture without them. `load` is the busiest GPU's routed load factor (perf.layer)."""
+    and metadata collectives (module docstring); zero for an architecture without them. `load` is
+    the busiest GPU's routed load factor (perf.layer)."""
     arch = w.arch
     zero = np.zeros(len(cfg))
     mem_bw = hw.hbm_bytes_per_s * hw.memory_bw_fraction
