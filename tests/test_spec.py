@@ -60,6 +60,8 @@ PRESET_SHAPES: dict[str, tuple[Any, ...]] = {
     "deepseek-v3": (61, 7168, 128, 128, 128, 18432, 129280, "swiglu", False, 256, 8),
     # openai/gpt-oss-120b config.json (intermediate_size 2880, num_local_experts 128, top-4)
     "gpt-oss-120b": (36, 2880, 64, 8, 64, 2880, 201088, "swiglu", False, 128, 4),
+    # tiiuae/falcon-180B model card: head_dim 64, multigroup attention with 8 key/value groups
+    "falcon-180b": (80, 14848, 232, 8, 64, 59392, 65024, "gelu", False, 0, 0),
 }
 
 

@@ -38,6 +38,7 @@ from rightsize.catalog.engines import EngineDefaults, get_engine
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
 from rightsize.perf import collectives as coll
+from rightsize.perf import parallel_block
 from rightsize.perf.engine_memory import engine_memory
 from rightsize.perf.gemm import gemm_efficiency, gemm_time_s
 from rightsize.perf.hardware import Hardware, power_capped
@@ -297,7 +298,8 @@ class Replica:
         return self.hw.hbm_bytes_per_s * self.hw.memory_bw_fraction * DECODE_STREAM_FRACTION
 
     def tp_comm_s(self, tokens: np.ndarray | float) -> np.ndarray:
-        """Two all-reduces of [tokens, hidden] 16-bit activations per layer. Inside the scale-up
+        """The forward's all-reduces of [tokens, hidden] 16-bit activations: two per layer, one for a
+        parallel block (`perf.parallel_block`; vLLM's Falcon sums both branches first). Inside the scale-up
         domain a serving stack's decode-sized all-reduces run at the accelerator's
         `decode_allreduce_bw_fraction` of the link where the catalog gives one (ROCm/vLLM on
         MI300X reaches far less than RCCL's large-message bus bandwidth, issue 28)."""
@@ -308,7 +310,8 @@ class Replica:
         if hw.decode_allreduce_bw_fraction > 0 and self.tp <= hw.domain_gpus:
             small = np.minimum(bw, hw.scaleup_bytes_per_s * hw.decode_allreduce_bw_fraction)
             bw = np.where(nbytes <= DECODE_ALLREDUCE_MAX_BYTES, small, bw)
-        return 2.0 * self.arch.layers * coll.all_reduce_s(nbytes, n, bw, lat)
+        per_layer = parallel_block.tp_exchanges(self.arch)[0]
+        return per_layer * self.arch.layers * coll.all_reduce_s(nbytes, n, bw, lat)
 
     def step_overhead_s(
         self, batch: np.ndarray | float, gpu_s: np.ndarray | float | None = None

@@ -29,7 +29,7 @@ and combine all-to-alls (forward, and their gradients backward: 4 per layer) car
 (sliding windows, biased experts, a clamped GLU, unfused YaRN rotary) and the token dispatcher's
 extra sorts are `perf.moe_step`'s. Memory-bound kernels (norms, residual adds, activations, unfused
 softmax) cost bytes moved / achievable HBM bandwidth. Tensor-parallel layers
-communicate activations twice per layer in forward and twice in backward:
+communicate activations twice per layer each way (a parallel block once forward, perf.parallel_block):
 all-reduce, or all-gather + reduce-scatter under sequence parallelism
 (Korthikanti et al. 2022, section 4.2.2) — the same bytes on the wire.
 """
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rightsize.perf import collectives as coll
-from rightsize.perf import host_overhead, moe_step, remat
+from rightsize.perf import host_overhead, moe_step, parallel_block, remat
 from rightsize.perf.attention import attention_core_times
 from rightsize.perf.cp_torch import torch_ring_exposed_s, torch_ring_traffic_s
 from rightsize.perf.gemm import train_gemm_time_s
@@ -488,14 +488,14 @@ def _recompute_s(
 
 
 def _tp_collectives_s(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, rows: np.ndarray) -> np.ndarray:
-    """Seconds of one direction's tensor-parallel collectives: 2 all-reduces (or AG + RS pairs)
-    of the [T, h] activations; under sequence parallelism torchao's tensorwise TP gathers in
-    float8 (perf.lowp_casts), the reduce-scatters staying 16 bit."""
+    """Seconds of one tensor-parallel exchange: an all-reduce (or AG + RS pair) of the [T, h]
+    activations, of which a layer runs `perf.parallel_block`'s count per direction; under sequence
+    parallelism torchao's tensorwise TP gathers in float8 (perf.lowp_casts), the RS staying 16 bit."""
     tp_bw, tp_lat = coll.group_link(cfg.tp, np.ones_like(cfg.tp), hw)
     act = rows * float(w.arch.hidden) * ACT_BYTES
     low = act * tp_gather_bytes_per_element(w) / ACT_BYTES
     saved = coll.all_gather_s(act, cfg.tp, tp_bw, tp_lat) - coll.all_gather_s(low, cfg.tp, tp_bw, tp_lat)
-    return 2.0 * (coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat) - np.where(cfg.sequence_parallel, saved, 0.0))
+    return coll.all_reduce_s(act, cfg.tp, tp_bw, tp_lat) - np.where(cfg.sequence_parallel, saved, 0.0)
 
 
 def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool) -> LayerTimes:
@@ -533,8 +533,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
         merge_f, merge_b = torch_ring_traffic_s(w, cfg, hw, rows)
         ew_f, ew_b = ew_f + merge_f, ew_b + merge_b
 
-    tp_f = _tp_collectives_s(w, cfg, hw, rows)
-    tp_b = tp_f
+    tp_f, tp_b = parallel_block.tp_collectives_s(arch, _tp_collectives_s(w, cfg, hw, rows))
 
     cp_f_exp, cp_b_exp = _cp_ring_exposed(w, cfg, hw, rows, (attn_f, attn_b))
 

@@ -165,6 +165,14 @@ class ModelArch(BaseModel):
         default=False,
         description="RMSNorm over each head's queries and keys before the rotary embedding (Qwen3; Megatron qk_layernorm).",
     )
+    parallel_block: bool = Field(
+        default=False,
+        description=(
+            "Attention and MLP read the same residual input and their outputs are added once, "
+            "x + attn(ln1(x)) + mlp(ln2(x)) (GPT-J, GPT-NeoX use_parallel_residual, PaLM, Falcon parallel_attn); "
+            "under tensor parallelism the two branches share one forward all-reduce."
+        ),
+    )
     rope_type: Literal["default", "yarn"] = Field(
         default="default",
         description="Rotary scaling kind (config.json rope_scaling.rope_type): 'yarn' in GPT-OSS.",
