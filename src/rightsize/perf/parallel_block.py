@@ -15,7 +15,10 @@ can be added before one all-reduce. GPT-NeoX does exactly that (megatron/model/t
 "we can do a single allreduce after we add mlp / attn outputs"). Its backward still all-reduces
 each branch's input gradient in its own column-parallel linear (``copy_to_model_parallel_region``,
 one per branch), so the backward keeps two. This module takes that public implementation:
-one exchange forward, two backward.
+one exchange forward, two backward. Serving runs the forward only, with the same one: vLLM's
+Falcon decoder layer (vllm/model_executor/models/falcon.py) builds both output linears with
+``reduce_results=False`` when ``parallel_attn`` and "can use only one all-reduce operator to
+reduce the results from both MLP and Attention layers" (`perf.inference.Replica.tp_comm_s`).
 
 What other stacks do differs, and the planner cannot see which one ran: NeMo's Falcon layer
 (``FalconTransformerLayer`` over Megatron-Core linears, each reducing its own output) sums the
