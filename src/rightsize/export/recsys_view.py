@@ -2,11 +2,12 @@
 mode training): the plan dict becomes a typed, read-only view for the DLRM job writers
 (`export.recsys_jobs`, arguments in `export.fw_recsys`).
 
-The figures come from the plan (GPUs, nodes, the global batch, epochs, step time, the run
-with failures, the checkpoint interval and write, host needs, fabric, storage, the priced
-instance) and, for the architecture the plan names (MLP widths, interaction, table rows),
-from the same preset the planner used (`spec.recsys`); per-table rows are the plan's own
-(`tables.bytes_by_table` / `row_bytes`, so `embeddings.rows_multiplier` is kept).
+The figures every single-trainer plan has (GPUs, nodes, step time, the run with failures, the
+checkpoint interval and write, host needs, fabric, storage, the priced instance) are read by
+`export.trainer_view`; this view adds the global batch, epochs, precisions and tables and, for
+the architecture the plan names (MLP widths, interaction, table rows), the preset the planner
+used (`spec.recsys`); per-table rows are the plan's own (`tables.bytes_by_table` /
+`row_bytes`, so `embeddings.rows_multiplier` is kept).
 """
 
 from __future__ import annotations
@@ -17,20 +18,9 @@ from typing import Any
 
 from rightsize.errors import BadInput
 from rightsize.export.names import choice
-from rightsize.export.plan_fields import INT_MAX, MAX_GPUS, Fields, check_num
-from rightsize.export.plan_view import (
-    MAX_BYTES,
-    MAX_SECONDS,
-    HardwareView,
-    Header,
-    _fabric,
-    _hardware,
-    _host_needs,
-    _priced_instance,
-    _storage,
-    header,
-    job_start_s,
-)
+from rightsize.export.plan_fields import INT_MAX, Fields, check_num
+from rightsize.export.plan_view import MAX_BYTES
+from rightsize.export.trainer_view import TrainerView, placement_fields, run_fields
 from rightsize.spec.recsys import RecsysModel, get_recsys_model
 
 DENSE_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
@@ -38,13 +28,9 @@ TABLE_PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 MAX_SAMPLES = 1e15
 
 
-@dataclass(frozen=True)
-class RecsysTrainingView:
-    header: Header
+@dataclass(frozen=True, kw_only=True)
+class RecsysTrainingView(TrainerView):
     arch: RecsysModel  # the preset the plan was made for (MLPs, interaction, pooling)
-    hw: HardwareView
-    gpus: int
-    nodes: int
     global_batch: int
     epochs: float
     samples_per_epoch: float
@@ -56,21 +42,6 @@ class RecsysTrainingView:
     embedding_budget_bytes_per_gpu: float  # HBM the plan leaves for tables (and their state)
     host_table_bytes: float  # tables the plan placed in host memory (UVM)
     ssd_table_bytes: float  # tables the plan placed on SSD
-    step_time_s: float
-    run_s: float  # planned wall time, failures and restarts included
-    safety_margin: float
-    checkpoint_interval_s: float
-    checkpoint_write_s: float
-    mtbf_s: float | None
-    fabric_kind: str | None
-    nic_gbps_per_gpu: float | None
-    rails: int | None
-    cpu_cores_need_per_gpu: float
-    host_memory_need_bytes_per_gpu: float
-    priced_instance: tuple[str, str] | None = None
-    planned_start_s: float = 0.0  # the plan's own "job start" line, inside run_s (0: not planned)
-    checkpoints_bytes: float = 0.0
-    dataset_bytes: float = 0.0
 
     @property
     def batch_per_gpu(self) -> int:
@@ -110,11 +81,11 @@ def _arch(plan: Fields) -> RecsysModel:
 
 def recsys_training_view(plan: dict[str, Any]) -> RecsysTrainingView:
     p = Fields(plan)
-    spec, best, sizing = p.sub("spec"), p.sub("best"), p.sub("sizing")
+    spec, best = p.sub("spec"), p.sub("best")
     train, emb = spec.sub("train"), spec.sub("embeddings", False)
     arch = _arch(p)
     rows, tables_bytes = _rows(p.sub("tables"))
-    rel, place = sizing.sub("reliability", False), best.sub("placement", False)
+    place = best.sub("placement", False)
     samples = p.sub("demand", False).num("work_units_total", 0.0, MAX_SAMPLES, default=0.0)
     epochs = train.num("epochs", 1e-9, 1e6, default=1.0)
     per_epoch = train.num("samples", 1.0, MAX_SAMPLES, default=0.0) or (samples / epochs if samples else 0.0)
@@ -127,11 +98,8 @@ def recsys_training_view(plan: dict[str, Any]) -> RecsysTrainingView:
             "Export a plan written by `rightsize plan SPEC --format json` (or pass the spec itself).",
         )
     return RecsysTrainingView(
-        header=header(plan),
+        **placement_fields(plan),
         arch=arch,
-        hw=_hardware(best),
-        gpus=best.integer("gpus", 1, MAX_GPUS),
-        nodes=sizing.sub("nodes").integer("nodes", 1, MAX_GPUS),
         global_batch=best.integer("batch", 1, INT_MAX, default=None)
         or train.integer("global_batch", 1, INT_MAX),
         epochs=epochs,
@@ -150,18 +118,5 @@ def recsys_training_view(plan: dict[str, Any]) -> RecsysTrainingView:
         ),
         host_table_bytes=place.num("host_bytes", 0.0, MAX_BYTES, default=0.0),
         ssd_table_bytes=place.num("ssd_bytes", 0.0, MAX_BYTES, default=0.0),
-        step_time_s=best.sub("step").num("step_s", 1e-9, MAX_SECONDS),
-        run_s=sizing.sub("run", False).num("run_s", 0.0, MAX_SECONDS, default=0.0)
-        or best.num("time_to_train_s", 0.0, MAX_SECONDS),
-        safety_margin=spec.sub("infrastructure", False)
-        .sub("margins", False)
-        .num("safety_margin", 0.0, 10.0, default=0.2),
-        checkpoint_interval_s=rel.num("checkpoint_interval_s", 0.0, MAX_SECONDS, default=0.0) or 3600.0,
-        checkpoint_write_s=rel.num("checkpoint_write_s", 0.0, MAX_SECONDS, default=0.0),
-        mtbf_s=rel.num("cluster_mtbf_s", 0.0, MAX_SECONDS, default=0.0) or None,
-        **_fabric(sizing),
-        **_host_needs(sizing),
-        priced_instance=_priced_instance(sizing),
-        planned_start_s=job_start_s(best),
-        **_storage(sizing),
+        **run_fields(plan),
     )

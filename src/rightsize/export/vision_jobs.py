@@ -1,6 +1,8 @@
 """Slurm and Kubernetes jobs for a vision training plan: torchvision's classification reference
 (`export.fw_vision`) on the plan's GPUs, one process per GPU, its DataLoader workers on the
-plan's decode cores.
+plan's decode cores, in the shape every single-trainer export shares (`export.single_trainer`);
+this module supplies the trainer and its resume launcher, notes, set-up, arguments, checkpoint
+and data volumes, and the requeued segments (the trainer resumes from its last epoch).
 
 - Slurm (`train.sbatch`, `train_resumable.py`): nodes, GPUs per node, CPUs per task = the
   workers plus the training process (after checking they and the host memory fit the node,
@@ -21,35 +23,20 @@ their stack would be.
 from __future__ import annotations
 
 import math
-import shlex
-from typing import Any
 
 from rightsize.constants import GiB
 from rightsize.errors import BadInput
-from rightsize.export import fw_vision
-from rightsize.export.header import comment_block
-from rightsize.export.k8s_common import dump, gib, meta, object_name
-from rightsize.export.k8s_platform import node_selector, stack
-from rightsize.export.k8s_trainer import (
-    fabric_note,
-    indexed_jobset,
-    kueue_file,
-    restarts,
-    trainer_container,
-    trainer_pod,
-)
-from rightsize.export.names import Arg, ShellExpr, shell_args, shell_word
-from rightsize.export.recsys_jobs import MEGATRON_ONLY, fetch_script
-from rightsize.export.shell_words import arg_words, command, safe_token, word
-from rightsize.export.slurm import _RANK_ENV, RDZV_PORT, _fit_node, _head, _sbatch, nccl_env
+from rightsize.export import fw_vision, single_trainer
+from rightsize.export.k8s_common import object_name
+from rightsize.export.names import Arg, ShellExpr, shell_args
+from rightsize.export.shell_words import arg_words, safe_token, word
+from rightsize.export.slurm import _fit_node
 from rightsize.export.slurm_segments import MIN_LEAD_S, SEGMENT_MAX_S, time_limit
 from rightsize.export.vision_view import VisionTrainingView
 
-DATA_MOUNT = "/data"
 CKPT_MOUNT = "/checkpoints"
 VISION_MOUNT = "/opt/vision"
 FETCH_FILE = "fetch_vision.py"
-MIN_VOLUME_BYTES = 2**30
 STACKS = {
     "amd": "the ROCm build of PyTorch and torchvision (a rocm/pytorch image), amd.com/gpu and RCCL",
     "google": "JAX or PyTorch/XLA on TPU VMs (google.com/tpu), not CUDA",
@@ -60,25 +47,14 @@ STACKS = {
 
 def _check(v: VisionTrainingView, target: str) -> int:
     """GPUs per node, after refusing a part this export has no stack for."""
-    if v.hw.vendor != "nvidia":
-        raise BadInput(
-            f"The plan trains on {v.hw.accelerator} ({v.hw.vendor}); the {target} vision export writes "
-            "CUDA jobs for NVIDIA GPUs only.",
-            f"{v.hw.accelerator} needs {STACKS.get(v.hw.vendor, 'its vendor stack')}; no image of it is pinned here.",
-            "Plan for NVIDIA GPUs, or run the reference with the vendor's stack and the plan's figures.",
-        )
-    gpn = min(v.gpus, v.hw.gpus_per_node)
-    if gpn * v.nodes != v.gpus:
-        raise BadInput(
-            f"The plan spreads {v.gpus} GPUs over {v.nodes} nodes of {v.hw.gpus_per_node}.",
-            "The job asks for the same number of GPUs on every node.",
-            "Plan a GPU count that fills whole nodes (a multiple of the GPUs per node).",
-        )
-    return gpn
-
-
-def _nccl(v: VisionTrainingView) -> list[tuple[str, str, str]]:
-    return [e for e in nccl_env(v.fabric_kind, v.rails, v.hw.vendor) if e[0] not in MEGATRON_ONLY]
+    single_trainer.require_nvidia(
+        v,
+        f"The plan trains on {v.hw.accelerator} ({v.hw.vendor}); the {target} vision export writes "
+        "CUDA jobs for NVIDIA GPUs only.",
+        f"{v.hw.accelerator} needs {STACKS.get(v.hw.vendor, 'its vendor stack')}; no image of it is pinned here.",
+        "Plan for NVIDIA GPUs, or run the reference with the vendor's stack and the plan's figures.",
+    )
+    return single_trainer.gpus_per_node(v)
 
 
 def lead_s(v: VisionTrainingView) -> int:
@@ -116,8 +92,8 @@ def train_sbatch(v: VisionTrainingView) -> dict[str, str]:
     limit, parts = segments(v)
     lead = lead_s(v)
     tv = f"${fw_vision.VISION_DIR_VAR}"
-    name, head = _head(v.header, "Slurm vision training job", [
-        f"chosen: {v.gpus} x {v.hw.accelerator} on {v.nodes} x {v.hw.node}; {fw_vision.VERSION}",
+    notes = [
+        single_trainer.chosen(v, fw_vision.VERSION),
         *fw_vision.notes(v),
         f"host: {cpus} CPUs per GPU ({fw_vision.workers(v)} workers + the training process); memory: the whole "
         f"node (--exclusive --mem=0, {v.hw.host_memory_bytes_per_node / GiB:.0f} GiB), the plan needs "
@@ -128,48 +104,25 @@ def train_sbatch(v: VisionTrainingView) -> dict[str, str]:
         "requeues the job, which resumes from the last epoch's checkpoint",
         f"before submitting: git clone --branch v{fw_vision.TV_VERSION} --depth 1 {fw_vision.TV_REPOSITORY}; export "
         f"{fw_vision.VISION_DIR_VAR}=$PWD/vision DATA_PATH=/path/to/imagenet; keep {fw_vision.RESUME_FILE} beside this file",
-    ])  # fmt: skip
-    opts = [("job-name", name), ("nodes", str(v.nodes)), ("ntasks-per-node", str(gpn)),
-            ("gpus-per-node", str(gpn)), ("cpus-per-task", str(cpus)), ("mem", "0"), ("exclusive", ""),
-            ("time", time_limit(limit)), ("requeue", ""), ("signal", f"B:USR1@{lead}"),
-            ("open-mode", "append"), ("output", "%x-%j.out")]  # fmt: skip
-    launch = ["python", f'"$SLURM_SUBMIT_DIR/{fw_vision.RESUME_FILE}"', f'"{tv}/{fw_vision.TRAIN_SCRIPT}"',
-              *arg_words(shell_args(args))]  # fmt: skip
-    lines = [
-        "#!/bin/bash",
-        *_sbatch(opts),
-        *head,
-        "set -euo pipefail",
-        'cd "${SLURM_SUBMIT_DIR:-.}"',
-        "",
-        'export DATA_PATH="${DATA_PATH:?set DATA_PATH to the ImageFolder root (train/ and val/ inside)}"',
+    ]  # fmt: skip
+    setup = [
+        single_trainer.require_data("the ImageFolder root (train/ and val/ inside)"),
         f"CKPT_NAME={word(safe_token(v.header.name))}",
         'export CKPT_DIR="${CKPT_DIR:-$PWD/checkpoints/$CKPT_NAME}"',
         'mkdir -p "$CKPT_DIR"',
-        f': "${{{fw_vision.VISION_DIR_VAR}:?set {fw_vision.VISION_DIR_VAR} to a checkout of '
-        f'{fw_vision.TV_REPOSITORY} at tag v{fw_vision.TV_VERSION}}}"',
-        f'test -f "{tv}/{fw_vision.TRAIN_SCRIPT}" || '
-        f'{{ echo "no {fw_vision.TRAIN_SCRIPT} in {fw_vision.VISION_DIR_VAR}={tv}" >&2; exit 2; }}',
-        "",
-        "# Rendezvous: the first host of the allocation.",
-        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-        f"MASTER_PORT=${{MASTER_PORT:-{RDZV_PORT}}}",
-        "export MASTER_ADDR MASTER_PORT",
-        *[f"export {k}={word(val)}  # {why}" for k, val, why in _nccl(v)],
-        "",
-        "# Near the time limit: requeue; the next segment resumes from the last epoch's checkpoint.",
-        'trap \'echo "time limit near: requeue" >&2; scontrol requeue "$SLURM_JOB_ID"\' USR1',
-        f"srun --kill-on-bad-exit=1 --ntasks-per-node={gpn} --cpus-per-task={cpus} \\",
-        f"    bash -c {shlex.quote(_RANK_ENV)} rank \\",
-        *["    " + line for line in command(launch)[:-1]],
-        "    " + command(launch)[-1] + " &",
-        "SRUN_PID=$!",
-        "set +e",
-        'wait "$SRUN_PID"; RC=$?',
-        'while [ "$RC" -gt 128 ] && kill -0 "$SRUN_PID" 2>/dev/null; do wait "$SRUN_PID"; RC=$?; done',
-        'exit "$RC"',
-    ]  # fmt: skip
-    return {"train.sbatch": "\n".join(lines) + "\n", fw_vision.RESUME_FILE: fw_vision.resume_script()}
+        *single_trainer.require_checkout(
+            fw_vision.VISION_DIR_VAR,
+            fw_vision.TV_REPOSITORY,
+            f"tag v{fw_vision.TV_VERSION}",
+            fw_vision.TRAIN_SCRIPT,
+        ),
+    ]
+    launch = ["python", f'"$SLURM_SUBMIT_DIR/{fw_vision.RESUME_FILE}"', f'"{tv}/{fw_vision.TRAIN_SCRIPT}"',
+              *arg_words(shell_args(args))]  # fmt: skip
+    job = single_trainer.SlurmJob(
+        "Slurm vision training job", notes, gpn, cpus, limit, setup, launch, requeue_lead_s=lead
+    )
+    return {"train.sbatch": single_trainer.sbatch(v, job), fw_vision.RESUME_FILE: fw_vision.resume_script()}
 
 
 def grace_s(v: VisionTrainingView) -> int:
@@ -183,72 +136,39 @@ def checkpoint_volume_bytes(v: VisionTrainingView) -> float:
     return max(v.checkpoints_bytes, v.checkpoint_bytes * (round(v.epochs) + 1))
 
 
-def _volume(name: str, v: VisionTrainingView, n_bytes: float) -> dict[str, Any]:
-    size = gib(max(MIN_VOLUME_BYTES, n_bytes * (1.0 + v.safety_margin)))
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta(name, v.header),
-            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}}}  # fmt: skip
-
-
 def training_files(v: VisionTrainingView, node_labels: dict[str, str] | None = None) -> dict[str, str]:
     """The Kubernetes files of a vision training plan: a JobSet of torchrun pods, the reference
-    script fetched by a ConfigMap, checkpoint and data volumes, and the Kueue quota.
-
-    Longer than 80 lines for one reason: the JobSet, its pod, the ConfigMap, the volume claims
-    and their header comments are one document whose fields refer to each other by name.
-    """
+    script fetched by a ConfigMap, checkpoint and data volumes, and the Kueue quota."""
     gpn = _check(v, "kubernetes")
     name = object_name(v.header)
-    args = _args(v)
-    env = " ".join(f"{k}={shell_word(val)}" for k, val, _ in _nccl(v))
-    script = (
-        "set -euo pipefail\n"
-        f"python /config/{FETCH_FILE}\n"
-        'mkdir -p "$CKPT_DIR"\n'
-        f"export {env}\n"
-        f"exec torchrun --nnodes={v.nodes} --nproc-per-node={gpn} --node-rank=$JOB_COMPLETION_INDEX "
-        f"--rdzv-id={name} --rdzv-backend=static --master-addr={name}-workers-0-0.{name} --master-port={RDZV_PORT} "
-        f"/config/{fw_vision.RESUME_FILE} {VISION_MOUNT}/{fw_vision.TRAIN_SCRIPT} {' '.join(shell_args(args))}\n"
-    )  # fmt: skip
-    # the plan's CPU need (its decode cores): a request for every core of the node would not fit
-    # its allocatable CPUs (the kubelet reserves some); the training process shares them
-    cpus = max(v.cpu_cores_need_per_gpu, fw_vision.workers(v)) * gpn
-    requests = (gpn, cpus, v.host_memory_need_bytes_per_gpu * gpn, stack(v.hw).resource)
-    pod_env = {"CKPT_DIR": f"{CKPT_MOUNT}/{name}", "DATA_PATH": DATA_MOUNT}
-    mounts: list[dict[str, Any]] = [{"name": "config", "mountPath": "/config"}, {"name": "vision", "mountPath": VISION_MOUNT},
-              {"name": "checkpoints", "mountPath": CKPT_MOUNT},
-              {"name": "data", "mountPath": DATA_MOUNT, "readOnly": True}]  # fmt: skip
-    c = trainer_container(fw_vision.IMAGE, script, pod_env, requests, v.fabric_kind is not None, mounts)
-    volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": f"{name}-config"}}, {"name": "vision", "emptyDir": {}},
-               {"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{name}-checkpoints"}},
-               {"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data", "readOnly": True}}]  # fmt: skip
-    selector = node_selector(v.hw, v.priced_instance, node_labels)
-    queue = f"{name}-queue"
-    jobset = indexed_jobset(
-        v.header,
-        name,
-        queue,
-        v.nodes,
-        restarts(v.run_s, v.mtbf_s),
-        trainer_pod(c, volumes, selector, grace_s(v)),
-    )
     url = f"{fw_vision.TV_REPOSITORY}/archive/refs/tags/v{fw_vision.TV_VERSION}.tar.gz"
-    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(f"{name}-config", v.header),
-              "data": {FETCH_FILE: fetch_script(url, "references/", VISION_MOUNT,
-                                                f"torchvision's references at tag v{fw_vision.TV_VERSION}"),
-                       fw_vision.RESUME_FILE: fw_vision.resume_script()}}  # fmt: skip
     claims = [
-        _volume(f"{name}-checkpoints", v, checkpoint_volume_bytes(v)),
-        _volume(f"{name}-data", v, v.dataset_bytes),
+        single_trainer.Claim("checkpoints", CKPT_MOUNT, checkpoint_volume_bytes(v)),
+        single_trainer.Claim("data", single_trainer.DATA_MOUNT, v.dataset_bytes, read_only=True),
     ]
-    head = comment_block(v.header, f"Kubernetes vision training (JobSet v0.13, Kueue v1beta1, {fw_vision.VERSION})", [
-        f"{v.gpus} x {v.hw.accelerator} as {v.nodes} pods of {gpn} GPUs, torchrun in each", *fw_vision.notes(v),
+    pod = single_trainer.Pod(
+        image=fw_vision.IMAGE,
+        code=("vision", VISION_MOUNT),
+        setup=[f"python /config/{FETCH_FILE}", 'mkdir -p "$CKPT_DIR"'],
+        program=f"/config/{fw_vision.RESUME_FILE} {VISION_MOUNT}/{fw_vision.TRAIN_SCRIPT}",
+        args=_args(v),
+        env={"CKPT_DIR": f"{CKPT_MOUNT}/{name}", "DATA_PATH": single_trainer.DATA_MOUNT},
+        # the plan's CPU need (its decode cores): a request for every core of the node would not fit
+        # its allocatable CPUs (the kubelet reserves some); the training process shares them
+        cpus_per_gpu=max(v.cpu_cores_need_per_gpu, fw_vision.workers(v)),
+        config={FETCH_FILE: single_trainer.fetch_script(url, "references/", VISION_MOUNT,
+                                                        f"torchvision's references at tag v{fw_vision.TV_VERSION}"),
+                fw_vision.RESUME_FILE: fw_vision.resume_script()},
+        claims=claims,
+        grace_s=grace_s(v),
+    )  # fmt: skip
+    title = f"Kubernetes vision training (JobSet v0.13, Kueue v1beta1, {fw_vision.VERSION})"
+    return single_trainer.kubernetes_files(v, gpn, pod, title, [
+        *fw_vision.notes(v),
         f"at start each pod fetches the reference ({FETCH_FILE}): it needs GitHub",
         "volumes (ReadWriteMany, with the plan's safety margin): " + ", ".join(
-            f"{x['metadata']['name']} {x['spec']['resources']['requests']['storage']}" for x in claims)
-        + f"; CKPT_DIR={CKPT_MOUNT}/{name}, DATA_PATH={DATA_MOUNT} (put the ImageFolder dataset there)",
+            f"{name}-{c.volume} {single_trainer.volume_size(v, c.n_bytes)}" for c in claims)
+        + f"; CKPT_DIR={CKPT_MOUNT}/{name}, DATA_PATH={single_trainer.DATA_MOUNT} (put the ImageFolder dataset there)",
         f"stopping: {grace_s(v)} s between SIGTERM and SIGKILL (the plan's checkpoint write, two steps, a minute); "
         "a restart resumes from the last epoch's checkpoint",
-        fabric_note(v.fabric_kind),
-    ])  # fmt: skip
-    kueue = kueue_file(v.header, queue, v.hw.accelerator, selector, c, v.nodes)
-    return {"training.yaml": dump(head, [config, jobset, *claims]), "kueue.yaml": kueue}
+    ], node_labels)  # fmt: skip
