@@ -46,6 +46,7 @@ from rightsize.perf.attention import attention_core_times
 from rightsize.perf.cp_torch import torch_ring_exposed_s, torch_ring_traffic_s
 from rightsize.perf.gemm import train_gemm_time_s
 from rightsize.perf.hardware import Hardware
+from rightsize.perf.lora_fp8_weights import frozen_fp8_transpose_s
 from rightsize.perf.lowp_casts import (
     CAST_BYTES_PER_ELEMENT,
     cast_bytes_per_element,
@@ -528,7 +529,7 @@ def layer_times(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware, moe: bool)
     feat_f, feat_b, feat_act = moe_step.feature_elementwise_s(w, cfg, hw, moe, moe_load_factor(w, cfg))
     ew_f, ew_b = ew_f + feat_f, ew_b + feat_b
     dequant = dequant_layer_s(w, cfg, hw, moe)  # QLoRA: once before forward, once before backward
-    ew_f, ew_b = ew_f + dequant, ew_b + dequant
+    ew_f, ew_b = ew_f + dequant, ew_b + dequant + frozen_fp8_transpose_s(w, cfg, hw, moe)  # LoRA fp8
     if w.cp_comm == "torch_allgather":  # the ring's eager fp32 merges and accumulations
         merge_f, merge_b = torch_ring_traffic_s(w, cfg, hw, rows)
         ew_f, ew_b = ew_f + merge_f, ew_b + merge_b
