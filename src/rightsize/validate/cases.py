@@ -146,8 +146,9 @@ def model_fields(row: dict[str, str]) -> dict[str, Any]:
             fields[c] = int(float(row[c]))
     if not _blank(row.get("tied_embeddings")):
         fields["tied_embeddings"] = _bool(row["tied_embeddings"])
-    if not _blank(row.get("qk_norm")):
-        fields["qk_norm"] = _bool(row["qk_norm"])
+    for flag in ("qk_norm", "parallel_block"):  # optional model columns (blank: the spec's default)
+        if not _blank(row.get(flag)):
+            fields[flag] = _bool(row[flag])
     return fields
 
 
