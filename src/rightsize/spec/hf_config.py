@@ -2,7 +2,8 @@
 
 Supported families: Llama, Mistral, Qwen2/Qwen3 (dense, gated SiLU MLP, RMSNorm; Qwen3 with its
 query/key norm), Qwen3-MoE, Mixtral (every layer MoE), DeepSeek-V2/V3 (routed + shared experts, leading dense layers), GPT-2 and BLOOM (GeLU MLP,
-LayerNorm, tied embeddings), GPT-OSS (biased experts, clamped SwiGLU, sliding-window layers, attention
+LayerNorm, tied embeddings), Falcon (7B/40B/180B, and the older RefinedWeb configs: multi-query or grouped KV heads,
+GeLU MLP, the parallel attention/MLP block), GPT-NeoX and Pythia (parallel residual when the config says so), GPT-OSS (biased experts, clamped SwiGLU, sliding-window layers, attention
 sinks, YaRN rotary scaling). DeepSeek's multi-head latent attention is read exactly (kv_lora_rank,
 q_lora_rank, qk_rope_head_dim, v_head_dim, with head_dim = qk_nope_head_dim).
 """
@@ -33,6 +34,9 @@ _ARCHITECTURE_TO_TYPE = {
     "BloomForCausalLM": "bloom",
     "BloomModel": "bloom",
     "GptOssForCausalLM": "gpt_oss",
+    "FalconForCausalLM": "falcon",
+    "RWForCausalLM": "falcon",
+    "GPTNeoXForCausalLM": "gpt_neox",
 }
 _MISSING = object()
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few KB
@@ -236,6 +240,58 @@ def _bloom(cfg: _Config) -> dict[str, Any]:
     }
 
 
+def _falcon(cfg: _Config) -> dict[str, Any]:
+    """Falcon as transformers' FalconConfig reads it (defaults from its __init__). KV heads:
+    num_kv_heads under the new decoder (40B, 180B) or without multi-query, else one (7B's
+    multi-query). The block is parallel when either flag says so: the new decoder adds the
+    MLP's output to the attention's from the same input (FalconDecoderLayer). The older
+    RefinedWeb names (n_layer, n_head, n_head_kv) are read as NeMo's converter maps them."""
+    heads = cfg.integer("num_attention_heads", "n_head", default=71)
+    new_decoder = cfg.flag("new_decoder_architecture", cfg.model_type == "RefinedWeb")
+    if new_decoder or not cfg.flag("multi_query", True):
+        kv_heads = cfg.integer("num_kv_heads", "n_head_kv", default=heads)
+    else:
+        kv_heads = 1
+    hidden = cfg.integer("hidden_size", "n_embed", default=4544)
+    return {
+        "layers": cfg.integer("num_hidden_layers", "n_layer", default=32),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "ffn_hidden": cfg.integer("ffn_hidden_size", default=4 * hidden),
+        "vocab": cfg.integer("vocab_size", default=65024),
+        "mlp": "gelu",
+        "norm": "layernorm",
+        "tied_embeddings": cfg.flag("tie_word_embeddings", True),
+        "max_seq_len": cfg.integer("max_position_embeddings", default=2048),
+        "positions": "alibi" if cfg.flag("alibi", False) else "rope",
+        "rope_theta": cfg.number("rope_theta", 10000.0),
+        "linear_bias": cfg.flag("bias", False),
+        # transformers' FalconConfig defaults parallel_attn to true, the older RWConfig to false
+        "parallel_block": new_decoder or cfg.flag("parallel_attn", cfg.model_type == "falcon"),
+    }
+
+
+def _gpt_neox(cfg: _Config) -> dict[str, Any]:
+    """GPT-NeoX and Pythia as transformers' GPTNeoXConfig reads them: attention and MLP in
+    parallel when use_parallel_residual (its default), untied output embedding."""
+    return {
+        "layers": cfg.integer("num_hidden_layers"),
+        "hidden": cfg.integer("hidden_size"),
+        "heads": cfg.integer("num_attention_heads"),
+        "ffn_hidden": cfg.integer("intermediate_size"),
+        "vocab": cfg.integer("vocab_size"),
+        "mlp": "gelu",
+        "norm": "layernorm",
+        "tied_embeddings": cfg.flag("tie_word_embeddings", False),
+        "max_seq_len": cfg.integer("max_position_embeddings", default=None),
+        "positions": "rope",
+        "rope_theta": cfg.number("rotary_emb_base", 10000.0),
+        "linear_bias": cfg.flag("attention_bias", True),
+        "parallel_block": cfg.flag("use_parallel_residual", True),
+    }
+
+
 _READERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **dict.fromkeys(_LLAMA_LIKE, _llama),
     "qwen3": _qwen3,
@@ -246,6 +302,8 @@ _READERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "deepseek_v3": _deepseek,
     "gpt2": _gpt2,
     "bloom": _bloom,
+    **dict.fromkeys(("falcon", "RefinedWeb", "RefinedWebModel"), _falcon),
+    "gpt_neox": _gpt_neox,
 }
 
 
