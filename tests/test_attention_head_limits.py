@@ -14,6 +14,7 @@ import pytest
 from perf_helpers import catalog_hw
 
 from rightsize.catalog.attention_kernels import attention_kernel_catalog
+from rightsize.catalog.loader import iter_numbers, read_data_file
 from rightsize.perf.attention import attention_core_times
 from rightsize.perf.attention_kernels import attention_backend, with_supported_attention
 from rightsize.perf.step import train_memory_only, train_step
@@ -59,6 +60,10 @@ def test_catalog_limits_carry_their_sources() -> None:
     for k in cat.kernels.values():
         assert k.max_head_dim.source and k.max_head_dim.as_of and k.fallback_source and k.cite
     assert cat.compute_capability["a100-sxm-80gb"] == "8.0" and cat.compute_capability["l40s"] == "8.9"
+    numbers = list(iter_numbers(read_data_file("attention_kernels.yaml")))
+    assert len(numbers) >= 15
+    for path, _, holder in numbers:
+        assert holder is not None and holder["source"].strip() and holder["as_of"].strip(), path
 
 
 @pytest.mark.parametrize(
