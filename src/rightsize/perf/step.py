@@ -28,6 +28,7 @@ import numpy as np
 
 from rightsize.perf import collectives as coll
 from rightsize.perf import remat
+from rightsize.perf.attention_kernels import with_supported_attention
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.layer import ACT_BYTES, LayerTimes, layer_times, logits_times
 from rightsize.perf.memory import (
@@ -344,6 +345,7 @@ def train_step(
     `variant` (one integer per configuration) is given when `hw` carries per-configuration
     efficiencies: configurations of one variant share them (`step_time_variants`). `dci`
     is given when some configurations span more than one building (`_dci_exposed`)."""
+    w, hw = with_supported_attention(w, hw)  # the backend the stack runs for this head width
     parts = cfg.chunks()
     if len(parts) <= 1:
         return _train_step(w, cfg, hw, variant, dci)
@@ -530,6 +532,7 @@ def train_memory_only(w: TrainWorkload, cfg: ParallelConfigs, hw: Hardware) -> T
     """Memory per GPU of every configuration, without its step time: the search checks
     every layout against memory first and times only those that fit. The same figures as
     `train_step(w, cfg, hw).memory` (activations per distinct layer shape, then gathered)."""
+    w, hw = with_supported_attention(w, hw)
     _, first, inverse = np.unique(_layer_key(cfg), return_index=True, return_inverse=True)
     kept, rebuilt = activation_per_token_layer_pair(w, cfg.take(first))
     return train_memory(w, cfg, hw, act_per_token=(kept[inverse], rebuilt[inverse]))

@@ -30,6 +30,7 @@ from rightsize.catalog.tpu_slices import tpu_slices
 from rightsize.catalog.whole_run import whole_run_factors
 from rightsize.constants import DAY_S, HOUR_S, GiB
 from rightsize.errors import BadInput, Infeasible
+from rightsize.perf.attention_kernels import attention_notes
 from rightsize.perf.checkpoint import async_save_for, checkpoint_goodput
 from rightsize.perf.hardware import Hardware
 from rightsize.perf.memory import memory_grid
@@ -526,6 +527,7 @@ def plan_training(
     if best.accelerator in count_notes:
         assumptions.insert(0, count_notes[best.accelerator])
     runner = _runner_up_layout(best_ev, best_i, w, spec, best)
+    assumptions.extend(attention_notes(w, best_ev.hw))  # a kernel that cannot run the head width
     demand = training_demand(spec, w, best_ev.cfg, best_i, best_ev.hw, best)
     bare = budget.bare_deadline
     base = [

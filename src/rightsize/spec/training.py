@@ -249,7 +249,11 @@ class TrainingWorkload(BaseModel):
             "'flash2' (FlashAttention-2, PyTorch SDPA's "
             "flash backend, Transformer Engine's context parallelism before cuDNN support), 'cudnn' "
             "(Transformer Engine / cuDNN fused attention), 'flash3' (FlashAttention-3 on Hopper); 'auto' "
-            "takes the accelerator's usual stack from the catalog."
+            "takes the accelerator's usual stack from the catalog. It names the stack, not a demand: where "
+            "the kernel cannot train the model's head width (catalog attention_kernels.yaml: FlashAttention-1 "
+            "up to 128, FlashAttention-2 and SDPA's flash backend up to 256), the plan prices the backend the "
+            "stack falls back to (SDPA's memory-efficient kernel, Transformer Engine's next backend, or unfused "
+            "attention with the s x s scores in memory) and says so in its assumptions."
         ),
     )
     cp_comm: Literal["p2p", "all_gather", "a2a", "torch_allgather"] = Field(
