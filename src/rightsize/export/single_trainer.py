@@ -38,6 +38,7 @@ from rightsize.export.k8s_trainer import (
 from rightsize.export.names import Arg, python_literal, shell_args, shell_word
 from rightsize.export.shell_words import command, word
 from rightsize.export.slurm import _RANK_ENV, RDZV_PORT, _head, _sbatch, nccl_env
+from rightsize.export.slurm import gpus_per_node as slurm_gpus_per_node
 from rightsize.export.slurm_segments import time_limit
 from rightsize.export.trainer_view import TrainerView
 
@@ -53,14 +54,7 @@ def require_nvidia(v: TrainerView, what: str, why: str, fix: str) -> None:
 
 
 def gpus_per_node(v: TrainerView) -> int:
-    gpn = min(v.gpus, v.hw.gpus_per_node)
-    if gpn * v.nodes != v.gpus:
-        raise BadInput(
-            f"The plan spreads {v.gpus} GPUs over {v.nodes} nodes of {v.hw.gpus_per_node}.",
-            "The job asks for the same number of GPUs on every node.",
-            "Plan a GPU count that fills whole nodes (a multiple of the GPUs per node).",
-        )
-    return gpn
+    return slurm_gpus_per_node(v, job="The job")
 
 
 def nccl(v: TrainerView) -> list[tuple[str, str, str]]:

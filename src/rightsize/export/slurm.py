@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from typing import Protocol
 
 import yaml
 
@@ -172,12 +173,24 @@ def _fit_node(hw: HardwareView, gpus_per_node: int, cpus_per_gpu: float, mem_per
     return cpus
 
 
-def _gpus_per_node(v: TrainingView) -> int:
+class _Spread(Protocol):
+    """A training view's GPUs over its nodes (plan_view.TrainingView, trainer_view.TrainerView)."""
+
+    @property
+    def hw(self) -> HardwareView: ...
+    @property
+    def gpus(self) -> int: ...
+    @property
+    def nodes(self) -> int: ...
+
+
+def gpus_per_node(v: _Spread, job: str = "A Slurm job") -> int:
+    """GPUs per node of a job that asks for the same number on every node (`job` names it)."""
     gpn = min(v.gpus, v.hw.gpus_per_node)
     if gpn * v.nodes != v.gpus:
         raise BadInput(
             f"The plan spreads {v.gpus} GPUs over {v.nodes} nodes of {v.hw.gpus_per_node}.",
-            "A Slurm job asks for the same number of GPUs on every node.",
+            f"{job} asks for the same number of GPUs on every node.",
             "Plan a GPU count that fills whole nodes (a multiple of the GPUs per node).",
         )
     return gpn
@@ -232,7 +245,7 @@ def train_sbatch(v: TrainingView, framework: str) -> dict[str, str]:
     if v.hw.vendor != "intel":  # Gaudi: Intel's Megatron-LM fork (frameworks.launch_for)
         check_stack(v.hw)
     launch = launch_for(v, framework)
-    gpn = _gpus_per_node(v)
+    gpn = gpus_per_node(v)
     cpus = _fit_node(v.hw, gpn, v.cpu_cores_need_per_gpu, v.host_memory_need_bytes_per_gpu)
     seg = plan_segments(v, launch.framework)
     place = placement(v)
